@@ -1,0 +1,129 @@
+/* The backend op table: every numeric op the model and the training loop
+ * use, with a CPU and a CUDA implementation. Models call these through
+ * amp_backend; they never touch device memory directly.
+ *
+ * Conventions: matrices are row-major; outputs first, then inputs, then
+ * sizes. Pointers marked (dev) live in the backend's memory (host memory for
+ * the CPU backend, device memory for CUDA). Every op returns 0 on success and
+ * non-zero on failure with a message in be->err. Ops may be asynchronous on
+ * the GPU; download() synchronises. */
+#ifndef AMP_BACKEND_H
+#define AMP_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amptrain/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum amp_device { AMP_DEVICE_CPU = 0, AMP_DEVICE_CUDA = 1 } amp_device;
+
+typedef enum amp_act { AMP_ACT_NONE = 0, AMP_ACT_RELU = 1, AMP_ACT_GELU = 2 } amp_act;
+
+/* What rounding into 16 bits lost, counted per element rounded. */
+typedef struct amp_round_count {
+    unsigned long long underflow; /* nonzero finite value became +-0 */
+    unsigned long long overflow;  /* finite value became +-inf */
+    unsigned long long nonzero;   /* nonzero values rounded */
+} amp_round_count;
+
+/* Round-count slots: one per (layer, direction). */
+#define AMP_MAX_LAYERS 16
+#define AMP_ROUND_FWD 0
+#define AMP_ROUND_GRAD 1
+#define AMP_ROUND_SLOT(layer, dir) ((layer) * 2 + (dir))
+
+/* The per-step record, kept in backend memory and read back once per step
+ * (the only device->host transfer of a training step). */
+typedef struct amp_step_stats {
+    unsigned long long nonfinite; /* unscale_check: inf/NaN gradient elements */
+    unsigned long long checked;   /* unscale_check: elements checked */
+    double sumsq;                 /* unscale_check: sum of squares of finite unscaled grads */
+    float maxabs;                 /* unscale_check: max |g| over finite unscaled grads */
+    float pad0;
+    double loss_sum;              /* softmax_xent: sum of per-row losses */
+    unsigned long long correct;   /* softmax_xent: rows whose argmax is the label */
+    amp_round_count rounds[2 * AMP_MAX_LAYERS];
+} amp_step_stats;
+
+typedef struct amp_backend amp_backend;
+
+typedef struct amp_backend_ops {
+    const char *name; /* "cpu" or "cuda" */
+    void (*destroy)(amp_backend *be);
+    void *(*alloc)(amp_backend *be, size_t bytes); /* NULL + be->err on failure */
+    void (*release)(amp_backend *be, void *p);
+    int (*upload)(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes);
+    int (*download)(amp_backend *be, void *dst_host, const void *src_dev, size_t bytes);
+    int (*zero)(amp_backend *be, void *dst_dev, size_t bytes);
+    /* c[m,n] = alpha * op(a) op(b) + beta * c, op(a) is [m,k], op(b) is [k,n].
+     * a and b hold dtype dt (both), c is FP32, accumulation is FP32.
+     * lda/ldb/ldc are row strides of the stored (untransposed) matrices. */
+    int (*gemm)(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
+                int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                float alpha, float beta);
+    /* dst(dt)[n] = round(src[n]); counts into cnt (dev, may be NULL).
+     * For dt == F32 a plain copy that counts nothing. */
+    int (*round)(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
+                 amp_round_count *cnt);
+    /* dst[n] = (accumulate ? dst : 0) + widen(round_dt(src)), counting like round. */
+    int (*quantize)(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
+                    amp_round_count *cnt, int accumulate);
+    /* dst[n] = (float)src(dt)[n], exact. */
+    int (*widen)(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n);
+    /* y[rows,cols] += bias[cols] */
+    int (*add_bias)(amp_backend *be, float *y, const float *bias, int rows, int cols);
+    /* out[n] = act(in[n]) (out may equal in) */
+    int (*act_forward)(amp_backend *be, float *out, const float *in, size_t n, amp_act act);
+    /* dz[n] = da[n] * act'(z[n]) */
+    int (*act_backward)(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
+                        amp_act act);
+    /* out[cols] = sum over rows of in[rows,cols] */
+    int (*col_sum)(amp_backend *be, float *out, const float *in, int rows, int cols);
+    /* Row-wise softmax cross-entropy in FP32. Adds the rows' losses to
+     * stats->loss_sum and the argmax hits to stats->correct. When dlogits is
+     * non-NULL writes dlogits = (softmax - onehot) * grad_scale. */
+    int (*softmax_xent)(amp_backend *be, float *dlogits, amp_step_stats *stats,
+                        const float *logits, const int32_t *labels, int rows, int cols,
+                        float grad_scale);
+    /* Fused pass over grads: counts inf/NaN, multiplies by inv_scale (skipped
+     * when it is 1), accumulates sumsq and maxabs of the finite results. */
+    int (*unscale_check)(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
+                         float inv_scale);
+    /* x[n] *= s */
+    int (*scale)(amp_backend *be, float *x, size_t n, float s);
+    /* SGD as torch.optim.SGD (L2 weight decay added to the gradient, no
+     * dampening); mom starts zeroed, which equals torch's first-step copy. */
+    int (*sgd_step)(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
+                    float momentum, float weight_decay);
+    /* AdamW as torch.optim.AdamW; t is the 1-based count of applied steps. */
+    int (*adamw_step)(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
+                      float lr, float beta1, float beta2, float eps, float weight_decay,
+                      int64_t t);
+    /* Bytes the device reports in use (cudaMemGetInfo); 0 on the CPU. */
+    size_t (*device_bytes_used)(amp_backend *be);
+} amp_backend_ops;
+
+struct amp_backend {
+    const amp_backend_ops *ops;
+    amp_device device;
+    int allow_tf32; /* set by the core from the precision policy */
+    void *impl;
+    char err[512];
+};
+
+/* Constructors: NULL and a message in err when unavailable. */
+amp_backend *amp_backend_cpu_create(char *err, size_t errlen);
+/* Defined only when built with CUDA (AMP_HAVE_CUDA); otherwise a stub that
+ * says so. */
+amp_backend *amp_backend_cuda_create(char *err, size_t errlen);
+/* 1 when built with CUDA and a device is visible. */
+int amp_backend_cuda_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
