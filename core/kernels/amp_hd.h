@@ -5,7 +5,7 @@
 #define AMP_KERNELS_AMP_HD_H
 
 #ifdef __CUDACC__
-#define AMP_HD __host__ __device__ __forceinline__
+#define AMP_HD __host__ __device__
 #else
 #define AMP_HD
 #endif

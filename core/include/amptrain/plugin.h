@@ -2,8 +2,8 @@
  * amptrain plugin ABI.
  *
  * A plugin is a shared object that exports exactly one symbol, the const data
- * object `amp_plugin_entry` (type amp_plugin_entry). The host reads it before
- * running any plugin code and checks, in this order:
+ * object `amp_plugin_entry` (type amp_plugin_info). The host reads it before
+ * running any plugin code (an amp_plugin_info) and checks, in this order:
  *   abi_major == AMP_PLUGIN_ABI_MAJOR   (else the plugin is refused)
  *   struct_size >= the size of the fields the host reads
  *   kind is the kind the host asked for
@@ -193,10 +193,10 @@ typedef struct amp_scaler_vtable {
 
 /* ---------------------------------------------------------------- the entry */
 
-typedef struct amp_plugin_entry {
+typedef struct amp_plugin_info {
     uint32_t abi_major;    /* AMP_PLUGIN_ABI_MAJOR the plugin was built with */
     uint32_t abi_minor;    /* AMP_PLUGIN_ABI_MINOR the plugin was built with */
-    uint32_t struct_size;  /* sizeof(amp_plugin_entry) the plugin was built with */
+    uint32_t struct_size;  /* sizeof(amp_plugin_info) the plugin was built with */
     uint32_t kind;         /* amp_plugin_kind */
     const char *name;      /* short name used in INI files: [a-z0-9_]+ */
     const char *version;   /* the plugin's own version, e.g. "1.0.0" */
@@ -204,16 +204,16 @@ typedef struct amp_plugin_entry {
     /* amp_precision_vtable for PRECISION, amp_scaler_vtable for SCALER;
      * static storage, never freed. */
     const void *vtable;
-} amp_plugin_entry;
+} amp_plugin_info;
 
 /* Declares the entry in a plugin source file:
  *   AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "dynamic", "1.0.0", "...", &vt);
  */
 #define AMP_PLUGIN_DEFINE(kind_, name_, version_, desc_, vtable_)                 \
-    AMP_PLUGIN_EXPORT extern const amp_plugin_entry amp_plugin_entry;           \
-    const amp_plugin_entry amp_plugin_entry = {AMP_PLUGIN_ABI_MAJOR,              \
+    AMP_PLUGIN_EXPORT extern const amp_plugin_info amp_plugin_entry;           \
+    const amp_plugin_info amp_plugin_entry = {AMP_PLUGIN_ABI_MAJOR,              \
                                                AMP_PLUGIN_ABI_MINOR,              \
-                                               (uint32_t)sizeof(amp_plugin_entry), \
+                                               (uint32_t)sizeof(amp_plugin_info), \
                                                (uint32_t)(kind_), (name_), (version_), \
                                                (desc_), (vtable_)}
 

@@ -1,0 +1,260 @@
+/* CPU backend: OpenBLAS sgemm for GEMMs (16-bit inputs are widened exactly to
+ * FP32 first, so accumulation is FP32), plain loops over the shared AMP_HD
+ * element math for everything else. Single-threaded loops keep results
+ * deterministic; OpenBLAS threads the GEMMs. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "kernels/act.h"
+#include "kernels/convert.h"
+#include "kernels/optim.h"
+#include "kernels/xent.h"
+
+typedef struct cpu_impl {
+    float *scratch[2]; /* widened GEMM operands */
+    size_t scratch_len[2];
+} cpu_impl;
+
+static void *cpu_alloc(amp_backend *be, size_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
+        snprintf(be->err, sizeof be->err, "out of host memory allocating %zu bytes", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void cpu_release(amp_backend *be, void *p) { free(p); }
+
+static int cpu_copy(amp_backend *be, void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int cpu_zero(amp_backend *be, void *dst, size_t bytes) {
+    memset(dst, 0, bytes);
+    return 0;
+}
+
+/* Widened copy of a stored 16-bit matrix in scratch slot `slot`. */
+static const float *widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
+    cpu_impl *im = be->impl;
+    if (im->scratch_len[slot] < n) {
+        free(im->scratch[slot]);
+        im->scratch[slot] = cpu_alloc(be, n * sizeof(float));
+        im->scratch_len[slot] = im->scratch[slot] ? n : 0;
+        if (!im->scratch[slot]) return NULL;
+    }
+    const uint16_t *s = src;
+    float *d = im->scratch[slot];
+    for (size_t i = 0; i < n; i++) d[i] = amp_widen16(s[i], dt);
+    return d;
+}
+
+static int cpu_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
+                    int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                    float alpha, float beta) {
+    const float *af = a, *bf = b;
+    if (dt != AMP_DTYPE_F32) {
+        af = widened(be, 0, a, dt, (size_t)(trans_a ? k : m) * (size_t)lda);
+        bf = widened(be, 1, b, dt, (size_t)(trans_b ? n : k) * (size_t)ldb);
+        if (!af || !bf) return 1;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, af, lda, bf, ldb, beta, c,
+                ldc);
+    return 0;
+}
+
+static void count_add(amp_round_count *cnt, unsigned long long nz, unsigned long long uf,
+                      unsigned long long of) {
+    if (!cnt) return;
+    cnt->nonzero += nz;
+    cnt->underflow += uf;
+    cnt->overflow += of;
+}
+
+static int cpu_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
+                     amp_round_count *cnt) {
+    if (dt == AMP_DTYPE_F32) {
+        if (dst != src) memmove(dst, src, n * sizeof(float));
+        return 0;
+    }
+    uint16_t *d = dst;
+    unsigned long long nz = 0, uf = 0, of = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned f = 0;
+        d[i] = amp_round16(src[i], dt, &f);
+        nz += f & AMP_RF_NONZERO;
+        uf += (f & AMP_RF_UNDERFLOW) != 0;
+        of += (f & AMP_RF_OVERFLOW) != 0;
+    }
+    count_add(cnt, nz, uf, of);
+    return 0;
+}
+
+static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
+                        amp_round_count *cnt, int accumulate) {
+    unsigned long long nz = 0, uf = 0, of = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned f = 0;
+        float q = amp_quantize(src[i], dt, &f);
+        dst[i] = accumulate ? dst[i] + q : q;
+        nz += f & AMP_RF_NONZERO;
+        uf += (f & AMP_RF_UNDERFLOW) != 0;
+        of += (f & AMP_RF_OVERFLOW) != 0;
+    }
+    count_add(cnt, nz, uf, of);
+    return 0;
+}
+
+static int cpu_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n) {
+    if (dt == AMP_DTYPE_F32) {
+        if (dst != src) memmove(dst, src, n * sizeof(float));
+        return 0;
+    }
+    const uint16_t *s = src;
+    for (size_t i = 0; i < n; i++) dst[i] = amp_widen16(s[i], dt);
+    return 0;
+}
+
+static int cpu_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) y[(size_t)r * cols + j] += bias[j];
+    return 0;
+}
+
+static int cpu_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act) {
+    for (size_t i = 0; i < n; i++) out[i] = amp_act_apply(in[i], (int)act);
+    return 0;
+}
+
+static int cpu_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
+                            amp_act act) {
+    for (size_t i = 0; i < n; i++) dz[i] = da[i] * amp_act_grad(z[i], (int)act);
+    return 0;
+}
+
+static int cpu_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols) {
+    for (int j = 0; j < cols; j++) out[j] = 0.0f;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) out[j] += in[(size_t)r * cols + j];
+    return 0;
+}
+
+static int cpu_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *stats,
+                            const float *logits, const int32_t *labels, int rows, int cols,
+                            float grad_scale) {
+    double loss = 0.0;
+    unsigned long long correct = 0;
+    for (int r = 0; r < rows; r++) {
+        int hit = 0;
+        loss += amp_xent_row(dlogits ? dlogits + (size_t)r * cols : NULL, &hit,
+                             logits + (size_t)r * cols, labels[r], cols, grad_scale);
+        correct += (unsigned long long)hit;
+    }
+    stats->loss_sum += loss;
+    stats->correct += correct;
+    return 0;
+}
+
+static int cpu_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
+                             float inv_scale) {
+    unsigned long long bad = 0;
+    double sumsq = 0.0;
+    float mx = stats->maxabs;
+    for (size_t i = 0; i < n; i++) {
+        float v = g[i];
+        if (!isfinite(v)) {
+            bad++;
+            continue;
+        }
+        if (inv_scale != 1.0f) g[i] = v = v * inv_scale;
+        sumsq += (double)v * (double)v;
+        float a = fabsf(v);
+        if (a > mx) mx = a;
+    }
+    stats->nonfinite += bad;
+    stats->checked += n;
+    stats->sumsq += sumsq;
+    stats->maxabs = mx;
+    return 0;
+}
+
+static int cpu_scale(amp_backend *be, float *x, size_t n, float s) {
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+    return 0;
+}
+
+static int cpu_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
+                        float momentum, float weight_decay) {
+    for (size_t i = 0; i < n; i++) amp_sgd_element(&w[i], &mom[i], g[i], lr, momentum, weight_decay);
+    return 0;
+}
+
+static int cpu_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
+                          float lr, float beta1, float beta2, float eps, float weight_decay,
+                          int64_t t) {
+    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
+    float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, (double)t));
+    for (size_t i = 0; i < n; i++)
+        amp_adamw_element(&w[i], &m[i], &v[i], g[i], lr, beta1, beta2, eps, weight_decay, bc1,
+                          bc2_sqrt);
+    return 0;
+}
+
+static size_t cpu_device_bytes_used(amp_backend *be) { return 0; }
+
+static void cpu_destroy(amp_backend *be) {
+    if (!be) return;
+    cpu_impl *im = be->impl;
+    if (im) {
+        free(im->scratch[0]);
+        free(im->scratch[1]);
+        free(im);
+    }
+    free(be);
+}
+
+static const amp_backend_ops cpu_ops = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .zero = cpu_zero,
+    .gemm = cpu_gemm,
+    .round = cpu_round,
+    .quantize = cpu_quantize,
+    .widen = cpu_widen,
+    .add_bias = cpu_add_bias,
+    .act_forward = cpu_act_forward,
+    .act_backward = cpu_act_backward,
+    .col_sum = cpu_col_sum,
+    .softmax_xent = cpu_softmax_xent,
+    .unscale_check = cpu_unscale_check,
+    .scale = cpu_scale,
+    .sgd_step = cpu_sgd_step,
+    .adamw_step = cpu_adamw_step,
+    .device_bytes_used = cpu_device_bytes_used,
+};
+
+amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
+    amp_backend *be = calloc(1, sizeof *be);
+    cpu_impl *im = calloc(1, sizeof *im);
+    if (!be || !im) {
+        free(be);
+        free(im);
+        snprintf(err, errlen, "out of host memory creating the CPU backend");
+        return NULL;
+    }
+    be->ops = &cpu_ops;
+    be->device = AMP_DEVICE_CPU;
+    be->impl = im;
+    return be;
+}

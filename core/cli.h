@@ -1,0 +1,9 @@
+/* The amptrain subcommands; each returns the process exit code
+ * (0 ok, 1 runtime failure, 2 usage or config error). */
+#ifndef AMP_CLI_H
+#define AMP_CLI_H
+
+int amp_cmd_train(int argc, char **argv);
+int amp_cmd_plugins(int argc, char **argv);
+
+#endif

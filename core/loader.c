@@ -1,0 +1,389 @@
+#include "loader.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+const char *amp_plugin_kind_name(amp_plugin_kind kind) {
+    return kind == AMP_PLUGIN_KIND_PRECISION ? "precision"
+           : kind == AMP_PLUGIN_KIND_SCALER  ? "scaler"
+                                             : "unknown";
+}
+
+void amp_plugin_file_name(char *out, size_t outlen, amp_plugin_kind kind, const char *name) {
+    snprintf(out, outlen, "amp_%s_%s.so", amp_plugin_kind_name(kind), name);
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int add_dir(char dirs[][PATH_MAX], int n, int max, const char *dir) {
+    if (n >= max || !dir[0] || !is_dir(dir)) return n;
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) return n;
+    for (int i = 0; i < n; i++)
+        if (strcmp(dirs[i], real) == 0) return n;
+    snprintf(dirs[n], PATH_MAX, "%s", real);
+    return n + 1;
+}
+
+int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max) {
+    int n = 0;
+    const char *env = getenv("AMPTRAIN_PLUGIN_PATH");
+    if (env) {
+        char *copy = strdup(env), *save = NULL;
+        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
+             tok = strtok_r(NULL, ":", &save))
+            n = add_dir(dirs, n, max, tok);
+        free(copy);
+    }
+    /* Beside the executable: the build tree keeps plugins in <build>/plugins,
+     * tests and benchmarks sit one level down, an install uses its libdir. */
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        char cand[PATH_MAX + 64];
+        static const char *const rel[] = {"plugins", "../plugins", "../" AMP_PLUGIN_INSTALL_SUBDIR};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
+            if (strlen(cand) < PATH_MAX) n = add_dir(dirs, n, max, cand);
+        }
+    }
+    return n;
+}
+
+/* Checks the ELF magic so a text file named .so gets a plain answer. */
+static int check_elf(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    unsigned char magic[4] = {0};
+    size_t got = fread(magic, 1, 4, f);
+    fclose(f);
+    if (got != 4 || memcmp(magic, "\177ELF", 4) != 0) {
+        snprintf(err, errlen, "%s: not a shared object (no ELF header); remove it or rebuild the plugin",
+                 path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Validates the entry (data only: no plugin code runs here). */
+static int check_entry(const amp_plugin_info *e, const char *path, char *err, size_t errlen) {
+    if (e->abi_major != AMP_PLUGIN_ABI_MAJOR) {
+        snprintf(err, errlen,
+                 "%s: built for plugin ABI %u.%u but this amptrain speaks ABI %d.%d; rebuild the "
+                 "plugin against this amptrain's amptrain/plugin.h",
+                 path, e->abi_major, e->abi_minor, AMP_PLUGIN_ABI_MAJOR, AMP_PLUGIN_ABI_MINOR);
+        return -1;
+    }
+    if (e->struct_size < sizeof(amp_plugin_info)) {
+        snprintf(err, errlen, "%s: entry struct_size %u is smaller than ABI %d.0's %zu bytes", path,
+                 e->struct_size, AMP_PLUGIN_ABI_MAJOR, sizeof(amp_plugin_info));
+        return -1;
+    }
+    if (!e->name || !e->name[0] || !e->version || !e->vtable) {
+        snprintf(err, errlen, "%s: entry lacks a name, version or vtable", path);
+        return -1;
+    }
+    if (e->kind == AMP_PLUGIN_KIND_PRECISION) {
+        const amp_precision_vtable *vt = e->vtable;
+        if (vt->struct_size < offsetof(amp_precision_vtable, requires_scaler) || !vt->init ||
+            !vt->fini || !vt->resolve) {
+            snprintf(err, errlen, "%s: precision vtable lacks a required function (init, fini, resolve)",
+                     path);
+            return -1;
+        }
+    } else if (e->kind == AMP_PLUGIN_KIND_SCALER) {
+        const amp_scaler_vtable *vt = e->vtable;
+        if (vt->struct_size < offsetof(amp_scaler_vtable, state_save) || !vt->init || !vt->fini ||
+            !vt->get_scale || !vt->update) {
+            snprintf(err, errlen,
+                     "%s: scaler vtable lacks a required function (init, fini, get_scale, update)", path);
+            return -1;
+        }
+    } else {
+        snprintf(err, errlen, "%s: unknown plugin kind %u", path, e->kind);
+        return -1;
+    }
+    return 0;
+}
+
+static int open_file(amp_plugin *p, const char *path, char *err, size_t errlen) {
+    if (check_elf(path, err, errlen) != 0) return -1;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(err, errlen, "%s: cannot load: %s", path, dlerror());
+        return -1;
+    }
+    const amp_plugin_info *e = dlsym(h, AMP_PLUGIN_ENTRY_SYMBOL);
+    if (!e) {
+        snprintf(err, errlen,
+                 "%s: no '%s' symbol: not an amptrain plugin (declare one with AMP_PLUGIN_DEFINE)",
+                 path, AMP_PLUGIN_ENTRY_SYMBOL);
+        dlclose(h);
+        return -1;
+    }
+    if (check_entry(e, path, err, errlen) != 0) {
+        dlclose(h);
+        return -1;
+    }
+    p->handle = h;
+    p->entry = e;
+    snprintf(p->path, sizeof p->path, "%s", path);
+    return 0;
+}
+
+int amp_plugin_probe(const char *path, amp_plugin_info *entry, char *err, size_t errlen) {
+    amp_plugin p;
+    memset(&p, 0, sizeof p);
+    if (open_file(&p, path, err, errlen) != 0) return -1;
+    *entry = *p.entry;
+    /* Strings point into the plugin; probe callers print them before closing. */
+    static char name[128], version[64], desc[256];
+    snprintf(name, sizeof name, "%s", p.entry->name);
+    snprintf(version, sizeof version, "%s", p.entry->version);
+    snprintf(desc, sizeof desc, "%s", p.entry->description ? p.entry->description : "");
+    entry->name = name;
+    entry->version = version;
+    entry->description = desc;
+    dlclose(p.handle);
+    return 0;
+}
+
+static int looks_like_path(const char *spec) {
+    size_t n = strlen(spec);
+    return strchr(spec, '/') != NULL || (n > 3 && strcmp(spec + n - 3, ".so") == 0);
+}
+
+int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const char *base_dir,
+                    char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    const char *kname = amp_plugin_kind_name(kind);
+    char path[PATH_MAX];
+    if (looks_like_path(spec)) {
+        if (spec[0] == '/' || !base_dir || !base_dir[0])
+            snprintf(path, sizeof path, "%s", spec);
+        else
+            snprintf(path, sizeof path, "%s/%s", base_dir, spec);
+        if (access(path, F_OK) != 0) {
+            snprintf(err, errlen, "%s plugin file %s: not found", kname, path);
+            return -1;
+        }
+    } else {
+        char dirs[AMP_MAX_PLUGIN_DIRS][PATH_MAX];
+        int nd = amp_plugin_search_dirs(dirs, AMP_MAX_PLUGIN_DIRS);
+        char file[256], other[256];
+        amp_plugin_file_name(file, sizeof file, kind, spec);
+        amp_plugin_file_name(other, sizeof other,
+                             kind == AMP_PLUGIN_KIND_SCALER ? AMP_PLUGIN_KIND_PRECISION
+                                                            : AMP_PLUGIN_KIND_SCALER,
+                             spec);
+        path[0] = '\0';
+        for (int i = 0; i < nd && !path[0]; i++) {
+            char cand[PATH_MAX + 300];
+            snprintf(cand, sizeof cand, "%s/%s", dirs[i], file);
+            if (access(cand, F_OK) == 0) snprintf(path, sizeof path, "%s", cand);
+        }
+        if (!path[0]) {
+            for (int i = 0; i < nd; i++) {
+                char cand[PATH_MAX + 300];
+                snprintf(cand, sizeof cand, "%s/%s", dirs[i], other);
+                if (access(cand, F_OK) == 0) {
+                    snprintf(err, errlen,
+                             "'%s' is a %s plugin (%s), but a %s plugin is needed here; run "
+                             "`amptrain plugins` to list the %s plugins",
+                             spec, kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", cand,
+                             kname, kname);
+                    return -1;
+                }
+            }
+            int off = snprintf(err, errlen, "no %s plugin '%s': %s not found in", kname, spec, file);
+            if (nd == 0) off += snprintf(err + off, errlen > (size_t)off ? errlen - off : 0, " any directory (none exists)");
+            for (int i = 0; i < nd && (size_t)off < errlen; i++)
+                off += snprintf(err + off, errlen - off, "%s %s", i ? "," : "", dirs[i]);
+            if ((size_t)off < errlen)
+                snprintf(err + off, errlen - off,
+                         "; set AMPTRAIN_PLUGIN_PATH or give a path, and see `amptrain plugins`");
+            return -1;
+        }
+    }
+    if (open_file(p, path, err, errlen) != 0) return -1;
+    if (p->entry->kind != (uint32_t)kind) {
+        snprintf(err, errlen, "%s: '%s' is a %s plugin, but a %s plugin is needed here", path,
+                 p->entry->name, amp_plugin_kind_name((amp_plugin_kind)p->entry->kind), kname);
+        amp_plugin_close(p);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ host services */
+
+static amp_plugin_host *host_of(void *ctx) { return (amp_plugin_host *)ctx; }
+
+static void host_log(void *ctx, int level, const char *fmt, ...) {
+    amp_plugin_host *h = host_of(ctx);
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    amp_log(level, "%s plugin '%s': %s", h->section, h->plugin, msg);
+}
+
+static void host_error(void *ctx, const char *fmt, ...) {
+    amp_plugin_host *h = host_of(ctx);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->err, sizeof h->err, fmt, ap);
+    va_end(ap);
+}
+
+static const char *where_of(amp_plugin_host *h, const char *key) {
+    const char *where = NULL;
+    if (!amp_config_lookup(h->cfg, h->section, key, &where) || !where) return amp_config_path(h->cfg);
+    return where;
+}
+
+static void host_key_error(void *ctx, const char *key, const char *fmt, ...) {
+    amp_plugin_host *h = host_of(ctx);
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(h->err, sizeof h->err, "%s: [%s] %s: %s", where_of(h, key), h->section, key, msg);
+}
+
+static int host_get_double(void *ctx, const char *key, double *out) {
+    amp_plugin_host *h = host_of(ctx);
+    const char *where = NULL;
+    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
+    if (!v) return 0;
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || *end != '\0' || errno == ERANGE || !isfinite(d)) {
+        snprintf(h->err, sizeof h->err, "%s: [%s] %s = '%s': not a finite number", where, h->section,
+                 key, v);
+        return -1;
+    }
+    *out = d;
+    return 1;
+}
+
+static int host_get_int(void *ctx, const char *key, int64_t *out) {
+    amp_plugin_host *h = host_of(ctx);
+    const char *where = NULL;
+    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
+    if (!v) return 0;
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno == ERANGE) {
+        snprintf(h->err, sizeof h->err, "%s: [%s] %s = '%s': not an integer", where, h->section, key,
+                 v);
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 1;
+}
+
+static int host_get_string(void *ctx, const char *key, const char **out) {
+    amp_plugin_host *h = host_of(ctx);
+    const char *where = NULL;
+    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
+    if (!v) return 0;
+    *out = v;
+    return 1;
+}
+
+typedef struct each_adapter {
+    int (*fn)(void *user, const char *key, const char *value);
+    void *user;
+} each_adapter;
+
+static int each_trampoline(void *user, const char *key, const char *value, const char *where) {
+    each_adapter *a = user;
+    return a->fn(a->user, key, value);
+}
+
+static int host_each_key(void *ctx, const char *prefix,
+                         int (*fn)(void *user, const char *key, const char *value), void *user) {
+    amp_plugin_host *h = host_of(ctx);
+    each_adapter a = {fn, user};
+    return amp_config_each(h->cfg, h->section, prefix, each_trampoline, &a);
+}
+
+static int host_layer_count(void *ctx) { return host_of(ctx)->layer_count; }
+
+static const char *host_layer_name(void *ctx, int index) {
+    amp_plugin_host *h = host_of(ctx);
+    return index >= 0 && index < h->layer_count ? h->layers[index] : NULL;
+}
+
+int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
+                    const char *const *layers, int layer_count, char *err, size_t errlen) {
+    amp_plugin_host *h = &p->host;
+    h->cfg = cfg;
+    h->section = section;
+    h->plugin = p->entry->name;
+    h->layers = layers;
+    h->layer_count = layer_count;
+    h->err[0] = '\0';
+    amp_host_api *api = &h->api;
+    memset(api, 0, sizeof *api);
+    api->struct_size = sizeof *api;
+    api->ctx = h;
+    api->log = host_log;
+    api->error = host_error;
+    api->key_error = host_key_error;
+    api->get_double = host_get_double;
+    api->get_int = host_get_int;
+    api->get_string = host_get_string;
+    api->each_key = host_each_key;
+    api->layer_count = host_layer_count;
+    api->layer_name = host_layer_name;
+    amp_config_declare_section(cfg, section);
+    int rc = p->kind == AMP_PLUGIN_KIND_PRECISION ? amp_plugin_precision(p)->init(api, &p->self)
+                                                   : amp_plugin_scaler(p)->init(api, &p->self);
+    if (rc != 0) {
+        p->self = NULL;
+        snprintf(err, errlen, "%s plugin '%s' (%s) failed to initialise: %s", section,
+                 p->entry->name, p->path, h->err[0] ? h->err : "(the plugin gave no reason)");
+        return -1;
+    }
+    return 0;
+}
+
+void amp_plugin_close(amp_plugin *p) {
+    if (!p || !p->handle) return;
+    if (p->self) {
+        if (p->kind == AMP_PLUGIN_KIND_PRECISION)
+            amp_plugin_precision(p)->fini(p->self);
+        else
+            amp_plugin_scaler(p)->fini(p->self);
+        p->self = NULL;
+    }
+    dlclose(p->handle);
+    p->handle = NULL;
+    p->entry = NULL;
+}

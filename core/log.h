@@ -1,0 +1,12 @@
+/* Diagnostics to stderr. Only main() and the CLI decide what is fatal. */
+#ifndef AMP_LOG_H
+#define AMP_LOG_H
+
+#include "amptrain/plugin.h"
+
+/* Messages above this level are dropped (AMP_LOG_INFO by default). */
+void amp_log_set_level(int level);
+int amp_log_get_level(void);
+void amp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

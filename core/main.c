@@ -1,0 +1,41 @@
+/* amptrain: mixed-precision training with plugin precision policies and
+ * loss scalers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "amptrain/plugin.h"
+#include "cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: amptrain <command> [args]\n"
+            "\n"
+            "commands:\n"
+            "  train CONFIG.ini [--set section.key=value]... [--out DIR]\n"
+            "                       train the model the config describes\n"
+            "  plugins [-v]         list the precision and scaler plugins found\n"
+            "  --version            print the version\n"
+            "\n"
+            "exit codes: 0 ok, 1 runtime failure, 2 usage or config error\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "train") == 0) return amp_cmd_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "plugins") == 0) return amp_cmd_plugins(argc - 1, argv + 1);
+    if (strcmp(cmd, "--version") == 0) {
+        printf("amptrain %s (plugin ABI %d.%d)\n", AMP_VERSION, AMP_PLUGIN_ABI_MAJOR, AMP_PLUGIN_ABI_MINOR);
+        return 0;
+    }
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "amptrain: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,68 @@
+/* A training session: plugins, backend, data, model and the AMP step as
+ * PyTorch lays it out (cast -> forward -> scaled backward -> unscale+check ->
+ * clip -> step or skip -> scaler update). The CLI, the tests and the
+ * benchmark all drive this. */
+#ifndef AMP_SESSION_H
+#define AMP_SESSION_H
+
+#include <stdint.h>
+
+#include "data.h"
+#include "loader.h"
+#include "mlp.h"
+#include "settings.h"
+
+typedef struct amp_step_record {
+    int64_t step;      /* 1-based index of the step just run */
+    int64_t epoch;     /* 0-based epoch the step's data came from */
+    double loss;       /* mean training loss of the step's examples */
+    double lr;         /* learning rate applied (0 when skipped) */
+    double scale;      /* loss scale the step's backward used */
+    int skipped;
+    double grad_norm;  /* unscaled global L2 norm (inf when non-finite) */
+    uint64_t underflow, overflow; /* this step's 16-bit rounding losses, all layers */
+    double step_ms;
+} amp_step_record;
+
+typedef struct amp_session {
+    amp_settings set;
+    amp_config *cfg;
+    amp_plugin precision;
+    amp_plugin scaler;
+    amp_backend *be;
+    amp_mlp *mlp;
+    amp_dataset train, test;
+    char layer_names[AMP_MAX_LAYERS][16];
+    const char *layer_ptrs[AMP_MAX_LAYERS];
+    int64_t *perm;          /* this epoch's order */
+    float *hx;              /* [batch, features] host staging */
+    int32_t *hy;
+    int64_t steps_per_epoch, total_steps;
+    int64_t step, applied, skipped, epoch, cursor;
+    double dtype_max;       /* narrowest 16-bit range in use (for the scaler stats) */
+    amp_round_count totals[2 * AMP_MAX_LAYERS]; /* training-step rounding losses */
+    int64_t inject_inf_step; /* test hook: poison a gradient at this 0-based step (-1 off) */
+} amp_session;
+
+/* Builds everything from a parsed config. On failure *out is NULL and err
+ * holds the message; the return value is the exit code to use (2 config, 1
+ * runtime). */
+int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errlen);
+void amp_session_close(amp_session *s);
+
+/* One optimizer step (accumulate micro-batches). 0, or -1 with err. */
+int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t errlen);
+
+/* Loss and accuracy over the whole test split under the policy. */
+int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen);
+
+/* The learning rate of the next applied step. */
+double amp_session_lr(const amp_session *s);
+
+/* Master weights to host memory ([nparams] floats, caller frees). */
+float *amp_session_weights(amp_session *s, char *err, size_t errlen);
+
+/* Writes the master weights as safetensors with PyTorch names. */
+int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t errlen);
+
+#endif

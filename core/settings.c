@@ -1,0 +1,131 @@
+#include "settings.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GET(call)                   \
+    do {                            \
+        if ((call) < 0) return -1;  \
+    } while (0)
+
+/* "256,128" -> widths; each in [1, 1<<20]. */
+static int parse_hidden(amp_settings *s, amp_config *cfg, const char *text, char *err, size_t errlen) {
+    const char *where = NULL;
+    amp_config_lookup(cfg, "model", "hidden", &where);
+    if (!where) where = amp_config_path(cfg);
+    s->nhidden = 0;
+    const char *p = text;
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno == ERANGE || v < 1 || v > (1L << 20) ||
+            s->nhidden >= AMP_MAX_LAYERS - 1) {
+            snprintf(err, errlen,
+                     "%s: [model] hidden = '%s': expected a comma-separated list of 1 to %d widths, "
+                     "each in [1, 1048576] (e.g. 256,128)",
+                     where, text, AMP_MAX_LAYERS - 1);
+            return -1;
+        }
+        s->hidden[s->nhidden++] = (int)v;
+        while (*end == ' ') end++;
+        if (*end == ',') end++;
+        while (*end == ' ') end++;
+        p = end;
+    }
+    if (s->nhidden == 0) {
+        snprintf(err, errlen, "%s: [model] hidden is empty; give at least one width (e.g. 256,128)",
+                 where);
+        return -1;
+    }
+    return 0;
+}
+
+int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    int64_t i64;
+    int idx;
+
+    GET(amp_config_get_string(cfg, "run", "name", "run", &s->name, err, errlen));
+    GET(amp_config_get_int(cfg, "run", "seed", 0, 0, INT64_MAX, &i64, err, errlen));
+    s->seed = (uint64_t)i64;
+    static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
+    GET(amp_config_get_choice(cfg, "run", "device", "auto", devices, &idx, err, errlen));
+    s->device = (amp_device_choice)idx;
+
+    static const char *const datasets[] = {"fashion_mnist", "tiny", NULL};
+    GET(amp_config_get_choice(cfg, "data", "dataset", "fashion_mnist", datasets, &idx, err, errlen));
+    s->dataset = (amp_dataset_kind)idx;
+    GET(amp_config_get_int(cfg, "data", "batch_size", 128, 1, 65536, &i64, err, errlen));
+    s->batch_size = (int)i64;
+    GET(amp_config_get_bool(cfg, "data", "shuffle", 1, &s->shuffle, err, errlen));
+    if (s->dataset == AMP_DATA_FASHION_MNIST) {
+        GET(amp_config_get_string(cfg, "data", "path", "/usr/share/datasets/fashion-mnist", &s->path,
+                                  err, errlen));
+        GET(amp_config_get_int(cfg, "data", "train_limit", 0, 0, INT64_MAX, &s->train_limit, err,
+                               errlen));
+        GET(amp_config_get_int(cfg, "data", "test_limit", 0, 0, INT64_MAX, &s->test_limit, err,
+                               errlen));
+    } else {
+        GET(amp_config_get_int(cfg, "data", "train_size", 8192, 1, 1 << 24, &s->tiny_train, err,
+                               errlen));
+        GET(amp_config_get_int(cfg, "data", "test_size", 2048, 1, 1 << 24, &s->tiny_test, err,
+                               errlen));
+        GET(amp_config_get_int(cfg, "data", "features", 64, 1, 1 << 16, &i64, err, errlen));
+        s->tiny_features = (int)i64;
+        GET(amp_config_get_int(cfg, "data", "classes", 10, 2, 1024, &i64, err, errlen));
+        s->tiny_classes = (int)i64;
+        GET(amp_config_get_double(cfg, "data", "input_scale", 1.0 / 4096.0, 1e-30, 1e30,
+                                  &s->input_scale, err, errlen));
+    }
+
+    static const char *const models[] = {"mlp", NULL};
+    GET(amp_config_get_choice(cfg, "model", "name", "mlp", models, &idx, err, errlen));
+    const char *hidden = NULL;
+    GET(amp_config_get_string(cfg, "model", "hidden", "256,128", &hidden, err, errlen));
+    if (parse_hidden(s, cfg, hidden, err, errlen) != 0) return -1;
+    static const char *const acts[] = {"none", "relu", "gelu", NULL};
+    GET(amp_config_get_choice(cfg, "model", "activation", "relu", acts, &idx, err, errlen));
+    s->activation = (amp_act)idx;
+    GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
+
+    static const char *const optims[] = {"sgd", "adamw", NULL};
+    GET(amp_config_get_choice(cfg, "optim", "name", "sgd", optims, &idx, err, errlen));
+    s->optim = (amp_optim_kind)idx;
+    GET(amp_config_get_double(cfg, "optim", "lr", s->optim == AMP_OPTIM_SGD ? 0.05 : 1e-3, 1e-12,
+                              1e6, &s->lr, err, errlen));
+    GET(amp_config_get_double(cfg, "optim", "weight_decay", s->optim == AMP_OPTIM_SGD ? 0.0 : 0.01,
+                              0.0, 1.0, &s->weight_decay, err, errlen));
+    GET(amp_config_get_double(cfg, "optim", "grad_clip", 0.0, 0.0, 1e12, &s->grad_clip, err, errlen));
+    if (s->optim == AMP_OPTIM_SGD) {
+        GET(amp_config_get_double(cfg, "optim", "momentum", 0.9, 0.0, 0.999999, &s->momentum, err,
+                                  errlen));
+    } else {
+        GET(amp_config_get_double(cfg, "optim", "beta1", 0.9, 0.0, 0.999999, &s->beta1, err, errlen));
+        GET(amp_config_get_double(cfg, "optim", "beta2", 0.999, 0.0, 0.999999999, &s->beta2, err,
+                                  errlen));
+        GET(amp_config_get_double(cfg, "optim", "eps", 1e-8, 1e-30, 1.0, &s->eps, err, errlen));
+    }
+    static const char *const schedules[] = {"constant", "cosine", NULL};
+    GET(amp_config_get_choice(cfg, "optim", "schedule", "constant", schedules, &idx, err, errlen));
+    s->schedule = (amp_schedule_kind)idx;
+    GET(amp_config_get_int(cfg, "optim", "warmup_steps", 0, 0, INT64_MAX / 2, &s->warmup_steps, err,
+                           errlen));
+
+    GET(amp_config_get_int(cfg, "train", "epochs", 1, 1, 100000, &s->epochs, err, errlen));
+    GET(amp_config_get_int(cfg, "train", "steps", 0, 0, INT64_MAX / 2, &s->steps, err, errlen));
+    GET(amp_config_get_int(cfg, "train", "accumulate", 1, 1, 4096, &s->accumulate, err, errlen));
+    GET(amp_config_get_int(cfg, "train", "log_every", 50, 1, INT64_MAX / 2, &s->log_every, err,
+                           errlen));
+    GET(amp_config_get_int(cfg, "train", "eval_every", 0, 0, INT64_MAX / 2, &s->eval_every, err,
+                           errlen));
+
+    GET(amp_config_get_string(cfg, "precision", "plugin", "fp32", &s->precision_plugin, err, errlen));
+    const char *scaler = NULL;
+    int found = amp_config_get_string(cfg, "scaler", "plugin", "", &scaler, err, errlen);
+    if (found < 0) return -1;
+    s->scaler_plugin = found ? scaler : NULL;
+    return 0;
+}

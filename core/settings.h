@@ -1,0 +1,52 @@
+/* The core's own configuration keys, read and range-checked in one place.
+ * The [precision] and [scaler] sections belong to their plugins except for
+ * their `plugin` key. */
+#ifndef AMP_SETTINGS_H
+#define AMP_SETTINGS_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "config.h"
+
+typedef enum amp_device_choice { AMP_RUN_AUTO = 0, AMP_RUN_CPU = 1, AMP_RUN_CUDA = 2 } amp_device_choice;
+typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1 } amp_dataset_kind;
+typedef enum amp_optim_kind { AMP_OPTIM_SGD = 0, AMP_OPTIM_ADAMW = 1 } amp_optim_kind;
+typedef enum amp_schedule_kind { AMP_SCHED_CONSTANT = 0, AMP_SCHED_COSINE = 1 } amp_schedule_kind;
+
+typedef struct amp_settings {
+    /* [run] */
+    const char *name;
+    uint64_t seed;
+    amp_device_choice device;
+    /* [data] */
+    amp_dataset_kind dataset;
+    const char *path;
+    int batch_size;
+    int shuffle;
+    int64_t train_limit, test_limit;          /* 0 = all */
+    int64_t tiny_train, tiny_test;            /* tiny task sizes */
+    int tiny_features, tiny_classes;
+    double input_scale;
+    /* [model] */
+    int hidden[AMP_MAX_LAYERS - 1];
+    int nhidden;
+    amp_act activation;
+    const char *init;                          /* "default" or a .safetensors path */
+    /* [optim] */
+    amp_optim_kind optim;
+    double lr, momentum, weight_decay, grad_clip, beta1, beta2, eps;
+    amp_schedule_kind schedule;
+    int64_t warmup_steps;
+    /* [train] */
+    int64_t epochs, steps, accumulate, log_every, eval_every;
+    /* [precision] / [scaler] */
+    const char *precision_plugin;
+    const char *scaler_plugin;                 /* NULL: chosen from the policy */
+} amp_settings;
+
+/* Reads every core key (recording defaults for the resolved config).
+ * 0, or -1 with a "file:line: ..." message. */
+int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,194 @@
+#include "policy_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Indexed by amp_op_class. */
+static const char *const op_class_names[AMP_OP_COUNT] = {
+    "gemm", "conv", "attention", "pointwise", "softmax", "loss", "norm", "reduce"};
+#define OP_CLASS_LIST "gemm conv attention pointwise softmax loss norm reduce"
+
+/* Indexed by amp_dtype. */
+static const char *const dtype_names[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+#define DTYPE_LIST "f32 f16 bf16"
+
+#define OP_PREFIX "op."
+#define LAYER_PREFIX "layer."
+
+static int dtype_parse(const char *s, amp_dtype *out)
+{
+    for (int i = 0; i < AMP_DTYPE_COUNT; i++)
+        if (strcmp(s, dtype_names[i]) == 0) {
+            *out = (amp_dtype)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* each_key hands over the full key ("op.gemm"); strip the prefix. */
+static const char *key_suffix(const char *key, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return strncmp(key, prefix, n) == 0 ? key + n : key;
+}
+
+static int policy_dtype_value(const amp_host_api *h, const char *key, const char *value,
+                              amp_dtype *dt)
+{
+    if (!value || dtype_parse(value, dt) != 0) {
+        h->key_error(h->ctx, key, "%s = '%s': unknown dtype; use one of: " DTYPE_LIST, key,
+                     value ? value : "");
+        return -1;
+    }
+    return 0;
+}
+
+static int on_op_key(void *user, const char *key, const char *value)
+{
+    amp_policy *p = user;
+    const amp_host_api *h = p->host;
+    const char *cls = key_suffix(key, OP_PREFIX);
+    int idx = -1;
+    for (int i = 0; i < AMP_OP_COUNT; i++)
+        if (strcmp(cls, op_class_names[i]) == 0)
+            idx = i;
+    if (idx < 0) {
+        h->key_error(h->ctx, key, "%s: unknown op class '%s'; valid classes: " OP_CLASS_LIST, key,
+                     cls);
+        return 1;
+    }
+    amp_dtype dt;
+    if (policy_dtype_value(h, key, value, &dt))
+        return 1;
+    p->op_set[idx] = 1;
+    p->op_dtype[idx] = dt;
+    return 0;
+}
+
+static int on_layer_key(void *user, const char *key, const char *value)
+{
+    amp_policy *p = user;
+    const amp_host_api *h = p->host;
+    const char *name = key_suffix(key, LAYER_PREFIX);
+    int idx = -1;
+    for (int i = 0; i < p->layer_count; i++)
+        if (p->layers[i].name && strcmp(name, p->layers[i].name) == 0)
+            idx = i;
+    if (idx < 0) {
+        /* Name the model's layers so the fix is obvious; long lists are cut. */
+        char list[256];
+        size_t used = 0;
+        list[0] = '\0';
+        for (int i = 0; i < p->layer_count && used + 1 < sizeof list; i++) {
+            int n = snprintf(list + used, sizeof list - used, "%s%s", i ? " " : "",
+                             p->layers[i].name ? p->layers[i].name : "?");
+            if (n < 0 || (size_t)n >= sizeof list - used) {
+                used = sizeof list;
+                break;
+            }
+            used += (size_t)n;
+        }
+        if (used >= sizeof list)
+            strcpy(list + sizeof list - 5, " ...");
+        if (p->layer_count == 0)
+            h->key_error(h->ctx, key, "%s: unknown layer '%s'; the model has no layers", key,
+                         name);
+        else
+            h->key_error(h->ctx, key, "%s: unknown layer '%s'; the model's layers are: %s", key,
+                         name, list);
+        return 1;
+    }
+    amp_dtype dt;
+    if (policy_dtype_value(h, key, value, &dt))
+        return 1;
+    p->layers[idx].set = 1;
+    p->layers[idx].dtype = dt;
+    return 0;
+}
+
+int amp_policy_create(const amp_host_api *host, amp_dtype low, amp_policy **out)
+{
+    *out = NULL;
+    amp_policy *p = calloc(1, sizeof *p);
+    if (!p) {
+        host->error(host->ctx, "precision policy: out of memory");
+        return -1;
+    }
+    p->host = host;
+    p->low = low;
+    int n = host->layer_count ? host->layer_count(host->ctx) : 0;
+    p->layer_count = n > 0 ? n : 0;
+    if (p->layer_count) {
+        p->layers = calloc((size_t)p->layer_count, sizeof *p->layers);
+        if (!p->layers) {
+            free(p);
+            host->error(host->ctx, "precision policy: out of memory");
+            return -1;
+        }
+        for (int i = 0; i < p->layer_count; i++)
+            p->layers[i].name = host->layer_name(host->ctx, i);
+    }
+    /* Both scans run so every bad key is reported in one go. */
+    int bad = host->each_key(host->ctx, OP_PREFIX, on_op_key, p) != 0;
+    bad |= host->each_key(host->ctx, LAYER_PREFIX, on_layer_key, p) != 0;
+    if (bad) {
+        amp_policy_destroy(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+void amp_policy_destroy(amp_policy *p)
+{
+    if (!p)
+        return;
+    free(p->layers);
+    free(p);
+}
+
+int amp_policy_resolve(const amp_policy *p, const char *layer, amp_layer_precision *out)
+{
+    const amp_host_api *h = p->host;
+    if (!out || out->struct_size < sizeof(amp_layer_precision)) {
+        h->error(h->ctx, "resolve: amp_layer_precision too small (struct_size %u, need %zu)",
+                 out ? (unsigned)out->struct_size : 0u, sizeof(amp_layer_precision));
+        return -1;
+    }
+    amp_dtype L = p->low;
+    for (int c = 0; c < AMP_OP_COUNT; c++)
+        out->compute[c] = AMP_DTYPE_F32;
+    out->compute[AMP_OP_GEMM] = L;
+    out->compute[AMP_OP_CONV] = L;
+    out->compute[AMP_OP_ATTENTION] = L;
+    out->compute[AMP_OP_POINTWISE] = L;
+    out->activation = L;
+    out->param = L;
+    for (int c = 0; c < AMP_OP_COUNT; c++)
+        if (p->op_set[c])
+            out->compute[c] = p->op_dtype[c];
+    for (int i = 0; layer && i < p->layer_count; i++) {
+        if (!p->layers[i].set || !p->layers[i].name || strcmp(layer, p->layers[i].name) != 0)
+            continue;
+        amp_dtype d = p->layers[i].dtype;
+        out->compute[AMP_OP_GEMM] = d;
+        out->compute[AMP_OP_CONV] = d;
+        out->compute[AMP_OP_ATTENTION] = d;
+        out->compute[AMP_OP_POINTWISE] = d;
+        out->activation = d;
+        out->param = d;
+    }
+    return 0;
+}
+
+void amp_policy_vt_fini(void *self) { amp_policy_destroy(self); }
+
+int amp_policy_vt_resolve(void *self, const char *layer, amp_layer_precision *out)
+{
+    return amp_policy_resolve(self, layer, out);
+}
+
+int amp_policy_vt_requires_scaler(void *self) { return ((amp_policy *)self)->requires_scaler; }
+
+int amp_policy_vt_allow_tf32(void *self) { return ((amp_policy *)self)->tf32; }

@@ -1,0 +1,157 @@
+/* Scaler "dynamic": PyTorch GradScaler's update rule (torch/amp/grad_scaler.py,
+ * aten/src/ATen/native/cuda/AmpKernels.cu amp_update_scale_cuda_kernel):
+ *   found_inf: scale *= backoff, tracker = 0
+ *   clean:     tracker += 1; at growth_interval: scale *= growth (only when the
+ *              result is finite), tracker = 0
+ * No minimum scale: repeated overflow can drive the scale to 0, which the
+ * host reports (as PyTorch users see it collapse). */
+#include <stdlib.h>
+
+#include "amptrain/plugin.h"
+#include "scaler_common.h"
+
+#define DYN_STATE_VERSION 1u
+/* magic, version, scale, growth_tracker, growth, backoff, interval */
+#define DYN_STATE_SIZE (4 + 4 + 5 * 8)
+static const char dyn_magic[4] = {'a', 'm', 'p', 'D'};
+
+typedef struct dyn_state {
+    const amp_host_api *host;
+    /* PyTorch keeps the scale in a float32 tensor and the factors as double
+     * kernel arguments: the product is formed in double and rounded to
+     * float32 when stored. We do the same so trajectories match bit for bit. */
+    float scale;
+    int64_t growth_tracker; /* consecutive clean steps since the last change */
+    double growth;
+    double backoff;
+    int64_t interval;
+} dyn_state;
+
+static int dyn_init(const amp_host_api *host, void **self)
+{
+    double init = 65536.0, growth = 2.0, backoff = 0.5;
+    int64_t interval = 2000;
+    /* Read every key before failing so none is reported as unread, and
+     * report every bad value, not just the first. */
+    int bad = 0;
+    bad |= amp_scaler_read_double(host, "init_scale", &init);
+    bad |= amp_scaler_read_double(host, "growth_factor", &growth);
+    bad |= amp_scaler_read_double(host, "backoff_factor", &backoff);
+    bad |= amp_scaler_read_int(host, "growth_interval", &interval);
+    if (bad)
+        return -1;
+    bad |= amp_scaler_check_scale(host, "init_scale", init);
+    bad |= amp_scaler_check_growth(host, "growth_factor", growth);
+    bad |= amp_scaler_check_backoff(host, "backoff_factor", backoff);
+    bad |= amp_scaler_check_count(host, "growth_interval", interval);
+    if (bad)
+        return -1;
+    dyn_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        host->error(host->ctx, "dynamic scaler: out of memory");
+        return -1;
+    }
+    s->host = host;
+    s->scale = (float)init;
+    s->growth = growth;
+    s->backoff = backoff;
+    s->interval = interval;
+    *self = s;
+    return 0;
+}
+
+static void dyn_fini(void *self) { free(self); }
+
+static double dyn_get_scale(void *self) { return ((dyn_state *)self)->scale; }
+
+static int dyn_update(void *self, const amp_scaler_stats *stats, int *skip)
+{
+    dyn_state *s = self;
+    if (!amp_scaler_stats_ok(stats) || !skip) {
+        s->host->error(s->host->ctx, "dynamic scaler: update called without stats/skip");
+        return -1;
+    }
+    if (stats->found_inf) {
+        s->scale = (float)((double)s->scale * s->backoff);
+        s->growth_tracker = 0;
+        *skip = 1;
+        return 0;
+    }
+    *skip = 0;
+    int64_t successful = s->growth_tracker + 1;
+    if (successful == s->interval) {
+        float grown = (float)((double)s->scale * s->growth);
+        if (isfinite(grown)) /* never grow past float32 range to inf */
+            s->scale = grown;
+        s->growth_tracker = 0;
+    } else {
+        s->growth_tracker = successful;
+    }
+    return 0;
+}
+
+static int dyn_state_save(void *self, void *buf, size_t cap, size_t *len)
+{
+    dyn_state *s = self;
+    int rc = amp_scaler_save_begin(s->host, buf, cap, len, DYN_STATE_SIZE);
+    if (rc <= 0)
+        return rc;
+    unsigned char *p = buf;
+    memcpy(p, dyn_magic, 4);
+    amp_le_put_u32(p + 4, DYN_STATE_VERSION);
+    amp_le_put_f64(p + 8, (double)s->scale);
+    amp_le_put_i64(p + 16, s->growth_tracker);
+    amp_le_put_f64(p + 24, s->growth);
+    amp_le_put_f64(p + 32, s->backoff);
+    amp_le_put_i64(p + 40, s->interval);
+    return 0;
+}
+
+/* Restores scale, tracker and hyper-parameters, as PyTorch's
+ * load_state_dict does; a hyper-parameter differing from the config is
+ * logged so a changed INI on resume does not go unnoticed. */
+static int dyn_state_load(void *self, const void *buf, size_t len)
+{
+    dyn_state *s = self;
+    const amp_host_api *h = s->host;
+    if (amp_scaler_load_check(h, buf, len, DYN_STATE_SIZE, dyn_magic, DYN_STATE_VERSION,
+                              "dynamic"))
+        return -1;
+    const unsigned char *p = buf;
+    double scale = amp_le_get_f64(p + 8);
+    int64_t tracker = amp_le_get_i64(p + 16);
+    double growth = amp_le_get_f64(p + 24);
+    double backoff = amp_le_get_f64(p + 32);
+    int64_t interval = amp_le_get_i64(p + 40);
+    /* Scale 0 is a state PyTorch can reach (no minimum), so allow >= 0 here;
+     * the host stops on a zero scale either way. */
+    if (!(scale >= 0.0) || !isfinite((float)scale) || (double)(float)scale != scale ||
+        !isfinite(growth) || !(growth > 1.0) || !(backoff > 0.0 && backoff < 1.0) ||
+        interval < 1 || tracker < 0 || tracker >= interval) {
+        h->error(h->ctx,
+                 "dynamic scaler state: invalid values (scale %g, growth_tracker %lld, growth "
+                 "%g, backoff %g, interval %lld)",
+                 scale, (long long)tracker, growth, backoff, (long long)interval);
+        return -1;
+    }
+    if (growth != s->growth || backoff != s->backoff || interval != s->interval)
+        h->log(h->ctx, AMP_LOG_WARN,
+               "checkpoint hyper-parameters (growth_factor %g, backoff_factor %g, "
+               "growth_interval %lld) replace the config's (%g, %g, %lld)",
+               growth, backoff, (long long)interval, s->growth, s->backoff,
+               (long long)s->interval);
+    s->scale = (float)scale;
+    s->growth_tracker = tracker;
+    s->growth = growth;
+    s->backoff = backoff;
+    s->interval = interval;
+    return 0;
+}
+
+static const amp_scaler_vtable dyn_vtable = {
+    (uint32_t)sizeof(amp_scaler_vtable), dyn_init, dyn_fini, dyn_get_scale, dyn_update,
+    dyn_state_save, dyn_state_load};
+
+AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "dynamic", "1.0.0",
+                  "PyTorch GradScaler: back off on overflow, grow after growth_interval clean steps",
+                  &dyn_vtable);

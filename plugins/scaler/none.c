@@ -1,0 +1,46 @@
+/* Scaler "none": scale 1 always. Steps with non-finite gradients are still
+ * skipped, so a stray inf/NaN never reaches the weights. */
+#include <stdlib.h>
+
+#include "amptrain/plugin.h"
+#include "scaler_common.h"
+
+typedef struct none_state {
+    const amp_host_api *host;
+} none_state;
+
+static int none_init(const amp_host_api *host, void **self)
+{
+    none_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        host->error(host->ctx, "none scaler: out of memory");
+        return -1;
+    }
+    s->host = host;
+    *self = s;
+    return 0;
+}
+
+static void none_fini(void *self) { free(self); }
+
+static double none_get_scale(void *self) { return 1.0; }
+
+static int none_update(void *self, const amp_scaler_stats *stats, int *skip)
+{
+    none_state *s = self;
+    if (!amp_scaler_stats_ok(stats) || !skip) {
+        s->host->error(s->host->ctx, "none scaler: update called without stats/skip");
+        return -1;
+    }
+    *skip = stats->found_inf != 0;
+    return 0;
+}
+
+/* No state: the scale is a constant. */
+static const amp_scaler_vtable none_vtable = {
+    (uint32_t)sizeof(amp_scaler_vtable), none_init, none_fini, none_get_scale, none_update,
+    NULL, NULL};
+
+AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "none", "1.0.0",
+                  "no loss scaling (scale 1); skips steps with non-finite gradients",
+                  &none_vtable);
