@@ -1,10 +1,12 @@
 /* amptrain: mixed-precision training with plugin precision policies and
  * loss scalers. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "amptrain/plugin.h"
 #include "cli.h"
+#include "log.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -23,6 +25,13 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
+    }
+    /* AMPTRAIN_LOG=debug shows each layer's resolved precision and more. */
+    const char *lvl = getenv("AMPTRAIN_LOG");
+    if (lvl) {
+        static const char *const names[] = {"error", "warn", "info", "debug"};
+        for (int i = 0; i < 4; i++)
+            if (strcmp(lvl, names[i]) == 0) amp_log_set_level(i);
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "train") == 0) return amp_cmd_train(argc - 1, argv + 1);

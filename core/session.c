@@ -196,6 +196,8 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
 
     amp_mlp_spec spec;
     memset(&spec, 0, sizeof spec);
+    spec.nhidden = st->nhidden;
+    memcpy(spec.hidden, st->hidden, sizeof spec.hidden);
     if (resolve_precision(s, &spec, err, errlen) != 0) goto config_error;
     if (load_data(s, err, errlen) != 0) goto runtime_error;
     int64_t per_step = (int64_t)st->batch_size * st->accumulate;
@@ -215,8 +217,6 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
                         pv->allow_tf32 && pv->allow_tf32(s->precision.self);
     spec.in_features = s->train.features;
     spec.classes = s->train.classes;
-    spec.nhidden = st->nhidden;
-    memcpy(spec.hidden, st->hidden, sizeof spec.hidden);
     spec.act = st->activation;
     spec.batch = st->batch_size;
     spec.opt_buffers = st->optim == AMP_OPTIM_ADAMW ? 2 : st->momentum > 0 ? 1 : 0;
