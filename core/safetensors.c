@@ -795,10 +795,9 @@ static int missing(const amp_safetensors *st, const char *name, char *err, size_
     for (size_t i = 0; i < st->count; i++) {
         const char *c = st->t[i].name;
         size_t lc = strlen(c);
-        if (lc > ln && c[lc - ln - 1] == '.' && strcmp(c + lc - ln, name) == 0 && best > 1) {
-            hint = c;
-            best = 1;
-            continue;
+        if (lc > ln && c[lc - ln - 1] == '.' && strcmp(c + lc - ln, name) == 0) {
+            hint = c; /* beats any typo: the exact name under a prefix */
+            break;
         }
         size_t d = edit_distance(name, c);
         if (d <= limit && d < best) {

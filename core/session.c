@@ -324,7 +324,8 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
             return -1;
         s->cursor += st->batch_size;
         /* Grads stay scaled across micro-batches; unscaled once below. */
-        BE_CHECK(amp_mlp_step(m, st->batch_size, 1, (float)scale, (float)per_step, micro > 0));
+        BE_CHECK(amp_mlp_step(m, st->batch_size, 1, (float)(scale * st->loss_weight),
+                              (float)per_step, micro > 0));
     }
     if (s->step == s->inject_inf_step) {
         float inf = INFINITY;

@@ -77,7 +77,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
         s->tiny_features = (int)i64;
         GET(amp_config_get_int(cfg, "data", "classes", 10, 2, 1024, &i64, err, errlen));
         s->tiny_classes = (int)i64;
-        GET(amp_config_get_double(cfg, "data", "input_scale", 1.0 / 4096.0, 1e-30, 1e30,
+        GET(amp_config_get_double(cfg, "data", "input_scale", 1.0, 1e-30, 1e30,
                                   &s->input_scale, err, errlen));
     }
 
@@ -119,6 +119,8 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     GET(amp_config_get_int(cfg, "train", "accumulate", 1, 1, 4096, &s->accumulate, err, errlen));
     GET(amp_config_get_int(cfg, "train", "log_every", 50, 1, INT64_MAX / 2, &s->log_every, err,
                            errlen));
+    GET(amp_config_get_double(cfg, "train", "loss_weight", 1.0, 1e-30, 1e30, &s->loss_weight, err,
+                              errlen));
     GET(amp_config_get_int(cfg, "train", "eval_every", 0, 0, INT64_MAX / 2, &s->eval_every, err,
                            errlen));
 

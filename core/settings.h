@@ -40,6 +40,7 @@ typedef struct amp_settings {
     int64_t warmup_steps;
     /* [train] */
     int64_t epochs, steps, accumulate, log_every, eval_every;
+    double loss_weight;                        /* multiplies the loss before backward */
     /* [precision] / [scaler] */
     const char *precision_plugin;
     const char *scaler_plugin;                 /* NULL: chosen from the policy */

@@ -84,14 +84,17 @@ static void th_error(void *ctx, const char *fmt, ...)
     h->nerrors++;
 }
 
+/* Prefixes the key like the real host ("file:line: [section] key: msg"). */
 static void th_key_error(void *ctx, const char *key, const char *fmt, ...)
 {
     test_host *h = ctx;
+    char msg[360]; /* + key[128] + ": " fits error[512] */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(h->error, sizeof h->error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     snprintf(h->error_key, sizeof h->error_key, "%s", key ? key : "(null)");
+    snprintf(h->error, sizeof h->error, "%s: %s", h->error_key, msg);
     h->nerrors++;
 }
 
@@ -107,7 +110,7 @@ static int th_get_double(void *ctx, const char *key, double *out)
     errno = 0;
     double v = strtod(kv->value, &end);
     if (end == kv->value || *end != '\0') {
-        th_key_error(h, key, "%s: '%s' is not a number", key, kv->value);
+        th_key_error(h, key, "'%s' is not a number", kv->value);
         return -1;
     }
     *out = v;
@@ -125,7 +128,7 @@ static int th_get_int(void *ctx, const char *key, int64_t *out)
     errno = 0;
     long long v = strtoll(kv->value, &end, 10);
     if (end == kv->value || *end != '\0' || errno == ERANGE) {
-        th_key_error(h, key, "%s: '%s' is not an integer", key, kv->value);
+        th_key_error(h, key, "'%s' is not an integer", kv->value);
         return -1;
     }
     *out = v;

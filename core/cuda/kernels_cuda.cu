@@ -14,12 +14,6 @@
 #include <stdio.h>
 
 #include "cuda_internal.h"
-#include "kernels/amp_hd.h"
-/* amp_hd.h's AMP_HD adds __forceinline__ (which expands to __inline__) to
- * the headers' own `static inline`, a duplicate specifier for nvcc: keep only
- * the execution space here. Harmless once amp_hd.h drops it. */
-#undef AMP_HD
-#define AMP_HD __host__ __device__
 #include "kernels/act.h"
 #include "kernels/convert.h"
 #include "kernels/optim.h"

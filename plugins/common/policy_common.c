@@ -37,7 +37,7 @@ static int policy_dtype_value(const amp_host_api *h, const char *key, const char
                               amp_dtype *dt)
 {
     if (!value || dtype_parse(value, dt) != 0) {
-        h->key_error(h->ctx, key, "%s = '%s': unknown dtype; use one of: " DTYPE_LIST, key,
+        h->key_error(h->ctx, key, "unknown dtype '%s'; use one of: " DTYPE_LIST,
                      value ? value : "");
         return -1;
     }
@@ -54,8 +54,7 @@ static int on_op_key(void *user, const char *key, const char *value)
         if (strcmp(cls, op_class_names[i]) == 0)
             idx = i;
     if (idx < 0) {
-        h->key_error(h->ctx, key, "%s: unknown op class '%s'; valid classes: " OP_CLASS_LIST, key,
-                     cls);
+        h->key_error(h->ctx, key, "unknown op class '%s'; valid classes: " OP_CLASS_LIST, cls);
         return 1;
     }
     amp_dtype dt;
@@ -92,11 +91,10 @@ static int on_layer_key(void *user, const char *key, const char *value)
         if (used >= sizeof list)
             strcpy(list + sizeof list - 5, " ...");
         if (p->layer_count == 0)
-            h->key_error(h->ctx, key, "%s: unknown layer '%s'; the model has no layers", key,
-                         name);
+            h->key_error(h->ctx, key, "unknown layer '%s'; the model has no layers", name);
         else
-            h->key_error(h->ctx, key, "%s: unknown layer '%s'; the model's layers are: %s", key,
-                         name, list);
+            h->key_error(h->ctx, key, "unknown layer '%s'; the model's layers are: %s", name,
+                         list);
         return 1;
     }
     amp_dtype dt;

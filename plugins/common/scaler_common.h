@@ -24,6 +24,9 @@ static inline int amp_scaler_read_int(const amp_host_api *host, const char *key,
     return host->get_int(host->ctx, key, v) < 0 ? -1 : 0;
 }
 
+/* key_error messages leave the key out: the host prefixes file:line and the
+ * key. */
+
 /* A scale is kept in float32 (as PyTorch/Megatron keep it in an fp32
  * tensor), so it must be finite and > 0 both as given and once rounded. */
 static inline int amp_scaler_check_scale(const amp_host_api *host, const char *key, double v)
@@ -31,8 +34,8 @@ static inline int amp_scaler_check_scale(const amp_host_api *host, const char *k
     float f = (float)v;
     if (!isfinite(v) || v <= 0.0 || !isfinite(f) || f <= 0.0f) {
         host->key_error(host->ctx, key,
-                        "%s = %g: must be a finite number > 0 that fits float32 (%g .. %g)", key,
-                        v, (double)FLT_TRUE_MIN, (double)FLT_MAX);
+                        "got %g; must be a finite number > 0 that fits float32 (%g .. %g)", v,
+                        (double)FLT_TRUE_MIN, (double)FLT_MAX);
         return -1;
     }
     return 0;
@@ -41,7 +44,7 @@ static inline int amp_scaler_check_scale(const amp_host_api *host, const char *k
 static inline int amp_scaler_check_growth(const amp_host_api *host, const char *key, double v)
 {
     if (!isfinite(v) || !(v > 1.0)) {
-        host->key_error(host->ctx, key, "%s = %g: must be a finite number > 1 (e.g. 2.0)", key, v);
+        host->key_error(host->ctx, key, "got %g; must be a finite number > 1 (e.g. 2.0)", v);
         return -1;
     }
     return 0;
@@ -50,8 +53,7 @@ static inline int amp_scaler_check_growth(const amp_host_api *host, const char *
 static inline int amp_scaler_check_backoff(const amp_host_api *host, const char *key, double v)
 {
     if (!(v > 0.0 && v < 1.0)) {
-        host->key_error(host->ctx, key, "%s = %g: must lie strictly between 0 and 1 (e.g. 0.5)",
-                        key, v);
+        host->key_error(host->ctx, key, "got %g; must lie strictly between 0 and 1 (e.g. 0.5)", v);
         return -1;
     }
     return 0;
@@ -60,7 +62,7 @@ static inline int amp_scaler_check_backoff(const amp_host_api *host, const char 
 static inline int amp_scaler_check_count(const amp_host_api *host, const char *key, int64_t v)
 {
     if (v < 1) {
-        host->key_error(host->ctx, key, "%s = %lld: must be an integer >= 1", key, (long long)v);
+        host->key_error(host->ctx, key, "got %lld; must be an integer >= 1", (long long)v);
         return -1;
     }
     return 0;

@@ -17,7 +17,7 @@ static int fp32_init(const amp_host_api *host, void **self)
         return -1;
     }
     if (tf32 != 0 && tf32 != 1) {
-        host->key_error(host->ctx, "tf32", "tf32 = %lld: must be 0 or 1", (long long)tf32);
+        host->key_error(host->ctx, "tf32", "got %lld; must be 0 or 1", (long long)tf32);
         amp_policy_destroy(p);
         return -1;
     }

@@ -153,5 +153,6 @@ static const amp_scaler_vtable dyn_vtable = {
     dyn_state_save, dyn_state_load};
 
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "dynamic", "1.0.0",
-                  "PyTorch GradScaler: back off on overflow, grow after growth_interval clean steps",
+                  "PyTorch GradScaler: back off on overflow, grow after growth_interval "
+                  "clean steps",
                   &dyn_vtable);

@@ -60,14 +60,14 @@ static int hys_init(const amp_host_api *host, void **self)
     /* Compare the float32 values actually used. */
     float fmin = (float)min_scale, fmax = (float)max_scale, finit = (float)init;
     if (fmax < fmin) {
-        host->key_error(host->ctx, "max_scale", "max_scale = %g is below min_scale = %g", max_scale,
+        host->key_error(host->ctx, "max_scale", "got %g; must be >= min_scale (%g)", max_scale,
                         min_scale);
         return -1;
     }
     if (finit < fmin || finit > fmax) {
         host->key_error(host->ctx, "init_scale",
-                        "init_scale = %g must lie in [min_scale, max_scale] = [%g, %g]", init,
-                        min_scale, max_scale);
+                        "got %g; must lie in [min_scale, max_scale] = [%g, %g]", init, min_scale,
+                        max_scale);
         return -1;
     }
     hys_state *s = calloc(1, sizeof *s);
