@@ -47,7 +47,18 @@ int amp_cmd_plugins(int argc, char **argv) {
                 snprintf(path, sizeof path, "%s/%s", dirs[d], fn);
                 amp_plugin_info e;
                 char why[1024];
-                if (amp_plugin_probe(path, &e, why, sizeof why) == 0) {
+                int ok = amp_plugin_probe(path, &e, why, sizeof why) == 0;
+                char want[256];
+                if (ok) amp_plugin_file_name(want, sizeof want, (amp_plugin_kind)e.kind, e.name);
+                /* `train` finds plugins by file name: a file named for
+                 * another kind or name cannot be used as listed. */
+                if (ok && strcmp(fn, want) != 0) {
+                    snprintf(why, sizeof why, "%s: declares a %s plugin '%s' but is named %s; rename "
+                             "it to %s", path, amp_plugin_kind_name((amp_plugin_kind)e.kind), e.name,
+                             fn, want);
+                    ok = 0;
+                }
+                if (ok) {
                     char abi[16];
                     snprintf(abi, sizeof abi, "%u.%u", e.abi_major, e.abi_minor);
                     printf("%-10s %-12s %-8s %-5s %s\n", amp_plugin_kind_name((amp_plugin_kind)e.kind),

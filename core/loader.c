@@ -102,24 +102,39 @@ static int check_entry(const amp_plugin_info *e, const char *path, char *err, si
         snprintf(err, errlen, "%s: entry lacks a name, version or vtable", path);
         return -1;
     }
+    /* Name the missing functions: "lacks a required function" alone sends
+     * the plugin author hunting through the vtable. */
+    char missing[64] = "";
     if (e->kind == AMP_PLUGIN_KIND_PRECISION) {
         const amp_precision_vtable *vt = e->vtable;
-        if (vt->struct_size < offsetof(amp_precision_vtable, requires_scaler) || !vt->init ||
-            !vt->fini || !vt->resolve) {
-            snprintf(err, errlen, "%s: precision vtable lacks a required function (init, fini, resolve)",
-                     path);
+        size_t need = offsetof(amp_precision_vtable, requires_scaler);
+        if (vt->struct_size < need) {
+            snprintf(err, errlen, "%s: precision vtable struct_size %u is smaller than the %zu bytes "
+                     "of its required functions", path, vt->struct_size, need);
             return -1;
         }
+        if (!vt->init) strcat(missing, " init");
+        if (!vt->fini) strcat(missing, " fini");
+        if (!vt->resolve) strcat(missing, " resolve");
     } else if (e->kind == AMP_PLUGIN_KIND_SCALER) {
         const amp_scaler_vtable *vt = e->vtable;
-        if (vt->struct_size < offsetof(amp_scaler_vtable, state_save) || !vt->init || !vt->fini ||
-            !vt->get_scale || !vt->update) {
-            snprintf(err, errlen,
-                     "%s: scaler vtable lacks a required function (init, fini, get_scale, update)", path);
+        size_t need = offsetof(amp_scaler_vtable, state_save);
+        if (vt->struct_size < need) {
+            snprintf(err, errlen, "%s: scaler vtable struct_size %u is smaller than the %zu bytes "
+                     "of its required functions", path, vt->struct_size, need);
             return -1;
         }
+        if (!vt->init) strcat(missing, " init");
+        if (!vt->fini) strcat(missing, " fini");
+        if (!vt->get_scale) strcat(missing, " get_scale");
+        if (!vt->update) strcat(missing, " update");
     } else {
         snprintf(err, errlen, "%s: unknown plugin kind %u", path, e->kind);
+        return -1;
+    }
+    if (missing[0]) {
+        snprintf(err, errlen, "%s: %s vtable leaves required function(s) NULL:%s", path,
+                 amp_plugin_kind_name((amp_plugin_kind)e->kind), missing);
         return -1;
     }
     return 0;
@@ -206,14 +221,27 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
             for (int i = 0; i < nd; i++) {
                 char cand[PATH_MAX + 300];
                 snprintf(cand, sizeof cand, "%s/%s", dirs[i], other);
-                if (access(cand, F_OK) == 0) {
+                if (access(cand, F_OK) != 0) continue;
+                /* Only the file name says it is of the other kind; its entry
+                 * may say otherwise (a misnamed file), so read it. */
+                amp_plugin_info e;
+                char why[512];
+                if (amp_plugin_probe(cand, &e, why, sizeof why) == 0 && e.kind == (uint32_t)kind) {
+                    char want[256];
+                    amp_plugin_file_name(want, sizeof want, kind, e.name);
+                    snprintf(err, errlen,
+                             "no %s plugin file %s, but %s declares a %s plugin '%s': its file "
+                             "name says %s; rename it to %s",
+                             kname, file, cand, kname, e.name,
+                             kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", want);
+                } else {
                     snprintf(err, errlen,
                              "'%s' is a %s plugin (%s), but a %s plugin is needed here; run "
                              "`amptrain plugins` to list the %s plugins",
                              spec, kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", cand,
                              kname, kname);
-                    return -1;
                 }
+                return -1;
             }
             int off = snprintf(err, errlen, "no %s plugin '%s': %s not found in", kname, spec, file);
             if (nd == 0) off += snprintf(err + off, errlen > (size_t)off ? errlen - off : 0, " any directory (none exists)");
@@ -227,8 +255,23 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
     }
     if (open_file(p, path, err, errlen) != 0) return -1;
     if (p->entry->kind != (uint32_t)kind) {
-        snprintf(err, errlen, "%s: '%s' is a %s plugin, but a %s plugin is needed here", path,
-                 p->entry->name, amp_plugin_kind_name((amp_plugin_kind)p->entry->kind), kname);
+        amp_plugin_kind has = (amp_plugin_kind)p->entry->kind;
+        char want[256] = "";
+        /* Found by name, the file is named for the wrong kind: say so. */
+        if (!looks_like_path(spec)) amp_plugin_file_name(want, sizeof want, has, p->entry->name);
+        snprintf(err, errlen, "%s: '%s' is a %s plugin, but a %s plugin is needed here%s%s", path,
+                 p->entry->name, amp_plugin_kind_name(has), kname,
+                 want[0] ? "; its file name is wrong: rename it to " : "", want);
+        amp_plugin_close(p);
+        return -1;
+    }
+    /* Found by name: the entry must carry that name, or the run's records
+     * (summary.json, `amptrain plugins`) would name another plugin. */
+    if (!looks_like_path(spec) && strcmp(p->entry->name, spec) != 0) {
+        char want[256];
+        amp_plugin_file_name(want, sizeof want, kind, p->entry->name);
+        snprintf(err, errlen, "%s: its entry names the plugin '%s', not '%s'; rename the file to %s",
+                 path, p->entry->name, spec, want);
         amp_plugin_close(p);
         return -1;
     }

@@ -307,7 +307,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     double t0 = now_ms();
     double scale = sv->get_scale(s->scaler.self);
     if (!isfinite(scale) || !(scale > 0.0)) {
-        snprintf(err, errlen, "scaler plugin '%s' returned the invalid scale %g at step %lld",
+        snprintf(err, errlen, "scaler plugin '%s' returned the invalid scale %g at step %lld (a scale must be finite and > 0)",
                  s->scaler.entry->name, scale, (long long)s->step);
         return -1;
     }

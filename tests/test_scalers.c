@@ -1,6 +1,7 @@
 /* Loss-scaler plugins (none, static, dynamic, hysteresis) loaded from the
  * build tree and driven through a fake host: trajectories from PyTorch's and
- * Megatron's rules, config validation, checkpoint state round trips. */
+ * Megatron's rules, config validation, checkpoint state round trips and
+ * rejections for every scaler. */
 #include <float.h>
 #include <math.h>
 
@@ -408,7 +409,7 @@ static size_t save(inst *in, unsigned char *buf, size_t cap)
 /* Save mid-run, continue; a fresh instance (configured differently on
  * purpose) loads the state and must produce the same future scales. */
 static void roundtrip(const amp_scaler_vtable *vt, const char *who, const char *const *kv,
-                      const char *before, const char *after)
+                      const char *before, const char *after, int expect_warn)
 {
     inst a, b;
     if (inst_make(&a, vt, kv) != 0) {
@@ -438,8 +439,8 @@ static void roundtrip(const amp_scaler_vtable *vt, const char *who, const char *
     CHECK(inst_make(&b, vt, NULL) == 0, "%s default init: %s", who, b.h.error);
     int rc = vt->state_load(b.self, buf, len);
     CHECK(rc == 0, "%s load: %s", who, b.h.error);
-    CHECK(b.h.nwarn > 0, "%s: loading other hyper-parameters than the config's not logged",
-          who);
+    CHECK((b.h.nwarn > 0) == expect_warn, "%s: %d warnings on load, expected %s", who,
+          b.h.nwarn, expect_warn ? "some (the config differs from the checkpoint)" : "none");
     for (int i = 0; i < n && rc == 0; i++) {
         int inf = after[i] == 'i';
         CHECK(step(&b, inf) == inf, "%s resumed step %d skip", who, i);
@@ -460,13 +461,119 @@ static void test_state_roundtrip(void)
     static const char *const dkv[] = {"init_scale", "256", "growth_interval", "3",
                                       "growth_factor", "4", "backoff_factor", "0.25", NULL};
     /* saved with growth_tracker 2: the next clean step must grow */
-    roundtrip(vt_dyn, "dynamic", dkv, "cicc", "ccciccccicc");
+    roundtrip(vt_dyn, "dynamic", dkv, "cicc", "ccciccccicc", 1);
     static const char *const hkv[] = {"init_scale", "512", "growth_interval", "3",
                                       "hysteresis", "3", "min_scale", "2", "max_scale", "4096",
                                       "backoff_factor", "0.25", NULL};
     /* saved with hysteresis_tracker 1 and growth_tracker 1: the next inf
      * backs off, which a fresh instance (tracker 3) would not */
-    roundtrip(vt_hys, "hysteresis", hkv, "iic", "icciiicccccccci");
+    roundtrip(vt_hys, "hysteresis", hkv, "iic", "icciiicccccccci", 1);
+    /* static: the checkpoint's scale replaces the config's (default 65536) */
+    static const char *const skv[] = {"scale", "1024", NULL};
+    roundtrip(vt_static, "static", skv, "cic", "ccic", 1);
+    roundtrip(vt_none, "none", NULL, "ci", "cic", 0);
+}
+
+/* none and static: a loaded static scale is used; the config's own scale
+ * loads silently; every malformed record is refused with a message and
+ * leaves the scale alone; each refuses the other's (and dynamic's) record. */
+static void test_state_none_static(void)
+{
+    inst st, no, dy;
+    static const char *const kv[] = {"scale", "1024", NULL};
+    if (inst_make(&st, vt_static, kv) != 0 || inst_make(&no, vt_none, NULL) != 0 ||
+        inst_make(&dy, vt_dyn, NULL) != 0) {
+        CHECK(0, "init: %s %s %s", st.h.error, no.h.error, dy.h.error);
+        return;
+    }
+    unsigned char sgood[64], ngood[64], dgood[64], bad[64];
+    size_t slen = save(&st, sgood, sizeof sgood), nlen = save(&no, ngood, sizeof ngood);
+    size_t dlen = save(&dy, dgood, sizeof dgood);
+    CHECK(slen == 16, "static state %zu bytes, expected magic+version+scale = 16", slen);
+    CHECK(nlen == 8, "none state %zu bytes, expected magic+version = 8", nlen);
+    CHECK(dlen > 0, "dynamic save: %s", dy.h.error);
+
+    /* loading its own config's scale back: no warning, scale unchanged */
+    st.h.nwarn = 0;
+    CHECK(vt_static->state_load(st.self, sgood, slen) == 0, "static reload: %s", st.h.error);
+    CHECK(st.h.nwarn == 0 && scale_of(&st) == 1024, "static reload warned %d, scale %g",
+          st.h.nwarn, scale_of(&st));
+
+    typedef struct bad_case {
+        const char *what;
+        size_t len;
+        size_t byte; /* byte to overwrite with val, or (size_t)-1 */
+        unsigned char val;
+        int scale_set; /* write `scale` at offset 8 instead */
+        double scale;
+    } bad_case;
+    const bad_case cases[] = {
+        {"empty", 0, (size_t)-1, 0, 0, 0},
+        {"one byte short", slen - 1, (size_t)-1, 0, 0, 0},
+        {"one byte long", slen + 1, (size_t)-1, 0, 0, 0},
+        {"bad magic", slen, 3, 'N', 0, 0},
+        {"bad version", slen, 4, 2, 0, 0},
+        {"NaN scale", slen, (size_t)-1, 0, 1, NAN},
+        {"inf scale", slen, (size_t)-1, 0, 1, INFINITY},
+        {"zero scale", slen, (size_t)-1, 0, 1, 0.0},
+        {"negative scale", slen, (size_t)-1, 0, 1, -1024.0},
+        {"scale beyond float32", slen, (size_t)-1, 0, 1, 1e300},
+        {"scale not a float32", slen, (size_t)-1, 0, 1, 0.1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        memcpy(bad, sgood, sizeof bad);
+        if (cases[c].scale_set)
+            memcpy(bad + 8, &cases[c].scale, 8); /* little-endian host, like the record */
+        else if (cases[c].byte != (size_t)-1)
+            bad[cases[c].byte] = cases[c].val;
+        st.h.nerrors = 0;
+        st.h.error[0] = '\0';
+        CHECK(vt_static->state_load(st.self, bad, cases[c].len) != 0,
+              "static accepted a state with %s", cases[c].what);
+        CHECK(st.h.nerrors > 0 && st.h.error[0], "static: %s rejected without a message",
+              cases[c].what);
+        CHECK(scale_of(&st) == 1024, "static: failed load (%s) changed the scale to %g",
+              cases[c].what, scale_of(&st));
+    }
+    const bad_case ncases[] = {
+        {"empty", 0, (size_t)-1, 0, 0, 0},
+        {"one byte short", nlen - 1, (size_t)-1, 0, 0, 0},
+        {"one byte long", nlen + 1, (size_t)-1, 0, 0, 0},
+        {"bad magic", nlen, 3, 'S', 0, 0},
+        {"bad version", nlen, 4, 2, 0, 0},
+    };
+    for (size_t c = 0; c < sizeof ncases / sizeof ncases[0]; c++) {
+        memcpy(bad, ngood, sizeof bad);
+        if (ncases[c].byte != (size_t)-1)
+            bad[ncases[c].byte] = ncases[c].val;
+        no.h.nerrors = 0;
+        no.h.error[0] = '\0';
+        CHECK(vt_none->state_load(no.self, bad, ncases[c].len) != 0,
+              "none accepted a state with %s", ncases[c].what);
+        CHECK(no.h.nerrors > 0 && no.h.error[0], "none: %s rejected without a message",
+              ncases[c].what);
+    }
+    /* NULL buffers and the other scalers' records */
+    st.h.nerrors = no.h.nerrors = 0;
+    CHECK(vt_static->state_load(st.self, NULL, slen) != 0 && st.h.nerrors > 0,
+          "static accepted NULL");
+    CHECK(vt_none->state_load(no.self, NULL, nlen) != 0 && no.h.nerrors > 0,
+          "none accepted NULL");
+    CHECK(vt_static->state_load(st.self, ngood, nlen) != 0, "static accepted none's state");
+    CHECK(vt_none->state_load(no.self, sgood, slen) != 0, "none accepted static's state");
+    CHECK(vt_static->state_load(st.self, dgood, dlen) != 0, "static accepted dynamic's state");
+    CHECK(vt_none->state_load(no.self, dgood, dlen) != 0, "none accepted dynamic's state");
+    /* none's 8 bytes are a prefix-sized record: a static record cut to 8
+     * bytes must still be refused by its magic */
+    CHECK(vt_none->state_load(no.self, sgood, nlen) != 0, "none accepted static's first 8 bytes");
+    CHECK(vt_dyn->state_load(dy.self, sgood, slen) != 0, "dynamic accepted static's state");
+    CHECK(scale_of(&st) == 1024 && scale_of(&no) == 1, "failed loads moved a scale");
+    /* the good records still load */
+    CHECK(vt_static->state_load(st.self, sgood, slen) == 0, "static reload: %s", st.h.error);
+    CHECK(vt_none->state_load(no.self, ngood, nlen) == 0, "none reload: %s", no.h.error);
+    inst_free(&st);
+    inst_free(&no);
+    inst_free(&dy);
 }
 
 /* Corrupts a valid state one way at a time; every load must fail, report,
@@ -568,8 +675,9 @@ int main(void)
         CHECK(all[k]->init && all[k]->fini && all[k]->get_scale && all[k]->update,
               "vtable %d lacks a required function", k);
     }
-    CHECK(vt_dyn->state_save && vt_dyn->state_load && vt_hys->state_save && vt_hys->state_load,
-          "dynamic/hysteresis must save state");
+    for (int k = 0; k < 4; k++)
+        CHECK(all[k]->state_save && all[k]->state_load, "scaler %d lacks state_save/state_load",
+              k);
 
     test_dynamic_defaults();
     test_dynamic_pytorch_update_scale();
@@ -585,6 +693,7 @@ int main(void)
     test_update_rejects_bad_stats();
     test_invalid_config();
     test_state_roundtrip();
+    test_state_none_static();
     /* offsets of scale, growth_tracker, growth_factor, backoff_factor in the
      * records (see dynamic.c / hysteresis.c) */
     test_state_rejects(vt_dyn, "dynamic", 8, 16, 24, 32);

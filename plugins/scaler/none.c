@@ -36,10 +36,34 @@ static int none_update(void *self, const amp_scaler_stats *stats, int *skip)
     return 0;
 }
 
-/* No state: the scale is a constant. */
+/* The scale is a constant, so the record is only magic + version: enough
+ * for a checkpoint of another scaler to be refused instead of ignored. */
+#define NONE_STATE_VERSION 1u
+#define NONE_STATE_SIZE (4 + 4)
+static const char none_magic[4] = {'a', 'm', 'p', 'N'};
+
+static int none_state_save(void *self, void *buf, size_t cap, size_t *len)
+{
+    none_state *s = self;
+    int rc = amp_scaler_save_begin(s->host, buf, cap, len, NONE_STATE_SIZE);
+    if (rc <= 0)
+        return rc;
+    unsigned char *p = buf;
+    memcpy(p, none_magic, 4);
+    amp_le_put_u32(p + 4, NONE_STATE_VERSION);
+    return 0;
+}
+
+static int none_state_load(void *self, const void *buf, size_t len)
+{
+    none_state *s = self;
+    return amp_scaler_load_check(s->host, buf, len, NONE_STATE_SIZE, none_magic,
+                                 NONE_STATE_VERSION, "none");
+}
+
 static const amp_scaler_vtable none_vtable = {
     (uint32_t)sizeof(amp_scaler_vtable), none_init, none_fini, none_get_scale, none_update,
-    NULL, NULL};
+    none_state_save, none_state_load};
 
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "none", "1.0.0",
                   "no loss scaling (scale 1); skips steps with non-finite gradients",

@@ -1,0 +1,6 @@
+# Smoke run of the step benchmark on a small shape: proves it builds, finds
+# the plugins beside the build tree (<build>/plugins, no AMPTRAIN_PLUGIN_PATH)
+# and runs every policy. It checks no timing.
+add_test(NAME bench_step_smoke
+         COMMAND bench_step --steps 2 --warmup 0 --batch 16 --hidden 32,32 --features 64)
+set_tests_properties(bench_step_smoke PROPERTIES LABELS bench)

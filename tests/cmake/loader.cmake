@@ -1,0 +1,133 @@
+# Loader errors seen through the real CLI: broken plugins built into their own
+# folder (never the real plugin folder), found through AMPTRAIN_PLUGIN_PATH,
+# one test per failure, each checking the exit status and the message
+# (tests/expect_fail.sh).
+include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
+
+set(AMP_BAD_PLUGIN_DIR ${CMAKE_BINARY_DIR}/tests/bad_plugins)
+set(AMP_BAD_SRC ${CMAKE_CURRENT_SOURCE_DIR}/bad_plugins)
+
+# amp_bad_plugin(KIND NAME SOURCE [DEFINES...]) -> ${AMP_BAD_PLUGIN_DIR}/amp_<kind>_<name>.so,
+# built like a real plugin (hidden visibility, -z defs) so only the entry differs.
+function(amp_bad_plugin kind name src)
+  set(target amp_bad_${kind}_${name})
+  add_library(${target} MODULE ${AMP_BAD_SRC}/${src})
+  set_target_properties(${target} PROPERTIES
+    PREFIX ""
+    OUTPUT_NAME amp_${kind}_${name}
+    LIBRARY_OUTPUT_DIRECTORY ${AMP_BAD_PLUGIN_DIR}
+    C_VISIBILITY_PRESET hidden)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
+  target_compile_options(${target} PRIVATE ${AMP_C_WARNINGS})
+  target_compile_definitions(${target} PRIVATE ${ARGN})
+  target_link_options(${target} PRIVATE -Wl,-z,defs)
+  target_link_libraries(${target} PRIVATE m)
+endfunction()
+
+amp_bad_plugin(scaler abimajor abimajor.c)
+amp_bad_plugin(scaler noentry noentry.c)
+amp_bad_plugin(precision wrongkind wrongkind.c)
+amp_bad_plugin(scaler initfail initfail.c)
+amp_bad_plugin(scaler nullupdate nullupdate.c)
+amp_bad_plugin(scaler nanscale badscale.c BAD_SCALE_NAN)
+amp_bad_plugin(scaler negscale badscale.c)
+# negscale's entry again, in a file named for another plugin.
+amp_bad_plugin(scaler misnamed badscale.c)
+# A text file with a plugin's name: must be called out, not handed to dlopen.
+file(MAKE_DIRECTORY ${AMP_BAD_PLUGIN_DIR})
+file(WRITE ${AMP_BAD_PLUGIN_DIR}/amp_scaler_text.so
+     "This is not a shared object; amptrain must say so instead of dlopen's message.\n")
+
+set(AMP_BAD_ENV AMPTRAIN_PLUGIN_PATH=${AMP_BAD_PLUGIN_DIR})
+set(AMP_TINY ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_none.ini)
+set(AMP_BAD_OUT ${CMAKE_BINARY_DIR}/tests/bad_plugin_runs)
+# The real CLI on the tiny config whose [scaler] has no key but plugin, so
+# any scaler can stand in for it.
+set(AMP_TRAIN_TINY $<TARGET_FILE:amptrain> train ${AMP_TINY} --set train.steps=3)
+
+# Path regex for the bad plugin folder (its path may hold regex characters).
+string(REGEX REPLACE "([][.*+?^$(){}|\\])" "\\\\\\1" AMP_BAD_DIR_RE "${AMP_BAD_PLUGIN_DIR}")
+# The not-found message lists the folders searched, the bad one first.
+set(AMP_NOT_FOUND_RE "no scaler plugin 'nosuch': amp_scaler_nosuch\\.so not found in ${AMP_BAD_DIR_RE},")
+# `plugins -v` prints the search order, one folder a line.
+set(AMP_SEARCH_DIR_RE "^ +${AMP_BAD_DIR_RE}$")
+
+# Load errors are configuration errors: exit 2, before any output exists.
+amp_expect_fail(loader_not_found ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX ${AMP_NOT_FOUND_RE}
+  OPTIONS --also [=[set AMPTRAIN_PLUGIN_PATH]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=nosuch --out ${AMP_BAD_OUT}/not_found)
+amp_expect_fail(loader_text_file ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_scaler_text\.so: not a shared object \(no ELF header\)]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=text --out ${AMP_BAD_OUT}/text)
+amp_expect_fail(loader_missing_entry ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_scaler_noentry\.so: no 'amp_plugin_entry' symbol: not an amptrain plugin]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=noentry --out ${AMP_BAD_OUT}/noentry)
+amp_expect_fail(loader_abi_major ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_scaler_abimajor\.so: built for plugin ABI 2\.0 but this amptrain speaks ABI 1\.[0-9]+.* rebuild]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=abimajor --out ${AMP_BAD_OUT}/abimajor)
+amp_expect_fail(loader_wrong_kind ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_precision_wrongkind\.so: 'wrongkind' is a scaler plugin, but a precision plugin is needed here. its file name is wrong: rename it to amp_scaler_wrongkind\.so]=]
+  OPTIONS --not [=[init must never run]=]
+  COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=wrongkind --out ${AMP_BAD_OUT}/wrongkind)
+# The same file asked for as a scaler: the file name says precision, so the
+# loader must not claim that 'wrongkind' is a precision plugin.
+amp_expect_fail(loader_wrong_kind_as_scaler ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_precision_wrongkind\.so.*declares a scaler plugin.*rename it to amp_scaler_wrongkind\.so]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=wrongkind --out ${AMP_BAD_OUT}/wrongkind_s)
+# Found by name, the entry must carry that name (summary.json records it).
+amp_expect_fail(loader_misnamed ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_scaler_misnamed\.so: its entry names the plugin 'negscale', not 'misnamed'. rename the file to amp_scaler_negscale\.so]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=misnamed --out ${AMP_BAD_OUT}/misnamed)
+amp_expect_fail(loader_init_failure ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[scaler plugin 'initfail' \(.*amp_scaler_initfail\.so\) failed to initialise: initfail: the frobnicator is not calibrated \(test reason\)]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=initfail --out ${AMP_BAD_OUT}/initfail)
+# Refused from the vtable before init runs (its init would say "init ran").
+amp_expect_fail(loader_null_update ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_scaler_nullupdate\.so: scaler vtable leaves required function\(s\) NULL: update]=]
+  OPTIONS --not [=[init ran]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=nullupdate --out ${AMP_BAD_OUT}/nullupdate)
+
+# A scale that is not finite and > 0 stops the run: a runtime error, exit 1.
+amp_expect_fail(loader_nan_scale ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 1
+  REGEX [=[scaler plugin 'nanscale' returned the invalid scale -?nan at step 2]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=nanscale --out ${AMP_BAD_OUT}/nanscale)
+amp_expect_fail(loader_negative_scale ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 1
+  REGEX [=[scaler plugin 'negscale' returned the invalid scale -1 at step 0]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=negscale --out ${AMP_BAD_OUT}/negscale)
+# The NaN run fails after two logged steps: none of its outputs may remain,
+# not even half-written (*.partial).
+amp_expect_fail(loader_failed_run_leaves_no_outputs ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 1
+  REGEX [=[invalid scale]=]
+  OPTIONS --also [=[step 2/3]=] --no-outputs ${AMP_BAD_OUT}/no_outputs
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=nanscale --set train.log_every=1
+          --out ${AMP_BAD_OUT}/no_outputs)
+
+# `amptrain plugins -v` lists every rejected candidate with its reason (on
+# stdout), and still the good plugins beside the executable (exit 0).
+amp_expect_fail(loader_plugins_verbose ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 0
+  REGEX [=[^rejected +.*amp_scaler_abimajor\.so: built for plugin ABI 2\.0]=]
+  OPTIONS --stdout
+    --also [=[^rejected +.*amp_scaler_noentry\.so: no 'amp_plugin_entry' symbol]=]
+    --also [=[^rejected +.*amp_scaler_text\.so: not a shared object]=]
+    --also [=[^rejected +.*amp_scaler_nullupdate\.so: scaler vtable leaves required function\(s\) NULL: update]=]
+    --also [=[^rejected +.*amp_precision_wrongkind\.so.*declares a scaler plugin]=]
+    --also [=[^rejected +.*amp_scaler_misnamed\.so: declares a scaler plugin 'negscale' but is named]=]
+    --also [=[^scaler +dynamic +]=]
+    --also [=[^scaler +initfail +]=]
+    --also [=[^search order]=]
+    --also ${AMP_SEARCH_DIR_RE}
+  COMMAND $<TARGET_FILE:amptrain> plugins -v)
