@@ -1,9 +1,17 @@
 /* CPU backend: OpenBLAS sgemm for GEMMs (16-bit inputs are widened exactly to
  * FP32 first, so accumulation is FP32), plain loops over the shared AMP_HD
  * element math for everything else. Single-threaded loops keep results
- * deterministic; OpenBLAS threads the GEMMs. */
+ * deterministic; OpenBLAS threads the GEMMs.
+ *
+ * The 16-bit loops (round, quantize, widen) are the hot non-GEMM work of a
+ * mixed-precision step. Each is specialised on its dtype (a constant, so the
+ * dtype test inside the shared functions folds away) and keeps its rounding
+ * counts in local integers; the per-element math is always the functions of
+ * kernels/convert.h, so results are bit-identical to calling them one by
+ * one. */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +21,112 @@
 #include "kernels/convert.h"
 #include "kernels/optim.h"
 #include "kernels/xent.h"
+
+#define AMP_INLINE static inline __attribute__((always_inline))
+
+/* ---- 16-bit conversion loops -------------------------------------------- */
+
+/* FP16 -> FP32 by table: f16_table[h] is amp_widen16(h, AMP_DTYPE_F16) for
+ * every one of the 65536 bit patterns -- the shared function evaluated
+ * exhaustively, once -- so a load replaces its branches (inf/NaN, and the
+ * normalisation loop for subnormals) with the same result. */
+static float f16_table[65536];
+static pthread_once_t f16_table_once = PTHREAD_ONCE_INIT;
+
+static void f16_table_fill(void) {
+    for (uint32_t h = 0; h < 65536; h++) f16_table[h] = amp_widen16((uint16_t)h, AMP_DTYPE_F16);
+}
+
+static const float *f16_widen_table(void) {
+    pthread_once(&f16_table_once, f16_table_fill);
+    return f16_table;
+}
+
+/* dst[n] = widen(src[n]); dt is F16 or BF16. */
+static void widen16(float *dst, const uint16_t *src, amp_dtype dt, size_t n) {
+    if (dt == AMP_DTYPE_BF16) {
+        for (size_t i = 0; i < n; i++) dst[i] = amp_widen16(src[i], AMP_DTYPE_BF16);
+    } else {
+        const float *t = f16_widen_table();
+        for (size_t i = 0; i < n; i++) dst[i] = t[src[i]];
+    }
+}
+
+typedef struct round_tally {
+    unsigned long long nz, uf, of;
+} round_tally;
+
+AMP_INLINE void tally(round_tally *t, unsigned f) {
+    t->nz += f & AMP_RF_NONZERO;
+    t->uf += (f & AMP_RF_UNDERFLOW) != 0;
+    t->of += (f & AMP_RF_OVERFLOW) != 0;
+}
+
+static void count_add(amp_round_count *cnt, const round_tally *t) {
+    if (!cnt) return;
+    cnt->nonzero += t->nz;
+    cnt->underflow += t->uf;
+    cnt->overflow += t->of;
+}
+
+/* dst(dt)[n] = round(src[n]), tallying the flags when counted; dt is a
+ * constant at every call so each instance is one dtype's loop. */
+AMP_INLINE void round_loop(uint16_t *dst, const float *src, size_t n, const int dt,
+                           const int counted, round_tally *t) {
+    round_tally l = {0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        unsigned f = 0;
+        dst[i] = amp_round16(src[i], dt, counted ? &f : NULL);
+        if (counted) tally(&l, f);
+    }
+    *t = l;
+}
+
+static void round16(uint16_t *dst, const float *src, size_t n, amp_dtype dt, round_tally *t) {
+    if (dt == AMP_DTYPE_BF16) {
+        if (t)
+            round_loop(dst, src, n, AMP_DTYPE_BF16, 1, t);
+        else
+            round_loop(dst, src, n, AMP_DTYPE_BF16, 0, &(round_tally){0, 0, 0});
+    } else {
+        if (t)
+            round_loop(dst, src, n, AMP_DTYPE_F16, 1, t);
+        else
+            round_loop(dst, src, n, AMP_DTYPE_F16, 0, &(round_tally){0, 0, 0});
+    }
+}
+
+/* dst[n] = (accumulate ? dst : 0) + quantize(src[n]) for a 16-bit dt, which
+ * is amp_quantize: amp_widen16(amp_round16(x)), the widening for F16 read
+ * from the table of amp_widen16. dst may equal src. */
+AMP_INLINE void quantize_loop(float *dst, const float *src, size_t n, const int dt,
+                              const int accumulate, round_tally *t) {
+    round_tally l = {0, 0, 0};
+    const float *tab = dt == AMP_DTYPE_F16 ? f16_widen_table() : NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned f = 0;
+        uint16_t r = amp_round16(src[i], dt, &f);
+        float q = dt == AMP_DTYPE_F16 ? tab[r] : amp_widen16(r, dt);
+        dst[i] = accumulate ? dst[i] + q : q;
+        tally(&l, f);
+    }
+    *t = l;
+}
+
+static void quantize16(float *dst, const float *src, size_t n, amp_dtype dt, int accumulate,
+                       round_tally *t) {
+    if (dt == AMP_DTYPE_BF16) {
+        if (accumulate)
+            quantize_loop(dst, src, n, AMP_DTYPE_BF16, 1, t);
+        else
+            quantize_loop(dst, src, n, AMP_DTYPE_BF16, 0, t);
+    } else {
+        if (accumulate)
+            quantize_loop(dst, src, n, AMP_DTYPE_F16, 1, t);
+        else
+            quantize_loop(dst, src, n, AMP_DTYPE_F16, 0, t);
+    }
+}
 
 typedef struct cpu_impl {
     float *scratch[2]; /* widened GEMM operands */
@@ -49,10 +163,8 @@ static const float *widened(amp_backend *be, int slot, const void *src, amp_dtyp
         im->scratch_len[slot] = im->scratch[slot] ? n : 0;
         if (!im->scratch[slot]) return NULL;
     }
-    const uint16_t *s = src;
-    float *d = im->scratch[slot];
-    for (size_t i = 0; i < n; i++) d[i] = amp_widen16(s[i], dt);
-    return d;
+    widen16(im->scratch[slot], src, dt, n);
+    return im->scratch[slot];
 }
 
 static int cpu_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
@@ -70,45 +182,30 @@ static int cpu_gemm(amp_backend *be, float *c, const void *a, const void *b, amp
     return 0;
 }
 
-static void count_add(amp_round_count *cnt, unsigned long long nz, unsigned long long uf,
-                      unsigned long long of) {
-    if (!cnt) return;
-    cnt->nonzero += nz;
-    cnt->underflow += uf;
-    cnt->overflow += of;
-}
-
 static int cpu_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
                      amp_round_count *cnt) {
     if (dt == AMP_DTYPE_F32) {
         if (dst != src) memmove(dst, src, n * sizeof(float));
         return 0;
     }
-    uint16_t *d = dst;
-    unsigned long long nz = 0, uf = 0, of = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned f = 0;
-        d[i] = amp_round16(src[i], dt, &f);
-        nz += f & AMP_RF_NONZERO;
-        uf += (f & AMP_RF_UNDERFLOW) != 0;
-        of += (f & AMP_RF_OVERFLOW) != 0;
-    }
-    count_add(cnt, nz, uf, of);
+    round_tally t = {0, 0, 0};
+    round16(dst, src, n, dt, cnt ? &t : NULL);
+    count_add(cnt, &t);
     return 0;
 }
 
 static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
                         amp_round_count *cnt, int accumulate) {
-    unsigned long long nz = 0, uf = 0, of = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned f = 0;
-        float q = amp_quantize(src[i], dt, &f);
-        dst[i] = accumulate ? dst[i] + q : q;
-        nz += f & AMP_RF_NONZERO;
-        uf += (f & AMP_RF_UNDERFLOW) != 0;
-        of += (f & AMP_RF_OVERFLOW) != 0;
+    if (dt == AMP_DTYPE_F32) { /* amp_quantize is the identity and counts nothing */
+        if (accumulate)
+            for (size_t i = 0; i < n; i++) dst[i] = dst[i] + src[i];
+        else if (dst != src)
+            memmove(dst, src, n * sizeof(float));
+        return 0;
     }
-    count_add(cnt, nz, uf, of);
+    round_tally t = {0, 0, 0};
+    quantize16(dst, src, n, dt, accumulate, &t);
+    count_add(cnt, &t);
     return 0;
 }
 
@@ -117,8 +214,7 @@ static int cpu_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt,
         if (dst != src) memmove(dst, src, n * sizeof(float));
         return 0;
     }
-    const uint16_t *s = src;
-    for (size_t i = 0; i < n; i++) dst[i] = amp_widen16(s[i], dt);
+    widen16(dst, src, dt, n);
     return 0;
 }
 
