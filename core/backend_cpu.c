@@ -96,6 +96,13 @@ static void round16(uint16_t *dst, const float *src, size_t n, amp_dtype dt, rou
     }
 }
 
+/* d + q, except that when q is NaN the result is q quieted whatever d is.
+ * Which NaN a plain d + q returns when both are NaN depends on the operand
+ * order the compiler picks; this fixes it to the order the loops had before
+ * they were specialised (q's), so results stay bit-identical, NaN payloads
+ * included. */
+AMP_INLINE float accumulate_add(float d, float q) { return q != q ? q + q : d + q; }
+
 /* dst[n] = (accumulate ? dst : 0) + quantize(src[n]) for a 16-bit dt, which
  * is amp_quantize: amp_widen16(amp_round16(x)), the widening for F16 read
  * from the table of amp_widen16. dst may equal src. */
@@ -107,7 +114,7 @@ AMP_INLINE void quantize_loop(float *dst, const float *src, size_t n, const int 
         unsigned f = 0;
         uint16_t r = amp_round16(src[i], dt, &f);
         float q = dt == AMP_DTYPE_F16 ? tab[r] : amp_widen16(r, dt);
-        dst[i] = accumulate ? dst[i] + q : q;
+        dst[i] = accumulate ? accumulate_add(dst[i], q) : q;
         tally(&l, f);
     }
     *t = l;
@@ -198,7 +205,7 @@ static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n,
                         amp_round_count *cnt, int accumulate) {
     if (dt == AMP_DTYPE_F32) { /* amp_quantize is the identity and counts nothing */
         if (accumulate)
-            for (size_t i = 0; i < n; i++) dst[i] = dst[i] + src[i];
+            for (size_t i = 0; i < n; i++) dst[i] = accumulate_add(dst[i], src[i]);
         else if (dst != src)
             memmove(dst, src, n * sizeof(float));
         return 0;
