@@ -1,16 +1,19 @@
-/* bench_step: CPU training-step time per precision policy against the
- * OpenBLAS FP32 "floor" of the same step's GEMMs. See bench/README.md.
+/* bench_step: training-step time per precision policy against the FP32
+ * "floor" of the same step's GEMMs, on the CPU (OpenBLAS) or with
+ * --device cuda (cuBLAS). See bench/README.md.
  *
  * For an MLP <features>-<hidden...>-<classes> at a given batch (ReLU, SGD
  * with momentum, synthetic `tiny` data) it runs amp_session_step for each
  * policy (fp32, fp16 + dynamic scaler, bf16 + no scaler), discards the
  * warm-up steps and reports the median of the timed ones. The floor is the
- * median time of the step's GEMMs alone, issued to cblas_sgemm with the
- * exact shapes and transposes models/mlp.c uses:
+ * median time of the step's GEMMs alone, issued to the backend's FP32 GEMM
+ * (cblas_sgemm on the CPU, cublasGemmEx on CUDA) with the exact shapes and transposes models/mlp.c uses:
  *   forward, every layer:     Y[B,out]  = X[B,in]   . W[out,in]^T
  *   dW, every layer:          dW[out,in] = dZ[B,out]^T . X[B,in]
  *   dX, every layer but fc1:  dX[B,in]  = dZ[B,out] . W[out,in]
- * GFLOP/s is those GEMMs' flops divided by the policy's step time.
+ * GFLOP/s is those GEMMs' flops divided by the policy's step time. It also
+ * times the step's one device->host sync (the stats record download) and
+ * reports each policy's exact arena bytes and, on CUDA, cudaMemGetInfo use.
  *
  * Exit status: 0 ok, 1 runtime failure, 2 usage error. */
 #include <cblas.h>
@@ -34,6 +37,7 @@ typedef struct bench_opts {
     int nhidden;
     char hidden_text[256];
     int run_policy[8]; /* by index into policies[]; all when none was named */
+    const char *device; /* cpu or cuda */
 } bench_opts;
 
 typedef struct policy {
@@ -46,6 +50,7 @@ static const policy policies[] = {
     {"fp32", "fp32", "none"},
     {"fp16+dynamic", "fp16", "dynamic"},
     {"bf16+none", "bf16", "none"},
+    {"tf32", "fp32", "none"}, /* fp32 with precision.tf32 = 1: CUDA only */
 };
 #define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
 
@@ -69,14 +74,16 @@ static double median(double *v, int n) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bench_step [--steps N] [--warmup N] [--batch N] [--hidden W,W,...]\n"
-            "                  [--features N] [--classes N] [--policy NAME]...\n"
+            "                  [--features N] [--classes N] [--policy NAME]... [--device cpu|cuda]\n"
             "  --steps N      timed steps per policy and floor repetitions (default 30)\n"
             "  --warmup N     untimed steps first (default 5)\n"
             "  --batch N      rows per step (default 256)\n"
             "  --hidden LIST  hidden widths (default 1024,1024)\n"
             "  --features N   input width (default 784)\n"
             "  --classes N    output width (default 10)\n"
-            "  --policy NAME  fp32, fp16 or bf16; repeat to pick several (default all)\n"
+            "  --policy NAME  fp32, fp16, bf16 or tf32; repeat to pick several (default all;\n"
+            "                 tf32 only with --device cuda)\n"
+            "  --device D     cpu (default) or cuda\n"
             "Threads: OpenBLAS reads OPENBLAS_NUM_THREADS. Plugins: beside the build tree, or\n"
             "AMPTRAIN_PLUGIN_PATH.\n");
 }
@@ -130,6 +137,7 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     o->batch = 256;
     o->features = 784;
     o->classes = 10;
+    o->device = "cpu";
     memset(o->run_policy, 0, sizeof o->run_policy);
     if (parse_hidden(o, "1024,1024") != 0) return -1;
     for (int i = 1; i < argc; i++) {
@@ -150,14 +158,21 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
             rc = parse_int(a, v, 2, 1024, &o->classes);
         } else if (strcmp(a, "--hidden") == 0) {
             rc = parse_hidden(o, v);
+        } else if (strcmp(a, "--device") == 0) {
+            rc = v && (strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0) ? 0 : -1;
+            if (rc == 0)
+                o->device = v;
+            else
+                fprintf(stderr, "bench_step: --device '%s': expected cpu or cuda\n",
+                        v ? v : "(missing)");
         } else if (strcmp(a, "--policy") == 0) {
             rc = -1;
             for (int k = 0; k < NPOLICIES; k++)
-                if (v && strcmp(v, policies[k].precision) == 0) {
+                if (v && strcmp(v, policies[k].label) == 0 ? 1 : v && k < 3 && strcmp(v, policies[k].precision) == 0) {
                     o->run_policy[k] = 1;
                     rc = 0;
                 }
-            if (rc != 0) fprintf(stderr, "bench_step: --policy '%s': expected fp32, fp16 or bf16\n",
+            if (rc != 0) fprintf(stderr, "bench_step: --policy '%s': expected fp32, fp16, bf16 or tf32\n",
                                  v ? v : "(missing)");
         } else {
             fprintf(stderr, "bench_step: unknown option '%s'\n", a);
@@ -169,7 +184,8 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     }
     int any = 0;
     for (int k = 0; k < NPOLICIES; k++) any |= o->run_policy[k];
-    for (int k = 0; k < NPOLICIES && !any; k++) o->run_policy[k] = 1;
+    /* tf32 only means something on the GPU */
+    for (int k = 0; k < NPOLICIES && !any; k++) o->run_policy[k] = k < 3 || strcmp(o->device, "cuda") == 0;
     return 0;
 }
 
@@ -194,9 +210,12 @@ static double step_gemm_flops(const bench_opts *o) {
     return flops;
 }
 
-/* ---- the floor: the step's GEMMs alone in OpenBLAS FP32 ----------------- */
+/* ---- the floor: the step's GEMMs alone, FP32, through the backend -------- */
+/* On the CPU the backend's FP32 GEMM is cblas_sgemm itself; on CUDA it is
+ * cublasGemmEx with FP32 compute, so the floor is each device's own. */
 
 typedef struct floor_bufs {
+    amp_backend *be;
     int nl, w[AMP_MAX_LAYERS + 1];
     float *x[AMP_MAX_LAYERS];  /* [B, in]: layer input (activation) */
     float *wt[AMP_MAX_LAYERS]; /* [out, in] */
@@ -205,36 +224,42 @@ typedef struct floor_bufs {
     float *dx[AMP_MAX_LAYERS]; /* [B, in] */
 } floor_bufs;
 
-static float *rand_buf(size_t n, amp_rng *rng) {
-    float *p = NULL;
-    if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof(float)) != 0) return NULL;
-    for (size_t i = 0; i < n; i++) p[i] = (float)(2.0 * amp_rng_uniform(rng) - 1.0);
-    return p;
+/* Backend buffer of n random floats in [-1, 1). */
+static float *rand_buf(amp_backend *be, size_t n, amp_rng *rng) {
+    float *host = malloc((n ? n : 1) * sizeof(float));
+    float *dev = be->ops->alloc(be, (n ? n : 1) * sizeof(float));
+    if (host && dev) {
+        for (size_t i = 0; i < n; i++) host[i] = (float)(2.0 * amp_rng_uniform(rng) - 1.0);
+        if (be->ops->upload(be, dev, host, n * sizeof(float)) != 0) {
+            be->ops->release(be, dev);
+            dev = NULL;
+        }
+    }
+    free(host);
+    return dev;
 }
 
 static void floor_free(floor_bufs *f) {
-    for (int l = 0; l < AMP_MAX_LAYERS; l++) {
-        free(f->x[l]);
-        free(f->wt[l]);
-        free(f->y[l]);
-        free(f->dw[l]);
-        free(f->dx[l]);
-    }
+    float **all[] = {f->x, f->wt, f->y, f->dw, f->dx};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        for (int l = 0; l < AMP_MAX_LAYERS; l++)
+            if (all[k][l]) f->be->ops->release(f->be, all[k][l]);
 }
 
-static int floor_alloc(floor_bufs *f, const bench_opts *o) {
+static int floor_alloc(floor_bufs *f, amp_backend *be, const bench_opts *o) {
     memset(f, 0, sizeof *f);
+    f->be = be;
     f->nl = layer_widths(o, f->w);
     amp_rng rng;
     amp_rng_seed(&rng, 12345);
     size_t B = (size_t)o->batch;
     for (int l = 0; l < f->nl; l++) {
         size_t in = (size_t)f->w[l], out = (size_t)f->w[l + 1];
-        f->x[l] = rand_buf(B * in, &rng);
-        f->wt[l] = rand_buf(out * in, &rng);
-        f->y[l] = rand_buf(B * out, &rng);
-        f->dw[l] = rand_buf(out * in, &rng);
-        f->dx[l] = rand_buf(B * in, &rng);
+        f->x[l] = rand_buf(be, B * in, &rng);
+        f->wt[l] = rand_buf(be, out * in, &rng);
+        f->y[l] = rand_buf(be, B * out, &rng);
+        f->dw[l] = rand_buf(be, out * in, &rng);
+        f->dx[l] = rand_buf(be, B * in, &rng);
         if (!f->x[l] || !f->wt[l] || !f->y[l] || !f->dw[l] || !f->dx[l]) {
             floor_free(f);
             return -1;
@@ -243,45 +268,72 @@ static int floor_alloc(floor_bufs *f, const bench_opts *o) {
     return 0;
 }
 
-/* One step's GEMMs in the order and form models/mlp.c issues them. */
-static void floor_step(floor_bufs *f, int B) {
+/* One step's GEMMs in the order and form models/mlp.c issues them; the
+ * final 4-byte download waits for the device. */
+static int floor_step(floor_bufs *f, int B) {
+    amp_backend *be = f->be;
+    int rc = 0;
     for (int l = 0; l < f->nl; l++) {
         int in = f->w[l], out = f->w[l + 1];
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, out, in, 1.0f, f->x[l], in,
-                    f->wt[l], in, 0.0f, f->y[l], out);
+        rc |= be->ops->gemm(be, f->y[l], f->x[l], f->wt[l], AMP_DTYPE_F32, 0, 1, B, out, in, in,
+                            in, out, 1.0f, 0.0f);
     }
     for (int l = f->nl - 1; l >= 0; l--) {
         int in = f->w[l], out = f->w[l + 1];
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, B, 1.0f, f->y[l], out,
-                    f->x[l], in, 0.0f, f->dw[l], in);
+        rc |= be->ops->gemm(be, f->dw[l], f->y[l], f->x[l], AMP_DTYPE_F32, 1, 0, out, in, B, out,
+                            in, in, 1.0f, 0.0f);
         if (l == 0) break;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, in, out, 1.0f, f->y[l], out,
-                    f->wt[l], in, 0.0f, f->dx[l], in);
+        rc |= be->ops->gemm(be, f->dx[l], f->y[l], f->wt[l], AMP_DTYPE_F32, 0, 0, B, in, out, out,
+                            in, in, 1.0f, 0.0f);
     }
+    float sink;
+    rc |= be->ops->download(be, &sink, f->dw[0], sizeof sink);
+    return rc;
 }
 
-static int measure_floor(const bench_opts *o, double *out_ms) {
+static amp_backend *open_backend(const char *device) {
+    char err[512];
+    amp_backend *be = strcmp(device, "cuda") == 0 ? amp_backend_cuda_create(err, sizeof err)
+                                                  : amp_backend_cpu_create(err, sizeof err);
+    if (!be) fprintf(stderr, "bench_step: %s\n", err);
+    return be;
+}
+
+/* Median of the floor, and of one bare stats-record download (the one
+ * device->host sync a training step makes). */
+static int measure_floor(const bench_opts *o, double *out_ms, double *sync_ms) {
+    amp_backend *be = open_backend(o->device);
+    if (!be) return -1;
     floor_bufs f;
-    if (floor_alloc(&f, o) != 0) {
-        fprintf(stderr, "bench_step: out of memory allocating the floor's matrices\n");
+    if (floor_alloc(&f, be, o) != 0) {
+        fprintf(stderr, "bench_step: allocating the floor's matrices: %s\n", be->err);
+        be->ops->destroy(be);
         return -1;
     }
     double *t = malloc((size_t)o->steps * sizeof *t);
-    if (!t) {
-        floor_free(&f);
-        fprintf(stderr, "bench_step: out of memory\n");
-        return -1;
-    }
-    for (int i = 0; i < o->warmup; i++) floor_step(&f, o->batch);
-    for (int i = 0; i < o->steps; i++) {
+    amp_step_stats host_stats;
+    int rc = t ? 0 : -1;
+    for (int i = 0; rc == 0 && i < o->warmup; i++) rc = floor_step(&f, o->batch);
+    for (int i = 0; rc == 0 && i < o->steps; i++) {
         double t0 = now_ms();
-        floor_step(&f, o->batch);
+        rc = floor_step(&f, o->batch);
         t[i] = now_ms() - t0;
     }
-    *out_ms = median(t, o->steps);
+    if (rc == 0) *out_ms = median(t, o->steps);
+    void *stats_dev = rc == 0 ? be->ops->alloc(be, sizeof host_stats) : NULL;
+    rc = stats_dev && be->ops->zero(be, stats_dev, sizeof host_stats) == 0 ? rc : -1;
+    for (int i = 0; rc == 0 && i < o->steps; i++) {
+        double t0 = now_ms();
+        rc = be->ops->download(be, &host_stats, stats_dev, sizeof host_stats);
+        t[i] = now_ms() - t0;
+    }
+    if (stats_dev) be->ops->release(be, stats_dev);
+    if (rc == 0) *sync_ms = median(t, o->steps);
+    if (rc != 0) fprintf(stderr, "bench_step: floor: %s\n", be->err);
     free(t);
     floor_free(&f);
-    return 0;
+    be->ops->destroy(be);
+    return rc;
 }
 
 /* ---- one policy through the real training step -------------------------- */
@@ -306,6 +358,8 @@ static int set_int(amp_config *cfg, const char *key, long long value) {
 typedef struct policy_result {
     double median_ms;
     int64_t skipped;
+    size_t arena_bytes;  /* all memory categories together (exact) */
+    size_t device_bytes; /* cudaMemGetInfo use on the GPU, 0 on the CPU */
 } policy_result;
 
 static int measure_policy(const bench_opts *o, const policy *p, policy_result *res) {
@@ -319,7 +373,7 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
     long long train = (long long)o->batch * 4;
     char name[64];
     snprintf(name, sizeof name, "bench_%s", p->precision);
-    int bad = set_str(cfg, "run.name", name) || set_str(cfg, "run.device", "cpu") ||
+    int bad = set_str(cfg, "run.name", name) || set_str(cfg, "run.device", o->device) ||
               set_str(cfg, "run.seed", "1") || set_str(cfg, "data.dataset", "tiny") ||
               set_int(cfg, "data.features", o->features) ||
               set_int(cfg, "data.classes", o->classes) || set_int(cfg, "data.train_size", train) ||
@@ -329,7 +383,8 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
               set_str(cfg, "model.activation", "relu") || set_str(cfg, "optim.name", "sgd") ||
               set_str(cfg, "optim.lr", "0.01") || set_str(cfg, "optim.momentum", "0.9") ||
               set_str(cfg, "precision.plugin", p->precision) ||
-              set_str(cfg, "scaler.plugin", p->scaler);
+              set_str(cfg, "scaler.plugin", p->scaler) ||
+              (strcmp(p->label, "tf32") == 0 && set_str(cfg, "precision.tf32", "1"));
     if (bad) {
         amp_config_free(cfg);
         return -1;
@@ -355,6 +410,9 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
     if (rc == 0) {
         res->median_ms = median(t, o->steps);
         res->skipped = s->skipped - skipped0;
+        res->arena_bytes = 0;
+        for (int c = 0; c < AMP_MEM_COUNT; c++) res->arena_bytes += s->mlp->mem[c].size;
+        res->device_bytes = s->be->ops->device_bytes_used(s->be);
     } else {
         fprintf(stderr, "bench_step: %s: %s\n", p->label, err);
     }
@@ -402,16 +460,17 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     double flops = step_gemm_flops(&o);
-    double floor_ms = 0.0;
-    if (measure_floor(&o, &floor_ms) != 0) return 1;
+    double floor_ms = 0.0, sync_ms = 0.0;
+    if (measure_floor(&o, &floor_ms, &sync_ms) != 0) return 1;
 
-    printf("step GEMMs: %.4g GFLOP; floor (those GEMMs alone, OpenBLAS FP32): %.3f ms = %.1f "
-           "GFLOP/s\n\n",
-           flops / 1e9, floor_ms, flops / (floor_ms * 1e6));
-    printf("| %-13s | %15s | %9s | %10s | %8s |\n", "policy", "median step ms", "floor ms",
-           "step/floor", "GFLOP/s");
-    printf("|%s|%s|%s|%s|%s|\n", "---------------", "----------------:", "----------:",
-           "-----------:", "---------:");
+    printf("device: %s; step GEMMs: %.4g GFLOP; floor (those GEMMs alone, FP32): %.3f ms = %.1f "
+           "GFLOP/s\n",
+           o.device, flops / 1e9, floor_ms, flops / (floor_ms * 1e6));
+    printf("the step's one sync (stats record download): %.4f ms median\n\n", sync_ms);
+    printf("| %-13s | %15s | %9s | %10s | %8s | %12s | %12s |\n", "policy", "median step ms",
+           "floor ms", "step/floor", "GFLOP/s", "arena MiB", "device MiB");
+    printf("|%s|%s|%s|%s|%s|%s|%s|\n", "---------------", "----------------:", "----------:",
+           "-----------:", "---------:", "-------------:", "-------------:");
     fflush(stdout);
     int failed = 0;
     for (int i = 0; i < NPOLICIES; i++) {
@@ -421,8 +480,9 @@ int main(int argc, char **argv) {
             failed = 1;
             continue;
         }
-        printf("| %-13s | %15.3f | %9.3f | %10.2f | %8.1f |", policies[i].label, r.median_ms,
-               floor_ms, r.median_ms / floor_ms, flops / (r.median_ms * 1e6));
+        printf("| %-13s | %15.3f | %9.3f | %10.2f | %8.1f | %12.2f | %12.2f |", policies[i].label,
+               r.median_ms, floor_ms, r.median_ms / floor_ms, flops / (r.median_ms * 1e6),
+               (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
         if (r.skipped) printf(" %lld of the timed steps skipped (overflow)", (long long)r.skipped);
         printf("\n");
         fflush(stdout);
