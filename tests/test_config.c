@@ -8,17 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
+#include "expect.h"
 
 /* The temp file's path, for building expected messages. */
 static char g_path[64];
@@ -61,14 +51,14 @@ static const char *at(const char *fmt, ...)
     return buf;
 }
 
-#define CHECK_MSG(got, want) CHECK(strcmp((got), (want)) == 0, "message\n  got:  %s\n  want: %s", (got), (want))
+#define CHECK_MSG(got, want) EXPECT(strcmp((got), (want)) == 0, "message\n  got:  %s\n  want: %s", (got), (want))
 
 /* A load that must fail with exactly `want`. */
 static void expect_load_error(const char *text, const char *want_suffix)
 {
     char err[512];
     amp_config *cfg = load_text(text, err, sizeof err);
-    CHECK(!cfg, "load of %s succeeded, wanted an error", text);
+    EXPECT(!cfg, "load of %s succeeded, wanted an error", text);
     CHECK_MSG(err, at("%s", want_suffix));
     amp_config_free(cfg);
 }
@@ -100,16 +90,16 @@ static void test_parse_errors(void)
     strcpy(big + 13 + 995, "\n");
     char err[512];
     amp_config *cfg = load_text(big, err, sizeof err);
-    CHECK(!cfg, "a 1000-character line was accepted");
+    EXPECT(!cfg, "a 1000-character line was accepted");
     const char *want = at(":2: line too long (1000 characters; the limit is ");
-    CHECK(strncmp(err, want, strlen(want)) == 0, "long line: got '%s'", err);
+    EXPECT(strncmp(err, want, strlen(want)) == 0, "long line: got '%s'", err);
     amp_config_free(cfg);
 
     cfg = amp_config_load("/nonexistent/amp.ini", err, sizeof err);
-    CHECK(!cfg, "missing file loaded");
+    EXPECT(!cfg, "missing file loaded");
     CHECK_MSG(err, "/nonexistent/amp.ini: cannot read: No such file or directory");
     cfg = amp_config_load("/tmp", err, sizeof err);
-    CHECK(!cfg, "directory loaded");
+    EXPECT(!cfg, "directory loaded");
     CHECK_MSG(err, "/tmp: cannot read: Is a directory");
 }
 
@@ -125,28 +115,28 @@ static void test_comments_and_layout(void)
                                 "\tname = a;b#c\r\n"
                                 "\n",
                                 err, sizeof err);
-    CHECK(cfg, "comment file failed: %s", err);
+    EXPECT(cfg, "comment file failed: %s", err);
     if (!cfg)
         return;
     double lr = 0, mom = 0;
     int64_t steps = 0;
     const char *name = NULL;
-    CHECK(amp_config_get_double(cfg, "optim", "lr", 1, 0, 10, &lr, err, sizeof err) == 1 &&
+    EXPECT(amp_config_get_double(cfg, "optim", "lr", 1, 0, 10, &lr, err, sizeof err) == 1 &&
               lr == 0.25,
           "lr: %g %s", lr, err);
-    CHECK(amp_config_get_double(cfg, "optim", "momentum", 1, 0, 1, &mom, err, sizeof err) == 1 &&
+    EXPECT(amp_config_get_double(cfg, "optim", "momentum", 1, 0, 1, &mom, err, sizeof err) == 1 &&
               mom == 0.5,
           "momentum: %g %s", mom, err);
-    CHECK(amp_config_get_int(cfg, "optim", "steps", 1, 1, 100, &steps, err, sizeof err) == 1 &&
+    EXPECT(amp_config_get_int(cfg, "optim", "steps", 1, 1, 100, &steps, err, sizeof err) == 1 &&
               steps == 7,
           "indented key: %lld %s", (long long)steps, err);
     /* Comment marks only count after a blank. */
-    CHECK(amp_config_get_string(cfg, "optim", "name", NULL, &name, err, sizeof err) == 1 && name &&
+    EXPECT(amp_config_get_string(cfg, "optim", "name", NULL, &name, err, sizeof err) == 1 && name &&
               strcmp(name, "a;b#c") == 0,
           "name: '%s'", name ? name : "(null)");
-    CHECK(amp_config_check_unread(cfg, err, sizeof err) == 0, "unexpected: %s", err);
+    EXPECT(amp_config_check_unread(cfg, err, sizeof err) == 0, "unexpected: %s", err);
     const char *where = NULL;
-    CHECK(amp_config_lookup(cfg, "optim", "steps", &where) && where &&
+    EXPECT(amp_config_lookup(cfg, "optim", "steps", &where) && where &&
               strcmp(where, at(":6")) == 0,
           "where of steps: %s", where ? where : "(null)");
     amp_config_free(cfg);
@@ -157,11 +147,11 @@ static void test_unknown_section_and_key(void)
     char err[512] = "";
     double v;
     amp_config *cfg = load_text("[optim]\nlr = 0.1\n\n[optm]\nmomentum = 0.9\n", err, sizeof err);
-    CHECK(cfg, "load: %s", err);
+    EXPECT(cfg, "load: %s", err);
     if (cfg) {
         amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &v, err, sizeof err);
         amp_config_get_double(cfg, "optim", "momentum", 0.9, 0, 1, &v, err, sizeof err);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "unknown section passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "unknown section passed");
         CHECK_MSG(err, at(":4: unknown section [optm]; did you mean [optim]?"));
         amp_config_free(cfg);
     }
@@ -170,7 +160,7 @@ static void test_unknown_section_and_key(void)
     if (cfg) {
         amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &v, err, sizeof err);
         amp_config_declare_section(cfg, "data");
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "unknown section passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "unknown section passed");
         CHECK_MSG(err, at(":3: unknown section [zzz]; known sections: [optim], [data]"));
         amp_config_free(cfg);
     }
@@ -179,7 +169,7 @@ static void test_unknown_section_and_key(void)
     if (cfg) {
         amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &v, err, sizeof err);
         amp_config_get_double(cfg, "optim", "momentum", 0.9, 0, 1, &v, err, sizeof err);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "lr_rate passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "lr_rate passed");
         CHECK_MSG(err, at(":2: unknown key 'lr_rate' in [optim]; did you mean 'lr'?"));
         amp_config_free(cfg);
     }
@@ -188,7 +178,7 @@ static void test_unknown_section_and_key(void)
     if (cfg) {
         amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &v, err, sizeof err);
         amp_config_get_double(cfg, "optim", "momentum", 0.9, 0, 1, &v, err, sizeof err);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "momentm passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "momentm passed");
         CHECK_MSG(err, at(":4: unknown key 'momentm' in [optim]; did you mean 'momentum'?"));
         amp_config_free(cfg);
     }
@@ -198,7 +188,7 @@ static void test_unknown_section_and_key(void)
     if (cfg) {
         amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &v, err, sizeof err);
         amp_config_get_double(cfg, "optim", "momentum", 0.9, 0, 1, &v, err, sizeof err);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "mmentm passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "mmentm passed");
         CHECK_MSG(err, at(":2: unknown key 'mmentm' in [optim]; did you mean 'momentum'?"));
         amp_config_free(cfg);
     }
@@ -207,7 +197,7 @@ static void test_unknown_section_and_key(void)
     if (cfg) {
         amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &v, err, sizeof err);
         amp_config_get_double(cfg, "optim", "momentum", 0.9, 0, 1, &v, err, sizeof err);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "banana passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "banana passed");
         CHECK_MSG(err, at(":2: unknown key 'banana' in [optim]; known keys: lr, momentum"));
         amp_config_free(cfg);
     }
@@ -262,16 +252,16 @@ static void test_numbers(void)
     double d = -1;
     for (size_t i = 0; i < sizeof bad_doubles / sizeof bad_doubles[0]; i++) {
         int rc = get_lr(bad_doubles[i].value, &d, err, sizeof err);
-        CHECK(rc == -1, "lr = %s gave %d", bad_doubles[i].value, rc);
+        EXPECT(rc == -1, "lr = %s gave %d", bad_doubles[i].value, rc);
         CHECK_MSG(err, at(":2: [optim] lr = '%s': %s; expected a number in [0, 10]",
                           bad_doubles[i].value, bad_doubles[i].what));
     }
     /* Empty value: "lr =" */
-    CHECK(get_lr("", &d, err, sizeof err) == -1, "empty lr accepted");
+    EXPECT(get_lr("", &d, err, sizeof err) == -1, "empty lr accepted");
     CHECK_MSG(err, at(":2: [optim] lr = '': empty value; expected a number in [0, 10]"));
-    CHECK(get_lr("1e-3", &d, err, sizeof err) == 1 && d == 1e-3, "1e-3: %s", err);
-    CHECK(get_lr("10", &d, err, sizeof err) == 1 && d == 10.0, "inclusive max: %s", err);
-    CHECK(get_lr("0", &d, err, sizeof err) == 1 && d == 0.0, "inclusive min: %s", err);
+    EXPECT(get_lr("1e-3", &d, err, sizeof err) == 1 && d == 1e-3, "1e-3: %s", err);
+    EXPECT(get_lr("10", &d, err, sizeof err) == 1 && d == 10.0, "inclusive max: %s", err);
+    EXPECT(get_lr("0", &d, err, sizeof err) == 1 && d == 0.0, "inclusive min: %s", err);
 
     static const struct {
         const char *value, *what;
@@ -288,25 +278,25 @@ static void test_numbers(void)
     int64_t n = -1;
     for (size_t i = 0; i < sizeof bad_ints / sizeof bad_ints[0]; i++) {
         int rc = get_steps(bad_ints[i].value, &n, err, sizeof err);
-        CHECK(rc == -1, "steps = %s gave %d", bad_ints[i].value, rc);
+        EXPECT(rc == -1, "steps = %s gave %d", bad_ints[i].value, rc);
         CHECK_MSG(err, at(":2: [train] steps = '%s': %s; expected an integer in [1, 1000000]",
                           bad_ints[i].value, bad_ints[i].what));
     }
-    CHECK(get_steps("1000000", &n, err, sizeof err) == 1 && n == 1000000, "max steps: %s", err);
-    CHECK(get_steps("+42", &n, err, sizeof err) == 1 && n == 42, "+42: %s", err);
+    EXPECT(get_steps("1000000", &n, err, sizeof err) == 1 && n == 1000000, "max steps: %s", err);
+    EXPECT(get_steps("+42", &n, err, sizeof err) == 1 && n == 42, "+42: %s", err);
 
     /* Absent: the default, status 0. */
     char lerr[512];
     amp_config *cfg = load_text("", lerr, sizeof lerr);
-    CHECK(cfg, "empty file: %s", lerr);
+    EXPECT(cfg, "empty file: %s", lerr);
     if (cfg) {
-        CHECK(amp_config_get_int(cfg, "train", "steps", 100, 1, 1000, &n, err, sizeof err) == 0 &&
+        EXPECT(amp_config_get_int(cfg, "train", "steps", 100, 1, 1000, &n, err, sizeof err) == 0 &&
                   n == 100,
               "default steps %lld", (long long)n);
-        CHECK(amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 1, &d, err, sizeof err) == 0 &&
+        EXPECT(amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 1, &d, err, sizeof err) == 0 &&
                   d == 0.01,
               "default lr %g", d);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == 0, "empty file check: %s", err);
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == 0, "empty file check: %s", err);
         amp_config_free(cfg);
     }
 }
@@ -323,7 +313,7 @@ static void test_bool_and_choice(void)
         snprintf(text, sizeof text, "[train]\nflag = %s\n", bools[i].text);
         amp_config *cfg = load_text(text, err, sizeof err);
         int b = -1;
-        CHECK(cfg && amp_config_get_bool(cfg, "train", "flag", !bools[i].want, &b, err,
+        EXPECT(cfg && amp_config_get_bool(cfg, "train", "flag", !bools[i].want, &b, err,
                                          sizeof err) == 1 &&
                   b == bools[i].want,
               "bool '%s' -> %d", bools[i].text, b);
@@ -331,7 +321,7 @@ static void test_bool_and_choice(void)
     }
     amp_config *cfg = load_text("[train]\n\nflag = maybe\n", err, sizeof err);
     int b = -1;
-    CHECK(cfg && amp_config_get_bool(cfg, "train", "flag", 0, &b, err, sizeof err) == -1,
+    EXPECT(cfg && amp_config_get_bool(cfg, "train", "flag", 0, &b, err, sizeof err) == -1,
           "maybe accepted");
     CHECK_MSG(err, at(":3: [train] flag = 'maybe': not a boolean; expected true/false, yes/no, "
                       "on/off or 1/0"));
@@ -340,7 +330,7 @@ static void test_bool_and_choice(void)
     static const char *const dtypes[] = {"fp32", "fp16", "bf16", NULL};
     cfg = load_text("[precision]\nplugin = fp61\n", err, sizeof err);
     int idx = -7;
-    CHECK(cfg && amp_config_get_choice(cfg, "precision", "plugin", "fp32", dtypes, &idx, err,
+    EXPECT(cfg && amp_config_get_choice(cfg, "precision", "plugin", "fp32", dtypes, &idx, err,
                                        sizeof err) == -1,
           "fp61 accepted");
     CHECK_MSG(err, at(":2: [precision] plugin = 'fp61': not a known choice; expected one of fp32, "
@@ -348,11 +338,11 @@ static void test_bool_and_choice(void)
     amp_config_free(cfg);
 
     cfg = load_text("[precision]\nplugin = bf16\n", err, sizeof err);
-    CHECK(cfg && amp_config_get_choice(cfg, "precision", "plugin", "fp32", dtypes, &idx, err,
+    EXPECT(cfg && amp_config_get_choice(cfg, "precision", "plugin", "fp32", dtypes, &idx, err,
                                        sizeof err) == 1 &&
               idx == 2,
           "bf16 -> %d", idx);
-    CHECK(cfg && amp_config_get_choice(cfg, "precision", "other", "fp16", dtypes, &idx, err,
+    EXPECT(cfg && amp_config_get_choice(cfg, "precision", "other", "fp16", dtypes, &idx, err,
                                        sizeof err) == 0 &&
               idx == 1,
           "default choice -> %d", idx);
@@ -376,17 +366,17 @@ static void test_plugin_sections(void)
                                 "init_scale = 65536\n"
                                 "backof = 0.5\n",
                                 err, sizeof err);
-    CHECK(cfg, "load: %s", err);
+    EXPECT(cfg, "load: %s", err);
     if (!cfg)
         return;
     const char *plugin = NULL, *where = NULL;
     amp_config_get_string(cfg, "scaler", "plugin", "none", &plugin, err, sizeof err);
     const char *v = amp_config_lookup(cfg, "scaler", "init_scale", &where);
-    CHECK(v && strcmp(v, "65536") == 0, "lookup init_scale: %s", v ? v : "(null)");
-    CHECK(where && strcmp(where, at(":3")) == 0, "where: %s", where ? where : "(null)");
-    CHECK(amp_config_lookup(cfg, "scaler", "backoff", &where) == NULL && where == NULL,
+    EXPECT(v && strcmp(v, "65536") == 0, "lookup init_scale: %s", v ? v : "(null)");
+    EXPECT(where && strcmp(where, at(":3")) == 0, "where: %s", where ? where : "(null)");
+    EXPECT(amp_config_lookup(cfg, "scaler", "backoff", &where) == NULL && where == NULL,
           "absent lookup returned something");
-    CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "unread plugin key passed");
+    EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "unread plugin key passed");
     CHECK_MSG(err, at(":4: unknown key 'backof' in [scaler]; did you mean 'backoff'?"));
     amp_config_free(cfg);
 
@@ -394,7 +384,7 @@ static void test_plugin_sections(void)
     cfg = load_text("[scaler]\nplugin = none\n\ngrowth = 2\n", err, sizeof err);
     if (cfg) {
         amp_config_get_string(cfg, "scaler", "plugin", "none", &plugin, err, sizeof err);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "unread key passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "unread key passed");
         CHECK_MSG(err, at(":4: unknown key 'growth' in [scaler]; known keys: plugin"));
         amp_config_free(cfg);
     }
@@ -404,7 +394,7 @@ static void test_plugin_sections(void)
     if (cfg) {
         amp_config_declare_section(cfg, "scaler");
         amp_config_declare_section(cfg, "precision");
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "unread key passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "unread key passed");
         CHECK_MSG(err, at(":4: unknown key 'foo' in [precision]; nothing reads keys from "
                           "[precision]"));
         amp_config_free(cfg);
@@ -414,12 +404,12 @@ static void test_plugin_sections(void)
                     err, sizeof err);
     if (cfg) {
         char acc[512] = "";
-        CHECK(amp_config_each(cfg, "precision", "layer.", collect, acc) == 0, "each rc");
+        EXPECT(amp_config_each(cfg, "precision", "layer.", collect, acc) == 0, "each rc");
         char want[512];
         snprintf(want, sizeof want, "layer.fc1=fp32@%s:2;layer.fc2=bf16@%s:4;", g_path, g_path);
         CHECK_MSG(acc, want);
         amp_config_lookup(cfg, "precision", "plugin", NULL);
-        CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "other passed");
+        EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "other passed");
         CHECK_MSG(err, at(":5: unknown key 'other' in [precision]; known keys: layer.fc1, "
                           "layer.fc2, plugin"));
         amp_config_free(cfg);
@@ -430,48 +420,48 @@ static void test_set(void)
 {
     char err[512];
     amp_config *cfg = load_text("[optim]\nlr = 0.1\n", err, sizeof err);
-    CHECK(cfg, "load: %s", err);
+    EXPECT(cfg, "load: %s", err);
     if (!cfg)
         return;
     double lr = 0;
-    CHECK(amp_config_set(cfg, " optim.lr = 0.5 ", err, sizeof err) == 0, "set: %s", err);
-    CHECK(amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &lr, err, sizeof err) == 1 &&
+    EXPECT(amp_config_set(cfg, " optim.lr = 0.5 ", err, sizeof err) == 0, "set: %s", err);
+    EXPECT(amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &lr, err, sizeof err) == 1 &&
               lr == 0.5,
           "--set did not override: %g", lr);
     const char *where = NULL;
     amp_config_lookup(cfg, "optim", "lr", &where);
-    CHECK(where && strcmp(where, "--set optim.lr") == 0, "where: %s", where ? where : "(null)");
+    EXPECT(where && strcmp(where, "--set optim.lr") == 0, "where: %s", where ? where : "(null)");
 
-    CHECK(amp_config_set(cfg, "optim.lr=abc", err, sizeof err) == 0, "set: %s", err);
-    CHECK(amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &lr, err, sizeof err) == -1,
+    EXPECT(amp_config_set(cfg, "optim.lr=abc", err, sizeof err) == 0, "set: %s", err);
+    EXPECT(amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &lr, err, sizeof err) == -1,
           "abc accepted");
     CHECK_MSG(err, "--set optim.lr: [optim] lr = 'abc': not a number; expected a number in [0, 10]");
-    CHECK(amp_config_set(cfg, "optim.lr=2", err, sizeof err) == 0, "set: %s", err);
+    EXPECT(amp_config_set(cfg, "optim.lr=2", err, sizeof err) == 0, "set: %s", err);
 
-    CHECK(amp_config_set(cfg, "optimlr=1", err, sizeof err) == -1, "optimlr=1 accepted");
+    EXPECT(amp_config_set(cfg, "optimlr=1", err, sizeof err) == -1, "optimlr=1 accepted");
     CHECK_MSG(err, "--set 'optimlr=1': 'optimlr' is not section.key; expected section.key=value, "
                    "e.g. --set optim.lr=0.01");
-    CHECK(amp_config_set(cfg, "optim.lr", err, sizeof err) == -1, "no '=' accepted");
+    EXPECT(amp_config_set(cfg, "optim.lr", err, sizeof err) == -1, "no '=' accepted");
     CHECK_MSG(err, "--set 'optim.lr': no '='; expected section.key=value, e.g. --set optim.lr=0.01");
-    CHECK(amp_config_set(cfg, ".lr=1", err, sizeof err) == -1, ".lr=1 accepted");
-    CHECK(amp_config_set(cfg, "optim.=1", err, sizeof err) == -1, "optim.=1 accepted");
-    CHECK(amp_config_set(cfg, "op tim.lr=1", err, sizeof err) == -1, "space accepted");
+    EXPECT(amp_config_set(cfg, ".lr=1", err, sizeof err) == -1, ".lr=1 accepted");
+    EXPECT(amp_config_set(cfg, "optim.=1", err, sizeof err) == -1, "optim.=1 accepted");
+    EXPECT(amp_config_set(cfg, "op tim.lr=1", err, sizeof err) == -1, "space accepted");
 
     /* New keys: a typo in a known section, then in an unknown section. */
-    CHECK(amp_config_set(cfg, "optim.lrr=1", err, sizeof err) == 0, "set: %s", err);
+    EXPECT(amp_config_set(cfg, "optim.lrr=1", err, sizeof err) == 0, "set: %s", err);
     amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &lr, err, sizeof err);
-    CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "lrr passed");
+    EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "lrr passed");
     CHECK_MSG(err, "--set optim.lrr: unknown key 'lrr' in [optim]; did you mean 'lr'?");
     amp_config_free(cfg);
 
     cfg = amp_config_new_empty("test");
-    CHECK(amp_config_set(cfg, "optm.lr=1", err, sizeof err) == 0, "set: %s", err);
-    CHECK(amp_config_set(cfg, "precision.layer.fc1=bf16", err, sizeof err) == 0, "set: %s", err);
+    EXPECT(amp_config_set(cfg, "optm.lr=1", err, sizeof err) == 0, "set: %s", err);
+    EXPECT(amp_config_set(cfg, "precision.layer.fc1=bf16", err, sizeof err) == 0, "set: %s", err);
     amp_config_get_double(cfg, "optim", "lr", 0.01, 0, 10, &lr, err, sizeof err);
-    CHECK(amp_config_lookup(cfg, "precision", "layer.fc1", NULL) != NULL, "dotted key lost");
-    CHECK(amp_config_check_unread(cfg, err, sizeof err) == -1, "optm passed");
+    EXPECT(amp_config_lookup(cfg, "precision", "layer.fc1", NULL) != NULL, "dotted key lost");
+    EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1, "optm passed");
     CHECK_MSG(err, "--set optm.lr: unknown section [optm]; did you mean [optim]?");
-    CHECK(strcmp(amp_config_path(cfg), "test") == 0, "path");
+    EXPECT(strcmp(amp_config_path(cfg), "test") == 0, "path");
     amp_config_free(cfg);
 }
 
@@ -481,7 +471,7 @@ static void test_write_resolved(void)
     amp_config *cfg = load_text("[optim]\nlr = 0.1\n[scaler]\nplugin = dynamic\ninit_scale = 1024\n"
                                 "extra = 3\n",
                                 err, sizeof err);
-    CHECK(cfg, "load: %s", err);
+    EXPECT(cfg, "load: %s", err);
     if (!cfg)
         return;
     double d;
@@ -499,7 +489,7 @@ static void test_write_resolved(void)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    CHECK(f && amp_config_write_resolved(cfg, f) == 0, "write failed");
+    EXPECT(f && amp_config_write_resolved(cfg, f) == 0, "write failed");
     if (f)
         fclose(f);
     amp_config_free(cfg);
@@ -523,9 +513,9 @@ static void test_write_resolved(void)
 
     /* What was written loads back to the same values. */
     amp_config *again = load_text(text, err, sizeof err);
-    CHECK(again, "resolved output does not load: %s", err);
+    EXPECT(again, "resolved output does not load: %s", err);
     if (again) {
-        CHECK(amp_config_get_double(again, "optim", "lr", 0.01, 0, 10, &d, err, sizeof err) == 1 &&
+        EXPECT(amp_config_get_double(again, "optim", "lr", 0.01, 0, 10, &d, err, sizeof err) == 1 &&
                   d == 0.5,
               "reloaded lr %g", d);
         amp_config_free(again);
@@ -539,13 +529,13 @@ static void test_binary(void)
     char err[512];
     static const char nul[] = "[optim]\nlr\0= 1\n";
     amp_config *cfg = load_bytes(nul, sizeof nul - 1, err, sizeof err);
-    CHECK(!cfg, "NUL byte accepted");
+    EXPECT(!cfg, "NUL byte accepted");
     CHECK_MSG(err, at(":2: control byte 0x00 at column 3: this is not a text INI file"));
     amp_config_free(cfg);
 
     cfg = load_text("\xff\xfe\x80garbage\xc3\n", err, sizeof err);
-    CHECK(!cfg, "high-byte garbage accepted");
-    CHECK(strncmp(err, at(":1: "), strlen(at(":1: "))) == 0, "garbage: %s", err);
+    EXPECT(!cfg, "high-byte garbage accepted");
+    EXPECT(strncmp(err, at(":1: "), strlen(at(":1: "))) == 0, "garbage: %s", err);
     amp_config_free(cfg);
 
     /* Random files: each either loads or fails with "path:" in front. */
@@ -562,7 +552,7 @@ static void test_binary(void)
         }
         cfg = load_bytes(buf, len, err, sizeof err);
         if (!cfg)
-            CHECK(strncmp(err, g_path, strlen(g_path)) == 0 && err[strlen(g_path)] == ':',
+            EXPECT(strncmp(err, g_path, strlen(g_path)) == 0 && err[strlen(g_path)] == ':',
                   "random file %d: unlocated error '%s'", round, err);
         amp_config_free(cfg);
     }
@@ -579,8 +569,8 @@ int main(void)
     test_set();
     test_write_resolved();
     test_binary();
-    if (failures) {
-        fprintf(stderr, "test_config: %d check(s) failed\n", failures);
+    if (amp_test_failures) {
+        fprintf(stderr, "test_config: %d check(s) failed\n", amp_test_failures);
         return 1;
     }
     printf("test_config: all checks passed\n");

@@ -18,17 +18,7 @@
 
 #define STEPS 100
 
-static int failures;
-
-#define EXPECT(cond, ...)                                        \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fputc('\n', stderr);                                 \
-            failures++;                                          \
-        }                                                        \
-    } while (0)
+#include "expect.h"
 
 typedef struct policy {
     const char *label;
@@ -106,7 +96,7 @@ static void compare(const policy *p, const char *second) {
     memset(&ref, 0, sizeof ref);
     memset(&dut, 0, sizeof dut);
     if (run_policy(p, "cpu", &ref) != 0 || run_policy(p, second, &dut) != 0) {
-        failures++;
+        amp_test_failures++;
         return;
     }
     EXPECT(strcmp(dut.backend, second) == 0, "%s: asked for %s, ran on %s", p->label, second,
@@ -181,8 +171,8 @@ int main(void) {
            "@step", "mean|diff|", "final cpu", "final dev", "final rel", "skip c/d",
            "test acc c/d");
     for (int i = 0; i < NPOLICIES; i++) compare(&policies[i], second);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (amp_test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
         return 1;
     }
     printf("all parity checks passed\n");

@@ -8,17 +8,7 @@
 
 #include "session.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                  \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                  \
-            fputc('\n', stderr);                           \
-            failures++;                                    \
-        }                                                  \
-    } while (0)
+#include "expect.h"
 
 /* A config from "section.key=value" strings, NULL-terminated. */
 static amp_config *make_config(const char *const *sets) {
@@ -295,8 +285,8 @@ int main(void) {
     test_accumulation();
     test_underflow_demonstration();
     test_fashion_mnist_learns();
-    if (failures) {
-        fprintf(stderr, "test_train: %d failure(s)\n", failures);
+    if (amp_test_failures) {
+        fprintf(stderr, "test_train: %d failure(s)\n", amp_test_failures);
         return 1;
     }
     printf("test_train: ok\n");
