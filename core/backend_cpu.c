@@ -20,6 +20,7 @@
 #include "kernels/act.h"
 #include "kernels/convert.h"
 #include "kernels/optim.h"
+#include "kernels/unscale.h"
 #include "kernels/xent.h"
 
 #define AMP_INLINE static inline __attribute__((always_inline))
@@ -270,17 +271,7 @@ static int cpu_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, s
     unsigned long long bad = 0;
     double sumsq = 0.0;
     float mx = stats->maxabs;
-    for (size_t i = 0; i < n; i++) {
-        float v = g[i];
-        if (!isfinite(v)) {
-            bad++;
-            continue;
-        }
-        if (inv_scale != 1.0f) g[i] = v = v * inv_scale;
-        sumsq += (double)v * (double)v;
-        float a = fabsf(v);
-        if (a > mx) mx = a;
-    }
+    for (size_t i = 0; i < n; i++) bad += !amp_unscale_element(&g[i], inv_scale, &sumsq, &mx);
     stats->nonfinite += bad;
     stats->checked += n;
     stats->sumsq += sumsq;

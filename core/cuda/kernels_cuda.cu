@@ -17,6 +17,7 @@
 #include "kernels/act.h"
 #include "kernels/convert.h"
 #include "kernels/optim.h"
+#include "kernels/unscale.h"
 #include "kernels/xent.h"
 
 #define AMP_BLOCK 256
@@ -246,17 +247,7 @@ __global__ void amp_k_unscale_check(float *g, amp_step_stats *stats, size_t n, f
     unsigned long long bad = 0;
     double sumsq = 0.0;
     float mx = 0.0f;
-    AMP_GRID_LOOP(i, n) {
-        float v = g[i];
-        if (!isfinite(v)) {
-            bad++;
-            continue;
-        }
-        if (inv_scale != 1.0f) g[i] = v = v * inv_scale;
-        sumsq += (double)v * (double)v;
-        float a = fabsf(v);
-        if (a > mx) mx = a;
-    }
+    AMP_GRID_LOOP(i, n) { bad += !amp_unscale_element(&g[i], inv_scale, &sumsq, &mx); }
     amp_sum_op s;
     bad = amp_block_reduce(bad, 0ULL, s);
     sumsq = amp_block_reduce(sumsq, 0.0, s);
