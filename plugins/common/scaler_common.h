@@ -69,6 +69,33 @@ static inline int amp_scaler_check_count(const amp_host_api *host, const char *k
 }
 
 /* True when the stats struct is large enough to carry found_inf. */
+/* The GradScaler-style keys dynamic and hysteresis share. Preset the
+ * defaults, then read (every key, so none is reported unread) and check. */
+typedef struct amp_scaler_growth {
+    double init_scale, growth_factor, backoff_factor;
+    int64_t growth_interval;
+} amp_scaler_growth;
+
+static inline int amp_scaler_read_growth(const amp_host_api *host, amp_scaler_growth *g)
+{
+    int bad = 0;
+    bad |= amp_scaler_read_double(host, "init_scale", &g->init_scale);
+    bad |= amp_scaler_read_double(host, "growth_factor", &g->growth_factor);
+    bad |= amp_scaler_read_double(host, "backoff_factor", &g->backoff_factor);
+    bad |= amp_scaler_read_int(host, "growth_interval", &g->growth_interval);
+    return bad;
+}
+
+static inline int amp_scaler_check_growth_keys(const amp_host_api *host, const amp_scaler_growth *g)
+{
+    int bad = 0;
+    bad |= amp_scaler_check_scale(host, "init_scale", g->init_scale);
+    bad |= amp_scaler_check_growth(host, "growth_factor", g->growth_factor);
+    bad |= amp_scaler_check_backoff(host, "backoff_factor", g->backoff_factor);
+    bad |= amp_scaler_check_count(host, "growth_interval", g->growth_interval);
+    return bad;
+}
+
 static inline int amp_scaler_stats_ok(const amp_scaler_stats *st)
 {
     return st && st->struct_size >= offsetof(amp_scaler_stats, found_inf) + sizeof(st->found_inf);

@@ -29,22 +29,10 @@ typedef struct dyn_state {
 
 static int dyn_init(const amp_host_api *host, void **self)
 {
-    double init = 65536.0, growth = 2.0, backoff = 0.5;
-    int64_t interval = 2000;
+    amp_scaler_growth g = {65536.0, 2.0, 0.5, 2000};
     /* Read every key before failing so none is reported as unread, and
      * report every bad value, not just the first. */
-    int bad = 0;
-    bad |= amp_scaler_read_double(host, "init_scale", &init);
-    bad |= amp_scaler_read_double(host, "growth_factor", &growth);
-    bad |= amp_scaler_read_double(host, "backoff_factor", &backoff);
-    bad |= amp_scaler_read_int(host, "growth_interval", &interval);
-    if (bad)
-        return -1;
-    bad |= amp_scaler_check_scale(host, "init_scale", init);
-    bad |= amp_scaler_check_growth(host, "growth_factor", growth);
-    bad |= amp_scaler_check_backoff(host, "backoff_factor", backoff);
-    bad |= amp_scaler_check_count(host, "growth_interval", interval);
-    if (bad)
+    if (amp_scaler_read_growth(host, &g) || amp_scaler_check_growth_keys(host, &g))
         return -1;
     dyn_state *s = calloc(1, sizeof *s);
     if (!s) {
@@ -52,10 +40,10 @@ static int dyn_init(const amp_host_api *host, void **self)
         return -1;
     }
     s->host = host;
-    s->scale = (float)init;
-    s->growth = growth;
-    s->backoff = backoff;
-    s->interval = interval;
+    s->scale = (float)g.init_scale;
+    s->growth = g.growth_factor;
+    s->backoff = g.backoff_factor;
+    s->interval = g.growth_interval;
     *self = s;
     return 0;
 }

@@ -35,28 +35,23 @@ typedef struct hys_state {
 
 static int hys_init(const amp_host_api *host, void **self)
 {
-    double init = 65536.0, growth = 2.0, backoff = 0.5, min_scale = 1.0, max_scale = 16777216.0;
-    int64_t interval = 1000, hysteresis = 2;
+    amp_scaler_growth g = {65536.0, 2.0, 0.5, 1000};
+    double min_scale = 1.0, max_scale = 16777216.0;
+    int64_t hysteresis = 2;
     /* Read every key before failing so none is reported as unread. */
-    int bad = 0;
-    bad |= amp_scaler_read_double(host, "init_scale", &init);
-    bad |= amp_scaler_read_double(host, "growth_factor", &growth);
-    bad |= amp_scaler_read_double(host, "backoff_factor", &backoff);
-    bad |= amp_scaler_read_int(host, "growth_interval", &interval);
+    int bad = amp_scaler_read_growth(host, &g);
     bad |= amp_scaler_read_int(host, "hysteresis", &hysteresis);
     bad |= amp_scaler_read_double(host, "min_scale", &min_scale);
     bad |= amp_scaler_read_double(host, "max_scale", &max_scale);
     if (bad)
         return -1;
-    bad |= amp_scaler_check_scale(host, "init_scale", init);
-    bad |= amp_scaler_check_growth(host, "growth_factor", growth);
-    bad |= amp_scaler_check_backoff(host, "backoff_factor", backoff);
-    bad |= amp_scaler_check_count(host, "growth_interval", interval);
+    bad |= amp_scaler_check_growth_keys(host, &g);
     bad |= amp_scaler_check_count(host, "hysteresis", hysteresis);
     bad |= amp_scaler_check_scale(host, "min_scale", min_scale);
     bad |= amp_scaler_check_scale(host, "max_scale", max_scale);
     if (bad)
         return -1;
+    double init = g.init_scale;
     /* Compare the float32 values actually used. */
     float fmin = (float)min_scale, fmax = (float)max_scale, finit = (float)init;
     if (fmax < fmin) {
@@ -77,11 +72,11 @@ static int hys_init(const amp_host_api *host, void **self)
     }
     s->host = host;
     s->scale = finit;
-    s->growth = (float)growth;
-    s->backoff = (float)backoff;
+    s->growth = (float)g.growth_factor;
+    s->backoff = (float)g.backoff_factor;
     s->min_scale = fmin;
     s->max_scale = fmax;
-    s->interval = interval;
+    s->interval = g.growth_interval;
     s->hysteresis = hysteresis;
     s->hysteresis_tracker = hysteresis;
     *self = s;
