@@ -11,7 +11,7 @@ static int amp_test_failures;
 #define EXPECT(cond, ...)                                        \
     do {                                                         \
         if (!(cond)) {                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
             fprintf(stderr, __VA_ARGS__);                        \
             fputc('\n', stderr);                                 \
             amp_test_failures++;                                 \

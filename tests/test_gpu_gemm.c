@@ -10,18 +10,9 @@
 #include "backend.h"
 #include "kernels/convert.h"
 #include "rng.h"
+#include "expect.h"
 
-static int failures;
 
-#define CHECK(cond, ...)                                                \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            failures++;                                                 \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fputc('\n', stderr);                                        \
-        }                                                               \
-    } while (0)
 
 static const char *dt_name(amp_dtype dt) {
     return dt == AMP_DTYPE_F32 ? "f32" : dt == AMP_DTYPE_F16 ? "f16" : "bf16";
@@ -97,7 +88,7 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
         g->allow_tf32 = 0;
     }
     if (!rc) rc = g->ops->download(g, c, dc, nc * sizeof(float));
-    CHECK(rc == 0, "%s: backend error: %s", what, g->err);
+    EXPECT(rc == 0, "%s: backend error: %s", what, g->err);
 
     /* Bound on |c - ref| relative to mag = |alpha| sum|a||b| + |beta||c0|:
      * products of 16-bit (and, with TF32, 10-bit-mantissa) inputs are exact
@@ -115,7 +106,7 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
             size_t ci = (size_t)i * ldc + j;
             if (j >= n) {
                 if (f32_bits(c[ci]) != f32_bits(PAD_SENTINEL) && bad++ < 5)
-                    CHECK(0, "%s: padding C[%d][%d] overwritten: %g", what, i, j, c[ci]);
+                    EXPECT(0, "%s: padding C[%d][%d] overwritten: %g", what, i, j, c[ci]);
                 continue;
             }
             double ref = 0.0, mag = 0.0;
@@ -135,14 +126,14 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
             double tol = gamma * mag + 1e-30;
             if (!(err <= tol)) { /* also catches NaN */
                 if (bad++ < 5)
-                    CHECK(0, "%s: C[%d][%d] = %.9g, ref %.9g, |err| %.3g > tol %.3g", what, i, j,
+                    EXPECT(0, "%s: C[%d][%d] = %.9g, ref %.9g, |err| %.3g > tol %.3g", what, i, j,
                           c[ci], ref, err, tol);
             } else if (mag > 0 && err / mag > worst) {
                 worst = err / mag;
             }
         }
     }
-    if (bad > 5) CHECK(0, "%s: %d bad elements in all", what, bad);
+    if (bad > 5) EXPECT(0, "%s: %d bad elements in all", what, bad);
     if (rc == 0 && bad == 0)
         printf("ok  %-60s max|err|/sum|ab| = %.2e (bound %.2e)\n", what, worst, gamma);
     g->ops->release(g, da);
@@ -173,14 +164,14 @@ static void check_true_fp32(amp_backend *g) {
     g->allow_tf32 = 0;
     if (!rc) rc = g->ops->gemm(g, dc, da, db, AMP_DTYPE_F32, 0, 0, M, N, K, K, N, N, 1.0f, 0.0f);
     if (!rc) rc = g->ops->download(g, c, dc, sizeof c);
-    CHECK(rc == 0, "true-fp32 gemm: backend error: %s", g->err);
+    EXPECT(rc == 0, "true-fp32 gemm: backend error: %s", g->err);
     int bad = 0;
     for (int i = 0; rc == 0 && i < M; i++) {
         double ref = 0.0;
         for (int p = 0; p < K; p++) ref += a[i * K + p];
         for (int j = 0; j < N; j++)
             if ((double)c[i * N + j] != ref && bad++ < 3)
-                CHECK(0, "F32 GEMM is not true FP32 (TF32 leak?): C[%d][%d] = %.10g, exact %.10g",
+                EXPECT(0, "F32 GEMM is not true FP32 (TF32 leak?): C[%d][%d] = %.10g, exact %.10g",
                       i, j, c[i * N + j], ref);
     }
     if (rc == 0 && bad == 0) printf("ok  F32 GEMM without allow_tf32 is exact FP32\n");
@@ -225,8 +216,8 @@ int main(void) {
     check_true_fp32(g);
 
     g->ops->destroy(g);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (amp_test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
         return 1;
     }
     printf("all GPU GEMM checks passed\n");

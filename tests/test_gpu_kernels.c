@@ -13,20 +13,11 @@
 #include "backend.h"
 #include "kernels/convert.h"
 #include "rng.h"
+#include "expect.h"
 
-static int failures;
 static amp_backend *cpu, *gpu;
 static amp_rng rng;
 
-#define CHECK(cond, ...)                                                \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            failures++;                                                 \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fputc('\n', stderr);                                        \
-        }                                                               \
-    } while (0)
 
 #define POISON32 0x7fbadbadu /* a NaN no op produces */
 #define POISON16 0xffffu     /* a NaN in both FP16 and BF16 */
@@ -98,7 +89,7 @@ static void *dup_host(const void *src, size_t bytes) {
 }
 
 static void op_ok(int rc, amp_backend *be, const char *what) {
-    CHECK(rc == 0, "%s on %s: %s", what, be->ops->name, be->err);
+    EXPECT(rc == 0, "%s on %s: %s", what, be->ops->name, be->err);
 }
 
 enum { EXACT_BITS, EXACT_NAN_EQ, TOL };
@@ -124,10 +115,10 @@ static void cmp_f32(const char *what, const float *g, const float *c, size_t n, 
             if (d > worst) worst = d;
         }
         if (!ok && bad++ < 5)
-            CHECK(0, "%s[%zu]: gpu %.9g (0x%08x) cpu %.9g (0x%08x)", what, i, g[i],
+            EXPECT(0, "%s[%zu]: gpu %.9g (0x%08x) cpu %.9g (0x%08x)", what, i, g[i],
                   (unsigned)bits32(g[i]), c[i], (unsigned)bits32(c[i]));
     }
-    if (bad > 5) CHECK(0, "%s: %d mismatches of %zu", what, bad, n);
+    if (bad > 5) EXPECT(0, "%s: %d mismatches of %zu", what, bad, n);
     if (!bad) {
         if (mode == TOL)
             printf("ok  %-40s n=%zu max|gpu-cpu| %.2e\n", what, n, worst);
@@ -137,7 +128,7 @@ static void cmp_f32(const char *what, const float *g, const float *c, size_t n, 
 }
 
 static void cmp_counts(const char *what, const amp_round_count *g, const amp_round_count *c) {
-    CHECK(g->nonzero == c->nonzero && g->underflow == c->underflow && g->overflow == c->overflow,
+    EXPECT(g->nonzero == c->nonzero && g->underflow == c->underflow && g->overflow == c->overflow,
           "%s counts: gpu nz=%llu uf=%llu of=%llu, cpu nz=%llu uf=%llu of=%llu", what, g->nonzero,
           g->underflow, g->overflow, c->nonzero, c->underflow, c->overflow);
 }
@@ -187,15 +178,15 @@ static void test_round(size_t n) {
             int bad = 0;
             for (size_t i = 0; i < n; i++)
                 if (gh[i] != cdst[i] && bad++ < 5)
-                    CHECK(0, "round %d [%zu]: x=%.9g gpu 0x%04x cpu 0x%04x", (int)dt, i, src[i],
+                    EXPECT(0, "round %d [%zu]: x=%.9g gpu 0x%04x cpu 0x%04x", (int)dt, i, src[i],
                           gh[i], cdst[i]);
             if (with_cnt) {
                 cmp_counts(dt == AMP_DTYPE_F16 ? "round f16" : "round bf16", gc, &ccnt);
                 /* The data must exercise both counters (a test that can fail). */
-                CHECK(ccnt.underflow > c0.underflow && ccnt.overflow > c0.overflow,
+                EXPECT(ccnt.underflow > c0.underflow && ccnt.overflow > c0.overflow,
                       "round test data does not trigger underflow and overflow");
             } else {
-                CHECK(memcmp(gc, &c0, sizeof c0) == 0, "round with cnt=NULL touched counts");
+                EXPECT(memcmp(gc, &c0, sizeof c0) == 0, "round with cnt=NULL touched counts");
             }
             if (!bad)
                 printf("ok  round %-4s cnt=%-3s n=%zu exact (uf %llu of %llu nz %llu)\n",
@@ -373,13 +364,13 @@ static void test_softmax_xent(int rows, int cols, float grad_scale) {
         snprintf(what, sizeof what, "softmax_xent %dx%d gs=%g grad=%d", rows, cols, grad_scale,
                  with_grad);
         /* argmax is comparisons only: exact. */
-        CHECK(gsh->correct == cs.correct, "%s correct: gpu %llu cpu %llu", what, gsh->correct,
+        EXPECT(gsh->correct == cs.correct, "%s correct: gpu %llu cpu %llu", what, gsh->correct,
               cs.correct);
-        CHECK(gsh->nonfinite == 42, "%s touched stats->nonfinite", what);
+        EXPECT(gsh->nonfinite == 42, "%s touched stats->nonfinite", what);
         /* Per-row losses differ by a few ulp of lse (expf/logf; lse < 20 so
          * an ulp is < 2e-6), and the double sums run in another order. */
         double dl = fabs(gsh->loss_sum - cs.loss_sum);
-        CHECK(dl <= 1e-5 * fabs(cs.loss_sum) + 8e-6 * rows, "%s loss_sum: gpu %.12g cpu %.12g",
+        EXPECT(dl <= 1e-5 * fabs(cs.loss_sum) + 8e-6 * rows, "%s loss_sum: gpu %.12g cpu %.12g",
               what, gsh->loss_sum, cs.loss_sum);
         if (with_grad) {
             float *gdh = from_gpu(gd, n * sizeof(float));
@@ -428,18 +419,18 @@ static void test_unscale_check(size_t n, float inv_scale, int with_nonfinite, fl
              with_nonfinite, maxabs0);
     /* Non-finite elements are left as they are: bitwise, NaN payload too. */
     cmp_f32(what, gh, g, n, EXACT_BITS, 0, 0);
-    CHECK(gsh->nonfinite == cs.nonfinite && gsh->checked == cs.checked,
+    EXPECT(gsh->nonfinite == cs.nonfinite && gsh->checked == cs.checked,
           "%s: nonfinite gpu %llu cpu %llu, checked gpu %llu cpu %llu", what, gsh->nonfinite,
           cs.nonfinite, gsh->checked, cs.checked);
-    CHECK(!with_nonfinite || cs.nonfinite > s0.nonfinite, "%s: test data has no inf/NaN", what);
+    EXPECT(!with_nonfinite || cs.nonfinite > s0.nonfinite, "%s: test data has no inf/NaN", what);
     /* max is order-independent: exact. */
-    CHECK(bits32(gsh->maxabs) == bits32(cs.maxabs), "%s maxabs: gpu %.9g cpu %.9g", what,
+    EXPECT(bits32(gsh->maxabs) == bits32(cs.maxabs), "%s maxabs: gpu %.9g cpu %.9g", what,
           gsh->maxabs, cs.maxabs);
     /* Each square is exact in double; only the summation order differs:
      * |err| <= n * 2^-53 * sum, far below 1e-9 relative. */
-    CHECK(fabs(gsh->sumsq - cs.sumsq) <= 1e-9 * cs.sumsq, "%s sumsq: gpu %.17g cpu %.17g", what,
+    EXPECT(fabs(gsh->sumsq - cs.sumsq) <= 1e-9 * cs.sumsq, "%s sumsq: gpu %.17g cpu %.17g", what,
           gsh->sumsq, cs.sumsq);
-    CHECK(gsh->loss_sum == 7.0, "%s touched stats->loss_sum", what);
+    EXPECT(gsh->loss_sum == 7.0, "%s touched stats->loss_sum", what);
     printf("    %s: nonfinite %llu maxabs %g sumsq %.6g\n", what, cs.nonfinite, cs.maxabs,
            cs.sumsq);
     free(g);
@@ -472,12 +463,12 @@ static void test_sgd(size_t n, float momentum, float wd) {
     }
     float *gwh = from_gpu(gw, n * sizeof(float)), *gmh = from_gpu(gm, n * sizeof(float));
     char what[96];
-    int before = failures;
+    int before = amp_test_failures;
     snprintf(what, sizeof what, "sgd w (mom=%g wd=%g)", momentum, wd);
     cmp_f32(what, gwh, w, n, EXACT_BITS, 0, 0);
     snprintf(what, sizeof what, "sgd mom (mom=%g wd=%g)", momentum, wd);
     cmp_f32(what, gmh, mom, n, EXACT_BITS, 0, 0);
-    if (failures != before) fprintf(stderr, "hint:%s\n", FMAD_HINT);
+    if (amp_test_failures != before) fprintf(stderr, "hint:%s\n", FMAD_HINT);
     free(w);
     free(mom);
     free(gwh);
@@ -503,11 +494,11 @@ static void test_adamw(size_t n) {
     }
     float *gwh = from_gpu(gw, n * sizeof(float)), *gmh = from_gpu(gm, n * sizeof(float));
     float *gvh = from_gpu(gv, n * sizeof(float));
-    int before = failures;
+    int before = amp_test_failures;
     cmp_f32("adamw w", gwh, w, n, EXACT_BITS, 0, 0);
     cmp_f32("adamw m", gmh, m, n, EXACT_BITS, 0, 0);
     cmp_f32("adamw v", gvh, v, n, EXACT_BITS, 0, 0);
-    if (failures != before) fprintf(stderr, "hint:%s\n", FMAD_HINT);
+    if (amp_test_failures != before) fprintf(stderr, "hint:%s\n", FMAD_HINT);
     free(w);
     free(m);
     free(v);
@@ -522,14 +513,14 @@ static void test_memory(void) {
     float *d = to_gpu(x, n * sizeof(float));
     float *back = xmalloc(n * sizeof(float));
     op_ok(gpu->ops->download(gpu, back, d, n * sizeof(float)), gpu, "download");
-    CHECK(memcmp(back, x, n * sizeof(float)) == 0, "upload/download round trip differs");
+    EXPECT(memcmp(back, x, n * sizeof(float)) == 0, "upload/download round trip differs");
     op_ok(gpu->ops->zero(gpu, d + 10, 100 * sizeof(float)), gpu, "zero");
     op_ok(gpu->ops->download(gpu, back, d, n * sizeof(float)), gpu, "download");
     int ok = 1;
     for (size_t i = 0; i < n; i++)
         ok &= bits32(back[i]) == ((i >= 10 && i < 110) ? 0u : bits32(x[i]));
-    CHECK(ok, "zero() wrote outside [10, 110) or missed part of it");
-    CHECK(gpu->ops->device_bytes_used(gpu) > 0, "device_bytes_used is 0 on the GPU");
+    EXPECT(ok, "zero() wrote outside [10, 110) or missed part of it");
+    EXPECT(gpu->ops->device_bytes_used(gpu) > 0, "device_bytes_used is 0 on the GPU");
     gpu->ops->release(gpu, d);
     free(x);
     free(back);
@@ -579,8 +570,8 @@ int main(void) {
 
     gpu->ops->destroy(gpu);
     cpu->ops->destroy(cpu);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (amp_test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
         return 1;
     }
     printf("all GPU kernel checks passed\n");
