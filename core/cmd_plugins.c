@@ -64,6 +64,7 @@ int amp_cmd_plugins(int argc, char **argv) {
                     printf("%-10s %-12s %-8s %-5s %s\n", amp_plugin_kind_name((amp_plugin_kind)e.kind),
                            e.name, e.version, abi, path);
                     if (verbose && e.description[0]) printf("%-10s   %s\n", "", e.description);
+                    if (verbose && e.keys && e.keys[0]) printf("%-10s   keys: %s\n", "", e.keys);
                     found++;
                 } else if (verbose) {
                     printf("%-10s %s\n", "rejected", why);

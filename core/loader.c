@@ -66,6 +66,48 @@ int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max) {
     return n;
 }
 
+/* A plugin runs with the user's rights: refuse a file, or a folder holding
+ * it, that another user could write, since they could swap the code run. */
+static int check_one_writable(const char *what, const char *path, const char *fix, char *err,
+                              size_t errlen) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        return -1;
+    }
+    mode_t w = st.st_mode & (S_IWGRP | S_IWOTH);
+    if (!w) return 0;
+    snprintf(err, errlen,
+             "%s: refused: the %s is writable by %s (mode %03o), so another user could replace "
+             "the plugin; run `chmod go-w %s`",
+             path, what, w == (S_IWGRP | S_IWOTH) ? "group and others" : w == S_IWGRP ? "group" : "others",
+             (unsigned)(st.st_mode & 0777), fix);
+    return -1;
+}
+
+static int check_writable(const char *path, char *err, size_t errlen) {
+    char real[PATH_MAX], dir[PATH_MAX];
+    if (!realpath(path, real)) {
+        snprintf(err, errlen, "%s: cannot resolve: %s", path, strerror(errno));
+        return -1;
+    }
+    if (check_one_writable("plugin file", real, real, err, errlen) != 0) return -1;
+    /* The folder of the name given and, through a symlink, of its target. */
+    const char *files[2] = {path, real};
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s", files[i]);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        if (check_one_writable("folder holding the plugin", dir, dir, err, errlen) != 0) return -1;
+    }
+    return 0;
+}
+
 /* Checks the ELF magic so a text file named .so gets a plain answer. */
 static int check_elf(const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
@@ -93,9 +135,10 @@ static int check_entry(const amp_plugin_info *e, const char *path, char *err, si
                  path, e->abi_major, e->abi_minor, AMP_PLUGIN_ABI_MAJOR, AMP_PLUGIN_ABI_MINOR);
         return -1;
     }
-    if (e->struct_size < sizeof(amp_plugin_info)) {
+    /* A lower minor has a shorter entry: ABI <major>.0's fields must be there. */
+    if (e->struct_size < AMP_PLUGIN_INFO_SIZE_1_0) {
         snprintf(err, errlen, "%s: entry struct_size %u is smaller than ABI %d.0's %zu bytes", path,
-                 e->struct_size, AMP_PLUGIN_ABI_MAJOR, sizeof(amp_plugin_info));
+                 e->struct_size, AMP_PLUGIN_ABI_MAJOR, (size_t)AMP_PLUGIN_INFO_SIZE_1_0);
         return -1;
     }
     if (!e->name || !e->name[0] || !e->version || !e->vtable) {
@@ -141,6 +184,7 @@ static int check_entry(const amp_plugin_info *e, const char *path, char *err, si
 }
 
 static int open_file(amp_plugin *p, const char *path, char *err, size_t errlen) {
+    if (check_writable(path, err, errlen) != 0) return -1;
     if (check_elf(path, err, errlen) != 0) return -1;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -162,6 +206,11 @@ static int open_file(amp_plugin *p, const char *path, char *err, size_t errlen) 
     p->handle = h;
     p->entry = e;
     snprintf(p->path, sizeof p->path, "%s", path);
+    /* check_entry saw struct_size cover the required functions. */
+    uint32_t vsize = *(const uint32_t *)e->vtable;
+    memset(&p->vt, 0, sizeof p->vt);
+    size_t full = e->kind == AMP_PLUGIN_KIND_PRECISION ? sizeof p->vt.precision : sizeof p->vt.scaler;
+    memcpy(&p->vt, e->vtable, vsize < full ? vsize : full);
     return 0;
 }
 
@@ -169,15 +218,20 @@ int amp_plugin_probe(const char *path, amp_plugin_info *entry, char *err, size_t
     amp_plugin p;
     memset(&p, 0, sizeof p);
     if (open_file(&p, path, err, errlen) != 0) return -1;
-    *entry = *p.entry;
-    /* Strings point into the plugin; probe callers print them before closing. */
-    static char name[128], version[64], desc[256];
+    /* Only the bytes the plugin has: a lower minor's entry is shorter. */
+    memset(entry, 0, sizeof *entry);
+    memcpy(entry, p.entry, p.entry->struct_size < sizeof *entry ? p.entry->struct_size : sizeof *entry);
+    /* Strings point into the plugin, which is closed below: copy them. */
+    static char name[128], version[64], desc[256], keys[512];
+    const char *k = amp_plugin_keys(p.entry);
     snprintf(name, sizeof name, "%s", p.entry->name);
     snprintf(version, sizeof version, "%s", p.entry->version);
     snprintf(desc, sizeof desc, "%s", p.entry->description ? p.entry->description : "");
+    snprintf(keys, sizeof keys, "%s", k ? k : "");
     entry->name = name;
     entry->version = version;
     entry->description = desc;
+    entry->keys = keys;
     dlclose(p.handle);
     return 0;
 }
@@ -212,10 +266,25 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
                                                             : AMP_PLUGIN_KIND_SCALER,
                              spec);
         path[0] = '\0';
-        for (int i = 0; i < nd && !path[0]; i++) {
+        /* The same name in two folders is ambiguous: which one runs would
+         * depend on the search order, so refuse and list them all. */
+        int found = 0;
+        char dup[2048] = "";
+        size_t dlen = 0;
+        for (int i = 0; i < nd; i++) {
             char cand[PATH_MAX + 300];
             snprintf(cand, sizeof cand, "%s/%s", dirs[i], file);
-            if (access(cand, F_OK) == 0) snprintf(path, sizeof path, "%s", cand);
+            if (access(cand, F_OK) != 0) continue;
+            if (!found++) snprintf(path, sizeof path, "%s", cand);
+            if (dlen < sizeof dup)
+                dlen += (size_t)snprintf(dup + dlen, sizeof dup - dlen, "%s%s", found > 1 ? ", " : "", cand);
+        }
+        if (found > 1) {
+            snprintf(err, errlen,
+                     "%s plugin '%s' is ambiguous: %s is in %d folders of the search path (%s); "
+                     "remove all but one, or give the path in the INI (plugin = /path/to/%s)",
+                     kname, spec, file, found, dup, file);
+            return -1;
         }
         if (!path[0]) {
             for (int i = 0; i < nd; i++) {

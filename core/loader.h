@@ -24,11 +24,18 @@ typedef struct amp_plugin_host {
 
 typedef struct amp_plugin {
     void *handle;
-    const amp_plugin_info *entry;
+    const amp_plugin_info *entry; /* in the plugin; read fields past ABI 1.0 with amp_plugin_keys */
     amp_plugin_kind kind;
     char path[PATH_MAX];
     void *self;             /* the plugin's state after init */
     amp_plugin_host host;
+    /* The host's copy of the vtable: the plugin's struct_size bytes, the
+     * rest NULL, so a plugin built with a lower ABI minor (a shorter vtable)
+     * reads as "optional functions not provided". */
+    union {
+        amp_precision_vtable precision;
+        amp_scaler_vtable scaler;
+    } vt;
 } amp_plugin;
 
 /* The directories searched, in order: AMPTRAIN_PLUGIN_PATH entries, then the
@@ -46,7 +53,8 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
                     char *err, size_t errlen);
 
 /* Reads the entry of a file without keeping it open: for `amptrain plugins`.
- * 0 with *entry copied, -1 with the reason it is rejected. */
+ * 0 with *entry copied (fields the plugin's ABI minor lacks are NULL), -1
+ * with the reason it is rejected. */
 int amp_plugin_probe(const char *path, amp_plugin_info *entry, char *err, size_t errlen);
 
 /* Calls the vtable's init with a host table over cfg's [section]. */
@@ -56,10 +64,15 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
 void amp_plugin_close(amp_plugin *p);
 
 static inline const amp_precision_vtable *amp_plugin_precision(const amp_plugin *p) {
-    return (const amp_precision_vtable *)p->entry->vtable;
+    return &p->vt.precision;
 }
 static inline const amp_scaler_vtable *amp_plugin_scaler(const amp_plugin *p) {
-    return (const amp_scaler_vtable *)p->entry->vtable;
+    return &p->vt.scaler;
+}
+
+/* The entry's `keys` (ABI 1.1), or NULL when the plugin predates it. */
+static inline const char *amp_plugin_keys(const amp_plugin_info *e) {
+    return e->struct_size >= offsetof(amp_plugin_info, keys) + sizeof e->keys ? e->keys : NULL;
 }
 
 #endif

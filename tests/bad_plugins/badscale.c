@@ -1,7 +1,9 @@
-/* One scaler whose get_scale goes wrong, built twice:
- *   -DBAD_SCALE_NAN -> amp_scaler_nanscale.so: scale 1 for two steps, then
- *                      NaN (so the run has written metrics before it fails)
- *   otherwise       -> amp_scaler_negscale.so: scale -1 from the start */
+/* One scaler whose get_scale goes wrong, built four times:
+ *   -DBAD_SCALE_NAN  -> amp_scaler_nanscale.so: scale 1 for two steps, then
+ *                       NaN (so the run has written metrics before it fails)
+ *   -DBAD_SCALE_ZERO -> amp_scaler_zeroscale.so: scale 0 from the start
+ *   -DBAD_SCALE_INF  -> amp_scaler_infscale.so: scale 1, then +inf at step 1
+ *   otherwise        -> amp_scaler_negscale.so: scale -1 from the start */
 #include <math.h>
 #include <stdlib.h>
 
@@ -25,8 +27,13 @@ static void bs_fini(void *self) { free(self); }
 
 static double bs_get_scale(void *self)
 {
-#ifdef BAD_SCALE_NAN
+#if defined(BAD_SCALE_NAN)
     return ((bs_state *)self)->updates < 2 ? 1.0 : NAN;
+#elif defined(BAD_SCALE_ZERO)
+    (void)self;
+    return 0.0;
+#elif defined(BAD_SCALE_INF)
+    return ((bs_state *)self)->updates < 1 ? 1.0 : INFINITY;
 #else
     return -1.0;
 #endif
@@ -42,8 +49,13 @@ static int bs_update(void *self, const amp_scaler_stats *stats, int *skip)
 static const amp_scaler_vtable bs_vtable = {(uint32_t)sizeof(amp_scaler_vtable), bs_init, bs_fini,
                                             bs_get_scale, bs_update, NULL, NULL};
 
-#ifdef BAD_SCALE_NAN
+#if defined(BAD_SCALE_NAN)
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "nanscale", "1.0.0", "test: scale turns NaN at step 2",
+                  &bs_vtable);
+#elif defined(BAD_SCALE_ZERO)
+AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "zeroscale", "1.0.0", "test: scale 0", &bs_vtable);
+#elif defined(BAD_SCALE_INF)
+AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "infscale", "1.0.0", "test: scale turns +inf at step 1",
                   &bs_vtable);
 #else
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "negscale", "1.0.0", "test: scale -1", &bs_vtable);

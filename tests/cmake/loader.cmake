@@ -7,36 +7,57 @@ include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
 set(AMP_BAD_PLUGIN_DIR ${CMAKE_BINARY_DIR}/tests/bad_plugins)
 set(AMP_BAD_SRC ${CMAKE_CURRENT_SOURCE_DIR}/bad_plugins)
 
-# amp_bad_plugin(KIND NAME SOURCE [DEFINES...]) -> ${AMP_BAD_PLUGIN_DIR}/amp_<kind>_<name>.so,
-# built like a real plugin (hidden visibility, -z defs) so only the entry differs.
-function(amp_bad_plugin kind name src)
-  set(target amp_bad_${kind}_${name})
+# amp_bad_plugin_in(DIR TARGET KIND NAME SOURCE [DEFINES...]) -> DIR/amp_<kind>_<name>.so,
+# built like a real plugin (hidden visibility, -z defs, go-w) so only the entry differs.
+function(amp_bad_plugin_in dir target kind name src)
   add_library(${target} MODULE ${AMP_BAD_SRC}/${src})
   set_target_properties(${target} PROPERTIES
     PREFIX ""
     OUTPUT_NAME amp_${kind}_${name}
-    LIBRARY_OUTPUT_DIRECTORY ${AMP_BAD_PLUGIN_DIR}
+    LIBRARY_OUTPUT_DIRECTORY ${dir}
     C_VISIBILITY_PRESET hidden)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
   target_compile_options(${target} PRIVATE ${AMP_C_WARNINGS})
   target_compile_definitions(${target} PRIVATE ${ARGN})
   target_link_options(${target} PRIVATE -Wl,-z,defs)
   target_link_libraries(${target} PRIVATE m)
+  # The loader refuses group/world-writable plugins; the linker follows the umask.
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND chmod go-w $<TARGET_FILE:${target}> $<TARGET_FILE_DIR:${target}> VERBATIM)
+endfunction()
+
+# amp_bad_plugin(KIND NAME SOURCE [DEFINES...]) -> ${AMP_BAD_PLUGIN_DIR}/amp_<kind>_<name>.so
+function(amp_bad_plugin kind name src)
+  amp_bad_plugin_in(${AMP_BAD_PLUGIN_DIR} amp_bad_${kind}_${name} ${kind} ${name} ${src} ${ARGN})
 endfunction()
 
 amp_bad_plugin(scaler abimajor abimajor.c)
+amp_bad_plugin(scaler abipast abimajor.c ABI_MAJOR_DELTA=-1)
 amp_bad_plugin(scaler noentry noentry.c)
 amp_bad_plugin(precision wrongkind wrongkind.c)
 amp_bad_plugin(scaler initfail initfail.c)
 amp_bad_plugin(scaler nullupdate nullupdate.c)
 amp_bad_plugin(scaler nanscale badscale.c BAD_SCALE_NAN)
 amp_bad_plugin(scaler negscale badscale.c)
+amp_bad_plugin(scaler zeroscale badscale.c BAD_SCALE_ZERO)
+amp_bad_plugin(scaler infscale badscale.c BAD_SCALE_INF)
+amp_bad_plugin(scaler updatefail updatefail.c)
+# One valid plugin in two folders of their own (not the bad folder, so the
+# other tests never see the duplicate).
+set(AMP_DUP_A ${CMAKE_BINARY_DIR}/tests/dup_plugins_a)
+set(AMP_DUP_B ${CMAKE_BINARY_DIR}/tests/dup_plugins_b)
+amp_bad_plugin_in(${AMP_DUP_A} amp_dup_a_scaler_dup scaler dup dup.c)
+amp_bad_plugin_in(${AMP_DUP_B} amp_dup_b_scaler_dup scaler dup dup.c)
 # negscale's entry again, in a file named for another plugin.
 amp_bad_plugin(scaler misnamed badscale.c)
 # A text file with a plugin's name: must be called out, not handed to dlopen.
 file(MAKE_DIRECTORY ${AMP_BAD_PLUGIN_DIR})
 file(WRITE ${AMP_BAD_PLUGIN_DIR}/amp_scaler_text.so
      "This is not a shared object; amptrain must say so instead of dlopen's message.\n")
+# go-w whatever the umask, or the loader would refuse it for its mode first.
+file(CHMOD ${AMP_BAD_PLUGIN_DIR}/amp_scaler_text.so PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+file(CHMOD ${AMP_BAD_PLUGIN_DIR} DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
+     GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 
 set(AMP_BAD_ENV AMPTRAIN_PLUGIN_PATH=${AMP_BAD_PLUGIN_DIR})
 set(AMP_TINY ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_none.ini)
@@ -70,6 +91,10 @@ amp_expect_fail(loader_abi_major ENV ${AMP_BAD_ENV} LABELS loader
   CODE 2
   REGEX [=[amp_scaler_abimajor\.so: built for plugin ABI 2\.0 but this amptrain speaks ABI 1\.[0-9]+.* rebuild]=]
   COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=abimajor --out ${AMP_BAD_OUT}/abimajor)
+amp_expect_fail(loader_abi_major_past ENV ${AMP_BAD_ENV} LABELS loader abi
+  CODE 2
+  REGEX [=[amp_scaler_abipast\.so: built for plugin ABI 0\.0 but this amptrain speaks ABI 1\.[0-9]+.* rebuild]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=abipast --out ${AMP_BAD_OUT}/abipast)
 amp_expect_fail(loader_wrong_kind ENV ${AMP_BAD_ENV} LABELS loader
   CODE 2
   REGEX [=[amp_precision_wrongkind\.so: 'wrongkind' is a scaler plugin, but a precision plugin is needed here. its file name is wrong: rename it to amp_scaler_wrongkind\.so]=]
@@ -106,6 +131,50 @@ amp_expect_fail(loader_negative_scale ENV ${AMP_BAD_ENV} LABELS loader
   CODE 1
   REGEX [=[scaler plugin 'negscale' returned the invalid scale -1 at step 0]=]
   COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=negscale --out ${AMP_BAD_OUT}/negscale)
+amp_expect_fail(loader_zero_scale ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 1
+  REGEX [=[scaler plugin 'zeroscale' returned the invalid scale 0 at step 0]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/zeroscale
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=zeroscale --out ${AMP_BAD_OUT}/zeroscale)
+amp_expect_fail(loader_inf_scale ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 1
+  REGEX [=[scaler plugin 'infscale' returned the invalid scale inf at step 1]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/infscale
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=infscale --out ${AMP_BAD_OUT}/infscale)
+# A failing update stops the run with the plugin's reason; nothing is left.
+amp_expect_fail(loader_update_failure ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 1
+  REGEX [=[scaler plugin 'updatefail' failed at step 1: updatefail: the scale table is exhausted \(test reason\)]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/updatefail
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=updatefail --set train.log_every=1
+          --out ${AMP_BAD_OUT}/updatefail)
+
+# The same plugin name in two search folders: refused, both paths named.
+string(REGEX REPLACE "([][.*+?^$(){}|\\])" "\\\\\\1" AMP_DUP_A_RE "${AMP_DUP_A}")
+string(REGEX REPLACE "([][.*+?^$(){}|\\])" "\\\\\\1" AMP_DUP_B_RE "${AMP_DUP_B}")
+amp_expect_fail(loader_duplicate_name ENV AMPTRAIN_PLUGIN_PATH=${AMP_DUP_A}:${AMP_DUP_B}
+  LABELS loader
+  CODE 2
+  REGEX "scaler plugin 'dup' is ambiguous: amp_scaler_dup\\.so is in 2 folders of the search path \\(${AMP_DUP_A_RE}/amp_scaler_dup\\.so, ${AMP_DUP_B_RE}/amp_scaler_dup\\.so\\). remove all but one, or give the path"
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/dup
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=dup --out ${AMP_BAD_OUT}/dup)
+# Given by path, the duplicate is no longer ambiguous: the run succeeds.
+amp_expect_fail(loader_duplicate_by_path ENV AMPTRAIN_PLUGIN_PATH=${AMP_DUP_A}:${AMP_DUP_B}
+  LABELS loader
+  CODE 0
+  REGEX [=[3 steps \(0 skipped\)]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=${AMP_DUP_B}/amp_scaler_dup.so
+          --out ${AMP_BAD_OUT}/dup_path)
+
+# Plugin files and folders writable by group or others are refused
+# (tests/loader_perms.sh makes private copies and changes their modes).
+foreach(case file dir search)
+  add_test(NAME loader_writable_${case}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/loader_perms.sh ${case} $<TARGET_FILE:amptrain>
+                   ${AMP_DUP_A}/amp_scaler_dup.so ${AMP_TINY})
+  set_tests_properties(loader_writable_${case} PROPERTIES LABELS loader)
+endforeach()
+
 # The NaN run fails after two logged steps: none of its outputs may remain,
 # not even half-written (*.partial).
 amp_expect_fail(loader_failed_run_leaves_no_outputs ENV ${AMP_BAD_ENV} LABELS loader

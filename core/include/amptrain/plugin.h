@@ -5,9 +5,11 @@
  * object `amp_plugin_entry` (type amp_plugin_info). The host reads it before
  * running any plugin code (an amp_plugin_info) and checks, in this order:
  *   abi_major == AMP_PLUGIN_ABI_MAJOR   (else the plugin is refused)
- *   struct_size >= the size of the fields the host reads
- *   kind is the kind the host asked for
- * then calls the vtable's `init`.
+ *   struct_size >= the size of ABI <major>.0's fields (fields appended by a
+ *     later minor are read only when struct_size covers them)
+ *   kind is the kind the host asked for, required functions are non-NULL
+ * then calls the vtable's `init`. A plugin built with a lower abi_minor
+ * loads: the host treats the fields it lacks as NULL / absent.
  *
  * Versioning rules (bump in the same commit as the layout change):
  *   - structs here are append-only; a new field or function bumps ABI_MINOR;
@@ -35,7 +37,8 @@ extern "C" {
 #endif
 
 #define AMP_PLUGIN_ABI_MAJOR 1
-#define AMP_PLUGIN_ABI_MINOR 0
+/* 1.1: amp_plugin_info.keys appended. */
+#define AMP_PLUGIN_ABI_MINOR 1
 
 /* The one exported symbol, by name. */
 #define AMP_PLUGIN_ENTRY_SYMBOL "amp_plugin_entry"
@@ -44,6 +47,13 @@ extern "C" {
 #define AMP_PLUGIN_EXPORT __attribute__((visibility("default")))
 #else
 #define AMP_PLUGIN_EXPORT
+#endif
+
+/* The entry keeps its C name when a plugin is written in C++. */
+#ifdef __cplusplus
+#define AMP_PLUGIN_EXTERN_C extern "C"
+#else
+#define AMP_PLUGIN_EXTERN_C extern
 #endif
 
 typedef enum amp_plugin_kind {
@@ -204,18 +214,30 @@ typedef struct amp_plugin_info {
     /* amp_precision_vtable for PRECISION, amp_scaler_vtable for SCALER;
      * static storage, never freed. */
     const void *vtable;
+    /* Since ABI 1.1. The INI keys the plugin reads with their defaults, one
+     * line, e.g. "init_scale=65536 headroom=4"; `amptrain plugins -v` shows
+     * it. NULL when the plugin has no keys. Static storage. */
+    const char *keys;
 } amp_plugin_info;
+
+/* The size of amp_plugin_info in ABI 1.0: the least struct_size a plugin of
+ * this major may report. */
+#define AMP_PLUGIN_INFO_SIZE_1_0 (offsetof(amp_plugin_info, vtable) + sizeof(const void *))
 
 /* Declares the entry in a plugin source file:
  *   AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "dynamic", "1.0.0", "...", &vt);
+ *   AMP_PLUGIN_DEFINE_WITH_KEYS(AMP_PLUGIN_KIND_SCALER, "mine", "0.1.0", "...",
+ *                               "init_scale=65536", &vt);
  */
-#define AMP_PLUGIN_DEFINE(kind_, name_, version_, desc_, vtable_)                 \
-    AMP_PLUGIN_EXPORT extern const amp_plugin_info amp_plugin_entry;           \
-    const amp_plugin_info amp_plugin_entry = {AMP_PLUGIN_ABI_MAJOR,              \
-                                               AMP_PLUGIN_ABI_MINOR,              \
-                                               (uint32_t)sizeof(amp_plugin_info), \
+#define AMP_PLUGIN_DEFINE_WITH_KEYS(kind_, name_, version_, desc_, keys_, vtable_) \
+    AMP_PLUGIN_EXTERN_C AMP_PLUGIN_EXPORT const amp_plugin_info amp_plugin_entry;  \
+    const amp_plugin_info amp_plugin_entry = {AMP_PLUGIN_ABI_MAJOR,                \
+                                               AMP_PLUGIN_ABI_MINOR,                \
+                                               (uint32_t)sizeof(amp_plugin_info),   \
                                                (uint32_t)(kind_), (name_), (version_), \
-                                               (desc_), (vtable_)}
+                                               (desc_), (vtable_), (keys_)}
+#define AMP_PLUGIN_DEFINE(kind_, name_, version_, desc_, vtable_) \
+    AMP_PLUGIN_DEFINE_WITH_KEYS(kind_, name_, version_, desc_, NULL, vtable_)
 
 #ifdef __cplusplus
 }

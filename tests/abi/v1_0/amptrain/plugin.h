@@ -1,0 +1,226 @@
+/* FROZEN: amptrain/plugin.h exactly as released with plugin ABI 1.0. Plugins built
+ * against it stand in for plugins built before a later minor (tests/cmake/abi.cmake).
+ * Never edit it; freeze a new copy when a later minor must be tested. */
+/*
+ * amptrain plugin ABI.
+ *
+ * A plugin is a shared object that exports exactly one symbol, the const data
+ * object `amp_plugin_entry` (type amp_plugin_info). The host reads it before
+ * running any plugin code (an amp_plugin_info) and checks, in this order:
+ *   abi_major == AMP_PLUGIN_ABI_MAJOR   (else the plugin is refused)
+ *   struct_size >= the size of the fields the host reads
+ *   kind is the kind the host asked for
+ * then calls the vtable's `init`.
+ *
+ * Versioning rules (bump in the same commit as the layout change):
+ *   - structs here are append-only; a new field or function bumps ABI_MINOR;
+ *   - removing, reordering or retyping anything bumps ABI_MAJOR;
+ *   - every struct starts with struct_size so either side can tell which
+ *     fields the other knows; a NULL function pointer means "not provided"
+ *     and the host uses its documented default.
+ *
+ * Plugins never link the core. Everything they need from the host comes
+ * through the amp_host_api table handed to `init`. Plugins never print and
+ * never exit: they report through host->log / host->error and return status.
+ *
+ * Status convention: every function returning int returns 0 on success and
+ * non-zero on failure; on failure it should first call host->error with a
+ * message saying what was wrong and what to do.
+ */
+#ifndef AMPTRAIN_PLUGIN_H
+#define AMPTRAIN_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AMP_PLUGIN_ABI_MAJOR 1
+#define AMP_PLUGIN_ABI_MINOR 0
+
+/* The one exported symbol, by name. */
+#define AMP_PLUGIN_ENTRY_SYMBOL "amp_plugin_entry"
+
+#if defined(__GNUC__)
+#define AMP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define AMP_PLUGIN_EXPORT
+#endif
+
+typedef enum amp_plugin_kind {
+    AMP_PLUGIN_KIND_PRECISION = 1,
+    AMP_PLUGIN_KIND_SCALER = 2
+} amp_plugin_kind;
+
+/* Storage / compute number formats. Values are part of the ABI. */
+typedef enum amp_dtype {
+    AMP_DTYPE_F32 = 0,
+    AMP_DTYPE_F16 = 1,
+    AMP_DTYPE_BF16 = 2,
+    AMP_DTYPE_COUNT
+} amp_dtype;
+
+/* Op classes as PyTorch autocast groups them. Values are part of the ABI. */
+typedef enum amp_op_class {
+    AMP_OP_GEMM = 0,      /* matmul / linear: inputs rounded to this dtype, FP32 accumulation */
+    AMP_OP_CONV = 1,
+    AMP_OP_ATTENTION = 2,
+    AMP_OP_POINTWISE = 3, /* activations, bias add */
+    AMP_OP_SOFTMAX = 4,
+    AMP_OP_LOSS = 5,
+    AMP_OP_NORM = 6,
+    AMP_OP_REDUCE = 7,
+    AMP_OP_COUNT
+} amp_op_class;
+
+enum amp_log_level { AMP_LOG_ERROR = 0, AMP_LOG_WARN = 1, AMP_LOG_INFO = 2, AMP_LOG_DEBUG = 3 };
+
+/*
+ * Services the host offers a plugin. Valid from `init` until `fini` returns;
+ * `ctx` must be passed back as the first argument of every call.
+ *
+ * Config getters read keys of the plugin's own INI section ([precision] or
+ * [scaler]; the `plugin` key is the host's). Each returns 1 when the key is
+ * set and parsed, 0 when absent (*out untouched, so preset it to the
+ * default), -1 when the value is malformed (the host has already recorded a
+ * `file:line:` error; the plugin should return failure from init). Asking for
+ * a key marks it as read: keys no plugin asked for are reported as errors.
+ * The strings returned by get_string and each_key stay valid until `fini`.
+ */
+typedef struct amp_host_api {
+    uint32_t struct_size;
+    void *ctx;
+    /* printf-style log line; the host adds the plugin name and a newline. */
+    void (*log)(void *ctx, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 3, 4)))
+#endif
+        ;
+    /* Records the error message a failing call returns with. */
+    void (*error)(void *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
+    /* Like error, but prefixes the file:line of `key` in the config. */
+    void (*key_error)(void *ctx, const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 3, 4)))
+#endif
+        ;
+    int (*get_double)(void *ctx, const char *key, double *out);
+    int (*get_int)(void *ctx, const char *key, int64_t *out);
+    int (*get_string)(void *ctx, const char *key, const char **out);
+    /* Calls fn for every key of the section starting with `prefix` (e.g.
+     * "layer."), marking each as read. Stops and returns fn's value when fn
+     * returns non-zero; returns 0 otherwise. */
+    int (*each_key)(void *ctx, const char *prefix,
+                    int (*fn)(void *user, const char *key, const char *value), void *user);
+    /* The model's layer names, in order ("fc1", "fc2", ...). Pointers live
+     * until fini. Used to validate per-layer overrides. */
+    int (*layer_count)(void *ctx);
+    const char *(*layer_name)(void *ctx, int index);
+} amp_host_api;
+
+/* ---------------------------------------------------------------- precision */
+
+/* What a policy decides for one layer. The host sets struct_size and fills
+ * every field with FP32 before calling `resolve`. */
+typedef struct amp_layer_precision {
+    uint32_t struct_size;
+    amp_dtype compute[AMP_OP_COUNT]; /* dtype each op class computes in       */
+    amp_dtype activation;            /* dtype activations are stored in        */
+    amp_dtype param;                 /* dtype of the working copy of weights  */
+} amp_layer_precision;
+
+typedef struct amp_precision_vtable {
+    uint32_t struct_size;
+    /* Reads the plugin's config section and builds its state. *self is owned
+     * by the plugin and freed by fini. Required. */
+    int (*init)(const amp_host_api *host, void **self);
+    /* Frees self. Required. */
+    void (*fini)(void *self);
+    /* Decides the precision of one layer. `layer` is a name from
+     * host->layer_name, or "loss" for the model-wide softmax/loss. Required. */
+    int (*resolve)(void *self, const char *layer, amp_layer_precision *out);
+    /* 1 when this policy needs a loss scaler (fp16), 0 otherwise.
+     * NULL means 0. */
+    int (*requires_scaler)(void *self);
+    /* 1 to let FP32 GEMMs use TF32 tensor cores on the GPU. NULL means 0. */
+    int (*allow_tf32)(void *self);
+} amp_precision_vtable;
+
+/* -------------------------------------------------------------- loss scaler */
+
+/* What the host measured this optimizer step, handed to `update`. Values are
+ * of the unscaled gradients unless said otherwise. */
+typedef struct amp_scaler_stats {
+    uint32_t struct_size;
+    int64_t step;            /* optimizer step index, 0-based, skipped steps included */
+    double scale;            /* the scale this step's backward used */
+    int32_t found_inf;       /* 1 when any gradient element is inf or NaN */
+    int64_t nonfinite;       /* how many gradient elements were inf or NaN */
+    int64_t grad_count;      /* gradient elements checked */
+    double grad_norm;        /* global L2 norm (inf/NaN when found_inf) */
+    double grad_max_abs;     /* max |g| over the finite elements */
+    int64_t underflow;       /* nonzero values flushed to zero by 16-bit rounding this step */
+    int64_t overflow;        /* finite values turned into inf by 16-bit rounding this step */
+    int64_t rounded;         /* nonzero values rounded into 16 bits this step */
+    double dtype_max;        /* largest finite value of the narrowest gradient dtype (65504 for fp16) */
+} amp_scaler_stats;
+
+typedef struct amp_scaler_vtable {
+    uint32_t struct_size;
+    /* Reads the plugin's config section (validating every value) and builds
+     * its state. Required. */
+    int (*init)(const amp_host_api *host, void **self);
+    void (*fini)(void *self); /* Required. */
+    /* The scale the next backward multiplies the loss by. Must be finite and
+     * > 0; the host stops the run otherwise. Required. */
+    double (*get_scale)(void *self);
+    /* Called once per optimizer step, after unscale + non-finite check.
+     * Sets *skip to 1 when the optimizer step must be skipped (the host
+     * always skips when stats->found_inf, whatever *skip says) and moves to
+     * the next scale. Required. */
+    int (*update)(void *self, const amp_scaler_stats *stats, int *skip);
+    /* Serialises the state into buf (cap bytes) and sets *len. With buf NULL
+     * only *len is set (the size needed). The bytes are the plugin's own
+     * format; the host stores them beside the plugin's name and version. */
+    int (*state_save)(void *self, void *buf, size_t cap, size_t *len);
+    /* Restores a state written by state_save of the same plugin. Must reject
+     * (host->error + non-zero) a buffer of the wrong size or content. */
+    int (*state_load)(void *self, const void *buf, size_t len);
+} amp_scaler_vtable;
+
+/* ---------------------------------------------------------------- the entry */
+
+typedef struct amp_plugin_info {
+    uint32_t abi_major;    /* AMP_PLUGIN_ABI_MAJOR the plugin was built with */
+    uint32_t abi_minor;    /* AMP_PLUGIN_ABI_MINOR the plugin was built with */
+    uint32_t struct_size;  /* sizeof(amp_plugin_info) the plugin was built with */
+    uint32_t kind;         /* amp_plugin_kind */
+    const char *name;      /* short name used in INI files: [a-z0-9_]+ */
+    const char *version;   /* the plugin's own version, e.g. "1.0.0" */
+    const char *description;
+    /* amp_precision_vtable for PRECISION, amp_scaler_vtable for SCALER;
+     * static storage, never freed. */
+    const void *vtable;
+} amp_plugin_info;
+
+/* Declares the entry in a plugin source file:
+ *   AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "dynamic", "1.0.0", "...", &vt);
+ */
+#define AMP_PLUGIN_DEFINE(kind_, name_, version_, desc_, vtable_)                 \
+    AMP_PLUGIN_EXPORT extern const amp_plugin_info amp_plugin_entry;           \
+    const amp_plugin_info amp_plugin_entry = {AMP_PLUGIN_ABI_MAJOR,              \
+                                               AMP_PLUGIN_ABI_MINOR,              \
+                                               (uint32_t)sizeof(amp_plugin_info), \
+                                               (uint32_t)(kind_), (name_), (version_), \
+                                               (desc_), (vtable_)}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

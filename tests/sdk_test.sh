@@ -1,0 +1,149 @@
+#!/bin/sh
+# sdk_test.sh CASE BUILD_DIR SOURCE_DIR CMAKE CC
+# What a user does with an installed amptrain, through the installed files
+# only: `cmake --install` into a temporary prefix, then
+#   examples:   build examples/headroom and examples/fp16_edges (copied out of
+#               the source tree) with find_package(amptrain), and headroom
+#               once more with pkg-config and a plain cc; train with each
+#               through the installed amptrain and check the summaries;
+#   scaler, precision: `amptrain new-plugin CASE NAME DIR`, build the folder
+#               as written (warnings as errors), train with its INI.
+# Runs under umask 002: the install, the SDK's build helper and new-plugin
+# must give plugins and their folders safe modes themselves.
+set -u
+[ $# -eq 5 ] || { echo "usage: sdk_test.sh examples|scaler|precision BUILD SOURCE CMAKE CC" >&2; exit 2; }
+case=$1 build=$2 src=$3 cmake=$4 cc=$5
+umask 002
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sdk_test.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+log=$tmp/log
+fail() {
+    echo "sdk_test.sh $case: $*" >&2
+    echo "--- last command output:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+}
+step() { # step WHAT COMMAND...: runs COMMAND, output to $log, fails with WHAT
+    what=$1
+    shift
+    "$@" >"$log" 2>&1 || fail "$what failed (exit $?): $*"
+}
+json_num() { # json_num FILE KEY: a top-level number of summary.json
+    sed -n "s/^  \"$2\": \([-0-9.e+]*\),*$/\1/p" "$1"
+}
+# summary_scaler FILE NAME PATH / summary_precision: the plugin the run recorded.
+summary_has() {
+    grep -qF "\"$2\": {\"name\":\"$3\",\"version\":\"$4\",\"path\":\"$5\"}" "$1" ||
+        fail "$1 does not record $2 plugin $3 $4 at $5: $(grep '"plugins"' "$1")"
+}
+
+prefix=$tmp/prefix
+step "cmake --install" "$cmake" --install "$build" --prefix "$prefix"
+amptrain=$prefix/bin/amptrain
+[ -x "$amptrain" ] || fail "no $amptrain after the install"
+config_dir=$(dirname "$(find "$prefix" -name amptrainConfig.cmake)")
+[ -f "$config_dir/amptrainConfigVersion.cmake" ] || fail "no amptrainConfigVersion.cmake in $config_dir"
+# The installed binary finds the installed plugins, never the build tree's.
+step "amptrain plugins" "$amptrain" plugins
+grep -Eq "^scaler +dynamic +.* $prefix/.*/amptrain/plugins/amp_scaler_dynamic\.so$" "$log" ||
+    fail "the installed amptrain does not list its installed dynamic plugin"
+! grep -qF "$build" "$log" || fail "the installed amptrain lists plugins of the build tree"
+
+# cmake_plugin DIR: configure + build DIR against the install only.
+cmake_plugin() {
+    step "configuring $1" "$cmake" -S "$1" -B "$1/build" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_C_COMPILER="$cc" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        "-DCMAKE_C_FLAGS=-Wall -Wextra -Wshadow -pedantic -Werror"
+    found=$(sed -n 's/^amptrain_DIR:PATH=//p' "$1/build/CMakeCache.txt")
+    [ "$found" = "$config_dir" ] || fail "$1 found amptrain in '$found', not the install $config_dir"
+    step "building $1" "$cmake" --build "$1/build"
+}
+
+case $case in
+examples)
+    for ex in headroom fp16_edges; do
+        cp -R "$src/examples/$ex" "$tmp/$ex" || exit 2
+        rm -rf "$tmp/$ex/build"
+        cmake_plugin "$tmp/$ex"
+    done
+    hr=$tmp/headroom/build/amp_scaler_headroom.so
+    ed=$tmp/fp16_edges/build/amp_precision_fp16_edges.so
+
+    # headroom against dynamic on the tiny task where FP16 gradients underflow:
+    # the point of headroom is fewer underflows without more skipped steps.
+    steps=60
+    step "training with headroom" "$amptrain" train "$tmp/headroom/tiny_headroom.ini" \
+        --set train.steps=$steps --out "$tmp/runs/headroom"
+    step "training with dynamic" "$amptrain" train "$src/configs/tiny_fp16_dynamic.ini" \
+        --set train.steps=$steps --out "$tmp/runs/dynamic"
+    sh=$tmp/runs/headroom/summary.json sd=$tmp/runs/dynamic/summary.json
+    summary_has "$sh" scaler headroom 1.0.0 "$hr"
+    [ "$(json_num "$sh" steps)" = $steps ] || fail "headroom run: steps != $steps"
+    uh=$(json_num "$sh" underflow) ud=$(json_num "$sd" underflow)
+    kh=$(json_num "$sh" skipped_steps) kd=$(json_num "$sd" skipped_steps)
+    [ -n "$uh" ] && [ -n "$ud" ] && [ -n "$kh" ] && [ -n "$kd" ] || fail "summary.json lacks underflow/skipped_steps"
+    echo "tiny task, $steps steps: headroom underflow $uh skipped $kh; dynamic underflow $ud skipped $kd"
+    [ "$uh" -lt "$ud" ] || fail "headroom underflowed $uh times, dynamic $ud: expected fewer"
+    [ "$kh" -le "$kd" ] || fail "headroom skipped $kh steps, dynamic $kd: expected no more"
+
+    # fp16_edges: the first and last layers in FP32, the inner ones in FP16.
+    step "training with fp16_edges" env AMPTRAIN_LOG=debug "$amptrain" train \
+        "$tmp/fp16_edges/tiny_fp16_edges.ini" --set train.steps=5 --out "$tmp/runs/edges"
+    summary_has "$tmp/runs/edges/summary.json" precision fp16_edges 1.0.0 "$ed"
+    for l in "fc1: gemm f32, activations f32, weights f32" "fc2: gemm f16, activations f16, weights f16" \
+        "fc3: gemm f16, activations f16, weights f16" "fc4: gemm f32, activations f32, weights f32"; do
+        grep -qF "layer $l" "$log" || fail "fp16_edges: no debug line 'layer $l'"
+    done
+
+    # pkg-config and a plain compiler; found by name on AMPTRAIN_PLUGIN_PATH.
+    PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name amptrain.pc)")
+    export PKG_CONFIG_PATH
+    cflags=$(pkg-config --cflags amptrain) || fail "pkg-config --cflags amptrain failed"
+    plugindir=$(pkg-config --variable=plugindir amptrain)
+    [ -f "$plugindir/amp_scaler_dynamic.so" ] || fail "pkg-config plugindir '$plugindir' lacks the built-in plugins"
+    mkdir "$tmp/pc" && chmod 755 "$tmp/pc" || exit 2
+    # shellcheck disable=SC2086 # cflags is a list of flags
+    step "cc with pkg-config" "$cc" $cflags -std=c11 -Wall -Wextra -pedantic -Werror -shared -fPIC \
+        -Wl,-z,defs -o "$tmp/pc/amp_scaler_headroom.so" "$src/examples/headroom/headroom.c" -lm
+    chmod go-w "$tmp/pc/amp_scaler_headroom.so"
+    step "training with the pkg-config build" env AMPTRAIN_PLUGIN_PATH="$tmp/pc" "$amptrain" train \
+        "$tmp/headroom/tiny_headroom.ini" --set scaler.plugin=headroom --set train.steps=5 \
+        --out "$tmp/runs/pc"
+    summary_has "$tmp/runs/pc/summary.json" scaler headroom 1.0.0 "$tmp/pc/amp_scaler_headroom.so"
+    ;;
+scaler | precision)
+    name=my_$case
+    dir=$tmp/$name
+    step "new-plugin" "$amptrain" new-plugin "$case" "$name" "$dir"
+    grep -qF "cmake -S . -B build -DCMAKE_PREFIX_PATH=$prefix" "$log" ||
+        fail "new-plugin did not print the configure command for this install"
+    grep -q "find_package(amptrain" "$dir/CMakeLists.txt" || fail "CMakeLists.txt lacks find_package(amptrain)"
+    # A second time into the same (now non-empty) folder: refused, nothing rewritten.
+    echo "/* edited */" >>"$dir/$name.c"
+    "$amptrain" new-plugin "$case" "$name" "$dir" >"$log" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "new-plugin into a non-empty folder: exit $rc, expected 2"
+    grep -qF "exists and is not empty" "$log" || fail "new-plugin into a non-empty folder: no reason given"
+    grep -qF "/* edited */" "$dir/$name.c" || fail "new-plugin overwrote $dir/$name.c"
+    "$amptrain" new-plugin "$case" Bad-Name "$tmp/bad" >"$log" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && [ ! -e "$tmp/bad" ] || fail "new-plugin with the name Bad-Name: exit $rc (expected 2) or wrote $tmp/bad"
+
+    cmake_plugin "$dir"
+    so=$dir/build/amp_${case}_$name.so
+    [ -f "$so" ] || fail "the build did not produce $so"
+    step "training with $name.ini" "$amptrain" train "$dir/$name.ini" --set train.steps=20 \
+        --out "$tmp/runs/$name"
+    summary_has "$tmp/runs/$name/summary.json" "$case" "$name" 0.1.0 "$so"
+    loss=$(json_num "$tmp/runs/$name/summary.json" final_train_loss)
+    case $loss in '' | *nan* | *inf*) fail "final_train_loss is '$loss'" ;; esac
+    step "training with baseline.ini" "$amptrain" train "$dir/baseline.ini" --set train.steps=20 \
+        --out "$tmp/runs/baseline"
+    ;;
+*)
+    echo "sdk_test.sh: unknown case '$case'" >&2
+    exit 2
+    ;;
+esac
+exit 0
