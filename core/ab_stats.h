@@ -1,0 +1,42 @@
+/* Statistics for A/B runs: sample summaries, Student's t quantiles and
+ * Welch's confidence interval for a difference of means. */
+#ifndef AMP_AB_STATS_H
+#define AMP_AB_STATS_H
+
+#include <stddef.h>
+
+typedef struct amp_ab_summary {
+    int n;
+    double mean;
+    double sd;  /* sample standard deviation (n - 1); NAN when n < 2 */
+    double min, max;
+} amp_ab_summary;
+
+void amp_ab_summarize(amp_ab_summary *out, const double *x, int n);
+
+/* q-quantile of x (sorted ascending), linear interpolation between order
+ * statistics (numpy's default). */
+double amp_ab_quantile_sorted(const double *x, size_t n, double q);
+
+/* Regularized incomplete beta I_x(a, b) for a, b > 0, 0 <= x <= 1. */
+double amp_ab_betainc(double a, double b, double x);
+/* Student's t CDF with df > 0 degrees of freedom (df need not be an
+ * integer). */
+double amp_ab_t_cdf(double t, double df);
+/* Its inverse for 0 < p < 1. */
+double amp_ab_t_quantile(double p, double df);
+
+/* Welch's interval for mean(b) - mean(a). */
+typedef struct amp_ab_welch {
+    double diff;    /* mean(b) - mean(a) */
+    int has_ci;     /* 0 when either side has fewer than 2 values */
+    double se;      /* sqrt(var_a/n_a + var_b/n_b) */
+    double df;      /* Welch-Satterthwaite; NAN when se == 0 */
+    double lo, hi;  /* diff -/+ t(1 - alpha/2, df) * se; [diff, diff] when se == 0 */
+    int significant; /* the interval excludes 0 */
+} amp_ab_welch;
+
+void amp_ab_welch_ci(amp_ab_welch *out, const amp_ab_summary *a, const amp_ab_summary *b,
+                     double level);
+
+#endif

@@ -1,0 +1,79 @@
+# `amptrain ab`: statistics, the JSON reader, a real A/B study over the tiny
+# configs (its ab.json checked against the schema, its report rendered in
+# headless Chromium), and the refusals.
+include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
+
+amp_unit_test(test_ab_stats ab)
+amp_unit_test(test_ab_json_read ab)
+
+add_executable(test_ab_check ${CMAKE_CURRENT_SOURCE_DIR}/test_ab_check.c)
+target_link_libraries(test_ab_check PRIVATE amp_core)
+target_compile_options(test_ab_check PRIVATE ${AMP_C_WARNINGS})
+
+set(AMP_AB_OUT ${CMAKE_BINARY_DIR}/tests/ab_runs)
+set(AMP_AB_NONE ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_none.ini)
+set(AMP_AB_DYN ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_dynamic.ini)
+set(AMP_AB_LR ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp16_dynamic_lr.ini)
+
+# The study: two arms (fp16 without and with a loss scaler) x 2 seeds.
+add_test(NAME ab_tiny_run
+         COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --seeds 2
+                 --out ${AMP_AB_OUT}/tiny)
+set_tests_properties(ab_tiny_run PROPERTIES LABELS ab FIXTURES_SETUP ab_tiny
+  PASS_REGULAR_EXPRESSION "tiny_fp16_dynamic +2 .*yes")
+add_test(NAME ab_tiny_schema
+         COMMAND test_ab_check ${AMP_AB_OUT}/tiny 2 --same-start)
+set_tests_properties(ab_tiny_schema PROPERTIES LABELS ab FIXTURES_REQUIRED ab_tiny)
+add_test(NAME ab_report_browser
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/browser_check.sh ${AMP_AB_OUT}/tiny/report.html 2)
+set_tests_properties(ab_report_browser PROPERTIES LABELS "ab;browser" FIXTURES_REQUIRED ab_tiny
+  SKIP_RETURN_CODE 77)
+
+# Configs that differ in [optim] lr: refused, with the key and both values.
+amp_expect_fail(ab_refuse_diff LABELS ab
+  CODE 2
+  REGEX [=[^  \[optim\] lr: tiny_fp16_none = 0\.003 \([^)]*tiny_fp16_none\.ini:[0-9]+\), tiny_fp16_dynamic_lr = 0\.01 ]=]
+  OPTIONS --also [=[^amptrain ab: .*pass --allow-diff]=] --not [=[^  \[(scaler|precision|run)\]]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_LR} --out ${AMP_AB_OUT}/refused)
+# ... and compared with --allow-diff, one seed: the key is listed in ab.json
+# and in the report, and no interval is made up.
+add_test(NAME ab_allow_diff_run
+         COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_LR} --allow-diff --seeds 1
+                 --set train.steps=40 --out ${AMP_AB_OUT}/allow_diff)
+set_tests_properties(ab_allow_diff_run PROPERTIES LABELS ab FIXTURES_SETUP ab_allow_diff
+  PASS_REGULAR_EXPRESSION "n/a: 1 seed")
+add_test(NAME ab_allow_diff_schema
+         COMMAND test_ab_check ${AMP_AB_OUT}/allow_diff 1 --diff optim.lr)
+set_tests_properties(ab_allow_diff_schema PROPERTIES LABELS ab FIXTURES_REQUIRED ab_allow_diff)
+add_test(NAME ab_allow_diff_report
+         COMMAND grep -q "id=\"config-differences\".*\\[optim\\] lr" ${AMP_AB_OUT}/allow_diff/report.html)
+set_tests_properties(ab_allow_diff_report PROPERTIES LABELS ab FIXTURES_REQUIRED ab_allow_diff)
+
+# Two arms with one name; a single config; a bad --seeds.
+amp_expect_fail(ab_same_name LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: [^ ]*tiny_fp16_none\.ini and [^ ]*tiny_fp16_none\.ini both have \[run\] name = tiny_fp16_none]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_NONE} --out ${AMP_AB_OUT}/same)
+amp_expect_fail(ab_one_config LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: needs at least two configs]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE})
+amp_expect_fail(ab_bad_seeds LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --seeds '0': expected an integer in \[1, 1000\]]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --seeds 0)
+# A config error is found before any run starts, with its file:line.
+amp_expect_fail(ab_bad_config LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: [^ ]*bad_key\.ini:8: unknown key 'weight_decai']=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${CMAKE_CURRENT_SOURCE_DIR}/configs/bad_key.ini
+          --out ${AMP_AB_OUT}/bad_config)
+# A run that fails fails the study with exit 1, naming the arm, the seed and
+# the run's log: here train cannot write its summary.json.partial (a folder
+# of that name is in the way), which only shows once the run has trained.
+set(AMP_AB_FAIL ${AMP_AB_OUT}/fails/runs/tiny_fp16_none/seed-3/summary.json.partial)
+amp_expect_fail(ab_run_fails LABELS ab
+  CODE 1
+  REGEX [=[^amptrain ab: arm 'tiny_fp16_none' seed 3 failed: exit status 1. its log: .*/runs/tiny_fp16_none/seed-3/train\.log]=]
+  OPTIONS --also [=[last line: amptrain: .*summary\.json\.partial: cannot write]=]
+  COMMAND sh -c "mkdir -p '${AMP_AB_FAIL}' && exec '$<TARGET_FILE:amptrain>' ab '${AMP_AB_NONE}' '${AMP_AB_DYN}' --seeds 1 --out '${AMP_AB_OUT}/fails'")
