@@ -1,9 +1,13 @@
-/* `amptrain train CONFIG.ini [--set section.key=value]... [--out DIR]`
+/* `amptrain train CONFIG.ini [--set section.key=value]... [--out DIR | --resume DIR]`
  * Outputs (in DIR, default runs/<[run] name>): config.ini, metrics.jsonl,
  * summary.json, weights.safetensors. Each is written to a temporary name and
- * renamed into place, so a failed run leaves none of them half-written. */
+ * renamed into place, so a failed run leaves none of them half-written.
+ * Checkpoints go to DIR/checkpoints every [train] checkpoint_every steps and
+ * on SIGINT/SIGTERM (the step finishes, a checkpoint is written, exit
+ * 128 + signal); --resume DIR continues from the newest valid one. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +16,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "checkpoint_store.h"
 #include "cli.h"
 #include "json.h"
 #include "log.h"
@@ -22,6 +27,7 @@
 typedef struct train_args {
     const char *config;
     const char *out;
+    const char *resume;
     const char *sets[MAX_SETS];
     int nsets;
 } train_args;
@@ -30,7 +36,9 @@ static int parse_args(train_args *a, int argc, char **argv) {
     memset(a, 0, sizeof *a);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        if ((strcmp(arg, "--set") == 0 || strcmp(arg, "--out") == 0) && i + 1 >= argc) {
+        if ((strcmp(arg, "--set") == 0 || strcmp(arg, "--out") == 0 ||
+             strcmp(arg, "--resume") == 0) &&
+            i + 1 >= argc) {
             fprintf(stderr, "amptrain train: %s needs a value\n", arg);
             return -1;
         }
@@ -46,6 +54,10 @@ static int parse_args(train_args *a, int argc, char **argv) {
             a->out = argv[++i];
         } else if (strncmp(arg, "--out=", 6) == 0) {
             a->out = arg + 6;
+        } else if (strcmp(arg, "--resume") == 0) {
+            a->resume = argv[++i];
+        } else if (strncmp(arg, "--resume=", 9) == 0) {
+            a->resume = arg + 9;
         } else if (arg[0] == '-') {
             fprintf(stderr, "amptrain train: unknown option '%s'\n", arg);
             return -1;
@@ -57,8 +69,17 @@ static int parse_args(train_args *a, int argc, char **argv) {
         }
     }
     if (!a->config) {
-        fprintf(stderr,
-                "usage: amptrain train CONFIG.ini [--set section.key=value]... [--out DIR]\n");
+        fprintf(stderr, "usage: amptrain train CONFIG.ini [--set section.key=value]... "
+                        "[--out DIR | --resume DIR]\n");
+        return -1;
+    }
+    if (a->resume && a->out && strcmp(a->resume, a->out) != 0) {
+        fprintf(stderr, "amptrain train: --resume %s continues in that folder; drop --out %s\n",
+                a->resume, a->out);
+        return -1;
+    }
+    if (a->resume && !a->resume[0]) {
+        fprintf(stderr, "amptrain train: --resume needs the run's output folder\n");
         return -1;
     }
     return 0;
@@ -229,31 +250,134 @@ static void progress(const amp_session *s, const amp_step_record *r, int tty) {
     }
 }
 
-/* The training loop proper; outputs stay .partial until the caller commits. */
-static int run(amp_session *s, out_file *metrics, run_result *res, char *err, size_t errlen) {
+/* SIGINT/SIGTERM: remembered here, acted on after the current step. The
+ * handler resets itself, so a second signal stops the process at once
+ * (checkpoint writes are atomic, so that is safe too). */
+static volatile sig_atomic_t g_stop_signal;
+
+static void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+typedef struct signal_guard {
+    struct sigaction old_int, old_term, old_xfsz;
+} signal_guard;
+
+static void signals_install(signal_guard *g) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    g_stop_signal = 0;
+    sigaction(SIGINT, &sa, &g->old_int);
+    sigaction(SIGTERM, &sa, &g->old_term);
+    /* A file-size limit (ulimit -f) must fail the write with EFBIG, which is
+     * reported, instead of killing the process mid-checkpoint. */
+    sa.sa_handler = SIG_IGN;
+    sa.sa_flags = 0;
+    sigaction(SIGXFSZ, &sa, &g->old_xfsz);
+}
+
+static void signals_restore(const signal_guard *g) {
+    sigaction(SIGINT, &g->old_int, NULL);
+    sigaction(SIGTERM, &g->old_term, NULL);
+    sigaction(SIGXFSZ, &g->old_xfsz, NULL);
+}
+
+/* What the loop needs beyond the session: the outputs, a copy of every
+ * metrics line (a checkpoint carries the metrics so far, so a resumed run's
+ * metrics.jsonl is whole), and what came before a resume. */
+typedef struct run_ctx {
+    out_file *metrics;
+    FILE *mlog;
+    char *mtext;
+    size_t mlen;
+    char ckdir[PATH_MAX + 16];
+    double prior_wall;       /* training seconds before the resume */
+    size_t prior_peak;
+    double prior_losses[AMP_CKPT_MAX_LOSSES];
+    size_t nprior;           /* losses of the steps just before the resume */
+    double t0;
+    double *losses;          /* [total_steps], by step */
+    char last_ckpt[PATH_MAX + 32];
+} run_ctx;
+
+static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char *err,
+                            size_t errlen) {
+    amp_checkpoint ck;
+    if (amp_session_snapshot(s, &ck, err, errlen) != 0) return -1;
+    int rc = -1;
+    uint8_t *buf = NULL, *losses = NULL;
+    size_t len = 0, nl = s->step < (int64_t)AMP_CKPT_MAX_LOSSES ? (size_t)s->step : AMP_CKPT_MAX_LOSSES;
+    if (fflush(c->mlog) != 0) {
+        snprintf(err, errlen, "out of host memory for the metrics copy");
+        goto done;
+    }
+    losses = malloc(nl * 8 + 1);
+    if (!losses) {
+        snprintf(err, errlen, "out of host memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nl; i++)
+        amp_ckpt_put_f64(losses, i, c->losses[(size_t)s->step - nl + i]);
+    ck.losses = losses;
+    ck.nlosses = nl;
+    ck.metrics = c->mtext;
+    ck.metrics_len = c->mlen;
+    ck.wall_seconds = c->prior_wall + (wall_now() - c->t0);
+    ck.device_peak = device_peak;
+    if (amp_checkpoint_encode(&ck, &buf, &len, err, errlen) != 0) goto done;
+    if (amp_ckpt_store_write(c->ckdir, s->step, buf, len, s->set.keep, err, errlen) != 0) goto done;
+    amp_ckpt_store_path(c->last_ckpt, sizeof c->last_ckpt, c->ckdir, s->step);
+    amp_log(AMP_LOG_DEBUG, "checkpoint %s (%zu bytes)", c->last_ckpt, len);
+    rc = 0;
+done:
+    free(buf);
+    free(losses);
+    amp_session_snapshot_free(&ck);
+    return rc;
+}
+
+/* One line to the metrics file and to the copy checkpoints carry. */
+static void log_metric(run_ctx *c, const amp_step_record *r) {
+    write_metric(c->metrics->f, r);
+    write_metric(c->mlog, r);
+}
+static void log_eval(run_ctx *c, const amp_session *s, double loss, double acc) {
+    write_eval(c->metrics->f, s, loss, acc);
+    write_eval(c->mlog, s, loss, acc);
+}
+
+/* The training loop proper, from wherever the session stands; outputs stay
+ * .partial until the caller commits. 0 done, 1 stopped by a signal (a
+ * checkpoint was written), -1 failed. */
+static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
     int tty = isatty(fileno(stderr));
-    double *ms = malloc((size_t)s->total_steps * sizeof(double));
-    double *losses = malloc((size_t)s->total_steps * sizeof(double));
-    if (!ms || !losses) {
+    int64_t todo = s->total_steps - s->step;
+    double *ms = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(double));
+    c->losses = malloc((size_t)(s->total_steps > 0 ? s->total_steps : 1) * sizeof(double));
+    if (!ms || !c->losses) {
         free(ms);
-        free(losses);
+        free(c->losses);
+        c->losses = NULL;
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    double t0 = wall_now();
-    res->device_peak = 0;
+    for (size_t i = 0; i < c->nprior; i++)
+        c->losses[(size_t)s->step - c->nprior + i] = c->prior_losses[i];
+    c->t0 = wall_now();
+    res->device_peak = c->prior_peak;
     int rc = 0;
-    int64_t last_epoch = 0;
-    for (int64_t i = 0; i < s->total_steps && rc == 0; i++) {
+    int64_t nrun = 0;
+    while (s->step < s->total_steps && rc == 0) {
         amp_step_record r;
         if ((rc = amp_session_step(s, &r, err, errlen)) != 0) break;
-        ms[i] = r.step_ms;
-        losses[i] = r.loss;
+        ms[nrun++] = r.step_ms;
+        c->losses[r.step - 1] = r.loss;
         size_t used = s->be->ops->device_bytes_used(s->be);
         if (used > res->device_peak) res->device_peak = used;
         if (r.step % st->log_every == 0 || r.step == s->total_steps) {
-            write_metric(metrics->f, &r);
+            log_metric(c, &r);
             progress(s, &r, tty);
         }
         /* eval_every = 0: evaluate at the end of every epoch */
@@ -262,27 +386,88 @@ static int run(amp_session *s, out_file *metrics, run_result *res, char *err, si
         if (want_eval && r.step != s->total_steps) {
             double tl, ta;
             if ((rc = amp_session_evaluate(s, &tl, &ta, err, errlen)) != 0) break;
-            write_eval(metrics->f, s, tl, ta);
+            log_eval(c, s, tl, ta);
             if (!tty) fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n",
                               (long long)r.step, tl, ta);
         }
-        last_epoch = r.epoch;
+        /* A signal after the last step lets the run finish normally. */
+        int stop = g_stop_signal && r.step < s->total_steps;
+        if ((st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop) {
+            if ((rc = write_checkpoint(s, c, res->device_peak, err, errlen)) != 0) break;
+        }
+        if (stop) {
+            if (tty) fputc('\n', stderr);
+            rc = 1;
+        }
     }
-    (void)last_epoch;
     if (rc == 0) rc = amp_session_evaluate(s, &res->test_loss, &res->test_acc, err, errlen);
     if (rc == 0) {
-        write_eval(metrics->f, s, res->test_loss, res->test_acc);
-        res->wall_s = wall_now() - t0;
+        log_eval(c, s, res->test_loss, res->test_acc);
+        res->wall_s = c->prior_wall + (wall_now() - c->t0);
         int64_t tail = s->total_steps < 100 ? s->total_steps : 100;
         double sum = 0.0;
-        for (int64_t i = s->total_steps - tail; i < s->total_steps; i++) sum += losses[i];
+        for (int64_t i = s->total_steps - tail; i < s->total_steps; i++) sum += c->losses[i];
         res->final_loss = sum / (double)tail;
-        qsort(ms, (size_t)s->total_steps, sizeof(double), cmp_double);
-        res->median_ms = ms[s->total_steps / 2];
+        /* the median of the steps this process ran */
+        qsort(ms, (size_t)nrun, sizeof(double), cmp_double);
+        res->median_ms = nrun ? ms[nrun / 2] : 0.0;
     }
     free(ms);
-    free(losses);
+    free(c->losses);
+    c->losses = NULL;
     return rc;
+}
+
+/* Puts the session where the newest valid checkpoint in c->ckdir stands.
+ * A damaged checkpoint is skipped with a warning; one from another model,
+ * plugin or config is refused. Returns the exit code (0 resumed). */
+static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t errlen) {
+    int64_t *steps = NULL;
+    size_t n = 0;
+    if (amp_ckpt_store_list(c->ckdir, &steps, &n, err, errlen) != 0) return 1;
+    int code = 1;
+    size_t damaged = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 32], why[512];
+        amp_ckpt_store_path(path, sizeof path, c->ckdir, steps[i]);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        amp_checkpoint ck;
+        if (amp_ckpt_store_read(path, &buf, &len, why, sizeof why) != 0 ||
+            amp_checkpoint_parse(buf, len, &ck, why, sizeof why) != 0) {
+            damaged++;
+            amp_log(AMP_LOG_WARN, "%s: %s; %s", path, why,
+                    i + 1 < n ? "trying the previous checkpoint" : "no older checkpoint left");
+            free(buf);
+            continue;
+        }
+        char msg[1800];
+        code = amp_session_restore(s, &ck, msg, sizeof msg);
+        if (code != 0) {
+            snprintf(err, errlen, "%s: %s", path, msg);
+        } else {
+            if (fwrite(ck.metrics, 1, ck.metrics_len, c->metrics->f) != ck.metrics_len ||
+                fwrite(ck.metrics, 1, ck.metrics_len, c->mlog) != ck.metrics_len) {
+                snprintf(err, errlen, "%s: cannot write: %s", c->metrics->temp, strerror(errno));
+                code = 1;
+            }
+            c->nprior = ck.nlosses;
+            for (size_t k = 0; k < ck.nlosses; k++) c->prior_losses[k] = amp_ckpt_f64(ck.losses, k);
+            c->prior_wall = isfinite(ck.wall_seconds) && ck.wall_seconds > 0 ? ck.wall_seconds : 0.0;
+            c->prior_peak = (size_t)ck.device_peak;
+            snprintf(c->last_ckpt, sizeof c->last_ckpt, "%s", path);
+            amp_log(AMP_LOG_INFO, "resuming from %s: step %lld of %lld (epoch %lld)", path,
+                    (long long)s->step, (long long)s->total_steps, (long long)s->epoch);
+        }
+        free(buf);
+        free(steps);
+        return code;
+    }
+    free(steps);
+    snprintf(err, errlen, "--resume %s: no valid checkpoint in %s (%zu found, all damaged; see the "
+                          "warnings above)",
+             dir, c->ckdir, damaged);
+    return 1;
 }
 
 int amp_cmd_train(int argc, char **argv) {
@@ -301,26 +486,66 @@ int amp_cmd_train(int argc, char **argv) {
             return 2;
         }
     }
+    signal_guard guard;
+    signals_install(&guard);
     amp_session *s = NULL;
     int code = amp_session_open(&s, cfg, err, sizeof err);
     if (code != 0) {
         fprintf(stderr, "amptrain: %s\n", err);
         amp_config_free(cfg);
+        signals_restore(&guard);
         return code;
     }
     char outdir[PATH_MAX];
-    if (a.out)
+    if (a.resume)
+        snprintf(outdir, sizeof outdir, "%s", a.resume);
+    else if (a.out)
         snprintf(outdir, sizeof outdir, "%s", a.out);
     else
         snprintf(outdir, sizeof outdir, "runs/%s", s->set.name);
     out_file conf = {0}, metrics = {0}, summary = {0};
     run_result res;
     memset(&res, 0, sizeof res);
+    run_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.metrics = &metrics;
+    snprintf(ctx.ckdir, sizeof ctx.ckdir, "%s/checkpoints", outdir);
     code = 1;
+    ctx.mlog = open_memstream(&ctx.mtext, &ctx.mlen);
+    if (!ctx.mlog) {
+        snprintf(err, sizeof err, "out of host memory");
+        goto done;
+    }
+    {
+        /* Never mix a new run's checkpoints with an earlier run's, and never
+         * create the folder of a run that is not there to resume. */
+        int64_t *steps = NULL;
+        size_t n = 0;
+        if (amp_ckpt_store_list(ctx.ckdir, &steps, &n, err, sizeof err) != 0) goto done;
+        free(steps);
+        if (a.resume && n == 0) {
+            snprintf(err, sizeof err,
+                     "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
+                     "of a run that had [train] checkpoint_every set or was stopped by a signal",
+                     outdir, ctx.ckdir);
+            code = 2;
+            goto done;
+        }
+        if (!a.resume && n > 0) {
+            snprintf(err, sizeof err,
+                     "%s holds %zu checkpoint%s of an earlier run: continue it with `amptrain train "
+                     "%s --resume %s`, or delete %s to start over",
+                     ctx.ckdir, n, n == 1 ? "" : "s", a.config, outdir, ctx.ckdir);
+            code = 2;
+            goto done;
+        }
+    }
     if (mkdir_p(outdir, err, sizeof err) != 0 || out_open(&conf, outdir, "config.ini", err, sizeof err) ||
         out_open(&metrics, outdir, "metrics.jsonl", err, sizeof err) ||
         out_open(&summary, outdir, "summary.json", err, sizeof err))
         goto done;
+    if (a.resume && (code = resume(s, &ctx, a.resume, err, sizeof err)) != 0) goto done;
+    code = 1;
     amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %s, %lld steps (%lld per epoch), output in %s",
             s->set.name, s->precision.entry->name, s->scaler.entry->name, s->be->ops->name,
             (long long)s->total_steps, (long long)s->steps_per_epoch, outdir);
@@ -328,7 +553,21 @@ int amp_cmd_train(int argc, char **argv) {
         snprintf(err, sizeof err, "%s: cannot write the resolved config", conf.temp);
         goto done;
     }
-    if (run(s, &metrics, &res, err, sizeof err) != 0) goto done;
+    int rc = run(s, &ctx, &res, err, sizeof err);
+    if (rc == 1) {
+        int sig = (int)g_stop_signal;
+        fprintf(stderr,
+                "amptrain: stopped by %s after step %lld of %lld; checkpoint %s\n"
+                "amptrain: continue with: amptrain train %s --resume %s\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)s->step,
+                (long long)s->total_steps, ctx.last_ckpt, a.config, outdir);
+        out_abort(&conf);
+        out_abort(&metrics);
+        out_abort(&summary);
+        code = 128 + sig;
+        goto done;
+    }
+    if (rc != 0) goto done;
     write_summary(summary.f, s, &res);
     char wpath[PATH_MAX + 32];
     snprintf(wpath, sizeof wpath, "%s/weights.safetensors", outdir);
@@ -341,13 +580,16 @@ int amp_cmd_train(int argc, char **argv) {
             res.wall_s);
     code = 0;
 done:
-    if (code != 0) {
+    if (code != 0 && code < 128) {
         fprintf(stderr, "amptrain: %s\n", err);
         out_abort(&conf);
         out_abort(&metrics);
         out_abort(&summary);
     }
+    if (ctx.mlog) fclose(ctx.mlog);
+    free(ctx.mtext);
     amp_session_close(s);
     amp_config_free(cfg);
+    signals_restore(&guard);
     return code;
 }

@@ -50,7 +50,8 @@ static int load_data(amp_session *s, char *err, size_t errlen) {
         char dir[PATH_MAX];
         resolve_path(dir, sizeof dir, s->cfg, st->path);
         if (amp_dataset_load_fashion_mnist(&s->train, dir, "train", st->train_limit, err, errlen) ||
-            amp_dataset_load_fashion_mnist(&s->test, dir, "test", st->test_limit, err, errlen))
+            amp_dataset_load_fashion_mnist(&s->test, dir, "test", st->test_limit, err, errlen) ||
+            amp_dataset_check_splits(&s->train, &s->test, dir, err, errlen))
             return -1;
     } else {
         if (amp_dataset_make_tiny(&s->train, "train", st->tiny_train, st->tiny_features,

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "checkpoint.h"
 #include "data.h"
 #include "loader.h"
 #include "mlp.h"
@@ -64,5 +65,19 @@ float *amp_session_weights(amp_session *s, char *err, size_t errlen);
 
 /* Writes the master weights as safetensors with PyTorch names. */
 int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t errlen);
+
+/* Checkpoints (session_ckpt.c). snapshot fills ck with the session's state
+ * (counters, model shape, plugins, resolved config, master weights,
+ * optimizer and scaler state, rounding totals) in buffers that
+ * snapshot_free releases; the run-level fields (losses, metrics, wall time)
+ * are the caller's. 0, or -1 with err. */
+int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen);
+void amp_session_snapshot_free(amp_checkpoint *ck);
+
+/* Continues from ck: refuses (returns 2, err says what differs) a checkpoint
+ * of another plugin, plugin ABI, model shape, optimizer or a config that
+ * differs in a key that changes the math; 1 on a runtime failure; 0 when
+ * the session now stands exactly where the checkpointed run stood. */
+int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, size_t errlen);
 
 #endif

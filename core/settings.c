@@ -123,6 +123,9 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
                               errlen));
     GET(amp_config_get_int(cfg, "train", "eval_every", 0, 0, INT64_MAX / 2, &s->eval_every, err,
                            errlen));
+    GET(amp_config_get_int(cfg, "train", "checkpoint_every", 0, 0, INT64_MAX / 2,
+                           &s->checkpoint_every, err, errlen));
+    GET(amp_config_get_int(cfg, "train", "keep", 3, 1, 1000000, &s->keep, err, errlen));
 
     GET(amp_config_get_string(cfg, "precision", "plugin", "fp32", &s->precision_plugin, err, errlen));
     const char *scaler = NULL;

@@ -41,6 +41,8 @@ typedef struct amp_settings {
     /* [train] */
     int64_t epochs, steps, accumulate, log_every, eval_every;
     double loss_weight;                        /* multiplies the loss before backward */
+    int64_t checkpoint_every;                  /* steps between checkpoints, 0 = off */
+    int64_t keep;                              /* checkpoints kept */
     /* [precision] / [scaler] */
     const char *precision_plugin;
     const char *scaler_plugin;                 /* NULL: chosen from the policy */

@@ -1,0 +1,361 @@
+/* A session's state to and from a checkpoint: everything the next step
+ * reads (master weights, optimizer state, the scaler's state, the step,
+ * applied/skipped counts, epoch and cursor, rounding totals) so that a
+ * resumed run continues bit for bit. The data order is not stored: it is a
+ * function of (seed, epoch) and is rebuilt. Gradients, working weights and
+ * activations are rewritten by every step before they are read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session.h"
+
+_Static_assert(sizeof(((amp_checkpoint *)0)->totals) == sizeof(((amp_session *)0)->totals),
+               "checkpoint totals and session totals must have the same shape");
+
+static char *resolved_config(const amp_config *cfg, size_t *len) {
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f) return NULL;
+    int bad = amp_config_write_resolved(cfg, f) != 0;
+    if (fclose(f) != 0) bad = 1;
+    if (bad) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static uint8_t *download_le(amp_session *s, const float *dev, size_t n, char *err, size_t errlen) {
+    uint8_t *p = malloc(n > 0 ? n * 4 : 1);
+    if (!p) {
+        snprintf(err, errlen, "out of host memory");
+        return NULL;
+    }
+    if (n && s->be->ops->download(s->be, p, dev, n * 4) != 0) {
+        snprintf(err, errlen, "%s", s->be->err);
+        free(p);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) { /* host floats -> little-endian, in place */
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        amp_ckpt_put_f32(p, i, v);
+    }
+    return p;
+}
+
+int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen) {
+    memset(ck, 0, sizeof *ck);
+    const amp_mlp *m = s->mlp;
+    snprintf(ck->amptrain_version, sizeof ck->amptrain_version, "%s", AMP_VERSION);
+    ck->abi_major = AMP_PLUGIN_ABI_MAJOR;
+    ck->abi_minor = AMP_PLUGIN_ABI_MINOR;
+    ck->step = s->step;
+    ck->applied = s->applied;
+    ck->skipped = s->skipped;
+    ck->epoch = s->epoch;
+    ck->cursor = s->cursor;
+    ck->total_steps = s->total_steps;
+    ck->seed = s->set.seed;
+    ck->train_examples = s->train.n;
+    ck->optim = (uint32_t)s->set.optim;
+    ck->opt_buffers = (uint32_t)(m->opt[1] ? 2 : m->opt[0] ? 1 : 0);
+    ck->in_features = (uint32_t)m->in_features;
+    ck->classes = (uint32_t)m->classes;
+    ck->nlayers = (uint32_t)m->nlayers;
+    for (int l = 0; l < m->nlayers; l++) {
+        snprintf(ck->layers[l].name, sizeof ck->layers[l].name, "%s", m->layers[l].name);
+        ck->layers[l].in = (uint32_t)m->layers[l].in;
+        ck->layers[l].out = (uint32_t)m->layers[l].out;
+    }
+    ck->nparams = m->nparams;
+    snprintf(ck->precision, sizeof ck->precision, "%s", s->precision.entry->name);
+    snprintf(ck->precision_version, sizeof ck->precision_version, "%s", s->precision.entry->version);
+    snprintf(ck->scaler, sizeof ck->scaler, "%s", s->scaler.entry->name);
+    snprintf(ck->scaler_version, sizeof ck->scaler_version, "%s", s->scaler.entry->version);
+    memcpy(ck->totals, s->totals, sizeof ck->totals);
+
+    size_t conf_len = 0;
+    char *conf = resolved_config(s->cfg, &conf_len);
+    if (!conf) {
+        snprintf(err, errlen, "cannot render the resolved config for the checkpoint");
+        return -1;
+    }
+    ck->config = conf;
+    ck->config_len = conf_len;
+    ck->master = download_le(s, m->master, m->nparams, err, errlen);
+    ck->master_len = m->nparams * 4;
+    if (!ck->master) goto fail;
+    if (ck->opt_buffers) {
+        uint8_t *o = malloc(m->nparams * 4 * ck->opt_buffers);
+        if (!o) {
+            snprintf(err, errlen, "out of host memory");
+            goto fail;
+        }
+        ck->optim_state = o;
+        ck->optim_len = m->nparams * 4 * ck->opt_buffers;
+        for (uint32_t k = 0; k < ck->opt_buffers; k++) {
+            uint8_t *part = download_le(s, m->opt[k], m->nparams, err, errlen);
+            if (!part) goto fail;
+            memcpy(o + k * m->nparams * 4, part, m->nparams * 4);
+            free(part);
+        }
+    }
+    const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
+    if (sv->state_save) {
+        size_t need = 0;
+        s->scaler.host.err[0] = '\0';
+        uint8_t *st = NULL;
+        if (sv->state_save(s->scaler.self, NULL, 0, &need) == 0 && (st = malloc(need ? need : 1)) &&
+            sv->state_save(s->scaler.self, st, need, &need) == 0) {
+            ck->scaler_state = st;
+            ck->scaler_len = need;
+        } else {
+            free(st);
+            snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", s->scaler.entry->name,
+                     s->scaler.host.err[0] ? s->scaler.host.err : "out of memory");
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    amp_session_snapshot_free(ck);
+    return -1;
+}
+
+void amp_session_snapshot_free(amp_checkpoint *ck) {
+    free((void *)ck->config);
+    free((void *)ck->master);
+    free((void *)ck->optim_state);
+    free((void *)ck->scaler_state);
+    ck->config = NULL;
+    ck->master = ck->optim_state = ck->scaler_state = NULL;
+}
+
+/* "32-64-10 (2762 parameters)" */
+static void shape_text(char *out, size_t outlen, uint32_t in, const uint32_t *outs, int n,
+                       uint64_t params) {
+    int len = snprintf(out, outlen, "%u", (unsigned)in);
+    for (int l = 0; l < n && len >= 0 && (size_t)len < outlen; l++)
+        len += snprintf(out + len, outlen - (size_t)len, "-%u", (unsigned)outs[l]);
+    if (len >= 0 && (size_t)len < outlen)
+        snprintf(out + len, outlen - (size_t)len, " (%llu parameters)", (unsigned long long)params);
+}
+
+/* ---- the resolved config as (section, key, value) triples */
+
+typedef struct conf_entry {
+    const char *section, *key, *value;
+} conf_entry;
+
+/* Splits a copy of a resolved config in place. Lines: "[section]",
+ * "key = value  ; origin", "; comment". */
+static conf_entry *conf_parse(char *text, size_t *n) {
+    size_t cap = 64;
+    conf_entry *v = malloc(cap * sizeof *v);
+    *n = 0;
+    if (!v) return NULL;
+    const char *section = "";
+    for (char *line = text; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        if (line[0] == '[') {
+            char *close = strchr(line, ']');
+            if (close) *close = '\0';
+            section = line + 1;
+        } else if (line[0] != ';' && line[0] != '\0') {
+            char *eq = strstr(line, " = ");
+            if (eq) {
+                *eq = '\0';
+                char *value = eq + 3, *origin = NULL;
+                for (char *p = strstr(value, "  ; "); p; p = strstr(p + 1, "  ; ")) origin = p;
+                if (origin) *origin = '\0';
+                if (*n == cap) {
+                    conf_entry *q = realloc(v, 2 * cap * sizeof *v);
+                    if (!q) {
+                        free(v);
+                        return NULL;
+                    }
+                    v = q;
+                    cap *= 2;
+                }
+                v[(*n)++] = (conf_entry){section, line, value};
+            }
+        }
+        line = next;
+    }
+    return v;
+}
+
+/* Keys that change what is printed or saved, never the math. */
+static int free_to_differ(const conf_entry *e) {
+    static const char *const keys[][2] = {{"run", "name"},        {"run", "device"},
+                                          {"train", "log_every"}, {"train", "eval_every"},
+                                          {"train", "checkpoint_every"}, {"train", "keep"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(e->section, keys[i][0]) == 0 && strcmp(e->key, keys[i][1]) == 0) return 1;
+    return 0;
+}
+
+static const conf_entry *conf_find(const conf_entry *v, size_t n, const conf_entry *e) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].section, e->section) == 0 && strcmp(v[i].key, e->key) == 0) return &v[i];
+    return NULL;
+}
+
+/* Appends "[s] k: checkpoint 'a', config 'b'" for every key that differs. */
+static int config_diff(const char *saved, size_t saved_len, const amp_config *cfg, char *out,
+                       size_t outlen) {
+    size_t now_len = 0;
+    char *now = resolved_config(cfg, &now_len);
+    char *then = malloc(saved_len + 1);
+    size_t na = 0, nb = 0;
+    conf_entry *a = NULL, *b = NULL;
+    int differ = -1;
+    if (now && then) {
+        memcpy(then, saved, saved_len);
+        then[saved_len] = '\0';
+        a = conf_parse(then, &na);
+        b = conf_parse(now, &nb);
+    }
+    if (a && b) {
+        differ = 0;
+        size_t len = strlen(out);
+        for (int pass = 0; pass < 2; pass++) {
+            const conf_entry *v = pass ? b : a, *w = pass ? a : b;
+            size_t nv = pass ? nb : na, nw = pass ? na : nb;
+            for (size_t i = 0; i < nv; i++) {
+                const conf_entry *o = conf_find(w, nw, &v[i]);
+                if (free_to_differ(&v[i]) || (o && strcmp(o->value, v[i].value) == 0)) continue;
+                if (pass && o) continue; /* reported in the first pass */
+                const char *ck_val = pass ? "(not set)" : v[i].value;
+                const char *cf_val = pass ? v[i].value : o ? o->value : "(not set)";
+                if (len + 1 < outlen)
+                    len += (size_t)snprintf(out + len, outlen - len, "%s[%s] %s: checkpoint '%s', config '%s'",
+                                            differ ? "; " : "", v[i].section, v[i].key, ck_val, cf_val);
+                if (len >= outlen) len = outlen - 1;
+                differ++;
+            }
+        }
+    }
+    free(a);
+    free(b);
+    free(now);
+    free(then);
+    return differ;
+}
+
+static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err, size_t errlen) {
+    const amp_mlp *m = s->mlp;
+    if (ck->abi_major != AMP_PLUGIN_ABI_MAJOR || ck->abi_minor != AMP_PLUGIN_ABI_MINOR) {
+        snprintf(err, errlen, "written with plugin ABI %u.%u (amptrain %s); this amptrain has ABI %d.%d",
+                 (unsigned)ck->abi_major, (unsigned)ck->abi_minor, ck->amptrain_version,
+                 AMP_PLUGIN_ABI_MAJOR, AMP_PLUGIN_ABI_MINOR);
+        return -1;
+    }
+    const amp_plugin *plug[2] = {&s->precision, &s->scaler};
+    const char *names[2] = {ck->precision, ck->scaler};
+    const char *versions[2] = {ck->precision_version, ck->scaler_version};
+    for (int i = 0; i < 2; i++) {
+        if (strcmp(names[i], plug[i]->entry->name) != 0 ||
+            strcmp(versions[i], plug[i]->entry->version) != 0) {
+            snprintf(err, errlen, "written with %s plugin '%s' %s; this run uses '%s' %s (%s)",
+                     i ? "scaler" : "precision", names[i], versions[i], plug[i]->entry->name,
+                     plug[i]->entry->version, plug[i]->path);
+            return -1;
+        }
+    }
+    uint32_t ck_outs[AMP_MAX_LAYERS], outs[AMP_MAX_LAYERS];
+    int same = ck->nlayers == (uint32_t)m->nlayers && ck->in_features == (uint32_t)m->in_features &&
+               ck->nparams == m->nparams;
+    for (uint32_t l = 0; l < ck->nlayers; l++) ck_outs[l] = ck->layers[l].out;
+    for (int l = 0; l < m->nlayers; l++) {
+        outs[l] = (uint32_t)m->layers[l].out;
+        if (same && (ck->layers[l].in != (uint32_t)m->layers[l].in || ck_outs[l] != outs[l] ||
+                     strcmp(ck->layers[l].name, m->layers[l].name) != 0))
+            same = 0;
+    }
+    if (!same) {
+        char a[256], b[256];
+        shape_text(a, sizeof a, ck->in_features, ck_outs, (int)ck->nlayers, ck->nparams);
+        shape_text(b, sizeof b, (uint32_t)m->in_features, outs, m->nlayers, m->nparams);
+        snprintf(err, errlen, "model shape differs: the checkpoint holds an MLP %s, the config gives %s", a, b);
+        return -1;
+    }
+    uint32_t opt_buffers = (uint32_t)(m->opt[1] ? 2 : m->opt[0] ? 1 : 0);
+    if (ck->optim != (uint32_t)s->set.optim || ck->opt_buffers != opt_buffers) {
+        snprintf(err, errlen, "optimizer differs: the checkpoint holds %s state (%u arrays), the config gives %s (%u)",
+                 ck->optim ? "adamw" : "sgd", (unsigned)ck->opt_buffers,
+                 s->set.optim == AMP_OPTIM_ADAMW ? "adamw" : "sgd", (unsigned)opt_buffers);
+        return -1;
+    }
+    if (ck->train_examples != s->train.n || ck->seed != s->set.seed || ck->total_steps != s->total_steps) {
+        snprintf(err, errlen, "the run differs: the checkpoint has %lld training examples, seed %llu, %lld steps; "
+                 "the config gives %lld, %llu, %lld",
+                 (long long)ck->train_examples, (unsigned long long)ck->seed, (long long)ck->total_steps,
+                 (long long)s->train.n, (unsigned long long)s->set.seed, (long long)s->total_steps);
+        return -1;
+    }
+    char diff[1536] = "";
+    int nd = config_diff(ck->config, ck->config_len, s->cfg, diff, sizeof diff);
+    if (nd < 0) {
+        snprintf(err, errlen, "out of host memory comparing the configs");
+        return -1;
+    }
+    if (nd > 0) {
+        snprintf(err, errlen, "the config differs from the checkpoint's in %d key%s that change%s "
+                 "the math: %s", nd, nd == 1 ? "" : "s", nd == 1 ? "s" : "", diff);
+        return -1;
+    }
+    return 0;
+}
+
+static int upload_le(amp_session *s, float *dev, const uint8_t *le, size_t n, char *err, size_t errlen) {
+    float *h = malloc(n ? n * 4 : 4);
+    if (!h) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) h[i] = amp_ckpt_f32(le, i);
+    int rc = n ? s->be->ops->upload(s->be, dev, h, n * 4) : 0;
+    if (rc != 0) snprintf(err, errlen, "%s", s->be->err);
+    free(h);
+    return rc ? -1 : 0;
+}
+
+int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, size_t errlen) {
+    if (check_compatible(s, ck, err, errlen) != 0) return 2;
+    const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
+    if (ck->scaler_len > 0 && !sv->state_load) {
+        snprintf(err, errlen, "scaler plugin '%s' has no state_load, but the checkpoint holds its state",
+                 s->scaler.entry->name);
+        return 2;
+    }
+    if (ck->scaler_len > 0) {
+        s->scaler.host.err[0] = '\0';
+        if (sv->state_load(s->scaler.self, ck->scaler_state, ck->scaler_len) != 0) {
+            snprintf(err, errlen, "scaler plugin '%s' refused the saved state: %s", s->scaler.entry->name,
+                     s->scaler.host.err);
+            return 2;
+        }
+    } else if (sv->state_save) {
+        amp_log(AMP_LOG_WARN, "the checkpoint holds no state for scaler '%s': it starts afresh",
+                s->scaler.entry->name);
+    }
+    amp_mlp *m = s->mlp;
+    if (upload_le(s, m->master, ck->master, m->nparams, err, errlen) != 0) return 1;
+    for (uint32_t k = 0; k < ck->opt_buffers; k++)
+        if (upload_le(s, m->opt[k], ck->optim_state + (size_t)k * m->nparams * 4, m->nparams, err,
+                      errlen) != 0)
+            return 1;
+    s->step = ck->step;
+    s->applied = ck->applied;
+    s->skipped = ck->skipped;
+    s->epoch = ck->epoch;
+    s->cursor = ck->cursor;
+    memcpy(s->totals, ck->totals, sizeof s->totals);
+    amp_dataset_order(s->perm, s->train.n, s->set.seed, s->epoch, s->set.shuffle);
+    return 0;
+}

@@ -1,0 +1,58 @@
+# Helpers the checkpoint test scripts share (sourced; bash).
+# Usage of every script: SCRIPT AMPTRAIN CONFIG_DIR WORK_DIR
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# The output files with the wall-clock fields masked: everything else must
+# match bit for bit between an interrupted+resumed and an uninterrupted run.
+mask() {
+    sed -E 's/"step_ms":[0-9.eE+-]+/"step_ms":T/; s/"(wall_seconds|median_step_ms)": [0-9.eE+-]+/"\1": T/' "$1"
+}
+
+# same_outputs REF DIR [noconfig]: metrics.jsonl and summary.json (timing
+# masked), weights.safetensors and (unless noconfig: the runs were given
+# different printing-only keys) config.ini byte for byte.
+same_outputs() {
+    local ref=$1 dir=$2 f
+    for f in metrics.jsonl summary.json; do
+        [ -f "$dir/$f" ] || fail "$dir/$f is missing"
+        if ! cmp -s <(mask "$ref/$f") <(mask "$dir/$f"); then
+            diff <(mask "$ref/$f") <(mask "$dir/$f") | head -20 >&2
+            fail "$dir/$f differs from the uninterrupted run's $ref/$f"
+        fi
+    done
+    cmp "$ref/weights.safetensors" "$dir/weights.safetensors" ||
+        fail "$dir/weights.safetensors differs from $ref's"
+    [ "${3:-}" = noconfig ] || cmp "$ref/config.ini" "$dir/config.ini" ||
+        fail "$dir/config.ini differs from $ref's"
+    # the masking must not hide whole lines: the step records are all there
+    [ "$(wc -l <"$ref/metrics.jsonl")" -gt 2 ] || fail "$ref/metrics.jsonl is nearly empty"
+}
+
+# newest_ckpt DIR: the path of the newest ckpt-*.amp (empty if none)
+newest_ckpt() {
+    ls "$1"/checkpoints/ckpt-*.amp 2>/dev/null | sort | tail -n 1
+}
+
+# wait_for_ckpt DIR PID: polls until a checkpoint exists (or PID exits)
+wait_for_ckpt() {
+    local i
+    for i in $(seq 1 2000); do
+        [ -n "$(newest_ckpt "$1")" ] && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.01
+    done
+    return 1
+}
+
+# no_outputs DIR: a stopped or failed run leaves nothing that looks finished
+no_outputs() {
+    local f
+    for f in config.ini metrics.jsonl summary.json weights.safetensors; do
+        [ ! -e "$1/$f" ] || fail "$1/$f exists after a run that did not finish"
+        [ ! -e "$1/$f.partial" ] || fail "$1/$f.partial was left behind"
+    done
+}

@@ -1,0 +1,297 @@
+/* Checkpoints: the format refuses every truncation and every flipped byte;
+ * a session stopped at step k, saved, parsed and restored into a fresh
+ * session continues bit for bit like an uninterrupted one (SGD+momentum and
+ * AdamW, FP32 and FP16+dynamic, with accumulation, cosine schedule and
+ * skipped steps); and a checkpoint of another model, scaler or config is
+ * refused with a message naming the difference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "session.h"
+
+#include "expect.h"
+
+static amp_config *make_config(const char *const *base, const char *const *extra) {
+    amp_config *cfg = amp_config_new_empty("test_checkpoint");
+    char err[1024];
+    for (int pass = 0; pass < 2; pass++) {
+        const char *const *sets = pass ? extra : base;
+        for (int i = 0; sets && sets[i]; i++)
+            if (amp_config_set(cfg, sets[i], err, sizeof err) != 0) {
+                fprintf(stderr, "config: %s\n", err);
+                exit(1);
+            }
+    }
+    return cfg;
+}
+
+static amp_session *open_or_die(amp_config *cfg) {
+    amp_session *s = NULL;
+    char err[2048];
+    if (amp_session_open(&s, cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "session: %s\n", err);
+        exit(1);
+    }
+    return s;
+}
+
+static void step_or_die(amp_session *s, amp_step_record *r) {
+    char err[2048];
+    if (amp_session_step(s, r, err, sizeof err) != 0) {
+        fprintf(stderr, "step: %s\n", err);
+        exit(1);
+    }
+}
+
+/* Saves the session into an encoded buffer (as the CLI does). */
+static uint8_t *save(amp_session *s, size_t *len) {
+    amp_checkpoint ck;
+    char err[1024];
+    uint8_t *buf = NULL;
+    if (amp_session_snapshot(s, &ck, err, sizeof err) != 0 ||
+        amp_checkpoint_encode(&ck, &buf, len, err, sizeof err) != 0) {
+        fprintf(stderr, "save: %s\n", err);
+        exit(1);
+    }
+    amp_session_snapshot_free(&ck);
+    return buf;
+}
+
+static int same_record(const amp_step_record *a, const amp_step_record *b) {
+    return a->step == b->step && a->epoch == b->epoch &&
+           memcmp(&a->loss, &b->loss, sizeof a->loss) == 0 && memcmp(&a->lr, &b->lr, sizeof a->lr) == 0 &&
+           memcmp(&a->scale, &b->scale, sizeof a->scale) == 0 && a->skipped == b->skipped &&
+           memcmp(&a->grad_norm, &b->grad_norm, sizeof a->grad_norm) == 0 &&
+           a->underflow == b->underflow && a->overflow == b->overflow;
+}
+
+static float *weights(amp_session *s, const float *dev) {
+    size_t n = s->mlp->nparams;
+    float *h = malloc(n * sizeof(float));
+    if (!h || s->be->ops->download(s->be, h, dev, n * sizeof(float)) != 0) exit(1);
+    return h;
+}
+
+static const char *const tiny[] = {"data.dataset=tiny", "data.train_size=300", "data.test_size=64",
+                                   "data.features=12", "data.batch_size=16", "model.hidden=20,14",
+                                   "train.steps=40", NULL};
+
+/* Runs `total` steps straight, and again as k steps + save + restore into a
+ * new session + the rest; every record, the weights, the optimizer state,
+ * the rounding totals and the scale must be bitwise equal. */
+static void check_resume(const char *name, const char *const *extra, int64_t k) {
+    amp_config *cfg_a = make_config(tiny, extra);
+    amp_session *a = open_or_die(cfg_a);
+    int64_t total = a->total_steps;
+    amp_step_record *ra = calloc((size_t)total, sizeof *ra);
+    for (int64_t i = 0; i < total; i++) step_or_die(a, &ra[i]);
+
+    amp_config *cfg_b = make_config(tiny, extra);
+    amp_session *b = open_or_die(cfg_b);
+    amp_step_record r;
+    for (int64_t i = 0; i < k; i++) step_or_die(b, &r);
+    size_t len = 0;
+    uint8_t *buf = save(b, &len);
+    amp_session_close(b);
+    amp_config_free(cfg_b);
+
+    amp_config *cfg_c = make_config(tiny, extra);
+    amp_session *c = open_or_die(cfg_c);
+    amp_checkpoint ck;
+    char err[2048];
+    int rc = amp_checkpoint_parse(buf, len, &ck, err, sizeof err);
+    EXPECT(rc == 0, "%s: parse: %s", name, err);
+    if (rc == 0) {
+        rc = amp_session_restore(c, &ck, err, sizeof err);
+        EXPECT(rc == 0, "%s: restore: %s", name, err);
+    }
+    int skipped = 0, diverged = 0;
+    for (int64_t i = k; i < total && rc == 0; i++) {
+        step_or_die(c, &r);
+        skipped += r.skipped;
+        if (!diverged && !same_record(&r, &ra[i])) {
+            EXPECT(0, "%s: step %lld differs after resuming at %lld (loss %.17g vs %.17g, scale %g vs %g)",
+                   name, (long long)r.step, (long long)k, r.loss, ra[i].loss, r.scale, ra[i].scale);
+            diverged = 1;
+        }
+    }
+    if (rc == 0) {
+        size_t n = a->mlp->nparams;
+        float *wa = weights(a, a->mlp->master), *wc = weights(c, c->mlp->master);
+        EXPECT(memcmp(wa, wc, n * 4) == 0, "%s: final master weights differ", name);
+        free(wa);
+        free(wc);
+        for (int o = 0; o < 2; o++) {
+            if (!a->mlp->opt[o]) continue;
+            float *oa = weights(a, a->mlp->opt[o]), *oc = weights(c, c->mlp->opt[o]);
+            EXPECT(memcmp(oa, oc, n * 4) == 0, "%s: optimizer state %d differs", name, o);
+            free(oa);
+            free(oc);
+        }
+        EXPECT(memcmp(a->totals, c->totals, sizeof a->totals) == 0, "%s: rounding totals differ", name);
+        EXPECT(a->applied == c->applied && a->skipped == c->skipped && a->epoch == c->epoch &&
+                   a->cursor == c->cursor,
+               "%s: counters differ", name);
+        double sa = amp_plugin_scaler(&a->scaler)->get_scale(a->scaler.self);
+        double sc = amp_plugin_scaler(&c->scaler)->get_scale(c->scaler.self);
+        EXPECT(sa == sc, "%s: final scale %g vs %g", name, sa, sc);
+    }
+    printf("%s: resumed at %lld of %lld, %d skipped steps after the resume: %s\n", name,
+           (long long)k, (long long)total, skipped, diverged ? "DIFFERS" : "bitwise equal");
+    free(buf);
+    free(ra);
+    amp_session_close(a);
+    amp_session_close(c);
+    amp_config_free(cfg_a);
+    amp_config_free(cfg_c);
+}
+
+/* Restoring a checkpoint of `base` into a session built with `other` must
+ * return `code` and a message containing `needle`. */
+static void check_refused(const char *const *other, int code, const char *needle) {
+    amp_config *cfg_b = make_config(tiny, (const char *const[]){"scaler.plugin=dynamic", "precision.plugin=fp16", NULL});
+    amp_session *b = open_or_die(cfg_b);
+    amp_step_record r;
+    for (int i = 0; i < 5; i++) step_or_die(b, &r);
+    size_t len = 0;
+    uint8_t *buf = save(b, &len);
+    amp_session_close(b);
+    amp_config_free(cfg_b);
+
+    amp_config *cfg = make_config(tiny, other);
+    amp_session *c = open_or_die(cfg);
+    amp_checkpoint ck;
+    char err[2048] = "";
+    int rc = amp_checkpoint_parse(buf, len, &ck, err, sizeof err);
+    EXPECT(rc == 0, "parse: %s", err);
+    if (rc == 0) rc = amp_session_restore(c, &ck, err, sizeof err);
+    EXPECT(rc == code && (!needle || strstr(err, needle)), "restore with %s: rc %d (want %d), '%s' (want '%s')",
+           other[0], rc, code, err, needle ? needle : "");
+    if (code == 0) EXPECT(rc == 0 && c->step == 5, "restore did not land on step 5");
+    free(buf);
+    amp_session_close(c);
+    amp_config_free(cfg);
+}
+
+/* Every prefix and every single-byte change of a valid checkpoint is
+ * refused; the intact buffer parses to the values it was built from. */
+static void test_format_rejects_damage(void) {
+    amp_config *cfg = make_config(tiny, (const char *const[]){"precision.plugin=fp16", "optim.name=adamw", NULL});
+    amp_session *s = open_or_die(cfg);
+    amp_step_record r;
+    for (int i = 0; i < 7; i++) step_or_die(s, &r);
+    amp_checkpoint in;
+    char err[1024];
+    EXPECT(amp_session_snapshot(s, &in, err, sizeof err) == 0, "snapshot: %s", err);
+    uint8_t loss_bytes[16];
+    amp_ckpt_put_f64(loss_bytes, 0, 0.25);
+    amp_ckpt_put_f64(loss_bytes, 1, -1.5);
+    in.losses = loss_bytes;
+    in.nlosses = 2;
+    in.metrics = "{\"step\":1}\n";
+    in.metrics_len = strlen(in.metrics);
+    in.wall_seconds = 1.5;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    EXPECT(amp_checkpoint_encode(&in, &buf, &len, err, sizeof err) == 0, "encode: %s", err);
+    amp_checkpoint out;
+    EXPECT(amp_checkpoint_parse(buf, len, &out, err, sizeof err) == 0, "parse: %s", err);
+    EXPECT(out.step == 7 && out.applied + out.skipped == 7 && out.nparams == s->mlp->nparams &&
+               out.opt_buffers == 2 && out.nlayers == 3 && strcmp(out.scaler, "dynamic") == 0 &&
+               strcmp(out.precision, "fp16") == 0 && out.nlosses == 2 &&
+               amp_ckpt_f64(out.losses, 1) == -1.5 && out.wall_seconds == 1.5 &&
+               out.metrics_len == in.metrics_len && memcmp(out.master, in.master, in.master_len) == 0 &&
+               memcmp(out.optim_state, in.optim_state, in.optim_len) == 0 &&
+               memcmp(out.totals, in.totals, sizeof in.totals) == 0,
+           "parsed values differ from the encoded ones");
+    size_t accepted = 0, flips = 0;
+    for (size_t cut = 0; cut < len; cut++)
+        accepted += amp_checkpoint_parse(buf, cut, &out, err, sizeof err) == 0;
+    EXPECT(accepted == 0, "%zu truncated prefixes were accepted", accepted);
+    uint8_t *copy = malloc(len + 1);
+    memcpy(copy, buf, len);
+    copy[len] = 0;
+    EXPECT(amp_checkpoint_parse(copy, len + 1, &out, err, sizeof err) != 0, "a trailing byte was accepted");
+    for (size_t i = 0; i < len; i++) {
+        for (int bit = 0; bit < 8; bit += 3) {
+            copy[i] ^= (uint8_t)(1u << bit);
+            flips++;
+            if (amp_checkpoint_parse(copy, len, &out, err, sizeof err) == 0) accepted++;
+            copy[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    EXPECT(accepted == 0, "%zu of %zu bit flips were accepted", accepted, flips);
+    printf("format: %zu bytes; all %zu truncations and %zu bit flips refused\n", len, len, flips);
+    free(copy);
+    free(buf);
+    amp_session_snapshot_free(&in);
+    amp_session_close(s);
+    amp_config_free(cfg);
+}
+
+/* A checkpoint written under another plugin ABI is refused, naming both. */
+static void test_other_abi_refused(void) {
+    amp_config *cfg = make_config(tiny, NULL);
+    amp_session *s = open_or_die(cfg);
+    amp_step_record r;
+    step_or_die(s, &r);
+    size_t len = 0;
+    uint8_t *buf = save(s, &len);
+    amp_checkpoint ck;
+    char err[2048] = "";
+    EXPECT(amp_checkpoint_parse(buf, len, &ck, err, sizeof err) == 0, "parse: %s", err);
+    ck.abi_major += 1;
+    int rc = amp_session_restore(s, &ck, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "plugin ABI") && strstr(err, "this amptrain has ABI"),
+           "another ABI: rc %d, '%s'", rc, err);
+    free(buf);
+    amp_session_close(s);
+    amp_config_free(cfg);
+}
+
+int main(void) {
+    test_other_abi_refused();
+    test_format_rejects_damage();
+    check_resume("sgd+momentum fp32", (const char *const[]){"optim.name=sgd", "optim.momentum=0.9", NULL}, 13);
+    check_resume("sgd+momentum fp32 accumulate 3 cosine warmup",
+                 (const char *const[]){"optim.name=sgd", "optim.weight_decay=0.01", "train.accumulate=3",
+                                       "optim.schedule=cosine", "optim.warmup_steps=5", NULL},
+                 17);
+    check_resume("adamw fp32", (const char *const[]){"optim.name=adamw", NULL}, 9);
+    /* loss_weight 2^-20 and a short growth interval: the scale grows and
+     * backs off, so steps are skipped on both sides of the resume. */
+    const char *const fp16[] = {"optim.name=adamw", "precision.plugin=fp16", "scaler.plugin=dynamic",
+                                "scaler.init_scale=1e9", "scaler.growth_interval=3",
+                                "train.loss_weight=0.00000095367431640625", NULL};
+    check_resume("adamw fp16+dynamic", fp16, 21);
+    check_resume("sgd fp16+dynamic accumulate 2",
+                 (const char *const[]){"optim.name=sgd", "precision.plugin=fp16", "scaler.plugin=dynamic",
+                                       "scaler.init_scale=1e9", "scaler.growth_interval=4",
+                                       "train.accumulate=2", "train.steps=60", NULL},
+                 19);
+    check_resume("adamw bf16+hysteresis accumulate 2",
+                 (const char *const[]){"optim.name=adamw", "precision.plugin=bf16",
+                                       "scaler.plugin=hysteresis", "scaler.growth_interval=2",
+                                       "train.accumulate=2", "train.steps=50", NULL},
+                 11);
+
+    const char *const base[] = {"scaler.plugin=dynamic", "precision.plugin=fp16"};
+    check_refused((const char *const[]){base[0], base[1], "model.hidden=20,15", NULL}, 2,
+                  "model shape differs");
+    check_refused((const char *const[]){"scaler.plugin=static", base[1], NULL}, 2,
+                  "scaler plugin 'dynamic'");
+    check_refused((const char *const[]){base[0], "precision.plugin=bf16", NULL}, 2,
+                  "precision plugin 'fp16'");
+    check_refused((const char *const[]){base[0], base[1], "optim.lr=0.01", NULL}, 2, "[optim] lr");
+    check_refused((const char *const[]){base[0], base[1], "scaler.growth_interval=7", NULL}, 2,
+                  "[scaler] growth_interval");
+    check_refused((const char *const[]){base[0], base[1], "optim.name=adamw", NULL}, 2, "optimizer differs");
+    /* printing-only keys may change */
+    check_refused((const char *const[]){base[0], base[1], "train.log_every=3", "run.name=other",
+                                        "train.checkpoint_every=2", NULL},
+                  0, NULL);
+    return amp_test_failures ? 1 : 0;
+}
