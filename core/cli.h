@@ -5,5 +5,8 @@
 
 int amp_cmd_train(int argc, char **argv);
 int amp_cmd_plugins(int argc, char **argv);
+int amp_cmd_ab(int argc, char **argv);
+int amp_cmd_checkpoints(int argc, char **argv);
+int amp_cmd_new_plugin(int argc, char **argv);
 
 #endif

@@ -542,13 +542,9 @@ amp_config *amp_config_new_empty(const char *label)
     return cfg;
 }
 
-amp_config *amp_config_load(const char *path, char *err, size_t errlen)
+/* Parses the stream f (closed here) into a config labelled `path`. */
+static amp_config *parse_stream(FILE *f, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return NULL;
-    }
     amp_config *cfg = amp_config_new_empty(path);
     if (!cfg) {
         fclose(f);
@@ -575,6 +571,36 @@ amp_config *amp_config_load(const char *path, char *err, size_t errlen)
     }
     amp_config_free(cfg);
     return NULL;
+}
+
+amp_config *amp_config_load(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return NULL;
+    }
+    return parse_stream(f, path, err, errlen);
+}
+
+amp_config *amp_config_parse(const char *label, const char *text, size_t len, char *err,
+                             size_t errlen)
+{
+    if (!label)
+        label = "(config)";
+    if (len == 0) { /* fmemopen refuses a zero size; an empty config is valid */
+        amp_config *cfg = amp_config_new_empty(label);
+        if (!cfg)
+            set_err(err, errlen, "%s: out of memory", label);
+        return cfg;
+    }
+    /* fmemopen does not write to a "r" stream; the cast only drops const. */
+    FILE *f = fmemopen((void *)(uintptr_t)text, len, "r");
+    if (!f) {
+        set_err(err, errlen, "%s: cannot read: %s", label, strerror(errno));
+        return NULL;
+    }
+    return parse_stream(f, label, err, errlen);
 }
 
 void amp_config_free(amp_config *cfg)
@@ -972,5 +998,21 @@ int amp_config_write_resolved(const amp_config *cfg, FILE *out)
     }
     if (fflush(out) != 0 || ferror(out))
         return -1;
+    return 0;
+}
+
+int amp_config_each_resolved(const amp_config *cfg,
+                             int (*fn)(void *user, const char *section, const char *key,
+                                       const char *value, const char *origin),
+                             void *user)
+{
+    for (size_t k = 0; k < cfg->n_known; k++) {
+        const cfg_known *kn = &cfg->known[k];
+        if (!kn->key || !kn->value)
+            continue;
+        int rc = fn(user, kn->section, kn->key, kn->value, kn->origin);
+        if (rc)
+            return rc;
+    }
     return 0;
 }

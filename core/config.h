@@ -31,6 +31,11 @@ typedef struct amp_config amp_config;
  * unreadable file gives "path: cannot read: <strerror>"). An empty file is
  * valid: every key takes its default. */
 amp_config *amp_config_load(const char *path, char *err, size_t errlen);
+/* Parses len bytes of text (any bytes: NULs and binary are errors, not
+ * crashes) exactly as amp_config_load parses a file; label stands in for the
+ * path in messages ("label:line: message"). Used by tests and the fuzzer. */
+amp_config *amp_config_parse(const char *label, const char *text, size_t len, char *err,
+                             size_t errlen);
 /* A config with no entries; label stands in for the path in messages.
  * NULL when out of memory. */
 amp_config *amp_config_new_empty(const char *label);
@@ -93,5 +98,15 @@ int amp_config_write_resolved(const amp_config *cfg, FILE *out);
 
 /* The path given to load, or the label given to new_empty. */
 const char *amp_config_path(const amp_config *cfg);
+
+/* Calls fn for every (section, key) that a getter, lookup or each resolved
+ * to a value (defaults included), in the order they were first asked for,
+ * with where the value came from ("default", "cfg.ini:12", "--set a.b").
+ * Used to compare two configs' effective settings. Stops when fn returns
+ * non-zero and returns that value; 0 otherwise. */
+int amp_config_each_resolved(const amp_config *cfg,
+                             int (*fn)(void *user, const char *section, const char *key,
+                                       const char *value, const char *origin),
+                             void *user);
 
 #endif

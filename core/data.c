@@ -93,30 +93,62 @@ static void idx_close(idx_file *fi)
     fi->f = NULL;
 }
 
+/* Makes room for `need` elements of el bytes in *p (capacity *cap),
+ * doubling but never past `limit`. The IDX buffers grow with the bytes that
+ * actually arrive, so a header that claims billions of examples in a short
+ * file costs an error message, not a giant allocation. */
+static int grow_to(void **p, int64_t *cap, int64_t need, int64_t limit, size_t el)
+{
+    if (need <= *cap)
+        return 0;
+    int64_t nc = *cap ? *cap : 1 << 16;
+    while (nc < need)
+        nc *= 2;
+    if (nc > limit)
+        nc = limit;
+    void *q = realloc(*p, (size_t)nc * el);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
 static int path_exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0;
 }
 
-/* Opens dir/base.gz, or dir/base when the .gz is missing, and reads and
- * checks the IDX header against `magic`. */
-static int idx_open(idx_file *fi, const char *dir, const char *base, uint32_t magic, char *err,
+/* dir/base.gz, or dir/base when the .gz is missing, into out. */
+static int idx_find(char *out, size_t outlen, const char *dir, const char *base, char *err,
                     size_t errlen)
 {
-    char gz[sizeof fi->path], raw[sizeof fi->path];
-    memset(fi, 0, sizeof *fi);
+    char gz[4096], raw[4096];
     if ((size_t)snprintf(gz, sizeof gz, "%s/%s.gz", dir, base) >= sizeof gz ||
-        (size_t)snprintf(raw, sizeof raw, "%s/%s", dir, base) >= sizeof raw) {
+        (size_t)snprintf(raw, sizeof raw, "%s/%s", dir, base) >= sizeof raw ||
+        strlen(gz) >= outlen) {
         data_errf(err, errlen, "%s/%s: path too long; set a shorter [data] path", dir, base);
         return -1;
     }
     if (path_exists(gz)) {
-        memcpy(fi->path, gz, sizeof gz);
+        snprintf(out, outlen, "%s", gz);
     } else if (path_exists(raw)) {
-        memcpy(fi->path, raw, sizeof raw); /* gzread passes plain files through */
+        snprintf(out, outlen, "%s", raw); /* gzread passes plain files through */
     } else {
         data_errf(err, errlen, "%s: not found (nor %s); " AMP_DATA_INSTALL_HINT, gz, raw);
+        return -1;
+    }
+    return 0;
+}
+
+/* Opens path (gzip or plain) and reads and checks the IDX header against
+ * `magic`. */
+static int idx_open(idx_file *fi, const char *path, uint32_t magic, char *err, size_t errlen)
+{
+    memset(fi, 0, sizeof *fi);
+    if ((size_t)snprintf(fi->path, sizeof fi->path, "%s", path) >= sizeof fi->path) {
+        data_errf(err, errlen, "%.200s...: path too long", path);
         return -1;
     }
     errno = 0;
@@ -207,18 +239,28 @@ int amp_dataset_load_fashion_mnist(amp_dataset *out, const char *dir, const char
                   split ? split : "(null)");
         return -1;
     }
+    char base[64], images[4096], labels[4096];
+    snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
+    if (idx_find(images, sizeof images, dir, base, err, errlen))
+        return -1;
+    snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
+    if (idx_find(labels, sizeof labels, dir, base, err, errlen))
+        return -1;
+    return amp_dataset_load_idx(out, images, labels, limit, err, errlen);
+}
 
-    char base[64];
+int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *labels_path,
+                         int64_t limit, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
     idx_file img, lab;
     unsigned char *labels = NULL, *scratch = NULL;
     const int64_t scratch_len = 1 << 20;
     memset(&lab, 0, sizeof lab);
 
-    snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
-    if (idx_open(&img, dir, base, AMP_IDX_IMAGES_MAGIC, err, errlen))
+    if (idx_open(&img, images_path, AMP_IDX_IMAGES_MAGIC, err, errlen))
         return -1;
-    snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
-    if (idx_open(&lab, dir, base, AMP_IDX_LABELS_MAGIC, err, errlen))
+    if (idx_open(&lab, labels_path, AMP_IDX_LABELS_MAGIC, err, errlen))
         goto fail;
 
     int64_t n = img.dims[0];
@@ -241,23 +283,30 @@ int amp_dataset_load_fashion_mnist(amp_dataset *out, const char *dir, const char
         goto fail;
     }
 
-    /* Labels: small, so read and check all of them, not just the kept ones. */
-    labels = malloc((size_t)n);
+    /* Labels: small, so read and check all of them, not just the kept ones.
+     * Buffers grow with the bytes that actually arrive (see grow_to). */
+    int64_t lab_cap = 0, x_cap = 0, got = 0, nlab = 0;
     scratch = malloc((size_t)scratch_len);
-    out->x = malloc((size_t)keep * (size_t)features * sizeof(float));
-    out->y = malloc((size_t)keep * sizeof(int32_t));
-    if (!labels || !scratch || !out->x || !out->y) {
-        data_errf(err, errlen, "fashion-mnist: out of memory for %lld examples", (long long)keep);
+    if (!scratch) {
+        data_errf(err, errlen, "fashion-mnist: out of memory");
         goto fail;
     }
-    int64_t got = idx_read(&lab, labels, n, err, errlen);
-    if (got < 0)
-        goto fail;
-    if (got < n) {
-        data_errf(err, errlen, "%s: truncated: header says %lld labels (%lld bytes) but only %lld follow "
-                  "the %lld-byte header%s; " AMP_DATA_DAMAGED_HINT, lab.path, (long long)n, (long long)n,
-                  (long long)got, (long long)lab.header_bytes, idx_eof_note(&lab));
-        goto fail;
+    while (nlab < n) {
+        int64_t want = n - nlab < scratch_len ? n - nlab : scratch_len;
+        if (grow_to((void **)&labels, &lab_cap, nlab + want, n, 1)) {
+            data_errf(err, errlen, "%s: out of memory for %lld labels", lab.path, (long long)n);
+            goto fail;
+        }
+        got = idx_read(&lab, labels + nlab, want, err, errlen);
+        if (got < 0)
+            goto fail;
+        nlab += got;
+        if (got < want) {
+            data_errf(err, errlen, "%s: truncated: header says %lld labels (%lld bytes) but only %lld "
+                      "follow the %lld-byte header%s; " AMP_DATA_DAMAGED_HINT, lab.path, (long long)n,
+                      (long long)n, (long long)nlab, (long long)lab.header_bytes, idx_eof_note(&lab));
+            goto fail;
+        }
     }
     if (idx_expect_end(&lab, scratch, scratch_len, "labels", err, errlen))
         goto fail;
@@ -267,6 +316,11 @@ int amp_dataset_load_fashion_mnist(amp_dataset *out, const char *dir, const char
                       AMP_DATA_DAMAGED_HINT, lab.path, labels[i], (long long)i, AMP_FMNIST_CLASSES - 1);
             goto fail;
         }
+    }
+    out->y = malloc((size_t)keep * sizeof(int32_t));
+    if (!out->y) {
+        data_errf(err, errlen, "fashion-mnist: out of memory for %lld examples", (long long)keep);
+        goto fail;
     }
     for (int64_t i = 0; i < keep; i++)
         out->y[i] = labels[i];
@@ -283,6 +337,12 @@ int amp_dataset_load_fashion_mnist(amp_dataset *out, const char *dir, const char
         got = idx_read(&img, scratch, want, err, errlen);
         if (got < 0)
             goto fail;
+        int64_t upto = done + got < kept ? done + got : kept;
+        if (upto > done && grow_to((void **)&out->x, &x_cap, upto, kept, sizeof(float))) {
+            data_errf(err, errlen, "%s: out of memory for %lld images of %d pixels", img.path,
+                      (long long)keep, features);
+            goto fail;
+        }
         for (int64_t k = 0; k < got && done + k < kept; k++)
             out->x[done + k] = lut[scratch[k]];
         done += got;
@@ -313,6 +373,17 @@ fail:
     free(labels);
     free(scratch);
     amp_dataset_free(out);
+    return -1;
+}
+
+int amp_dataset_check_splits(const amp_dataset *train, const amp_dataset *test, const char *dir,
+                             char *err, size_t errlen)
+{
+    if (train->features == test->features && train->classes == test->classes)
+        return 0;
+    data_errf(err, errlen, "%s: the train split has %dx%d images but the test split %dx%d; both must "
+              "come from the same dataset", dir ? dir : AMP_FASHION_MNIST_DIR, train->rows, train->cols,
+              test->rows, test->cols);
     return -1;
 }
 

@@ -34,6 +34,19 @@ typedef struct amp_dataset {
 int amp_dataset_load_fashion_mnist(amp_dataset *out, const char *dir, const char *split,
                                    int64_t limit, char *err, size_t errlen);
 
+/* Loads one IDX pair: an images file (magic 0x803, n x rows x cols bytes)
+ * and a labels file (magic 0x801, n bytes in 0..9), each gzip or plain.
+ * Same checks, limit and errors as amp_dataset_load_fashion_mnist, which
+ * calls it; any bytes give an error, never a crash (fuzz/fuzz_idx.c). */
+int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *labels_path,
+                         int64_t limit, char *err, size_t errlen);
+
+/* 0 when test can be evaluated by a model built for train (same features
+ * and classes); else -1 with a message naming dir. Without this check a
+ * test split of larger images would overrun the batch buffers. */
+int amp_dataset_check_splits(const amp_dataset *train, const amp_dataset *test, const char *dir,
+                             char *err, size_t errlen);
+
 /* The tiny-gradient synthetic task (see data.c): n examples of `features`
  * floats in `classes` classes; split "train" or "test" share the class
  * means and differ in their noise. input_scale multiplies every input

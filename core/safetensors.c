@@ -722,6 +722,13 @@ done:
     return 0;
 }
 
+/* The entry's shape. A file of scalars only never allocates dims, and
+ * NULL + 0 is undefined behaviour in C (found by fuzz_safetensors). */
+static const int64_t *entry_shape(const amp_safetensors *st, const st_entry *e) {
+    static const int64_t no_dims[1];
+    return e->ndim ? st->dims + e->dim0 : no_dims;
+}
+
 int amp_safetensors_count(const amp_safetensors *st) { return st ? (int)st->count : 0; }
 
 const char *amp_safetensors_name(const amp_safetensors *st, int i) {
@@ -735,7 +742,7 @@ int amp_safetensors_info(const amp_safetensors *st, int i, const char **dtype, i
     const st_entry *e = &st->t[i];
     if (dtype) *dtype = st_dtypes[e->dtype].name;
     if (ndim) *ndim = e->ndim;
-    if (shape) *shape = st->dims + e->dim0;
+    if (shape) *shape = entry_shape(st, e);
     return 0;
 }
 
@@ -818,7 +825,7 @@ int amp_safetensors_get_f32(const amp_safetensors *st, const char *name, int ndi
         return st_fail(err, errlen, st ? st->path : NULL, "amp_safetensors_get_f32: bad arguments");
     const st_entry *e = find(st, name);
     if (!e) return missing(st, name, err, errlen);
-    const int64_t *fs = st->dims + e->dim0;
+    const int64_t *fs = entry_shape(st, e);
     int same = ndim == e->ndim;
     for (int i = 0; same && i < ndim; i++) same = fs[i] == shape[i];
     if (!same) {

@@ -22,3 +22,23 @@ amp_build() {
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
     cmake --build build -j"$(nproc)"
 }
+
+# Whether ctest, given these arguments, would run the `browser` test
+# (ab_report_browser): no when -LE/--label-exclude or -E/--exclude names
+# browser, or when -R/--tests-regex or -L/--label selects tests and none of
+# them is it. Only the forms "-X value" are understood; anything else means yes.
+amp_tests_want_browser() {
+    local want=1 sel=0 hit=0
+    while [ $# -gt 0 ]; do
+        case $1 in
+        -LE | --label-exclude | -E | --exclude)
+            case ${2:-} in *browser*) want=0 ;; esac; shift ;;
+        -L | --label-regex | -R | --tests-regex)
+            sel=1
+            if printf 'ab_report_browser\nbrowser\nab\n' | grep -Eq -- "${2:-}"; then hit=1; fi
+            shift ;;
+        esac
+        shift
+    done
+    [ "$want" -eq 1 ] && { [ "$sel" -eq 0 ] || [ "$hit" -eq 1 ]; }
+}
