@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "out_file.h"
+
 void amp_ckpt_store_path(char *out, size_t outlen, const char *dir, int64_t step) {
     snprintf(out, outlen, "%s/ckpt-%08lld.amp", dir, (long long)step);
 }
@@ -86,20 +88,6 @@ static void remove_stale_temps(const char *dir) {
     closedir(d);
 }
 
-/* In pieces of at most 64 KiB, retrying short writes and EINTR. */
-static int write_all(int fd, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n > (1u << 16) ? (1u << 16) : n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int fsync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return -1;
@@ -124,7 +112,7 @@ int amp_ckpt_store_write(const char *dir, int64_t step, const void *buf, size_t 
     int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
         what = "cannot write";
-        if (write_all(fd, buf, len) == 0) {
+        if (amp_write_full(fd, buf, len) == 0) {
             what = "cannot sync";
             if (fsync(fd) == 0) {
                 what = "cannot close";

@@ -27,6 +27,7 @@
 #include "ab.h"
 #include "cli.h"
 #include "config.h"
+#include "out_file.h"
 #include "session.h"
 
 #define MAX_SETS 256
@@ -257,43 +258,17 @@ static void print_diffs(const amp_ab_study *st, const arm_cfg *ac, FILE *f) {
 
 /* ------------------------------------------------------------ files */
 
-static int mkdir_p(const char *path, char *err, size_t errlen) {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-                snprintf(err, errlen, "%s: cannot create the folder: %s", buf, strerror(errno));
-                return -1;
-            }
-            *p = c;
-            if (c == '\0') break;
-        }
-    }
-    return 0;
-}
-
 /* Writes DIR/name through name.partial and a rename: never half a file. */
 static int write_atomic(const char *dir, const char *name, int (*fn)(const amp_ab_study *, FILE *),
                         const amp_ab_study *st, char *err, size_t errlen) {
-    char final[PATH_MAX], temp[PATH_MAX + 16];
-    snprintf(final, sizeof final, "%s/%s", dir, name);
-    snprintf(temp, sizeof temp, "%s.partial", final);
-    FILE *f = fopen(temp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", temp, strerror(errno));
+    amp_out_file o = {0};
+    if (amp_out_open(&o, dir, name, err, errlen) != 0) return -1;
+    if (fn(st, o.f) != 0) {
+        snprintf(err, errlen, "%s: write failed", o.final);
+        amp_out_abort(&o);
         return -1;
     }
-    int bad = fn(st, f) != 0 || ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad || rename(temp, final) != 0) {
-        snprintf(err, errlen, "%s: write failed: %s", final, strerror(errno));
-        unlink(temp);
-        return -1;
-    }
-    return 0;
+    return amp_out_commit(&o, err, errlen);
 }
 
 static double now_s(void) {
@@ -495,7 +470,7 @@ int amp_cmd_ab(int argc, char **argv) {
         return code;
     }
     code = 1;
-    if (mkdir_p(a.out, err, sizeof err) != 0) goto fail;
+    if (amp_mkdir_p(a.out, err, sizeof err) != 0) goto fail;
     /* A report from an earlier study must not outlive a failed one. */
     char stale[PATH_MAX + 32];
     snprintf(stale, sizeof stale, "%s/ab.json", a.out);
@@ -518,7 +493,7 @@ int amp_cmd_ab(int argc, char **argv) {
                      (unsigned long long)r->seed);
             fprintf(stderr, "[%d/%d] %s seed %llu ... ", ++k, total, arm->name,
                     (unsigned long long)r->seed);
-            if (mkdir_p(r->dir, err, sizeof err) != 0) goto fail;
+            if (amp_mkdir_p(r->dir, err, sizeof err) != 0) goto fail;
             /* Files of an earlier study in this folder must not pass for this run's. */
             static const char *const outputs[] = {"summary.json", "metrics.jsonl", "config.ini",
                                                   "weights.safetensors"};

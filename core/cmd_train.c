@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "json.h"
 #include "log.h"
+#include "out_file.h"
 #include "session.h"
 
 #define MAX_SETS 256
@@ -83,60 +84,6 @@ static int parse_args(train_args *a, int argc, char **argv) {
         return -1;
     }
     return 0;
-}
-
-static int mkdir_p(const char *path, char *err, size_t errlen) {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-                snprintf(err, errlen, "%s: cannot create the output folder: %s", buf, strerror(errno));
-                return -1;
-            }
-            *p = c;
-            if (c == '\0') break;
-        }
-    }
-    return 0;
-}
-
-/* Output files: written as NAME.partial, renamed when the run succeeds. */
-typedef struct out_file {
-    char final[PATH_MAX];
-    char temp[PATH_MAX + 16];
-    FILE *f;
-} out_file;
-
-static int out_open(out_file *o, const char *dir, const char *name, char *err, size_t errlen) {
-    snprintf(o->final, sizeof o->final, "%s/%s", dir, name);
-    snprintf(o->temp, sizeof o->temp, "%s.partial", o->final);
-    o->f = fopen(o->temp, "w");
-    if (!o->f) {
-        snprintf(err, errlen, "%s: cannot write: %s", o->temp, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static int out_commit(out_file *o, char *err, size_t errlen) {
-    int bad = ferror(o->f);
-    if (fclose(o->f) != 0) bad = 1;
-    o->f = NULL;
-    if (bad || rename(o->temp, o->final) != 0) {
-        snprintf(err, errlen, "%s: write failed: %s", o->final, strerror(errno));
-        unlink(o->temp);
-        return -1;
-    }
-    return 0;
-}
-
-static void out_abort(out_file *o) {
-    if (o->f) fclose(o->f);
-    o->f = NULL;
-    if (o->temp[0]) unlink(o->temp);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -287,7 +234,7 @@ static void signals_restore(const signal_guard *g) {
  * metrics line (a checkpoint carries the metrics so far, so a resumed run's
  * metrics.jsonl is whole), and what came before a resume. */
 typedef struct run_ctx {
-    out_file *metrics;
+    amp_out_file *metrics;
     FILE *mlog;
     char *mtext;
     size_t mlen;
@@ -503,7 +450,7 @@ int amp_cmd_train(int argc, char **argv) {
         snprintf(outdir, sizeof outdir, "%s", a.out);
     else
         snprintf(outdir, sizeof outdir, "runs/%s", s->set.name);
-    out_file conf = {0}, metrics = {0}, summary = {0};
+    amp_out_file conf = {0}, metrics = {0}, summary = {0};
     run_result res;
     memset(&res, 0, sizeof res);
     run_ctx ctx;
@@ -540,9 +487,9 @@ int amp_cmd_train(int argc, char **argv) {
             goto done;
         }
     }
-    if (mkdir_p(outdir, err, sizeof err) != 0 || out_open(&conf, outdir, "config.ini", err, sizeof err) ||
-        out_open(&metrics, outdir, "metrics.jsonl", err, sizeof err) ||
-        out_open(&summary, outdir, "summary.json", err, sizeof err))
+    if (amp_mkdir_p(outdir, err, sizeof err) != 0 || amp_out_open(&conf, outdir, "config.ini", err, sizeof err) ||
+        amp_out_open(&metrics, outdir, "metrics.jsonl", err, sizeof err) ||
+        amp_out_open(&summary, outdir, "summary.json", err, sizeof err))
         goto done;
     if (a.resume && (code = resume(s, &ctx, a.resume, err, sizeof err)) != 0) goto done;
     code = 1;
@@ -561,9 +508,9 @@ int amp_cmd_train(int argc, char **argv) {
                 "amptrain: continue with: amptrain train %s --resume %s\n",
                 sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)s->step,
                 (long long)s->total_steps, ctx.last_ckpt, a.config, outdir);
-        out_abort(&conf);
-        out_abort(&metrics);
-        out_abort(&summary);
+        amp_out_abort(&conf);
+        amp_out_abort(&metrics);
+        amp_out_abort(&summary);
         code = 128 + sig;
         goto done;
     }
@@ -572,8 +519,8 @@ int amp_cmd_train(int argc, char **argv) {
     char wpath[PATH_MAX + 32];
     snprintf(wpath, sizeof wpath, "%s/weights.safetensors", outdir);
     if (amp_session_save_weights(s, wpath, err, sizeof err) != 0) goto done;
-    if (out_commit(&conf, err, sizeof err) || out_commit(&metrics, err, sizeof err) ||
-        out_commit(&summary, err, sizeof err))
+    if (amp_out_commit(&conf, err, sizeof err) || amp_out_commit(&metrics, err, sizeof err) ||
+        amp_out_commit(&summary, err, sizeof err))
         goto done;
     fprintf(stderr, "amptrain: %s: test_acc %.4f test_loss %.4f, %lld steps (%lld skipped), %.1f s\n",
             s->set.name, res.test_acc, res.test_loss, (long long)s->step, (long long)s->skipped,
@@ -582,9 +529,9 @@ int amp_cmd_train(int argc, char **argv) {
 done:
     if (code != 0 && code < 128) {
         fprintf(stderr, "amptrain: %s\n", err);
-        out_abort(&conf);
-        out_abort(&metrics);
-        out_abort(&summary);
+        amp_out_abort(&conf);
+        amp_out_abort(&metrics);
+        amp_out_abort(&summary);
     }
     if (ctx.mlog) fclose(ctx.mlog);
     free(ctx.mtext);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "kernels/convert.h"
+#include "out_file.h"
 
 #define ST_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -152,20 +153,6 @@ static int pread_full(int fd, void *buf, size_t n, uint64_t off) {
         p += r;
         n -= (size_t)r;
         off += (uint64_t)r;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n) {
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
     }
     return 0;
 }
@@ -1060,7 +1047,7 @@ static int tensors_write(int fd, const amp_st_tensor *t, int count) {
                 buf[n + 2] = (unsigned char)(u >> 16);
                 buf[n + 3] = (unsigned char)(u >> 24);
             }
-            if (write_full(fd, buf, n)) return -1;
+            if (amp_write_full(fd, buf, n)) return -1;
         }
     }
     return 0;
@@ -1107,7 +1094,7 @@ int amp_safetensors_write(const char *path, const amp_st_tensor *tensors, int co
     }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
-    if (write_full(fd, len8, 8) || write_full(fd, h.p, h.n) || tensors_write(fd, tensors, count)) {
+    if (amp_write_full(fd, len8, 8) || amp_write_full(fd, h.p, h.n) || tensors_write(fd, tensors, count)) {
         st_fail(err, errlen, path, "writing %s: %s", tmp, strerror(errno));
         goto done;
     }

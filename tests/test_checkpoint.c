@@ -13,38 +13,8 @@
 #include "session.h"
 
 #include "expect.h"
+#include "session_helpers.h"
 
-static amp_config *make_config(const char *const *base, const char *const *extra) {
-    amp_config *cfg = amp_config_new_empty("test_checkpoint");
-    char err[1024];
-    for (int pass = 0; pass < 2; pass++) {
-        const char *const *sets = pass ? extra : base;
-        for (int i = 0; sets && sets[i]; i++)
-            if (amp_config_set(cfg, sets[i], err, sizeof err) != 0) {
-                fprintf(stderr, "config: %s\n", err);
-                exit(1);
-            }
-    }
-    return cfg;
-}
-
-static amp_session *open_or_die(amp_config *cfg) {
-    amp_session *s = NULL;
-    char err[2048];
-    if (amp_session_open(&s, cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "session: %s\n", err);
-        exit(1);
-    }
-    return s;
-}
-
-static void step_or_die(amp_session *s, amp_step_record *r) {
-    char err[2048];
-    if (amp_session_step(s, r, err, sizeof err) != 0) {
-        fprintf(stderr, "step: %s\n", err);
-        exit(1);
-    }
-}
 
 /* Saves the session into an encoded buffer (as the CLI does). */
 static uint8_t *save(amp_session *s, size_t *len) {
@@ -83,13 +53,13 @@ static const char *const tiny[] = {"data.dataset=tiny", "data.train_size=300", "
  * new session + the rest; every record, the weights, the optimizer state,
  * the rounding totals and the scale must be bitwise equal. */
 static void check_resume(const char *name, const char *const *extra, int64_t k) {
-    amp_config *cfg_a = make_config(tiny, extra);
+    amp_config *cfg_a = make_config2(tiny, extra);
     amp_session *a = open_or_die(cfg_a);
     int64_t total = a->total_steps;
     amp_step_record *ra = calloc((size_t)total, sizeof *ra);
     for (int64_t i = 0; i < total; i++) step_or_die(a, &ra[i]);
 
-    amp_config *cfg_b = make_config(tiny, extra);
+    amp_config *cfg_b = make_config2(tiny, extra);
     amp_session *b = open_or_die(cfg_b);
     amp_step_record r;
     for (int64_t i = 0; i < k; i++) step_or_die(b, &r);
@@ -98,7 +68,7 @@ static void check_resume(const char *name, const char *const *extra, int64_t k) 
     amp_session_close(b);
     amp_config_free(cfg_b);
 
-    amp_config *cfg_c = make_config(tiny, extra);
+    amp_config *cfg_c = make_config2(tiny, extra);
     amp_session *c = open_or_die(cfg_c);
     amp_checkpoint ck;
     char err[2048];
@@ -152,7 +122,7 @@ static void check_resume(const char *name, const char *const *extra, int64_t k) 
 /* Restoring a checkpoint of `base` into a session built with `other` must
  * return `code` and a message containing `needle`. */
 static void check_refused(const char *const *other, int code, const char *needle) {
-    amp_config *cfg_b = make_config(tiny, (const char *const[]){"scaler.plugin=dynamic", "precision.plugin=fp16", NULL});
+    amp_config *cfg_b = make_config2(tiny, (const char *const[]){"scaler.plugin=dynamic", "precision.plugin=fp16", NULL});
     amp_session *b = open_or_die(cfg_b);
     amp_step_record r;
     for (int i = 0; i < 5; i++) step_or_die(b, &r);
@@ -161,7 +131,7 @@ static void check_refused(const char *const *other, int code, const char *needle
     amp_session_close(b);
     amp_config_free(cfg_b);
 
-    amp_config *cfg = make_config(tiny, other);
+    amp_config *cfg = make_config2(tiny, other);
     amp_session *c = open_or_die(cfg);
     amp_checkpoint ck;
     char err[2048] = "";
@@ -179,7 +149,7 @@ static void check_refused(const char *const *other, int code, const char *needle
 /* Every prefix and every single-byte change of a valid checkpoint is
  * refused; the intact buffer parses to the values it was built from. */
 static void test_format_rejects_damage(void) {
-    amp_config *cfg = make_config(tiny, (const char *const[]){"precision.plugin=fp16", "optim.name=adamw", NULL});
+    amp_config *cfg = make_config2(tiny, (const char *const[]){"precision.plugin=fp16", "optim.name=adamw", NULL});
     amp_session *s = open_or_die(cfg);
     amp_step_record r;
     for (int i = 0; i < 7; i++) step_or_die(s, &r);
@@ -234,7 +204,7 @@ static void test_format_rejects_damage(void) {
 
 /* A checkpoint written under another plugin ABI is refused, naming both. */
 static void test_other_abi_refused(void) {
-    amp_config *cfg = make_config(tiny, NULL);
+    amp_config *cfg = make_config2(tiny, NULL);
     amp_session *s = open_or_die(cfg);
     amp_step_record r;
     step_or_die(s, &r);

@@ -9,37 +9,7 @@
 #include "session.h"
 
 #include "expect.h"
-
-/* A config from "section.key=value" strings, NULL-terminated. */
-static amp_config *make_config(const char *const *sets) {
-    amp_config *cfg = amp_config_new_empty("test_train");
-    char err[1024];
-    for (int i = 0; sets[i]; i++) {
-        if (amp_config_set(cfg, sets[i], err, sizeof err) != 0) {
-            fprintf(stderr, "config: %s\n", err);
-            exit(1);
-        }
-    }
-    return cfg;
-}
-
-static amp_session *open_or_die(amp_config *cfg) {
-    amp_session *s = NULL;
-    char err[2048];
-    if (amp_session_open(&s, cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "session: %s\n", err);
-        exit(1);
-    }
-    return s;
-}
-
-static void step_or_die(amp_session *s, amp_step_record *r) {
-    char err[2048];
-    if (amp_session_step(s, r, err, sizeof err) != 0) {
-        fprintf(stderr, "step: %s\n", err);
-        exit(1);
-    }
-}
+#include "session_helpers.h"
 
 static float *download(amp_session *s, const float *dev, size_t n) {
     float *h = malloc(n * sizeof(float));
