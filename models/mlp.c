@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rng.h"
 
@@ -23,6 +24,24 @@ void amp_mlp_layer_name(char *out, size_t outlen, int index) {
 /* dtype of the tensor that feeds layer l's GEMM as X */
 static amp_dtype input_dtype(const amp_mlp *m, int l) {
     return l == 0 ? m->x_dtype : m->layers[l - 1].prec.activation;
+}
+
+/* Host memory is overcommitted: an arena larger than the machine's RAM would
+ * be granted and the process OOM-killed later, when the pages are touched.
+ * So on the CPU backend the measured total is checked against RAM first. */
+static int check_host_memory(const amp_mlp *m, const amp_backend *be, char *err, size_t errlen) {
+    if (strcmp(be->ops->name, "cpu") != 0) return 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    double ram = (double)pages * (double)page, need = 0.0;
+    for (int c = 0; c < AMP_MEM_COUNT; c++) need += (double)m->mem[c].used;
+    if (need <= ram) return 0;
+    snprintf(err, errlen,
+             "the model needs %.1f GiB of host memory (parameters %.1f GiB, activations %.1f "
+             "GiB) but this machine has %.1f GiB; make [model] hidden or [data] batch_size smaller",
+             need / 1073741824.0, (double)m->mem[AMP_MEM_MASTER].used / 1073741824.0,
+             (double)m->mem[AMP_MEM_ACTIVATIONS].used / 1073741824.0, ram / 1073741824.0);
+    return -1;
 }
 
 /* Carves every buffer out of the category arenas; run to measure, then for real. */
@@ -108,6 +127,10 @@ int amp_mlp_create(amp_mlp **out, amp_backend *be, const amp_mlp_spec *spec, cha
     m->nparams = off;
     m->x_dtype = m->layers[0].prec.compute[AMP_OP_GEMM];
     layout(m, spec);
+    if (check_host_memory(m, be, err, errlen) != 0) {
+        amp_mlp_free(m);
+        return -1;
+    }
     for (int c = 0; c < AMP_MEM_COUNT; c++) {
         if (amp_arena_commit(&m->mem[c], be) != 0) {
             snprintf(err, errlen, "allocating %zu bytes of %s: %s", m->mem[c].size,

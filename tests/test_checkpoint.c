@@ -1,4 +1,4 @@
-/* Checkpoints: the format refuses every truncation and every flipped byte;
+/* Checkpoints: the format refuses every truncation and a flip of bits 0, 3, 6 in every byte;
  * a session stopped at step k, saved, parsed and restored into a fresh
  * session continues bit for bit like an uninterrupted one (SGD+momentum and
  * AdamW, FP32 and FP16+dynamic, with accumulation, cosine schedule and
