@@ -12,9 +12,11 @@
  * there. The study is then read back from those files into ab.json and
  * report.html. Configs that differ in more than [precision]/[scaler] are
  * refused (exit 2) unless --allow-diff is given. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +294,44 @@ static void last_line(const char *path, char *out, size_t cap) {
     fclose(f);
 }
 
+/* Deletes DIR/checkpoints/ (only the files in it: it has no subfolders). */
+static void remove_checkpoints(const char *dir) {
+    char cdir[PATH_MAX + 16];
+    snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+    DIR *d = opendir(cdir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[2 * PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", cdir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(cdir);
+}
+
+/* SIGINT/SIGTERM during a study: the running child gets the signal too (it
+ * finishes its step and checkpoints), then the study stops without ab.json
+ * or report.html. Without this, `kill <ab>` would leave the child training
+ * on as an orphan. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        sigaction(sigs[i], NULL, &old);
+        if (old.sa_handler == SIG_IGN) continue; /* e.g. started with nohup or in the background */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop; /* no SA_RESTART: waitpid returns EINTR */
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 /* Runs `amptrain train` for one (arm, seed) as a child; 0 when it exited 0. */
 static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, char *err,
                      size_t errlen) {
@@ -322,6 +362,8 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
         return -1;
     }
     if (pid == 0) {
+        signal(SIGINT, SIG_DFL); /* the child installs its own handlers */
+        signal(SIGTERM, SIG_DFL);
         int fd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
         close(fd);
@@ -329,12 +371,23 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
         fprintf(stderr, "amptrain ab: cannot run /proc/self/exe: %s\n", strerror(errno));
         _exit(127);
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
+    int status, forwarded = 0;
+    for (;;) {
+        if (stop_signal && !forwarded) {
+            kill(pid, stop_signal);
+            forwarded = 1;
+        }
+        if (waitpid(pid, &status, 0) >= 0) break;
         if (errno != EINTR) {
             snprintf(err, errlen, "waitpid: %s", strerror(errno));
             return -1;
         }
+    }
+    if (stop_signal) {
+        snprintf(err, errlen, "stopped by %s; the run's checkpoint and log are in %s",
+                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM", dir);
+        return -1;
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     char why[1100];
     last_line(out_log, why, sizeof why);
@@ -484,8 +537,14 @@ int amp_cmd_ab(int argc, char **argv) {
             st.narms, st.nseeds, (unsigned long long)st.seeds[0],
             (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, a.out);
     double t_all = now_s();
+    catch_stop_signals();
     for (int s = 0; s < st.nseeds; s++)
         for (int i = 0; i < st.narms; i++) {
+            if (stop_signal) {
+                snprintf(err, sizeof err, "stopped by %s before run %d of %d",
+                         stop_signal == SIGINT ? "SIGINT" : "SIGTERM", k + 1, total);
+                goto fail;
+            }
             amp_ab_arm *arm = &st.arms[i];
             amp_ab_run *r = &arm->runs[s];
             r->seed = st.seeds[s];
@@ -502,6 +561,9 @@ int amp_cmd_ab(int argc, char **argv) {
                 snprintf(p, sizeof p, "%s/%s", r->dir, outputs[f]);
                 unlink(p);
             }
+            /* A stopped study leaves checkpoints; ab always starts a run afresh,
+             * and `train --out` refuses a folder holding checkpoints. */
+            remove_checkpoints(r->dir);
             double t0 = now_s();
             char cerr[2048];
             if (run_child(&a, i, r->seed, r->dir, cerr, sizeof cerr) != 0) {
@@ -529,7 +591,14 @@ int amp_cmd_ab(int argc, char **argv) {
     printf("\nab.json:     %s/ab.json\nreport.html: %s/report.html\n", a.out, a.out);
     code = 0;
 fail:
-    if (code != 0) fprintf(stderr, "amptrain ab: %s\n", err);
+    if (code != 0) {
+        fprintf(stderr, "amptrain ab: %s\n", err);
+        if (stop_signal) {
+            fprintf(stderr, "amptrain ab: no ab.json or report.html was written; the same "
+                            "command starts the study over\n");
+            code = 128 + stop_signal;
+        }
+    }
     study_free(&st);
     return code;
 }

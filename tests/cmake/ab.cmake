@@ -77,3 +77,10 @@ amp_expect_fail(ab_run_fails LABELS ab
   REGEX [=[^amptrain ab: arm 'tiny_fp16_none' seed 3 failed: exit status 1. its log: .*/runs/tiny_fp16_none/seed-3/train\.log]=]
   OPTIONS --also [=[last line: amptrain: .*summary\.json\.partial: cannot write]=]
   COMMAND sh -c "mkdir -p '${AMP_AB_FAIL}' && exec '$<TARGET_FILE:amptrain>' ab '${AMP_AB_NONE}' '${AMP_AB_DYN}' --seeds 1 --out '${AMP_AB_OUT}/fails'")
+
+# SIGTERM mid-study stops the running child too, writes no report, and the
+# same command then starts over and completes.
+add_test(NAME ab_stop
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/stop_check.sh $<TARGET_FILE:amptrain>
+                 ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_OUT}/stop)
+set_tests_properties(ab_stop PROPERTIES LABELS ab TIMEOUT 120)
