@@ -1,10 +1,11 @@
 #include "checkpoint.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+
+#include "log.h"
 
 static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
 
@@ -16,16 +17,6 @@ static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM",
 /* Layer widths are capped so that sizes computed from them cannot overflow
  * 64 bits (16 layers x 2^24 x 2^24 < 2^53). */
 #define DIM_MAX (1u << 24)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* zlib's crc32 takes a 32-bit length: feed large buffers in pieces. */
 static uint32_t crc32_of(const uint8_t *p, size_t n) {
@@ -151,7 +142,7 @@ static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err,
     ck->classes = rd_u32(&r);
     ck->nlayers = rd_u32(&r);
     if (r.bad || ck->nlayers < 1 || ck->nlayers > AMP_MAX_LAYERS) {
-        set_err(err, errlen, "section META: %s", r.bad ? "too short" : "layer count out of range");
+        amp_set_err(err, errlen, "section META: %s", r.bad ? "too short" : "layer count out of range");
         return -1;
     }
     for (uint32_t l = 0; l < ck->nlayers; l++) {
@@ -167,21 +158,21 @@ static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err,
     ck->wall_seconds = rd_f64(&r);
     ck->device_peak = rd_u64(&r);
     if (r.bad || r.left != 0) {
-        set_err(err, errlen, "section META: %s", r.bad ? "too short or a bad string" : "trailing bytes");
+        amp_set_err(err, errlen, "section META: %s", r.bad ? "too short or a bad string" : "trailing bytes");
         return -1;
     }
     /* Counters must describe a reachable state. */
     if (ck->step < 0 || ck->applied < 0 || ck->skipped < 0 || ck->applied > ck->step ||
         ck->skipped != ck->step - ck->applied || ck->total_steps < ck->step || ck->epoch < 0 ||
         ck->train_examples < 1 || ck->cursor < 0 || ck->cursor > ck->train_examples) {
-        set_err(err, errlen, "section META: inconsistent counters (step %lld, applied %lld, "
+        amp_set_err(err, errlen, "section META: inconsistent counters (step %lld, applied %lld, "
                              "skipped %lld, epoch %lld, cursor %lld)",
                 (long long)ck->step, (long long)ck->applied, (long long)ck->skipped,
                 (long long)ck->epoch, (long long)ck->cursor);
         return -1;
     }
     if (ck->optim > 1 || ck->opt_buffers > 2) {
-        set_err(err, errlen, "section META: unknown optimizer %u with %u state arrays",
+        amp_set_err(err, errlen, "section META: unknown optimizer %u with %u state arrays",
                 (unsigned)ck->optim, (unsigned)ck->opt_buffers);
         return -1;
     }
@@ -191,7 +182,7 @@ static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err,
     for (uint32_t l = 0; l < ck->nlayers; l++) {
         const amp_ckpt_layer *L = &ck->layers[l];
         if (L->in != prev || L->in < 1 || L->in > DIM_MAX || L->out < 1 || L->out > DIM_MAX) {
-            set_err(err, errlen, "section META: layer %u has shape %ux%u after width %u",
+            amp_set_err(err, errlen, "section META: layer %u has shape %ux%u after width %u",
                     (unsigned)l + 1, (unsigned)L->out, (unsigned)L->in, (unsigned)prev);
             return -1;
         }
@@ -199,7 +190,7 @@ static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err,
         prev = L->out;
     }
     if (prev != ck->classes || ck->classes < 2 || params != ck->nparams) {
-        set_err(err, errlen, "section META: the layers give %llu parameters and %u outputs, the "
+        amp_set_err(err, errlen, "section META: the layers give %llu parameters and %u outputs, the "
                              "header says %llu and %u classes",
                 (unsigned long long)params, (unsigned)prev, (unsigned long long)ck->nparams,
                 (unsigned)ck->classes);
@@ -214,42 +205,42 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                          size_t errlen) {
     memset(out, 0, sizeof *out);
     if (!buf || len < AMP_CKPT_HEADER_SIZE) {
-        set_err(err, errlen, "truncated: %zu bytes, shorter than the %u-byte header", len,
+        amp_set_err(err, errlen, "truncated: %zu bytes, shorter than the %u-byte header", len,
                 AMP_CKPT_HEADER_SIZE);
         return -1;
     }
     if (memcmp(buf, ckpt_magic, sizeof ckpt_magic) != 0) {
-        set_err(err, errlen, "not an amptrain checkpoint (bad magic)");
+        amp_set_err(err, errlen, "not an amptrain checkpoint (bad magic)");
         return -1;
     }
     uint32_t version = get_u32(buf + 8), count = get_u32(buf + 12);
     uint64_t size = get_u64(buf + 16);
     if (version != AMP_CKPT_FORMAT_VERSION) {
-        set_err(err, errlen, "format version %u; this amptrain reads version %u", (unsigned)version,
+        amp_set_err(err, errlen, "format version %u; this amptrain reads version %u", (unsigned)version,
                 AMP_CKPT_FORMAT_VERSION);
         return -1;
     }
     if (size != len) {
-        set_err(err, errlen, size > len ? "truncated: %zu of %llu bytes"
+        amp_set_err(err, errlen, size > len ? "truncated: %zu of %llu bytes"
                                         : "%zu bytes, but the header says %llu (junk appended?)",
                 len, (unsigned long long)size);
         return -1;
     }
     if (count < 1 || count > AMP_CKPT_MAX_SECTIONS) {
-        set_err(err, errlen, "header: %u sections (expected 1..%u)", (unsigned)count,
+        amp_set_err(err, errlen, "header: %u sections (expected 1..%u)", (unsigned)count,
                 AMP_CKPT_MAX_SECTIONS);
         return -1;
     }
     size_t table_end = AMP_CKPT_HEADER_SIZE + (size_t)count * AMP_CKPT_ENTRY_SIZE;
     if (table_end > len) {
-        set_err(err, errlen, "truncated: the section table ends past the file");
+        amp_set_err(err, errlen, "truncated: the section table ends past the file");
         return -1;
     }
     /* Header CRC: bytes 0..23, then the table. */
     uLong c = crc32(0L, buf, 24);
     c = crc32(c, buf + AMP_CKPT_HEADER_SIZE, (uInt)(table_end - AMP_CKPT_HEADER_SIZE));
     if ((uint32_t)c != get_u32(buf + 24) || get_u32(buf + 28) != 0) {
-        set_err(err, errlen, "header: CRC mismatch (the file is damaged)");
+        amp_set_err(err, errlen, "header: CRC mismatch (the file is damaged)");
         return -1;
     }
     const uint8_t *sec[S_COUNT] = {0};
@@ -266,20 +257,20 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         uint32_t crc = get_u32(e + 4);
         uint64_t off = get_u64(e + 8), n = get_u64(e + 16);
         if (off != expect_off || n > len - off) {
-            set_err(err, errlen, "section %s: offset %llu + length %llu does not fit the %zu-byte "
+            amp_set_err(err, errlen, "section %s: offset %llu + length %llu does not fit the %zu-byte "
                                  "file",
                     tag, (unsigned long long)off, (unsigned long long)n, len);
             return -1;
         }
         expect_off = off + n;
         if (crc32_of(buf + off, (size_t)n) != crc) {
-            set_err(err, errlen, "section %s: CRC mismatch (the file is damaged)", tag);
+            amp_set_err(err, errlen, "section %s: CRC mismatch (the file is damaged)", tag);
             return -1;
         }
         for (int k = 0; k < S_COUNT; k++) {
             if (memcmp(e, section_tags[k], 4) != 0) continue;
             if (seen[k]) {
-                set_err(err, errlen, "section %s appears twice", tag);
+                amp_set_err(err, errlen, "section %s appears twice", tag);
                 return -1;
             }
             seen[k] = 1;
@@ -288,39 +279,39 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         }
     }
     if (expect_off != len) {
-        set_err(err, errlen, "%llu bytes after the last section", (unsigned long long)(len - expect_off));
+        amp_set_err(err, errlen, "%llu bytes after the last section", (unsigned long long)(len - expect_off));
         return -1;
     }
     for (int k = 0; k < S_COUNT; k++)
         if (!seen[k]) {
-            set_err(err, errlen, "section %s is missing", section_tags[k]);
+            amp_set_err(err, errlen, "section %s is missing", section_tags[k]);
             return -1;
         }
     if (parse_meta(sec[S_META], seclen[S_META], out, err, errlen) != 0) return -1;
 
     if (seclen[S_MAST] != out->nparams * 4) {
-        set_err(err, errlen, "section MAST: %zu bytes for %llu parameters", seclen[S_MAST],
+        amp_set_err(err, errlen, "section MAST: %zu bytes for %llu parameters", seclen[S_MAST],
                 (unsigned long long)out->nparams);
         return -1;
     }
     if (seclen[S_OPTM] != out->nparams * 4 * out->opt_buffers) {
-        set_err(err, errlen, "section OPTM: %zu bytes for %u arrays of %llu", seclen[S_OPTM],
+        amp_set_err(err, errlen, "section OPTM: %zu bytes for %u arrays of %llu", seclen[S_OPTM],
                 (unsigned)out->opt_buffers, (unsigned long long)out->nparams);
         return -1;
     }
     if (seclen[S_TOTL] != (size_t)out->nlayers * 2 * 3 * 8) {
-        set_err(err, errlen, "section TOTL: %zu bytes for %u layers", seclen[S_TOTL],
+        amp_set_err(err, errlen, "section TOTL: %zu bytes for %u layers", seclen[S_TOTL],
                 (unsigned)out->nlayers);
         return -1;
     }
     size_t nloss = seclen[S_LOSS] / 8;
     if (seclen[S_LOSS] % 8 != 0 || nloss > AMP_CKPT_MAX_LOSSES || (int64_t)nloss > out->step) {
-        set_err(err, errlen, "section LOSS: %zu bytes at step %lld", seclen[S_LOSS],
+        amp_set_err(err, errlen, "section LOSS: %zu bytes at step %lld", seclen[S_LOSS],
                 (long long)out->step);
         return -1;
     }
     if (!no_nul(sec[S_CONF], seclen[S_CONF]) || !no_nul(sec[S_METR], seclen[S_METR])) {
-        set_err(err, errlen, "section %s holds a NUL byte",
+        amp_set_err(err, errlen, "section %s holds a NUL byte",
                 no_nul(sec[S_CONF], seclen[S_CONF]) ? "METR" : "CONF");
         return -1;
     }
@@ -432,7 +423,7 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
     *out = NULL;
     *len = 0;
     if (ck->nlayers < 1 || ck->nlayers > AMP_MAX_LAYERS || ck->nlosses > AMP_CKPT_MAX_LOSSES) {
-        set_err(err, errlen, "checkpoint: %u layers / %zu losses do not fit the format",
+        amp_set_err(err, errlen, "checkpoint: %u layers / %zu losses do not fit the format",
                 (unsigned)ck->nlayers, ck->nlosses);
         return -1;
     }
@@ -463,7 +454,7 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
     if (!buf) {
         free(meta.p);
         free(totl.p);
-        set_err(err, errlen, "checkpoint: out of host memory (%zu bytes)", total);
+        amp_set_err(err, errlen, "checkpoint: out of host memory (%zu bytes)", total);
         return -1;
     }
     memcpy(buf, ckpt_magic, 8);

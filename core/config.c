@@ -10,6 +10,7 @@
  * are parsed here too, so an empty or duplicate section has a line.
  */
 #include "config.h"
+#include "log.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -50,18 +51,6 @@ struct amp_config {
 };
 
 /* ------------------------------------------------------------- small utils */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Appends to a bounded buffer; truncates quietly (messages only). */
 static void buf_add(char *buf, size_t cap, const char *fmt, ...)
@@ -548,7 +537,7 @@ static amp_config *parse_stream(FILE *f, const char *path, char *err, size_t err
     amp_config *cfg = amp_config_new_empty(path);
     if (!cfg) {
         fclose(f);
-        set_err(err, errlen, "%s: out of memory", path);
+        amp_set_err(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     parse_state st = {0};
@@ -559,13 +548,13 @@ static amp_config *parse_stream(FILE *f, const char *path, char *err, size_t err
     free(st.line);
     fclose(f);
     if (st.err_line) {
-        set_err(err, errlen, "%s", st.msg);
+        amp_set_err(err, errlen, "%s", st.msg);
     } else if (rc != 0) {
         /* Our checks mirror inih's; this is a backstop. */
         if (rc > 0)
-            set_err(err, errlen, "%s:%d: syntax error", path, rc);
+            amp_set_err(err, errlen, "%s:%d: syntax error", path, rc);
         else
-            set_err(err, errlen, "%s: out of memory", path);
+            amp_set_err(err, errlen, "%s: out of memory", path);
     } else {
         return cfg;
     }
@@ -577,7 +566,7 @@ amp_config *amp_config_load(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        amp_set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
     return parse_stream(f, path, err, errlen);
@@ -591,13 +580,13 @@ amp_config *amp_config_parse(const char *label, const char *text, size_t len, ch
     if (len == 0) { /* fmemopen refuses a zero size; an empty config is valid */
         amp_config *cfg = amp_config_new_empty(label);
         if (!cfg)
-            set_err(err, errlen, "%s: out of memory", label);
+            amp_set_err(err, errlen, "%s: out of memory", label);
         return cfg;
     }
     /* fmemopen does not write to a "r" stream; the cast only drops const. */
     FILE *f = fmemopen((void *)(uintptr_t)text, len, "r");
     if (!f) {
-        set_err(err, errlen, "%s: cannot read: %s", label, strerror(errno));
+        amp_set_err(err, errlen, "%s: cannot read: %s", label, strerror(errno));
         return NULL;
     }
     return parse_stream(f, label, err, errlen);
@@ -634,13 +623,13 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
     static const char usage[] = "expected section.key=value, e.g. --set optim.lr=0.01";
     for (const char *p = assignment; *p; p++) {
         if ((unsigned char)*p < 0x20 && *p != '\t') {
-            set_err(err, errlen, "--set: control character in the assignment; %s", usage);
+            amp_set_err(err, errlen, "--set: control character in the assignment; %s", usage);
             return -1;
         }
     }
     const char *eq = strchr(assignment, '=');
     if (!eq) {
-        set_err(err, errlen, "--set '%s': no '='; %s", assignment, usage);
+        amp_set_err(err, errlen, "--set '%s': no '='; %s", assignment, usage);
         return -1;
     }
     char *lhs_buf = str_dup_n(assignment, (size_t)(eq - assignment));
@@ -648,30 +637,30 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
     char *where = NULL;
     int rc = -1;
     if (!lhs_buf || !val_buf) {
-        set_err(err, errlen, "--set: out of memory");
+        amp_set_err(err, errlen, "--set: out of memory");
         goto out;
     }
     char *lhs = trim(lhs_buf), *value = trim(val_buf);
     char *dot = strchr(lhs, '.');
     if (!dot || dot == lhs || !dot[1]) {
-        set_err(err, errlen, "--set '%s': '%s' is not section.key; %s", assignment, lhs, usage);
+        amp_set_err(err, errlen, "--set '%s': '%s' is not section.key; %s", assignment, lhs, usage);
         goto out;
     }
     *dot = '\0';
     const char *section = lhs, *key = dot + 1;
     if (!valid_section_name(section)) {
-        set_err(err, errlen, "--set '%s': bad section name '%s': use letters, digits, '_' and '-'",
+        amp_set_err(err, errlen, "--set '%s': bad section name '%s': use letters, digits, '_' and '-'",
                 assignment, section);
         goto out;
     }
     if (!valid_key_name(key)) {
-        set_err(err, errlen, "--set '%s': bad key name '%s': use letters, digits, '_', '.' and '-'",
+        amp_set_err(err, errlen, "--set '%s': bad key name '%s': use letters, digits, '_', '.' and '-'",
                 assignment, key);
         goto out;
     }
     where = str_printf("--set %s.%s", section, key);
     if (!where) {
-        set_err(err, errlen, "--set: out of memory");
+        amp_set_err(err, errlen, "--set: out of memory");
         goto out;
     }
     cfg_item *it = find_entry(cfg, section, key);
@@ -680,7 +669,7 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
         if (!v || !w) {
             free(v);
             free(w);
-            set_err(err, errlen, "--set: out of memory");
+            amp_set_err(err, errlen, "--set: out of memory");
             goto out;
         }
         free(it->value);
@@ -691,7 +680,7 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
     } else if ((!find_section_item(cfg, section) &&
                 !item_add(cfg, section, NULL, NULL, where, 0)) ||
                !item_add(cfg, section, key, value, where, 0)) {
-        set_err(err, errlen, "--set: out of memory");
+        amp_set_err(err, errlen, "--set: out of memory");
         goto out;
     }
     rc = 0;
@@ -718,7 +707,7 @@ static cfg_item *get_entry(amp_config *cfg, const char *section, const char *key
 static int value_err(char *err, size_t errlen, const cfg_item *it, const char *what,
                      const char *expected)
 {
-    set_err(err, errlen, "%s: [%s] %s = '%s': %s; expected %s", it->where, it->section, it->key,
+    amp_set_err(err, errlen, "%s: [%s] %s = '%s': %s; expected %s", it->where, it->section, it->key,
             it->value, what, expected);
     return -1;
 }
@@ -850,7 +839,7 @@ int amp_config_get_choice(amp_config *cfg, const char *section, const char *key,
         }
     }
     if (!it) {
-        set_err(err, errlen, "[%s] %s: the default '%s' is not one of its choices (a bug)",
+        amp_set_err(err, errlen, "[%s] %s: the default '%s' is not one of its choices (a bug)",
                 section, key, def);
         return -1;
     }
@@ -908,7 +897,7 @@ void amp_config_declare_section(amp_config *cfg, const char *section)
 int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
 {
     if (cfg->oom) {
-        set_err(err, errlen, "%s: out of memory while reading the config", cfg->path);
+        amp_set_err(err, errlen, "%s: out of memory while reading the config", cfg->path);
         return -1;
     }
     for (size_t i = 0; i < cfg->n_items; i++) {
@@ -927,13 +916,13 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
                         cfg->known[k].section);
             }
             if (sg.best)
-                set_err(err, errlen, "%s: unknown section [%s]; did you mean [%s]?", it->where,
+                amp_set_err(err, errlen, "%s: unknown section [%s]; did you mean [%s]?", it->where,
                         it->section, sg.best);
             else if (known[0])
-                set_err(err, errlen, "%s: unknown section [%s]; known sections: %s", it->where,
+                amp_set_err(err, errlen, "%s: unknown section [%s]; known sections: %s", it->where,
                         it->section, known);
             else
-                set_err(err, errlen, "%s: unknown section [%s]", it->where, it->section);
+                amp_set_err(err, errlen, "%s: unknown section [%s]", it->where, it->section);
             return -1;
         }
         if (it->read || !section_known(cfg, it->section))
@@ -949,13 +938,13 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
             buf_add(known, sizeof known, "%s%s", known[0] ? ", " : "", kn->key);
         }
         if (sg.best)
-            set_err(err, errlen, "%s: unknown key '%s' in [%s]; did you mean '%s'?", it->where,
+            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; did you mean '%s'?", it->where,
                     it->key, it->section, sg.best);
         else if (known[0])
-            set_err(err, errlen, "%s: unknown key '%s' in [%s]; known keys: %s", it->where,
+            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; known keys: %s", it->where,
                     it->key, it->section, known);
         else
-            set_err(err, errlen, "%s: unknown key '%s' in [%s]; nothing reads keys from [%s]",
+            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; nothing reads keys from [%s]",
                     it->where, it->key, it->section, it->section);
         return -1;
     }

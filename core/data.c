@@ -5,13 +5,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "log.h"
 #include "rng.h"
 
 #define AMP_DATA_INSTALL_HINT \
@@ -27,19 +27,6 @@
 #define AMP_STREAM_TINY_TRAIN 0x545241494eULL /* "TRAIN" */
 #define AMP_STREAM_TINY_TEST 0x54455354ULL    /* "TEST" */
 #define AMP_STREAM_ORDER 0x4f52444552000000ULL /* "ORDER", epoch in the low bits */
-
-static void data_errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void data_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- IDX files --------------------------------------------------------- */
 
@@ -67,7 +54,7 @@ static int64_t idx_read(idx_file *fi, void *buf, int64_t len, char *err, size_t 
             size_t pl = strlen(fi->path);
             if (strncmp(msg, fi->path, pl) == 0 && strncmp(msg + pl, ": ", 2) == 0)
                 msg += pl + 2; /* zlib prefixes the path; we already say it */
-            data_errf(err, errlen, "%s: read error: %s; " AMP_DATA_DAMAGED_HINT, fi->path,
+            amp_set_err(err, errlen, "%s: read error: %s; " AMP_DATA_DAMAGED_HINT, fi->path,
                       zerr == Z_ERRNO ? strerror(errno) : msg);
             return -1;
         }
@@ -128,7 +115,7 @@ static int idx_find(char *out, size_t outlen, const char *dir, const char *base,
     if ((size_t)snprintf(gz, sizeof gz, "%s/%s.gz", dir, base) >= sizeof gz ||
         (size_t)snprintf(raw, sizeof raw, "%s/%s", dir, base) >= sizeof raw ||
         strlen(gz) >= outlen) {
-        data_errf(err, errlen, "%s/%s: path too long; set a shorter [data] path", dir, base);
+        amp_set_err(err, errlen, "%s/%s: path too long; set a shorter [data] path", dir, base);
         return -1;
     }
     if (path_exists(gz)) {
@@ -136,7 +123,7 @@ static int idx_find(char *out, size_t outlen, const char *dir, const char *base,
     } else if (path_exists(raw)) {
         snprintf(out, outlen, "%s", raw); /* gzread passes plain files through */
     } else {
-        data_errf(err, errlen, "%s: not found (nor %s); " AMP_DATA_INSTALL_HINT, gz, raw);
+        amp_set_err(err, errlen, "%s: not found (nor %s); " AMP_DATA_INSTALL_HINT, gz, raw);
         return -1;
     }
     return 0;
@@ -148,13 +135,13 @@ static int idx_open(idx_file *fi, const char *path, uint32_t magic, char *err, s
 {
     memset(fi, 0, sizeof *fi);
     if ((size_t)snprintf(fi->path, sizeof fi->path, "%s", path) >= sizeof fi->path) {
-        data_errf(err, errlen, "%.200s...: path too long", path);
+        amp_set_err(err, errlen, "%.200s...: path too long", path);
         return -1;
     }
     errno = 0;
     fi->f = gzopen(fi->path, "rb");
     if (!fi->f) {
-        data_errf(err, errlen, "%s: cannot open: %s", fi->path,
+        amp_set_err(err, errlen, "%s: cannot open: %s", fi->path,
                   errno ? strerror(errno) : "out of memory");
         return -1;
     }
@@ -167,7 +154,7 @@ static int idx_open(idx_file *fi, const char *path, uint32_t magic, char *err, s
     if (got < 0)
         goto fail;
     if (got < 4) {
-        data_errf(err, errlen, "%s: too short for an IDX header (%lld bytes)%s; " AMP_DATA_DAMAGED_HINT,
+        amp_set_err(err, errlen, "%s: too short for an IDX header (%lld bytes)%s; " AMP_DATA_DAMAGED_HINT,
                   fi->path, (long long)got, idx_eof_note(fi));
         goto fail;
     }
@@ -177,7 +164,7 @@ static int idx_open(idx_file *fi, const char *path, uint32_t magic, char *err, s
         const char *looks = fi->magic == AMP_IDX_LABELS_MAGIC   ? "; it looks like a label file"
                             : fi->magic == AMP_IDX_IMAGES_MAGIC ? "; it looks like an image file"
                                                                 : "";
-        data_errf(err, errlen, "%s: bad magic 0x%08x (expected 0x%08x, %s)%s; check [data] path or "
+        amp_set_err(err, errlen, "%s: bad magic 0x%08x (expected 0x%08x, %s)%s; check [data] path or "
                   "reinstall dataset-fashion-mnist",
                   fi->path, fi->magic, magic, what, looks);
         goto fail;
@@ -186,7 +173,7 @@ static int idx_open(idx_file *fi, const char *path, uint32_t magic, char *err, s
     if (got < 0)
         goto fail;
     if (got < hlen - 4) {
-        data_errf(err, errlen, "%s: truncated IDX header (%lld of %lld bytes)%s; " AMP_DATA_DAMAGED_HINT,
+        amp_set_err(err, errlen, "%s: truncated IDX header (%lld of %lld bytes)%s; " AMP_DATA_DAMAGED_HINT,
                   fi->path, (long long)(4 + got), (long long)hlen, idx_eof_note(fi));
         goto fail;
     }
@@ -215,7 +202,7 @@ static int idx_expect_end(idx_file *fi, unsigned char *scratch, int64_t scratch_
             break;
     }
     if (extra > 0) {
-        data_errf(err, errlen,
+        amp_set_err(err, errlen,
                   "%s: %lld trailing bytes after the %s the header declares; " AMP_DATA_DAMAGED_HINT,
                   fi->path, (long long)extra, declared);
         return -1;
@@ -235,7 +222,7 @@ int amp_dataset_load_fashion_mnist(amp_dataset *out, const char *dir, const char
     } else if (split && strcmp(split, "test") == 0) {
         prefix = "t10k";
     } else {
-        data_errf(err, errlen, "fashion-mnist: unknown split '%s' (expected train or test)",
+        amp_set_err(err, errlen, "fashion-mnist: unknown split '%s' (expected train or test)",
                   split ? split : "(null)");
         return -1;
     }
@@ -266,19 +253,19 @@ int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *
     int64_t n = img.dims[0];
     uint32_t rows = img.dims[1], cols = img.dims[2];
     if (n == 0 || rows == 0 || cols == 0 || (uint64_t)rows * cols > INT_MAX) {
-        data_errf(err, errlen, "%s: header declares %lld images of %ux%u, which is not a usable dataset; "
+        amp_set_err(err, errlen, "%s: header declares %lld images of %ux%u, which is not a usable dataset; "
                   AMP_DATA_DAMAGED_HINT, img.path, (long long)n, rows, cols);
         goto fail;
     }
     if ((int64_t)lab.dims[0] != n) {
-        data_errf(err, errlen, "%s: %lld images but %s: %lld labels; both files must come from the same "
+        amp_set_err(err, errlen, "%s: %lld images but %s: %lld labels; both files must come from the same "
                   "split of the same dataset", img.path, (long long)n, lab.path, (long long)lab.dims[0]);
         goto fail;
     }
     int features = (int)(rows * cols);
     int64_t keep = limit > 0 && limit < n ? limit : n;
     if ((uint64_t)keep * (uint64_t)features > SIZE_MAX / sizeof(float)) {
-        data_errf(err, errlen, "%s: %lld images of %d pixels do not fit in memory", img.path,
+        amp_set_err(err, errlen, "%s: %lld images of %d pixels do not fit in memory", img.path,
                   (long long)keep, features);
         goto fail;
     }
@@ -288,13 +275,13 @@ int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *
     int64_t lab_cap = 0, x_cap = 0, got = 0, nlab = 0;
     scratch = malloc((size_t)scratch_len);
     if (!scratch) {
-        data_errf(err, errlen, "fashion-mnist: out of memory");
+        amp_set_err(err, errlen, "fashion-mnist: out of memory");
         goto fail;
     }
     while (nlab < n) {
         int64_t want = n - nlab < scratch_len ? n - nlab : scratch_len;
         if (grow_to((void **)&labels, &lab_cap, nlab + want, n, 1)) {
-            data_errf(err, errlen, "%s: out of memory for %lld labels", lab.path, (long long)n);
+            amp_set_err(err, errlen, "%s: out of memory for %lld labels", lab.path, (long long)n);
             goto fail;
         }
         got = idx_read(&lab, labels + nlab, want, err, errlen);
@@ -302,7 +289,7 @@ int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *
             goto fail;
         nlab += got;
         if (got < want) {
-            data_errf(err, errlen, "%s: truncated: header says %lld labels (%lld bytes) but only %lld "
+            amp_set_err(err, errlen, "%s: truncated: header says %lld labels (%lld bytes) but only %lld "
                       "follow the %lld-byte header%s; " AMP_DATA_DAMAGED_HINT, lab.path, (long long)n,
                       (long long)n, (long long)nlab, (long long)lab.header_bytes, idx_eof_note(&lab));
             goto fail;
@@ -312,14 +299,14 @@ int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *
         goto fail;
     for (int64_t i = 0; i < n; i++) {
         if (labels[i] >= AMP_FMNIST_CLASSES) {
-            data_errf(err, errlen, "%s: label %u at index %lld is out of range 0..%d; "
+            amp_set_err(err, errlen, "%s: label %u at index %lld is out of range 0..%d; "
                       AMP_DATA_DAMAGED_HINT, lab.path, labels[i], (long long)i, AMP_FMNIST_CLASSES - 1);
             goto fail;
         }
     }
     out->y = malloc((size_t)keep * sizeof(int32_t));
     if (!out->y) {
-        data_errf(err, errlen, "fashion-mnist: out of memory for %lld examples", (long long)keep);
+        amp_set_err(err, errlen, "fashion-mnist: out of memory for %lld examples", (long long)keep);
         goto fail;
     }
     for (int64_t i = 0; i < keep; i++)
@@ -339,7 +326,7 @@ int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *
             goto fail;
         int64_t upto = done + got < kept ? done + got : kept;
         if (upto > done && grow_to((void **)&out->x, &x_cap, upto, kept, sizeof(float))) {
-            data_errf(err, errlen, "%s: out of memory for %lld images of %d pixels", img.path,
+            amp_set_err(err, errlen, "%s: out of memory for %lld images of %d pixels", img.path,
                       (long long)keep, features);
             goto fail;
         }
@@ -347,7 +334,7 @@ int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *
             out->x[done + k] = lut[scratch[k]];
         done += got;
         if (got < want) {
-            data_errf(err, errlen, "%s: truncated: header says %lld images of %ux%u (%lld bytes) but only "
+            amp_set_err(err, errlen, "%s: truncated: header says %lld images of %ux%u (%lld bytes) but only "
                       "%lld follow the %lld-byte header%s; " AMP_DATA_DAMAGED_HINT, img.path, (long long)n,
                       rows, cols, (long long)total, (long long)done, (long long)img.header_bytes,
                       idx_eof_note(&img));
@@ -381,7 +368,7 @@ int amp_dataset_check_splits(const amp_dataset *train, const amp_dataset *test, 
 {
     if (train->features == test->features && train->classes == test->classes)
         return 0;
-    data_errf(err, errlen, "%s: the train split has %dx%d images but the test split %dx%d; both must "
+    amp_set_err(err, errlen, "%s: the train split has %dx%d images but the test split %dx%d; both must "
               "come from the same dataset", dir ? dir : AMP_FASHION_MNIST_DIR, train->rows, train->cols,
               test->rows, test->cols);
     return -1;
@@ -420,23 +407,23 @@ int amp_dataset_make_tiny(amp_dataset *out, const char *split, int64_t n, int fe
     } else if (split && strcmp(split, "test") == 0) {
         stream = AMP_STREAM_TINY_TEST;
     } else {
-        data_errf(err, errlen, "tiny: unknown split '%s' (expected train or test)",
+        amp_set_err(err, errlen, "tiny: unknown split '%s' (expected train or test)",
                   split ? split : "(null)");
         return -1;
     }
     if (n <= 0 || features <= 0 || classes < 2) {
-        data_errf(err, errlen, "tiny: need n > 0, features > 0 and classes >= 2 (got %lld, %d, %d)",
+        amp_set_err(err, errlen, "tiny: need n > 0, features > 0 and classes >= 2 (got %lld, %d, %d)",
                   (long long)n, features, classes);
         return -1;
     }
     float scale = (float)input_scale;
     if (!isfinite(input_scale) || input_scale <= 0 || !isfinite(scale) || scale == 0.0f) {
-        data_errf(err, errlen, "tiny: input_scale %g must be a positive finite float", input_scale);
+        amp_set_err(err, errlen, "tiny: input_scale %g must be a positive finite float", input_scale);
         return -1;
     }
     if ((uint64_t)n > SIZE_MAX / sizeof(float) / (uint64_t)features ||
         (uint64_t)classes > SIZE_MAX / sizeof(double) / (uint64_t)features) {
-        data_errf(err, errlen, "tiny: %lld x %d examples do not fit in memory", (long long)n, features);
+        amp_set_err(err, errlen, "tiny: %lld x %d examples do not fit in memory", (long long)n, features);
         return -1;
     }
 
@@ -446,7 +433,7 @@ int amp_dataset_make_tiny(amp_dataset *out, const char *split, int64_t n, int fe
     if (!mu || !out->x || !out->y) {
         free(mu);
         amp_dataset_free(out);
-        data_errf(err, errlen, "tiny: out of memory for %lld x %d examples", (long long)n, features);
+        amp_set_err(err, errlen, "tiny: out of memory for %lld x %d examples", (long long)n, features);
         return -1;
     }
 

@@ -18,3 +18,11 @@ void amp_log(int level, const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
 }
+
+void amp_set_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}

@@ -1,6 +1,9 @@
-/* Diagnostics to stderr. Only main() and the CLI decide what is fatal. */
+/* Diagnostics: messages to stderr, and the formatter library functions use
+ * for their error buffers. Only main() and the CLI decide what is fatal. */
 #ifndef AMP_LOG_H
 #define AMP_LOG_H
+
+#include <stddef.h>
 
 #include "amptrain/plugin.h"
 
@@ -8,5 +11,9 @@
 void amp_log_set_level(int level);
 int amp_log_get_level(void);
 void amp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* printf into a caller's error buffer; err NULL or errlen 0 writes nothing. */
+void amp_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif
