@@ -105,6 +105,12 @@ typedef struct amp_backend_ops {
                       int64_t t);
     /* Bytes the device reports in use (cudaMemGetInfo); 0 on the CPU. */
     size_t (*device_bytes_used)(amp_backend *be);
+    /* When the allocator overcommits (host malloc), allocations beyond what
+     * the machine can back are granted and the process is OOM-killed on
+     * first touch; this is that bound (physical RAM), so a model larger than
+     * it is refused before allocating. 0 when alloc itself reports failure
+     * (cudaMalloc). */
+    double (*overcommit_limit)(amp_backend *be);
 } amp_backend_ops;
 
 struct amp_backend {

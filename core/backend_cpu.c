@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "kernels/act.h"
@@ -303,6 +304,11 @@ static int cpu_adamw_step(amp_backend *be, float *w, float *m, float *v, const f
 
 static size_t cpu_device_bytes_used(amp_backend *be) { return 0; }
 
+static double cpu_overcommit_limit(amp_backend *be) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+}
+
 static void cpu_destroy(amp_backend *be) {
     if (!be) return;
     cpu_impl *im = be->impl;
@@ -336,6 +342,7 @@ static const amp_backend_ops cpu_ops = {
     .sgd_step = cpu_sgd_step,
     .adamw_step = cpu_adamw_step,
     .device_bytes_used = cpu_device_bytes_used,
+    .overcommit_limit = cpu_overcommit_limit,
 };
 
 amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rng.h"
 
@@ -26,14 +25,11 @@ static amp_dtype input_dtype(const amp_mlp *m, int l) {
     return l == 0 ? m->x_dtype : m->layers[l - 1].prec.activation;
 }
 
-/* Host memory is overcommitted: an arena larger than the machine's RAM would
- * be granted and the process OOM-killed later, when the pages are touched.
- * So on the CPU backend the measured total is checked against RAM first. */
-static int check_host_memory(const amp_mlp *m, const amp_backend *be, char *err, size_t errlen) {
-    if (strcmp(be->ops->name, "cpu") != 0) return 0;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return 0;
-    double ram = (double)pages * (double)page, need = 0.0;
+/* The measured arenas against the backend's overcommit bound (see
+ * backend.h): a clear error now instead of an OOM kill later. */
+static int check_host_memory(const amp_mlp *m, amp_backend *be, char *err, size_t errlen) {
+    double ram = be->ops->overcommit_limit(be), need = 0.0;
+    if (ram <= 0.0) return 0;
     for (int c = 0; c < AMP_MEM_COUNT; c++) need += (double)m->mem[c].used;
     if (need <= ram) return 0;
     snprintf(err, errlen,

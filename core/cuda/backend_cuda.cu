@@ -124,6 +124,9 @@ static void cuda_destroy(amp_backend *be) {
 
 /* Filled by member name so a reordered or appended field cannot shift the
  * table silently (C++ has no out-of-order designated initialisers). */
+/* cudaMalloc does not overcommit: it fails at once, and says so. */
+static double cuda_overcommit_limit(amp_backend *be) { return 0.0; }
+
 static amp_backend_ops cuda_make_ops(void) {
     amp_backend_ops o;
     memset(&o, 0, sizeof o);
@@ -148,6 +151,7 @@ static amp_backend_ops cuda_make_ops(void) {
     o.sgd_step = amp_cuda_sgd_step;
     o.adamw_step = amp_cuda_adamw_step;
     o.device_bytes_used = cuda_device_bytes_used;
+    o.overcommit_limit = cuda_overcommit_limit;
     return o;
 }
 
