@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
+#include "io/config.h"
 #include "log.h"
 #include "rng.h"
 #include "session.h"

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 typedef enum amp_mem_category {
     AMP_MEM_MASTER = 0,  /* FP32 master weights */

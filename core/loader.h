@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "amptrain/plugin.h"
-#include "config.h"
+#include "io/config.h"
 
 #define AMP_MAX_PLUGIN_DIRS 16
 

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "log.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 static double now_ms(void) {
     struct timespec ts;

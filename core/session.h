@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "data.h"
 #include "loader.h"
 #include "mlp.h"

@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#include "backend.h"
-#include "config.h"
+#include "backend/backend.h"
+#include "io/config.h"
 
 typedef enum amp_device_choice { AMP_RUN_AUTO = 0, AMP_RUN_CPU = 1, AMP_RUN_CUDA = 2 } amp_device_choice;
 typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1 } amp_dataset_kind;

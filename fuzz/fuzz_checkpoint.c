@@ -1,4 +1,4 @@
-/* libFuzzer target: the checkpoint reader (core/checkpoint.c).
+/* libFuzzer target: the checkpoint reader (core/io/checkpoint.c).
  *
  * Input: a whole checkpoint file. It is parsed as given; then a copy whose
  * header and section CRCs are recomputed is parsed too, so that mutations
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* libFuzzer target: the INI layer (core/config.c) and the core's reading of
+/* libFuzzer target: the INI layer (core/io/config.c) and the core's reading of
  * it (core/settings.c).
  *
  * Input: INI text, optionally followed by NUL-separated --set assignments
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "io/config.h"
 #include "settings.h"
 
 static int each_key(void *user, const char *key, const char *value, const char *where)

@@ -1,4 +1,4 @@
-/* libFuzzer target: the safetensors reader (core/safetensors.c).
+/* libFuzzer target: the safetensors reader (core/io/safetensors.c).
  *
  * Input: a whole .safetensors file. It is written to a memfd and opened by
  * its /proc/self/fd path, so the real amp_safetensors_open runs, file size
@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "backend.h"
+#include "backend/backend.h"
 
 typedef struct amp_mlp_spec {
     int in_features;

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "expect.h"
-#include "json_read.h"
+#include "io/json_read.h"
 
 static const amp_jval *get(const amp_jval *o, const char *key, amp_jtype t, const char *where) {
     const amp_jval *v = amp_json_get(o, key);

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "expect.h"
-#include "json_read.h"
+#include "io/json_read.h"
 
 static amp_jval *parse(const char *text, char *err) {
     return amp_json_parse(text, strlen(text), "t.json", 1, err, 256);

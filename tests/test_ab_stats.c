@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "ab_stats.h"
+#include "ab/ab_stats.h"
 #include "expect.h"
 
 static int close_to(double got, double want, double rtol) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "session.h"
 
 #include "expect.h"

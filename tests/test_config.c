@@ -1,6 +1,6 @@
 /* Config parsing, strict reading and messages: every check compares the exact
  * "file:line: message" the user would see. */
-#include "config.h"
+#include "io/config.h"
 
 #include <stdarg.h>
 #include <stdio.h>

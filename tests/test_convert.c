@@ -1,4 +1,4 @@
-/* Checks core/kernels/convert.h bit for bit:
+/* Checks core/backend/kernels/convert.h bit for bit:
  *   - every FP16 and BF16 pattern widens to the value its fields define
  *     (ldexp reference) and to what F16C vcvtph2ps gives;
  *   - FP32 -> FP16 / BF16 rounding agrees with the CPU's own instructions
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/convert.h"
+#include "backend/kernels/convert.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "kernels/convert.h"
+#include "backend/backend.h"
+#include "backend/kernels/convert.h"
 #include "rng.h"
 #include "expect.h"
 

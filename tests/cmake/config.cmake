@@ -1,2 +1,2 @@
-# Config parsing, strict reading, --set and resolved output (core/config.c).
+# Config parsing, strict reading, --set and resolved output (core/io/config.c).
 amp_unit_test(test_config)

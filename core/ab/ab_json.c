@@ -1,0 +1,177 @@
+/* ab.json: every run's summary, per-arm statistics across seeds and the
+ * pairwise comparisons (b - a, Welch 95% intervals). Schema "amptrain-ab/1";
+ * README.md describes it. */
+#include <math.h>
+#include <string.h>
+
+#include "ab/ab.h"
+#include "io/json.h"
+
+/* Re-serialises a parsed value (an embedded summary.json). */
+static void write_value(FILE *f, const amp_jval *v, int indent) {
+    switch (v->type) {
+    case AMP_JNULL: fputs("null", f); break;
+    case AMP_JBOOL: fputs(v->b ? "true" : "false", f); break;
+    case AMP_JNUM: amp_json_num(f, v->num); break;
+    case AMP_JSTR: amp_json_str(f, v->str); break;
+    case AMP_JARR:
+    case AMP_JOBJ: {
+        int obj = v->type == AMP_JOBJ;
+        fputc(obj ? '{' : '[', f);
+        for (size_t i = 0; i < v->n; i++) {
+            fprintf(f, "%s\n%*s", i ? "," : "", indent + 2, "");
+            if (obj) {
+                amp_json_str(f, v->keys[i]);
+                fputs(": ", f);
+            }
+            write_value(f, &v->items[i], indent + 2);
+        }
+        if (v->n) fprintf(f, "\n%*s", indent, "");
+        fputc(obj ? '}' : ']', f);
+        break;
+    }
+    }
+}
+
+static void write_summary_stats(FILE *f, const amp_ab_summary *s) {
+    fprintf(f, "{\"n\": %d, \"mean\": ", s->n);
+    amp_json_num(f, s->mean);
+    fputs(", \"sd\": ", f);
+    amp_json_num(f, s->sd);
+    fputs(", \"min\": ", f);
+    amp_json_num(f, s->min);
+    fputs(", \"max\": ", f);
+    amp_json_num(f, s->max);
+    fputc('}', f);
+}
+
+static void write_welch(FILE *f, const amp_ab_welch *w) {
+    fputs("{\"diff\": ", f);
+    amp_json_num(f, w->diff);
+    if (w->has_ci) {
+        fputs(", \"ci95\": [", f);
+        amp_json_num(f, w->lo);
+        fputs(", ", f);
+        amp_json_num(f, w->hi);
+        fputs("], \"df\": ", f);
+        amp_json_num(f, w->df);
+        fputs(", \"se\": ", f);
+        amp_json_num(f, w->se);
+        fprintf(f, ", \"significant\": %s}", w->significant ? "true" : "false");
+    } else {
+        fputs(", \"ci95\": null, \"df\": null, \"se\": null, \"significant\": null}", f);
+    }
+}
+
+static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
+    fputs("    {\n      \"name\": ", f);
+    amp_json_str(f, arm->name);
+    fputs(",\n      \"config\": ", f);
+    amp_json_str(f, arm->config);
+    fputs(",\n      \"precision\": ", f);
+    amp_json_str(f, arm->precision);
+    fputs(",\n      \"scaler\": ", f);
+    amp_json_str(f, arm->scaler);
+    fputs(",\n      \"runs\": [", f);
+    for (int i = 0; i < arm->nruns; i++) {
+        const amp_ab_run *r = &arm->runs[i];
+        fprintf(f, "%s\n        {\"seed\": %llu, \"dir\": ", i ? "," : "", (unsigned long long)r->seed);
+        amp_json_str(f, r->dir);
+        fputs(", \"process_seconds\": ", f);
+        amp_json_num(f, r->parent_wall_s);
+        fputs(", \"summary\": ", f);
+        write_value(f, r->summary, 8);
+        fputc('}', f);
+    }
+    fputs("\n      ],\n      \"stats\": {", f);
+    static const char *const names[] = {"final_train_loss", "test_loss",     "test_acc",
+                                        "median_step_ms",   "wall_seconds",  "skipped_steps",
+                                        "underflow",        "overflow"};
+    const amp_ab_summary *vals[] = {&arm->final_loss, &arm->test_loss, &arm->test_acc,
+                                    &arm->median_ms,  &arm->wall_s,    &arm->skipped,
+                                    &arm->underflow,  &arm->overflow};
+    for (int k = 0; k < 8; k++) {
+        fprintf(f, "%s\n        \"%s\": ", k ? "," : "", names[k]);
+        write_summary_stats(f, vals[k]);
+    }
+    fputs(",\n        \"memory_peak_bytes\": {", f);
+    for (int m = 0; m < st->nmem; m++) {
+        fprintf(f, "%s\n          ", m ? "," : "");
+        amp_json_str(f, st->mem_names[m]);
+        fputs(": ", f);
+        write_summary_stats(f, &arm->mem[m]);
+    }
+    fputs("\n        }\n      }\n    }", f);
+}
+
+int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
+    fputs("{\n  \"schema\": \"amptrain-ab/1\",\n  \"created\": ", f);
+    amp_json_str(f, st->created);
+    fputs(",\n  \"machine\": {\"host\": ", f);
+    amp_json_str(f, st->host);
+    fputs(", \"cpu\": ", f);
+    amp_json_str(f, st->cpu);
+    fprintf(f, ", \"cpus\": %d, \"device\": ", st->ncpu);
+    amp_json_str(f, st->device);
+    fputs("},\n  \"confidence_level\": ", f);
+    amp_json_num(f, AMP_AB_LEVEL);
+    fputs(",\n  \"seeds\": [", f);
+    for (int i = 0; i < st->nseeds; i++)
+        fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)st->seeds[i]);
+    fputs("],\n  \"order\": \"interleaved\",\n  \"baseline\": ", f);
+    amp_json_str(f, st->arms[0].name);
+    fputs(",\n  \"overrides\": [", f);
+    for (int i = 0; i < st->nsets; i++) {
+        fputs(i ? ", " : "", f);
+        amp_json_str(f, st->sets[i]);
+    }
+    fprintf(f, "],\n  \"allow_diff\": %s,\n  \"config_differences\": [",
+            st->allow_diff ? "true" : "false");
+    for (int d = 0; d < st->ndiffs; d++) {
+        const amp_ab_diff *df = &st->diffs[d];
+        fprintf(f, "%s\n    {\"section\": ", d ? "," : "");
+        amp_json_str(f, df->section);
+        fputs(", \"key\": ", f);
+        amp_json_str(f, df->key);
+        fputs(", \"values\": {", f);
+        for (int a = 0; a < st->narms; a++) {
+            fputs(a ? ", " : "", f);
+            amp_json_str(f, st->arms[a].name);
+            fputs(": ", f);
+            amp_json_str(f, df->values[a]);
+        }
+        fputs("}}", f);
+    }
+    fputs(st->ndiffs ? "\n  ],\n  \"arms\": [\n" : "],\n  \"arms\": [\n", f);
+    for (int a = 0; a < st->narms; a++) {
+        write_arm(f, st, &st->arms[a]);
+        fputs(a + 1 < st->narms ? ",\n" : "\n", f);
+    }
+    fputs("  ],\n  \"comparisons\": [", f);
+    int first = 1;
+    for (int a = 0; a < st->narms; a++)
+        for (int b = a + 1; b < st->narms; b++) {
+            amp_ab_cmp c;
+            amp_ab_compare(&c, st, a, b);
+            fprintf(f, "%s\n    {\"a\": ", first ? "" : ",");
+            first = 0;
+            amp_json_str(f, st->arms[a].name);
+            fputs(", \"b\": ", f);
+            amp_json_str(f, st->arms[b].name);
+            fputs(",\n     \"test_acc\": ", f);
+            write_welch(f, &c.test_acc);
+            fputs(",\n     \"test_loss\": ", f);
+            write_welch(f, &c.test_loss);
+            fputs(",\n     \"final_train_loss\": ", f);
+            write_welch(f, &c.final_loss);
+            fputs(",\n     \"median_step_ms\": ", f);
+            write_welch(f, &c.median_ms);
+            fputs(",\n     \"speedup\": ", f);
+            amp_json_num(f, c.speedup);
+            fputs(", \"memory_ratio\": ", f);
+            amp_json_num(f, c.mem_ratio);
+            fputc('}', f);
+        }
+    fputs(first ? "]\n}\n" : "\n  ]\n}\n", f);
+    return ferror(f) ? -1 : 0;
+}

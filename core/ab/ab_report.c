@@ -1,0 +1,857 @@
+/* report.html: one self-contained page (inline CSS and SVG, no script, no
+ * network) with the verdict table and the charts of an A/B study. Every
+ * chart is an <svg class="chart" id="chart-..."> whose series are elements
+ * of class "data" carrying data-arm, so tests can find them in the DOM. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ab/ab.h"
+
+static const char *const palette[] = {"#3566b0", "#e0672a", "#27955a", "#b5338a",
+                                      "#8a6d3b", "#149cb0", "#6f42c1", "#c0392b"};
+#define NPAL (int)(sizeof palette / sizeof palette[0])
+static const char *color(int arm) { return palette[arm % NPAL]; }
+
+static void esc(FILE *f, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ axes */
+
+typedef struct frame {
+    double x0, x1, y0, y1; /* data range (log2 values on a log2 axis) */
+    double L, T, W, H;     /* plot area in pixels */
+} frame;
+
+static double fx(const frame *f, double x) { return f->L + (x - f->x0) / (f->x1 - f->x0) * f->W; }
+static double fy(const frame *f, double y) {
+    return f->T + f->H - (y - f->y0) / (f->y1 - f->y0) * f->H;
+}
+
+static double nice_step(double range, int target) {
+    if (!(range > 0)) return 1.0;
+    double raw = range / target, mag = pow(10.0, floor(log10(raw))), r = raw / mag;
+    return (r < 1.5 ? 1.0 : r < 3.0 ? 2.0 : r < 7.0 ? 5.0 : 10.0) * mag;
+}
+
+/* Widens [*lo, *hi] to whole ticks; a flat range gets some room. */
+static double nice_range(double *lo, double *hi, int target) {
+    if (!(*hi > *lo)) {
+        double pad = *lo != 0 ? fabs(*lo) * 0.05 : 1.0;
+        *lo -= pad;
+        *hi += pad;
+    }
+    double step = nice_step(*hi - *lo, target);
+    *lo = floor(*lo / step + 1e-9) * step;
+    *hi = ceil(*hi / step - 1e-9) * step;
+    return step;
+}
+
+static void tick_label(char *buf, size_t cap, double v, double step) {
+    if (fabs(v) < step * 1e-6) v = 0;
+    if (fabs(v) >= 1e5 || (fabs(v) < 1e-3 && v != 0))
+        snprintf(buf, cap, "%.2g", v);
+    else {
+        int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+        snprintf(buf, cap, "%.*f", dec, v);
+    }
+}
+
+static void svg_open(FILE *f, const char *id, const char *label, int w, int h) {
+    fprintf(f,
+            "<svg id=\"%s\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d "
+            "%d\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"",
+            id, w, h, w, h);
+    esc(f, label);
+    fputs("\">\n", f);
+}
+
+/* Grid, ticks and titles. ylog2: y values are log2 and labelled 2^k. */
+static void axes(FILE *f, const frame *fr, double xstep, double ystep, const char *xtitle,
+                 const char *ytitle, int ylog2) {
+    char buf[64];
+    fprintf(f, "<g class=\"axes\">\n");
+    for (double y = fr->y0; y <= fr->y1 + ystep * 1e-6; y += ystep) {
+        double py = fy(fr, y);
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", fr->L,
+                fr->L + fr->W, py, py);
+        if (ylog2)
+            fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">2<tspan dy=\"-5\" font-size=\"9\">%d</tspan></text>\n",
+                    fr->L - 6, py + 4, (int)lround(y));
+        else {
+            tick_label(buf, sizeof buf, y, ystep);
+            fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                    fr->L - 6, py + 4, buf);
+        }
+    }
+    if (xstep > 0)
+        for (double x = fr->x0; x <= fr->x1 + xstep * 1e-6; x += xstep) {
+            double px = fx(fr, x);
+            tick_label(buf, sizeof buf, x, xstep);
+            fprintf(f, "<line class=\"tickmark\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>"
+                       "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                    px, px, fr->T + fr->H, fr->T + fr->H + 4, px, fr->T + fr->H + 17, buf);
+        }
+    fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
+            fr->L, fr->T, fr->W, fr->H);
+    fprintf(f, "<text class=\"axis-title\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+            fr->L + fr->W / 2, fr->T + fr->H + 34, xtitle);
+    fprintf(f,
+            "<text class=\"axis-title\" transform=\"translate(%.1f %.1f) rotate(-90)\" "
+            "text-anchor=\"middle\">%s</text>\n</g>\n",
+            fr->L - 44, fr->T + fr->H / 2, ytitle);
+}
+
+static void legend(FILE *f, const amp_ab_study *st) {
+    fputs("<div class=\"legend\">", f);
+    for (int a = 0; a < st->narms; a++) {
+        fprintf(f, "<span><i style=\"background:%s\"></i>", color(a));
+        esc(f, st->arms[a].name);
+        fputs("</span>", f);
+    }
+    fputs("</div>\n", f);
+}
+
+static void figure_open(FILE *f, const char *title, const char *note, const amp_ab_study *st) {
+    fprintf(f, "<figure>\n<figcaption><b>%s</b> <span class=\"note\">%s</span></figcaption>\n",
+            title, note);
+    if (st) legend(f, st);
+}
+
+/* Path points: "M x y L x y ..." into f, skipping non-finite values. */
+typedef struct pathw {
+    FILE *f;
+    int started;
+} pathw;
+
+static void path_pt(pathw *p, double x, double y) {
+    if (!isfinite(x) || !isfinite(y)) return;
+    fprintf(p->f, "%s%.1f %.1f", p->started ? " L" : "M", x, y);
+    p->started = 1;
+}
+
+/* ------------------------------------------------------------ loss */
+
+enum { LOSS_BUCKETS = 200 };
+
+typedef struct band {
+    double x[LOSS_BUCKETS], mean[LOSS_BUCKETS], lo[LOSS_BUCKETS], hi[LOSS_BUCKETS];
+    int n;
+    int width; /* steps per bucket */
+} band;
+
+/* Mean training loss per bucket of steps, then mean/min/max across seeds. */
+static void loss_band(band *b, const amp_ab_arm *arm) {
+    size_t npts = arm->runs[0].npts;
+    for (int r = 1; r < arm->nruns; r++)
+        if (arm->runs[r].npts < npts) npts = arm->runs[r].npts;
+    int nb = npts < LOSS_BUCKETS ? (int)npts : LOSS_BUCKETS;
+    b->n = nb;
+    b->width = nb ? (int)((npts + nb - 1) / nb) : 1;
+    for (int j = 0; j < nb; j++) {
+        size_t s0 = npts * (size_t)j / nb, s1 = npts * (size_t)(j + 1) / nb;
+        double sum_mean = 0, lo = INFINITY, hi = -INFINITY;
+        int nr = 0;
+        for (int r = 0; r < arm->nruns; r++) {
+            double s = 0;
+            int c = 0;
+            for (size_t i = s0; i < s1; i++)
+                if (isfinite(arm->runs[r].pts[i].loss)) {
+                    s += arm->runs[r].pts[i].loss;
+                    c++;
+                }
+            if (!c) continue;
+            s /= c;
+            sum_mean += s;
+            nr++;
+            if (s < lo) lo = s;
+            if (s > hi) hi = s;
+        }
+        b->x[j] = 0.5 * (double)(arm->runs[0].pts[s0].step + arm->runs[0].pts[s1 - 1].step);
+        b->mean[j] = nr ? sum_mean / nr : NAN;
+        b->lo[j] = nr ? lo : NAN;
+        b->hi[j] = nr ? hi : NAN;
+    }
+}
+
+static double max_step(const amp_ab_study *st) {
+    double m = 1;
+    for (int a = 0; a < st->narms; a++)
+        for (int r = 0; r < st->arms[a].nruns; r++) {
+            const amp_ab_run *run = &st->arms[a].runs[r];
+            if (run->npts && run->pts[run->npts - 1].step > m) m = (double)run->pts[run->npts - 1].step;
+        }
+    return m;
+}
+
+static void chart_loss(FILE *f, const amp_ab_study *st) {
+    band *b = calloc((size_t)st->narms, sizeof *b);
+    if (!b) return;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int a = 0; a < st->narms; a++) {
+        loss_band(&b[a], &st->arms[a]);
+        for (int j = 0; j < b[a].n; j++) {
+            if (b[a].lo[j] < lo) lo = b[a].lo[j];
+            if (b[a].hi[j] > hi) hi = b[a].hi[j];
+        }
+    }
+    if (!isfinite(lo)) lo = 0, hi = 1;
+    char note[160];
+    if (b[0].width > 1)
+        snprintf(note, sizeof note,
+                 "mean over seeds of %d-step averages; the band spans the seeds' min to max",
+                 b[0].width);
+    else
+        snprintf(note, sizeof note, "mean over seeds at every step; the band spans the seeds' min to max");
+    figure_open(f, "Training loss", note, st);
+    frame fr = {0, max_step(st), lo, hi, 64, 12, 476, 228};
+    double ys = nice_range(&fr.y0, &fr.y1, 5);
+    double xs = nice_range(&fr.x0, &fr.x1, 6);
+    fr.x0 = 0;
+    svg_open(f, "chart-loss", "training loss per arm", 560, 290);
+    axes(f, &fr, xs, ys, "step", "training loss", 0);
+    for (int a = 0; a < st->narms; a++) {
+        if (st->arms[a].nruns > 1) {
+            fprintf(f, "<path class=\"band\" data-arm=\"%d\" fill=\"%s\" d=\"", a, color(a));
+            pathw p = {f, 0};
+            for (int j = 0; j < b[a].n; j++) path_pt(&p, fx(&fr, b[a].x[j]), fy(&fr, b[a].hi[j]));
+            for (int j = b[a].n - 1; j >= 0; j--) path_pt(&p, fx(&fr, b[a].x[j]), fy(&fr, b[a].lo[j]));
+            fputs(" Z\"/>\n", f);
+        }
+    }
+    for (int a = 0; a < st->narms; a++) {
+        fprintf(f, "<path class=\"data line\" data-arm=\"%d\" stroke=\"%s\" d=\"", a, color(a));
+        pathw p = {f, 0};
+        for (int j = 0; j < b[a].n; j++) path_pt(&p, fx(&fr, b[a].x[j]), fy(&fr, b[a].mean[j]));
+        fputs("\"><title>", f);
+        esc(f, st->arms[a].name);
+        fputs("</title></path>\n", f);
+    }
+    fputs("</svg>\n</figure>\n", f);
+    free(b);
+}
+
+/* ------------------------------------------------------------ accuracy */
+
+static void chart_acc(FILE *f, const amp_ab_study *st) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int a = 0; a < st->narms; a++)
+        for (int r = 0; r < st->arms[a].nruns; r++)
+            for (size_t e = 0; e < st->arms[a].runs[r].nevals; e++) {
+                double v = st->arms[a].runs[r].evals[e].test_acc;
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+            }
+    if (!isfinite(lo)) lo = 0, hi = 1;
+    figure_open(f, "Test accuracy",
+                "at each evaluation; dots are means over seeds, bars span min to max", st);
+    frame fr = {0, max_step(st), lo, hi, 64, 12, 476, 228};
+    double ys = nice_range(&fr.y0, &fr.y1, 5);
+    double xs = nice_range(&fr.x0, &fr.x1, 6);
+    fr.x0 = 0;
+    svg_open(f, "chart-acc", "test accuracy per arm", 560, 290);
+    axes(f, &fr, xs, ys, "step", "test accuracy", 0);
+    for (int a = 0; a < st->narms; a++) {
+        const amp_ab_arm *arm = &st->arms[a];
+        size_t ne = arm->runs[0].nevals;
+        for (int r = 1; r < arm->nruns; r++)
+            if (arm->runs[r].nevals < ne) ne = arm->runs[r].nevals;
+        double *mx = calloc(ne + 1, 3 * sizeof(double));
+        if (!mx) continue;
+        double *mean = mx, *mn = mx + ne + 1, *mxv = mx + 2 * (ne + 1);
+        for (size_t e = 0; e < ne; e++) {
+            double s = 0;
+            mn[e] = INFINITY;
+            mxv[e] = -INFINITY;
+            for (int r = 0; r < arm->nruns; r++) {
+                double v = arm->runs[r].evals[e].test_acc;
+                s += v;
+                if (v < mn[e]) mn[e] = v;
+                if (v > mxv[e]) mxv[e] = v;
+            }
+            mean[e] = s / arm->nruns;
+        }
+        /* a small sideways offset per arm keeps equal points apart */
+        double off = (a - (st->narms - 1) / 2.0) * 4.0;
+        fprintf(f, "<g fill=\"%s\" stroke=\"%s\">\n", color(a), color(a));
+        for (size_t e = 0; e < ne; e++) {
+            double px = fx(&fr, (double)arm->runs[0].evals[e].step) + off;
+            if (arm->nruns > 1)
+                fprintf(f, "<line class=\"errbar\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", px, px,
+                        fy(&fr, mn[e]), fy(&fr, mxv[e]));
+            fprintf(f, "<circle class=\"marker\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>", px,
+                    fy(&fr, mean[e]));
+            esc(f, arm->name);
+            fprintf(f, " step %lld: %.4f</title></circle>\n", (long long)arm->runs[0].evals[e].step,
+                    mean[e]);
+        }
+        fputs("</g>\n", f);
+        fprintf(f, "<path class=\"data line\" data-arm=\"%d\" stroke=\"%s\" d=\"", a, color(a));
+        pathw p = {f, 0};
+        for (size_t e = 0; e < ne; e++)
+            path_pt(&p, fx(&fr, (double)arm->runs[0].evals[e].step) + off, fy(&fr, mean[e]));
+        fputs("\"/>\n", f);
+        free(mx);
+    }
+    fputs("</svg>\n</figure>\n", f);
+}
+
+/* ------------------------------------------------------------ loss scale */
+
+static void chart_scale(FILE *f, const amp_ab_study *st) {
+    double lo = INFINITY, hi = -INFINITY;
+    long skipped = 0;
+    for (int a = 0; a < st->narms; a++)
+        for (int r = 0; r < st->arms[a].nruns; r++)
+            for (size_t i = 0; i < st->arms[a].runs[r].npts; i++) {
+                const amp_ab_point *p = &st->arms[a].runs[r].pts[i];
+                if (!(p->scale > 0) || !isfinite(p->scale)) continue;
+                double v = log2(p->scale);
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+                skipped += p->skipped;
+            }
+    if (!isfinite(lo)) lo = 0, hi = 0;
+    lo = floor(lo) - 1;
+    hi = ceil(hi) + 1;
+    char note[200];
+    snprintf(note, sizeof note,
+             "log2 axis, every seed; &#x2715; marks a skipped step (%ld in all runs)", skipped);
+    figure_open(f, "Loss scale", note, st);
+    frame fr = {0, max_step(st), lo, hi, 64, 12, 476, 228};
+    double xs = nice_range(&fr.x0, &fr.x1, 6);
+    fr.x0 = 0;
+    double ys = 1; /* 1, 2, 4, 8 ... doublings per tick, at multiples of the step */
+    while ((hi - lo) / ys > 8) ys *= 2;
+    fr.y0 = floor(lo / ys) * ys;
+    fr.y1 = ceil(hi / ys) * ys;
+    svg_open(f, "chart-scale", "loss scale over time per arm, log2 axis", 560, 290);
+    axes(f, &fr, xs, ys, "step", "loss scale", 1);
+    for (int a = 0; a < st->narms; a++)
+        for (int r = 0; r < st->arms[a].nruns; r++) {
+            const amp_ab_run *run = &st->arms[a].runs[r];
+            /* a step line: a point only where the scale changes */
+            fprintf(f, "<path class=\"data line scale\" data-arm=\"%d\" data-seed=\"%llu\" stroke=\"%s\"%s d=\"",
+                    a, (unsigned long long)run->seed, color(a),
+                    a ? " stroke-dasharray=\"6 3\"" : "");
+            double prev = NAN;
+            int started = 0;
+            for (size_t i = 0; i < run->npts; i++) {
+                const amp_ab_point *p = &run->pts[i];
+                if (!(p->scale > 0) || !isfinite(p->scale)) continue;
+                double v = log2(p->scale), px = fx(&fr, (double)p->step);
+                if (!started)
+                    fprintf(f, "M%.1f %.1f", px, fy(&fr, v));
+                else if (v != prev)
+                    fprintf(f, " H%.1f V%.1f", px, fy(&fr, v));
+                started = 1;
+                prev = v;
+            }
+            if (started) fprintf(f, " H%.1f", fx(&fr, (double)run->pts[run->npts - 1].step));
+            fputs("\"/>\n", f);
+            int marks = 0;
+            for (size_t i = 0; i < run->npts && marks < 500; i++) {
+                const amp_ab_point *p = &run->pts[i];
+                if (!p->skipped || !(p->scale > 0) || !isfinite(p->scale)) continue;
+                double px = fx(&fr, (double)p->step), py = fy(&fr, log2(p->scale));
+                fprintf(f,
+                        "<path class=\"skip\" data-arm=\"%d\" stroke=\"%s\" d=\"M%.1f %.1f l6 6 m0 -6 "
+                        "l-6 6\"><title>",
+                        a, color(a), px - 3, py - 3);
+                esc(f, st->arms[a].name);
+                fprintf(f, " seed %llu: step %lld skipped at scale %g</title></path>\n",
+                        (unsigned long long)run->seed, (long long)p->step, p->scale);
+                marks++;
+            }
+        }
+    fputs("</svg>\n</figure>\n", f);
+}
+
+/* ------------------------------------------------------------ step time */
+
+static int cmp_d(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+enum { TBINS = 40 };
+
+static void chart_steptime(FILE *f, const amp_ab_study *st) {
+    double **v = calloc((size_t)st->narms, sizeof *v);
+    size_t *n = calloc((size_t)st->narms, sizeof *n);
+    if (!v || !n) {
+        free(v);
+        free(n);
+        return;
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (int a = 0; a < st->narms; a++) {
+        size_t tot = 0;
+        for (int r = 0; r < st->arms[a].nruns; r++) tot += st->arms[a].runs[r].npts;
+        v[a] = malloc((tot ? tot : 1) * sizeof(double));
+        if (!v[a]) continue;
+        for (int r = 0; r < st->arms[a].nruns; r++)
+            for (size_t i = 0; i < st->arms[a].runs[r].npts; i++)
+                v[a][n[a]++] = st->arms[a].runs[r].pts[i].step_ms;
+        qsort(v[a], n[a], sizeof(double), cmp_d);
+        if (!n[a]) continue;
+        /* the histogram shows the 1st..99th percentile: warm-up outliers would squash it */
+        double q0 = amp_ab_quantile_sorted(v[a], n[a], 0.01), q1 = amp_ab_quantile_sorted(v[a], n[a], 0.99);
+        if (q0 < lo) lo = q0;
+        if (q1 > hi) hi = q1;
+    }
+    if (!isfinite(lo)) lo = 0, hi = 1;
+    double med_max = 0; /* a long tail of slow steps would squash the bulk: cut at 3x the medians */
+    for (int a = 0; a < st->narms; a++)
+        if (n[a] && amp_ab_quantile_sorted(v[a], n[a], 0.5) > med_max) med_max = amp_ab_quantile_sorted(v[a], n[a], 0.5);
+    if (hi > 3 * med_max && 3 * med_max > lo) hi = 3 * med_max;
+    if (!(hi > lo)) hi = lo + 1;
+    double width = (hi - lo) / TBINS;
+    double frac[TBINS], ymax = 0;
+    figure_open(f, "Step time distribution",
+                "every step of every seed from the 1st percentile to the 99th (at most 3&times; the slowest median); dashed lines are medians", st);
+    double (*h)[TBINS] = calloc((size_t)st->narms, sizeof *h);
+    for (int a = 0; a < st->narms && h; a++) {
+        for (size_t i = 0; i < n[a]; i++) {
+            int b = (int)floor((v[a][i] - lo) / width);
+            if (b >= 0 && b < TBINS) h[a][b] += 1;
+            else if (b == TBINS && v[a][i] <= hi) h[a][TBINS - 1] += 1;
+        }
+        for (int b = 0; b < TBINS; b++) {
+            h[a][b] /= n[a] ? (double)n[a] : 1;
+            if (h[a][b] > ymax) ymax = h[a][b];
+        }
+    }
+    frame fr = {lo, hi, 0, ymax > 0 ? ymax : 1, 64, 12, 476, 228};
+    double xs = nice_range(&fr.x0, &fr.x1, 6);
+    double ys = nice_range(&fr.y0, &fr.y1, 5);
+    fr.y0 = 0;
+    svg_open(f, "chart-steptime", "step time histogram per arm", 560, 290);
+    axes(f, &fr, xs, ys, "step time (ms)", "fraction of steps", 0);
+    (void)frac;
+    for (int a = 0; a < st->narms && h; a++) {
+        if (!n[a]) continue;
+        fprintf(f, "<path class=\"data hist\" data-arm=\"%d\" stroke=\"%s\" fill=\"%s\" d=\"", a,
+                color(a), color(a));
+        double base = fy(&fr, 0);
+        fprintf(f, "M%.1f %.1f", fx(&fr, lo), base);
+        for (int b = 0; b < TBINS; b++)
+            fprintf(f, " V%.1f H%.1f", fy(&fr, h[a][b]), fx(&fr, lo + (b + 1) * width));
+        fprintf(f, " V%.1f Z\"/>\n", base);
+        double med = amp_ab_quantile_sorted(v[a], n[a], 0.5), px = fx(&fr, med);
+        fprintf(f,
+                "<line class=\"median\" stroke=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
+                "y2=\"%.1f\"><title>",
+                color(a), px, px, fr.T, fr.T + fr.H);
+        esc(f, st->arms[a].name);
+        fprintf(f, " median %.3f ms</title></line>\n", med);
+    }
+    fputs("</svg>\n</figure>\n", f);
+    for (int a = 0; a < st->narms; a++) free(v[a]);
+    free(v);
+    free(n);
+    free(h);
+}
+
+/* ------------------------------------------------------------ memory */
+
+static void fmt_bytes(char *buf, size_t cap, double b) {
+    if (b >= 1 << 30) snprintf(buf, cap, "%.2f GiB", b / (1 << 30));
+    else if (b >= 1 << 20) snprintf(buf, cap, "%.2f MiB", b / (1 << 20));
+    else if (b >= 1 << 10) snprintf(buf, cap, "%.1f KiB", b / (1 << 10));
+    else snprintf(buf, cap, "%.0f B", b);
+}
+
+static void chart_memory(FILE *f, const amp_ab_study *st) {
+    int cats[AMP_AB_MAX_MEM], nc = 0;
+    double mx = 0;
+    for (int m = 0; m < st->nmem; m++) {
+        int any = 0;
+        for (int a = 0; a < st->narms; a++) {
+            double v = st->arms[a].mem[m].mean;
+            any |= v > 0;
+            if (v > mx) mx = v;
+        }
+        if (any) cats[nc++] = m; /* all-zero categories (device_used on a CPU) are left out */
+    }
+    figure_open(f, "Peak memory per category", "exact sizes of each category's allocation, mean over seeds", st);
+    int bh = 9, gap = 10, group = st->narms * bh + gap;
+    int h = 20 + nc * group + 40;
+    frame fr = {0, mx > 0 ? mx : 1, 0, 1, 120, 10, 340, (double)(nc * group)};
+    double xs = nice_range(&fr.x0, &fr.x1, 5);
+    svg_open(f, "chart-memory", "peak memory per category per arm", 560, h);
+    /* the x axis in the largest binary unit that fits */
+    double unit = fr.x1 >= (1 << 30) ? (1 << 30) : fr.x1 >= (1 << 20) ? (1 << 20) : fr.x1 >= (1 << 10) ? (1 << 10) : 1;
+    const char *uname = unit == (1 << 30) ? "GiB" : unit == (1 << 20) ? "MiB" : unit == (1 << 10) ? "KiB" : "bytes";
+    if (unit > 1) { /* ticks at round numbers of that unit */
+        fr.x1 = mx / unit;
+        xs = nice_range(&fr.x0, &fr.x1, 5) * unit;
+        fr.x1 *= unit;
+    }
+    fputs("<g class=\"axes\">\n", f);
+    for (double x = 0; x <= fr.x1 + xs * 1e-6; x += xs) {
+        double px = fx(&fr, x);
+        char buf[32];
+        tick_label(buf, sizeof buf, x / unit, xs / unit);
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>"
+                   "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                px, px, fr.T, fr.T + fr.H, px, fr.T + fr.H + 15, buf);
+    }
+    fprintf(f, "<text class=\"axis-title\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n</g>\n",
+            fr.L + fr.W / 2, fr.T + fr.H + 32, uname);
+    for (int c = 0; c < nc; c++) {
+        int m = cats[c];
+        double y0 = fr.T + c * group + gap / 2.0;
+        fprintf(f, "<text class=\"cat\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                fr.L - 6, y0 + st->narms * bh / 2.0 + 4, st->mem_names[m]);
+        for (int a = 0; a < st->narms; a++) {
+            double v = st->arms[a].mem[m].mean, w = fx(&fr, v) - fr.L;
+            char buf[32];
+            fmt_bytes(buf, sizeof buf, v);
+            if (w > 0) {
+                fprintf(f,
+                        "<rect class=\"data bar\" data-arm=\"%d\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\" "
+                        "width=\"%.1f\" height=\"%d\"><title>",
+                        a, color(a), fr.L, y0 + a * bh, w, bh - 1);
+                esc(f, st->arms[a].name);
+                fprintf(f, " %s: %s</title></rect>\n", st->mem_names[m], buf);
+            }
+            fprintf(f, "<text class=\"val\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", fr.L + w + 4,
+                    y0 + a * bh + bh - 1.5, buf);
+        }
+    }
+    fputs("</svg>\n</figure>\n", f);
+}
+
+/* ------------------------------------------------------------ heat map */
+
+/* Fraction of rounded values lost, coloured on a log scale 1e-8 .. 1. */
+static void heat_color(char *buf, size_t cap, double rate) {
+    double t = (log10(rate) + 8.0) / 8.0;
+    if (t < 0) t = 0;
+    if (t > 1) t = 1;
+    /* pale yellow -> orange -> dark red */
+    double r = 255 - t * 120, g = 236 - t * 216, b = 170 - t * 150;
+    snprintf(buf, cap, "rgb(%d,%d,%d)", (int)r, (int)g, (int)b);
+}
+
+static void chart_heat(FILE *f, const amp_ab_study *st, int a) {
+    const amp_ab_arm *arm = &st->arms[a];
+    int nl = arm->runs[0].nlayers;
+    static const char *const colname[4] = {"fwd under", "fwd over", "grad under", "grad over"};
+    int cw = 78, ch = 26, L = 56, T = 30;
+    int w = L + 4 * cw + 10, h = T + nl * ch + 12;
+    char id[200];
+    snprintf(id, sizeof id, "chart-heat-%d", a);
+    fputs("<div class=\"heat\"><div class=\"heat-title\"><i style=\"background:", f);
+    fputs(color(a), f);
+    fputs("\"></i>", f);
+    esc(f, arm->name);
+    fputs("</div>\n", f);
+    svg_open(f, id, "underflow and overflow rate per layer", w, h);
+    for (int c = 0; c < 4; c++)
+        fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                L + c * cw + cw / 2, T - 10, colname[c]);
+    for (int l = 0; l < nl; l++) {
+        double lost[4] = {0}, rounded[4] = {0};
+        for (int r = 0; r < arm->nruns; r++) {
+            const amp_ab_layer *ly = &arm->runs[r].layers[l];
+            lost[0] += ly->fwd_under;
+            lost[1] += ly->fwd_over;
+            lost[2] += ly->grad_under;
+            lost[3] += ly->grad_over;
+            rounded[0] += ly->fwd_rounded;
+            rounded[1] += ly->fwd_rounded;
+            rounded[2] += ly->grad_rounded;
+            rounded[3] += ly->grad_rounded;
+        }
+        fprintf(f, "<text class=\"cat\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, T + l * ch + ch / 2 + 4);
+        esc(f, arm->runs[0].layers[l].name);
+        fputs("</text>\n", f);
+        for (int c = 0; c < 4; c++) {
+            char fill[32], txt[32];
+            const char *tcls = "cell-text";
+            if (rounded[c] == 0) {
+                snprintf(fill, sizeof fill, "#eceef1");
+                snprintf(txt, sizeof txt, "n/a");
+                tcls = "cell-text muted";
+            } else if (lost[c] == 0) {
+                snprintf(fill, sizeof fill, "#f7f9f7");
+                snprintf(txt, sizeof txt, "0");
+            } else {
+                double rate = lost[c] / rounded[c];
+                heat_color(fill, sizeof fill, rate);
+                snprintf(txt, sizeof txt, "%.2g", rate);
+                if (log10(rate) > -3) tcls = "cell-text light";
+            }
+            int x = L + c * cw, y = T + l * ch;
+            fprintf(f,
+                    "<rect class=\"data cell\" data-arm=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
+                    "height=\"%d\" fill=\"%s\"><title>%s %s: %.0f of %.0f rounded values</title></rect>"
+                    "<text class=\"%s\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                    a, x + 1, y + 1, cw - 2, ch - 2, fill, arm->runs[0].layers[l].name, colname[c],
+                    lost[c], rounded[c], tcls, x + cw / 2, y + ch / 2 + 4, txt);
+        }
+    }
+    fputs("</svg></div>\n", f);
+}
+
+static void heat_key(FILE *f) {
+    fputs("<div class=\"heat-key\"><span>rate (log scale):</span>", f);
+    for (int e = -8; e <= 0; e += 2) {
+        char fill[32];
+        heat_color(fill, sizeof fill, pow(10.0, e));
+        fprintf(f, "<span><i style=\"background:%s\"></i>1e%d</span>", fill, e);
+    }
+    fputs("<span><i style=\"background:#f7f9f7\"></i>0</span>"
+          "<span><i style=\"background:#eceef1\"></i>no nonzero value rounded to 16 bits</span></div>\n", f);
+}
+
+/* ------------------------------------------------------------ tables */
+
+static void verdict_cell(FILE *f, const amp_ab_welch *w, int baseline) {
+    if (baseline) {
+        fputs("<td class=\"muted\">baseline</td><td class=\"muted\">&mdash;</td>", f);
+        return;
+    }
+    if (!w->has_ci) {
+        fprintf(f, "<td class=\"num\">%+.4f</td><td><span class=\"pill na\">n/a (1 seed)</span></td>",
+                w->diff);
+        return;
+    }
+    fprintf(f, "<td class=\"num\">%+.4f<br><span class=\"ci\">[%+.4f, %+.4f]</span></td>", w->diff,
+            w->lo, w->hi);
+    if (!w->significant)
+        fputs("<td><span class=\"pill same\">no significant difference</span></td>", f);
+    else if (w->diff > 0)
+        fputs("<td><span class=\"pill better\">significantly higher</span></td>", f);
+    else
+        fputs("<td><span class=\"pill worse\">significantly lower</span></td>", f);
+}
+
+static void verdict_table(FILE *f, const amp_ab_study *st) {
+    int t = amp_ab_mem_total(st);
+    fputs("<h2>Verdict</h2>\n<table class=\"verdict\">\n<thead><tr><th>arm</th>"
+          "<th>seeds</th><th>test accuracy<br><span class=\"sub\">mean &plusmn; sd</span></th>"
+          "<th>&Delta; accuracy vs baseline<br><span class=\"sub\">95% CI (Welch)</span></th>"
+          "<th>significant?</th><th>final train loss</th><th>median step</th><th>speedup</th>"
+          "<th>memory ratio<br><span class=\"sub\">total peak</span></th><th>skipped steps</th>"
+          "<th>underflow / overflow</th></tr></thead>\n<tbody>\n",
+          f);
+    for (int a = 0; a < st->narms; a++) {
+        const amp_ab_arm *arm = &st->arms[a];
+        amp_ab_cmp c;
+        amp_ab_compare(&c, st, 0, a);
+        fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", color(a));
+        esc(f, arm->name);
+        fputs("<br><span class=\"sub\">", f);
+        esc(f, arm->precision);
+        fputs(" + ", f);
+        esc(f, arm->scaler);
+        fprintf(f, "</span></td><td class=\"num\">%d</td>", arm->nruns);
+        if (arm->nruns > 1)
+            fprintf(f, "<td class=\"num\">%.4f &plusmn; %.4f</td>", arm->test_acc.mean, arm->test_acc.sd);
+        else
+            fprintf(f, "<td class=\"num\">%.4f</td>", arm->test_acc.mean);
+        verdict_cell(f, &c.test_acc, a == 0);
+        char mem[32] = "n/a";
+        if (t >= 0) fmt_bytes(mem, sizeof mem, arm->mem[t].mean);
+        fprintf(f,
+                "<td class=\"num\">%.4f</td><td class=\"num\">%.2f ms</td><td class=\"num%s\">%.2f&times;</td>"
+                "<td class=\"num%s\">%.2f&times; <span class=\"sub\">%s</span></td><td class=\"num\">%.1f</td>"
+                "<td class=\"num\">%.3g / %.3g</td></tr>\n",
+                arm->final_loss.mean, arm->median_ms.mean,
+                a && c.speedup > 1.05 ? " good" : a && c.speedup < 0.95 ? " bad" : "", c.speedup,
+                a && c.mem_ratio < 0.95 ? " good" : a && c.mem_ratio > 1.05 ? " bad" : "", c.mem_ratio, mem,
+                arm->skipped.mean, arm->underflow.mean, arm->overflow.mean);
+    }
+    fputs("</tbody></table>\n<p class=\"note\">&Delta; is arm &minus; baseline. <b>Significant</b>: the "
+          "95% Welch interval excludes 0 (with one seed there is no spread to estimate, so no "
+          "interval is given). <b>Speedup</b>: the baseline's median step time / the arm's "
+          "(&gt;1 is faster). <b>Memory ratio</b>: the arm's total peak memory / the baseline's. "
+          "Skipped steps, underflow and overflow are means per run; underflow and overflow count "
+          "values flushed to zero or rounded to inf when stored in 16 bits.</p>\n",
+          f);
+}
+
+static void runs_table(FILE *f, const amp_ab_study *st) {
+    fputs("<h2>Runs</h2>\n<table class=\"runs\"><thead><tr><th>arm</th><th>seed</th><th>test acc</th>"
+          "<th>test loss</th><th>final train loss</th><th>steps</th><th>skipped</th>"
+          "<th>final scale</th><th>median step</th><th>wall</th><th>device</th><th>files</th></tr></thead><tbody>\n",
+          f);
+    for (int s = 0; s < st->nseeds; s++)
+        for (int a = 0; a < st->narms; a++) {
+            if (s >= st->arms[a].nruns) continue;
+            const amp_ab_run *r = &st->arms[a].runs[s];
+            fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", color(a));
+            esc(f, st->arms[a].name);
+            fprintf(f,
+                    "</td><td class=\"num\">%llu</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td>"
+                    "<td class=\"num\">%.4f</td><td class=\"num\">%.0f</td><td class=\"num\">%.0f</td>"
+                    "<td class=\"num\">%g</td><td class=\"num\">%.2f ms</td><td class=\"num\">%.1f s</td><td>",
+                    (unsigned long long)r->seed, r->test_acc, r->test_loss, r->final_loss, r->steps,
+                    r->skipped, r->final_scale, r->median_ms, r->wall_s);
+            esc(f, r->device);
+            fputs("</td><td class=\"path\">", f);
+            /* the run folders sit beside report.html: runs/<arm>/seed-<S> */
+            const char *rel = strstr(r->dir, "/runs/");
+            esc(f, rel ? rel + 1 : r->dir);
+            fputs("</td></tr>\n", f);
+        }
+    fputs("</tbody></table>\n", f);
+}
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;"
+    "color:#1d232b;background:#f4f6f8;margin:0}"
+    "main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}"
+    "header{background:#1f2a3a;color:#e9eef5;padding:22px 28px}"
+    "header .in{max-width:1180px;margin:0 auto}"
+    "header h1{margin:0 0 6px;font-size:22px;font-weight:600}"
+    "header .meta{display:flex;flex-wrap:wrap;gap:4px 22px;font-size:13px;color:#b7c3d3}"
+    "header .meta b{color:#fff;font-weight:600}"
+    "h2{font-size:17px;margin:28px 0 10px}"
+    ".card{background:#fff;border:1px solid #dde3ea;border-radius:8px;padding:14px 18px;margin:14px 0}"
+    ".arms{display:flex;flex-wrap:wrap;gap:10px 28px}"
+    ".arms div{font-size:13px}.arms code{color:#566}"
+    "i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:6px;vertical-align:-1px}"
+    "table{border-collapse:collapse;background:#fff;border:1px solid #dde3ea;width:100%;font-size:12.5px}"
+    "th{background:#eef2f6;text-align:left;font-weight:600;padding:7px 6px;border-bottom:1px solid #dde3ea;vertical-align:bottom}"
+    "td{padding:6px 6px;border-bottom:1px solid #edf0f3;white-space:nowrap}td .sub{font-weight:400}"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.good{color:#1d7a45;font-weight:600}td.bad{color:#b3261e;font-weight:600}"
+    "td.path{font-family:ui-monospace,monospace;font-size:12px;color:#566}"
+    ".sub{font-weight:400;color:#667;font-size:11px}.ci{color:#667}.muted{color:#8a94a0}"
+    ".pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}"
+    ".pill.better{background:#d8f1e1;color:#17643a}.pill.worse{background:#f9d9d6;color:#9b1c14}"
+    ".pill.same{background:#e8ecf0;color:#4a5560}.pill.na{background:#fff1c9;color:#7a5a00}"
+    ".warn{background:#fff7e0;border-color:#f0d58a}"
+    ".note{color:#5b6570;font-size:12.5px}"
+    ".grid2{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:16px}"
+    "figure{background:#fff;border:1px solid #dde3ea;border-radius:8px;margin:0;padding:12px 14px}"
+    "figcaption{margin-bottom:4px}figcaption .note{display:block}"
+    ".legend{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12.5px;margin:4px 0}"
+    "svg.chart{display:block;max-width:100%;height:auto;font-size:11px}"
+    "svg .grid{stroke:#e6eaef}svg .tickmark{stroke:#98a2ad}svg .frame{fill:none;stroke:#98a2ad}"
+    "svg .tick{fill:#56606b}svg .axis-title{fill:#333b45;font-size:12px}"
+    "svg .line{fill:none;stroke-width:2;stroke-linejoin:round}svg .band{opacity:.16;stroke:none}"
+    "svg .errbar{stroke-width:1.5}svg .skip{stroke-width:1.6;fill:none}"
+    "svg .hist{fill-opacity:.14;stroke-width:1.6;stroke-linejoin:round}"
+    "svg .median{stroke-dasharray:4 3;stroke-width:1.4}"
+    "svg .cat{fill:#333b45;font-size:12px}svg .val{fill:#56606b;font-size:10px}"
+    "svg .cell-text{fill:#333;font-size:11px}svg .cell-text.light{fill:#fff}svg .cell-text.muted{fill:#98a2ad}"
+    ".heats{display:flex;flex-wrap:wrap;gap:16px}.heat{background:#fff;border:1px solid #dde3ea;border-radius:8px;padding:10px}"
+    ".heat-title{font-weight:600;margin-bottom:2px}"
+    ".heat-key{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:8px 0;color:#56606b}"
+    "ul.diffs{margin:6px 0 0;padding-left:20px}";
+
+int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>amptrain A/B: ",
+          f);
+    for (int a = 0; a < st->narms; a++) {
+        if (a) fputs(" vs ", f);
+        esc(f, st->arms[a].name);
+    }
+    fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<header><div class=\"in\">\n", css);
+    fputs("<h1>A/B test of precision policies</h1>\n<div class=\"meta\">", f);
+    fprintf(f, "<span>baseline <b>");
+    esc(f, st->arms[0].name);
+    fprintf(f, "</b></span><span><b>%d</b> arms &times; <b>%d</b> seeds (", st->narms, st->nseeds);
+    for (int i = 0; i < st->nseeds; i++) fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)st->seeds[i]);
+    fputs(")</span><span>device <b>", f);
+    esc(f, st->device);
+    fputs("</b></span><span>", f);
+    esc(f, st->cpu);
+    fprintf(f, " &times; %d</span><span>host ", st->ncpu);
+    esc(f, st->host);
+    fprintf(f, "</span><span>%s</span><span>total %.1f %s</span><span>amptrain %s</span></div>\n</div></header>\n<main>\n",
+            st->created, st->wall_s < 60 ? st->wall_s : st->wall_s / 60.0,
+            st->wall_s < 60 ? "s" : "min", AMP_VERSION);
+
+    fputs("<div class=\"card\"><div class=\"arms\">", f);
+    for (int a = 0; a < st->narms; a++) {
+        fprintf(f, "<div><i style=\"background:%s\"></i><b>", color(a));
+        esc(f, st->arms[a].name);
+        fputs("</b> &mdash; ", f);
+        esc(f, st->arms[a].precision);
+        fputs(" + ", f);
+        esc(f, st->arms[a].scaler);
+        fputs(" scaler <code>", f);
+        esc(f, st->arms[a].config);
+        fputs("</code></div>", f);
+    }
+    fputs("</div>\n<p class=\"note\">Every arm ran the same seeds. A seed fixes the initial weights "
+          "and the order of the training data (both depend only on the seed and the epoch), so for "
+          "a given seed every arm starts from the same weights and sees the same batches. The runs "
+          "were interleaved (arm 1 seed 1, arm 2 seed 1, &hellip;, arm 1 seed 2, &hellip;) so a "
+          "drift in machine speed affects all arms alike.",
+          f);
+    if (st->nsets) {
+        fputs(" Applied to every arm:", f);
+        for (int i = 0; i < st->nsets; i++) {
+            fputs(" <code>--set ", f);
+            esc(f, st->sets[i]);
+            fputs("</code>", f);
+        }
+        fputc('.', f);
+    }
+    fputs("</p></div>\n", f);
+
+    if (st->ndiffs) {
+        fputs("<div class=\"card warn\" id=\"config-differences\"><b>The arms differ in more than "
+              "their precision policy and loss scaler</b> (run with <code>--allow-diff</code>): "
+              "differences below mix these settings' effects with the policy's.<ul class=\"diffs\">",
+              f);
+        for (int d = 0; d < st->ndiffs; d++) {
+            fputs("<li><code>[", f);
+            esc(f, st->diffs[d].section);
+            fputs("] ", f);
+            esc(f, st->diffs[d].key);
+            fputs("</code>: ", f);
+            for (int a = 0; a < st->narms; a++) {
+                fputs(a ? ", " : "", f);
+                esc(f, st->arms[a].name);
+                fputs(" = <code>", f);
+                esc(f, st->diffs[d].values[a]);
+                fputs("</code>", f);
+            }
+            fputs("</li>", f);
+        }
+        fputs("</ul></div>\n", f);
+    }
+
+    verdict_table(f, st);
+    fputs("<h2>Training</h2>\n<div class=\"grid2\">\n", f);
+    chart_loss(f, st);
+    chart_acc(f, st);
+    chart_scale(f, st);
+    chart_steptime(f, st);
+    fputs("</div>\n<h2>Precision telemetry and memory</h2>\n", f);
+    fputs("<figure><figcaption><b>Underflow and overflow per layer</b> <span class=\"note\">fraction "
+          "of the nonzero values rounded into 16 bits that flushed to zero (under) or became inf "
+          "(over), summed over all seeds; forward = weights and activations, grad = gradients"
+          "</span></figcaption>\n",
+          f);
+    heat_key(f);
+    fputs("<div class=\"heats\">\n", f);
+    for (int a = 0; a < st->narms; a++) chart_heat(f, st, a);
+    fputs("</div></figure>\n<div class=\"grid2\" style=\"margin-top:16px\">\n", f);
+    chart_memory(f, st);
+    fputs("</div>\n", f);
+    runs_table(f, st);
+    fputs("<p class=\"note\">Per-run files (summary.json, metrics.jsonl, config.ini, "
+          "weights.safetensors, train.log) are in the folders listed above, next to this report; "
+          "ab.json holds every number shown here.</p>\n</main>\n</body>\n</html>\n",
+          f);
+    return ferror(f) ? -1 : 0;
+}

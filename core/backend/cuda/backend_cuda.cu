@@ -1,0 +1,204 @@
+/* CUDA backend, host side: device selection, memory, copies, cuBLAS GEMMs and
+ * the op table. The element-wise and reduction kernels live in
+ * kernels_cuda.cu. Everything runs on one stream owned by the backend;
+ * download() is the only op that synchronises with the host. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.h"
+
+int amp_cuda_fail(amp_backend *be, const char *what, const char *file, int line, const char *name,
+                  const char *msg) {
+    snprintf(be->err, sizeof be->err, "%s failed at %s:%d: %s (%s)", what, file, line,
+             name ? name : "?", msg ? msg : "?");
+    return 1;
+}
+
+extern "C" int amp_backend_cuda_available(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear it so later calls do not report it */
+        return 0;
+    }
+    return n > 0;
+}
+
+static void *cuda_alloc(amp_backend *be, size_t bytes) {
+    void *p = NULL;
+    /* A zero-byte request still gets a distinct pointer, like the CPU twin. */
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 256);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        size_t fr = 0, total = 0;
+        cudaMemGetInfo(&fr, &total);
+        snprintf(be->err, sizeof be->err,
+                 "cudaMalloc of %zu bytes failed: %s (%s); device has %zu of %zu bytes free",
+                 bytes, cudaGetErrorName(e), cudaGetErrorString(e), fr, total);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_release(amp_backend *be, void *p) {
+    (void)be;
+    if (p) cudaFree(p); /* cudaFree waits for pending work that may use p */
+}
+
+/* Pageable source: cudaMemcpyAsync returns once src is staged, so the caller
+ * may reuse it at once (not true for pinned buffers, which the core never
+ * hands us). */
+static int cuda_upload(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes) {
+    if (bytes == 0) return 0;
+    AMP_CHECK_CUDA(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice,
+                                   amp_cuda_im(be)->stream));
+    return 0;
+}
+
+static int cuda_download(amp_backend *be, void *dst_host, const void *src_dev, size_t bytes) {
+    cudaStream_t s = amp_cuda_im(be)->stream;
+    if (bytes)
+        AMP_CHECK_CUDA(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, s));
+    /* Also where asynchronous kernel faults surface. */
+    AMP_CHECK_CUDA(cudaStreamSynchronize(s));
+    return 0;
+}
+
+static int cuda_zero(amp_backend *be, void *dst_dev, size_t bytes) {
+    if (bytes == 0) return 0;
+    AMP_CHECK_CUDA(cudaMemsetAsync(dst_dev, 0, bytes, amp_cuda_im(be)->stream));
+    return 0;
+}
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+ * row-major matrix with row stride ld is its own transpose in column-major
+ * with leading dimension ld: so swap A/B and m/n and keep each transpose
+ * flag as given. FP32 accumulation always (CUBLAS_COMPUTE_32F: tensor cores
+ * for 16-bit inputs, true FP32 for F32 unless the policy allows TF32). */
+static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
+                     int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                     float alpha, float beta) {
+    cudaDataType_t in_type;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    switch (dt) {
+    case AMP_DTYPE_F32:
+        in_type = CUDA_R_32F;
+        if (be->allow_tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+        break;
+    case AMP_DTYPE_F16: in_type = CUDA_R_16F; break;
+    case AMP_DTYPE_BF16: in_type = CUDA_R_16BF; break;
+    default:
+        snprintf(be->err, sizeof be->err, "cuda gemm: unknown dtype %d", (int)dt);
+        return 1;
+    }
+    if (m <= 0 || n <= 0) return 0;
+    AMP_CHECK_CUBLAS(cublasGemmEx(amp_cuda_im(be)->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
+                                  in_type, ldb, a, in_type, lda, &beta, c, CUDA_R_32F, ldc,
+                                  compute, CUBLAS_GEMM_DEFAULT));
+    return 0;
+}
+
+static size_t cuda_device_bytes_used(amp_backend *be) {
+    (void)be;
+    size_t fr = 0, total = 0;
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return total - fr;
+}
+
+static void cuda_destroy(amp_backend *be) {
+    if (!be) return;
+    amp_cuda_impl *im = amp_cuda_im(be);
+    if (im) {
+        if (im->stream) cudaStreamSynchronize(im->stream);
+        if (im->blas) cublasDestroy(im->blas);
+        if (im->stream) cudaStreamDestroy(im->stream);
+        free(im);
+    }
+    free(be);
+}
+
+/* Filled by member name so a reordered or appended field cannot shift the
+ * table silently (C++ has no out-of-order designated initialisers). */
+/* cudaMalloc does not overcommit: it fails at once, and says so. */
+static double cuda_overcommit_limit(amp_backend *be) { return 0.0; }
+
+static amp_backend_ops cuda_make_ops(void) {
+    amp_backend_ops o;
+    memset(&o, 0, sizeof o);
+    o.name = "cuda";
+    o.destroy = cuda_destroy;
+    o.alloc = cuda_alloc;
+    o.release = cuda_release;
+    o.upload = cuda_upload;
+    o.download = cuda_download;
+    o.zero = cuda_zero;
+    o.gemm = cuda_gemm;
+    o.round = amp_cuda_round;
+    o.quantize = amp_cuda_quantize;
+    o.widen = amp_cuda_widen;
+    o.add_bias = amp_cuda_add_bias;
+    o.act_forward = amp_cuda_act_forward;
+    o.act_backward = amp_cuda_act_backward;
+    o.col_sum = amp_cuda_col_sum;
+    o.softmax_xent = amp_cuda_softmax_xent;
+    o.unscale_check = amp_cuda_unscale_check;
+    o.scale = amp_cuda_scale;
+    o.sgd_step = amp_cuda_sgd_step;
+    o.adamw_step = amp_cuda_adamw_step;
+    o.device_bytes_used = cuda_device_bytes_used;
+    o.overcommit_limit = cuda_overcommit_limit;
+    return o;
+}
+
+static const amp_backend_ops cuda_ops = cuda_make_ops();
+
+static int cuda_init(amp_backend *be) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    im->device = 0;
+    AMP_CHECK_CUDA(cudaSetDevice(im->device));
+    AMP_CHECK_CUDA(
+        cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device));
+    AMP_CHECK_CUDA(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+    AMP_CHECK_CUBLAS(cublasCreate(&im->blas));
+    AMP_CHECK_CUBLAS(cublasSetStream(im->blas, im->stream));
+    /* Default math: FP32 GEMMs stay true FP32; TF32 only per call when the
+     * policy allows it (CUBLAS_COMPUTE_32F_FAST_TF32). */
+    AMP_CHECK_CUBLAS(cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH));
+    return 0;
+}
+
+extern "C" amp_backend *amp_backend_cuda_create(char *err, size_t errlen) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= 0) {
+        if (e != cudaSuccess) (void)cudaGetLastError();
+        snprintf(err, errlen,
+                 "device = cuda requested but no CUDA device is visible (cudaGetDeviceCount: "
+                 "%s); check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES, or use "
+                 "[run] device = cpu",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return NULL;
+    }
+    amp_backend *be = (amp_backend *)calloc(1, sizeof *be);
+    amp_cuda_impl *im = (amp_cuda_impl *)calloc(1, sizeof *im);
+    if (!be || !im) {
+        free(be);
+        free(im);
+        snprintf(err, errlen, "out of host memory creating the CUDA backend");
+        return NULL;
+    }
+    be->ops = &cuda_ops;
+    be->device = AMP_DEVICE_CUDA;
+    be->impl = im;
+    if (cuda_init(be) != 0) {
+        snprintf(err, errlen, "creating the CUDA backend: %s", be->err);
+        cuda_destroy(be);
+        return NULL;
+    }
+    return be;
+}

@@ -1,0 +1,68 @@
+/* Shared between the CUDA backend's host glue (backend_cuda.cu) and its
+ * kernels (kernels_cuda.cu): the backend's private state, the error-check
+ * macros and the kernel-backed ops. C++ (nvcc) only. */
+#ifndef AMP_CUDA_INTERNAL_H
+#define AMP_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "backend/backend.h"
+
+typedef struct amp_cuda_impl {
+    int device;
+    int sm_count;        /* caps grid sizes: one wave of 8 blocks per SM */
+    cudaStream_t stream; /* every op is ordered on this one stream */
+    cublasHandle_t blas; /* bound to stream */
+} amp_cuda_impl;
+
+static inline amp_cuda_impl *amp_cuda_im(amp_backend *be) { return (amp_cuda_impl *)be->impl; }
+
+/* Writes "<what> failed at file:line: name (msg)" into be->err; returns 1. */
+int amp_cuda_fail(amp_backend *be, const char *what, const char *file, int line, const char *name,
+                  const char *msg);
+
+/* Both expect `be` in scope and return 1 from the enclosing function. */
+#define AMP_CHECK_CUDA_WHAT(expr, what)                                                  \
+    do {                                                                                 \
+        cudaError_t amp_e_ = (expr);                                                     \
+        if (amp_e_ != cudaSuccess)                                                       \
+            return amp_cuda_fail(be, what, __FILE__, __LINE__, cudaGetErrorName(amp_e_),   \
+                                 cudaGetErrorString(amp_e_));                            \
+    } while (0)
+#define AMP_CHECK_CUDA(expr) AMP_CHECK_CUDA_WHAT(expr, #expr)
+#define AMP_CHECK_CUBLAS(expr)                                                            \
+    do {                                                                                  \
+        cublasStatus_t amp_s_ = (expr);                                                   \
+        if (amp_s_ != CUBLAS_STATUS_SUCCESS)                                              \
+            return amp_cuda_fail(be, #expr, __FILE__, __LINE__, cublasGetStatusName(amp_s_),  \
+                                 cublasGetStatusString(amp_s_));                          \
+    } while (0)
+/* After every launch: catches bad configurations now, and earlier
+ * asynchronous faults that are sticky. */
+#define AMP_CHECK_LAUNCH(kernel) AMP_CHECK_CUDA_WHAT(cudaGetLastError(), "launch of " #kernel)
+
+/* Kernel-backed ops (kernels_cuda.cu); signatures as in amp_backend_ops. */
+int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
+                   amp_round_count *cnt);
+int amp_cuda_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
+                      amp_round_count *cnt, int accumulate);
+int amp_cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n);
+int amp_cuda_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols);
+int amp_cuda_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act);
+int amp_cuda_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
+                          amp_act act);
+int amp_cuda_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols);
+int amp_cuda_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *stats,
+                          const float *logits, const int32_t *labels, int rows, int cols,
+                          float grad_scale);
+int amp_cuda_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
+                           float inv_scale);
+int amp_cuda_scale(amp_backend *be, float *x, size_t n, float s);
+int amp_cuda_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
+                      float momentum, float weight_decay);
+int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
+                        float lr, float beta1, float beta2, float eps, float weight_decay,
+                        int64_t t);
+
+#endif

@@ -1,0 +1,317 @@
+/* CUDA kernels for the element-wise and reduction ops. The per-element math
+ * is the shared AMP_HD code in core/backend/kernels/ headers, so each kernel is only
+ * indexing glue around the same function the CPU loop calls.
+ *
+ * Bitwise parity with the CPU twin for the element-wise ops needs
+ * `--fmad=false` (gcc in ISO C mode does not contract a*b+c; nvcc does by
+ * default); with it, everything except GELU (erff/expf) and the xent
+ * (expf/logf) matches exactly, and reductions differ only in summation order.
+ *
+ * Counters: each thread counts privately over a grid-stride loop, the block
+ * reduces with warp shuffles, and one thread per block does the atomics. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend/cuda/cuda_internal.h"
+#include "backend/kernels/act.h"
+#include "backend/kernels/convert.h"
+#include "backend/kernels/optim.h"
+#include "backend/kernels/unscale.h"
+#include "backend/kernels/xent.h"
+
+#define AMP_BLOCK 256
+
+struct amp_sum_op {
+    template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct amp_max_op { /* operands are finite and >= 0 */
+    __device__ float operator()(float a, float b) const { return a > b ? a : b; }
+};
+
+/* Reduces v over the block; the result is valid in thread 0. Every thread of
+ * the block must call it (blockDim.x is a multiple of 32, at most 1024). */
+template <typename T, typename Op> __device__ T amp_block_reduce(T v, T identity, Op op) {
+    __shared__ T sh[32];
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads(); /* a previous call in the same kernel may still read sh */
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < (int)(blockDim.x >> 5) ? sh[lane] : identity;
+        for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
+    }
+    return v;
+}
+
+#define AMP_GRID_LOOP(i, n)                                                        \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);        \
+         i += (size_t)gridDim.x * blockDim.x)
+
+/* Enough blocks to cover n (capped at 8 per SM; grid-stride loops do the
+ * rest, and the cap bounds the number of per-block atomics). n > 0. */
+static unsigned amp_grid(amp_backend *be, size_t n) {
+    size_t want = (n + AMP_BLOCK - 1) / AMP_BLOCK;
+    size_t cap = (size_t)amp_cuda_im(be)->sm_count * 8;
+    if (cap < 1) cap = 1;
+    return (unsigned)(want < cap ? want : cap);
+}
+
+static cudaStream_t amp_stream(amp_backend *be) { return amp_cuda_im(be)->stream; }
+
+/* Per-thread round counters, reduced and added to *cnt once per block. */
+struct amp_counts {
+    unsigned long long nz, uf, of;
+    __device__ void add(unsigned f) {
+        nz += f & AMP_RF_NONZERO;
+        uf += (f & AMP_RF_UNDERFLOW) != 0;
+        of += (f & AMP_RF_OVERFLOW) != 0;
+    }
+    __device__ void flush(amp_round_count *cnt) {
+        amp_sum_op s;
+        unsigned long long bnz = amp_block_reduce(nz, 0ULL, s);
+        unsigned long long buf = amp_block_reduce(uf, 0ULL, s);
+        unsigned long long bof = amp_block_reduce(of, 0ULL, s);
+        if (threadIdx.x == 0) {
+            if (bnz) atomicAdd(&cnt->nonzero, bnz);
+            if (buf) atomicAdd(&cnt->underflow, buf);
+            if (bof) atomicAdd(&cnt->overflow, bof);
+        }
+    }
+};
+
+/* ---- round / quantize / widen -------------------------------------------- */
+
+__global__ void amp_k_round16(uint16_t *dst, const float *src, size_t n, int dt,
+                              amp_round_count *cnt) {
+    amp_counts c = {0, 0, 0};
+    AMP_GRID_LOOP(i, n) {
+        unsigned f = 0;
+        dst[i] = amp_round16(src[i], dt, &f);
+        c.add(f);
+    }
+    if (cnt) c.flush(cnt); /* uniform branch: the whole grid agrees */
+}
+
+/* Plain copy with partial-overlap detection: the CPU twin uses memmove, but
+ * cudaMemcpy on overlapping ranges is undefined, and no caller needs it. */
+static int amp_copy_f32(amp_backend *be, void *dst, const void *src, size_t n, const char *op) {
+    if (dst == src || n == 0) return 0;
+    const char *d = (const char *)dst, *s = (const char *)src;
+    size_t bytes = n * sizeof(float);
+    if (d < s + bytes && s < d + bytes) {
+        snprintf(be->err, sizeof be->err,
+                 "cuda %s: F32 source and destination partially overlap (not supported)", op);
+        return 1;
+    }
+    AMP_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, amp_stream(be)));
+    return 0;
+}
+
+int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
+                   amp_round_count *cnt) {
+    if (dt == AMP_DTYPE_F32) return amp_copy_f32(be, dst, src, n, "round");
+    if (n == 0) return 0;
+    amp_k_round16<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>((uint16_t *)dst, src, n,
+                                                                     (int)dt, cnt);
+    AMP_CHECK_LAUNCH(amp_k_round16);
+    return 0;
+}
+
+__global__ void amp_k_quantize(float *dst, const float *src, size_t n, int dt,
+                               amp_round_count *cnt, int accumulate) {
+    amp_counts c = {0, 0, 0};
+    AMP_GRID_LOOP(i, n) {
+        unsigned f = 0;
+        float q = amp_quantize(src[i], dt, &f);
+        dst[i] = accumulate ? dst[i] + q : q;
+        c.add(f);
+    }
+    if (cnt) c.flush(cnt);
+}
+
+int amp_cuda_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
+                      amp_round_count *cnt, int accumulate) {
+    if (n == 0) return 0;
+    amp_k_quantize<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(dst, src, n, (int)dt, cnt,
+                                                                      accumulate);
+    AMP_CHECK_LAUNCH(amp_k_quantize);
+    return 0;
+}
+
+__global__ void amp_k_widen16(float *dst, const uint16_t *src, size_t n, int dt) {
+    AMP_GRID_LOOP(i, n) dst[i] = amp_widen16(src[i], dt);
+}
+
+int amp_cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n) {
+    if (dt == AMP_DTYPE_F32) return amp_copy_f32(be, dst, src, n, "widen");
+    if (n == 0) return 0;
+    amp_k_widen16<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(dst, (const uint16_t *)src,
+                                                                     n, (int)dt);
+    AMP_CHECK_LAUNCH(amp_k_widen16);
+    return 0;
+}
+
+/* ---- bias, activations, column sums ----------------------------------------- */
+
+__global__ void amp_k_add_bias(float *y, const float *bias, size_t total, int cols) {
+    AMP_GRID_LOOP(i, total) y[i] += bias[i % (size_t)cols];
+}
+
+int amp_cuda_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols) {
+    if (rows <= 0 || cols <= 0) return 0;
+    size_t total = (size_t)rows * (size_t)cols;
+    amp_k_add_bias<<<amp_grid(be, total), AMP_BLOCK, 0, amp_stream(be)>>>(y, bias, total, cols);
+    AMP_CHECK_LAUNCH(amp_k_add_bias);
+    return 0;
+}
+
+__global__ void amp_k_act_forward(float *out, const float *in, size_t n, int act) {
+    AMP_GRID_LOOP(i, n) out[i] = amp_act_apply(in[i], act);
+}
+
+int amp_cuda_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act) {
+    if (n == 0) return 0;
+    amp_k_act_forward<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(out, in, n, (int)act);
+    AMP_CHECK_LAUNCH(amp_k_act_forward);
+    return 0;
+}
+
+__global__ void amp_k_act_backward(float *dz, const float *da, const float *z, size_t n, int act) {
+    AMP_GRID_LOOP(i, n) dz[i] = da[i] * amp_act_grad(z[i], act);
+}
+
+int amp_cuda_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
+                          amp_act act) {
+    if (n == 0) return 0;
+    amp_k_act_backward<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(dz, da, z, n, (int)act);
+    AMP_CHECK_LAUNCH(amp_k_act_backward);
+    return 0;
+}
+
+/* One thread per column, rows in order: the same summation order as the CPU
+ * loop (so the result is bitwise equal); reads are coalesced across threads. */
+__global__ void amp_k_col_sum(float *out, const float *in, int rows, int cols) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= cols) return;
+    float s = 0.0f;
+    for (int r = 0; r < rows; r++) s += in[(size_t)r * cols + j];
+    out[j] = s;
+}
+
+int amp_cuda_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols) {
+    if (cols <= 0) return 0;
+    unsigned blocks = (unsigned)((cols + AMP_BLOCK - 1) / AMP_BLOCK);
+    amp_k_col_sum<<<blocks, AMP_BLOCK, 0, amp_stream(be)>>>(out, in, rows > 0 ? rows : 0, cols);
+    AMP_CHECK_LAUNCH(amp_k_col_sum);
+    return 0;
+}
+
+/* ---- softmax cross-entropy ---------------------------------------------------- */
+
+/* One thread per row through amp_xent_row (the CPU's very function); rows are
+ * the batch and cols the classes, so rows >> cols in practice. */
+__global__ void amp_k_softmax_xent(float *dlogits, amp_step_stats *stats, const float *logits,
+                                   const int32_t *labels, int rows, int cols, float grad_scale) {
+    double loss = 0.0;
+    unsigned long long correct = 0;
+    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += gridDim.x * blockDim.x) {
+        int hit = 0;
+        loss += amp_xent_row(dlogits ? dlogits + (size_t)r * cols : NULL, &hit,
+                             logits + (size_t)r * cols, labels[r], cols, grad_scale);
+        correct += (unsigned long long)hit;
+    }
+    amp_sum_op s;
+    loss = amp_block_reduce(loss, 0.0, s);
+    correct = amp_block_reduce(correct, 0ULL, s);
+    if (threadIdx.x == 0) {
+        atomicAdd(&stats->loss_sum, loss);
+        if (correct) atomicAdd(&stats->correct, correct);
+    }
+}
+
+int amp_cuda_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *stats,
+                          const float *logits, const int32_t *labels, int rows, int cols,
+                          float grad_scale) {
+    if (rows <= 0) return 0;
+    amp_k_softmax_xent<<<amp_grid(be, (size_t)rows), AMP_BLOCK, 0, amp_stream(be)>>>(
+        dlogits, stats, logits, labels, rows, cols, grad_scale);
+    AMP_CHECK_LAUNCH(amp_k_softmax_xent);
+    return 0;
+}
+
+/* ---- unscale + check, scale --------------------------------------------------- */
+
+__global__ void amp_k_unscale_check(float *g, amp_step_stats *stats, size_t n, float inv_scale) {
+    unsigned long long bad = 0;
+    double sumsq = 0.0;
+    float mx = 0.0f;
+    AMP_GRID_LOOP(i, n) { bad += !amp_unscale_element(&g[i], inv_scale, &sumsq, &mx); }
+    amp_sum_op s;
+    bad = amp_block_reduce(bad, 0ULL, s);
+    sumsq = amp_block_reduce(sumsq, 0.0, s);
+    mx = amp_block_reduce(mx, 0.0f, amp_max_op());
+    if (threadIdx.x == 0) {
+        if (blockIdx.x == 0) atomicAdd(&stats->checked, (unsigned long long)n);
+        if (bad) atomicAdd(&stats->nonfinite, bad);
+        atomicAdd(&stats->sumsq, sumsq);
+        /* Non-negative floats order like their bit patterns as ints. */
+        if (mx > 0.0f) atomicMax((int *)&stats->maxabs, __float_as_int(mx));
+    }
+}
+
+int amp_cuda_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
+                           float inv_scale) {
+    if (n == 0) return 0;
+    amp_k_unscale_check<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(g, stats, n, inv_scale);
+    AMP_CHECK_LAUNCH(amp_k_unscale_check);
+    return 0;
+}
+
+__global__ void amp_k_scale(float *x, size_t n, float s) {
+    AMP_GRID_LOOP(i, n) x[i] *= s;
+}
+
+int amp_cuda_scale(amp_backend *be, float *x, size_t n, float s) {
+    if (n == 0) return 0;
+    amp_k_scale<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(x, n, s);
+    AMP_CHECK_LAUNCH(amp_k_scale);
+    return 0;
+}
+
+/* ---- optimizers ----------------------------------------------------------------- */
+
+__global__ void amp_k_sgd(float *w, float *mom, const float *g, size_t n, float lr,
+                          float momentum, float wd) {
+    AMP_GRID_LOOP(i, n) amp_sgd_element(&w[i], &mom[i], g[i], lr, momentum, wd);
+}
+
+int amp_cuda_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
+                      float momentum, float weight_decay) {
+    if (n == 0) return 0;
+    amp_k_sgd<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(w, mom, g, n, lr, momentum,
+                                                                 weight_decay);
+    AMP_CHECK_LAUNCH(amp_k_sgd);
+    return 0;
+}
+
+__global__ void amp_k_adamw(float *w, float *m, float *v, const float *g, size_t n, float lr,
+                            float beta1, float beta2, float eps, float wd, float bc1,
+                            float bc2_sqrt) {
+    AMP_GRID_LOOP(i, n)
+    amp_adamw_element(&w[i], &m[i], &v[i], g[i], lr, beta1, beta2, eps, wd, bc1, bc2_sqrt);
+}
+
+int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
+                        float lr, float beta1, float beta2, float eps, float weight_decay,
+                        int64_t t) {
+    if (n == 0) return 0;
+    /* Bias corrections on the host in double, exactly as the CPU twin. */
+    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
+    float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, (double)t));
+    amp_k_adamw<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(
+        w, m, v, g, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt);
+    AMP_CHECK_LAUNCH(amp_k_adamw);
+    return 0;
+}

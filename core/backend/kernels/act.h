@@ -1,0 +1,36 @@
+/* Activation functions and their derivatives, per element, shared by the
+ * CPU loops and the CUDA kernels. GELU is the exact erf form, PyTorch's
+ * default (approximate='none'). */
+#ifndef AMP_KERNELS_ACT_H
+#define AMP_KERNELS_ACT_H
+
+#include <math.h>
+
+#include "backend/kernels/amp_hd.h"
+
+#define AMP_INV_SQRT2 0.70710678118654752440f
+#define AMP_INV_SQRT2PI 0.39894228040143267794f
+
+static inline AMP_HD float amp_relu(float x) { return x > 0.0f ? x : 0.0f; }
+
+/* d relu / dx at x; 0 at x == 0 like PyTorch's threshold_backward. */
+static inline AMP_HD float amp_relu_grad(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+
+static inline AMP_HD float amp_gelu(float x) { return 0.5f * x * (1.0f + erff(x * AMP_INV_SQRT2)); }
+
+static inline AMP_HD float amp_gelu_grad(float x) {
+    float cdf = 0.5f * (1.0f + erff(x * AMP_INV_SQRT2));
+    float pdf = AMP_INV_SQRT2PI * expf(-0.5f * x * x);
+    return cdf + x * pdf;
+}
+
+/* act: 0 none, 1 relu, 2 gelu (amp_act values). */
+static inline AMP_HD float amp_act_apply(float x, int act) {
+    return act == 1 ? amp_relu(x) : act == 2 ? amp_gelu(x) : x;
+}
+
+static inline AMP_HD float amp_act_grad(float x, int act) {
+    return act == 1 ? amp_relu_grad(x) : act == 2 ? amp_gelu_grad(x) : 1.0f;
+}
+
+#endif

@@ -1,0 +1,604 @@
+/* `amptrain ab A.ini B.ini [C.ini ...] [--seeds N] [--set s.k=v]...
+ *                [--allow-diff] [--out DIR]`
+ *
+ * A/B test of precision policies: every config (an arm) runs with the same
+ * seeds; a seed fixes the initial weights and the data order (amp_mlp_init_params
+ * and amp_dataset_order take only the seed and the epoch), so arms see the
+ * same start and the same batches. Runs are interleaved (A1 B1 A2 B2 ...) so
+ * that drift in the machine's speed hits every arm alike.
+ *
+ * Each run is a child process, `amptrain train` itself (/proc/self/exe), with
+ * its files kept in DIR/runs/<arm>/seed-<S>/ and its stderr in train.log
+ * there. The study is then read back from those files into ab.json and
+ * report.html. Configs that differ in more than [precision]/[scaler] are
+ * refused (exit 2) unless --allow-diff is given. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ab/ab.h"
+#include "cli/cli.h"
+#include "io/config.h"
+#include "io/out_file.h"
+#include "session.h"
+
+#define MAX_SETS 256
+#define MAX_ARMS 16
+#define MAX_SEEDS 1000
+
+static const char usage_text[] =
+    "usage: amptrain ab A.ini B.ini [C.ini ...] [--seeds N] [--set section.key=value]...\n"
+    "                   [--allow-diff] [--out DIR]\n"
+    "  runs every config with the same N seeds (default 3), interleaved, and writes\n"
+    "  DIR/ab.json and DIR/report.html (DIR defaults to runs/ab); the first config is\n"
+    "  the baseline\n";
+
+typedef struct ab_args {
+    const char *configs[MAX_ARMS];
+    int nconfigs;
+    const char *sets[MAX_SETS];
+    int nsets;
+    int seeds;
+    int allow_diff;
+    const char *out;
+} ab_args;
+
+static int parse_args(ab_args *a, int argc, char **argv) {
+    memset(a, 0, sizeof *a);
+    a->seeds = 3;
+    a->out = "runs/ab";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int has_value = strcmp(arg, "--set") == 0 || strcmp(arg, "--out") == 0 ||
+                        strcmp(arg, "--seeds") == 0;
+        if (has_value && i + 1 >= argc) {
+            fprintf(stderr, "amptrain ab: %s needs a value\n%s", arg, usage_text);
+            return -1;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 1;
+        } else if (strcmp(arg, "--set") == 0) {
+            if (a->nsets == MAX_SETS) {
+                fprintf(stderr, "amptrain ab: more than %d --set options\n", MAX_SETS);
+                return -1;
+            }
+            a->sets[a->nsets++] = argv[++i];
+        } else if (strcmp(arg, "--out") == 0) {
+            a->out = argv[++i];
+        } else if (strcmp(arg, "--seeds") == 0) {
+            const char *v = argv[++i];
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (errno || end == v || *end || n < 1 || n > MAX_SEEDS) {
+                fprintf(stderr, "amptrain ab: --seeds '%s': expected an integer in [1, %d]\n", v,
+                        MAX_SEEDS);
+                return -1;
+            }
+            a->seeds = (int)n;
+        } else if (strcmp(arg, "--allow-diff") == 0) {
+            a->allow_diff = 1;
+        } else if (arg[0] == '-') {
+            fprintf(stderr, "amptrain ab: unknown option '%s'\n%s", arg, usage_text);
+            return -1;
+        } else {
+            if (a->nconfigs == MAX_ARMS) {
+                fprintf(stderr, "amptrain ab: more than %d configs\n", MAX_ARMS);
+                return -1;
+            }
+            a->configs[a->nconfigs++] = arg;
+        }
+    }
+    if (a->nconfigs < 2) {
+        fprintf(stderr, "amptrain ab: needs at least two configs to compare\n%s", usage_text);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ configs */
+
+typedef struct entry {
+    char *section, *key, *value, *origin;
+} entry;
+
+typedef struct arm_cfg { /* what validation learnt about one config */
+    entry *e;
+    size_t n, cap;
+    uint64_t seed;
+} arm_cfg;
+
+static int add_entry(void *user, const char *section, const char *key, const char *value,
+                     const char *origin) {
+    arm_cfg *c = user;
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? 2 * c->cap : 64;
+        entry *p = realloc(c->e, nc * sizeof *p);
+        if (!p) return -1;
+        c->e = p;
+        c->cap = nc;
+    }
+    entry *e = &c->e[c->n];
+    e->section = strdup(section);
+    e->key = strdup(key);
+    e->value = strdup(value);
+    e->origin = strdup(origin);
+    if (!e->section || !e->key || !e->value || !e->origin) {
+        free(e->section);
+        free(e->key);
+        free(e->value);
+        free(e->origin);
+        return -1;
+    }
+    c->n++;
+    return 0;
+}
+
+static void arm_cfg_free(arm_cfg *c) {
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->e[i].section);
+        free(c->e[i].key);
+        free(c->e[i].value);
+        free(c->e[i].origin);
+    }
+    free(c->e);
+}
+
+static const entry *find_entry(const arm_cfg *c, const char *section, const char *key) {
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->e[i].section, section) == 0 && strcmp(c->e[i].key, key) == 0) return &c->e[i];
+    return NULL;
+}
+
+/* Keys allowed to differ: the policy and scaler under test, the arm's label,
+ * the seed (the runner sets it) and log_every (the runner logs every step). */
+static int compared(const char *section, const char *key) {
+    if (strcmp(section, "precision") == 0 || strcmp(section, "scaler") == 0) return 0;
+    if (strcmp(section, "run") == 0 && (strcmp(key, "name") == 0 || strcmp(key, "seed") == 0))
+        return 0;
+    if (strcmp(section, "train") == 0 && strcmp(key, "log_every") == 0) return 0;
+    return 1;
+}
+
+/* Opens the config exactly as `train` would (plugins, data and model
+ * included), so a bad config fails here and not after an hour of runs. */
+static int validate(const ab_args *a, int i, amp_ab_arm *arm, arm_cfg *ac, char *err,
+                    size_t errlen) {
+    amp_config *cfg = amp_config_load(a->configs[i], err, errlen);
+    if (!cfg) return 2;
+    for (int k = 0; k < a->nsets; k++)
+        if (amp_config_set(cfg, a->sets[k], err, errlen) != 0) {
+            amp_config_free(cfg);
+            return 2;
+        }
+    amp_session *s = NULL;
+    int code = amp_session_open(&s, cfg, err, errlen);
+    if (code == 0) {
+        snprintf(arm->name, sizeof arm->name, "%s", s->set.name);
+        snprintf(arm->config, sizeof arm->config, "%s", a->configs[i]);
+        snprintf(arm->precision, sizeof arm->precision, "%s", s->precision.entry->name);
+        snprintf(arm->scaler, sizeof arm->scaler, "%s", s->scaler.entry->name);
+        ac->seed = s->set.seed;
+        if (amp_config_each_resolved(cfg, add_entry, ac) != 0) {
+            snprintf(err, errlen, "out of host memory");
+            code = 1;
+        }
+    }
+    amp_session_close(s);
+    amp_config_free(cfg);
+    return code;
+}
+
+static void make_slug(char *out, size_t cap, const char *name) {
+    size_t j = 0;
+    for (const char *p = name; *p && j + 1 < cap; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || (c == '.' && j > 0);
+        out[j++] = ok ? c : '_';
+    }
+    out[j] = '\0';
+    if (j == 0) snprintf(out, cap, "arm");
+}
+
+/* Collects every compared key whose value is not the same in all arms. */
+static int find_diffs(amp_ab_study *st, const arm_cfg *ac) {
+    for (int a = 0; a < st->narms; a++)
+        for (size_t i = 0; i < ac[a].n; i++) {
+            const entry *e = &ac[a].e[i];
+            if (!compared(e->section, e->key)) continue;
+            int seen = 0; /* already examined from an earlier arm */
+            for (int p = 0; p < a && !seen; p++) seen = find_entry(&ac[p], e->section, e->key) != NULL;
+            if (seen) continue;
+            int differs = 0;
+            for (int b = 0; b < st->narms; b++) {
+                const entry *o = find_entry(&ac[b], e->section, e->key);
+                differs |= !o || strcmp(o->value, e->value) != 0;
+            }
+            if (!differs) continue;
+            amp_ab_diff *nd = realloc(st->diffs, (size_t)(st->ndiffs + 1) * sizeof *nd);
+            if (!nd) return -1;
+            st->diffs = nd;
+            amp_ab_diff *d = &st->diffs[st->ndiffs];
+            snprintf(d->section, sizeof d->section, "%s", e->section);
+            snprintf(d->key, sizeof d->key, "%s", e->key);
+            d->values = calloc((size_t)st->narms, sizeof *d->values);
+            if (!d->values) return -1;
+            st->ndiffs++;
+            for (int b = 0; b < st->narms; b++) {
+                const entry *o = find_entry(&ac[b], e->section, e->key);
+                d->values[b] = strdup(o ? o->value : "(unset)");
+                if (!d->values[b]) return -1;
+            }
+        }
+    return 0;
+}
+
+static void print_diffs(const amp_ab_study *st, const arm_cfg *ac, FILE *f) {
+    for (int d = 0; d < st->ndiffs; d++) {
+        const amp_ab_diff *df = &st->diffs[d];
+        fprintf(f, "  [%s] %s:", df->section, df->key);
+        for (int a = 0; a < st->narms; a++) {
+            const entry *o = find_entry(&ac[a], df->section, df->key);
+            fprintf(f, "%s %s = %s (%s)", a ? "," : "", st->arms[a].name, df->values[a],
+                    o ? o->origin : "not set");
+        }
+        fputc('\n', f);
+    }
+}
+
+/* ------------------------------------------------------------ files */
+
+/* Writes DIR/name through name.partial and a rename: never half a file. */
+static int write_atomic(const char *dir, const char *name, int (*fn)(const amp_ab_study *, FILE *),
+                        const amp_ab_study *st, char *err, size_t errlen) {
+    amp_out_file o = {0};
+    if (amp_out_open(&o, dir, name, err, errlen) != 0) return -1;
+    if (fn(st, o.f) != 0) {
+        snprintf(err, errlen, "%s: write failed", o.final);
+        amp_out_abort(&o);
+        return -1;
+    }
+    return amp_out_commit(&o, err, errlen);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The last non-empty line of a log, to show why a run failed. */
+static void last_line(const char *path, char *out, size_t cap) {
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strcspn(line, "\r\n");
+        line[n] = '\0';
+        char *p = strrchr(line, '\r'); /* progress bars redraw with \r */
+        if (n) snprintf(out, cap, "%s", p ? p + 1 : line);
+    }
+    fclose(f);
+}
+
+/* Deletes DIR/checkpoints/ (only the files in it: it has no subfolders). */
+static void remove_checkpoints(const char *dir) {
+    char cdir[PATH_MAX + 16];
+    snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+    DIR *d = opendir(cdir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[2 * PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", cdir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(cdir);
+}
+
+/* SIGINT/SIGTERM during a study: the running child gets the signal too (it
+ * finishes its step and checkpoints), then the study stops without ab.json
+ * or report.html. Without this, `kill <ab>` would leave the child training
+ * on as an orphan. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        sigaction(sigs[i], NULL, &old);
+        if (old.sa_handler == SIG_IGN) continue; /* e.g. started with nohup or in the background */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop; /* no SA_RESTART: waitpid returns EINTR */
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* Runs `amptrain train` for one (arm, seed) as a child; 0 when it exited 0. */
+static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, char *err,
+                     size_t errlen) {
+    char seed_set[64], out_log[PATH_MAX + 16];
+    snprintf(seed_set, sizeof seed_set, "run.seed=%llu", (unsigned long long)seed);
+    snprintf(out_log, sizeof out_log, "%s/train.log", dir);
+    const char *argv[8 + 2 * MAX_SETS];
+    int n = 0;
+    argv[n++] = "amptrain";
+    argv[n++] = "train";
+    argv[n++] = a->configs[arm];
+    for (int i = 0; i < a->nsets; i++) {
+        argv[n++] = "--set";
+        argv[n++] = a->sets[i];
+    }
+    /* last, so a user's --set cannot undo them */
+    argv[n++] = "--set";
+    argv[n++] = seed_set;
+    argv[n++] = "--set";
+    argv[n++] = "train.log_every=1";
+    argv[n++] = "--out";
+    argv[n++] = dir;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot start a run: fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL); /* the child installs its own handlers */
+        signal(SIGTERM, SIG_DFL);
+        int fd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
+        close(fd);
+        execv("/proc/self/exe", (char *const *)argv);
+        fprintf(stderr, "amptrain ab: cannot run /proc/self/exe: %s\n", strerror(errno));
+        _exit(127);
+    }
+    int status, forwarded = 0;
+    for (;;) {
+        if (stop_signal && !forwarded) {
+            kill(pid, stop_signal);
+            forwarded = 1;
+        }
+        if (waitpid(pid, &status, 0) >= 0) break;
+        if (errno != EINTR) {
+            snprintf(err, errlen, "waitpid: %s", strerror(errno));
+            return -1;
+        }
+    }
+    if (stop_signal) {
+        snprintf(err, errlen, "stopped by %s; the run's checkpoint and log are in %s",
+                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM", dir);
+        return -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    char why[1100];
+    last_line(out_log, why, sizeof why);
+    if (WIFSIGNALED(status))
+        snprintf(err, errlen, "killed by signal %d; its log: %s%s%s", WTERMSIG(status), out_log,
+                 why[0] ? "\n  last line: " : "", why);
+    else
+        snprintf(err, errlen, "exit status %d; its log: %s%s%s", WEXITSTATUS(status), out_log,
+                 why[0] ? "\n  last line: " : "", why);
+    return -1;
+}
+
+static void machine_info(amp_ab_study *st) {
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(st->created, sizeof st->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    struct utsname u;
+    snprintf(st->host, sizeof st->host, "%s", uname(&u) == 0 ? u.nodename : "unknown");
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    st->ncpu = n > 0 ? (int)n : 0;
+    snprintf(st->cpu, sizeof st->cpu, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            char *colon = strchr(line, ':');
+            if (strncmp(line, "model name", 10) == 0 && colon) {
+                colon++;
+                while (*colon == ' ') colon++;
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(st->cpu, sizeof st->cpu, "%s", colon);
+                break;
+            }
+        }
+        fclose(f);
+    }
+}
+
+static void study_free(amp_ab_study *st) {
+    for (int a = 0; a < st->narms; a++) {
+        for (int r = 0; r < st->arms[a].nruns; r++) amp_ab_run_free(&st->arms[a].runs[r]);
+        free(st->arms[a].runs);
+    }
+    for (int d = 0; d < st->ndiffs; d++) {
+        for (int a = 0; a < st->narms; a++) free(st->diffs[d].values[a]);
+        free(st->diffs[d].values);
+    }
+    free(st->diffs);
+    free(st->arms);
+    free(st->seeds);
+}
+
+/* Validates and compares the configs; fills arms, seeds and diffs. */
+static int prepare(const ab_args *a, amp_ab_study *st, char *err, size_t errlen) {
+    arm_cfg ac[MAX_ARMS];
+    memset(ac, 0, sizeof ac);
+    int code = 0;
+    for (int i = 0; i < a->nconfigs && code == 0; i++) {
+        code = validate(a, i, &st->arms[i], &ac[i], err, errlen);
+        if (code) break;
+        amp_ab_arm *arm = &st->arms[i];
+        make_slug(arm->slug, sizeof arm->slug, arm->name);
+        for (int j = 0; j < i && code == 0; j++)
+            if (strcmp(st->arms[j].slug, arm->slug) == 0) {
+                if (strcmp(st->arms[j].name, arm->name) == 0)
+                    snprintf(err, errlen,
+                             "%s and %s both have [run] name = %s; the name labels the arm, so "
+                             "give each config its own (or use a copy of the file)",
+                             st->arms[j].config, arm->config, arm->name);
+                else
+                    snprintf(err, errlen,
+                             "%s ([run] name = %s) and %s ([run] name = %s) would share the "
+                             "folder runs/%s; rename one of them",
+                             st->arms[j].config, st->arms[j].name, arm->config, arm->name,
+                             arm->slug);
+                code = 2;
+            }
+    }
+    if (code == 0) {
+        st->nseeds = a->seeds;
+        st->seeds = calloc((size_t)a->seeds, sizeof *st->seeds);
+        for (int i = 0; i < a->nconfigs; i++)
+            st->arms[i].runs = calloc((size_t)a->seeds, sizeof *st->arms[i].runs);
+        int oom = !st->seeds || find_diffs(st, ac) != 0;
+        for (int i = 0; i < a->nconfigs; i++) oom |= !st->arms[i].runs;
+        if (oom) {
+            snprintf(err, errlen, "out of host memory");
+            code = 1;
+        }
+    }
+    if (code == 0) {
+        for (int i = 0; i < a->seeds; i++) st->seeds[i] = ac[0].seed + (uint64_t)i;
+        if (st->ndiffs && !a->allow_diff) {
+            fprintf(stderr,
+                    "amptrain ab: the configs differ in more than their [precision] and [scaler] "
+                    "settings:\n");
+            print_diffs(st, ac, stderr);
+            snprintf(err, errlen,
+                     "an A/B test would mix these effects with the policy's; make them equal "
+                     "(or use --set), or pass --allow-diff to compare anyway (the report lists "
+                     "them)");
+            code = 2;
+        } else if (st->ndiffs) {
+            fprintf(stderr, "amptrain ab: --allow-diff: the arms also differ in:\n");
+            print_diffs(st, ac, stderr);
+        }
+    }
+    for (int i = 0; i < a->nconfigs; i++) arm_cfg_free(&ac[i]);
+    return code;
+}
+
+int amp_cmd_ab(int argc, char **argv) {
+    ab_args a;
+    int pa = parse_args(&a, argc, argv);
+    if (pa != 0) return pa > 0 ? 0 : 2;
+    char err[4096] = "";
+    amp_ab_study st;
+    memset(&st, 0, sizeof st);
+    st.arms = calloc((size_t)a.nconfigs, sizeof *st.arms);
+    if (!st.arms) {
+        fprintf(stderr, "amptrain ab: out of host memory\n");
+        return 1;
+    }
+    st.narms = a.nconfigs;
+    st.allow_diff = a.allow_diff;
+    st.sets = a.sets;
+    st.nsets = a.nsets;
+    int code = prepare(&a, &st, err, sizeof err);
+    if (code != 0) {
+        fprintf(stderr, "amptrain ab: %s\n", err);
+        study_free(&st);
+        return code;
+    }
+    code = 1;
+    if (amp_mkdir_p(a.out, err, sizeof err) != 0) goto fail;
+    /* A report from an earlier study must not outlive a failed one. */
+    char stale[PATH_MAX + 32];
+    snprintf(stale, sizeof stale, "%s/ab.json", a.out);
+    unlink(stale);
+    snprintf(stale, sizeof stale, "%s/report.html", a.out);
+    unlink(stale);
+
+    machine_info(&st);
+    int total = st.nseeds * st.narms, k = 0;
+    fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved; baseline %s; output in %s\n",
+            st.narms, st.nseeds, (unsigned long long)st.seeds[0],
+            (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, a.out);
+    double t_all = now_s();
+    catch_stop_signals();
+    for (int s = 0; s < st.nseeds; s++)
+        for (int i = 0; i < st.narms; i++) {
+            if (stop_signal) {
+                snprintf(err, sizeof err, "stopped by %s before run %d of %d",
+                         stop_signal == SIGINT ? "SIGINT" : "SIGTERM", k + 1, total);
+                goto fail;
+            }
+            amp_ab_arm *arm = &st.arms[i];
+            amp_ab_run *r = &arm->runs[s];
+            r->seed = st.seeds[s];
+            snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed-%llu", a.out, arm->slug,
+                     (unsigned long long)r->seed);
+            fprintf(stderr, "[%d/%d] %s seed %llu ... ", ++k, total, arm->name,
+                    (unsigned long long)r->seed);
+            if (amp_mkdir_p(r->dir, err, sizeof err) != 0) goto fail;
+            /* Files of an earlier study in this folder must not pass for this run's. */
+            static const char *const outputs[] = {"summary.json", "metrics.jsonl", "config.ini",
+                                                  "weights.safetensors"};
+            for (int f = 0; f < 4; f++) {
+                char p[PATH_MAX + 32];
+                snprintf(p, sizeof p, "%s/%s", r->dir, outputs[f]);
+                unlink(p);
+            }
+            /* A stopped study leaves checkpoints; ab always starts a run afresh,
+             * and `train --out` refuses a folder holding checkpoints. */
+            remove_checkpoints(r->dir);
+            double t0 = now_s();
+            char cerr[2048];
+            if (run_child(&a, i, r->seed, r->dir, cerr, sizeof cerr) != 0) {
+                fprintf(stderr, "failed\n");
+                snprintf(err, sizeof err, "arm '%s' seed %llu failed: %s", arm->name,
+                         (unsigned long long)r->seed, cerr);
+                goto fail;
+            }
+            r->parent_wall_s = now_s() - t0;
+            if (amp_ab_run_load(r, &st, err, sizeof err) != 0) {
+                fprintf(stderr, "failed\n");
+                amp_ab_run_free(r);
+                goto fail;
+            }
+            arm->nruns = s + 1;
+            fprintf(stderr, "test_acc %.4f (%.1f s)\n", r->test_acc, r->parent_wall_s);
+        }
+    st.wall_s = now_s() - t_all;
+    for (int i = 0; i < st.narms; i++) amp_ab_arm_stats(&st.arms[i], st.nmem);
+    snprintf(st.device, sizeof st.device, "%s", st.arms[0].runs[0].device);
+    if (write_atomic(a.out, "ab.json", amp_ab_write_json, &st, err, sizeof err) != 0 ||
+        write_atomic(a.out, "report.html", amp_ab_write_report, &st, err, sizeof err) != 0)
+        goto fail;
+    amp_ab_print_table(&st, stdout);
+    printf("\nab.json:     %s/ab.json\nreport.html: %s/report.html\n", a.out, a.out);
+    code = 0;
+fail:
+    if (code != 0) {
+        fprintf(stderr, "amptrain ab: %s\n", err);
+        if (stop_signal) {
+            fprintf(stderr, "amptrain ab: no ab.json or report.html was written; the same "
+                            "command starts the study over\n");
+            code = 128 + stop_signal;
+        }
+    }
+    study_free(&st);
+    return code;
+}

@@ -1,0 +1,79 @@
+/* `amptrain plugins [-v]`: every plugin on the search path, and with -v
+ * every rejected candidate and why. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "loader.h"
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b) {
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+int amp_cmd_plugins(int argc, char **argv) {
+    int verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
+            verbose = 1;
+        else {
+            fprintf(stderr, "amptrain plugins: unknown option '%s'\nusage: amptrain plugins [-v]\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    char dirs[AMP_MAX_PLUGIN_DIRS][PATH_MAX];
+    int nd = amp_plugin_search_dirs(dirs, AMP_MAX_PLUGIN_DIRS);
+    if (verbose) {
+        printf("search order (AMPTRAIN_PLUGIN_PATH, then beside the executable):\n");
+        for (int i = 0; i < nd; i++) printf("  %s\n", dirs[i]);
+        if (nd == 0) printf("  (no directory exists)\n");
+    }
+    printf("%-10s %-12s %-8s %-5s %s\n", "KIND", "NAME", "VERSION", "ABI", "PATH");
+    int found = 0;
+    for (int d = 0; d < nd; d++) {
+        struct dirent **names = NULL;
+        int n = scandir(dirs[d], &names, NULL, by_name);
+        for (int i = 0; i < n; i++) {
+            const char *fn = names[i]->d_name;
+            if (ends_with(fn, ".so")) {
+                char path[PATH_MAX + 300];
+                snprintf(path, sizeof path, "%s/%s", dirs[d], fn);
+                amp_plugin_info e;
+                char why[1024];
+                int ok = amp_plugin_probe(path, &e, why, sizeof why) == 0;
+                char want[256];
+                if (ok) amp_plugin_file_name(want, sizeof want, (amp_plugin_kind)e.kind, e.name);
+                /* `train` finds plugins by file name: a file named for
+                 * another kind or name cannot be used as listed. */
+                if (ok && strcmp(fn, want) != 0) {
+                    snprintf(why, sizeof why, "%s: declares a %s plugin '%s' but is named %s; rename "
+                             "it to %s", path, amp_plugin_kind_name((amp_plugin_kind)e.kind), e.name,
+                             fn, want);
+                    ok = 0;
+                }
+                if (ok) {
+                    char abi[16];
+                    snprintf(abi, sizeof abi, "%u.%u", e.abi_major, e.abi_minor);
+                    printf("%-10s %-12s %-8s %-5s %s\n", amp_plugin_kind_name((amp_plugin_kind)e.kind),
+                           e.name, e.version, abi, path);
+                    if (verbose && e.description[0]) printf("%-10s   %s\n", "", e.description);
+                    if (verbose && e.keys && e.keys[0]) printf("%-10s   keys: %s\n", "", e.keys);
+                    found++;
+                } else if (verbose) {
+                    printf("%-10s %s\n", "rejected", why);
+                }
+            }
+            free(names[i]);
+        }
+        free(names);
+    }
+    if (!found) fprintf(stderr, "amptrain: no plugins found; set AMPTRAIN_PLUGIN_PATH\n");
+    return found ? 0 : 1;
+}

@@ -1,0 +1,483 @@
+#include "io/checkpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "log.h"
+
+static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
+
+/* The sections of format version 1, all required, each at most once. */
+enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_COUNT };
+static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM",
+                                              "SCAL", "TOTL", "LOSS", "METR"};
+
+/* Layer widths are capped so that sizes computed from them cannot overflow
+ * 64 bits (16 layers x 2^24 x 2^24 < 2^53). */
+#define DIM_MAX (1u << 24)
+
+/* zlib's crc32 takes a 32-bit length: feed large buffers in pieces. */
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    while (n > 0) {
+        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        c = crc32(c, p, piece);
+        p += piece;
+        n -= piece;
+    }
+    return (uint32_t)c;
+}
+
+static uint64_t get_u64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+static uint32_t get_u32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+static void put_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+float amp_ckpt_f32(const uint8_t *p, size_t index) {
+    uint32_t u = get_u32(p + 4 * index);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+double amp_ckpt_f64(const uint8_t *p, size_t index) {
+    uint64_t u = get_u64(p + 8 * index);
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+void amp_ckpt_put_f32(uint8_t *p, size_t index, float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    put_u32(p + 4 * index, u);
+}
+void amp_ckpt_put_f64(uint8_t *p, size_t index, double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    put_u64(p + 8 * index, u);
+}
+
+/* ------------------------------------------------------------------ reader */
+
+/* A bounded cursor over one section: every read checks what is left. */
+typedef struct reader {
+    const uint8_t *p;
+    size_t left;
+    int bad;
+} reader;
+
+static const uint8_t *take(reader *r, size_t n) {
+    if (r->bad || n > r->left) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *at = r->p;
+    r->p += n;
+    r->left -= n;
+    return at;
+}
+static uint32_t rd_u32(reader *r) {
+    const uint8_t *p = take(r, 4);
+    return p ? get_u32(p) : 0;
+}
+static uint64_t rd_u64(reader *r) {
+    const uint8_t *p = take(r, 8);
+    return p ? get_u64(p) : 0;
+}
+static int64_t rd_i64(reader *r) { return (int64_t)rd_u64(r); }
+static double rd_f64(reader *r) {
+    uint64_t u = rd_u64(r);
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+/* A printable-ASCII string of at most AMP_CKPT_NAME_MAX - 1 bytes. */
+static void rd_str(reader *r, char out[AMP_CKPT_NAME_MAX]) {
+    out[0] = '\0';
+    uint32_t n = rd_u32(r);
+    if (n >= AMP_CKPT_NAME_MAX) {
+        r->bad = 1;
+        return;
+    }
+    const uint8_t *p = take(r, n);
+    if (!p) return;
+    for (uint32_t i = 0; i < n; i++)
+        if (p[i] < 0x20 || p[i] > 0x7e) {
+            r->bad = 1;
+            return;
+        }
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err, size_t errlen) {
+    reader r = {p, n, 0};
+    rd_str(&r, ck->amptrain_version);
+    ck->abi_major = rd_u32(&r);
+    ck->abi_minor = rd_u32(&r);
+    ck->step = rd_i64(&r);
+    ck->applied = rd_i64(&r);
+    ck->skipped = rd_i64(&r);
+    ck->epoch = rd_i64(&r);
+    ck->cursor = rd_i64(&r);
+    ck->total_steps = rd_i64(&r);
+    ck->seed = rd_u64(&r);
+    ck->train_examples = rd_i64(&r);
+    ck->optim = rd_u32(&r);
+    ck->opt_buffers = rd_u32(&r);
+    ck->in_features = rd_u32(&r);
+    ck->classes = rd_u32(&r);
+    ck->nlayers = rd_u32(&r);
+    if (r.bad || ck->nlayers < 1 || ck->nlayers > AMP_MAX_LAYERS) {
+        amp_set_err(err, errlen, "section META: %s", r.bad ? "too short" : "layer count out of range");
+        return -1;
+    }
+    for (uint32_t l = 0; l < ck->nlayers; l++) {
+        rd_str(&r, ck->layers[l].name);
+        ck->layers[l].in = rd_u32(&r);
+        ck->layers[l].out = rd_u32(&r);
+    }
+    ck->nparams = rd_u64(&r);
+    rd_str(&r, ck->precision);
+    rd_str(&r, ck->precision_version);
+    rd_str(&r, ck->scaler);
+    rd_str(&r, ck->scaler_version);
+    ck->wall_seconds = rd_f64(&r);
+    ck->device_peak = rd_u64(&r);
+    if (r.bad || r.left != 0) {
+        amp_set_err(err, errlen, "section META: %s", r.bad ? "too short or a bad string" : "trailing bytes");
+        return -1;
+    }
+    /* Counters must describe a reachable state. */
+    if (ck->step < 0 || ck->applied < 0 || ck->skipped < 0 || ck->applied > ck->step ||
+        ck->skipped != ck->step - ck->applied || ck->total_steps < ck->step || ck->epoch < 0 ||
+        ck->train_examples < 1 || ck->cursor < 0 || ck->cursor > ck->train_examples) {
+        amp_set_err(err, errlen, "section META: inconsistent counters (step %lld, applied %lld, "
+                             "skipped %lld, epoch %lld, cursor %lld)",
+                (long long)ck->step, (long long)ck->applied, (long long)ck->skipped,
+                (long long)ck->epoch, (long long)ck->cursor);
+        return -1;
+    }
+    if (ck->optim > 1 || ck->opt_buffers > 2) {
+        amp_set_err(err, errlen, "section META: unknown optimizer %u with %u state arrays",
+                (unsigned)ck->optim, (unsigned)ck->opt_buffers);
+        return -1;
+    }
+    /* The layers must chain in_features -> ... -> classes. */
+    uint64_t params = 0;
+    uint32_t prev = ck->in_features;
+    for (uint32_t l = 0; l < ck->nlayers; l++) {
+        const amp_ckpt_layer *L = &ck->layers[l];
+        if (L->in != prev || L->in < 1 || L->in > DIM_MAX || L->out < 1 || L->out > DIM_MAX) {
+            amp_set_err(err, errlen, "section META: layer %u has shape %ux%u after width %u",
+                    (unsigned)l + 1, (unsigned)L->out, (unsigned)L->in, (unsigned)prev);
+            return -1;
+        }
+        params += (uint64_t)L->in * L->out + L->out;
+        prev = L->out;
+    }
+    if (prev != ck->classes || ck->classes < 2 || params != ck->nparams) {
+        amp_set_err(err, errlen, "section META: the layers give %llu parameters and %u outputs, the "
+                             "header says %llu and %u classes",
+                (unsigned long long)params, (unsigned)prev, (unsigned long long)ck->nparams,
+                (unsigned)ck->classes);
+        return -1;
+    }
+    return 0;
+}
+
+static int no_nul(const uint8_t *p, size_t n) { return memchr(p, '\0', n) == NULL; }
+
+int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, char *err,
+                         size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (!buf || len < AMP_CKPT_HEADER_SIZE) {
+        amp_set_err(err, errlen, "truncated: %zu bytes, shorter than the %u-byte header", len,
+                AMP_CKPT_HEADER_SIZE);
+        return -1;
+    }
+    if (memcmp(buf, ckpt_magic, sizeof ckpt_magic) != 0) {
+        amp_set_err(err, errlen, "not an amptrain checkpoint (bad magic)");
+        return -1;
+    }
+    uint32_t version = get_u32(buf + 8), count = get_u32(buf + 12);
+    uint64_t size = get_u64(buf + 16);
+    if (version != AMP_CKPT_FORMAT_VERSION) {
+        amp_set_err(err, errlen, "format version %u; this amptrain reads version %u", (unsigned)version,
+                AMP_CKPT_FORMAT_VERSION);
+        return -1;
+    }
+    if (size != len) {
+        amp_set_err(err, errlen, size > len ? "truncated: %zu of %llu bytes"
+                                        : "%zu bytes, but the header says %llu (junk appended?)",
+                len, (unsigned long long)size);
+        return -1;
+    }
+    if (count < 1 || count > AMP_CKPT_MAX_SECTIONS) {
+        amp_set_err(err, errlen, "header: %u sections (expected 1..%u)", (unsigned)count,
+                AMP_CKPT_MAX_SECTIONS);
+        return -1;
+    }
+    size_t table_end = AMP_CKPT_HEADER_SIZE + (size_t)count * AMP_CKPT_ENTRY_SIZE;
+    if (table_end > len) {
+        amp_set_err(err, errlen, "truncated: the section table ends past the file");
+        return -1;
+    }
+    /* Header CRC: bytes 0..23, then the table. */
+    uLong c = crc32(0L, buf, 24);
+    c = crc32(c, buf + AMP_CKPT_HEADER_SIZE, (uInt)(table_end - AMP_CKPT_HEADER_SIZE));
+    if ((uint32_t)c != get_u32(buf + 24) || get_u32(buf + 28) != 0) {
+        amp_set_err(err, errlen, "header: CRC mismatch (the file is damaged)");
+        return -1;
+    }
+    const uint8_t *sec[S_COUNT] = {0};
+    size_t seclen[S_COUNT] = {0};
+    int seen[S_COUNT] = {0};
+    uint64_t expect_off = table_end; /* payloads are contiguous, in table order */
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *e = buf + AMP_CKPT_HEADER_SIZE + (size_t)i * AMP_CKPT_ENTRY_SIZE;
+        char tag[5];
+        memcpy(tag, e, 4);
+        tag[4] = '\0';
+        for (int k = 0; k < 4; k++)
+            if (tag[k] < 'A' || tag[k] > 'Z') tag[k] = '?';
+        uint32_t crc = get_u32(e + 4);
+        uint64_t off = get_u64(e + 8), n = get_u64(e + 16);
+        if (off != expect_off || n > len - off) {
+            amp_set_err(err, errlen, "section %s: offset %llu + length %llu does not fit the %zu-byte "
+                                 "file",
+                    tag, (unsigned long long)off, (unsigned long long)n, len);
+            return -1;
+        }
+        expect_off = off + n;
+        if (crc32_of(buf + off, (size_t)n) != crc) {
+            amp_set_err(err, errlen, "section %s: CRC mismatch (the file is damaged)", tag);
+            return -1;
+        }
+        for (int k = 0; k < S_COUNT; k++) {
+            if (memcmp(e, section_tags[k], 4) != 0) continue;
+            if (seen[k]) {
+                amp_set_err(err, errlen, "section %s appears twice", tag);
+                return -1;
+            }
+            seen[k] = 1;
+            sec[k] = buf + off;
+            seclen[k] = (size_t)n;
+        }
+    }
+    if (expect_off != len) {
+        amp_set_err(err, errlen, "%llu bytes after the last section", (unsigned long long)(len - expect_off));
+        return -1;
+    }
+    for (int k = 0; k < S_COUNT; k++)
+        if (!seen[k]) {
+            amp_set_err(err, errlen, "section %s is missing", section_tags[k]);
+            return -1;
+        }
+    if (parse_meta(sec[S_META], seclen[S_META], out, err, errlen) != 0) return -1;
+
+    if (seclen[S_MAST] != out->nparams * 4) {
+        amp_set_err(err, errlen, "section MAST: %zu bytes for %llu parameters", seclen[S_MAST],
+                (unsigned long long)out->nparams);
+        return -1;
+    }
+    if (seclen[S_OPTM] != out->nparams * 4 * out->opt_buffers) {
+        amp_set_err(err, errlen, "section OPTM: %zu bytes for %u arrays of %llu", seclen[S_OPTM],
+                (unsigned)out->opt_buffers, (unsigned long long)out->nparams);
+        return -1;
+    }
+    if (seclen[S_TOTL] != (size_t)out->nlayers * 2 * 3 * 8) {
+        amp_set_err(err, errlen, "section TOTL: %zu bytes for %u layers", seclen[S_TOTL],
+                (unsigned)out->nlayers);
+        return -1;
+    }
+    size_t nloss = seclen[S_LOSS] / 8;
+    if (seclen[S_LOSS] % 8 != 0 || nloss > AMP_CKPT_MAX_LOSSES || (int64_t)nloss > out->step) {
+        amp_set_err(err, errlen, "section LOSS: %zu bytes at step %lld", seclen[S_LOSS],
+                (long long)out->step);
+        return -1;
+    }
+    if (!no_nul(sec[S_CONF], seclen[S_CONF]) || !no_nul(sec[S_METR], seclen[S_METR])) {
+        amp_set_err(err, errlen, "section %s holds a NUL byte",
+                no_nul(sec[S_CONF], seclen[S_CONF]) ? "METR" : "CONF");
+        return -1;
+    }
+    for (uint32_t i = 0; i < 2 * out->nlayers; i++) {
+        const uint8_t *t = sec[S_TOTL] + (size_t)i * 24;
+        out->totals[i].underflow = get_u64(t);
+        out->totals[i].overflow = get_u64(t + 8);
+        out->totals[i].nonzero = get_u64(t + 16);
+    }
+    out->config = (const char *)sec[S_CONF];
+    out->config_len = seclen[S_CONF];
+    out->master = sec[S_MAST];
+    out->master_len = seclen[S_MAST];
+    out->optim_state = sec[S_OPTM];
+    out->optim_len = seclen[S_OPTM];
+    out->scaler_state = sec[S_SCAL];
+    out->scaler_len = seclen[S_SCAL];
+    out->losses = sec[S_LOSS];
+    out->nlosses = nloss;
+    out->metrics = (const char *)sec[S_METR];
+    out->metrics_len = seclen[S_METR];
+    return 0;
+}
+
+/* ------------------------------------------------------------------ writer */
+
+typedef struct builder {
+    uint8_t *p;
+    size_t len, cap;
+    int oom;
+} builder;
+
+static uint8_t *grow(builder *b, size_t n) {
+    if (b->oom) return NULL;
+    if (n > b->cap - b->len) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n) {
+            if (cap > SIZE_MAX / 2) {
+                b->oom = 1;
+                return NULL;
+            }
+            cap *= 2;
+        }
+        uint8_t *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return NULL;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    uint8_t *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+static void wr_u32(builder *b, uint32_t v) {
+    uint8_t *p = grow(b, 4);
+    if (p) put_u32(p, v);
+}
+static void wr_u64(builder *b, uint64_t v) {
+    uint8_t *p = grow(b, 8);
+    if (p) put_u64(p, v);
+}
+static void wr_f64(builder *b, double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    wr_u64(b, u);
+}
+static void wr_str(builder *b, const char *s) {
+    size_t n = strnlen(s, AMP_CKPT_NAME_MAX - 1);
+    wr_u32(b, (uint32_t)n);
+    uint8_t *p = grow(b, n);
+    if (p) memcpy(p, s, n);
+}
+
+static void encode_meta(builder *b, const amp_checkpoint *ck) {
+    wr_str(b, ck->amptrain_version);
+    wr_u32(b, ck->abi_major);
+    wr_u32(b, ck->abi_minor);
+    wr_u64(b, (uint64_t)ck->step);
+    wr_u64(b, (uint64_t)ck->applied);
+    wr_u64(b, (uint64_t)ck->skipped);
+    wr_u64(b, (uint64_t)ck->epoch);
+    wr_u64(b, (uint64_t)ck->cursor);
+    wr_u64(b, (uint64_t)ck->total_steps);
+    wr_u64(b, ck->seed);
+    wr_u64(b, (uint64_t)ck->train_examples);
+    wr_u32(b, ck->optim);
+    wr_u32(b, ck->opt_buffers);
+    wr_u32(b, ck->in_features);
+    wr_u32(b, ck->classes);
+    wr_u32(b, ck->nlayers);
+    for (uint32_t l = 0; l < ck->nlayers && l < AMP_MAX_LAYERS; l++) {
+        wr_str(b, ck->layers[l].name);
+        wr_u32(b, ck->layers[l].in);
+        wr_u32(b, ck->layers[l].out);
+    }
+    wr_u64(b, ck->nparams);
+    wr_str(b, ck->precision);
+    wr_str(b, ck->precision_version);
+    wr_str(b, ck->scaler);
+    wr_str(b, ck->scaler_version);
+    wr_f64(b, ck->wall_seconds);
+    wr_u64(b, ck->device_peak);
+}
+
+int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, char *err,
+                          size_t errlen) {
+    *out = NULL;
+    *len = 0;
+    if (ck->nlayers < 1 || ck->nlayers > AMP_MAX_LAYERS || ck->nlosses > AMP_CKPT_MAX_LOSSES) {
+        amp_set_err(err, errlen, "checkpoint: %u layers / %zu losses do not fit the format",
+                (unsigned)ck->nlayers, ck->nlosses);
+        return -1;
+    }
+    builder meta = {0}, totl = {0};
+    encode_meta(&meta, ck);
+    for (uint32_t i = 0; i < 2 * ck->nlayers; i++) {
+        wr_u64(&totl, ck->totals[i].underflow);
+        wr_u64(&totl, ck->totals[i].overflow);
+        wr_u64(&totl, ck->totals[i].nonzero);
+    }
+    const uint8_t *data[S_COUNT] = {meta.p,
+                                    (const uint8_t *)ck->config,
+                                    ck->master,
+                                    ck->optim_state,
+                                    ck->scaler_state,
+                                    totl.p,
+                                    ck->losses,
+                                    (const uint8_t *)ck->metrics};
+    size_t n[S_COUNT] = {meta.len, ck->config_len, ck->master_len, ck->optim_len,
+                         ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len};
+    size_t total = AMP_CKPT_HEADER_SIZE + S_COUNT * AMP_CKPT_ENTRY_SIZE;
+    int bad = meta.oom || totl.oom;
+    for (int k = 0; k < S_COUNT; k++) {
+        if ((n[k] && !data[k]) || n[k] > SIZE_MAX - total) bad = 1;
+        if (!bad) total += n[k];
+    }
+    uint8_t *buf = bad ? NULL : malloc(total);
+    if (!buf) {
+        free(meta.p);
+        free(totl.p);
+        amp_set_err(err, errlen, "checkpoint: out of host memory (%zu bytes)", total);
+        return -1;
+    }
+    memcpy(buf, ckpt_magic, 8);
+    put_u32(buf + 8, AMP_CKPT_FORMAT_VERSION);
+    put_u32(buf + 12, S_COUNT);
+    put_u64(buf + 16, total);
+    put_u32(buf + 28, 0);
+    size_t off = AMP_CKPT_HEADER_SIZE + S_COUNT * AMP_CKPT_ENTRY_SIZE;
+    for (int k = 0; k < S_COUNT; k++) {
+        uint8_t *e = buf + AMP_CKPT_HEADER_SIZE + (size_t)k * AMP_CKPT_ENTRY_SIZE;
+        memcpy(e, section_tags[k], 4);
+        if (n[k]) memcpy(buf + off, data[k], n[k]);
+        put_u32(e + 4, crc32_of(buf + off, n[k]));
+        put_u64(e + 8, off);
+        put_u64(e + 16, n[k]);
+        off += n[k];
+    }
+    uLong c = crc32(0L, buf, 24);
+    c = crc32(c, buf + AMP_CKPT_HEADER_SIZE, S_COUNT * AMP_CKPT_ENTRY_SIZE);
+    put_u32(buf + 24, (uint32_t)c);
+    free(meta.p);
+    free(totl.p);
+    *out = buf;
+    *len = total;
+    return 0;
+}

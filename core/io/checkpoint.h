@@ -1,0 +1,87 @@
+/* The checkpoint file format: encode a training state into one buffer and
+ * parse (validate) a buffer back. No files, no session: the parser is what a
+ * fuzzer feeds, so it trusts no length and reads nothing outside the buffer.
+ *
+ * Layout (every integer little-endian, fixed width):
+ *   0   8  magic "AMPCKPT\0"
+ *   8   4  format version (AMP_CKPT_FORMAT_VERSION)
+ *   12  4  section count n (1..AMP_CKPT_MAX_SECTIONS)
+ *   16  8  file size in bytes (catches truncation and appended junk)
+ *   24  4  CRC32 of bytes 0..23 and the section table
+ *   28  4  zero
+ *   32  n x 24 section table: tag[4], CRC32 of the payload (4), offset (8),
+ *          length (8); payloads follow the table, in table order.
+ * Sections: META (counters, model shape, plugins), CONF (the resolved INI
+ * text the run used), MAST (master weights, f32), OPTM (optimizer state,
+ * f32, opt_buffers arrays of nparams), SCAL (the scaler plugin's own
+ * state_save bytes), TOTL (per-layer rounding totals), LOSS (the last <= 100
+ * step losses, f64, for summary.json) and METR (metrics.jsonl so far).
+ * Unknown tags are skipped, so later versions can add sections. */
+#ifndef AMP_CHECKPOINT_H
+#define AMP_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+#define AMP_CKPT_FORMAT_VERSION 1u
+#define AMP_CKPT_MAX_SECTIONS 32u
+#define AMP_CKPT_HEADER_SIZE 32u
+#define AMP_CKPT_ENTRY_SIZE 24u
+#define AMP_CKPT_MAX_LOSSES 100u
+#define AMP_CKPT_NAME_MAX 64 /* plugin names, versions, layer names (with NUL) */
+
+typedef struct amp_ckpt_layer {
+    char name[AMP_CKPT_NAME_MAX];
+    uint32_t in, out;
+} amp_ckpt_layer;
+
+/* A parsed checkpoint. Scalars are copied out; the byte arrays point into
+ * the buffer that was parsed (which must outlive this struct) and are
+ * little-endian. For encoding the same struct is filled by the caller. */
+typedef struct amp_checkpoint {
+    /* META */
+    char amptrain_version[AMP_CKPT_NAME_MAX];
+    uint32_t abi_major, abi_minor;           /* the host's plugin ABI */
+    int64_t step, applied, skipped, epoch, cursor, total_steps;
+    uint64_t seed;
+    int64_t train_examples;
+    uint32_t optim;                          /* amp_optim_kind */
+    uint32_t opt_buffers;                    /* 0, 1 or 2 arrays of nparams */
+    uint32_t in_features, classes, nlayers;
+    amp_ckpt_layer layers[AMP_MAX_LAYERS];
+    uint64_t nparams;
+    char precision[AMP_CKPT_NAME_MAX], precision_version[AMP_CKPT_NAME_MAX];
+    char scaler[AMP_CKPT_NAME_MAX], scaler_version[AMP_CKPT_NAME_MAX];
+    double wall_seconds;                     /* training time before this checkpoint */
+    uint64_t device_peak;
+    /* TOTL: [2 * nlayers] (underflow, overflow, nonzero) */
+    amp_round_count totals[2 * AMP_MAX_LAYERS];
+    /* byte sections */
+    const char *config;   size_t config_len;    /* CONF */
+    const uint8_t *master; size_t master_len;   /* MAST: nparams x f32 */
+    const uint8_t *optim_state; size_t optim_len; /* OPTM: opt_buffers x nparams x f32 */
+    const uint8_t *scaler_state; size_t scaler_len; /* SCAL */
+    const uint8_t *losses; size_t nlosses;      /* LOSS: nlosses x f64 */
+    const char *metrics;  size_t metrics_len;   /* METR */
+} amp_checkpoint;
+
+/* Validates and parses buf[0..len). 0, or -1 with the reason in err (e.g.
+ * "truncated: 1234 of 5678 bytes", "section MAST: CRC mismatch"). Never
+ * reads outside the buffer, whatever it holds. */
+int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, char *err,
+                         size_t errlen);
+
+/* Serialises ck into a new malloc'd buffer (*out, *len; the caller frees).
+ * 0, or -1 with err (out of memory, or a field that does not fit). */
+int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, char *err,
+                          size_t errlen);
+
+/* Little-endian helpers for the byte arrays. */
+float amp_ckpt_f32(const uint8_t *p, size_t index);
+double amp_ckpt_f64(const uint8_t *p, size_t index);
+void amp_ckpt_put_f32(uint8_t *p, size_t index, float v);
+void amp_ckpt_put_f64(uint8_t *p, size_t index, double v);
+
+#endif

@@ -1,0 +1,194 @@
+#include "io/checkpoint_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/out_file.h"
+
+void amp_ckpt_store_path(char *out, size_t outlen, const char *dir, int64_t step) {
+    snprintf(out, outlen, "%s/ckpt-%08lld.amp", dir, (long long)step);
+}
+
+/* "ckpt-<1..18 digits>.amp" -> step; -1 for any other name. */
+static int64_t parse_name(const char *name) {
+    if (strncmp(name, "ckpt-", 5) != 0) return -1;
+    const char *p = name + 5;
+    int64_t v = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9' && digits < 18) {
+        v = v * 10 + (*p - '0');
+        p++;
+        digits++;
+    }
+    return digits > 0 && strcmp(p, ".amp") == 0 ? v : -1;
+}
+
+/* Left by a writer killed between open and rename. */
+static int is_temp_name(const char *name) {
+    size_t n = strlen(name);
+    return strncmp(name, ".ckpt-", 6) == 0 && n > 10 && strcmp(name + n - 4, ".tmp") == 0;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+int amp_ckpt_store_list(const char *dir, int64_t **steps, size_t *n, char *err, size_t errlen) {
+    *steps = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, errlen, "%s: cannot list the checkpoints: %s", dir, strerror(errno));
+        return -1;
+    }
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int64_t step = parse_name(e->d_name);
+        if (step < 0) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            int64_t *q = realloc(*steps, cap * sizeof *q);
+            if (!q) {
+                closedir(d);
+                free(*steps);
+                *steps = NULL;
+                *n = 0;
+                snprintf(err, errlen, "out of host memory");
+                return -1;
+            }
+            *steps = q;
+        }
+        (*steps)[(*n)++] = step;
+    }
+    closedir(d);
+    if (*n) qsort(*steps, *n, sizeof **steps, cmp_desc);
+    return 0;
+}
+
+static void remove_stale_temps(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d)) != NULL) {
+        if (!is_temp_name(e->d_name)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+static int fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+int amp_ckpt_store_write(const char *dir, int64_t step, const void *buf, size_t len, int64_t keep,
+                         char *err, size_t errlen) {
+    char final[PATH_MAX], temp[PATH_MAX];
+    amp_ckpt_store_path(final, sizeof final, dir, step);
+    snprintf(temp, sizeof temp, "%s/.ckpt-%08lld.amp.tmp", dir, (long long)step);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: cannot create the checkpoint folder: %s", dir, strerror(errno));
+        return -1;
+    }
+    remove_stale_temps(dir);
+    const char *what = "cannot create";
+    int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        what = "cannot write";
+        if (amp_write_full(fd, buf, len) == 0) {
+            what = "cannot sync";
+            if (fsync(fd) == 0) {
+                what = "cannot close";
+                int rc = close(fd);
+                fd = -1;
+                if (rc == 0) {
+                    what = "cannot rename into place";
+                    if (rename(temp, final) == 0) {
+                        /* The rename is durable only once the folder is synced. */
+                        if (fsync_dir(dir) != 0) {
+                            snprintf(err, errlen, "%s: cannot sync the folder %s: %s", final, dir,
+                                     strerror(errno));
+                            return -1;
+                        }
+                        what = NULL;
+                    }
+                }
+            }
+        }
+    }
+    if (what) {
+        int saved = errno;
+        if (fd >= 0) close(fd);
+        unlink(temp);
+        snprintf(err, errlen,
+                 "%s: %s the checkpoint: %s (the earlier checkpoints in %s are untouched; make "
+                 "room, then continue the run with --resume)",
+                 final,
+                 what, strerror(saved), dir);
+        return -1;
+    }
+    /* Keep the newest `keep`. */
+    int64_t *steps = NULL;
+    size_t n = 0;
+    if (keep > 0 && amp_ckpt_store_list(dir, &steps, &n, err, errlen) == 0) {
+        for (size_t i = (size_t)keep; i < n; i++) {
+            char old[PATH_MAX];
+            amp_ckpt_store_path(old, sizeof old, dir, steps[i]);
+            unlink(old);
+        }
+        free(steps);
+    }
+    return 0;
+}
+
+int amp_ckpt_store_read(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen) {
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot read: %s", strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX - 1) {
+        snprintf(err, errlen, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    size_t n = (size_t)st.st_size;
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p) {
+        snprintf(err, errlen, "out of host memory (%zu bytes)", n);
+        close(fd);
+        return -1;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    *buf = p;
+    *len = got; /* a file that shrank while read is judged by the parser */
+    return 0;
+}

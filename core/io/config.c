@@ -1,0 +1,1007 @@
+/*
+ * INI configuration with locations, strict reading and "did you mean".
+ *
+ * inih does the key/value splitting; we feed it through our own reader so we
+ * know the line number of every callback (Debian's libinih is built without
+ * INI_HANDLER_LINENO) and can refuse what inih would accept silently: lines
+ * longer than its buffer (it would split them), indented lines (it would
+ * glue them to the previous value: INI_ALLOW_MULTILINE is on), NUL and
+ * control bytes, '#' inline comments (it only knows " ;"). Section headers
+ * are parsed here too, so an empty or duplicate section has a line.
+ */
+#include "io/config.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* A section header (key == NULL) or a key = value entry, in file order, then
+ * --set order. */
+typedef struct cfg_item {
+    char *section;
+    char *key;
+    char *value;
+    char *where; /* "path:line" or "--set section.key" */
+    int line;    /* file line; 0 when it came from --set */
+    int read;
+} cfg_item;
+
+/* A (section, key) somebody asked for (key NULL: the section itself), with
+ * the value it resolved to, for write_resolved and for suggestions. */
+typedef struct cfg_known {
+    char *section;
+    char *key;
+    char *value;  /* NULL: absent and no default */
+    char *origin; /* "default", or the entry's where */
+} cfg_known;
+
+struct amp_config {
+    char *path;
+    cfg_item *items;
+    size_t n_items, cap_items;
+    cfg_known *known;
+    size_t n_known, cap_known;
+    int oom; /* recording a known key failed; reported by check_unread */
+};
+
+/* ------------------------------------------------------------- small utils */
+
+/* Appends to a bounded buffer; truncates quietly (messages only). */
+static void buf_add(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void buf_add(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    if (len + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *str_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static char *str_dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* Trims blanks in place; returns the first non-blank. */
+static char *trim(char *s)
+{
+    while (is_blank(*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && is_blank(s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+static int valid_section_name(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+            return 0;
+    return 1;
+}
+
+/* Dots are allowed in keys for plugin sub-keys such as "layer.fc1". */
+static int valid_key_name(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
+            return 0;
+    return 1;
+}
+
+/* Shortest "%g" text that reads back as the same double. */
+static void fmt_double(char *buf, size_t cap, double v)
+{
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+/* ------------------------------------------------------------ suggestions */
+
+/* Optimal-string-alignment (restricted Damerau-Levenshtein) distance; long
+ * names are not worth comparing. */
+static int name_distance(const char *a, const char *b)
+{
+    enum { MAXN = 64 };
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= MAXN || m >= MAXN)
+        return 1000;
+    int d[MAXN + 1][MAXN + 1];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[n][m];
+}
+
+typedef struct suggester {
+    const char *name;
+    const char *best;
+    int best_score;
+} suggester;
+
+static void suggest_init(suggester *s, const char *name)
+{
+    s->name = name;
+    s->best = NULL;
+    s->best_score = 1 << 30;
+}
+
+/* A candidate qualifies when it differs only in case, is within distance 2
+ * (and closer than the shorter name is long, so "x" never suggests "lr"), or
+ * one name is a prefix of the other ("lr_rate" -> "lr"). Closest wins; ties
+ * go to the first candidate offered. */
+static void suggest_consider(suggester *s, const char *cand)
+{
+    if (!cand || strcmp(cand, s->name) == 0)
+        return;
+    size_t ln = strlen(s->name), lc = strlen(cand);
+    size_t shorter = ln < lc ? ln : lc;
+    int score;
+    if (strcasecmp(cand, s->name) == 0) {
+        score = 0;
+    } else {
+        int d = name_distance(s->name, cand);
+        int prefix = shorter >= 2 && strncmp(s->name, cand, shorter) == 0;
+        if (!(d <= 2 && (size_t)d < shorter) && !prefix)
+            return;
+        score = d;
+    }
+    if (score < s->best_score) {
+        s->best = cand;
+        s->best_score = score;
+    }
+}
+
+/* ---------------------------------------------------------------- storage */
+
+static cfg_item *item_add(amp_config *cfg, const char *section, const char *key,
+                          const char *value, const char *where, int line)
+{
+    if (cfg->n_items == cfg->cap_items) {
+        size_t cap = cfg->cap_items ? 2 * cfg->cap_items : 16;
+        cfg_item *p = realloc(cfg->items, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        cfg->items = p;
+        cfg->cap_items = cap;
+    }
+    cfg_item it = {0};
+    it.section = strdup(section);
+    it.key = key ? strdup(key) : NULL;
+    it.value = value ? strdup(value) : NULL;
+    it.where = strdup(where);
+    it.line = line;
+    if (!it.section || (key && !it.key) || (value && !it.value) || !it.where) {
+        free(it.section);
+        free(it.key);
+        free(it.value);
+        free(it.where);
+        return NULL;
+    }
+    cfg->items[cfg->n_items] = it;
+    return &cfg->items[cfg->n_items++];
+}
+
+static cfg_item *find_section_item(const amp_config *cfg, const char *section)
+{
+    for (size_t i = 0; i < cfg->n_items; i++)
+        if (!cfg->items[i].key && strcmp(cfg->items[i].section, section) == 0)
+            return &cfg->items[i];
+    return NULL;
+}
+
+static cfg_item *find_entry(const amp_config *cfg, const char *section, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_items; i++) {
+        cfg_item *it = &cfg->items[i];
+        if (it->key && strcmp(it->section, section) == 0 && strcmp(it->key, key) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+static cfg_known *find_known(const amp_config *cfg, const char *section, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_known; i++) {
+        cfg_known *k = &cfg->known[i];
+        if (strcmp(k->section, section) != 0)
+            continue;
+        if ((!key && !k->key) || (key && k->key && strcmp(k->key, key) == 0))
+            return k;
+    }
+    return NULL;
+}
+
+static int section_known(const amp_config *cfg, const char *section)
+{
+    for (size_t i = 0; i < cfg->n_known; i++)
+        if (strcmp(cfg->known[i].section, section) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether known[k] is the first record of its section (lists each once). */
+static int first_of_section(const amp_config *cfg, size_t k)
+{
+    for (size_t j = 0; j < k; j++)
+        if (strcmp(cfg->known[j].section, cfg->known[k].section) == 0)
+            return 0;
+    return 1;
+}
+
+/* Records (section, key) as known; with value, also what it resolved to
+ * (replacing an earlier record). Failure only sets cfg->oom: the getters'
+ * results stay right, check_unread reports it. */
+static void known_note(amp_config *cfg, const char *section, const char *key,
+                       const char *value, const char *origin)
+{
+    cfg_known *k = find_known(cfg, section, key);
+    if (!k) {
+        if (cfg->n_known == cfg->cap_known) {
+            size_t cap = cfg->cap_known ? 2 * cfg->cap_known : 32;
+            cfg_known *p = realloc(cfg->known, cap * sizeof *p);
+            if (!p) {
+                cfg->oom = 1;
+                return;
+            }
+            cfg->known = p;
+            cfg->cap_known = cap;
+        }
+        k = &cfg->known[cfg->n_known];
+        memset(k, 0, sizeof *k);
+        k->section = strdup(section);
+        k->key = key ? strdup(key) : NULL;
+        if (!k->section || (key && !k->key)) {
+            free(k->section);
+            free(k->key);
+            cfg->oom = 1;
+            return;
+        }
+        cfg->n_known++;
+    }
+    if (value) {
+        char *v = strdup(value), *o = strdup(origin);
+        if (!v || !o) {
+            free(v);
+            free(o);
+            cfg->oom = 1;
+            return;
+        }
+        free(k->value);
+        free(k->origin);
+        k->value = v;
+        k->origin = o;
+    }
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+typedef struct parse_state {
+    amp_config *cfg;
+    FILE *f;
+    char *line; /* getline buffer */
+    size_t line_cap;
+    int lineno;
+    const char *section; /* current section (owned by its item), NULL before the first */
+    char *pending;       /* key line handed to inih; the handler clears it */
+    int err_line;        /* first error we found; -1 read error */
+    char msg[512];
+} parse_state;
+
+static void parse_fail(parse_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void parse_fail(parse_state *st, const char *fmt, ...)
+{
+    if (st->err_line)
+        return;
+    st->err_line = st->lineno;
+    int n = snprintf(st->msg, sizeof st->msg, "%s:%d: ", st->cfg->path, st->lineno);
+    if (n < 0 || (size_t)n >= sizeof st->msg)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->msg + n, sizeof st->msg - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* A content line inih did not call the handler for has no '=' or ':'. */
+static void parse_check_pending(parse_state *st)
+{
+    if (st->pending && !st->err_line)
+        parse_fail(st, "cannot parse '%s': expected '[section]', 'key = value' or a comment",
+                   st->pending);
+    free(st->pending);
+    st->pending = NULL;
+}
+
+static void parse_section(parse_state *st, char *s)
+{
+    char *close = strchr(s, ']');
+    if (!close) {
+        parse_fail(st, "section header '%s' has no closing ']'", s);
+        return;
+    }
+    char *rest = close + 1;
+    while (is_blank(*rest))
+        rest++;
+    if (*rest && *rest != ';' && *rest != '#') {
+        parse_fail(st, "unexpected '%s' after the section header", rest);
+        return;
+    }
+    *close = '\0';
+    char *name = trim(s + 1);
+    if (!valid_section_name(name)) {
+        parse_fail(st, "bad section name [%s]: use letters, digits, '_' and '-'", name);
+        return;
+    }
+    const cfg_item *first = find_section_item(st->cfg, name);
+    if (first) {
+        parse_fail(st, "duplicate section [%s]; first at line %d", name, first->line);
+        return;
+    }
+    char *w = str_printf("%s:%d", st->cfg->path, st->lineno);
+    cfg_item *it = w ? item_add(st->cfg, name, NULL, NULL, w, st->lineno) : NULL;
+    free(w);
+    if (!it) {
+        parse_fail(st, "out of memory");
+        return;
+    }
+    st->section = it->section;
+}
+
+/* Strips an inline comment: ';' or '#' after a blank. */
+static void strip_inline_comment(char *s)
+{
+    for (char *p = s + 1; *p; p++) {
+        if ((*p == ';' || *p == '#') && is_blank(p[-1])) {
+            *p = '\0';
+            break;
+        }
+    }
+}
+
+/* fgets-style reader for ini_parse_stream: hands inih one normalised line
+ * (comment and section lines become empty) and returns NULL to stop at our
+ * first error. */
+static char *parse_reader(char *buf, int num, void *stream)
+{
+    parse_state *st = stream;
+    parse_check_pending(st);
+    if (st->err_line)
+        return NULL;
+    errno = 0;
+    ssize_t n = getline(&st->line, &st->line_cap, st->f);
+    if (n < 0) {
+        if (ferror(st->f)) {
+            st->err_line = -1;
+            snprintf(st->msg, sizeof st->msg, "%s: cannot read: %s", st->cfg->path,
+                     strerror(errno ? errno : EIO));
+        }
+        return NULL;
+    }
+    st->lineno++;
+    char *s = st->line;
+    size_t len = (size_t)n;
+    if (len > 0 && s[len - 1] == '\n')
+        len--;
+    if (len > 0 && s[len - 1] == '\r')
+        len--;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            parse_fail(st, "control byte 0x%02x at column %zu: this is not a text INI file", c,
+                       i + 1);
+            return NULL;
+        }
+    }
+    s[len] = '\0';
+    if (st->lineno == 1 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+        s += 3;
+        len -= 3;
+    }
+    /* inih's buffer must also hold "\r\n\0"; longer lines it would split. */
+    if (num < 4 || len > (size_t)num - 3) {
+        parse_fail(st, "line too long (%zu characters; the limit is %d)", len, num - 3);
+        return NULL;
+    }
+    /* Leading blanks are dropped so inih never sees a continuation line. */
+    while (is_blank(*s))
+        s++;
+    const char *out = "";
+    if (*s == '[') {
+        parse_section(st, s);
+        if (st->err_line)
+            return NULL;
+    } else if (*s && *s != ';' && *s != '#') {
+        strip_inline_comment(s);
+        trim(s);
+        st->pending = strdup(s);
+        if (!st->pending) {
+            parse_fail(st, "out of memory");
+            return NULL;
+        }
+        out = s;
+    }
+    snprintf(buf, (size_t)num, "%s\n", out);
+    return buf;
+}
+
+static int parse_handler(void *user, const char *section, const char *name, const char *value)
+{
+    parse_state *st = user;
+    (void)section; /* ours is exact; inih truncates long names */
+    free(st->pending);
+    st->pending = NULL;
+    if (st->err_line)
+        return 1;
+    if (!*name) {
+        parse_fail(st, "missing key name before '='");
+        return 0;
+    }
+    if (!valid_key_name(name)) {
+        parse_fail(st, "bad key name '%s': use letters, digits, '_', '.' and '-'", name);
+        return 0;
+    }
+    if (!st->section) {
+        parse_fail(st, "key '%s' comes before any [section] header", name);
+        return 0;
+    }
+    const cfg_item *first = find_entry(st->cfg, st->section, name);
+    if (first) {
+        parse_fail(st, "duplicate key '%s' in [%s]; first set at line %d", name, st->section,
+                   first->line);
+        return 0;
+    }
+    char *w = str_printf("%s:%d", st->cfg->path, st->lineno);
+    cfg_item *it = w ? item_add(st->cfg, st->section, name, value, w, st->lineno) : NULL;
+    free(w);
+    if (!it) {
+        parse_fail(st, "out of memory");
+        return 0;
+    }
+    return 1;
+}
+
+amp_config *amp_config_new_empty(const char *label)
+{
+    amp_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return NULL;
+    cfg->path = strdup(label ? label : "(config)");
+    if (!cfg->path) {
+        free(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+/* Parses the stream f (closed here) into a config labelled `path`. */
+static amp_config *parse_stream(FILE *f, const char *path, char *err, size_t errlen)
+{
+    amp_config *cfg = amp_config_new_empty(path);
+    if (!cfg) {
+        fclose(f);
+        amp_set_err(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    parse_state st = {0};
+    st.cfg = cfg;
+    st.f = f;
+    int rc = ini_parse_stream(parse_reader, &st, parse_handler, &st);
+    parse_check_pending(&st); /* the last line */
+    free(st.line);
+    fclose(f);
+    if (st.err_line) {
+        amp_set_err(err, errlen, "%s", st.msg);
+    } else if (rc != 0) {
+        /* Our checks mirror inih's; this is a backstop. */
+        if (rc > 0)
+            amp_set_err(err, errlen, "%s:%d: syntax error", path, rc);
+        else
+            amp_set_err(err, errlen, "%s: out of memory", path);
+    } else {
+        return cfg;
+    }
+    amp_config_free(cfg);
+    return NULL;
+}
+
+amp_config *amp_config_load(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        amp_set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return NULL;
+    }
+    return parse_stream(f, path, err, errlen);
+}
+
+amp_config *amp_config_parse(const char *label, const char *text, size_t len, char *err,
+                             size_t errlen)
+{
+    if (!label)
+        label = "(config)";
+    if (len == 0) { /* fmemopen refuses a zero size; an empty config is valid */
+        amp_config *cfg = amp_config_new_empty(label);
+        if (!cfg)
+            amp_set_err(err, errlen, "%s: out of memory", label);
+        return cfg;
+    }
+    /* fmemopen does not write to a "r" stream; the cast only drops const. */
+    FILE *f = fmemopen((void *)(uintptr_t)text, len, "r");
+    if (!f) {
+        amp_set_err(err, errlen, "%s: cannot read: %s", label, strerror(errno));
+        return NULL;
+    }
+    return parse_stream(f, label, err, errlen);
+}
+
+void amp_config_free(amp_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < cfg->n_items; i++) {
+        free(cfg->items[i].section);
+        free(cfg->items[i].key);
+        free(cfg->items[i].value);
+        free(cfg->items[i].where);
+    }
+    for (size_t i = 0; i < cfg->n_known; i++) {
+        free(cfg->known[i].section);
+        free(cfg->known[i].key);
+        free(cfg->known[i].value);
+        free(cfg->known[i].origin);
+    }
+    free(cfg->items);
+    free(cfg->known);
+    free(cfg->path);
+    free(cfg);
+}
+
+const char *amp_config_path(const amp_config *cfg) { return cfg->path; }
+
+/* --------------------------------------------------------------- --set */
+
+int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t errlen)
+{
+    static const char usage[] = "expected section.key=value, e.g. --set optim.lr=0.01";
+    for (const char *p = assignment; *p; p++) {
+        if ((unsigned char)*p < 0x20 && *p != '\t') {
+            amp_set_err(err, errlen, "--set: control character in the assignment; %s", usage);
+            return -1;
+        }
+    }
+    const char *eq = strchr(assignment, '=');
+    if (!eq) {
+        amp_set_err(err, errlen, "--set '%s': no '='; %s", assignment, usage);
+        return -1;
+    }
+    char *lhs_buf = str_dup_n(assignment, (size_t)(eq - assignment));
+    char *val_buf = strdup(eq + 1);
+    char *where = NULL;
+    int rc = -1;
+    if (!lhs_buf || !val_buf) {
+        amp_set_err(err, errlen, "--set: out of memory");
+        goto out;
+    }
+    char *lhs = trim(lhs_buf), *value = trim(val_buf);
+    char *dot = strchr(lhs, '.');
+    if (!dot || dot == lhs || !dot[1]) {
+        amp_set_err(err, errlen, "--set '%s': '%s' is not section.key; %s", assignment, lhs, usage);
+        goto out;
+    }
+    *dot = '\0';
+    const char *section = lhs, *key = dot + 1;
+    if (!valid_section_name(section)) {
+        amp_set_err(err, errlen, "--set '%s': bad section name '%s': use letters, digits, '_' and '-'",
+                assignment, section);
+        goto out;
+    }
+    if (!valid_key_name(key)) {
+        amp_set_err(err, errlen, "--set '%s': bad key name '%s': use letters, digits, '_', '.' and '-'",
+                assignment, key);
+        goto out;
+    }
+    where = str_printf("--set %s.%s", section, key);
+    if (!where) {
+        amp_set_err(err, errlen, "--set: out of memory");
+        goto out;
+    }
+    cfg_item *it = find_entry(cfg, section, key);
+    if (it) {
+        char *v = strdup(value), *w = strdup(where);
+        if (!v || !w) {
+            free(v);
+            free(w);
+            amp_set_err(err, errlen, "--set: out of memory");
+            goto out;
+        }
+        free(it->value);
+        free(it->where);
+        it->value = v;
+        it->where = w;
+        it->line = 0;
+    } else if ((!find_section_item(cfg, section) &&
+                !item_add(cfg, section, NULL, NULL, where, 0)) ||
+               !item_add(cfg, section, key, value, where, 0)) {
+        amp_set_err(err, errlen, "--set: out of memory");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(lhs_buf);
+    free(val_buf);
+    free(where);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- getters */
+
+/* The entry for (section, key) or NULL; either way the key becomes known and
+ * the entry read. */
+static cfg_item *get_entry(amp_config *cfg, const char *section, const char *key)
+{
+    known_note(cfg, section, key, NULL, NULL);
+    cfg_item *it = find_entry(cfg, section, key);
+    if (it)
+        it->read = 1;
+    return it;
+}
+
+static int value_err(char *err, size_t errlen, const cfg_item *it, const char *what,
+                     const char *expected)
+{
+    amp_set_err(err, errlen, "%s: [%s] %s = '%s': %s; expected %s", it->where, it->section, it->key,
+            it->value, what, expected);
+    return -1;
+}
+
+int amp_config_get_int(amp_config *cfg, const char *section, const char *key, int64_t def,
+                       int64_t min, int64_t max, int64_t *out, char *err, size_t errlen)
+{
+    char text[64], expected[96];
+    snprintf(expected, sizeof expected, "an integer in [%lld, %lld]", (long long)min,
+             (long long)max);
+    cfg_item *it = get_entry(cfg, section, key);
+    if (!it) {
+        *out = def;
+        snprintf(text, sizeof text, "%lld", (long long)def);
+        known_note(cfg, section, key, text, "default");
+        return 0;
+    }
+    const char *s = it->value;
+    if (!*s)
+        return value_err(err, errlen, it, "empty value", expected);
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end)
+        return value_err(err, errlen, it, "not an integer", expected);
+    if (errno == ERANGE)
+        return value_err(err, errlen, it,
+                         v < 0 ? "too small for a 64-bit integer" : "too large for a 64-bit integer",
+                         expected);
+    if (v < min || v > max)
+        return value_err(err, errlen, it, "out of range", expected);
+    *out = v;
+    snprintf(text, sizeof text, "%lld", v);
+    known_note(cfg, section, key, text, it->where);
+    return 1;
+}
+
+int amp_config_get_double(amp_config *cfg, const char *section, const char *key, double def,
+                          double min, double max, double *out, char *err, size_t errlen)
+{
+    char text[64], lo[32], hi[32], expected[96];
+    fmt_double(lo, sizeof lo, min);
+    fmt_double(hi, sizeof hi, max);
+    snprintf(expected, sizeof expected, "a number in [%s, %s]", lo, hi);
+    cfg_item *it = get_entry(cfg, section, key);
+    if (!it) {
+        *out = def;
+        fmt_double(text, sizeof text, def);
+        known_note(cfg, section, key, text, "default");
+        return 0;
+    }
+    const char *s = it->value;
+    if (!*s)
+        return value_err(err, errlen, it, "empty value", expected);
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end)
+        return value_err(err, errlen, it, "not a number", expected);
+    if (!isfinite(v))
+        return value_err(err, errlen, it,
+                         errno == ERANGE ? "too large for a double" : "not a finite number",
+                         expected);
+    /* Underflow to a subnormal is still a usable value; to zero it is not. */
+    if (errno == ERANGE && v == 0.0)
+        return value_err(err, errlen, it, "too small for a double (it would be 0)", expected);
+    if (!(v >= min && v <= max))
+        return value_err(err, errlen, it, "out of range", expected);
+    *out = v;
+    fmt_double(text, sizeof text, v);
+    known_note(cfg, section, key, text, it->where);
+    return 1;
+}
+
+int amp_config_get_bool(amp_config *cfg, const char *section, const char *key, int def,
+                        int *out, char *err, size_t errlen)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    cfg_item *it = get_entry(cfg, section, key);
+    if (!it) {
+        *out = def ? 1 : 0;
+        known_note(cfg, section, key, def ? "true" : "false", "default");
+        return 0;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(it->value, yes[i]) == 0 || strcasecmp(it->value, no[i]) == 0) {
+            *out = strcasecmp(it->value, yes[i]) == 0;
+            known_note(cfg, section, key, *out ? "true" : "false", it->where);
+            return 1;
+        }
+    }
+    return value_err(err, errlen, it, it->value[0] ? "not a boolean" : "empty value",
+                     "true/false, yes/no, on/off or 1/0");
+}
+
+int amp_config_get_string(amp_config *cfg, const char *section, const char *key,
+                          const char *def, const char **out, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    cfg_item *it = get_entry(cfg, section, key);
+    if (!it) {
+        *out = def;
+        if (def)
+            known_note(cfg, section, key, def, "default");
+        return 0;
+    }
+    *out = it->value;
+    known_note(cfg, section, key, it->value, it->where);
+    return 1;
+}
+
+int amp_config_get_choice(amp_config *cfg, const char *section, const char *key,
+                          const char *def, const char *const *choices, int *out_index,
+                          char *err, size_t errlen)
+{
+    cfg_item *it = get_entry(cfg, section, key);
+    const char *want = it ? it->value : def;
+    if (!want) {
+        *out_index = -1;
+        return 0;
+    }
+    for (int i = 0; choices[i]; i++) {
+        if (strcmp(choices[i], want) == 0) {
+            *out_index = i;
+            known_note(cfg, section, key, choices[i], it ? it->where : "default");
+            return it ? 1 : 0;
+        }
+    }
+    if (!it) {
+        amp_set_err(err, errlen, "[%s] %s: the default '%s' is not one of its choices (a bug)",
+                section, key, def);
+        return -1;
+    }
+    char expected[256] = "one of ";
+    suggester sg;
+    suggest_init(&sg, want);
+    for (int i = 0; choices[i]; i++) {
+        buf_add(expected, sizeof expected, "%s%s", i ? ", " : "", choices[i]);
+        suggest_consider(&sg, choices[i]);
+    }
+    if (sg.best)
+        buf_add(expected, sizeof expected, "; did you mean '%s'?", sg.best);
+    return value_err(err, errlen, it, want[0] ? "not a known choice" : "empty value", expected);
+}
+
+const char *amp_config_lookup(amp_config *cfg, const char *section, const char *key,
+                              const char **where)
+{
+    cfg_item *it = get_entry(cfg, section, key);
+    if (where)
+        *where = it ? it->where : NULL;
+    if (!it)
+        return NULL;
+    known_note(cfg, section, key, it->value, it->where);
+    return it->value;
+}
+
+int amp_config_each(amp_config *cfg, const char *section, const char *prefix,
+                    int (*fn)(void *user, const char *key, const char *value,
+                              const char *where),
+                    void *user)
+{
+    size_t plen = prefix ? strlen(prefix) : 0;
+    for (size_t i = 0; i < cfg->n_items; i++) {
+        cfg_item *it = &cfg->items[i];
+        if (!it->key || strcmp(it->section, section) != 0 ||
+            (plen && strncmp(it->key, prefix, plen) != 0))
+            continue;
+        it->read = 1;
+        known_note(cfg, section, it->key, it->value, it->where);
+        int rc = fn(user, it->key, it->value, it->where);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void amp_config_declare_section(amp_config *cfg, const char *section)
+{
+    known_note(cfg, section, NULL, NULL, NULL);
+}
+
+/* ------------------------------------------------------------- checking */
+
+int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->oom) {
+        amp_set_err(err, errlen, "%s: out of memory while reading the config", cfg->path);
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->n_items; i++) {
+        const cfg_item *it = &cfg->items[i];
+        if (!it->key) {
+            if (section_known(cfg, it->section))
+                continue;
+            suggester sg;
+            suggest_init(&sg, it->section);
+            char known[256] = "";
+            for (size_t k = 0; k < cfg->n_known; k++) {
+                if (!first_of_section(cfg, k))
+                    continue;
+                suggest_consider(&sg, cfg->known[k].section);
+                buf_add(known, sizeof known, "%s[%s]", known[0] ? ", " : "",
+                        cfg->known[k].section);
+            }
+            if (sg.best)
+                amp_set_err(err, errlen, "%s: unknown section [%s]; did you mean [%s]?", it->where,
+                        it->section, sg.best);
+            else if (known[0])
+                amp_set_err(err, errlen, "%s: unknown section [%s]; known sections: %s", it->where,
+                        it->section, known);
+            else
+                amp_set_err(err, errlen, "%s: unknown section [%s]", it->where, it->section);
+            return -1;
+        }
+        if (it->read || !section_known(cfg, it->section))
+            continue;
+        suggester sg;
+        suggest_init(&sg, it->key);
+        char known[256] = "";
+        for (size_t k = 0; k < cfg->n_known; k++) {
+            const cfg_known *kn = &cfg->known[k];
+            if (!kn->key || strcmp(kn->section, it->section) != 0)
+                continue;
+            suggest_consider(&sg, kn->key);
+            buf_add(known, sizeof known, "%s%s", known[0] ? ", " : "", kn->key);
+        }
+        if (sg.best)
+            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; did you mean '%s'?", it->where,
+                    it->key, it->section, sg.best);
+        else if (known[0])
+            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; known keys: %s", it->where,
+                    it->key, it->section, known);
+        else
+            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; nothing reads keys from [%s]",
+                    it->where, it->key, it->section, it->section);
+        return -1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- writing */
+
+static void write_section(const amp_config *cfg, FILE *out, const char *section)
+{
+    fprintf(out, "\n[%s]\n", section);
+    for (size_t k = 0; k < cfg->n_known; k++) {
+        const cfg_known *kn = &cfg->known[k];
+        if (!kn->key || strcmp(kn->section, section) != 0)
+            continue;
+        if (kn->value)
+            fprintf(out, "%s = %s  ; %s\n", kn->key, kn->value, kn->origin);
+        else
+            fprintf(out, "; %s is not set\n", kn->key);
+    }
+    for (size_t i = 0; i < cfg->n_items; i++) {
+        const cfg_item *it = &cfg->items[i];
+        if (it->key && strcmp(it->section, section) == 0 && !find_known(cfg, section, it->key))
+            fprintf(out, "%s = %s  ; %s, not read\n", it->key, it->value, it->where);
+    }
+}
+
+int amp_config_write_resolved(const amp_config *cfg, FILE *out)
+{
+    fprintf(out, "; amptrain resolved configuration (defaults included) from %s\n", cfg->path);
+    /* Known sections in the order they were first asked for, then the file's
+     * sections nobody asked for. */
+    for (size_t k = 0; k < cfg->n_known; k++)
+        if (first_of_section(cfg, k))
+            write_section(cfg, out, cfg->known[k].section);
+    for (size_t i = 0; i < cfg->n_items; i++) {
+        const cfg_item *it = &cfg->items[i];
+        if (!it->key && !section_known(cfg, it->section))
+            write_section(cfg, out, it->section);
+    }
+    if (fflush(out) != 0 || ferror(out))
+        return -1;
+    return 0;
+}
+
+int amp_config_each_resolved(const amp_config *cfg,
+                             int (*fn)(void *user, const char *section, const char *key,
+                                       const char *value, const char *origin),
+                             void *user)
+{
+    for (size_t k = 0; k < cfg->n_known; k++) {
+        const cfg_known *kn = &cfg->known[k];
+        if (!kn->key || !kn->value)
+            continue;
+        int rc = fn(user, kn->section, kn->key, kn->value, kn->origin);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
