@@ -1,3 +1,8 @@
 amp_unit_test(test_train train)
 add_dependencies(test_train amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
                  amp_scaler_none amp_scaler_dynamic)
+
+# The MLP's numbers from before the model interface, bit for bit
+# (tests/pin/mlp_pin.sh; regenerate only in a commit that says why).
+add_test(NAME mlp_pin COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/mlp_pin.sh $<TARGET_FILE:amptrain>)
+set_tests_properties(mlp_pin PROPERTIES LABELS "train;pin")
