@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/backend_cpu_cnn.h"
 #include "backend/kernels/act.h"
 #include "backend/kernels/convert.h"
 #include "backend/kernels/optim.h"
@@ -343,6 +344,14 @@ static const amp_backend_ops cpu_ops = {
     .adamw_step = cpu_adamw_step,
     .device_bytes_used = cpu_device_bytes_used,
     .overcommit_limit = cpu_overcommit_limit,
+    .conv2d_workspace = amp_cpu_conv2d_workspace,
+    .conv2d_forward = amp_cpu_conv2d_forward,
+    .conv2d_backward_data = amp_cpu_conv2d_backward_data,
+    .conv2d_backward_filter = amp_cpu_conv2d_backward_filter,
+    .max_pool2d_forward = amp_cpu_max_pool2d_forward,
+    .max_pool2d_backward = amp_cpu_max_pool2d_backward,
+    .batch_norm_forward = amp_cpu_batch_norm_forward,
+    .batch_norm_backward = amp_cpu_batch_norm_backward,
 };
 
 amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
