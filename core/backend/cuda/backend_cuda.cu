@@ -115,6 +115,7 @@ static void cuda_destroy(amp_backend *be) {
     amp_cuda_impl *im = amp_cuda_im(be);
     if (im) {
         if (im->stream) cudaStreamSynchronize(im->stream);
+        amp_cuda_cnn_destroy(be);
         if (im->blas) cublasDestroy(im->blas);
         if (im->stream) cudaStreamDestroy(im->stream);
         free(im);
@@ -152,6 +153,16 @@ static amp_backend_ops cuda_make_ops(void) {
     o.adamw_step = amp_cuda_adamw_step;
     o.device_bytes_used = cuda_device_bytes_used;
     o.overcommit_limit = cuda_overcommit_limit;
+#if AMP_HAVE_CUDNN
+    o.conv2d_workspace = amp_cuda_conv2d_workspace;
+    o.conv2d_forward = amp_cuda_conv2d_forward;
+    o.conv2d_backward_data = amp_cuda_conv2d_backward_data;
+    o.conv2d_backward_filter = amp_cuda_conv2d_backward_filter;
+#endif
+    o.max_pool2d_forward = amp_cuda_max_pool2d_forward;
+    o.max_pool2d_backward = amp_cuda_max_pool2d_backward;
+    o.batch_norm_forward = amp_cuda_batch_norm_forward;
+    o.batch_norm_backward = amp_cuda_batch_norm_backward;
     return o;
 }
 
