@@ -242,6 +242,7 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
     s->total_steps = st->steps > 0 ? st->steps : st->epochs * s->steps_per_epoch;
     if (open_backend(s, err, errlen) != 0) goto runtime_error;
     const amp_precision_vtable *pv = amp_plugin_precision(&s->precision);
+    s->be->deterministic = s->set.deterministic;
     s->be->allow_tf32 = pv->struct_size > offsetof(amp_precision_vtable, allow_tf32) &&
                         pv->allow_tf32 && pv->allow_tf32(s->precision.self);
     amp_model_input in = model_input(s);
@@ -325,7 +326,7 @@ static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
 static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
     amp_model *m = s->model;
-    size_t n = m->desc.nparams;
+    size_t n = m->desc.ntrained; /* buffers (BatchNorm running statistics) are not trained */
     if (st->optim == AMP_OPTIM_SGD)
         BE_CHECK(s->be->ops->sgd_step(s->be, m->master, m->opt[0], m->grads, n, (float)lr,
                                       (float)st->momentum, (float)st->weight_decay));
@@ -368,7 +369,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
         BE_CHECK(be->ops->upload(be, m->grads, &inf, sizeof inf));
     }
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */
-    BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.nparams, inv_scale));
+    BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.ntrained, inv_scale));
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
     const amp_step_stats hs = *s->hstats;
 
@@ -403,7 +404,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     double lr = 0.0;
     if (!skip) {
         if (st->grad_clip > 0.0 && ss.grad_norm > st->grad_clip)
-            BE_CHECK(be->ops->scale(be, m->grads, m->desc.nparams,
+            BE_CHECK(be->ops->scale(be, m->grads, m->desc.ntrained,
                                     (float)(st->grad_clip / (ss.grad_norm + 1e-6))));
         lr = amp_session_lr(s);
         if (optimizer_step(s, lr, err, errlen) != 0) return -1;

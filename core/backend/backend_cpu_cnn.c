@@ -106,33 +106,60 @@ static int bn_check(amp_backend *be, int n, int c, int hw, int training) {
 
 /* ---- conv2d ------------------------------------------------------------- */
 
-/* Workspace in floats: the column matrix [K, P] of one image, plus for a
- * 16-bit dt the widened weights [c_out, K] and one image's widened dy
- * [c_out, P]. */
-static size_t conv_ws_floats(const amp_conv2d_desc *d, size_t *col, size_t *wf) {
-    size_t pq = (size_t)amp_conv2d_out_h(d) * (size_t)amp_conv2d_out_w(d);
-    size_t k = (size_t)d->c_in * d->kh * d->kw;
-    *col = k * pq;
-    *wf = d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * k;
-    size_t dyf = d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * pq;
-    return *col + *wf + dyf;
+/* Images go through the GEMMs in chunks of G side by side (one GEMM of
+ * G*p*q columns instead of G small ones); G depends on the shape alone, so
+ * the summation order, and the result, are fixed. */
+#define CONV_CHUNK_FLOATS ((size_t)16 << 20) /* col + out of one chunk: 64 MiB */
+
+typedef struct conv_geom {
+    int p, q, K, P; /* output plane, rows of the column matrix, p*q */
+    int G;          /* images per chunk */
+} conv_geom;
+
+static conv_geom geom(const amp_conv2d_desc *d) {
+    conv_geom g;
+    g.p = amp_conv2d_out_h(d);
+    g.q = amp_conv2d_out_w(d);
+    g.K = d->c_in * d->kh * d->kw;
+    g.P = g.p * g.q;
+    size_t per = ((size_t)g.K + (size_t)d->c_out) * (size_t)g.P;
+    size_t G = per ? CONV_CHUNK_FLOATS / per : 1;
+    if (G < 1) G = 1;
+    if (G > (size_t)d->n) G = (size_t)d->n;
+    g.G = (int)G;
+    return g;
+}
+
+/* Workspace in floats: the column matrix [K, G*P] and the chunk's output or
+ * gathered dy [c_out, G*P], plus for a 16-bit dt the widened weights
+ * [c_out, K] and the chunk's widened images [G, c_in, h, w]. */
+static size_t conv_ws_floats(const amp_conv2d_desc *d, size_t *col, size_t *yc) {
+    conv_geom g = geom(d);
+    *col = (size_t)g.K * g.G * g.P;
+    *yc = (size_t)d->c_out * g.G * g.P;
+    size_t wf = d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * g.K;
+    size_t xf = d->dt == AMP_DTYPE_F32 ? 0 : (size_t)g.G * d->c_in * d->h * d->w;
+    return *col + *yc + wf + xf;
 }
 
 int amp_cpu_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes) {
     if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
-    size_t col, wf;
-    *bytes = conv_ws_floats(d, &col, &wf) * sizeof(float);
+    size_t col, yc;
+    *bytes = conv_ws_floats(d, &col, &yc) * sizeof(float);
     return 0;
 }
 
 typedef struct conv_ws {
-    float *col, *wf, *dyf;
+    float *col, *yc, *wf, *xf;
+    conv_geom g;
 } conv_ws;
 
-static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, void *ws,
-                      size_t ws_bytes) {
+/* Carves the workspace; for a 16-bit dt also widens w into wf (w may be
+ * NULL when the op has no weight operand). */
+static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, const void *w,
+                      void *ws, size_t ws_bytes) {
     if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
-    size_t col, wf, need = conv_ws_floats(d, &col, &wf) * sizeof(float);
+    size_t col, yc, need = conv_ws_floats(d, &col, &yc) * sizeof(float);
     if (ws_bytes < need || (need && !ws)) {
         snprintf(be->err, sizeof be->err,
                  "conv2d: workspace of %zu bytes is smaller than the %zu bytes "
@@ -140,96 +167,138 @@ static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, voi
                  ws_bytes, need);
         return 1;
     }
+    s->g = geom(d);
     s->col = ws;
-    s->wf = s->col + col;
-    s->dyf = s->wf + wf;
+    s->yc = s->col + col;
+    s->wf = s->yc + yc;
+    s->xf = s->wf + (d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * s->g.K);
+    if (w && d->dt != AMP_DTYPE_F32) {
+        size_t n = (size_t)d->c_out * s->g.K;
+        for (size_t i = 0; i < n; i++) s->wf[i] = amp_load_dt(w, i, (int)d->dt);
+    }
     return 0;
 }
 
-static void widen_dt(float *dst, const void *src, amp_dtype dt, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = amp_load_dt(src, i, (int)dt);
+static const float *weights(const conv_ws *s, const void *w, const amp_conv2d_desc *d) {
+    return d->dt == AMP_DTYPE_F32 ? (const float *)w : s->wf;
 }
 
-static void im2col(float *col, const void *x_img, const amp_conv2d_desc *d, int p, int q) {
-    size_t pq = (size_t)p * q;
+/* col[K, g*P] for images i0 .. i0+g-1 of x, side by side: entry (ci, ky,
+ * kx), (oy, ox) is x[ci, oy*stride - pad + ky, ox*stride - pad + kx], 0 in
+ * the padding. A 16-bit x is widened into
+ * xf first, once per element rather than once per use. */
+static void im2col(float *col, float *xf, const void *x, const amp_conv2d_desc *d,
+                   const conv_geom *gm, int i0, int g) {
+    size_t cols = (size_t)g * gm->P, x_img = (size_t)d->c_in * d->h * d->w;
+    const float *xs = (const float *)x + (size_t)i0 * x_img;
+    if (d->dt != AMP_DTYPE_F32) {
+        const uint16_t *x16 = (const uint16_t *)x + (size_t)i0 * x_img;
+        for (size_t i = 0; i < (size_t)g * x_img; i++) xf[i] = amp_widen16(x16[i], (int)d->dt);
+        xs = xf;
+    }
     for (int ci = 0; ci < d->c_in; ci++)
         for (int ky = 0; ky < d->kh; ky++)
             for (int kx = 0; kx < d->kw; kx++) {
-                float *row = col + ((size_t)(ci * d->kh + ky) * d->kw + kx) * pq;
-                for (int oy = 0; oy < p; oy++)
-                    for (int ox = 0; ox < q; ox++)
-                        row[(size_t)oy * q + ox] =
-                            amp_im2col_value(x_img, (int)d->dt, d->h, d->w, ci, ky, kx, oy, ox,
-                                             d->stride_h, d->stride_w, d->pad_h, d->pad_w);
+                float *row = col + ((size_t)(ci * d->kh + ky) * d->kw + kx) * cols;
+                for (int gi = 0; gi < g; gi++) {
+                    const float *plane = xs + (size_t)gi * x_img + (size_t)ci * d->h * d->w;
+                    float *r = row + (size_t)gi * gm->P;
+                    for (int oy = 0; oy < gm->p; oy++) {
+                        float *ro = r + (size_t)oy * gm->q;
+                        int iy = oy * d->stride_h - d->pad_h + ky;
+                        if (iy < 0 || iy >= d->h) {
+                            memset(ro, 0, (size_t)gm->q * sizeof(float));
+                            continue;
+                        }
+                        const float *src = plane + (size_t)iy * d->w;
+                        for (int ox = 0; ox < gm->q; ox++) {
+                            int ix = ox * d->stride_w - d->pad_w + kx;
+                            ro[ox] = ix >= 0 && ix < d->w ? src[ix] : 0.0f;
+                        }
+                    }
+                }
             }
 }
 
-static size_t dt_size(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
+/* yc[c_out, g*P] = dy of images i0 .. i0+g-1 (NCHW, dt), as FP32. */
+static void gather_dy(float *yc, const void *dy, const amp_conv2d_desc *d, const conv_geom *gm,
+                      int i0, int g) {
+    size_t cols = (size_t)g * gm->P;
+    for (int co = 0; co < d->c_out; co++)
+        for (int gi = 0; gi < g; gi++) {
+            size_t src = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
+            float *dst = yc + (size_t)co * cols + (size_t)gi * gm->P;
+            for (int j = 0; j < gm->P; j++) dst[j] = amp_load_dt(dy, src + j, (int)d->dt);
+        }
+}
 
 int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
                            const float *bias, const amp_conv2d_desc *d, void *ws,
                            size_t ws_bytes) {
     conv_ws s;
-    if (conv_setup(be, &s, d, ws, ws_bytes) != 0) return 1;
-    int p = amp_conv2d_out_h(d), q = amp_conv2d_out_w(d);
-    int K = d->c_in * d->kh * d->kw, P = p * q;
-    const float *wf = w;
-    if (d->dt != AMP_DTYPE_F32) {
-        widen_dt(s.wf, w, d->dt, (size_t)d->c_out * K);
-        wf = s.wf;
-    }
-    size_t x_img = (size_t)d->c_in * d->h * d->w, y_img = (size_t)d->c_out * P;
-    for (int i = 0; i < d->n; i++) {
-        im2col(s.col, (const char *)x + (size_t)i * x_img * dt_size(d->dt), d, p, q);
-        float *yi = y + (size_t)i * y_img;
-        /* y_img[c_out, P] = W[c_out, K] . col[K, P] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->c_out, P, K, 1.0f, wf, K, s.col,
-                    P, 0.0f, yi, P);
-        for (int co = 0; co < d->c_out; co++) {
-            float b = bias ? bias[co] : 0.0f;
-            float *row = yi + (size_t)co * P;
-            for (int j = 0; j < P; j++) {
-                float v = amp_quantize(row[j], (int)d->dt, NULL);
-                row[j] = bias ? v + b : v;
+    if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
+    const conv_geom *gm = &s.g;
+    const float *wf = weights(&s, w, d);
+    for (int i0 = 0; i0 < d->n; i0 += gm->G) {
+        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
+        im2col(s.col, s.xf, x, d, gm, i0, g);
+        /* yc[c_out, cols] = W[c_out, K] . col[K, cols] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->c_out, cols, gm->K, 1.0f, wf,
+                    gm->K, s.col, cols, 0.0f, s.yc, cols);
+        for (int gi = 0; gi < g; gi++)
+            for (int co = 0; co < d->c_out; co++) {
+                const float *src = s.yc + (size_t)co * cols + (size_t)gi * gm->P;
+                float *dst = y + ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
+                float b = bias ? bias[co] : 0.0f;
+                for (int j = 0; j < gm->P; j++) {
+                    float v = amp_quantize(src[j], (int)d->dt, NULL);
+                    dst[j] = bias ? v + b : v;
+                }
             }
-        }
     }
     return 0;
-}
-
-/* One image's dy as FP32: the input itself for F32, else widened into dyf. */
-static const float *dy_image(const conv_ws *s, const void *dy, const amp_conv2d_desc *d, int i,
-                             size_t y_img) {
-    if (d->dt == AMP_DTYPE_F32) return (const float *)dy + (size_t)i * y_img;
-    widen_dt(s->dyf, (const char *)dy + (size_t)i * y_img * 2, d->dt, y_img);
-    return s->dyf;
 }
 
 int amp_cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
                                  const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
-    if (conv_setup(be, &s, d, ws, ws_bytes) != 0) return 1;
-    int p = amp_conv2d_out_h(d), q = amp_conv2d_out_w(d);
-    int K = d->c_in * d->kh * d->kw, P = p * q;
-    const float *wf = w;
-    if (d->dt != AMP_DTYPE_F32) {
-        widen_dt(s.wf, w, d->dt, (size_t)d->c_out * K);
-        wf = s.wf;
-    }
-    size_t x_img = (size_t)d->c_in * d->h * d->w, y_img = (size_t)d->c_out * P;
-    for (int i = 0; i < d->n; i++) {
-        const float *dyi = dy_image(&s, dy, d, i, y_img);
-        /* dcol[K, P] = W[c_out, K]^T . dy[c_out, P] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, d->c_out, 1.0f, wf, K, dyi, P,
-                    0.0f, s.col, P);
-        float *dxi = dx + (size_t)i * x_img;
+    if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
+    const conv_geom *gm = &s.g;
+    const float *wf = weights(&s, w, d);
+    size_t x_img = (size_t)d->c_in * d->h * d->w;
+    for (int i0 = 0; i0 < d->n; i0 += gm->G) {
+        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
+        gather_dy(s.yc, dy, d, gm, i0, g);
+        /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, gm->K, cols, d->c_out, 1.0f, wf,
+                    gm->K, s.yc, cols, 0.0f, s.col, cols);
+        /* col2im as a scatter in row order (ci, ky, kx): each input element
+         * receives its terms in (ky, kx) ascending order starting from 0,
+         * so the order of the sum is fixed by the shape. */
+        float *dxc = dx + (size_t)i0 * x_img;
+        memset(dxc, 0, (size_t)g * x_img * sizeof(float));
         for (int ci = 0; ci < d->c_in; ci++)
-            for (int iy = 0; iy < d->h; iy++)
-                for (int ix = 0; ix < d->w; ix++) {
-                    float v = amp_col2im_value(s.col, p, q, d->kh, d->kw, ci, iy, ix, d->stride_h,
-                                               d->stride_w, d->pad_h, d->pad_w);
-                    dxi[((size_t)ci * d->h + iy) * d->w + ix] = amp_quantize(v, (int)d->dt, NULL);
+            for (int ky = 0; ky < d->kh; ky++)
+                for (int kx = 0; kx < d->kw; kx++) {
+                    const float *row = s.col + ((size_t)(ci * d->kh + ky) * d->kw + kx) * cols;
+                    for (int gi = 0; gi < g; gi++) {
+                        float *plane = dxc + (size_t)gi * x_img + (size_t)ci * d->h * d->w;
+                        const float *r = row + (size_t)gi * gm->P;
+                        for (int oy = 0; oy < gm->p; oy++) {
+                            int iy = oy * d->stride_h - d->pad_h + ky;
+                            if (iy < 0 || iy >= d->h) continue;
+                            float *dst = plane + (size_t)iy * d->w;
+                            const float *ro = r + (size_t)oy * gm->q;
+                            for (int ox = 0; ox < gm->q; ox++) {
+                                int ix = ox * d->stride_w - d->pad_w + kx;
+                                if (ix >= 0 && ix < d->w) dst[ix] += ro[ox];
+                            }
+                        }
+                    }
                 }
+        if (d->dt != AMP_DTYPE_F32)
+            for (size_t i = 0; i < (size_t)g * x_img; i++)
+                dxc[i] = amp_quantize(dxc[i], (int)d->dt, NULL);
     }
     return 0;
 }
@@ -238,25 +307,25 @@ int amp_cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, con
                                    const void *dy, const amp_conv2d_desc *d, void *ws,
                                    size_t ws_bytes) {
     conv_ws s;
-    if (conv_setup(be, &s, d, ws, ws_bytes) != 0) return 1;
-    int p = amp_conv2d_out_h(d), q = amp_conv2d_out_w(d);
-    int K = d->c_in * d->kh * d->kw, P = p * q;
-    size_t x_img = (size_t)d->c_in * d->h * d->w, y_img = (size_t)d->c_out * P;
-    for (int i = 0; i < d->n; i++) {
-        im2col(s.col, (const char *)x + (size_t)i * x_img * dt_size(d->dt), d, p, q);
-        const float *dyi = dy_image(&s, dy, d, i, y_img);
-        /* dW[c_out, K] (+)= dy[c_out, P] . col[K, P]^T, images in order */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->c_out, K, P, 1.0f, dyi, P, s.col,
-                    P, i ? 1.0f : 0.0f, dw, K);
+    if (conv_setup(be, &s, d, NULL, ws, ws_bytes) != 0) return 1;
+    const conv_geom *gm = &s.g;
+    for (int i0 = 0; i0 < d->n; i0 += gm->G) {
+        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
+        im2col(s.col, s.xf, x, d, gm, i0, g);
+        gather_dy(s.yc, dy, d, gm, i0, g);
+        /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->c_out, gm->K, cols, 1.0f, s.yc,
+                    cols, s.col, cols, i0 ? 1.0f : 0.0f, dw, gm->K);
     }
     if (d->dt != AMP_DTYPE_F32)
-        for (size_t j = 0; j < (size_t)d->c_out * K; j++) dw[j] = amp_quantize(dw[j], (int)d->dt, NULL);
+        for (size_t j = 0; j < (size_t)d->c_out * gm->K; j++)
+            dw[j] = amp_quantize(dw[j], (int)d->dt, NULL);
     if (dbias) {
         for (int co = 0; co < d->c_out; co++) {
             double sum = 0.0;
             for (int i = 0; i < d->n; i++) {
-                size_t base = (size_t)i * y_img + (size_t)co * P;
-                for (int j = 0; j < P; j++) sum += amp_load_dt(dy, base + j, (int)d->dt);
+                size_t base = ((size_t)i * d->c_out + co) * gm->P;
+                for (int j = 0; j < gm->P; j++) sum += amp_load_dt(dy, base + j, (int)d->dt);
             }
             dbias[co] = (float)sum;
         }
@@ -288,6 +357,17 @@ int amp_cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, con
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
     size_t planes = (size_t)d->n * d->c, in_plane = (size_t)d->h * d->w, out_plane = (size_t)p * q;
+    if (d->stride_h >= d->kh && d->stride_w >= d->kw) {
+        /* Windows do not overlap: each input gets at most one term, so a
+         * scatter of 0 + dy is the gather's sum, bit for bit. */
+        memset(dx, 0, planes * in_plane * sizeof(float));
+        for (size_t pl = 0; pl < planes; pl++)
+            for (size_t o = 0; o < out_plane; o++) {
+                float *t = &dx[pl * in_plane + (size_t)idx[pl * out_plane + o]];
+                *t = 0.0f + dy[pl * out_plane + o];
+            }
+        return 0;
+    }
     for (size_t pl = 0; pl < planes; pl++)
         for (int iy = 0; iy < d->h; iy++)
             for (int ix = 0; ix < d->w; ix++)

@@ -1,5 +1,5 @@
-/* Per-element math of the convolution-network ops (2-D convolution glue,
- * max pooling, batch normalisation), shared by the CPU loops and the CUDA
+/* Per-element math of the convolutional-network ops (max pooling, batch
+ * normalisation, reading a tensor stored in F32/F16/BF16), shared by the CPU loops and the CUDA
  * kernels (see amp_hd.h). Layout is NCHW throughout, as PyTorch's.
  *
  * Every function here computes ONE output element from its inputs, in a
@@ -22,47 +22,8 @@ static inline AMP_HD float amp_load_dt(const void *p, size_t i, int dt) {
     return amp_widen16(((const uint16_t *)p)[i], dt);
 }
 
-/* ---- convolution (im2col / col2im for the CPU's GEMM path) ---------------- */
-
-/* Output extent of a convolution or pooling window sweep (floor mode). */
-static inline AMP_HD int amp_window_out(int in, int k, int stride, int pad) {
-    return (in + 2 * pad - k) / stride + 1;
-}
-
-/* One element of the im2col matrix of one image: row (ci, ky, kx), column
- * (oy, ox) of the output grid; 0 in the padding. x is the image [c, h, w]
- * in dt. */
-static inline AMP_HD float amp_im2col_value(const void *x, int dt, int h, int w, int ci, int ky,
-                                            int kx, int oy, int ox, int stride_h, int stride_w,
-                                            int pad_h, int pad_w) {
-    int iy = oy * stride_h - pad_h + ky, ix = ox * stride_w - pad_w + kx;
-    if (iy < 0 || iy >= h || ix < 0 || ix >= w) return 0.0f;
-    return amp_load_dt(x, ((size_t)ci * h + iy) * w + ix, dt);
-}
-
-/* col2im as a gather: input element (ci, iy, ix) of one image's gradient is
- * the sum of every column-matrix entry that im2col read from it, in the
- * order (ky, kx) ascending. dcol is [c*kh*kw, p*q] in FP32. */
-static inline AMP_HD float amp_col2im_value(const float *dcol, int p, int q, int kh, int kw,
-                                            int ci, int iy, int ix, int stride_h, int stride_w,
-                                            int pad_h, int pad_w) {
-    float s = 0.0f;
-    size_t cols = (size_t)p * q;
-    for (int ky = 0; ky < kh; ky++) {
-        int ty = iy + pad_h - ky; /* = oy * stride_h */
-        if (ty < 0 || ty % stride_h) continue;
-        int oy = ty / stride_h;
-        if (oy >= p) continue;
-        for (int kx = 0; kx < kw; kx++) {
-            int tx = ix + pad_w - kx;
-            if (tx < 0 || tx % stride_w) continue;
-            int ox = tx / stride_w;
-            if (ox >= q) continue;
-            s += dcol[((size_t)(ci * kh + ky) * kw + kx) * cols + (size_t)oy * q + ox];
-        }
-    }
-    return s;
-}
+/* (The convolutions themselves are cuDNN on the GPU and im2col + sgemm on
+ * the CPU, backend_cpu_cnn.c; only dy's widening above is shared.) */
 
 /* ---- max pooling ---------------------------------------------------------- */
 
