@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cnn.h"
 #include "model.h"
 #include "rng.h"
 
@@ -87,6 +88,7 @@ typedef struct cnn {
     float *f[3];           /* [batch, widest] FP32 scratch */
     float *f_w, *f_b, *f_b2; /* weight-gradient and bias/channel scratch */
     float *one;            /* a device-side 1.0f for num_batches_tracked += 1 */
+    int one_ready;         /* uploaded (on the first training forward) */
     void *ws;              /* conv workspace: the largest any conv asked for */
     size_t ws_bytes;
 } cnn;
@@ -497,7 +499,7 @@ static void cnn_layout(amp_model *m) {
 /* PyTorch's default init: conv and linear weights and biases
  * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform with a = sqrt(5)),
  * batch norm weight 1, bias 0, running mean 0, var 1, count 0. One RNG
- * stream from the seed, tensors in table order. Also uploads the constant 1. */
+ * stream from the seed, tensors in table order. */
 static int cnn_init_params(amp_model *m, uint64_t seed) {
     cnn *c = m->impl;
     const amp_model_desc *d = &m->desc;
@@ -528,9 +530,7 @@ static int cnn_init_params(amp_model *m, uint64_t seed) {
             host[t->nbt_off] = 0.0f;
         }
     }
-    const float one = 1.0f;
     int rc = m->be->ops->upload(m->be, m->master, host, d->nparams * sizeof(float));
-    if (rc == 0) rc = m->be->ops->upload(m->be, c->one, &one, sizeof one);
     free(host);
     return rc;
 }
@@ -622,6 +622,11 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
                            m->master + t->rm_off, m->master + t->rv_off, x, m->master + t->g_off,
                            m->master + t->be_off, R, t->c, hw, training, (float)t->momentum,
                            (float)t->eps));
+            if (training && !c->one_ready) {
+                const float one = 1.0f;
+                CHECK(be->ops->upload(be, c->one, &one, sizeof one));
+                c->one_ready = 1;
+            }
             if (training) /* num_batches_tracked += 1 */
                 CHECK(be->ops->quantize(be, m->master + t->nbt_off, c->one, 1, AMP_DTYPE_F32, NULL, 1));
             CHECK(be->ops->round(be, t->out, t->ad, c->f[1], on, fwd));
@@ -757,6 +762,15 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(op->quantize(be, c->f[gi], c->f[gi], in_n, pv->ad, t->kind == ST_RELU ? NULL : pc, 0));
     }
     return 0;
+}
+
+int amp_cnn_logits(amp_model *m, float *dst, int rows) {
+    cnn *c = m->impl;
+    const cnn_stage *last = &c->st[c->nst - 1];
+    size_t n = (size_t)rows * last->oc;
+    const float *l = wide(m, last->out, last->ad, n, c->f[0]);
+    if (!l) return -1;
+    return m->be->ops->download(m->be, dst, l, n * sizeof(float));
 }
 
 const amp_model_ops amp_model_cnn = {
