@@ -173,6 +173,8 @@ static int parse_token(const parse_ctx *p, int *i, cnn_stage *s) {
     s->momentum = 0.1;
     s->eps = 1e-5;
     int npos = 0, want_pos = kind == ST_CONV ? 2 : kind == ST_POOL ? 1 : kind == ST_FC ? 1 : 0;
+    if ((kind == ST_RELU || kind == 5) && args)
+        return tok_fail(p, s, "takes no arguments%s", NULL);
     double v;
     for (int a = 0; args && a <= args_len;) {
         int e = a;
@@ -234,8 +236,6 @@ static int parse_token(const parse_ctx *p, int *i, cnn_stage *s) {
     if (kind == ST_CONV && npos < 2)
         return tok_fail(p, s, "conv needs the output channels and the kernel size: conv(out, k)%s", NULL);
     if (kind == ST_POOL && npos < 1) return tok_fail(p, s, "pool needs the window size: pool(k)%s", NULL);
-    if ((kind == ST_RELU || kind == 5) && args)
-        return tok_fail(p, s, "takes no arguments%s", NULL);
     if (kind == ST_POOL && !s->stride) s->stride = s->k;
     if (kind == ST_CONV && !s->stride) s->stride = 1;
     return 0;
