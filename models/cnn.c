@@ -773,6 +773,49 @@ int amp_cnn_logits(amp_model *m, float *dst, int rows) {
     return m->be->ops->download(m->be, dst, l, n * sizeof(float));
 }
 
+int amp_cnn_conv_gemm_only(amp_model *m, int rows, double *flops) {
+    cnn *c = m->impl;
+    amp_backend *be = m->be;
+    double f = 0.0;
+    for (int s = 0; s < c->nst; s++) {
+        cnn_stage *t = &c->st[s];
+        if (t->kind == ST_CONV) {
+            amp_conv2d_desc d = t->conv;
+            d.n = rows;
+            double one = 2.0 * rows * t->oc * t->oh * t->ow * (double)t->c * t->k * t->k;
+            CHECK(AMP_CALL(be, conv2d_forward, c->f[1], t->x_op, t->w_work, NULL, &d, c->ws, c->ws_bytes));
+            CHECK(AMP_CALL(be, conv2d_backward_filter, c->f_w, NULL, t->x_op, c->f[1], &d, c->ws,
+                           c->ws_bytes));
+            f += 2 * one;
+            if (s > 0) {
+                CHECK(AMP_CALL(be, conv2d_backward_data, c->f[2], c->f[1], t->w_work, &d, c->ws,
+                               c->ws_bytes));
+                f += one;
+            }
+        } else if (t->kind == ST_FC) {
+            amp_gemm_desc g;
+            memset(&g, 0, sizeof g);
+            g.batch = 1, g.in_dtype = t->cd, g.alpha = 1.0f, g.out_dtype = AMP_DTYPE_F32;
+            double one = 2.0 * rows * t->oc * (double)t->c;
+            g.trans_b = 1, g.m = rows, g.n = t->oc, g.k = t->c, g.lda = t->c, g.ldb = t->c;
+            g.ldc = t->oc, g.a = t->x_op, g.b = t->w_work, g.acc = c->f[1];
+            CHECK(AMP_CALL(be, gemm_ex, &g)); /* forward */
+            g.trans_a = 1, g.trans_b = 0, g.m = t->oc, g.n = t->c, g.k = rows, g.lda = t->oc;
+            g.ldb = t->c, g.ldc = t->c, g.a = c->f[1], g.b = t->x_op, g.acc = c->f_w;
+            CHECK(AMP_CALL(be, gemm_ex, &g)); /* dW */
+            f += 2 * one;
+            if (s > 0) {
+                g.trans_a = 0, g.m = rows, g.n = t->c, g.k = t->oc, g.lda = t->oc, g.ldb = t->c;
+                g.ldc = t->c, g.a = c->f[1], g.b = t->w_work, g.acc = c->f[2];
+                CHECK(AMP_CALL(be, gemm_ex, &g)); /* dX */
+                f += one;
+            }
+        }
+    }
+    if (flops) *flops = f;
+    return 0;
+}
+
 const amp_model_ops amp_model_cnn = {
     .name = "cnn",
     .describe = cnn_describe,

@@ -8,6 +8,9 @@
 #   3. memcheck compute-sanitizer --tool memcheck on a 5-step CUDA training run
 #              (when compute-sanitizer exists)
 #   4. bench   build/bench/bench_step (with --device cuda when it has that option)
+#   4b. cnnbench build/bench/bench_cnn --device cuda: the CNN step per policy
+#              on cuDNN against its FP32 convolution/GEMM floor, default and
+#              deterministic algorithms
 #   5. torch   scripts/torch_amp_bench.py, the same MLP step in PyTorch under
 #              fp32, tf32, fp16 autocast + GradScaler and bf16 autocast (when
 #              python3 has torch)
@@ -123,7 +126,7 @@ BUILD_OK=$((PART_RC == 0))
 if [ "$BUILD_ONLY" = 1 ]; then
     :
 elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest memcheck bench torch; do record "$p" FAIL 0 "not run: the build failed"; done
+    for p in ctest memcheck bench cnnbench torch; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- 2. ctest -L gpu -------------------------------------------------------
     run_part ctest 120 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu --output-on-failure
@@ -175,6 +178,16 @@ else
         record bench "$(status_of $PART_RC)" "$PART_S" "${note:-$bnote}"
     fi
 
+    # --- 4b. bench_cnn (cuDNN) ---------------------------------------------------
+    CNNB=$BUILD/bench/bench_cnn
+    if [ ! -x "$CNNB" ]; then
+        record cnnbench FAIL 0 "$CNNB was not built"
+    else
+        run_part cnnbench 60 "$LOGS/cnnbench.log" bash -c \
+            "'$CNNB' --device cuda --steps 20 --warmup 5 --batch 256 && '$CNNB' --device cuda --steps 20 --warmup 5 --batch 256 --deterministic"
+        record cnnbench "$(status_of $PART_RC)" "$PART_S" "$(note_of $PART_RC)"
+    fi
+
     # --- 5. PyTorch AMP reference -----------------------------------------------
     if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import torch' >/dev/null 2>&1; then
         record torch n/a 0 "python3 has no torch"
@@ -195,7 +208,7 @@ echo "gpu-check summary ($(($(date +%s) - START)) s of a ${BUDGET} s budget; log
 printf '| %-9s | %-7s | %6s | %s\n' part status s note
 printf '|%s|%s|%s|%s\n' ----------- --------- -------- ------
 for line in "${SUMMARY[@]}"; do echo "$line"; done
-for f in bench torch; do
+for f in bench cnnbench torch; do
     if [ -s "$LOGS/$f.log" ] && grep -q '^|' "$LOGS/$f.log"; then
         echo
         echo "$f:"

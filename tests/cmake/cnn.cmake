@@ -9,7 +9,6 @@ amp_unit_test(test_gpu_cnn gpu cnn)
 # scripts/cnn_reference.py): logits, loss, every gradient, 5 SGD steps with
 # the BatchNorm buffers, evaluation mode; FP32, FP16 and BF16.
 amp_unit_test(test_cnn_reference cnn)
-target_include_directories(test_cnn_reference PRIVATE ${PROJECT_SOURCE_DIR}/models)
 # The same on the CUDA backend (77 without a GPU).
 add_test(NAME test_cnn_reference_cuda COMMAND test_cnn_reference --device cuda)
 set_tests_properties(test_cnn_reference_cuda PROPERTIES SKIP_RETURN_CODE 77 LABELS "gpu;cnn")
@@ -42,3 +41,6 @@ foreach(case
     COMMAND $<TARGET_FILE:amptrain> train ${AMP_CNN_BAD} --set "model.layers=${layers}"
             --out ${AMP_CNN_OUT}/${name})
 endforeach()
+# 20 training steps of the CNN on the CPU and on CUDA, per policy, with
+# deterministic and default cuDNN algorithms (77 without a GPU).
+amp_unit_test(test_gpu_cnn_parity gpu cnn)
