@@ -44,3 +44,6 @@ endforeach()
 # 20 training steps of the CNN on the CPU and on CUDA, per policy, with
 # deterministic and default cuDNN algorithms (77 without a GPU).
 amp_unit_test(test_gpu_cnn_parity gpu cnn)
+# layer.conv1 = f32 and op.conv = f32 reach the CNN (read from its telemetry).
+add_test(NAME cnn_precision_overrides COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cnn/overrides.sh $<TARGET_FILE:amptrain>)
+set_tests_properties(cnn_precision_overrides PROPERTIES LABELS "cnn;train")
