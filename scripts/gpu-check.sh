@@ -2,9 +2,11 @@
 # gpu-check.sh: every GPU check in one short run, for a machine with a CUDA
 # GPU (written for an H200, sm_90):
 #   1. build   a fresh Release build dir with -DCMAKE_CUDA_ARCHITECTURES=90
-#   2. ctest   ctest -L gpu --output-on-failure (GPU kernel/GEMM tests and the
-#              CPU/CUDA training parity test; a gpu test that skips on a GPU
-#              machine counts as a failure)
+#   2. ctest   ctest -L gpu --output-on-failure (GPU kernel/GEMM tests, the
+#              cuDNN/pooling/batch-norm ops against the CPU, the CNN against
+#              PyTorch on CUDA, and the CPU/CUDA training parity tests of the
+#              MLP and the CNN; a gpu test that skips on a GPU machine counts
+#              as a failure)
 #   3. memcheck compute-sanitizer --tool memcheck on a 5-step CUDA training run
 #              (when compute-sanitizer exists)
 #   4. bench   build/bench/bench_step (with --device cuda when it has that option)
@@ -129,7 +131,7 @@ elif [ "$BUILD_OK" = 0 ]; then
     for p in ctest memcheck bench cnnbench torch; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- 2. ctest -L gpu -------------------------------------------------------
-    run_part ctest 120 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu --output-on-failure
+    run_part ctest 180 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu --output-on-failure
     st=$(status_of $PART_RC)
     note=$(note_of $PART_RC)
     # On a GPU machine only the no-GPU CLI check may skip.
