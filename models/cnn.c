@@ -53,7 +53,7 @@
         if ((expr) != 0) return -1; \
     } while (0)
 
-enum { ST_CONV, ST_BN, ST_RELU, ST_POOL, ST_FC };
+enum { ST_CONV, ST_BN, ST_RELU, ST_POOL, ST_FC, ST_FLATTEN /* parsed, no stage */ };
 
 /* One parsed token with its shapes. */
 typedef struct cnn_stage {
@@ -166,14 +166,14 @@ static int parse_token(const parse_ctx *p, int *i, cnn_stage *s) {
         if ((int)strlen(names[k]) == name_len && strncmp(t + start, names[k], (size_t)name_len) == 0)
             kind = k;
     if (kind < 0) return tok_fail(p, s, "unknown layer; the layers are: %s", CNN_SYNTAX);
-    s->kind = kind; /* 5 = flatten, handled by the caller */
+    s->kind = kind; /* ST_FLATTEN is handled by the caller */
     s->stride = 0;
     s->pad = 0;
     s->bias = 1;
     s->momentum = 0.1;
     s->eps = 1e-5;
     int npos = 0, want_pos = kind == ST_CONV ? 2 : kind == ST_POOL ? 1 : kind == ST_FC ? 1 : 0;
-    if ((kind == ST_RELU || kind == 5) && args)
+    if ((kind == ST_RELU || kind == ST_FLATTEN) && args)
         return tok_fail(p, s, "takes no arguments%s", NULL);
     double v;
     for (int a = 0; args && a <= args_len;) {
@@ -270,7 +270,7 @@ static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char
         cnn_stage tok;
         memset(&tok, 0, sizeof tok);
         if (parse_token(&p, &i, &tok) != 0) return -1;
-        if (tok.kind == 5) { /* flatten */
+        if (tok.kind == ST_FLATTEN) {
             flat = 1;
             ch = ch * h * w, h = w = 1;
             continue;
@@ -338,7 +338,7 @@ static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char
 
 /* The layer names of the stages, in order: conv1, bn1, fc1, ... */
 static void stage_name(const cnn *c, int s, char *out, size_t outlen) {
-    static const char *const pre[] = {"conv", "bn", "", "", "fc"};
+    static const char *const pre[] = {"conv", "bn", "", "", "fc", ""};
     int k = 0;
     for (int i = 0; i <= s; i++) k += c->st[i].kind == c->st[s].kind;
     snprintf(out, outlen, "%s%d", pre[c->st[s].kind], k);
