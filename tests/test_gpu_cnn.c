@@ -134,12 +134,14 @@ static void test_conv(const char *name, amp_conv2d_desc d) {
     float *hy = from_gpu(gy, yn * 4), *hdx = from_gpu(gdx, xn * 4), *hdw = from_gpu(gdw, wn * 4);
     float *hdb = from_gpu(gdb, (size_t)d.c_out * 4);
     /* FP32: both accumulate in FP32 in different orders (cuDNN with FMA
-     * math, no TF32): ~1e-6 relative of the sum of |terms|, which is O(1)
-     * here. 16-bit: both round the FP32 result to dt, so an order difference
-     * can move a value by one unit in dt's last place (2^-10 / 2^-7
-     * relative), and near zero by the FP32 atol. */
-    double rtol = d.dt == AMP_DTYPE_F32 ? 1e-5 : d.dt == AMP_DTYPE_F16 ? 1.0 / 1024 : 1.0 / 128;
-    double atol = d.dt == AMP_DTYPE_F32 ? 1e-4 : d.dt == AMP_DTYPE_F16 ? 2e-3 : 1.6e-2;
+     * math, no TF32), and cuDNN's heuristics may pick a Winograd or FFT
+     * algorithm, whose transforms add error of order 1e-5 of the output's
+     * scale; outputs are O(1) here (weights ~ 1/sqrt(fan-in)). 16-bit: both
+     * round the FP32 result to dt, so an order difference can move a value
+     * by one unit in dt's last place (2^-10 / 2^-7 relative), and near zero
+     * by the atol. */
+    double rtol = d.dt == AMP_DTYPE_F32 ? 1e-4 : d.dt == AMP_DTYPE_F16 ? 1.0 / 1024 : 1.0 / 128;
+    double atol = d.dt == AMP_DTYPE_F32 ? 5e-4 : d.dt == AMP_DTYPE_F16 ? 2e-3 : 1.6e-2;
     double red = sqrt((double)d.n * p * q); /* dw sums over n*p*q products */
     char what[160];
     snprintf(what, sizeof what, "conv2d %s %s forward", name, dt_name(d.dt));
