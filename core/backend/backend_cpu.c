@@ -45,6 +45,8 @@ static const float *f16_widen_table(void) {
     return f16_table;
 }
 
+const float *amp_cpu_f16_table(void) { return f16_widen_table(); }
+
 /* dst[n] = widen(src[n]); dt is F16 or BF16. */
 static void widen16(float *dst, const uint16_t *src, amp_dtype dt, size_t n) {
     if (dt == AMP_DTYPE_BF16) {

@@ -106,6 +106,21 @@ static int bn_check(amp_backend *be, int n, int c, int hw, int training) {
 
 /* ---- conv2d ------------------------------------------------------------- */
 
+/* dst[n] = src(dt)[n] as FP32, exactly: a copy, the FP16 table (the
+ * branch-free form of amp_widen16), or BF16's shift. */
+static void widen_into(float *dst, const void *src, size_t off, amp_dtype dt, size_t n) {
+    if (dt == AMP_DTYPE_F32) {
+        memcpy(dst, (const float *)src + off, n * sizeof(float));
+    } else if (dt == AMP_DTYPE_F16) {
+        const float *t = amp_cpu_f16_table();
+        const uint16_t *h = (const uint16_t *)src + off;
+        for (size_t i = 0; i < n; i++) dst[i] = t[h[i]];
+    } else {
+        const uint16_t *h = (const uint16_t *)src + off;
+        for (size_t i = 0; i < n; i++) dst[i] = amp_widen16(h[i], AMP_DTYPE_BF16);
+    }
+}
+
 /* Images go through the GEMMs in chunks of G side by side (one GEMM of
  * G*p*q columns instead of G small ones); G depends on the shape alone, so
  * the summation order, and the result, are fixed. */
@@ -172,10 +187,7 @@ static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, con
     s->yc = s->col + col;
     s->wf = s->yc + yc;
     s->xf = s->wf + (d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * s->g.K);
-    if (w && d->dt != AMP_DTYPE_F32) {
-        size_t n = (size_t)d->c_out * s->g.K;
-        for (size_t i = 0; i < n; i++) s->wf[i] = amp_load_dt(w, i, (int)d->dt);
-    }
+    if (w && d->dt != AMP_DTYPE_F32) widen_into(s->wf, w, 0, d->dt, (size_t)d->c_out * s->g.K);
     return 0;
 }
 
@@ -192,8 +204,7 @@ static void im2col(float *col, float *xf, const void *x, const amp_conv2d_desc *
     size_t cols = (size_t)g * gm->P, x_img = (size_t)d->c_in * d->h * d->w;
     const float *xs = (const float *)x + (size_t)i0 * x_img;
     if (d->dt != AMP_DTYPE_F32) {
-        const uint16_t *x16 = (const uint16_t *)x + (size_t)i0 * x_img;
-        for (size_t i = 0; i < (size_t)g * x_img; i++) xf[i] = amp_widen16(x16[i], (int)d->dt);
+        widen_into(xf, x, (size_t)i0 * x_img, d->dt, (size_t)g * x_img);
         xs = xf;
     }
     for (int ci = 0; ci < d->c_in; ci++)
@@ -227,8 +238,7 @@ static void gather_dy(float *yc, const void *dy, const amp_conv2d_desc *d, const
     for (int co = 0; co < d->c_out; co++)
         for (int gi = 0; gi < g; gi++) {
             size_t src = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
-            float *dst = yc + (size_t)co * cols + (size_t)gi * gm->P;
-            for (int j = 0; j < gm->P; j++) dst[j] = amp_load_dt(dy, src + j, (int)d->dt);
+            widen_into(yc + (size_t)co * cols + (size_t)gi * gm->P, dy, src, d->dt, (size_t)gm->P);
         }
 }
 
