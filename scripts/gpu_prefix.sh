@@ -14,13 +14,15 @@
 # run-time libraries, down to what the CUDA image has (AMP_GPU_IMAGE_HAS).
 # To add one (libjansson-dev, OpenMPI's libopenmpi-dev and openmpi-bin, ...):
 # append it and the libraries it depends on, then run --prepare: it checks
-# that every dependency of every .deb is in one of the two lists. The
-# environment can override the list (the rehearsal tests do).
-AMP_GPU_DEBS_DEFAULT="libinih-dev libinih1 libinireader0
+# that every dependency of every .deb is in one of the two lists.
+AMP_GPU_DEBS="libinih-dev libinih1 libinireader0
   libopenblas-dev libopenblas0 libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0
   zlib1g-dev zlib1g
   pkgconf-bin libpkgconf3"
-AMP_GPU_DEBS=${AMP_GPU_DEBS:-$AMP_GPU_DEBS_DEFAULT}
+# The rehearsal still hides the system's copies of every package above when
+# a test narrows the list through AMP_GPU_DEBS_OVERRIDE.
+AMP_GPU_DEBS_LISTED=$AMP_GPU_DEBS
+[ -z "${AMP_GPU_DEBS_OVERRIDE:-}" ] || AMP_GPU_DEBS=$AMP_GPU_DEBS_OVERRIDE
 
 # What the CUDA image already has (Ubuntu with the compilers): these satisfy
 # dependencies and are never fetched. zlib1g is fetched all the same, since
@@ -203,7 +205,7 @@ AMP_GPU_HIDDEN_MAP=
 
 # amp_gpu_hide STUBDIR [--map-only]: in a private mount namespace (unshare
 # -m, as root), covers every file that the system's copies of our packages
-# installed (the list, and the default list when the environment overrides
+# installed (the list, and the full list when AMP_GPU_DEBS_OVERRIDE narrows
 # it; not AMP_GPU_HOST_KEEP) with a stub that says so: a header becomes an
 # #error, anything else a line of text. Sets AMP_GPU_HIDDEN_MAP. With
 # --map-only it only writes the map (for the leak checks).
@@ -212,7 +214,7 @@ amp_gpu_hide() {
     mkdir -p "$stubs" || return 1
     AMP_GPU_HIDDEN_MAP=$stubs/hidden.tsv
     : >"$AMP_GPU_HIDDEN_MAP"
-    for pkg in $(echo $AMP_GPU_DEBS $AMP_GPU_DEBS_DEFAULT | tr ' ' '\n' | sort -u); do
+    for pkg in $(echo $AMP_GPU_DEBS $AMP_GPU_DEBS_LISTED | tr ' ' '\n' | sort -u); do
         case " $AMP_GPU_HOST_KEEP " in *" $pkg "*) continue ;; esac
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || continue
         while IFS= read -r path; do

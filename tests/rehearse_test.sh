@@ -60,8 +60,8 @@ missing_deb)
 missing_package)
     . "$src/scripts/gpu_prefix.sh"
     copy_debs missing_package libgfortran5
-    list=$(echo $AMP_GPU_DEBS_DEFAULT | tr ' ' '\n' | grep -vx libgfortran5 | tr '\n' ' ')
-    expect_failure missing_package "add libgfortran5 to AMP_GPU_DEBS" AMP_GPU_DEBS="$list"
+    list=$(echo $AMP_GPU_DEBS | tr ' ' '\n' | grep -vx libgfortran5 | tr '\n' ' ')
+    expect_failure missing_package "add libgfortran5 to AMP_GPU_DEBS" AMP_GPU_DEBS_OVERRIDE="$list"
     ;;
 *)
     echo "rehearse_test.sh: unknown case '$case'" >&2
