@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/gpu-check.sh (bash): the Debian packages a bare GPU
 # machine lacks, fetched here as .deb files and unpacked there into a prefix.
 #
