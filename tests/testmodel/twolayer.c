@@ -143,28 +143,6 @@ static int tl_cast_weights(amp_model *m) {
     return 0;
 }
 
-static amp_gemm_desc gemm(float *acc, const void *a, const void *b, amp_dtype dt, int ta, int tb,
-                          int M, int N, int K) {
-    amp_gemm_desc g;
-    memset(&g, 0, sizeof g);
-    g.trans_a = ta;
-    g.trans_b = tb;
-    g.m = M;
-    g.n = N;
-    g.k = K;
-    g.lda = ta ? M : K;
-    g.ldb = tb ? K : N;
-    g.ldc = N;
-    g.batch = 1;
-    g.in_dtype = dt;
-    g.a = a;
-    g.b = b;
-    g.alpha = 1.0f;
-    g.acc = acc;
-    g.out_dtype = AMP_DTYPE_F32;
-    return g;
-}
-
 static int tl_forward(amp_model *m, const amp_forward_args *a) {
     twolayer *t = m->impl;
     amp_backend *be = m->be;
@@ -172,7 +150,7 @@ static int tl_forward(amp_model *m, const amp_forward_args *a) {
     size_t BH = (size_t)B * t->H, BC = (size_t)B * t->C;
     CHECK(be->ops->round(be, t->x16, t->d1, m->x, (size_t)B * t->F, amp_model_rounds(m, 0, AMP_ROUND_FWD)));
     /* encoder: a1 = gelu(x W1^T + b1), one call with the epilogue */
-    amp_gemm_desc g1 = gemm(t->f_h, t->x16, t->w1_work, t->d1, 0, 1, B, t->H, t->F);
+    amp_gemm_desc g1 = amp_gemm_plain(t->f_h, t->x16, t->w1_work, t->d1, 0, 1, B, t->H, t->F);
     g1.bias = t->b1_work;
     g1.bias_dtype = t->d1;
     g1.act = AMP_ACT_GELU;
@@ -186,7 +164,7 @@ static int tl_forward(amp_model *m, const amp_forward_args *a) {
         CHECK(be->ops->round(be, t->a1_2, t->d2, t->f_h, BH, amp_model_rounds(m, 1, AMP_ROUND_FWD)));
     }
     /* classifier: logits = a1 W2^T, stored in d2, loss in FP32 */
-    amp_gemm_desc g2 = gemm(t->f_c, t->a1_2, t->w2_work, t->d2, 0, 1, B, t->C, t->H);
+    amp_gemm_desc g2 = amp_gemm_plain(t->f_c, t->a1_2, t->w2_work, t->d2, 0, 1, B, t->C, t->H);
     g2.out = t->z2;
     g2.out_dtype = t->d2;
     g2.cnt = amp_model_rounds(m, 1, AMP_ROUND_FWD);
@@ -205,17 +183,17 @@ static int tl_backward(amp_model *m, const amp_backward_args *a) {
     amp_round_count *g1c = amp_model_rounds(m, 0, AMP_ROUND_GRAD), *g2c = amp_model_rounds(m, 1, AMP_ROUND_GRAD);
     /* dlogits are stored like the logits (d2) */
     CHECK(op->round(be, t->z2, t->d2, t->f_c, BC, g2c));
-    amp_gemm_desc dw2 = gemm(t->f_w, t->z2, t->a1_2, t->d2, 1, 0, t->C, t->H, B);
+    amp_gemm_desc dw2 = amp_gemm_plain(t->f_w, t->z2, t->a1_2, t->d2, 1, 0, t->C, t->H, B);
     CHECK(AMP_CALL(be, gemm_ex, &dw2));
     CHECK(op->quantize(be, m->grads + t->w2, t->f_w, (size_t)t->C * t->H, t->d2, g2c, a->accumulate));
     /* dA1 = dlogits W2, stored in d1, through GELU' at z1 */
-    amp_gemm_desc da1 = gemm(t->f_h, t->z2, t->w2_work, t->d2, 0, 0, B, t->H, t->C);
+    amp_gemm_desc da1 = amp_gemm_plain(t->f_h, t->z2, t->w2_work, t->d2, 0, 0, B, t->H, t->C);
     CHECK(AMP_CALL(be, gemm_ex, &da1));
     CHECK(op->quantize(be, t->f_h, t->f_h, BH, t->d1, g1c, 0));
     CHECK(op->widen(be, t->f_z, t->z1, t->d1, BH));
     CHECK(op->act_backward(be, t->f_h, t->f_h, t->f_z, BH, AMP_ACT_GELU));
     CHECK(op->round(be, t->z1, t->d1, t->f_h, BH, g1c)); /* dZ1 replaces Z1 */
-    amp_gemm_desc dw1 = gemm(t->f_w, t->z1, t->x16, t->d1, 1, 0, t->H, t->F, B);
+    amp_gemm_desc dw1 = amp_gemm_plain(t->f_w, t->z1, t->x16, t->d1, 1, 0, t->H, t->F, B);
     CHECK(AMP_CALL(be, gemm_ex, &dw1));
     CHECK(op->quantize(be, m->grads + t->w1, t->f_w, (size_t)t->H * t->F, t->d1, g1c, a->accumulate));
     CHECK(op->widen(be, t->f_h, t->z1, t->d1, BH));
