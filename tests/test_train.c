@@ -106,6 +106,28 @@ static void check_gradients(const char *model, const char *label, const char *co
 
 extern const amp_model_ops amp_test_model_twolayer;
 
+/* An op a backend lacks is an error naming it, never a NULL call. */
+static void test_missing_op_is_named(void) {
+    char err[1024];
+    amp_backend *be = amp_backend_cpu_create(err, sizeof err);
+    amp_config *cfg = make_config((const char *const[]){"model.hidden=3", NULL});
+    amp_model_input in = {.batch = 2, .features = 4, .classes = 3, .targets = 1};
+    amp_model *m = model_f32_or_die("mlp", be, cfg, &in);
+    amp_backend_ops lacking = *be->ops;
+    lacking.gemm_ex = NULL;
+    const amp_backend_ops *keep = be->ops;
+    be->ops = &lacking;
+    amp_forward_args fa = {2, 0, 1.0f};
+    be->err[0] = '\0';
+    int rc = m->ops->forward(m, &fa);
+    be->ops = keep;
+    EXPECT(rc != 0 && strstr(be->err, "backend 'cpu' has no op 'gemm_ex'") != NULL,
+           "a missing gemm_ex gave rc %d, '%s'", rc, be->err);
+    amp_model_free(m);
+    amp_config_free(cfg);
+    be->ops->destroy(be);
+}
+
 static void test_gradients_match_finite_differences(amp_act act) {
     const char *const keys[] = {"model.hidden=9,6",
                                 act == AMP_ACT_GELU ? "model.activation=gelu" : "model.activation=relu",
@@ -238,6 +260,7 @@ int main(void) {
     test_inf_step_is_skipped();
     test_gradients_match_finite_differences(AMP_ACT_RELU);
     test_gradients_match_finite_differences(AMP_ACT_GELU);
+    test_missing_op_is_named();
     if (amp_model_register(&amp_test_model_twolayer) != 0) exit(1);
     check_gradients("twolayer", "width 6", (const char *const[]){"model.width=6", NULL});
     test_determinism();
