@@ -162,6 +162,7 @@ typedef struct amp_backend_ops {
  * threads, widened_gemm) and as GEMMs run (gemm, scratch_bytes). */
 typedef struct amp_backend_info {
     char isa[32];          /* instruction-set path: "avx512", "avx2", ...; "" when not reported */
+    char isa_available[32]; /* the best path this machine supports */
     int threads;           /* threads of the element-wise kernels and GEMMs; 0 = not reported */
     char gemm[AMP_DTYPE_COUNT][128]; /* per GEMM input dtype: the kernel(s) that ran */
     /* bit (1u << dtype): GEMMs with 16-bit inputs of that dtype widen them to

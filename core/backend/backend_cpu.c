@@ -671,6 +671,8 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
     be->device = AMP_DEVICE_CPU;
     be->impl = im;
     snprintf(be->info.isa, sizeof be->info.isa, "%s", amp_isa_name(isa));
+    snprintf(be->info.isa_available, sizeof be->info.isa_available, "%s",
+             amp_isa_name(amp_isa_detect()));
     be->info.threads = threads;
     be->info.widened_gemm = (1u << AMP_DTYPE_F16) | (im->native_bf16 ? 0u : 1u << AMP_DTYPE_BF16);
     return be;

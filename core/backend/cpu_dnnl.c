@@ -7,11 +7,21 @@
 
 #if AMP_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* GEMMs below this many flops per thread run on fewer threads: a parallel
+ * region costs more than it saves on small shapes, and far more on a busy
+ * machine, where a waiting thread spins until the other is scheduled. The
+ * count depends on the shape and the thread setting only, so it is the same
+ * at every call. */
+#define FLOPS_PER_THREAD 4.0e6
 
 #define CACHE_SIZE 64
 
 typedef struct dnnl_key {
-    int dt, ta, tb, m, n, k, lda, ldb, ldc;
+    int dt, ta, tb, m, n, k, lda, ldb, ldc, threads;
     float alpha, beta;
 } dnnl_key;
 
@@ -164,6 +174,9 @@ fail:
     return -1;
 }
 
+static int gemm_cached(amp_dnnl *d, const dnnl_key *key, float *c, const void *a, const void *b,
+                       const char **impl, char *err, size_t errlen);
+
 int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt, int trans_a,
                   int trans_b, int m, int n, int k, int lda, int ldb, int ldc, float alpha,
                   float beta, const char **impl, char *err, size_t errlen) {
@@ -180,7 +193,28 @@ int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype
     kv.ldc = ldc;
     kv.alpha = alpha;
     kv.beta = beta;
+    int max_threads = 1;
+#ifdef _OPENMP
+    max_threads = omp_get_max_threads();
+#endif
+    double flops = 2.0 * (double)m * (double)n * (double)k;
+    kv.threads = flops < FLOPS_PER_THREAD * max_threads ? (int)(flops / FLOPS_PER_THREAD) : max_threads;
+    if (kv.threads < 1) kv.threads = 1;
     const dnnl_key *key = &kv;
+    /* oneDNN takes its thread count from OpenMP's, when the primitive is
+     * made and when it runs */
+#ifdef _OPENMP
+    if (kv.threads != max_threads) omp_set_num_threads(kv.threads);
+#endif
+    int rc = gemm_cached(d, key, c, a, b, impl, err, errlen);
+#ifdef _OPENMP
+    if (kv.threads != max_threads) omp_set_num_threads(max_threads);
+#endif
+    return rc;
+}
+
+static int gemm_cached(amp_dnnl *d, const dnnl_key *key, float *c, const void *a, const void *b,
+                       const char **impl, char *err, size_t errlen) {
     dnnl_entry *e = NULL;
     for (int i = 0; i < CACHE_SIZE && !e; i++)
         if (d->cache[i].used && memcmp(&d->cache[i].key, key, sizeof *key) == 0) e = &d->cache[i];

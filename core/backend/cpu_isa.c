@@ -76,7 +76,10 @@ int amp_isa_select(amp_isa *out, char *err, size_t errlen) {
     amp_isa best = amp_isa_detect();
     const char *want = getenv("AMPTRAIN_ISA");
     if (!want || !*want) {
-        *out = best;
+        /* avx512_bf16 only on request: its native bf16 GEMM measured slower
+         * than widening into FP32 FMA GEMMs on our AVX512_BF16 machines
+         * (vdpbf16ps at about half the FMA rate there; bench/README.md) */
+        *out = best > AMP_ISA_AVX512 ? AMP_ISA_AVX512 : best;
         return 0;
     }
     for (int i = 0; i < AMP_ISA_COUNT; i++) {
