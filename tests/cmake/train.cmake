@@ -14,3 +14,8 @@ foreach(isa generic avx2 avx512)
   set_tests_properties(mlp_pin_openblas_${isa} PROPERTIES LABELS "train;pin" SKIP_RETURN_CODE 77
                        ENVIRONMENT "AMPTRAIN_ISA=${isa}")
 endforeach()
+# Determinism as stated in README: repeatable on a path and thread count,
+# thread-count independent on the default path, every ISA path within 2e-3
+# of the generic one, a resume on another thread count warns.
+add_test(NAME cpu_paths COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/paths.sh $<TARGET_FILE:amptrain>)
+set_tests_properties(cpu_paths PROPERTIES LABELS "train;pin")
