@@ -40,6 +40,7 @@ typedef struct bench_opts {
     char hidden_text[256];
     int run_policy[8]; /* by index into policies[]; all when none was named */
     const char *device; /* cpu or cuda */
+    int no_floor;       /* skip the floor (the policies' rows only) */
 } bench_opts;
 
 typedef struct policy {
@@ -86,6 +87,7 @@ static void usage(FILE *f) {
             "  --policy NAME  fp32, fp16, bf16 or tf32; repeat to pick several (default all;\n"
             "                 tf32 only with --device cuda)\n"
             "  --device D     cpu (default) or cuda\n"
+            "  --no-floor     skip the GEMM floor (for repeated, interleaved runs)\n"
             "Threads: OpenBLAS reads OPENBLAS_NUM_THREADS. Plugins: beside the build tree, or\n"
             "AMPTRAIN_PLUGIN_PATH.\n");
 }
@@ -140,6 +142,7 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     o->features = 784;
     o->classes = 10;
     o->device = "cpu";
+    o->no_floor = 0;
     memset(o->run_policy, 0, sizeof o->run_policy);
     if (parse_hidden(o, "1024,1024") != 0) return -1;
     for (int i = 1; i < argc; i++) {
@@ -160,6 +163,9 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
             rc = parse_int(a, v, 2, 1024, &o->classes);
         } else if (strcmp(a, "--hidden") == 0) {
             rc = parse_hidden(o, v);
+        } else if (strcmp(a, "--no-floor") == 0) {
+            o->no_floor = 1;
+            continue; /* takes no value */
         } else if (strcmp(a, "--device") == 0) {
             rc = v && (strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0) ? 0 : -1;
             if (rc == 0)
@@ -514,19 +520,25 @@ int main(int argc, char **argv) {
     double flops = step_gemm_flops(&o);
     double floor_ms = 0.0, sync_ms = 0.0, bf16_ms = 0.0;
     amp_backend_info info;
-    if (measure_floor(&o, &floor_ms, &sync_ms, &bf16_ms, &info) != 0) return 1;
+    memset(&info, 0, sizeof info);
+    if (!o.no_floor && measure_floor(&o, &floor_ms, &sync_ms, &bf16_ms, &info) != 0) return 1;
 
     if (info.isa[0])
         printf("amptrain path: isa %s, %d thread(s); FP32 GEMM %s; BF16 GEMM %s\n", info.isa,
                info.threads, info.gemm[AMP_DTYPE_F32][0] ? info.gemm[AMP_DTYPE_F32] : "-",
                info.gemm[AMP_DTYPE_BF16][0] ? info.gemm[AMP_DTYPE_BF16] : "-");
-    printf("device: %s; step GEMMs: %.4g GFLOP; floor (those GEMMs alone, FP32): %.3f ms = %.1f "
-           "GFLOP/s\n",
-           o.device, flops / 1e9, floor_ms, flops / (floor_ms * 1e6));
+    if (o.no_floor)
+        printf("device: %s; step GEMMs: %.4g GFLOP; floor not measured (--no-floor)\n", o.device,
+               flops / 1e9);
+    else
+        printf("device: %s; step GEMMs: %.4g GFLOP; floor (those GEMMs alone, FP32): %.3f ms = "
+               "%.1f GFLOP/s\n",
+               o.device, flops / 1e9, floor_ms, flops / (floor_ms * 1e6));
     if (bf16_ms > 0.0)
         printf("the same GEMMs with BF16 inputs: %.3f ms = %.1f GFLOP/s (%.2fx the FP32 floor)\n",
                bf16_ms, flops / (bf16_ms * 1e6), bf16_ms / floor_ms);
-    printf("the step's one sync (stats record download): %.4f ms median\n\n", sync_ms);
+    if (!o.no_floor) printf("the step's one sync (stats record download): %.4f ms median\n", sync_ms);
+    printf("\n");
     printf("| %-13s | %15s | %9s | %10s | %8s | %12s | %12s |\n", "policy", "median step ms",
            "floor ms", "step/floor", "GFLOP/s", "arena MiB", "device MiB");
     printf("|%s|%s|%s|%s|%s|%s|%s|\n", "---------------", "----------------:", "----------:",
@@ -541,9 +553,14 @@ int main(int argc, char **argv) {
             failed = 1;
             continue;
         }
-        printf("| %-13s | %15.3f | %9.3f | %10.2f | %8.1f | %12.2f | %12.2f |", policies[i].label,
-               r.median_ms, floor_ms, r.median_ms / floor_ms, flops / (r.median_ms * 1e6),
-               (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
+        if (o.no_floor)
+            printf("| %-13s | %15.3f | %9s | %10s | %8.1f | %12.2f | %12.2f |", policies[i].label,
+                   r.median_ms, "-", "-", flops / (r.median_ms * 1e6),
+                   (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
+        else
+            printf("| %-13s | %15.3f | %9.3f | %10.2f | %8.1f | %12.2f | %12.2f |", policies[i].label,
+                   r.median_ms, floor_ms, r.median_ms / floor_ms, flops / (r.median_ms * 1e6),
+                   (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
         if (r.skipped) printf(" %lld of the timed steps skipped (overflow)", (long long)r.skipped);
         printf("\n");
         fflush(stdout);
