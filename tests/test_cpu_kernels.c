@@ -45,6 +45,13 @@ static float any_float(void) {
     default: return ((float)rnd32() / 4294967296.0f - 0.5f) * 8.0f;
     }
 }
+/* any_float with signalling NaNs quieted: arithmetic never makes one, and
+ * whether x * 1.0f quiets one is up to the compiler (gcc folds it to x), so
+ * the plain arithmetic loops are compared on the other inputs */
+static float arith_float(void) {
+    float f = any_float();
+    return f != f ? fb(bits(f) | 0x400000u) : f;
+}
 static float finite_float(void) {
     float f;
     do f = any_float();
@@ -146,7 +153,7 @@ static void check_table(const amp_cpu_kern *k) {
     size_t n = 10007;
     float *x = malloc(n * 4), *y = malloc(n * 4), *z = malloc(n * 4), *w = malloc(n * 4),
           *m = malloc(n * 4), *v = malloc(n * 4), *o = malloc(n * 4);
-    for (size_t i = 0; i < n; i++) x[i] = any_float(), y[i] = any_float(), z[i] = finite_float();
+    for (size_t i = 0; i < n; i++) x[i] = arith_float(), y[i] = arith_float(), z[i] = finite_float();
     for (int act = 0; act < 3; act++) {
         k->act(o, x, n, act);
         size_t bad = 0;
