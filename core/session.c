@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <float.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -162,6 +163,19 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
             rc = amp_safetensors_get_f32(st, name, 1, bshape, host + L->b_off, err, errlen);
         }
     }
+    /* Training from inf/NaN would skip every step (or worse): refuse it here. */
+    for (size_t i = 0; rc == 0 && i < m->nparams; i++)
+        if (!isfinite(host[i])) {
+            for (int l = 0; l < m->nlayers; l++) {
+                const amp_mlp_layer *L = &m->layers[l];
+                int in_w = i >= L->w_off && i < L->w_off + (size_t)L->out * (size_t)L->in;
+                if (in_w || (i >= L->b_off && i < L->b_off + (size_t)L->out))
+                    snprintf(err, errlen, "%s: %s.%s[%zu] is %g; initial weights must be finite",
+                             path, L->name, in_w ? "weight" : "bias",
+                             i - (in_w ? L->w_off : L->b_off), (double)host[i]);
+            }
+            rc = -1;
+        }
     if (rc == 0 && amp_safetensors_count(st) != 2 * m->nlayers) {
         snprintf(err, errlen, "%s: holds %d tensors but the model has %d (fc1.weight, fc1.bias, ...)",
                  path, amp_safetensors_count(st), 2 * m->nlayers);
@@ -312,6 +326,21 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
                  s->scaler.entry->name, scale, (long long)s->step);
         return -1;
     }
+    /* The backward multiplies by float(scale) and the unscale by
+     * float(1/scale): both must be finite floats > 0, or inf * 0 = NaN and
+     * x * inf = inf would reach the optimizer (or every gradient be zeroed). */
+    float scale_f = (float)scale, inv_f = (float)(1.0 / scale);
+    if (!isfinite(scale_f) || !(scale_f > 0.0f) || !isfinite(inv_f) || !(inv_f > 0.0f)) {
+        snprintf(err, errlen,
+                 "scaler plugin '%s' returned the scale %g at step %lld: %s %g is not a finite "
+                 "float32 > 0, so the gradients cannot be unscaled (a scale must lie in "
+                 "[%g, %g])",
+                 s->scaler.entry->name, scale, (long long)s->step,
+                 isfinite(scale_f) && scale_f > 0.0f ? "its reciprocal" : "as a float32 it is",
+                 isfinite(scale_f) && scale_f > 0.0f ? 1.0 / scale : (double)scale_f,
+                 1.0 / (double)FLT_MAX, (double)FLT_MAX);
+        return -1;
+    }
     int64_t per_step = (int64_t)st->batch_size * st->accumulate;
     if (s->cursor + per_step > s->train.n) { /* epoch boundary: drop the ragged tail */
         s->epoch++;
@@ -439,4 +468,30 @@ int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t
     int rc = amp_safetensors_write(path, t, 2 * m->nlayers, meta, err, errlen);
     free(host);
     return rc;
+}
+
+int amp_session_check_weights(amp_session *s, char *err, size_t errlen) {
+    const amp_mlp *m = s->mlp;
+    float *w = amp_session_weights(s, err, errlen);
+    if (!w) return -1;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < m->nparams; i++)
+        if (!isfinite(w[i]) && bad++ == 0) first = i;
+    free(w);
+    if (!bad) return 0;
+    /* Name the tensor of the first one: "fc2.bias[3]". */
+    char where[64] = "";
+    for (int l = 0; l < m->nlayers && !where[0]; l++) {
+        const amp_mlp_layer *L = &m->layers[l];
+        size_t nw = (size_t)L->out * (size_t)L->in;
+        if (first >= L->w_off && first < L->w_off + nw)
+            snprintf(where, sizeof where, "%s.weight[%zu]", L->name, first - L->w_off);
+        else if (first >= L->b_off && first < L->b_off + (size_t)L->out)
+            snprintf(where, sizeof where, "%s.bias[%zu]", L->name, first - L->b_off);
+    }
+    snprintf(err, errlen,
+             "after step %lld the master weights hold %zu non-finite value%s (the first is %s): "
+             "an applied update overflowed; lower [optim] lr or set [optim] grad_clip",
+             (long long)s->step, bad, bad == 1 ? "" : "s", where[0] ? where : "?");
+    return 1;
 }

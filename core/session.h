@@ -63,6 +63,10 @@ double amp_session_lr(const amp_session *s);
 /* Master weights to host memory ([nparams] floats, caller frees). */
 float *amp_session_weights(amp_session *s, char *err, size_t errlen);
 
+/* 0 when every master weight is finite; 1 when one is not, with err naming
+ * the first (tensor and index) and the count; -1 when they cannot be read. */
+int amp_session_check_weights(amp_session *s, char *err, size_t errlen);
+
 /* Writes the master weights as safetensors with PyTorch names. */
 int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t errlen);
 

@@ -250,6 +250,9 @@ typedef struct run_ctx {
 
 static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char *err,
                             size_t errlen) {
+    /* A checkpoint of inf/NaN weights would count as the newest valid one
+     * and push the good ones out. */
+    if (amp_session_check_weights(s, err, errlen) != 0) return -1;
     amp_checkpoint ck;
     if (amp_session_snapshot(s, &ck, err, errlen) != 0) return -1;
     int rc = -1;
@@ -316,9 +319,11 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
     res->device_peak = c->prior_peak;
     int rc = 0;
     int64_t nrun = 0;
+    amp_step_record last = {0};
     while (s->step < s->total_steps && rc == 0) {
         amp_step_record r;
         if ((rc = amp_session_step(s, &r, err, errlen)) != 0) break;
+        last = r;
         ms[nrun++] = r.step_ms;
         c->losses[r.step - 1] = r.loss;
         size_t used = s->be->ops->device_bytes_used(s->be);
@@ -330,6 +335,12 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
         /* eval_every = 0: evaluate at the end of every epoch */
         int epoch_end = (r.step % s->steps_per_epoch) == 0;
         int want_eval = st->eval_every > 0 ? r.step % st->eval_every == 0 : epoch_end;
+        /* Non-finite weights make every later step non-finite and skipped:
+         * stop at once instead of skipping to the end. */
+        if (r.skipped && !isfinite(r.loss) && (rc = amp_session_check_weights(s, err, errlen)) != 0) {
+            rc = -1;
+            break;
+        }
         if (want_eval && r.step != s->total_steps) {
             double tl, ta;
             if ((rc = amp_session_evaluate(s, &tl, &ta, err, errlen)) != 0) break;
@@ -347,7 +358,25 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
             rc = 1;
         }
     }
+    /* A run that never moved its weights, or moved them to inf/NaN, has no
+     * result: exit 1 instead of reporting one. */
+    if (rc == 0 && s->applied == 0) {
+        snprintf(err, errlen,
+                 "all %lld steps were skipped (non-finite gradients or the scaler's decision), so "
+                 "the weights never moved; the last step had loss %g at scale %g: look at the "
+                 "scaler's settings (a smaller initial scale) and the loss",
+                 (long long)s->step, last.loss, last.scale);
+        rc = -1;
+    }
+    if (rc == 0 && amp_session_check_weights(s, err, errlen) != 0) rc = -1;
     if (rc == 0) rc = amp_session_evaluate(s, &res->test_loss, &res->test_acc, err, errlen);
+    if (rc == 0 && !isfinite(res->test_loss)) {
+        snprintf(err, errlen,
+                 "the final test loss is %g: the weights are finite but the model's outputs are "
+                 "not (%lld of %lld steps were skipped); lower [optim] lr or set [optim] grad_clip",
+                 res->test_loss, (long long)s->skipped, (long long)s->step);
+        rc = -1;
+    }
     if (rc == 0) {
         log_eval(c, s, res->test_loss, res->test_acc);
         res->wall_s = c->prior_wall + (wall_now() - c->t0);
