@@ -15,7 +15,12 @@
  * text the run used), MAST (master weights, f32), OPTM (optimizer state,
  * f32, opt_buffers arrays of nparams), SCAL (the scaler plugin's own
  * state_save bytes), TOTL (per-layer rounding totals), LOSS (the last <= 100
- * step losses, f64, for summary.json) and METR (metrics.jsonl so far).
+ * step losses, f64, for summary.json), all required; then the optional MPOS
+ * (u64 length and u32 CRC32 of the run's metrics.jsonl at this checkpoint,
+ * u32 zero: the history stays in metrics.jsonl, and a resume cuts it back to
+ * that length) and METR (metrics lines that belong before this checkpoint
+ * but are not in metrics.jsonl, e.g. after a failed write; in files from
+ * before MPOS existed, every metrics line so far).
  * Unknown tags are skipped, so later versions can add sections. */
 #ifndef AMP_CHECKPOINT_H
 #define AMP_CHECKPOINT_H
@@ -23,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amptrain/plugin.h"
 #include "backend/backend.h"
 
 #define AMP_CKPT_FORMAT_VERSION 1u
@@ -30,7 +36,11 @@
 #define AMP_CKPT_HEADER_SIZE 32u
 #define AMP_CKPT_ENTRY_SIZE 24u
 #define AMP_CKPT_MAX_LOSSES 100u
-#define AMP_CKPT_NAME_MAX 64 /* plugin names, versions, layer names (with NUL) */
+/* plugin names, versions, layer names (with NUL): the loader's limits, so
+ * every plugin that loads fits a checkpoint and its name is never cut */
+#define AMP_CKPT_NAME_MAX (AMP_PLUGIN_NAME_MAX + 1)
+_Static_assert(AMP_PLUGIN_VERSION_MAX <= AMP_PLUGIN_NAME_MAX,
+               "checkpoints store versions in name-sized fields");
 
 typedef struct amp_ckpt_layer {
     char name[AMP_CKPT_NAME_MAX];
@@ -64,7 +74,11 @@ typedef struct amp_checkpoint {
     const uint8_t *optim_state; size_t optim_len; /* OPTM: opt_buffers x nparams x f32 */
     const uint8_t *scaler_state; size_t scaler_len; /* SCAL */
     const uint8_t *losses; size_t nlosses;      /* LOSS: nlosses x f64 */
-    const char *metrics;  size_t metrics_len;   /* METR */
+    const char *metrics;  size_t metrics_len;   /* METR (NULL, 0 when absent) */
+    /* MPOS: has_metrics_pos 0 when absent (an older file) */
+    int has_metrics_pos;
+    uint64_t metrics_pos;                       /* metrics.jsonl's length in bytes */
+    uint32_t metrics_crc;                       /* CRC32 of those bytes */
 } amp_checkpoint;
 
 /* Validates and parses buf[0..len). 0, or -1 with the reason in err (e.g.
