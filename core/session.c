@@ -495,3 +495,7 @@ int amp_session_check_weights(amp_session *s, char *err, size_t errlen) {
              (long long)s->step, bad, bad == 1 ? "" : "s", where[0] ? where : "?");
     return 1;
 }
+
+void amp_session_resolve_path(const amp_session *s, const char *p, char *out, size_t outlen) {
+    resolve_path(out, outlen, s->cfg, p);
+}
