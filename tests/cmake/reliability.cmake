@@ -114,3 +114,13 @@ add_test(NAME signals_streams
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/signals.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/signals ${AMP_BAD_PLUGIN_DIR})
 set_tests_properties(signals_streams PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
+
+# ------------------------------------------------------------- the stress test
+# 8 concurrent train processes on 3 folders with random SIGINT/SIGTERM/SIGHUP/
+# SIGKILL (tests/stress/stress.sh says what is checked). 8 rounds here, well
+# under a minute; AMP_STRESS_ROUNDS=50 runs the issue's full 50 (ctest -L
+# stress selects it).
+add_test(NAME stress_concurrent_signals
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/stress.sh $<TARGET_FILE:amptrain>
+                 ${AMP_REL_TINY} ${AMP_REL_OUT}/stress)
+set_tests_properties(stress_concurrent_signals PROPERTIES LABELS "stress;checkpoint" TIMEOUT 900)
