@@ -330,6 +330,15 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
      * float(1/scale): both must be finite floats > 0, or inf * 0 = NaN and
      * x * inf = inf would reach the optimizer (or every gradient be zeroed). */
     float scale_f = (float)scale, inv_f = (float)(1.0 / scale);
+    /* A backward multiplier that rounds to 0 would apply all-zero gradients
+     * as if they were real ones. */
+    if (!((float)(scale * st->loss_weight) > 0.0f)) {
+        snprintf(err, errlen,
+                 "scaler plugin '%s' scale %g times [train] loss_weight %g is 0 as a float32: "
+                 "every gradient would be zero; raise the scale or loss_weight",
+                 s->scaler.entry->name, scale, st->loss_weight);
+        return -1;
+    }
     if (!isfinite(scale_f) || !(scale_f > 0.0f) || !isfinite(inv_f) || !(inv_f > 0.0f)) {
         snprintf(err, errlen,
                  "scaler plugin '%s' returned the scale %g at step %lld: %s %g is not a finite "

@@ -812,6 +812,14 @@ int amp_cmd_train(int argc, char **argv) {
             goto done;
         }
         amp_tmp_remove_stale(outdir, output_names);
+        /* Stopped while starting: leave the folder as it was. */
+        if (g_stop_signal) {
+            snprintf(err, sizeof err, "stopped by %s before the first step; nothing was written",
+                     signal_name((int)g_stop_signal));
+            fprintf(stderr, "amptrain: %s\n", err);
+            code = 128 + (int)g_stop_signal;
+            goto done;
+        }
         /* Never mix a new run's checkpoints with an earlier run's. */
         int64_t *steps = NULL;
         size_t n = 0;

@@ -17,7 +17,10 @@ void amp_ckpt_store_path(char *out, size_t outlen, const char *dir, int64_t step
     snprintf(out, outlen, "%s/ckpt-%08lld.amp", dir, (long long)step);
 }
 
-/* "ckpt-<1..18 digits>.amp" -> step; -1 for any other name. */
+/* "ckpt-<step>.amp" -> step; -1 for any other name. Only the name
+ * amp_ckpt_store_path writes counts (8 digits, more only without a leading
+ * zero): "ckpt-000000150.amp" would otherwise list as step 150 and be read,
+ * and pruned, as the different file ckpt-00000150.amp. */
 static int64_t parse_name(const char *name) {
     if (strncmp(name, "ckpt-", 5) != 0) return -1;
     const char *p = name + 5;
@@ -28,7 +31,8 @@ static int64_t parse_name(const char *name) {
         p++;
         digits++;
     }
-    return digits > 0 && strcmp(p, ".amp") == 0 ? v : -1;
+    int canonical = digits == 8 || (digits > 8 && name[5] != '0');
+    return canonical && strcmp(p, ".amp") == 0 ? v : -1;
 }
 
 /* Left by a writer killed between create and rename: ".ckpt-*.partial"

@@ -9,7 +9,7 @@
 #    that step with a checkpoint holding the lines that did not fit, exit 1;
 #    --resume then ends identical to a run left alone;
 #  - a checkpoint whose file name says another step is damaged: listed as
-#    such and skipped on resume;
+#    such and skipped on resume; a name amptrain never writes is ignored;
 #  - pruning: with the two newest checkpoints damaged, a resume falls back and
 #    its new checkpoints never cost the one it resumed from, nor themselves.
 #  - a checkpoint written before MPOS existed (every metrics line in METR)
@@ -88,9 +88,13 @@ echo "full disk on metrics.jsonl: stopped at step $at with a checkpoint; the res
 D=$W/renamed
 mkdir -p "$D" && cp -r "$REF/checkpoints" "$REF/metrics.jsonl" "$D/"
 cp "$D/checkpoints/ckpt-00000130.amp" "$D/checkpoints/ckpt-00000150.amp"
+# a name amptrain never writes (9 digits with a leading zero) is not a
+# checkpoint: it must not be listed, read as ckpt-00000160.amp or pruned
+cp "$D/checkpoints/ckpt-00000130.amp" "$D/checkpoints/ckpt-000000160.amp"
 "$A" checkpoints "$D" >"$W/renamed.list" 2>&1 && fail "renamed: checkpoints exited 0"
 grep -q "ckpt-00000150\.amp  DAMAGED: the file name says step 150 but it holds step 130" "$W/renamed.list" ||
     fail "renamed: not reported: $(cat "$W/renamed.list")"
+! grep -q "160" "$W/renamed.list" || fail "renamed: a non-canonical name was listed: $(cat "$W/renamed.list")"
 "$A" train "$CFG" "${SETS[@]}" --resume "$D" 2>"$W/renamed.log" || fail "renamed: resume failed"
 grep -q "ckpt-00000150\.amp: the file name says step 150 but it holds step 130; trying the previous" "$W/renamed.log" ||
     fail "renamed: no warning: $(tail -3 "$W/renamed.log")"

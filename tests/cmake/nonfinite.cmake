@@ -49,6 +49,11 @@ amp_nonfinite(dynamic_tiny_init_scale 2
 amp_nonfinite(host_refuses_tiny_scale 1
   [=[scaler plugin 'tinyscale' returned the scale 1e-40 at step 0: its reciprocal 1e\+40 is not a finite float32 > 0]=]
   --set scaler.plugin=tinyscale)
+# scale x loss_weight that rounds to 0 in float32 would apply all-zero
+# gradients as real steps.
+amp_nonfinite(zero_backward_scale 1
+  [=[scaler plugin 'static' scale 1e-17 times \[train\] loss_weight 1e-30 is 0 as a float32: every gradient would be zero]=]
+  --set scaler.plugin=static --set scaler.scale=1e-17 --set train.loss_weight=1e-30)
 # fp16 with a static scale of 3e38: every scaled loss overflows, every step
 # is skipped; the weights never move.
 amp_nonfinite(all_steps_skipped 1
