@@ -20,7 +20,7 @@ set -u
 A=$1 CONFIGS=$2 W=$3 OLD=$4
 CFG=$CONFIGS/tiny_fp16_dynamic.ini
 rm -rf "$W" && mkdir -p "$W" || exit 1
-SETS=(--set train.checkpoint_every=10 --set train.keep=5 --set train.log_every=1)
+SETS=(--set run.device=cpu --set train.checkpoint_every=10 --set train.keep=5 --set train.log_every=1)
 
 REF=$W/ref
 "$A" train "$CFG" "${SETS[@]}" --out "$REF" 2>"$W/ref.log" || fail "reference run failed: $(tail -3 "$W/ref.log")"
@@ -111,14 +111,14 @@ for s in 140 150; do
     ck=$D/checkpoints/ckpt-00000$s.amp
     head -c 100 "$ck" >"$ck.cut" && mv "$ck.cut" "$ck"
 done
-"$A" train "$CFG" --set train.keep=2 --set train.checkpoint_every=19 --set train.log_every=1 \
+"$A" train "$CFG" --set run.device=cpu --set train.keep=2 --set train.checkpoint_every=19 --set train.log_every=1 \
     --resume "$D" 2>"$W/prune.log" || fail "prune: resume failed: $(tail -3 "$W/prune.log")"
 grep -q "resuming from .*ckpt-00000130\.amp" "$W/prune.log" || fail "prune: did not fall back to 130"
 for s in 130 133; do
     [ -f "$D/checkpoints/ckpt-00000$s.amp" ] || fail "prune: the valid ckpt-00000$s.amp was deleted: $(ls "$D/checkpoints")"
 done
 # and the next resume still finds a valid one
-"$A" train "$CFG" --set train.keep=2 --set train.checkpoint_every=19 --set train.log_every=1 \
+"$A" train "$CFG" --set run.device=cpu --set train.keep=2 --set train.checkpoint_every=19 --set train.log_every=1 \
     --resume "$D" 2>"$W/prune2.log" || fail "prune: the second resume failed: $(tail -3 "$W/prune2.log")"
 grep -q "resuming from .*ckpt-00000133\.amp" "$W/prune2.log" || fail "prune: the second resume did not use 133"
 echo "pruning with the two newest damaged: kept $(ls "$D/checkpoints" | tr '\n' ' ')"

@@ -52,7 +52,7 @@ amp_nonfinite(host_refuses_tiny_scale 1
 # scale x loss_weight that rounds to 0 in float32 would apply all-zero
 # gradients as real steps.
 amp_nonfinite(zero_backward_scale 1
-  [=[scaler plugin 'static' scale 1e-17 times \[train\] loss_weight 1e-30 is 0 as a float32: every gradient would be zero]=]
+  [=[scaler plugin 'static' scale 1e-17 times \[train\] loss_weight 1e-30, over 16 rows per step, is 0 as a float32: every gradient would be zero]=]
   --set scaler.plugin=static --set scaler.scale=1e-17 --set train.loss_weight=1e-30)
 # fp16 with a static scale of 3e38: every scaled loss overflows, every step
 # is skipped; the weights never move.

@@ -29,7 +29,7 @@ ROUNDS=${4:-${AMP_STRESS_ROUNDS:-8}}
 NPROC=8 NDIR=3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$W" && mkdir -p "$W/logs" || exit 1
-SETS=(--set train.steps=300 --set train.checkpoint_every=10 --set train.log_every=1)
+SETS=(--set run.device=cpu --set train.steps=300 --set train.checkpoint_every=10 --set train.log_every=1)
 
 REF=$W/ref
 "$A" train "$CFG" "${SETS[@]}" --out "$REF" 2>"$W/ref.log" || fail "reference run failed: $(tail -3 "$W/ref.log")"
