@@ -48,8 +48,8 @@ static uint8_t *download_le(amp_session *s, const float *dev, size_t n, char *er
 static char *exec_text(const amp_session *s) {
     const amp_backend_info *in = &s->be->info;
     char buf[256];
-    snprintf(buf, sizeof buf, "backend=%s\nisa=%s\nthreads=%d\n", s->be->ops->name,
-             in->isa[0] ? in->isa : "-", in->threads);
+    snprintf(buf, sizeof buf, "backend=%s\nisa=%s\nthreads=%d\nscratch_peak=%zu\n",
+             s->be->ops->name, in->isa[0] ? in->isa : "-", in->threads, in->scratch_bytes);
     return strdup(buf);
 }
 
@@ -168,19 +168,49 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     }
     const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
     if (sv->state_save) {
-        size_t need = 0;
+        /* Every length the plugin reports is checked: the size asked for
+         * first must be sane and the second call must report that same size
+         * (using the second length unchecked read past the buffer). A guard
+         * after the buffer catches a plugin that writes past cap. */
+        enum { GUARD = 64 };
+        const char *name = s->scaler.entry->name;
+        size_t need = 0, got = 0;
         s->scaler.host.err[0] = '\0';
-        uint8_t *st = NULL;
-        if (sv->state_save(s->scaler.self, NULL, 0, &need) == 0 && (st = malloc(need ? need : 1)) &&
-            sv->state_save(s->scaler.self, st, need, &need) == 0) {
-            ck->scaler_state = st;
-            ck->scaler_len = need;
-        } else {
-            free(st);
-            snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", s->scaler.entry->name,
-                     s->scaler.host.err[0] ? s->scaler.host.err : "out of memory");
+        if (sv->state_save(s->scaler.self, NULL, 0, &need) != 0) {
+            snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", name,
+                     s->scaler.host.err[0] ? s->scaler.host.err : "(the plugin gave no reason)");
             goto fail;
         }
+        if (need > AMP_SCALER_STATE_MAX) {
+            snprintf(err, errlen, "scaler plugin '%s': state_save asks for %zu bytes; a scaler's "
+                     "state may take at most %u", name, need, (unsigned)AMP_SCALER_STATE_MAX);
+            goto fail;
+        }
+        uint8_t *st = malloc(need + GUARD);
+        if (!st) {
+            snprintf(err, errlen, "out of host memory");
+            goto fail;
+        }
+        memset(st + need, 0xA5, GUARD);
+        int rc = sv->state_save(s->scaler.self, st, need, &got);
+        int overrun = 0;
+        for (size_t i = 0; i < GUARD; i++) overrun |= st[need + i] != 0xA5;
+        if (rc != 0 || got != need || overrun) {
+            free(st);
+            if (rc != 0)
+                snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", name,
+                         s->scaler.host.err[0] ? s->scaler.host.err : "(the plugin gave no reason)");
+            else if (overrun)
+                snprintf(err, errlen, "scaler plugin '%s': state_save wrote past the %zu bytes it "
+                         "asked for", name, need);
+            else
+                snprintf(err, errlen, "scaler plugin '%s': state_save asked for %zu bytes, then "
+                         "reported %zu for the same state; both calls must give one length",
+                         name, need, got);
+            goto fail;
+        }
+        ck->scaler_state = st;
+        ck->scaler_len = need;
     }
     return 0;
 fail:
@@ -454,5 +484,13 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) s->totals[i] = amp_checkpoint_total(ck, i);
     s->batcher->ops->restore(s->batcher, ck->epoch, ck->cursor, ck->step);
     warn_exec_change(s, ck);
+    /* The backend's scratch peak is the run's, not this process's: a resumed
+     * run reports what the uninterrupted one would. */
+    if (ck->exec) {
+        char peak[32];
+        exec_value(ck->exec, ck->exec_len, "scratch_peak", peak, sizeof peak);
+        unsigned long long was = strtoull(peak, NULL, 10);
+        if (was > s->be->info.scratch_bytes) s->be->info.scratch_bytes = (size_t)was;
+    }
     return 0;
 }

@@ -666,6 +666,8 @@ int main(void) {
     test_unscale_check(big, 1.0f / 65536.0f, 1, 0.0f);
     test_unscale_check(big, 1.0f, 0, 0.0f);
     test_unscale_check(1000, 0.5f, 0, 1e30f);
+    /* inv_scale 2^100 overflows the larger gradients: both must count them */
+    test_unscale_check(big, 0x1p100f, 0, 0.0f);
     test_scale(big);
     test_sgd(100003, 0.9f, 1e-4f);
     test_sgd(100003, 0.0f, 0.0f);

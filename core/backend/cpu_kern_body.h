@@ -45,13 +45,17 @@ static void AMPK_NAME(widen_scalar)(float *dst, const uint16_t *src, size_t n, i
 }
 
 /* amp_unscale_element with the square going to lane[i % 8]: a non-finite
- * element adds 0 (which leaves a lane's non-negative sum unchanged). */
+ * element, or a finite one whose product is not (stored, as there), adds 0
+ * (which leaves a lane's non-negative sum unchanged). */
 static void AMPK_NAME(unscale_scalar)(float *g, size_t i0, size_t n, float inv_scale,
                                       amp_unscale_acc *acc) {
     for (size_t i = i0; i < n; i++) {
         float v = g[i];
         int fin = isfinite(v);
-        if (fin && inv_scale != 1.0f) g[i] = v = v * inv_scale;
+        if (fin && inv_scale != 1.0f) {
+            g[i] = v = v * inv_scale;
+            fin = isfinite(v);
+        }
         double sq = fin ? (double)v * (double)v : 0.0;
         acc->lane[i % 8] += sq;
         acc->bad += !fin;
@@ -128,11 +132,13 @@ static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_
         __m512 v = _mm512_loadu_ps(g + i);
         __m512i a = _mm512_and_si512(_mm512_castps_si512(v), absm);
         __mmask16 fin = _mm512_cmplt_epi32_mask(a, inf);
-        bad += 16u - (unsigned)__builtin_popcount(fin);
-        if (scaled) {
+        if (scaled) { /* the product is checked too (it may overflow) */
             v = _mm512_mask_mul_ps(v, fin, v, inv);
             _mm512_storeu_ps(g + i, v);
+            a = _mm512_and_si512(_mm512_castps_si512(v), absm);
+            fin = _mm512_cmplt_epi32_mask(a, inf);
         }
+        bad += 16u - (unsigned)__builtin_popcount(fin);
         __m512 vz = _mm512_maskz_mov_ps(fin, v);
         __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(vz));
         __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(vz), 1)));
@@ -218,11 +224,13 @@ static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_
         __m256 v = _mm256_loadu_ps(g + i);
         __m256i a = _mm256_and_si256(_mm256_castps_si256(v), absm);
         __m256 fin = _mm256_castsi256_ps(_mm256_cmpgt_epi32(inf, a));
-        bad += 8u - (unsigned)__builtin_popcount((unsigned)_mm256_movemask_ps(fin));
-        if (scaled) {
+        if (scaled) { /* the product is checked too (it may overflow) */
             v = _mm256_blendv_ps(v, _mm256_mul_ps(v, inv), fin);
             _mm256_storeu_ps(g + i, v);
+            a = _mm256_and_si256(_mm256_castps_si256(v), absm);
+            fin = _mm256_castsi256_ps(_mm256_cmpgt_epi32(inf, a));
         }
+        bad += 8u - (unsigned)__builtin_popcount((unsigned)_mm256_movemask_ps(fin));
         __m256 vz = _mm256_and_ps(v, fin);
         __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(vz));
         __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(vz, 1));

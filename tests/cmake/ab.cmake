@@ -70,14 +70,14 @@ amp_expect_fail(ab_bad_config LABELS ab
   COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${CMAKE_CURRENT_SOURCE_DIR}/configs/bad_key.ini
           --out ${AMP_AB_OUT}/bad_config)
 # A run that fails fails the study with exit 1, naming the arm, the seed and
-# the run's log: here train cannot write its summary.json.partial (a folder
-# of that name is in the way), which only shows once the run has trained.
-set(AMP_AB_FAIL ${AMP_AB_OUT}/fails/runs/tiny_fp16_none/seed-3/summary.json.partial)
+# the run's log: here train cannot replace its summary.json (a folder of that
+# name is in the way), which only shows once the run has trained.
+set(AMP_AB_FAIL ${AMP_AB_OUT}/fails/runs/tiny_fp16_none/seed-3/summary.json/x)
 amp_expect_fail(ab_run_fails LABELS ab
   CODE 1
   REGEX [=[^amptrain ab: arm 'tiny_fp16_none' seed 3 failed: exit status 1. its log: .*/runs/tiny_fp16_none/seed-3/train\.log]=]
-  OPTIONS --also [=[last line: amptrain: .*summary\.json\.partial: cannot write]=]
-  COMMAND sh -c "mkdir -p '${AMP_AB_FAIL}' && exec '$<TARGET_FILE:amptrain>' ab '${AMP_AB_NONE}' '${AMP_AB_DYN}' --seeds 1 --set run.device=cpu --out '${AMP_AB_OUT}/fails'")
+  OPTIONS --also [=[last line: amptrain: .*summary\.json: cannot replace it]=]
+  COMMAND sh -c "rm -rf '${AMP_AB_OUT}/fails' && mkdir -p '${AMP_AB_FAIL}' && exec '$<TARGET_FILE:amptrain>' ab '${AMP_AB_NONE}' '${AMP_AB_DYN}' --seeds 1 --set run.device=cpu --out '${AMP_AB_OUT}/fails'")
 
 # SIGTERM mid-study stops the running child too, writes no report, and the
 # same command then starts over and completes.

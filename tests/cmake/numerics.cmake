@@ -20,3 +20,5 @@ endforeach()
 add_test(NAME test_cpu_gemm_avx2_openblas COMMAND test_cpu_gemm)
 set_tests_properties(test_cpu_gemm_avx2_openblas PROPERTIES LABELS numerics SKIP_RETURN_CODE 77
                      ENVIRONMENT "AMPTRAIN_ISA=avx2;AMPTRAIN_GEMM=openblas")
+# The unscale check counts what its multiply produces (issue 15).
+amp_unit_test(test_unscale numerics)
