@@ -310,7 +310,7 @@ amp_round_count amp_checkpoint_total(const amp_checkpoint *ck, uint32_t i) {
     return c;
 }
 
-static int no_nul(const uint8_t *p, size_t n) { return memchr(p, '\0', n) == NULL; }
+static int no_nul(const uint8_t *p, size_t n) { return n == 0 || memchr(p, '\0', n) == NULL; }
 
 int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, char *err,
                          size_t errlen) {
