@@ -145,6 +145,29 @@ static int check_entry(const amp_plugin_info *e, const char *path, char *err, si
         snprintf(err, errlen, "%s: entry lacks a name, version or vtable", path);
         return -1;
     }
+    /* One limit everywhere (plugin.h): a longer name would be cut in a
+     * checkpoint and never match on resume. strnlen: never read far. */
+    size_t nlen = strnlen(e->name, AMP_PLUGIN_NAME_MAX + 1);
+    int name_ok = nlen <= AMP_PLUGIN_NAME_MAX;
+    for (size_t i = 0; name_ok && i < nlen; i++) {
+        char c = e->name[i];
+        name_ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    }
+    if (!name_ok) {
+        snprintf(err, errlen, "%s: entry name '%.*s%s' is not 1 to %d of a-z, 0-9 and _", path,
+                 (int)(nlen < 80 ? nlen : 80), e->name, nlen > 80 ? "..." : "",
+                 AMP_PLUGIN_NAME_MAX);
+        return -1;
+    }
+    size_t vlen = strnlen(e->version, AMP_PLUGIN_VERSION_MAX + 1);
+    int version_ok = vlen >= 1 && vlen <= AMP_PLUGIN_VERSION_MAX;
+    for (size_t i = 0; version_ok && i < vlen; i++)
+        version_ok = e->version[i] >= 0x20 && e->version[i] <= 0x7e;
+    if (!version_ok) {
+        snprintf(err, errlen, "%s: entry version is not 1 to %d printable ASCII characters", path,
+                 AMP_PLUGIN_VERSION_MAX);
+        return -1;
+    }
     /* Name the missing functions: "lacks a required function" alone sends
      * the plugin author hunting through the vtable. */
     char missing[64] = "";

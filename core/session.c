@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <float.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +39,12 @@ static const char *config_dir(const amp_config *cfg, char *buf, size_t len) {
 
 static int open_backend(amp_session *s, char *err, size_t errlen) {
     amp_device_choice dev = s->set.device;
-    if (dev == AMP_RUN_AUTO) dev = amp_backend_cuda_available() ? AMP_RUN_CUDA : AMP_RUN_CPU;
+    if (dev == AMP_RUN_AUTO) {
+        dev = amp_backend_cuda_available() ? AMP_RUN_CUDA : AMP_RUN_CPU;
+        if (dev == AMP_RUN_CPU) /* say why auto did not pick the GPU */
+            amp_log(AMP_LOG_INFO, "device = auto: using the CPU (%s)",
+                    amp_backend_cuda_unavailable_reason());
+    }
     s->be = dev == AMP_RUN_CUDA ? amp_backend_cuda_create(err, errlen)
                                 : amp_backend_cpu_create(err, errlen);
     return s->be ? 0 : -1;
@@ -134,6 +140,18 @@ static int open_plugins(amp_session *s, char *err, size_t errlen) {
     return 0;
 }
 
+/* "fc2.bias[3]": the tensor and index of flat parameter element i. */
+static void param_at(const amp_model_desc *d, size_t i, char *out, size_t outlen) {
+    snprintf(out, outlen, "parameter %zu", i);
+    for (int t = 0; t < d->nparam_tensors; t++) {
+        const amp_param_desc *P = &d->params[t];
+        if (i >= P->offset && i < P->offset + P->numel) {
+            snprintf(out, outlen, "%s[%zu]", P->name, i - P->offset);
+            return;
+        }
+    }
+}
+
 static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
     if (strcmp(s->set.init, "default") == 0) {
@@ -155,6 +173,15 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
         const amp_param_desc *P = &d->params[i];
         rc = amp_safetensors_get_f32(st, P->name, P->ndim, P->shape, host + P->offset, err, errlen);
     }
+    /* Training from inf/NaN would skip every step (or worse): refuse it here. */
+    for (size_t i = 0; rc == 0 && i < d->nparams; i++)
+        if (!isfinite(host[i])) {
+            char where[AMP_MODEL_NAME_MAX + 32];
+            param_at(d, i, where, sizeof where);
+            snprintf(err, errlen, "%s: %s is %g; initial weights must be finite", path, where,
+                     (double)host[i]);
+            rc = -1;
+        }
     if (rc == 0 && amp_safetensors_count(st) != d->nparam_tensors) {
         snprintf(err, errlen, "%s: holds %d tensors but the model has %d (%s, ...)", path,
                  amp_safetensors_count(st), d->nparam_tensors, d->params[0].name);
@@ -349,6 +376,32 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
                  s->scaler.entry->name, scale, (long long)s->step);
         return -1;
     }
+    /* The backward multiplies by float(scale) and the unscale by
+     * float(1/scale): both must be finite floats > 0, or inf * 0 = NaN and
+     * x * inf = inf would reach the optimizer (or every gradient be zeroed). */
+    float scale_f = (float)scale, inv_f = (float)(1.0 / scale);
+    /* A backward multiplier that rounds to 0 would apply all-zero gradients
+     * as if they were real ones (the same float the forward args get). */
+    if (!((float)(scale * st->loss_weight) / (float)amp_session_rows_per_step(s) > 0.0f)) {
+        snprintf(err, errlen,
+                 "scaler plugin '%s' scale %g times [train] loss_weight %g, over %lld rows per "
+                 "step, is 0 as a float32: every gradient would be zero; raise the scale or "
+                 "loss_weight",
+                 s->scaler.entry->name, scale, st->loss_weight,
+                 (long long)amp_session_rows_per_step(s));
+        return -1;
+    }
+    if (!isfinite(scale_f) || !(scale_f > 0.0f) || !isfinite(inv_f) || !(inv_f > 0.0f)) {
+        snprintf(err, errlen,
+                 "scaler plugin '%s' returned the scale %g at step %lld: %s %g is not a finite "
+                 "float32 > 0, so the gradients cannot be unscaled (a scale must lie in "
+                 "[%g, %g])",
+                 s->scaler.entry->name, scale, (long long)s->step,
+                 isfinite(scale_f) && scale_f > 0.0f ? "its reciprocal" : "as a float32 it is",
+                 isfinite(scale_f) && scale_f > 0.0f ? 1.0 / scale : (double)scale_f,
+                 1.0 / (double)FLT_MAX, (double)FLT_MAX);
+        return -1;
+    }
     int64_t per_step = (int64_t)st->batch_size * st->accumulate;
     s->batcher->ops->begin_step(s->batcher, s->step, per_step);
     size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
@@ -485,4 +538,26 @@ int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t
     free(t);
     free(host);
     return rc;
+}
+
+int amp_session_check_weights(amp_session *s, char *err, size_t errlen) {
+    const amp_model_desc *d = &s->model->desc;
+    float *w = amp_session_weights(s, err, errlen);
+    if (!w) return -1;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < d->nparams; i++)
+        if (!isfinite(w[i]) && bad++ == 0) first = i;
+    free(w);
+    if (!bad) return 0;
+    char where[AMP_MODEL_NAME_MAX + 32];
+    param_at(d, first, where, sizeof where);
+    snprintf(err, errlen,
+             "after step %lld the master weights hold %zu non-finite value%s (the first is %s): "
+             "an applied update overflowed; lower [optim] lr or set [optim] grad_clip",
+             (long long)s->step, bad, bad == 1 ? "" : "s", where);
+    return 1;
+}
+
+void amp_session_resolve_path(const amp_session *s, const char *p, char *out, size_t outlen) {
+    resolve_path(out, outlen, s->cfg, p);
 }

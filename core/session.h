@@ -67,6 +67,14 @@ int64_t amp_session_rows_per_step(const amp_session *s);
 /* Master weights to host memory ([nparams] floats, caller frees). */
 float *amp_session_weights(amp_session *s, char *err, size_t errlen);
 
+/* A path from the config (e.g. [model] init) as the session opens it:
+ * relative paths are relative to the config file's folder. */
+void amp_session_resolve_path(const amp_session *s, const char *p, char *out, size_t outlen);
+
+/* 0 when every master weight is finite; 1 when one is not, with err naming
+ * the first (tensor and index) and the count; -1 when they cannot be read. */
+int amp_session_check_weights(amp_session *s, char *err, size_t errlen);
+
 /* Writes the master weights as safetensors with the model's parameter
  * table names and shapes (PyTorch's). */
 int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t errlen);

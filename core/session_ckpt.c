@@ -44,6 +44,54 @@ static uint8_t *download_le(amp_session *s, const float *dev, size_t n, char *er
     return p;
 }
 
+/* The EXEC section: where this run executes (malloc'd text). */
+static char *exec_text(const amp_session *s) {
+    const amp_backend_info *in = &s->be->info;
+    char buf[256];
+    snprintf(buf, sizeof buf, "backend=%s\nisa=%s\nthreads=%d\nscratch_peak=%zu\n",
+             s->be->ops->name, in->isa[0] ? in->isa : "-", in->threads, in->scratch_bytes);
+    return strdup(buf);
+}
+
+/* The value of `key` in EXEC text, or "" (into out). */
+static void exec_value(const char *text, size_t len, const char *key, char *out, size_t outlen) {
+    out[0] = '\0';
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < len;) {
+        size_t e = i;
+        while (e < len && text[e] != '\n') e++;
+        if (e - i > kl && memcmp(text + i, key, kl) == 0 && text[i + kl] == '=') {
+            size_t vl = e - i - kl - 1 < outlen - 1 ? e - i - kl - 1 : outlen - 1;
+            memcpy(out, text + i + kl + 1, vl);
+            out[vl] = '\0';
+            return;
+        }
+        i = e + 1;
+    }
+}
+
+/* Bits are repeatable only on the same backend, instruction-set path and
+ * thread count: say so when a resume changes any of them. */
+static void warn_exec_change(const amp_session *s, const amp_checkpoint *ck) {
+    if (!ck->exec || ck->exec_len == 0) return;
+    char *now = exec_text(s);
+    if (!now) return;
+    static const char *const keys[] = {"backend", "isa", "threads"};
+    for (int k = 0; k < 3; k++) {
+        char was[64], is[64];
+        exec_value(ck->exec, ck->exec_len, keys[k], was, sizeof was);
+        exec_value(now, strlen(now), keys[k], is, sizeof is);
+        if (was[0] && strcmp(was, is) != 0)
+            amp_log(AMP_LOG_WARN,
+                    "resuming with %s %s where the checkpoint ran %s %s: the run continues "
+                    "correctly, but its numbers will not be bit-identical to an uninterrupted run "
+                    "(they are repeatable only on the same backend, instruction-set path and "
+                    "thread count; set AMPTRAIN_ISA / AMPTRAIN_THREADS to match)",
+                    keys[k], is, keys[k], was);
+    }
+    free(now);
+}
+
 int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen) {
     memset(ck, 0, sizeof *ck);
     const amp_model *m = s->model;
@@ -92,6 +140,13 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     }
     ck->config = conf;
     ck->config_len = conf_len;
+    char *exec = exec_text(s);
+    if (!exec) {
+        snprintf(err, errlen, "out of host memory");
+        goto fail;
+    }
+    ck->exec = exec;
+    ck->exec_len = strlen(exec);
     size_t nparams = d->nparams;
     ck->master = download_le(s, m->master, nparams, err, errlen);
     ck->master_len = nparams * 4;
@@ -113,19 +168,49 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     }
     const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
     if (sv->state_save) {
-        size_t need = 0;
+        /* Every length the plugin reports is checked: the size asked for
+         * first must be sane and the second call must report that same size
+         * (using the second length unchecked read past the buffer). A guard
+         * after the buffer catches a plugin that writes past cap. */
+        enum { GUARD = 64 };
+        const char *name = s->scaler.entry->name;
+        size_t need = 0, got = 0;
         s->scaler.host.err[0] = '\0';
-        uint8_t *st = NULL;
-        if (sv->state_save(s->scaler.self, NULL, 0, &need) == 0 && (st = malloc(need ? need : 1)) &&
-            sv->state_save(s->scaler.self, st, need, &need) == 0) {
-            ck->scaler_state = st;
-            ck->scaler_len = need;
-        } else {
-            free(st);
-            snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", s->scaler.entry->name,
-                     s->scaler.host.err[0] ? s->scaler.host.err : "out of memory");
+        if (sv->state_save(s->scaler.self, NULL, 0, &need) != 0) {
+            snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", name,
+                     s->scaler.host.err[0] ? s->scaler.host.err : "(the plugin gave no reason)");
             goto fail;
         }
+        if (need > AMP_SCALER_STATE_MAX) {
+            snprintf(err, errlen, "scaler plugin '%s': state_save asks for %zu bytes; a scaler's "
+                     "state may take at most %u", name, need, (unsigned)AMP_SCALER_STATE_MAX);
+            goto fail;
+        }
+        uint8_t *st = malloc(need + GUARD);
+        if (!st) {
+            snprintf(err, errlen, "out of host memory");
+            goto fail;
+        }
+        memset(st + need, 0xA5, GUARD);
+        int rc = sv->state_save(s->scaler.self, st, need, &got);
+        int overrun = 0;
+        for (size_t i = 0; i < GUARD; i++) overrun |= st[need + i] != 0xA5;
+        if (rc != 0 || got != need || overrun) {
+            free(st);
+            if (rc != 0)
+                snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", name,
+                         s->scaler.host.err[0] ? s->scaler.host.err : "(the plugin gave no reason)");
+            else if (overrun)
+                snprintf(err, errlen, "scaler plugin '%s': state_save wrote past the %zu bytes it "
+                         "asked for", name, need);
+            else
+                snprintf(err, errlen, "scaler plugin '%s': state_save asked for %zu bytes, then "
+                         "reported %zu for the same state; both calls must give one length",
+                         name, need, got);
+            goto fail;
+        }
+        ck->scaler_state = st;
+        ck->scaler_len = need;
     }
     return 0;
 fail:
@@ -140,12 +225,13 @@ void amp_session_snapshot_free(amp_checkpoint *ck) {
     free((void *)ck->master);
     free((void *)ck->optim_state);
     free((void *)ck->scaler_state);
+    free((void *)ck->exec);
+    ck->exec = NULL;
     ck->config = NULL;
     ck->master = ck->optim_state = ck->scaler_state = NULL;
 }
 
-/* "mlp: fc1.weight [64, 32], fc1.bias [64], ... (2762 parameters)", cut
- * to fit. */
+/* "<model>: <tensor> [d0, d1], ... (<n> parameters)", cut to fit. */
 static void table_text(char *out, size_t outlen, const char *model, const amp_checkpoint *ck) {
     int len = snprintf(out, outlen, "%s:", model);
     for (uint32_t i = 0; i < ck->nparam_tensors && len >= 0 && (size_t)len + 32 < outlen; i++) {
@@ -397,5 +483,14 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
     s->skipped = ck->skipped;
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) s->totals[i] = amp_checkpoint_total(ck, i);
     s->batcher->ops->restore(s->batcher, ck->epoch, ck->cursor, ck->step);
+    warn_exec_change(s, ck);
+    /* The backend's scratch peak is the run's, not this process's: a resumed
+     * run reports what the uninterrupted one would. */
+    if (ck->exec) {
+        char peak[32];
+        exec_value(ck->exec, ck->exec_len, "scratch_peak", peak, sizeof peak);
+        unsigned long long was = strtoull(peak, NULL, 10);
+        if (was > s->be->info.scratch_bytes) s->be->info.scratch_bytes = (size_t)was;
+    }
     return 0;
 }

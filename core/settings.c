@@ -12,12 +12,33 @@
         if ((call) < 0) return -1;  \
     } while (0)
 
+/* [run] name becomes the folder runs/<name> and the arm's label in ab: a
+ * plain file name, never "..", a path or a hidden name. */
+static int check_name(amp_config *cfg, const char *name, char *err, size_t errlen) {
+    size_t n = strlen(name);
+    int ok = n >= 1 && n <= 64 && name[0] != '.';
+    for (size_t i = 0; ok && i < n; i++) {
+        char c = name[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '.' || c == '_' || c == '-' || c == '+';
+    }
+    if (ok) return 0;
+    const char *where = NULL;
+    amp_config_lookup(cfg, "run", "name", &where);
+    snprintf(err, errlen,
+             "%s: [run] name = '%s': use 1 to 64 letters, digits and . _ - + not starting with '.' "
+             "(it names the output folder runs/<name>)",
+             where ? where : amp_config_path(cfg), name);
+    return -1;
+}
+
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     int64_t i64;
     int idx;
 
     GET(amp_config_get_string(cfg, "run", "name", "run", &s->name, err, errlen));
+    GET(check_name(cfg, s->name, err, errlen));
     GET(amp_config_get_int(cfg, "run", "seed", 0, 0, INT64_MAX, &i64, err, errlen));
     s->seed = (uint64_t)i64;
     static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
@@ -52,7 +73,8 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     }
 
     const char *const *models = amp_model_names();
-    GET(amp_config_get_choice(cfg, "model", "name", "mlp", models, &idx, err, errlen));
+    /* the registry's first model is the default */
+    GET(amp_config_get_choice(cfg, "model", "name", models[0], models, &idx, err, errlen));
     s->model = models[idx];
     GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
 

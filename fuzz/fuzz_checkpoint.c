@@ -78,7 +78,9 @@ static void check(const uint8_t *buf, size_t len) {
     amp_checkpoint ck2;
     if (amp_checkpoint_encode(&ck, &again, &again_len, err, sizeof err) != 0 ||
         amp_checkpoint_parse(again, again_len, &ck2, err, sizeof err) != 0 || ck2.step != ck.step ||
-        ck2.nparams != ck.nparams || ck2.metrics_len != ck.metrics_len)
+        ck2.nparams != ck.nparams || ck2.metrics_len != ck.metrics_len ||
+        ck2.has_metrics_pos != ck.has_metrics_pos || ck2.metrics_pos != ck.metrics_pos ||
+        ck2.metrics_crc != ck.metrics_crc)
         abort();
     free(again);
 }

@@ -7,8 +7,9 @@
 #   --also REGEX     another regex that must match too (repeatable)
 #   --not REGEX      a regex that must not match (repeatable)
 #   --no-outputs DIR the run's outputs (config.ini, metrics.jsonl,
-#                    summary.json, weights.safetensors, *.partial) are
-#                    removed from DIR first and must not exist there after
+#                    summary.json, weights.safetensors) are removed from DIR
+#                    first and must not exist there after, nor any
+#                    temporary (*.partial, hidden or not)
 # POSIX sh only, so it runs wherever CTest does.
 set -u
 
@@ -58,7 +59,8 @@ while IFS= read -r re; do
     ! grep -Eq -- "$re" "$tmp/$stream" || say "$stream matches what it must not: $re"
 done <"$tmp/reject"
 if [ -n "$outdir" ] && [ -d "$outdir" ]; then
-    for f in "$outdir"/*; do
+    # temporaries are hidden: .NAME.XXXXXX.partial
+    for f in "$outdir"/* "$outdir"/.*.partial "$outdir"/checkpoints/.*.partial; do
         [ -e "$f" ] || continue
         case ${f##*/} in
         config.ini | metrics.jsonl | summary.json | weights.safetensors | *.partial)

@@ -79,6 +79,30 @@ typedef struct amp_gemm_desc {
     amp_round_count *cnt;               /* telemetry for the roundings (dev, may be NULL) */
 } amp_gemm_desc;
 
+/* A plain GEMM on densely stored row-major matrices: C[m,n] = op(A) op(B)
+ * into acc, leading dimensions from the shapes, no batch, no epilogue
+ * (set the epilogue fields on the result to add one). */
+static inline amp_gemm_desc amp_gemm_plain(float *acc, const void *a, const void *b, amp_dtype dt,
+                                           int trans_a, int trans_b, int m, int n, int k) {
+    amp_gemm_desc g = {0};
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = trans_a ? m : k;
+    g.ldb = trans_b ? k : n;
+    g.ldc = n;
+    g.batch = 1;
+    g.in_dtype = dt;
+    g.a = a;
+    g.b = b;
+    g.alpha = 1.0f;
+    g.acc = acc;
+    g.out_dtype = AMP_DTYPE_F32;
+    return g;
+}
+
 /* A 2-D convolution as PyTorch's nn.Conv2d with groups = 1 and dilation
  * = 1, NCHW: x [n, c_in, h, w], w [c_out, c_in, kh, kw], y [n, c_out, p, q]
  * with p = (h + 2 pad_h - kh) / stride_h + 1 and q likewise
@@ -184,6 +208,17 @@ typedef struct amp_backend_ops {
      * it is refused before allocating. 0 when alloc itself reports failure
      * (cudaMalloc). */
     double (*overcommit_limit)(amp_backend *be);
+    /* Backward through an activation, with the roundings a stored gradient
+     * gets, in one pass:
+     *   dz(dt)[n] = round_dt(quantize_dt(da[n]) * act'(widen(z(dt)[n])))
+     * both roundings counted into cnt (dev, may be NULL); dz may equal z.
+     * When dz_f32 is non-NULL it also receives widen(dz). For dt == F32 it is
+     * dz = da * act'(z), counting nothing. NULL in a backend without it:
+     * models then compose quantize + widen + act_backward + round, which
+     * gives the same bits. */
+    int (*act_backward_round)(amp_backend *be, void *dz, float *dz_f32, const float *da,
+                              const void *z, amp_dtype dt, size_t n, amp_act act,
+                              amp_round_count *cnt);
 
     /* ---- convolutional-network ops (appended; NULL on a backend that
      * lacks them, see amp_conv2d_desc and friends above) ---- */
@@ -242,11 +277,28 @@ typedef struct amp_backend_ops {
                                int hw, int training);
 } amp_backend_ops;
 
+/* What a backend runs, for summary.json, bench_step and the checkpoint's
+ * warning when a run resumes on another path. Filled at creation (isa,
+ * threads, widened_gemm) and as GEMMs run (gemm, scratch_bytes). */
+typedef struct amp_backend_info {
+    char isa[32];          /* instruction-set path: "avx512", "avx2", ...; "" when not reported */
+    char isa_available[32]; /* the best path this machine supports */
+    int threads;           /* threads of the element-wise kernels and GEMMs; 0 = not reported */
+    char gemm[AMP_DTYPE_COUNT][128]; /* per GEMM input dtype: the kernel(s) that ran */
+    /* bit (1u << dtype): GEMMs with 16-bit inputs of that dtype widen them to
+     * FP32 first (no native 16-bit kernel), so a model does better to keep an
+     * FP32 copy of its working weights (rounded through the dtype) once per
+     * step than to have them widened at every GEMM */
+    unsigned widened_gemm;
+    size_t scratch_bytes;  /* peak backend-internal scratch (widened operands, GEMM library) */
+} amp_backend_info;
+
 struct amp_backend {
     const amp_backend_ops *ops;
     amp_device device;
     int allow_tf32; /* set by the core from the precision policy */
     int deterministic; /* [run] deterministic: only deterministic library algorithms (cuDNN) */
+    amp_backend_info info;
     void *impl;
     char err[512];
 };
@@ -254,6 +306,9 @@ struct amp_backend {
 /* Ops a backend lacks are NULL. Calling one through AMP_CALL sets be->err
  * to "backend 'cpu' has no op 'NAME'" and fails instead of crashing. */
 int amp_backend_missing(amp_backend *be, const char *op);
+/* Checks what every gemm_ex implementation requires of a descriptor; 0,
+ * or 1 with be->err. */
+int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d);
 #define AMP_CALL(be, op, ...) \
     ((be)->ops->op ? (be)->ops->op((be), __VA_ARGS__) : amp_backend_missing((be), #op))
 
@@ -264,6 +319,10 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen);
 amp_backend *amp_backend_cuda_create(char *err, size_t errlen);
 /* 1 when built with CUDA and a device is visible. */
 int amp_backend_cuda_available(void);
+/* Why amp_backend_cuda_available() is 0: cudaGetDeviceCount's error, the
+ * driver's and the runtime's CUDA versions, or that this build has no CUDA;
+ * "" when a device is visible. Static storage, valid until the next call. */
+const char *amp_backend_cuda_unavailable_reason(void);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,11 @@
-/* CPU backend, convolutional-network ops: conv2d as im2col + OpenBLAS sgemm
- * per image (16-bit operands widened exactly to FP32 first, so the
- * accumulation is FP32), max pooling and batch normalisation as plain
- * loops. The per-element math is kernels/conv.h, the same functions the
- * CUDA kernels call. Deterministic: the loops run in a fixed order and
- * OpenBLAS splits sgemm over the output, never over the summed dimension.
+/* CPU backend, convolutional-network ops: conv2d as im2col + the backend's
+ * FP32 GEMM (16-bit operands widened exactly to FP32 first by the backend's
+ * widen op, so the accumulation is FP32), max pooling and batch
+ * normalisation as plain loops. The per-element math is kernels/conv.h, the
+ * same functions the CUDA kernels call. Deterministic: the loops run in a
+ * fixed order and the backend's GEMMs are deterministic.
  *
  * Also the shape checks every backend runs first (amp_*_desc_check). */
-#include <cblas.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -106,19 +105,24 @@ static int bn_check(amp_backend *be, int n, int c, int hw, int training) {
 
 /* ---- conv2d ------------------------------------------------------------- */
 
-/* dst[n] = src(dt)[n] as FP32, exactly: a copy, the FP16 table (the
- * branch-free form of amp_widen16), or BF16's shift. */
-static void widen_into(float *dst, const void *src, size_t off, amp_dtype dt, size_t n) {
-    if (dt == AMP_DTYPE_F32) {
-        memcpy(dst, (const float *)src + off, n * sizeof(float));
-    } else if (dt == AMP_DTYPE_F16) {
-        const float *t = amp_cpu_f16_table();
-        const uint16_t *h = (const uint16_t *)src + off;
-        for (size_t i = 0; i < n; i++) dst[i] = t[h[i]];
-    } else {
-        const uint16_t *h = (const uint16_t *)src + off;
-        for (size_t i = 0; i < n; i++) dst[i] = amp_widen16(h[i], AMP_DTYPE_BF16);
-    }
+/* dst[n] = elements off .. off+n-1 of src(dt) as FP32, exactly: the
+ * backend's own widen op (its vector kernels). */
+static int widen_into(amp_backend *be, float *dst, const void *src, size_t off, amp_dtype dt,
+                      size_t n) {
+    const char *p = (const char *)src + off * (dt == AMP_DTYPE_F32 ? 4 : 2);
+    return be->ops->widen(be, dst, p, dt, n);
+}
+
+/* C[m, n] = alpha op(A) op(B) + beta C in FP32 through the backend's GEMM
+ * (OpenBLAS or oneDNN, whichever path it runs: deterministic either way). */
+static int gemm32(amp_backend *be, int trans_a, int trans_b, int m, int n, int k, const float *a,
+                  int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+    amp_gemm_desc g = amp_gemm_plain(c, a, b, AMP_DTYPE_F32, trans_a, trans_b, m, n, k);
+    g.lda = lda;
+    g.ldb = ldb;
+    g.ldc = ldc;
+    g.beta = beta;
+    return be->ops->gemm_ex(be, &g);
 }
 
 /* Images go through the GEMMs in chunks of G side by side (one GEMM of
@@ -187,7 +191,9 @@ static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, con
     s->yc = s->col + col;
     s->wf = s->yc + yc;
     s->xf = s->wf + (d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * s->g.K);
-    if (w && d->dt != AMP_DTYPE_F32) widen_into(s->wf, w, 0, d->dt, (size_t)d->c_out * s->g.K);
+    if (w && d->dt != AMP_DTYPE_F32 &&
+        widen_into(be, s->wf, w, 0, d->dt, (size_t)d->c_out * s->g.K) != 0)
+        return 1;
     return 0;
 }
 
@@ -199,12 +205,12 @@ static const float *weights(const conv_ws *s, const void *w, const amp_conv2d_de
  * kx), (oy, ox) is x[ci, oy*stride - pad + ky, ox*stride - pad + kx], 0 in
  * the padding. A 16-bit x is widened into
  * xf first, once per element rather than once per use. */
-static void im2col(float *col, float *xf, const void *x, const amp_conv2d_desc *d,
-                   const conv_geom *gm, int i0, int g) {
+static int im2col(amp_backend *be, float *col, float *xf, const void *x, const amp_conv2d_desc *d,
+                  const conv_geom *gm, int i0, int g) {
     size_t cols = (size_t)g * gm->P, x_img = (size_t)d->c_in * d->h * d->w;
     const float *xs = (const float *)x + (size_t)i0 * x_img;
     if (d->dt != AMP_DTYPE_F32) {
-        widen_into(xf, x, (size_t)i0 * x_img, d->dt, (size_t)g * x_img);
+        if (widen_into(be, xf, x, (size_t)i0 * x_img, d->dt, (size_t)g * x_img) != 0) return 1;
         xs = xf;
     }
     for (int ci = 0; ci < d->c_in; ci++)
@@ -229,17 +235,21 @@ static void im2col(float *col, float *xf, const void *x, const amp_conv2d_desc *
                     }
                 }
             }
+    return 0;
 }
 
 /* yc[c_out, g*P] = dy of images i0 .. i0+g-1 (NCHW, dt), as FP32. */
-static void gather_dy(float *yc, const void *dy, const amp_conv2d_desc *d, const conv_geom *gm,
-                      int i0, int g) {
+static int gather_dy(amp_backend *be, float *yc, const void *dy, const amp_conv2d_desc *d,
+                     const conv_geom *gm, int i0, int g) {
     size_t cols = (size_t)g * gm->P;
     for (int co = 0; co < d->c_out; co++)
         for (int gi = 0; gi < g; gi++) {
             size_t src = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
-            widen_into(yc + (size_t)co * cols + (size_t)gi * gm->P, dy, src, d->dt, (size_t)gm->P);
+            if (widen_into(be, yc + (size_t)co * cols + (size_t)gi * gm->P, dy, src, d->dt,
+                           (size_t)gm->P) != 0)
+                return 1;
         }
+    return 0;
 }
 
 int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
@@ -251,10 +261,10 @@ int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void 
     const float *wf = weights(&s, w, d);
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        im2col(s.col, s.xf, x, d, gm, i0, g);
+        if (im2col(be, s.col, s.xf, x, d, gm, i0, g) != 0) return 1;
         /* yc[c_out, cols] = W[c_out, K] . col[K, cols] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->c_out, cols, gm->K, 1.0f, wf,
-                    gm->K, s.col, cols, 0.0f, s.yc, cols);
+        if (gemm32(be, 0, 0, d->c_out, cols, gm->K, wf, gm->K, s.col, cols, 0.0f, s.yc, cols))
+            return 1;
         for (int gi = 0; gi < g; gi++)
             for (int co = 0; co < d->c_out; co++) {
                 const float *src = s.yc + (size_t)co * cols + (size_t)gi * gm->P;
@@ -278,10 +288,10 @@ int amp_cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, con
     size_t x_img = (size_t)d->c_in * d->h * d->w;
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        gather_dy(s.yc, dy, d, gm, i0, g);
+        if (gather_dy(be, s.yc, dy, d, gm, i0, g) != 0) return 1;
         /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, gm->K, cols, d->c_out, 1.0f, wf,
-                    gm->K, s.yc, cols, 0.0f, s.col, cols);
+        if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s.yc, cols, 0.0f, s.col, cols))
+            return 1;
         /* col2im as a scatter in row order (ci, ky, kx): each input element
          * receives its terms in (ky, kx) ascending order starting from 0,
          * so the order of the sum is fixed by the shape. */
@@ -321,11 +331,12 @@ int amp_cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, con
     const conv_geom *gm = &s.g;
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        im2col(s.col, s.xf, x, d, gm, i0, g);
-        gather_dy(s.yc, dy, d, gm, i0, g);
+        if (im2col(be, s.col, s.xf, x, d, gm, i0, g) != 0) return 1;
+        if (gather_dy(be, s.yc, dy, d, gm, i0, g) != 0) return 1;
         /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->c_out, gm->K, cols, 1.0f, s.yc,
-                    cols, s.col, cols, i0 ? 1.0f : 0.0f, dw, gm->K);
+        if (gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
+                   gm->K))
+            return 1;
     }
     if (d->dt != AMP_DTYPE_F32)
         for (size_t j = 0; j < (size_t)d->c_out * gm->K; j++)

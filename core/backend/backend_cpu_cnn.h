@@ -5,9 +5,6 @@
 
 #include "backend/backend.h"
 
-/* amp_widen16(h, AMP_DTYPE_F16) for all 65536 patterns (backend_cpu.c). */
-const float *amp_cpu_f16_table(void);
-
 int amp_cpu_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes);
 int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
                            const float *bias, const amp_conv2d_desc *d, void *ws,

@@ -2,9 +2,9 @@
  *                [--allow-diff] [--out DIR]`
  *
  * A/B test of precision policies: every config (an arm) runs with the same
- * seeds; a seed fixes the initial weights and the data order (amp_mlp_init_params
- * and amp_dataset_order take only the seed and the epoch), so arms see the
- * same start and the same batches. Runs are interleaved (A1 B1 A2 B2 ...) so
+ * seeds; a seed fixes the initial weights and the data order (a model's
+ * init_params and the batcher take only the seed, the epoch and the step),
+ * so arms see the same start and the same batches. Runs are interleaved (A1 B1 A2 B2 ...) so
  * that drift in the machine's speed hits every arm alike.
  *
  * Each run is a child process, `amptrain train` itself (/proc/self/exe), with
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -30,6 +31,7 @@
 #include "cli/cli.h"
 #include "io/config.h"
 #include "io/out_file.h"
+#include "io/run_lock.h"
 #include "session.h"
 
 #define MAX_SETS 256
@@ -311,25 +313,46 @@ static void remove_checkpoints(const char *dir) {
     rmdir(cdir);
 }
 
-/* SIGINT/SIGTERM during a study: the running child gets the signal too (it
- * finishes its step and checkpoints), then the study stops without ab.json
- * or report.html. Without this, `kill <ab>` would leave the child training
- * on as an orphan. */
-static volatile sig_atomic_t stop_signal;
+/* SIGINT, SIGTERM, SIGHUP or SIGPIPE during a study: the running child gets
+ * the signal too, exactly once (it runs in its own process group, so the
+ * terminal's Ctrl-C reaches ab alone); it finishes its step and checkpoints,
+ * then the study stops without ab.json or report.html. A second signal is
+ * forwarded as well and stops the child at once (it still removes its
+ * temporaries). Without forwarding, `kill <ab>` would leave the child
+ * training on as an orphan. */
+static volatile sig_atomic_t stop_signal, stop_count, second_signal;
 
-static void on_stop(int sig) { stop_signal = sig; }
+static void on_stop(int sig) {
+    if (stop_count && sig == SIGPIPE) return; /* every write to a closed pipe raises one */
+    if (!stop_count) stop_signal = sig;
+    else if (stop_count == 1) second_signal = sig;
+    stop_count++;
+}
+static void on_child(int sig) { (void)sig; } /* only wakes sigsuspend */
+
+static const int ab_stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
+static const char *ab_signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
+         : sig == SIGPIPE ? "SIGPIPE" : "a signal";
+}
 
 static void catch_stop_signals(void) {
-    static const int sigs[] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         struct sigaction sa, old;
-        sigaction(sigs[i], NULL, &old);
+        sigaction(ab_stop_signals[i], NULL, &old);
         if (old.sa_handler == SIG_IGN) continue; /* e.g. started with nohup or in the background */
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop; /* no SA_RESTART: waitpid returns EINTR */
+        sa.sa_handler = on_stop; /* no SA_RESTART */
         sigemptyset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, NULL);
+        sigaction(ab_stop_signals[i], &sa, NULL);
     }
+    struct sigaction sc;
+    memset(&sc, 0, sizeof sc);
+    sc.sa_handler = on_child;
+    sigemptyset(&sc.sa_mask);
+    sc.sa_flags = SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sc, NULL);
 }
 
 /* Runs `amptrain train` for one (arm, seed) as a child; 0 when it exited 0. */
@@ -355,37 +378,69 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     argv[n++] = "--out";
     argv[n++] = dir;
     argv[n] = NULL;
+    /* The stop signals and SIGCHLD stay blocked except inside sigsuspend,
+     * so none can slip in between checking for it and waiting. */
+    sigset_t block, orig;
+    sigemptyset(&block);
+    for (int i = 0; i < 4; i++) sigaddset(&block, ab_stop_signals[i]);
+    sigaddset(&block, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &block, &orig);
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &orig, NULL);
         snprintf(err, errlen, "cannot start a run: fork: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
-        signal(SIGINT, SIG_DFL); /* the child installs its own handlers */
-        signal(SIGTERM, SIG_DFL);
-        int fd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        /* Its own process group: a signal reaches it only through ab. And it
+         * stops (with a checkpoint) should ab die without forwarding. */
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(126);
+        for (int i = 0; i < 4; i++) signal(ab_stop_signals[i], SIG_DFL); /* train installs its own */
+        signal(SIGCHLD, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &orig, NULL);
+        int fd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
-        close(fd);
         execv("/proc/self/exe", (char *const *)argv);
         fprintf(stderr, "amptrain ab: cannot run /proc/self/exe: %s\n", strerror(errno));
         _exit(127);
     }
-    int status, forwarded = 0;
+    setpgid(pid, pid); /* also here: whichever runs first, no signal finds it in ab's group */
+    int status = 0, forwarded = 0, rc = -1;
     for (;;) {
-        if (stop_signal && !forwarded) {
-            kill(pid, stop_signal);
-            forwarded = 1;
+        /* Forward each of the first two stop signals once. */
+        while (forwarded < stop_count && forwarded < 2) {
+            kill(pid, forwarded == 0 ? stop_signal : second_signal);
+            forwarded++;
         }
-        if (waitpid(pid, &status, 0) >= 0) break;
-        if (errno != EINTR) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) {
             snprintf(err, errlen, "waitpid: %s", strerror(errno));
+            sigprocmask(SIG_SETMASK, &orig, NULL);
             return -1;
         }
+        sigsuspend(&orig); /* returns after any handled signal */
     }
+    sigprocmask(SIG_SETMASK, &orig, NULL);
     if (stop_signal) {
-        snprintf(err, errlen, "stopped by %s; the run's checkpoint and log are in %s",
-                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM", dir);
+        int stopped_with_ckpt = WIFEXITED(status) && WEXITSTATUS(status) == 128 + stop_signal;
+        if (stopped_with_ckpt)
+            snprintf(err, errlen, "stopped by %s; the run's checkpoint and log are in %s",
+                     ab_signal_name(stop_signal), dir);
+        else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            snprintf(err, errlen, "stopped by %s as the run finished; its files are in %s",
+                     ab_signal_name(stop_signal), dir);
+        else
+            snprintf(err, errlen,
+                     "stopped by %s%s; the run ended without a checkpoint of its last step "
+                     "(%s %d): its earlier checkpoints, if any, and its log are in %s",
+                     ab_signal_name(stop_signal), forwarded > 1 ? " and a second signal" : "",
+                     WIFSIGNALED(status) ? "killed by signal" : "exit status",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), dir);
         return -1;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
@@ -397,7 +452,7 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     else
         snprintf(err, errlen, "exit status %d; its log: %s%s%s", WEXITSTATUS(status), out_log,
                  why[0] ? "\n  last line: " : "", why);
-    return -1;
+    return rc;
 }
 
 static void machine_info(amp_ab_study *st) {
@@ -504,7 +559,16 @@ int amp_cmd_ab(int argc, char **argv) {
     ab_args a;
     int pa = parse_args(&a, argc, argv);
     if (pa != 0) return pa > 0 ? 0 : 2;
+    /* Empty paths are usage errors ("" would read as the current folder). */
+    int empty = !a.out[0];
+    for (int i = 0; i < a.nconfigs; i++) empty |= !a.configs[i][0];
+    if (empty) {
+        fprintf(stderr, "amptrain ab: %s is an empty string; give a path\n",
+                !a.out[0] ? "--out" : "a config");
+        return 2;
+    }
     char err[4096] = "";
+    amp_run_lock lock = {-1, ""};
     amp_ab_study st;
     memset(&st, 0, sizeof st);
     st.arms = calloc((size_t)a.nconfigs, sizeof *st.arms);
@@ -524,6 +588,18 @@ int amp_cmd_ab(int argc, char **argv) {
     }
     code = 1;
     if (amp_mkdir_p(a.out, err, sizeof err) != 0) goto fail;
+    /* One study per folder; a second is refused, naming the first. */
+    int lr = amp_run_lock_acquire(&lock, a.out, "ab", err, sizeof err);
+    if (lr != 0) {
+        code = lr > 0 ? 2 : 1;
+        goto fail;
+    }
+    static const char *const ab_outputs[] = {"ab.json", "report.html", NULL};
+    amp_tmp_remove_stale(a.out, ab_outputs);
+    if (amp_out_check_inputs(a.out, ab_outputs, a.configs, a.nconfigs, err, sizeof err) != 0) {
+        code = 2;
+        goto fail;
+    }
     /* A report from an earlier study must not outlive a failed one. */
     char stale[PATH_MAX + 32];
     snprintf(stale, sizeof stale, "%s/ab.json", a.out);
@@ -542,7 +618,7 @@ int amp_cmd_ab(int argc, char **argv) {
         for (int i = 0; i < st.narms; i++) {
             if (stop_signal) {
                 snprintf(err, sizeof err, "stopped by %s before run %d of %d",
-                         stop_signal == SIGINT ? "SIGINT" : "SIGTERM", k + 1, total);
+                         ab_signal_name(stop_signal), k + 1, total);
                 goto fail;
             }
             amp_ab_arm *arm = &st.arms[i];
@@ -553,7 +629,14 @@ int amp_cmd_ab(int argc, char **argv) {
             fprintf(stderr, "[%d/%d] %s seed %llu ... ", ++k, total, arm->name,
                     (unsigned long long)r->seed);
             if (amp_mkdir_p(r->dir, err, sizeof err) != 0) goto fail;
-            /* Files of an earlier study in this folder must not pass for this run's. */
+            /* Files of an earlier study in this folder must not pass for this
+             * run's. Cleared under the run folder's lock: never under a
+             * `train` that writes there. */
+            amp_run_lock rl;
+            if (amp_run_lock_acquire(&rl, r->dir, "ab", err, sizeof err) != 0) {
+                fprintf(stderr, "failed\n");
+                goto fail;
+            }
             static const char *const outputs[] = {"summary.json", "metrics.jsonl", "config.ini",
                                                   "weights.safetensors"};
             for (int f = 0; f < 4; f++) {
@@ -564,6 +647,7 @@ int amp_cmd_ab(int argc, char **argv) {
             /* A stopped study leaves checkpoints; ab always starts a run afresh,
              * and `train --out` refuses a folder holding checkpoints. */
             remove_checkpoints(r->dir);
+            amp_run_lock_release(&rl);
             double t0 = now_s();
             char cerr[2048];
             if (run_child(&a, i, r->seed, r->dir, cerr, sizeof cerr) != 0) {
@@ -599,6 +683,7 @@ fail:
             code = 128 + stop_signal;
         }
     }
+    amp_run_lock_release(&lock);
     study_free(&st);
     return code;
 }

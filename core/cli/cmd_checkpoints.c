@@ -17,6 +17,10 @@ int amp_cmd_checkpoints(int argc, char **argv) {
         fprintf(stderr, "usage: amptrain checkpoints RUN_DIR\n");
         return 2;
     }
+    if (!argv[1][0]) { /* "" would become "/checkpoints" */
+        fprintf(stderr, "amptrain checkpoints: the run folder is an empty string\n");
+        return 2;
+    }
     char dir[PATH_MAX], err[512];
     struct stat st;
     snprintf(dir, sizeof dir, "%s/checkpoints", argv[1]);
@@ -39,8 +43,7 @@ int amp_cmd_checkpoints(int argc, char **argv) {
         uint8_t *buf = NULL;
         size_t len = 0;
         amp_checkpoint ck;
-        if (amp_ckpt_store_read(path, &buf, &len, err, sizeof err) != 0 ||
-            amp_checkpoint_parse(buf, len, &ck, err, sizeof err) != 0) {
+        if (amp_ckpt_store_load(path, steps[i], &buf, &len, &ck, err, sizeof err) != 0) {
             printf("%s  DAMAGED: %s\n", path, err);
             damaged++;
         } else {

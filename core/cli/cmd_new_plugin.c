@@ -387,7 +387,7 @@ static const char readme[] =
 /* ------------------------------------------------------------- writing */
 
 static int valid_name(const char *s) {
-    if (!s[0] || strlen(s) > 64) return 0;
+    if (!s[0] || strlen(s) > AMP_PLUGIN_NAME_MAX) return 0; /* the loader's limit */
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
     return 1;
@@ -485,12 +485,16 @@ int amp_cmd_new_plugin(int argc, char **argv) {
     }
     if (!valid_name(name)) {
         fprintf(stderr,
-                "amptrain new-plugin: invalid name '%s': use 1 to 64 of a-z, 0-9 and _ (it is the "
+                "amptrain new-plugin: invalid name '%s': use 1 to %d of a-z, 0-9 and _ (it is the "
                 "name INI files use and part of the file name amp_%s_NAME.so)\n",
-                name, kind);
+                name, AMP_PLUGIN_NAME_MAX, kind);
         return 2;
     }
     const char *dir = argc == 4 ? argv[3] : name;
+    if (!dir[0]) {
+        fprintf(stderr, "amptrain new-plugin: the folder is an empty string; give a folder name\n");
+        return 2;
+    }
     int st = dir_state(dir);
     if (st != 0) {
         fprintf(stderr,

@@ -1,11 +1,16 @@
 /* `amptrain train CONFIG.ini [--set section.key=value]... [--out DIR | --resume DIR]`
  * Outputs (in DIR, default runs/<[run] name>): config.ini, metrics.jsonl,
- * summary.json, weights.safetensors. Each is written to a temporary name and
- * renamed into place, so a failed run leaves none of them half-written.
+ * summary.json, weights.safetensors. Each is written under a unique
+ * temporary name and renamed into place, summary.json last, so a failed run
+ * leaves none of them half-written; metrics.jsonl is also the run's history
+ * once it has a checkpoint (see run_ctx). The folder is locked for the whole
+ * run (io/run_lock.h), and no output is renamed over an input.
  * Checkpoints go to DIR/checkpoints every [train] checkpoint_every steps and
- * on SIGINT/SIGTERM (the step finishes, a checkpoint is written, exit
- * 128 + signal); --resume DIR continues from the newest valid one. */
+ * on SIGINT/SIGTERM/SIGHUP/SIGPIPE (the step finishes, a checkpoint is
+ * written, exit 128 + signal); --resume DIR continues from the newest valid
+ * one. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "arena.h"
 #include "io/checkpoint_store.h"
@@ -21,6 +27,7 @@
 #include "io/json.h"
 #include "log.h"
 #include "io/out_file.h"
+#include "io/run_lock.h"
 #include "session.h"
 
 #define MAX_SETS 256
@@ -134,6 +141,26 @@ typedef struct run_result {
     size_t device_peak;
 } run_result;
 
+/* What the backend ran (instruction-set path, threads, GEMM kernels per
+ * input dtype), when it reports it. */
+static void write_backend_info(FILE *f, const amp_backend_info *in) {
+    if (!in->isa[0]) return;
+    fputs(",\n  \"backend\": {\"isa\": ", f);
+    amp_json_str(f, in->isa);
+    fputs(", \"isa_available\": ", f);
+    amp_json_str(f, in->isa_available);
+    fprintf(f, ", \"threads\": %d, \"gemm\": {", in->threads);
+    static const char *const names[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+    int first = 1;
+    for (int d = 0; d < AMP_DTYPE_COUNT; d++) {
+        if (!in->gemm[d][0]) continue;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", names[d]);
+        amp_json_str(f, in->gemm[d]);
+        first = 0;
+    }
+    fputs("}}", f);
+}
+
 static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     const amp_model *m = s->model;
     fputs("{\n  \"name\": ", f);
@@ -146,6 +173,7 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     write_plugin(f, &s->scaler);
     fputs("},\n  \"device\": ", f);
     amp_json_str(f, s->be->ops->name);
+    write_backend_info(f, &s->be->info);
     fprintf(f, ",\n  \"seed\": %llu,\n  \"steps\": %lld,\n  \"skipped_steps\": %lld,\n",
             (unsigned long long)s->set.seed, (long long)s->step, (long long)s->skipped);
     fputs("  \"final_train_loss\": ", f);
@@ -166,6 +194,9 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
         fprintf(f, "%s\"%s\": %zu", c ? ", " : "", amp_mem_category_names[c], m->mem[c].size);
         total += m->mem[c].size;
     }
+    /* memory the backend holds for GEMMs (widened operands, library scratch) */
+    fprintf(f, ", \"backend_scratch\": %zu", s->be->info.scratch_bytes);
+    total += s->be->info.scratch_bytes;
     fprintf(f, ", \"total\": %zu, \"device_used\": %zu},\n  \"layers\": [", total, r->device_peak);
     unsigned long long tu = 0, to = 0, tn = 0;
     for (int l = 0; l < m->desc.nlayers; l++) {
@@ -199,26 +230,59 @@ static void progress(const amp_session *s, const amp_step_record *r, int tty) {
     }
 }
 
-/* SIGINT/SIGTERM: remembered here, acted on after the current step. The
- * handler resets itself, so a second signal stops the process at once
- * (checkpoint writes are atomic, so that is safe too). */
+/* SIGINT, SIGTERM, SIGHUP (a closed terminal) and SIGPIPE (`train ... |
+ * head -1`): remembered here, acted on after the current step (a checkpoint,
+ * then exit 128 + signal). A second stop signal stops the process at once,
+ * after removing the temporaries it was writing (checkpoint writes are
+ * atomic, so that is safe); a repeated SIGPIPE never does, since every write
+ * to the closed pipe raises one (the write then fails with EPIPE, which the
+ * progress output ignores). SIGHUP or SIGPIPE ignored when the run started
+ * (nohup, a parent that handles EPIPE) stay ignored; SIGINT and SIGTERM are
+ * always caught, also in a background job of a script (which starts with
+ * SIGINT ignored), so that `kill -INT` stops it with a checkpoint. */
 static volatile sig_atomic_t g_stop_signal;
 
-static void on_stop_signal(int sig) { g_stop_signal = sig; }
+static void on_stop_signal(int sig) {
+    if (!g_stop_signal) {
+        g_stop_signal = sig;
+        return;
+    }
+    if (sig == SIGPIPE) return;
+    amp_tmp_unlink_all();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig); /* pending until this handler returns, then fatal */
+}
+
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+#define NSTOP (int)(sizeof stop_signals / sizeof stop_signals[0])
 
 typedef struct signal_guard {
-    struct sigaction old_int, old_term, old_xfsz;
+    struct sigaction old[NSTOP], old_xfsz;
 } signal_guard;
+
+static const char *signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
+         : sig == SIGPIPE ? "SIGPIPE" : "a signal";
+}
 
 static void signals_install(signal_guard *g) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    for (int i = 0; i < NSTOP; i++) sigaddset(&sa.sa_mask, stop_signals[i]);
+    sa.sa_flags = SA_RESTART;
     g_stop_signal = 0;
-    sigaction(SIGINT, &sa, &g->old_int);
-    sigaction(SIGTERM, &sa, &g->old_term);
+    for (int i = 0; i < NSTOP; i++) {
+        sigaction(stop_signals[i], NULL, &g->old[i]);
+        int keep_ignored = g->old[i].sa_handler == SIG_IGN &&
+                           (stop_signals[i] == SIGHUP || stop_signals[i] == SIGPIPE);
+        if (!keep_ignored) sigaction(stop_signals[i], &sa, NULL);
+    }
     /* A file-size limit (ulimit -f) must fail the write with EFBIG, which is
      * reported, instead of killing the process mid-checkpoint. */
     sa.sa_handler = SIG_IGN;
@@ -227,19 +291,49 @@ static void signals_install(signal_guard *g) {
 }
 
 static void signals_restore(const signal_guard *g) {
-    sigaction(SIGINT, &g->old_int, NULL);
-    sigaction(SIGTERM, &g->old_term, NULL);
+    for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &g->old[i], NULL);
     sigaction(SIGXFSZ, &g->old_xfsz, NULL);
 }
 
-/* What the loop needs beyond the session: the outputs, a copy of every
- * metrics line (a checkpoint carries the metrics so far, so a resumed run's
- * metrics.jsonl is whole), and what came before a resume. */
+/* The outputs besides checkpoints/, written at the end (metrics.jsonl
+ * also as the run goes); their dead writers' temporaries are removed when
+ * the folder is locked. */
+static const char *const output_names[] = {"config.ini", "metrics.jsonl", "summary.json",
+                                           "weights.safetensors", NULL};
+
+/* The result files of a finished run: removed when a run starts to replace
+ * them (a new run's first checkpoint, or a resume), so that the folder never
+ * shows one run's summary beside another history. summary.json, the last
+ * file a run writes, goes first. */
+static void remove_results(const char *outdir) {
+    static const char *const results[] = {"summary.json", "weights.safetensors", "config.ini"};
+    for (int i = 0; i < 3; i++) {
+        char p[PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/%s", outdir, results[i]);
+        unlink(p);
+    }
+}
+
+/* What the loop needs beyond the session.
+ *
+ * metrics.jsonl is the run's history. A new run writes it under a
+ * temporary name until its first checkpoint, which publishes it (renames
+ * it into place, replacing an earlier run's files) and from then on it is
+ * appended in place. Each checkpoint records its length and CRC (MPOS), so
+ * a resume cuts it back to exactly the history of that checkpoint. Every
+ * write is checked: lines that could not be written are kept in `pending`
+ * and stored in the checkpoint (METR) that the failure forces. */
 typedef struct run_ctx {
-    amp_out_file *metrics;
-    FILE *mlog;
-    char *mtext;
-    size_t mlen;
+    amp_out_file metrics;
+    const char *outdir;
+    int fresh;               /* a new run: replace the folder's older results on publishing */
+    uint64_t mlen;           /* good bytes in the metrics file */
+    uint32_t mcrc;           /* their CRC32 */
+    char *pending;           /* lines the metrics file did not take */
+    size_t npending;
+    char mfail[512];         /* why it did not */
+    int64_t *valid;          /* checkpoints known valid, oldest first (for pruning) */
+    size_t nvalid;
     char ckdir[PATH_MAX + 16];
     double prior_wall;       /* training seconds before the resume */
     size_t prior_peak;
@@ -250,17 +344,71 @@ typedef struct run_ctx {
     char last_ckpt[PATH_MAX + 32];
 } run_ctx;
 
+/* Appends text to the metrics file, or to `pending` once a write failed. */
+static void emit(run_ctx *c, const char *text, size_t n) {
+    if (n == 0) return;
+    if (!c->mfail[0]) {
+        int fd = fileno(c->metrics.f);
+        if (amp_write_full(fd, text, n) == 0) {
+            c->mlen += n;
+            c->mcrc = (uint32_t)crc32(c->mcrc, (const Bytef *)text, (uInt)n);
+            return;
+        }
+        snprintf(c->mfail, sizeof c->mfail, "%s: cannot write: %s", c->metrics.final,
+                 strerror(errno));
+        /* Drop what part of it got out; the checkpoint keeps the line. */
+        if (ftruncate(fd, (off_t)c->mlen) != 0 || lseek(fd, (off_t)c->mlen, SEEK_SET) < 0) {
+            size_t k = strlen(c->mfail);
+            snprintf(c->mfail + k, sizeof c->mfail - k, " (and cannot cut it back: %s)",
+                     strerror(errno));
+        }
+    }
+    char *p = realloc(c->pending, c->npending + n);
+    if (!p) return; /* the checkpoint below then misses these lines; the error says why */
+    memcpy(p + c->npending, text, n);
+    c->pending = p;
+    c->npending += n;
+}
+
+/* Records a checkpoint known valid and keeps only the newest `keep`. */
+static int note_valid(run_ctx *c, int64_t step, int64_t keep) {
+    int64_t *v = realloc(c->valid, (c->nvalid + 1) * sizeof *v);
+    if (!v) return -1;
+    c->valid = v;
+    c->valid[c->nvalid++] = step;
+    if ((int64_t)c->nvalid > keep) {
+        size_t drop = c->nvalid - (size_t)keep;
+        memmove(c->valid, c->valid + drop, (c->nvalid - drop) * sizeof *v);
+        c->nvalid -= drop;
+    }
+    return 0;
+}
+
+/* The metrics history must be on disk before a checkpoint that points into
+ * it: publish it the first time (replacing an older run's results), else
+ * sync it. */
+static int metrics_durable(run_ctx *c, char *err, size_t errlen) {
+    if (!c->metrics.published) {
+        if (c->fresh) remove_results(c->outdir);
+        return amp_out_publish(&c->metrics, err, errlen);
+    }
+    if (fdatasync(fileno(c->metrics.f)) != 0) {
+        snprintf(err, errlen, "%s: cannot sync: %s", c->metrics.final, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char *err,
                             size_t errlen) {
+    /* A checkpoint of inf/NaN weights would count as the newest valid one
+     * and push the good ones out. */
+    if (amp_session_check_weights(s, err, errlen) != 0) return -1;
     amp_checkpoint ck;
     if (amp_session_snapshot(s, &ck, err, errlen) != 0) return -1;
     int rc = -1;
     uint8_t *buf = NULL, *losses = NULL;
     size_t len = 0, nl = s->step < (int64_t)AMP_CKPT_MAX_LOSSES ? (size_t)s->step : AMP_CKPT_MAX_LOSSES;
-    if (fflush(c->mlog) != 0) {
-        snprintf(err, errlen, "out of host memory for the metrics copy");
-        goto done;
-    }
     losses = malloc(nl * 8 + 1);
     if (!losses) {
         snprintf(err, errlen, "out of host memory");
@@ -270,14 +418,23 @@ static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char
         amp_ckpt_put_f64(losses, i, c->losses[(size_t)s->step - nl + i]);
     ck.losses = losses;
     ck.nlosses = nl;
-    ck.metrics = c->mtext;
-    ck.metrics_len = c->mlen;
+    ck.has_metrics_pos = 1;
+    ck.metrics_pos = c->mlen;
+    ck.metrics_crc = c->mcrc;
+    ck.metrics = c->pending;
+    ck.metrics_len = c->npending;
     ck.wall_seconds = c->prior_wall + (wall_now() - c->t0);
     ck.device_peak = device_peak;
     if (amp_checkpoint_encode(&ck, &buf, &len, err, errlen) != 0) goto done;
-    if (amp_ckpt_store_write(c->ckdir, s->step, buf, len, s->set.keep, err, errlen) != 0) goto done;
+    if (metrics_durable(c, err, errlen) != 0) goto done;
+    if (amp_ckpt_store_write(c->ckdir, s->step, buf, len, err, errlen) != 0) goto done;
     amp_ckpt_store_path(c->last_ckpt, sizeof c->last_ckpt, c->ckdir, s->step);
     amp_log(AMP_LOG_DEBUG, "checkpoint %s (%zu bytes)", c->last_ckpt, len);
+    if (note_valid(c, s->step, s->set.keep) != 0) {
+        snprintf(err, errlen, "out of host memory");
+        goto done;
+    }
+    if (amp_ckpt_store_prune(c->ckdir, s->set.keep, c->valid, c->nvalid, err, errlen) != 0) goto done;
     rc = 0;
 done:
     free(buf);
@@ -286,19 +443,9 @@ done:
     return rc;
 }
 
-/* One line to the metrics file and to the copy checkpoints carry. */
-static void log_metric(run_ctx *c, const amp_step_record *r) {
-    write_metric(c->metrics->f, r);
-    write_metric(c->mlog, r);
-}
-static void log_eval(run_ctx *c, const amp_session *s, double loss, double acc) {
-    write_eval(c->metrics->f, s, loss, acc);
-    write_eval(c->mlog, s, loss, acc);
-}
-
-/* The training loop proper, from wherever the session stands; outputs stay
- * .partial until the caller commits. 0 done, 1 stopped by a signal (a
- * checkpoint was written), -1 failed. */
+/* The training loop proper, from wherever the session stands; the result
+ * files stay temporaries until the caller commits. 0 done, 1 stopped by a
+ * signal (a checkpoint was written), -1 failed. */
 static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
     int tty = isatty(fileno(stderr));
@@ -318,40 +465,133 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
     res->device_peak = c->prior_peak;
     int rc = 0;
     int64_t nrun = 0;
+    amp_step_record last = {0};
     while (s->step < s->total_steps && rc == 0) {
         amp_step_record r;
         if ((rc = amp_session_step(s, &r, err, errlen)) != 0) break;
+        last = r;
         ms[nrun++] = r.step_ms;
         c->losses[r.step - 1] = r.loss;
         size_t used = s->be->ops->device_bytes_used(s->be);
         if (used > res->device_peak) res->device_peak = used;
+        /* The step's lines (its record, then its evaluation) are written
+         * together after the step. */
+        char *lines = NULL;
+        size_t nlines = 0;
+        FILE *lf = open_memstream(&lines, &nlines);
+        if (!lf) {
+            snprintf(err, errlen, "out of host memory");
+            rc = -1;
+            break;
+        }
         if (r.step % st->log_every == 0 || r.step == s->total_steps) {
-            log_metric(c, &r);
+            write_metric(lf, &r);
             progress(s, &r, tty);
         }
         /* eval_every = 0: evaluate at the end of every epoch */
         int epoch_end = (r.step % s->steps_per_epoch) == 0;
         int want_eval = st->eval_every > 0 ? r.step % st->eval_every == 0 : epoch_end;
-        if (want_eval && r.step != s->total_steps) {
+        /* Non-finite weights make every later step non-finite and skipped:
+         * stop at once instead of skipping to the end. */
+        if (r.skipped && !isfinite(r.loss) && amp_session_check_weights(s, err, errlen) != 0)
+            rc = -1;
+        if (rc == 0 && want_eval && r.step != s->total_steps) {
             double tl, ta;
-            if ((rc = amp_session_evaluate(s, &tl, &ta, err, errlen)) != 0) break;
-            log_eval(c, s, tl, ta);
-            if (!tty) fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n",
-                              (long long)r.step, tl, ta);
+            if ((rc = amp_session_evaluate(s, &tl, &ta, err, errlen)) == 0) {
+                write_eval(lf, s, tl, ta);
+                if (!tty) fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n",
+                                  (long long)r.step, tl, ta);
+            }
         }
-        /* A signal after the last step lets the run finish normally. */
+        int bad = fclose(lf) != 0;
+        if (rc == 0 && bad) {
+            snprintf(err, errlen, "out of host memory");
+            rc = -1;
+        }
+        if (rc == 0) emit(c, lines, nlines);
+        free(lines);
+        if (rc != 0) break;
+        /* A signal after the last step lets the run finish normally. A
+         * failed metrics write stops the run here, with a checkpoint that
+         * holds the lines the file did not take. */
         int stop = g_stop_signal && r.step < s->total_steps;
-        if ((st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop) {
-            if ((rc = write_checkpoint(s, c, res->device_peak, err, errlen)) != 0) break;
+        if ((st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop ||
+            c->mfail[0]) {
+            if (write_checkpoint(s, c, res->device_peak, err, errlen) != 0) {
+                if (c->mfail[0]) { /* say both */
+                    char why[1024];
+                    snprintf(why, sizeof why, "%s", err);
+                    snprintf(err, errlen, "%s; then the checkpoint failed too: %s", c->mfail, why);
+                }
+                rc = -1;
+                break;
+            }
+        }
+        if (c->mfail[0]) {
+            snprintf(err, errlen,
+                     "%s; stopped after step %lld of %lld with checkpoint %s, which keeps the "
+                     "lines that did not fit: make room, then continue with --resume %s",
+                     c->mfail, (long long)r.step, (long long)s->total_steps, c->last_ckpt,
+                     c->outdir);
+            rc = -1;
+            break;
         }
         if (stop) {
             if (tty) fputc('\n', stderr);
             rc = 1;
         }
     }
+    /* A run that never moved its weights, or moved them to inf/NaN, has no
+     * result: exit 1 instead of reporting one. */
+    if (rc == 0 && s->applied == 0) {
+        snprintf(err, errlen,
+                 "all %lld steps were skipped (non-finite gradients or the scaler's decision), so "
+                 "the weights never moved; the last step had loss %g at scale %g: look at the "
+                 "scaler's settings (a smaller initial scale) and the loss",
+                 (long long)s->step, last.loss, last.scale);
+        rc = -1;
+    }
+    if (rc == 0 && amp_session_check_weights(s, err, errlen) != 0) rc = -1;
     if (rc == 0) rc = amp_session_evaluate(s, &res->test_loss, &res->test_acc, err, errlen);
+    if (rc == 0 && !isfinite(res->test_loss)) {
+        snprintf(err, errlen,
+                 "the final test loss is %g: the weights are finite but the model's outputs are "
+                 "not (%lld of %lld steps were skipped); lower [optim] lr or set [optim] grad_clip",
+                 res->test_loss, (long long)s->skipped, (long long)s->step);
+        rc = -1;
+    }
     if (rc == 0) {
-        log_eval(c, s, res->test_loss, res->test_acc);
+        char *line = NULL;
+        size_t n = 0;
+        FILE *lf = open_memstream(&line, &n);
+        if (lf) {
+            write_eval(lf, s, res->test_loss, res->test_acc);
+            if (fclose(lf) != 0) n = 0;
+        }
+        if (!line || !n) {
+            snprintf(err, errlen, "out of host memory");
+            rc = -1;
+        } else {
+            emit(c, line, n);
+        }
+        free(line);
+        if (rc == 0 && c->mfail[0]) {
+            /* Every step is done: a checkpoint of the last one lets --resume
+             * finish the run (its evaluation is logged again then). */
+            c->npending = 0;
+            if (write_checkpoint(s, c, res->device_peak, err, errlen) == 0)
+                snprintf(err, errlen, "%s; all %lld steps are done and checkpoint %s holds the "
+                         "last: make room, then finish with --resume %s",
+                         c->mfail, (long long)s->step, c->last_ckpt, c->outdir);
+            else {
+                char why[1024];
+                snprintf(why, sizeof why, "%s", err);
+                snprintf(err, errlen, "%s; then the checkpoint failed too: %s", c->mfail, why);
+            }
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
         res->wall_s = c->prior_wall + (wall_now() - c->t0);
         int64_t tail = s->total_steps < 100 ? s->total_steps : 100;
         double sum = 0.0;
@@ -367,9 +607,105 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
     return rc;
 }
 
+/* CRC32 of the first n bytes of fd; -1 when it cannot read them all. */
+static int crc_prefix(int fd, uint64_t n, uint32_t *crc) {
+    static unsigned char buf[1 << 16];
+    uLong c = crc32(0L, Z_NULL, 0);
+    uint64_t done = 0;
+    while (done < n) {
+        size_t want = n - done < sizeof buf ? (size_t)(n - done) : sizeof buf;
+        ssize_t got = pread(fd, buf, want, (off_t)done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
+        c = crc32(c, buf, (uInt)got);
+        done += (uint64_t)got;
+    }
+    *crc = (uint32_t)c;
+    return 0;
+}
+
+/* Sets up metrics.jsonl for a run resumed from ck: the file cut back to the
+ * checkpoint's history (MPOS) and the lines the checkpoint kept (METR)
+ * appended. A checkpoint from before MPOS existed carries the whole history
+ * in METR. When the file does not hold the checkpoint's history (removed,
+ * edited) the history restarts at the checkpoint, with a warning. 0, or -1
+ * with err. */
+static int resume_metrics(run_ctx *c, const amp_checkpoint *ck, char *err, size_t errlen) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", c->outdir);
+    char why[256] = "";
+    /* O_NOFOLLOW: a symlink planted as metrics.jsonl is never written through. */
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        snprintf(why, sizeof why, "it is not a regular file");
+    } else if (fd < 0) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    }
+    if (ck->has_metrics_pos && fd >= 0) {
+        uint32_t crc = 0;
+        if ((uint64_t)st.st_size < ck->metrics_pos)
+            snprintf(why, sizeof why, "it has %lld bytes, the checkpoint's history %llu",
+                     (long long)st.st_size, (unsigned long long)ck->metrics_pos);
+        else if (crc_prefix(fd, ck->metrics_pos, &crc) != 0)
+            snprintf(why, sizeof why, "cannot read it: %s", strerror(errno));
+        else if (crc != ck->metrics_crc)
+            snprintf(why, sizeof why, "its first %llu bytes differ from the checkpoint's history",
+                     (unsigned long long)ck->metrics_pos);
+        else if (ftruncate(fd, (off_t)ck->metrics_pos) != 0 ||
+                 lseek(fd, (off_t)ck->metrics_pos, SEEK_SET) < 0) {
+            snprintf(err, errlen, "%s: cannot cut it back to the checkpoint: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        } else {
+            FILE *f = fdopen(fd, "r+");
+            if (!f) {
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                close(fd);
+                return -1;
+            }
+            memset(&c->metrics, 0, sizeof c->metrics);
+            snprintf(c->metrics.final, sizeof c->metrics.final, "%s", path);
+            c->metrics.f = f;
+            c->metrics.published = 1;
+            c->mlen = ck->metrics_pos;
+            c->mcrc = crc;
+            emit(c, ck->metrics, ck->metrics_len);
+            if (c->mfail[0]) {
+                snprintf(err, errlen, "%s", c->mfail);
+                return -1;
+            }
+            return 0;
+        }
+    }
+    /* A fresh history in a temporary, published at the first checkpoint. */
+    if (amp_out_open(&c->metrics, c->outdir, "metrics.jsonl", err, errlen) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    c->mlen = 0;
+    c->mcrc = (uint32_t)crc32(0L, Z_NULL, 0);
+    if (ck->has_metrics_pos)
+        amp_log(AMP_LOG_WARN,
+                "%s does not hold this checkpoint's history (%s): its lines cannot be told from "
+                "another run's, so the history starts again at step %lld and the file is replaced "
+                "at the next checkpoint",
+                path, why, (long long)ck->step + 1);
+    if (fd >= 0) close(fd);
+    emit(c, ck->metrics, ck->metrics_len);
+    if (c->mfail[0]) {
+        snprintf(err, errlen, "%s", c->mfail);
+        return -1;
+    }
+    return 0;
+}
+
 /* Puts the session where the newest valid checkpoint in c->ckdir stands.
- * A damaged checkpoint is skipped with a warning; one from another model,
- * plugin or config is refused. Returns the exit code (0 resumed). */
+ * A damaged checkpoint (or one whose weights are not finite) is skipped
+ * with a warning; one from another model, plugin or config is refused.
+ * Returns the exit code (0 resumed). */
 static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t errlen) {
     int64_t *steps = NULL;
     size_t n = 0;
@@ -382,22 +718,30 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
         uint8_t *buf = NULL;
         size_t len = 0;
         amp_checkpoint ck;
-        if (amp_ckpt_store_read(path, &buf, &len, why, sizeof why) != 0 ||
-            amp_checkpoint_parse(buf, len, &ck, why, sizeof why) != 0) {
+        if (amp_ckpt_store_load(path, steps[i], &buf, &len, &ck, why, sizeof why) != 0) {
+            damaged++;
+            amp_log(AMP_LOG_WARN, "%s: %s; %s", path, why,
+                    i + 1 < n ? "trying the previous checkpoint" : "no older checkpoint left");
+            continue;
+        }
+        char msg[1800];
+        code = amp_session_restore(s, &ck, msg, sizeof msg);
+        if (code == 0 && amp_session_check_weights(s, why, sizeof why) != 0) {
+            /* written by an amptrain that did not check: as good as damaged */
             damaged++;
             amp_log(AMP_LOG_WARN, "%s: %s; %s", path, why,
                     i + 1 < n ? "trying the previous checkpoint" : "no older checkpoint left");
             free(buf);
             continue;
         }
-        char msg[1800];
-        code = amp_session_restore(s, &ck, msg, sizeof msg);
         if (code != 0) {
             snprintf(err, errlen, "%s: %s", path, msg);
         } else {
-            if (fwrite(ck.metrics, 1, ck.metrics_len, c->metrics->f) != ck.metrics_len ||
-                fwrite(ck.metrics, 1, ck.metrics_len, c->mlog) != ck.metrics_len) {
-                snprintf(err, errlen, "%s: cannot write: %s", c->metrics->temp, strerror(errno));
+            /* The folder now continues this checkpoint's run: results of a
+             * finished run there describe another history. */
+            remove_results(c->outdir);
+            if (resume_metrics(c, &ck, err, errlen) != 0 || note_valid(c, steps[i], s->set.keep) != 0) {
+                if (!err[0]) snprintf(err, errlen, "out of host memory");
                 code = 1;
             }
             c->nprior = ck.nlosses;
@@ -405,8 +749,9 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
             c->prior_wall = isfinite(ck.wall_seconds) && ck.wall_seconds > 0 ? ck.wall_seconds : 0.0;
             c->prior_peak = (size_t)ck.device_peak;
             snprintf(c->last_ckpt, sizeof c->last_ckpt, "%s", path);
-            amp_log(AMP_LOG_INFO, "resuming from %s: step %lld of %lld (epoch %lld)", path,
-                    (long long)s->step, (long long)s->total_steps, (long long)s->batcher->epoch);
+            if (code == 0)
+                amp_log(AMP_LOG_INFO, "resuming from %s: step %lld of %lld (epoch %lld)", path,
+                        (long long)s->step, (long long)s->total_steps, (long long)s->batcher->epoch);
         }
         free(buf);
         free(steps);
@@ -419,9 +764,20 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
     return 1;
 }
 
+/* Empty paths are usage errors ("" would read as the current folder, or
+ * worse). */
+static int check_paths(const train_args *a) {
+    const char *what = !a->config[0] ? "the config" : a->out && !a->out[0] ? "--out"
+                     : a->resume && !a->resume[0] ? "--resume" : NULL;
+    if (!what) return 0;
+    fprintf(stderr, "amptrain train: %s is an empty string; give a path\n", what);
+    return -1;
+}
+
 int amp_cmd_train(int argc, char **argv) {
     train_args a;
     if (parse_args(&a, argc, argv) != 0) return 2;
+    if (check_paths(&a) != 0) return 2;
     char err[2048] = "";
     amp_config *cfg = amp_config_load(a.config, err, sizeof err);
     if (!cfg) {
@@ -452,22 +808,45 @@ int amp_cmd_train(int argc, char **argv) {
         snprintf(outdir, sizeof outdir, "%s", a.out);
     else
         snprintf(outdir, sizeof outdir, "runs/%s", s->set.name);
-    amp_out_file conf = {0}, metrics = {0}, summary = {0};
+    amp_out_file conf = {0}, summary = {0};
+    amp_run_lock lock = {-1, ""};
     run_result res;
     memset(&res, 0, sizeof res);
     run_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
-    ctx.metrics = &metrics;
+    ctx.outdir = outdir;
+    ctx.fresh = !a.resume;
     snprintf(ctx.ckdir, sizeof ctx.ckdir, "%s/checkpoints", outdir);
     code = 1;
-    ctx.mlog = open_memstream(&ctx.mtext, &ctx.mlen);
-    if (!ctx.mlog) {
-        snprintf(err, sizeof err, "out of host memory");
-        goto done;
-    }
     {
-        /* Never mix a new run's checkpoints with an earlier run's, and never
-         * create the folder of a run that is not there to resume. */
+        /* Never create the folder of a run that is not there to resume. */
+        struct stat st;
+        if (a.resume && (stat(outdir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+            snprintf(err, sizeof err,
+                     "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
+                     "of a run that had [train] checkpoint_every set or was stopped by a signal",
+                     outdir, ctx.ckdir);
+            code = 2;
+            goto done;
+        }
+        if (!a.resume && amp_mkdir_p(outdir, err, sizeof err) != 0) goto done;
+        /* One process per folder, from here to the end: everything below
+         * reads and writes the folder. */
+        int lr = amp_run_lock_acquire(&lock, outdir, "train", err, sizeof err);
+        if (lr != 0) {
+            code = lr > 0 ? 2 : 1;
+            goto done;
+        }
+        amp_tmp_remove_stale(outdir, output_names);
+        /* Stopped while starting: leave the folder as it was. */
+        if (g_stop_signal) {
+            snprintf(err, sizeof err, "stopped by %s before the first step; nothing was written",
+                     signal_name((int)g_stop_signal));
+            fprintf(stderr, "amptrain: %s\n", err);
+            code = 128 + (int)g_stop_signal;
+            goto done;
+        }
+        /* Never mix a new run's checkpoints with an earlier run's. */
         int64_t *steps = NULL;
         size_t n = 0;
         if (amp_ckpt_store_list(ctx.ckdir, &steps, &n, err, sizeof err) != 0) goto done;
@@ -488,55 +867,79 @@ int amp_cmd_train(int argc, char **argv) {
             code = 2;
             goto done;
         }
+        /* The outputs are renamed over whatever has their names: never over
+         * a file this run reads. */
+        char init[PATH_MAX] = "";
+        if (strcmp(s->set.init, "default") != 0) amp_session_resolve_path(s, s->set.init, init, sizeof init);
+        const char *inputs[] = {a.config, init[0] ? init : NULL, s->precision.path, s->scaler.path};
+        if (amp_out_check_inputs(outdir, output_names, inputs, 4, err, sizeof err) != 0) {
+            code = 2;
+            goto done;
+        }
     }
-    if (amp_mkdir_p(outdir, err, sizeof err) != 0 || amp_out_open(&conf, outdir, "config.ini", err, sizeof err) ||
-        amp_out_open(&metrics, outdir, "metrics.jsonl", err, sizeof err) ||
-        amp_out_open(&summary, outdir, "summary.json", err, sizeof err))
+    if (a.resume) {
+        if ((code = resume(s, &ctx, a.resume, err, sizeof err)) != 0) goto done;
+    } else if (amp_out_open(&ctx.metrics, outdir, "metrics.jsonl", err, sizeof err) != 0) {
         goto done;
-    if (a.resume && (code = resume(s, &ctx, a.resume, err, sizeof err)) != 0) goto done;
+    } else {
+        ctx.mcrc = (uint32_t)crc32(0L, Z_NULL, 0);
+    }
     code = 1;
     amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %s, %lld steps (%lld per epoch), output in %s",
             s->set.name, s->precision.entry->name, s->scaler.entry->name, s->be->ops->name,
             (long long)s->total_steps, (long long)s->steps_per_epoch, outdir);
-    if (amp_config_write_resolved(cfg, conf.f) != 0) {
-        snprintf(err, sizeof err, "%s: cannot write the resolved config", conf.temp);
-        goto done;
-    }
     int rc = run(s, &ctx, &res, err, sizeof err);
     if (rc == 1) {
         int sig = (int)g_stop_signal;
         fprintf(stderr,
                 "amptrain: stopped by %s after step %lld of %lld; checkpoint %s\n"
                 "amptrain: continue with: amptrain train %s --resume %s\n",
-                sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)s->step,
-                (long long)s->total_steps, ctx.last_ckpt, a.config, outdir);
-        amp_out_abort(&conf);
-        amp_out_abort(&metrics);
-        amp_out_abort(&summary);
+                signal_name(sig), (long long)s->step, (long long)s->total_steps, ctx.last_ckpt,
+                a.config, outdir);
         code = 128 + sig;
         goto done;
     }
     if (rc != 0) goto done;
-    write_summary(summary.f, s, &res);
-    char wpath[PATH_MAX + 32];
-    snprintf(wpath, sizeof wpath, "%s/weights.safetensors", outdir);
-    if (amp_session_save_weights(s, wpath, err, sizeof err) != 0) goto done;
-    if (amp_out_commit(&conf, err, sizeof err) || amp_out_commit(&metrics, err, sizeof err) ||
-        amp_out_commit(&summary, err, sizeof err))
-        goto done;
+    /* The results, summary.json last: a folder holding summary.json holds a
+     * complete run. An older summary goes first, so a crash in between never
+     * leaves it beside the new files. */
+    {
+        char old_summary[PATH_MAX + 32], wpath[PATH_MAX + 32];
+        snprintf(old_summary, sizeof old_summary, "%s/summary.json", outdir);
+        snprintf(wpath, sizeof wpath, "%s/weights.safetensors", outdir);
+        if (amp_out_open(&conf, outdir, "config.ini", err, sizeof err) != 0 ||
+            amp_out_open(&summary, outdir, "summary.json", err, sizeof err) != 0)
+            goto done;
+        if (amp_config_write_resolved(cfg, conf.f) != 0) {
+            snprintf(err, sizeof err, "%s: cannot write the resolved config", conf.temp);
+            goto done;
+        }
+        write_summary(summary.f, s, &res);
+        if (unlink(old_summary) != 0 && errno != ENOENT) {
+            snprintf(err, sizeof err, "%s: cannot replace it: %s", old_summary, strerror(errno));
+            goto done;
+        }
+        if (amp_session_save_weights(s, wpath, err, sizeof err) != 0) goto done;
+        if (amp_out_commit(&conf, err, sizeof err) || amp_out_commit(&ctx.metrics, err, sizeof err) ||
+            amp_out_commit(&summary, err, sizeof err))
+            goto done;
+    }
     fprintf(stderr, "amptrain: %s: test_acc %.4f test_loss %.4f, %lld steps (%lld skipped), %.1f s\n",
             s->set.name, res.test_acc, res.test_loss, (long long)s->step, (long long)s->skipped,
             res.wall_s);
     code = 0;
 done:
-    if (code != 0 && code < 128) {
-        fprintf(stderr, "amptrain: %s\n", err);
-        amp_out_abort(&conf);
-        amp_out_abort(&metrics);
-        amp_out_abort(&summary);
-    }
-    if (ctx.mlog) fclose(ctx.mlog);
-    free(ctx.mtext);
+    if (code != 0 && code < 128) fprintf(stderr, "amptrain: %s\n", err);
+    /* Temporaries go; a published metrics.jsonl stays: it is the history
+     * the checkpoints point into (unless the new run's first checkpoint
+     * failed after publishing it: then nothing points into it). */
+    if (code != 0 && ctx.fresh && ctx.metrics.published && ctx.nvalid == 0) unlink(ctx.metrics.final);
+    amp_out_abort(&conf);
+    amp_out_abort(&ctx.metrics);
+    amp_out_abort(&summary);
+    free(ctx.pending);
+    free(ctx.valid);
+    amp_run_lock_release(&lock);
     amp_session_close(s);
     amp_config_free(cfg);
     signals_restore(&guard);

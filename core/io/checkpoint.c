@@ -9,10 +9,18 @@
 
 static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
 
-/* The sections of format versions 1 and 2, all required, each at most once. */
-enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_COUNT };
-static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM",
-                                              "SCAL", "TOTL", "LOSS", "METR"};
+/* The sections of format versions 1 and 2, each at most once. Those before
+ * S_OPTIONAL are required. METR (metrics lines) was required and held every
+ * line so far; it is optional now and holds only lines metrics.jsonl could
+ * not take, beside MPOS (the length and CRC of metrics.jsonl's history at
+ * this checkpoint). A file with METR and no MPOS is read as before: METR is
+ * the whole history. EXEC (where the run executed) is optional too: files
+ * written before it lack it. */
+enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_MPOS, S_EXEC, S_COUNT };
+#define S_OPTIONAL S_METR
+static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM", "SCAL",
+                                              "TOTL", "LOSS", "METR", "MPOS", "EXEC"};
+#define MPOS_SIZE 16u /* u64 byte length, u32 CRC32, u32 zero */
 
 /* Dimensions are capped, and element counts are summed with a cap, so that
  * sizes computed from them cannot overflow 64 bits. */
@@ -302,7 +310,7 @@ amp_round_count amp_checkpoint_total(const amp_checkpoint *ck, uint32_t i) {
     return c;
 }
 
-static int no_nul(const uint8_t *p, size_t n) { return memchr(p, '\0', n) == NULL; }
+static int no_nul(const uint8_t *p, size_t n) { return n == 0 || memchr(p, '\0', n) == NULL; }
 
 int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, char *err,
                          size_t errlen) {
@@ -386,7 +394,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         amp_set_err(err, errlen, "%llu bytes after the last section", (unsigned long long)(len - expect_off));
         return -1;
     }
-    for (int k = 0; k < S_COUNT; k++)
+    for (int k = 0; k < S_OPTIONAL; k++)
         if (!seen[k]) {
             amp_set_err(err, errlen, "section %s is missing", section_tags[k]);
             return -1;
@@ -414,9 +422,17 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                 (long long)out->step);
         return -1;
     }
-    if (!no_nul(sec[S_CONF], seclen[S_CONF]) || !no_nul(sec[S_METR], seclen[S_METR])) {
+    if (seen[S_MPOS] && (seclen[S_MPOS] != MPOS_SIZE || get_u32(sec[S_MPOS] + 12) != 0)) {
+        amp_set_err(err, errlen, "section MPOS: %zu bytes (expected %u with a zero last word)",
+                seclen[S_MPOS], MPOS_SIZE);
+        return -1;
+    }
+    if (!no_nul(sec[S_CONF], seclen[S_CONF]) || (seen[S_METR] && !no_nul(sec[S_METR], seclen[S_METR])) ||
+        (seen[S_EXEC] && !no_nul(sec[S_EXEC], seclen[S_EXEC]))) {
         amp_set_err(err, errlen, "section %s holds a NUL byte",
-                no_nul(sec[S_CONF], seclen[S_CONF]) ? "METR" : "CONF");
+                !no_nul(sec[S_CONF], seclen[S_CONF])                     ? "CONF"
+                : seen[S_METR] && !no_nul(sec[S_METR], seclen[S_METR]) ? "METR"
+                                                                        : "EXEC");
         return -1;
     }
     out->totals_raw = sec[S_TOTL];
@@ -432,6 +448,13 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
     out->nlosses = nloss;
     out->metrics = (const char *)sec[S_METR];
     out->metrics_len = seclen[S_METR];
+    out->exec = (const char *)sec[S_EXEC];
+    out->exec_len = seclen[S_EXEC];
+    if (seen[S_MPOS]) {
+        out->has_metrics_pos = 1;
+        out->metrics_pos = get_u64(sec[S_MPOS]);
+        out->metrics_crc = get_u32(sec[S_MPOS] + 8);
+    }
     return 0;
 }
 
@@ -543,6 +566,10 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
         wr_u64(&totl, t.overflow);
         wr_u64(&totl, t.nonzero);
     }
+    uint8_t mpos[MPOS_SIZE];
+    put_u64(mpos, ck->metrics_pos);
+    put_u32(mpos + 8, ck->metrics_crc);
+    put_u32(mpos + 12, 0);
     const uint8_t *data[S_COUNT] = {meta.p,
                                     (const uint8_t *)ck->config,
                                     ck->master,
@@ -550,12 +577,24 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
                                     ck->scaler_state,
                                     totl.p,
                                     ck->losses,
-                                    (const uint8_t *)ck->metrics};
+                                    (const uint8_t *)ck->metrics,
+                                    mpos,
+                                    (const uint8_t *)ck->exec};
     size_t n[S_COUNT] = {meta.len, ck->config_len, ck->master_len, ck->optim_len,
-                         ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len};
-    size_t total = AMP_CKPT_HEADER_SIZE + S_COUNT * AMP_CKPT_ENTRY_SIZE;
+                         ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len,
+                         MPOS_SIZE, ck->exec_len};
+    /* The optional sections only when they say something. */
+    int with[S_COUNT];
+    uint32_t nsec = 0;
+    for (int k = 0; k < S_COUNT; k++) {
+        with[k] = k < S_OPTIONAL || (k == S_METR && ck->metrics_len > 0) ||
+                  (k == S_MPOS && ck->has_metrics_pos) || (k == S_EXEC && ck->exec_len > 0);
+        nsec += (uint32_t)with[k];
+    }
+    size_t total = AMP_CKPT_HEADER_SIZE + nsec * AMP_CKPT_ENTRY_SIZE;
     int bad = meta.oom || totl.oom;
     for (int k = 0; k < S_COUNT; k++) {
+        if (!with[k]) continue;
         if ((n[k] && !data[k]) || n[k] > SIZE_MAX - total) bad = 1;
         if (!bad) total += n[k];
     }
@@ -568,12 +607,14 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
     }
     memcpy(buf, ckpt_magic, 8);
     put_u32(buf + 8, AMP_CKPT_FORMAT_VERSION);
-    put_u32(buf + 12, S_COUNT);
+    put_u32(buf + 12, nsec);
     put_u64(buf + 16, total);
     put_u32(buf + 28, 0);
-    size_t off = AMP_CKPT_HEADER_SIZE + S_COUNT * AMP_CKPT_ENTRY_SIZE;
+    size_t off = AMP_CKPT_HEADER_SIZE + nsec * AMP_CKPT_ENTRY_SIZE;
+    uint32_t idx = 0;
     for (int k = 0; k < S_COUNT; k++) {
-        uint8_t *e = buf + AMP_CKPT_HEADER_SIZE + (size_t)k * AMP_CKPT_ENTRY_SIZE;
+        if (!with[k]) continue;
+        uint8_t *e = buf + AMP_CKPT_HEADER_SIZE + (size_t)idx++ * AMP_CKPT_ENTRY_SIZE;
         memcpy(e, section_tags[k], 4);
         if (n[k]) memcpy(buf + off, data[k], n[k]);
         put_u32(e + 4, crc32_of(buf + off, n[k]));
@@ -582,7 +623,7 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
         off += n[k];
     }
     uLong c = crc32(0L, buf, 24);
-    c = crc32(c, buf + AMP_CKPT_HEADER_SIZE, S_COUNT * AMP_CKPT_ENTRY_SIZE);
+    c = crc32(c, buf + AMP_CKPT_HEADER_SIZE, nsec * AMP_CKPT_ENTRY_SIZE);
     put_u32(buf + 24, (uint32_t)c);
     free(meta.p);
     free(totl.p);

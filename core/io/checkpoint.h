@@ -15,7 +15,13 @@
  * text the run used), MAST (master weights, f32), OPTM (optimizer state,
  * f32, opt_buffers arrays of nparams), SCAL (the scaler plugin's own
  * state_save bytes), TOTL (per-layer rounding totals), LOSS (the last <= 100
- * step losses, f64, for summary.json) and METR (metrics.jsonl so far).
+ * step losses, f64, for summary.json), all required; then the optional MPOS
+ * (u64 length and u32 CRC32 of the run's metrics.jsonl at this checkpoint,
+ * u32 zero: the history stays in metrics.jsonl, and a resume cuts it back to
+ * that length), METR (metrics lines that belong before this checkpoint
+ * but are not in metrics.jsonl, e.g. after a failed write; in files from
+ * before MPOS existed, every metrics line so far) and EXEC (where it ran:
+ * backend, instruction-set path, threads).
  * Unknown tags are skipped, so later versions can add sections.
  *
  * Format 2 (this amptrain) describes the model by its parameter table
@@ -29,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amptrain/plugin.h"
 #include "backend/backend.h"
 
 #define AMP_CKPT_FORMAT_VERSION 2u
@@ -36,7 +43,11 @@
 #define AMP_CKPT_HEADER_SIZE 32u
 #define AMP_CKPT_ENTRY_SIZE 24u
 #define AMP_CKPT_MAX_LOSSES 100u
-#define AMP_CKPT_NAME_MAX 64 /* plugin names, versions, the model name (with NUL) */
+/* plugin names, versions, the model name (with NUL): the loader's limits,
+ * so every plugin that loads fits a checkpoint and its name is never cut */
+#define AMP_CKPT_NAME_MAX (AMP_PLUGIN_NAME_MAX + 1)
+_Static_assert(AMP_PLUGIN_VERSION_MAX <= AMP_PLUGIN_NAME_MAX,
+               "checkpoints store versions in name-sized fields");
 #define AMP_CKPT_PARAM_NAME_MAX 96 /* parameter names (with NUL), as AMP_MODEL_NAME_MAX */
 #define AMP_CKPT_MAX_DIMS 4
 #define AMP_CKPT_MAX_LAYERS (1u << 20)
@@ -88,7 +99,16 @@ typedef struct amp_checkpoint {
     const uint8_t *optim_state; size_t optim_len; /* OPTM: opt_buffers x nparams x f32 */
     const uint8_t *scaler_state; size_t scaler_len; /* SCAL */
     const uint8_t *losses; size_t nlosses;      /* LOSS: nlosses x f64 */
-    const char *metrics;  size_t metrics_len;   /* METR */
+    const char *metrics;  size_t metrics_len;   /* METR (NULL, 0 when absent) */
+    /* MPOS: has_metrics_pos 0 when absent (an older file) */
+    int has_metrics_pos;
+    uint64_t metrics_pos;                       /* metrics.jsonl's length in bytes */
+    uint32_t metrics_crc;                       /* CRC32 of those bytes */
+    /* EXEC (optional; absent in older files: NULL, 0): where the run
+     * executed, "key=value" lines (backend, isa, threads), so a resume on
+     * another instruction-set path or thread count can say that its bits
+     * will differ */
+    const char *exec;     size_t exec_len;
 } amp_checkpoint;
 
 /* Validates and parses buf[0..len). 0, or -1 with the reason in err (e.g.

@@ -10,13 +10,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/checkpoint.h"
 #include "io/out_file.h"
 
 void amp_ckpt_store_path(char *out, size_t outlen, const char *dir, int64_t step) {
     snprintf(out, outlen, "%s/ckpt-%08lld.amp", dir, (long long)step);
 }
 
-/* "ckpt-<1..18 digits>.amp" -> step; -1 for any other name. */
+/* "ckpt-<step>.amp" -> step; -1 for any other name. Only the name
+ * amp_ckpt_store_path writes counts (8 digits, more only without a leading
+ * zero): "ckpt-000000150.amp" would otherwise list as step 150 and be read,
+ * and pruned, as the different file ckpt-00000150.amp. */
 static int64_t parse_name(const char *name) {
     if (strncmp(name, "ckpt-", 5) != 0) return -1;
     const char *p = name + 5;
@@ -27,13 +31,17 @@ static int64_t parse_name(const char *name) {
         p++;
         digits++;
     }
-    return digits > 0 && strcmp(p, ".amp") == 0 ? v : -1;
+    int canonical = digits == 8 || (digits > 8 && name[5] != '0');
+    return canonical && strcmp(p, ".amp") == 0 ? v : -1;
 }
 
-/* Left by a writer killed between open and rename. */
+/* Left by a writer killed between create and rename: ".ckpt-*.partial"
+ * (amp_tmp_create's names), or ".ckpt-*.tmp" (older amptrain's). */
 static int is_temp_name(const char *name) {
     size_t n = strlen(name);
-    return strncmp(name, ".ckpt-", 6) == 0 && n > 10 && strcmp(name + n - 4, ".tmp") == 0;
+    return strncmp(name, ".ckpt-", 6) == 0 &&
+           ((n > 10 && strcmp(name + n - 4, ".tmp") == 0) ||
+            (n > 14 && strcmp(name + n - 8, ".partial") == 0));
 }
 
 static int cmp_desc(const void *a, const void *b) {
@@ -79,7 +87,7 @@ static void remove_stale_temps(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
-    char path[PATH_MAX];
+    char path[PATH_MAX + 300];
     while ((e = readdir(d)) != NULL) {
         if (!is_temp_name(e->d_name)) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -88,28 +96,18 @@ static void remove_stale_temps(const char *dir) {
     closedir(d);
 }
 
-static int fsync_dir(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return rc;
-}
-
-int amp_ckpt_store_write(const char *dir, int64_t step, const void *buf, size_t len, int64_t keep,
-                         char *err, size_t errlen) {
-    char final[PATH_MAX], temp[PATH_MAX];
+int amp_ckpt_store_write(const char *dir, int64_t step, const void *buf, size_t len, char *err,
+                         size_t errlen) {
+    char final[PATH_MAX], temp[PATH_MAX + 32] = "";
     amp_ckpt_store_path(final, sizeof final, dir, step);
-    snprintf(temp, sizeof temp, "%s/.ckpt-%08lld.amp.tmp", dir, (long long)step);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "%s: cannot create the checkpoint folder: %s", dir, strerror(errno));
         return -1;
     }
     remove_stale_temps(dir);
     const char *what = "cannot create";
-    int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char why[PATH_MAX + 128] = "";
+    int fd = amp_tmp_create(final, temp, sizeof temp, why, sizeof why);
     if (fd >= 0) {
         what = "cannot write";
         if (amp_write_full(fd, buf, len) == 0) {
@@ -121,8 +119,9 @@ int amp_ckpt_store_write(const char *dir, int64_t step, const void *buf, size_t 
                 if (rc == 0) {
                     what = "cannot rename into place";
                     if (rename(temp, final) == 0) {
+                        amp_tmp_forget(temp);
                         /* The rename is durable only once the folder is synced. */
-                        if (fsync_dir(dir) != 0) {
+                        if (amp_fsync_dir(dir) != 0) {
                             snprintf(err, errlen, "%s: cannot sync the folder %s: %s", final, dir,
                                      strerror(errno));
                             return -1;
@@ -136,26 +135,63 @@ int amp_ckpt_store_write(const char *dir, int64_t step, const void *buf, size_t 
     if (what) {
         int saved = errno;
         if (fd >= 0) close(fd);
-        unlink(temp);
-        snprintf(err, errlen,
-                 "%s: %s the checkpoint: %s (the earlier checkpoints in %s are untouched; make "
-                 "room, then continue the run with --resume)",
-                 final,
-                 what, strerror(saved), dir);
+        if (temp[0]) {
+            unlink(temp);
+            amp_tmp_forget(temp);
+        }
+        if (why[0]) /* amp_tmp_create said why */
+            snprintf(err, errlen, "%s (the earlier checkpoints in %s are untouched)", why, dir);
+        else
+            snprintf(err, errlen,
+                     "%s: %s the checkpoint: %s (the earlier checkpoints in %s are untouched; make "
+                     "room, then continue the run with --resume)",
+                     final, what, strerror(saved), dir);
         return -1;
     }
-    /* Keep the newest `keep`. */
+    return 0;
+}
+
+int amp_ckpt_store_prune(const char *dir, int64_t keep, const int64_t *valid, size_t nvalid,
+                         char *err, size_t errlen) {
+    if (keep <= 0) return 0;
     int64_t *steps = NULL;
     size_t n = 0;
-    if (keep > 0 && amp_ckpt_store_list(dir, &steps, &n, err, errlen) == 0) {
-        for (size_t i = (size_t)keep; i < n; i++) {
+    if (amp_ckpt_store_list(dir, &steps, &n, err, errlen) != 0) return -1;
+    /* Newest first: a checkpoint goes only once `keep` newer ones are known
+     * valid. A damaged or unchecked newer one never counts, so the one a
+     * resume fell back to stays until the run has written `keep` past it. */
+    int64_t newer_valid = 0;
+    for (size_t i = 0; i < n; i++) {
+        int known = 0;
+        for (size_t k = 0; k < nvalid && !known; k++) known = valid[k] == steps[i];
+        if (newer_valid >= keep) {
             char old[PATH_MAX];
             amp_ckpt_store_path(old, sizeof old, dir, steps[i]);
             unlink(old);
+        } else if (known) {
+            newer_valid++;
         }
-        free(steps);
+    }
+    free(steps);
+    return 0;
+}
+
+int amp_ckpt_store_load(const char *path, int64_t step, uint8_t **buf, size_t *len,
+                        amp_checkpoint *ck, char *why, size_t whylen) {
+    if (amp_ckpt_store_read(path, buf, len, why, whylen) != 0) return -1;
+    if (amp_checkpoint_parse(*buf, *len, ck, why, whylen) != 0) goto bad;
+    /* A renamed or copied file must not pass for another step's state. */
+    if (ck->step != step) {
+        snprintf(why, whylen, "the file name says step %lld but it holds step %lld",
+                 (long long)step, (long long)ck->step);
+        goto bad;
     }
     return 0;
+bad:
+    free(*buf);
+    *buf = NULL;
+    *len = 0;
+    return -1;
 }
 
 int amp_ckpt_store_read(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen) {

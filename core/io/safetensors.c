@@ -1092,16 +1092,12 @@ int amp_safetensors_write(const char *path, const amp_st_tensor *tensors, int co
         free(h.p);
         return st_fail(err, errlen, path, "out of memory");
     }
-    snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
 
     int rc = -1, created = 0;
-    /* O_TRUNC, not O_EXCL: a leftover with our pid is from a dead process. */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* A unique name (mkstemp), registered so a stop at once removes it too. */
+    int fd = amp_tmp_create(path, tmp, tl, err, errlen);
     created = fd >= 0;
-    if (fd < 0) {
-        st_fail(err, errlen, path, "cannot create %s: %s", tmp, strerror(errno));
-        goto done;
-    }
+    if (fd < 0) goto done;
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
     if (amp_write_full(fd, len8, 8) || amp_write_full(fd, h.p, h.n) || tensors_write(fd, tensors, count)) {
@@ -1122,11 +1118,15 @@ int amp_safetensors_write(const char *path, const amp_st_tensor *tensors, int co
         st_fail(err, errlen, path, "cannot rename %s over it: %s", tmp, strerror(errno));
         goto done;
     }
+    amp_tmp_forget(tmp);
     dir_sync(path);
     rc = 0;
 done:
     if (fd >= 0) close(fd);
-    if (rc && created) unlink(tmp); /* never leave a partial file behind */
+    if (rc && created) { /* never leave a partial file behind */
+        unlink(tmp);
+        amp_tmp_forget(tmp);
+    }
     free(tmp);
     free(h.p);
     return rc;

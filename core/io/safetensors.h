@@ -37,8 +37,9 @@ typedef struct amp_st_tensor {
 /* Writes the tensors as F32, in the given order, with optional metadata pairs
  * (meta_kv = {"k1", "v1", "k2", "v2", NULL}, or NULL for none). The header is
  * padded with spaces so the data starts 8-byte aligned, as the reference writer
- * does. The file is written to "<path>.tmp.<pid>", fsynced and renamed over
- * path, so a failure leaves path as it was (the temp file is removed). Names
+ * does. The file is written to a unique temporary beside it (amp_tmp_create),
+ * fsynced and renamed over path, so a failure leaves path as it was (the
+ * temporary is removed). Names
  * and metadata must be valid UTF-8, unique, and not "__metadata__". */
 int amp_safetensors_write(const char *path, const amp_st_tensor *tensors, int count,
                           const char *const *meta_kv, char *err, size_t errlen);

@@ -32,10 +32,14 @@ static inline int amp_scaler_read_int(const amp_host_api *host, const char *key,
 static inline int amp_scaler_check_scale(const amp_host_api *host, const char *key, double v)
 {
     float f = (float)v;
-    if (!isfinite(v) || v <= 0.0 || !isfinite(f) || f <= 0.0f) {
+    /* The host unscales by float(1/scale): that must be finite too, or the
+     * gradients become inf/NaN (the host refuses such a scale at step 0). */
+    float inv = (float)(1.0 / (double)f);
+    if (!isfinite(v) || v <= 0.0 || !isfinite(f) || f <= 0.0f || !isfinite(inv)) {
         host->key_error(host->ctx, key,
-                        "got %g; must be a finite number > 0 that fits float32 (%g .. %g)", v,
-                        (double)FLT_TRUE_MIN, (double)FLT_MAX);
+                        "got %g; must be a finite number that fits float32 with a reciprocal "
+                        "that does too (%g .. %g)",
+                        v, 1.0 / (double)FLT_MAX, (double)FLT_MAX);
         return -1;
     }
     return 0;

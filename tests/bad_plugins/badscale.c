@@ -3,6 +3,8 @@
  *                       NaN (so the run has written metrics before it fails)
  *   -DBAD_SCALE_ZERO -> amp_scaler_zeroscale.so: scale 0 from the start
  *   -DBAD_SCALE_INF  -> amp_scaler_infscale.so: scale 1, then +inf at step 1
+ *   -DBAD_SCALE_TINY -> amp_scaler_tinyscale.so: scale 1e-40 from the start,
+ *                       finite and > 0 but its reciprocal overflows float
  *   otherwise        -> amp_scaler_negscale.so: scale -1 from the start */
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +36,9 @@ static double bs_get_scale(void *self)
     return 0.0;
 #elif defined(BAD_SCALE_INF)
     return ((bs_state *)self)->updates < 1 ? 1.0 : INFINITY;
+#elif defined(BAD_SCALE_TINY)
+    (void)self;
+    return 1e-40;
 #else
     return -1.0;
 #endif
@@ -57,6 +62,8 @@ AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "zeroscale", "1.0.0", "test: scale 0",
 #elif defined(BAD_SCALE_INF)
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "infscale", "1.0.0", "test: scale turns +inf at step 1",
                   &bs_vtable);
+#elif defined(BAD_SCALE_TINY)
+AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "tinyscale", "1.0.0", "test: scale 1e-40", &bs_vtable);
 #else
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_SCALER, "negscale", "1.0.0", "test: scale -1", &bs_vtable);
 #endif

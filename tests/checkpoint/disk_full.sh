@@ -9,11 +9,12 @@ set -u
 A=$1 CONFIGS=$2 W=$3
 CFG=$CONFIGS/tiny_fp16_dynamic.ini
 rm -rf "$W" && mkdir -p "$W" || exit 1
-SETS=(--set train.checkpoint_every=10)
+SETS=(--set run.device=cpu --set train.checkpoint_every=10)
 
 "$A" train "$CFG" "${SETS[@]}" --out "$W/ref" 2>"$W/ref.log" || fail "reference run failed: $(tail -3 "$W/ref.log")"
 D=$W/run
-mkdir -p "$D/checkpoints" && cp "$W/ref/checkpoints/ckpt-00000130.amp" "$D/checkpoints/" || exit 1
+mkdir -p "$D/checkpoints" && cp "$W/ref/checkpoints/ckpt-00000130.amp" "$D/checkpoints/" &&
+    cp "$W/ref/metrics.jsonl" "$D/" || exit 1
 cp "$D/checkpoints/ckpt-00000130.amp" "$W/saved.amp"
 size=$(stat -c %s "$W/saved.amp")
 # bash's ulimit -f counts 1024-byte blocks: below the next checkpoint's size,

@@ -11,7 +11,7 @@ A=$1 CONFIGS=$2 W=$3
 CFG=$CONFIGS/tiny_fp16_dynamic.ini
 CYCLES=${AMP_KILL_CYCLES:-60}
 rm -rf "$W" && mkdir -p "$W" || exit 1
-SETS=(--set train.steps=12000 --set train.keep=2)
+SETS=(--set run.device=cpu --set train.steps=12000 --set train.keep=2)
 EVERY=(--set train.checkpoint_every=1)
 
 "$A" train "$CFG" "${SETS[@]}" --out "$W/ref" 2>"$W/ref.log" ||
@@ -47,7 +47,7 @@ for cycle in $(seq 1 "$CYCLES"); do
             fail "cycle $cycle: did not resume from the newest checkpoint $newest: $(grep resuming "$log"); now: $(ls -la "$D/checkpoints")"
         resumed=$((resumed + 1))
     fi
-    ls "$D"/checkpoints/.ckpt-*.tmp >/dev/null 2>&1 && torn=$((torn + 1))
+    ls "$D"/checkpoints/.ckpt-*.partial >/dev/null 2>&1 && torn=$((torn + 1))
     if [ -n "$(newest_ckpt "$D")" ]; then
         "$A" checkpoints "$D" >"$W/list.log" 2>&1 ||
             fail "cycle $cycle: a damaged checkpoint after kill -9: $(cat "$W/list.log")"
@@ -61,7 +61,8 @@ done
 # checkpoint_every only decides when to write: the last leg writes rarely.
 "$A" train "$CFG" "${SETS[@]}" --set train.checkpoint_every=500 --resume "$D" 2>"$W/final.log" ||
     fail "the final resume failed: $(tail -3 "$W/final.log")"
-! ls "$D"/checkpoints/.ckpt-*.tmp >/dev/null 2>&1 || fail "a stale temporary survived the final run"
+! ls "$D"/checkpoints/.ckpt-*.partial >/dev/null 2>&1 || fail "a stale temporary survived the final run"
+! ls "$D"/.*.partial >/dev/null 2>&1 || fail "a stale temporary survived the final run: $(ls -A "$D")"
 same_outputs "$W/ref" "$D" noconfig
 echo "kill -9: $cycle cycles ($resumed resumed before the kill, $torn killed mid-write leaving a" \
      "temporary), newest checkpoint at step $last; all checkpoints valid after every kill; the" \

@@ -48,11 +48,21 @@ wait_for_ckpt() {
     return 1
 }
 
-# no_outputs DIR: a stopped or failed run leaves nothing that looks finished
+# no_outputs DIR: a stopped or failed run leaves nothing that looks finished:
+# no result file and no temporary. (metrics.jsonl may be there: once a run
+# has a checkpoint it is the history the checkpoints point into.)
 no_outputs() {
     local f
-    for f in config.ini metrics.jsonl summary.json weights.safetensors; do
+    for f in config.ini summary.json weights.safetensors; do
         [ ! -e "$1/$f" ] || fail "$1/$f exists after a run that did not finish"
-        [ ! -e "$1/$f.partial" ] || fail "$1/$f.partial was left behind"
     done
+    for f in "$1"/.*.partial "$1"/*.partial "$1"/checkpoints/.*.partial; do
+        [ ! -e "$f" ] || fail "$f was left behind"
+    done
+}
+
+# no_metrics DIR: nor a metrics history (a run refused before it started)
+no_metrics() {
+    no_outputs "$1"
+    [ ! -e "$1/metrics.jsonl" ] || fail "$1/metrics.jsonl exists after a refused run"
 }

@@ -26,12 +26,17 @@ expect() {
 # A finished run that kept checkpoints 110..150; drop 150 so that resuming
 # has steps left to run.
 REF=$W/ref
-SETS=(--set train.checkpoint_every=10 --set train.keep=5)
+SETS=(--set run.device=cpu --set train.checkpoint_every=10 --set train.keep=5)
 "$A" train "$CFG" "${SETS[@]}" --out "$REF" 2>"$W/ref.log" ||
     fail "reference run failed: $(tail -3 "$W/ref.log")"
 rm "$REF/checkpoints/ckpt-00000150.amp"
 [ "$(ls "$REF/checkpoints" | wc -l)" = 4 ] || fail "keep = 5 did not keep 5 checkpoints"
-fresh() { rm -rf "$W/$1" && mkdir -p "$W/$1" && cp -r "$REF/checkpoints" "$W/$1/" && echo "$W/$1"; }
+# A run folder as an interrupted run leaves it: its checkpoints and its
+# metrics.jsonl history (longer than any checkpoint's: a resume cuts it back).
+fresh() {
+    rm -rf "$W/$1" && mkdir -p "$W/$1" && cp -r "$REF/checkpoints" "$REF/metrics.jsonl" "$W/$1/" &&
+        echo "$W/$1"
+}
 sums() { (cd "$1/checkpoints" && cksum ckpt-*.amp); }
 
 D=$(fresh shape)
@@ -40,6 +45,7 @@ expect 2 "ckpt-00000140\.amp: model shape differs: the checkpoint holds mlp: fc1
     "$W/shape.log" -- "$A" train "$CFG" --set model.hidden=48 --resume "$D"
 no_outputs "$D"
 [ "$(sums "$D")" = "$before" ] || fail "a refused resume changed the checkpoints"
+cmp -s "$REF/metrics.jsonl" "$D/metrics.jsonl" || fail "a refused resume changed metrics.jsonl"
 
 D=$(fresh scaler)
 expect 2 "written with scaler plugin 'dynamic' 1\.0\.0; this run uses 'hysteresis' 1\.0\.0" \
@@ -82,7 +88,8 @@ no_outputs "$D"
 
 mkdir -p "$W/empty"
 expect 2 "--resume .*empty: no checkpoint in" "$W/empty.log" -- "$A" train "$CFG" --resume "$W/empty"
-no_outputs "$W/empty"
+no_metrics "$W/empty"
+[ -z "$(ls -A "$W/empty")" ] || fail "a refused resume left files in an empty folder: $(ls -A "$W/empty")"
 expect 2 "--resume .*missing: no checkpoint in" "$W/missing.log" -- "$A" train "$CFG" --resume "$W/missing"
 [ ! -e "$W/missing" ] || fail "--resume of a missing folder created it"
 

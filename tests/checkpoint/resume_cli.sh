@@ -1,6 +1,6 @@
 #!/bin/bash
-# A run stopped by a real SIGTERM/SIGINT (it finishes the step, writes a
-# checkpoint and exits 143/130) and continued with --resume ends with the
+# A run stopped by a real SIGTERM/SIGINT/SIGHUP (it finishes the step, writes
+# a checkpoint and exits 143/130/129) and continued with --resume ends with the
 # same metrics.jsonl, summary.json (wall-clock fields masked),
 # weights.safetensors and config.ini as the same run left alone.
 # Variants: AdamW + FP16 dynamic scaling, SGD + momentum in FP32 with
@@ -24,7 +24,8 @@ variant() {
     sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"
     kill -"$sig" "$pid"
     wait "$pid"
-    local rc=$? want=$([ "$sig" = INT ] && echo 130 || echo 143)
+    local rc=$? want
+    want=$(case $sig in INT) echo 130 ;; HUP) echo 129 ;; *) echo 143 ;; esac)
     [ "$rc" = 0 ] && fail "$name: the run finished before SIG$sig arrived; raise train.steps"
     [ "$rc" = "$want" ] || fail "$name: exit $rc after SIG$sig, expected $want: $(tail -3 "$W/$name.stop.log")"
     grep -Eq "stopped by SIG$sig after step [0-9]+ of [0-9]+; checkpoint .*ckpt-[0-9]{8}\.amp" \
@@ -43,7 +44,10 @@ variant() {
     echo "$name: SIG$sig at step $at, resumed: outputs identical to the uninterrupted run"
 }
 
-variant adamw_fp16_dynamic TERM "$CONFIGS/tiny_fp16_dynamic.ini" --set train.steps=3000
+variant adamw_fp16_dynamic TERM "$CONFIGS/tiny_fp16_dynamic.ini" --set run.device=cpu \
+    --set train.steps=3000
 variant sgd_fp32_accumulate3 TERM "$HERE/tiny_sgd.ini"
-variant fp16_dynamic_accumulate2 INT "$CONFIGS/tiny_fp16_dynamic.ini" --set train.steps=1500 \
-    --set train.accumulate=2
+variant fp16_dynamic_accumulate2 INT "$CONFIGS/tiny_fp16_dynamic.ini" --set run.device=cpu \
+    --set train.steps=1500 --set train.accumulate=2
+# SIGHUP (the terminal closed) is a stop like SIGTERM (issue 15).
+variant sgd_fp32_hangup HUP "$HERE/tiny_sgd.ini"

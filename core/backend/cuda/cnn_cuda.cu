@@ -548,6 +548,7 @@ int amp_cuda_conv2d_forward(amp_backend *be, float *y, const void *x, const void
     AMP_CHECK_CUDNN(cudnnConvolutionForward(h, &one, p->x, x, p->w, w, p->conv[DIR_FWD], p->fwd,
                                             (char *)ws + p->stage, p->ws[DIR_FWD], &zero, p->y,
                                             out));
+    AMP_CHECK_LAUNCH(cudnnConvolutionForward);
     size_t plane = (size_t)amp_conv2d_out_h(d) * amp_conv2d_out_w(d);
     return conv_out(be, y, f16 ? ws : NULL, d->dt, bias, (size_t)d->n * d->c_out * plane, plane,
                     d->c_out);
@@ -563,6 +564,7 @@ int amp_cuda_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, co
     AMP_CHECK_CUDNN(cudnnConvolutionBackwardData(h, &one, p->w, w, p->y, dy, p->conv[DIR_DATA],
                                                  p->data, (char *)ws + p->stage, p->ws[DIR_DATA],
                                                  &zero, p->x, f16 ? ws : (void *)dx));
+    AMP_CHECK_LAUNCH(cudnnConvolutionBackwardData);
     size_t plane = (size_t)d->h * d->w;
     return conv_out(be, dx, f16 ? ws : NULL, d->dt, NULL, (size_t)d->n * d->c_in * plane, plane,
                     d->c_in);
@@ -589,6 +591,7 @@ int amp_cuda_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, co
                                                    p->filter, (char *)ws + p->stage,
                                                    p->ws[DIR_FILTER], &zero, p->w,
                                                    f16 ? ws : (void *)dw));
+    AMP_CHECK_LAUNCH(cudnnConvolutionBackwardFilter);
     size_t wn = (size_t)d->c_out * d->c_in * d->kh * d->kw;
     if (conv_out(be, dw, f16 ? ws : NULL, d->dt, NULL, wn, wn, 1) != 0) return 1;
     if (dbias) {

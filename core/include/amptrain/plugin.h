@@ -43,6 +43,15 @@ extern "C" {
 /* The one exported symbol, by name. */
 #define AMP_PLUGIN_ENTRY_SYMBOL "amp_plugin_entry"
 
+/* Limits the host enforces on every plugin, everywhere a plugin is named
+ * (the loader, checkpoints, `amptrain new-plugin`): a name is 1 to
+ * AMP_PLUGIN_NAME_MAX characters of [a-z0-9_], a version 1 to
+ * AMP_PLUGIN_VERSION_MAX printable ASCII characters, and a scaler's
+ * state_save may ask for at most AMP_SCALER_STATE_MAX bytes. */
+#define AMP_PLUGIN_NAME_MAX 63
+#define AMP_PLUGIN_VERSION_MAX 63
+#define AMP_SCALER_STATE_MAX (16u << 20)
+
 #if defined(__GNUC__)
 #define AMP_PLUGIN_EXPORT __attribute__((visibility("default")))
 #else
@@ -193,8 +202,10 @@ typedef struct amp_scaler_vtable {
      * the next scale. Required. */
     int (*update)(void *self, const amp_scaler_stats *stats, int *skip);
     /* Serialises the state into buf (cap bytes) and sets *len. With buf NULL
-     * only *len is set (the size needed). The bytes are the plugin's own
-     * format; the host stores them beside the plugin's name and version. */
+     * only *len is set (the size needed, at most AMP_SCALER_STATE_MAX). The
+     * host then calls it with cap = that size, and *len must come back the
+     * same (the host refuses any other length). The bytes are the plugin's
+     * own format; the host stores them beside the plugin's name and version. */
     int (*state_save)(void *self, void *buf, size_t cap, size_t *len);
     /* Restores a state written by state_save of the same plugin. Must reject
      * (host->error + non-zero) a buffer of the wrong size or content. */
@@ -208,8 +219,9 @@ typedef struct amp_plugin_info {
     uint32_t abi_minor;    /* AMP_PLUGIN_ABI_MINOR the plugin was built with */
     uint32_t struct_size;  /* sizeof(amp_plugin_info) the plugin was built with */
     uint32_t kind;         /* amp_plugin_kind */
-    const char *name;      /* short name used in INI files: [a-z0-9_]+ */
-    const char *version;   /* the plugin's own version, e.g. "1.0.0" */
+    const char *name;      /* short name used in INI files: [a-z0-9_]{1,AMP_PLUGIN_NAME_MAX} */
+    const char *version;   /* the plugin's own version, e.g. "1.0.0" (printable ASCII,
+                              at most AMP_PLUGIN_VERSION_MAX characters) */
     const char *description;
     /* amp_precision_vtable for PRECISION, amp_scaler_vtable for SCALER;
      * static storage, never freed. */

@@ -1,0 +1,52 @@
+/* make_old_ckpt IN.amp METRICS.jsonl OUT.amp: rewrites a checkpoint the way
+ * amptrain wrote them before MPOS existed: METR holds every metrics line
+ * up to the checkpoint (here the first MPOS bytes of METRICS.jsonl) and
+ * there is no MPOS. history.sh resumes from such a file to show that old
+ * checkpoints still read and restore their whole history. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/checkpoint.h"
+#include "io/checkpoint_store.h"
+
+static uint8_t *slurp(const char *path, size_t *len) {
+    char err[512];
+    uint8_t *buf = NULL;
+    if (amp_ckpt_store_read(path, &buf, len, err, sizeof err) != 0) {
+        fprintf(stderr, "make_old_ckpt: %s: %s\n", path, err);
+        exit(1);
+    }
+    return buf;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: make_old_ckpt IN.amp METRICS.jsonl OUT.amp\n");
+        return 2;
+    }
+    size_t len = 0, mlen = 0;
+    uint8_t *buf = slurp(argv[1], &len), *metrics = slurp(argv[2], &mlen);
+    amp_checkpoint ck;
+    char err[512];
+    if (amp_checkpoint_parse(buf, len, &ck, err, sizeof err) != 0 || !ck.has_metrics_pos ||
+        ck.metrics_pos > mlen || ck.metrics_len != 0) {
+        fprintf(stderr, "make_old_ckpt: %s: %s\n", argv[1], err[0] ? err : "not a new checkpoint");
+        return 1;
+    }
+    ck.has_metrics_pos = 0;
+    ck.metrics = (const char *)metrics;
+    ck.metrics_len = (size_t)ck.metrics_pos;
+    uint8_t *out = NULL;
+    size_t outlen = 0;
+    FILE *f = NULL;
+    if (amp_checkpoint_encode(&ck, &out, &outlen, err, sizeof err) != 0 ||
+        !(f = fopen(argv[3], "wb")) || fwrite(out, 1, outlen, f) != outlen || fclose(f) != 0) {
+        fprintf(stderr, "make_old_ckpt: %s: %s\n", argv[3], err[0] ? err : "cannot write");
+        return 1;
+    }
+    free(out);
+    free(buf);
+    free(metrics);
+    return 0;
+}
