@@ -140,6 +140,7 @@ if [ "$MODE" = rehearse ]; then
     step probe amp_gpu_probe "$BUILD/probe"
     cat "$LOGS/probe.log"
     step build cmake_build amptrain test_gpu_gemm test_gpu_kernels test_gpu_parity \
+        test_gpu_cnn test_cnn_reference test_gpu_cnn_parity \
         amp_precision_fp32 amp_precision_fp16 amp_precision_bf16 amp_scaler_none amp_scaler_dynamic \
         amp_scaler_static amp_scaler_hysteresis
     step leaks amp_gpu_leaks "$BUILD/amptrain" "$BUILD"
