@@ -1,6 +1,6 @@
 /* bench_cnn: the CNN's training-step time per precision policy against the
  * FP32 "floor" of the same step's convolutions and GEMMs, on the CPU
- * (im2col + OpenBLAS) or with --device cuda (cuDNN + cuBLAS). See
+ * (im2col + the backend's GEMM) or with --device cuda (cuDNN + cuBLAS). See
  * bench/README.md.
  *
  * The model is [model] name = cnn with --layers (default: the
