@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_internal.h"
 #include "backend/kernels/act.h"
 #include "backend/kernels/convert.h"
 #include "backend/kernels/optim.h"
@@ -138,8 +139,8 @@ static void quantize16(float *dst, const float *src, size_t n, amp_dtype dt, int
 }
 
 typedef struct cpu_impl {
-    float *scratch[2]; /* widened GEMM operands */
-    size_t scratch_len[2];
+    float *scratch[AMP_CPU_SCRATCH_SLOTS]; /* widened GEMM operands */
+    size_t scratch_len[AMP_CPU_SCRATCH_SLOTS];
 } cpu_impl;
 
 static void *cpu_alloc(amp_backend *be, size_t bytes) {
@@ -174,6 +175,11 @@ static const float *widened(amp_backend *be, int slot, const void *src, amp_dtyp
     }
     widen16(im->scratch[slot], src, dt, n);
     return im->scratch[slot];
+}
+
+const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
+    if (dt == AMP_DTYPE_F32) return src;
+    return widened(be, slot, src, dt, n);
 }
 
 static int cpu_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
@@ -313,8 +319,7 @@ static void cpu_destroy(amp_backend *be) {
     if (!be) return;
     cpu_impl *im = be->impl;
     if (im) {
-        free(im->scratch[0]);
-        free(im->scratch[1]);
+        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) free(im->scratch[i]);
         free(im);
     }
     free(be);
@@ -343,6 +348,13 @@ static const amp_backend_ops cpu_ops = {
     .adamw_step = cpu_adamw_step,
     .device_bytes_used = cpu_device_bytes_used,
     .overcommit_limit = cpu_overcommit_limit,
+    .embed_forward = amp_cpu_embed_forward,
+    .embed_backward = amp_cpu_embed_backward,
+    .layernorm_forward = amp_cpu_layernorm_forward,
+    .layernorm_backward = amp_cpu_layernorm_backward,
+    .attention_forward = amp_cpu_attention_forward,
+    .attention_backward = amp_cpu_attention_backward,
+    .residual_add = amp_cpu_residual_add,
 };
 
 amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
