@@ -100,6 +100,46 @@ static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, am
     return 0;
 }
 
+/* The descriptor GEMM: one strided-batched cuBLAS call (FP32 accumulate),
+ * then the fused epilogue kernel per batch matrix. */
+static int cuda_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
+    int has_epilogue = d->bias || d->out;
+    if (has_epilogue && d->ldc != d->n) {
+        snprintf(be->err, sizeof be->err, "gemm_ex: an epilogue needs ldc == n (ldc %d, n %d)",
+                 d->ldc, d->n);
+        return 1;
+    }
+    if (d->act != AMP_ACT_NONE && (!d->out || !d->act_out)) {
+        snprintf(be->err, sizeof be->err, "gemm_ex: an activation needs out and act_out");
+        return 1;
+    }
+    if (d->batch == 1) {
+        if (cuda_gemm(be, d->acc, d->a, d->b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k,
+                      d->lda, d->ldb, d->ldc, d->alpha, d->beta) != 0)
+            return 1;
+    } else if (d->batch > 1 && d->m > 0 && d->n > 0) {
+        cudaDataType_t in_type = d->in_dtype == AMP_DTYPE_F16    ? CUDA_R_16F
+                                 : d->in_dtype == AMP_DTYPE_BF16 ? CUDA_R_16BF
+                                                                 : CUDA_R_32F;
+        cublasComputeType_t compute = d->in_dtype == AMP_DTYPE_F32 && be->allow_tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+        /* row-major as column-major: swap A/B and m/n (see cuda_gemm) */
+        AMP_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+            amp_cuda_im(be)->blas, d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+            d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, d->n, d->m, d->k, &d->alpha, d->b, in_type,
+            d->ldb, d->stride_b, d->a, in_type, d->lda, d->stride_a, &d->beta, d->acc, CUDA_R_32F,
+            d->ldc, d->stride_c, d->batch, compute, CUBLAS_GEMM_DEFAULT));
+    }
+    if (!has_epilogue) return 0;
+    size_t out_size = d->out_dtype == AMP_DTYPE_F32 ? 4 : 2;
+    for (int i = 0; i < d->batch; i++)
+        if (amp_cuda_gemm_epilogue(be, d, d->acc + (size_t)i * (size_t)d->stride_c,
+                                   (size_t)i * (size_t)d->stride_c * out_size) != 0)
+            return 1;
+    return 0;
+}
+
 static size_t cuda_device_bytes_used(amp_backend *be) {
     (void)be;
     size_t fr = 0, total = 0;
@@ -138,6 +178,7 @@ static amp_backend_ops cuda_make_ops(void) {
     o.download = cuda_download;
     o.zero = cuda_zero;
     o.gemm = cuda_gemm;
+    o.gemm_ex = cuda_gemm_ex;
     o.round = amp_cuda_round;
     o.quantize = amp_cuda_quantize;
     o.widen = amp_cuda_widen;

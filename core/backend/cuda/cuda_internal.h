@@ -48,6 +48,9 @@ int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, s
 int amp_cuda_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
                       amp_round_count *cnt, int accumulate);
 int amp_cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n);
+/* The epilogue of one batch matrix of d over its FP32 result acc; out_off
+ * is the byte offset of that matrix in out/act_out. */
+int amp_cuda_gemm_epilogue(amp_backend *be, const amp_gemm_desc *d, float *acc, size_t out_off);
 int amp_cuda_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols);
 int amp_cuda_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act);
 int amp_cuda_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,

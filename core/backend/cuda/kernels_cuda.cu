@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_internal.h"
 #include "backend/kernels/act.h"
 #include "backend/kernels/convert.h"
+#include "backend/kernels/epilogue.h"
 #include "backend/kernels/optim.h"
 #include "backend/kernels/unscale.h"
 #include "backend/kernels/xent.h"
@@ -150,6 +151,42 @@ int amp_cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, s
     amp_k_widen16<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(dst, (const uint16_t *)src,
                                                                      n, (int)dt);
     AMP_CHECK_LAUNCH(amp_k_widen16);
+    return 0;
+}
+
+/* ---- the GEMM epilogue (amp_gemm_desc) ------------------------------------ */
+
+__global__ void amp_k_gemm_epilogue(float *acc, const void *bias, int bias_dt, void *out,
+                                    void *act_out, int out_dt, int act, size_t total, int cols,
+                                    amp_round_count *cnt) {
+    amp_counts c = {0, 0, 0};
+    AMP_GRID_LOOP(i, total) {
+        float v = acc[i];
+        if (bias) v += amp_epilogue_bias(bias, (int)(i % (size_t)cols), bias_dt);
+        if (!out) {
+            acc[i] = v;
+            continue;
+        }
+        unsigned f = 0;
+        float z = amp_epilogue_store(out, i, v, out_dt, &f);
+        c.add(f);
+        if (act != 0) {
+            amp_epilogue_store(act_out, i, amp_act_apply(z, act), out_dt, &f);
+            c.add(f);
+        }
+    }
+    if (cnt) c.flush(cnt);
+}
+
+int amp_cuda_gemm_epilogue(amp_backend *be, const amp_gemm_desc *d, float *acc, size_t out_off) {
+    size_t total = (size_t)d->m * (size_t)d->n;
+    if (total == 0) return 0;
+    char *out = d->out ? (char *)d->out + out_off : NULL;
+    char *act_out = d->act != AMP_ACT_NONE ? (char *)d->act_out + out_off : NULL;
+    amp_k_gemm_epilogue<<<amp_grid(be, total), AMP_BLOCK, 0, amp_stream(be)>>>(
+        acc, d->bias, (int)d->bias_dtype, out, act_out, (int)d->out_dtype, (int)d->act, total, d->n,
+        d->out_dtype == AMP_DTYPE_F32 ? NULL : d->cnt);
+    AMP_CHECK_LAUNCH(amp_k_gemm_epilogue);
     return 0;
 }
 
