@@ -72,11 +72,6 @@ int amp_cpu_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
     return 0;
 }
 
-/* Rounds an FP32 [n] array into dst(dt), counting. */
-static void store_all(void *dst, amp_dtype dt, const float *src, size_t n, amp_tally *t) {
-    for (size_t i = 0; i < n; i++) amp_store(dst, i, (int)dt, 0, src[i], t);
-}
-
 int amp_cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
                               amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt) {
     if (check_heads(be, "attention_forward", C, nh)) return 1;
@@ -104,9 +99,10 @@ int amp_cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, 
                         0.0f, Y + (size_t)b * T * C + (size_t)h * hs, C);
         }
     }
-    store_all(out, dt, Y, (size_t)B * T * C, &t);
     tally_flush(cnt, &t);
-    return 0;
+    /* the output's rounding: the backend's specialised round loop (the
+     * same amp_round16 per element) */
+    return be->ops->round(be, out, dt, Y, (size_t)B * T * C, cnt);
 }
 
 int amp_cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
@@ -143,9 +139,8 @@ int amp_cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const voi
                         C3, 0.0f, dK, C3);
         }
     }
-    store_all(dqkv, dt, dacc, (size_t)B * T * C3, &t);
     tally_flush(cnt, &t);
-    return 0;
+    return be->ops->round(be, dqkv, dt, dacc, (size_t)B * T * C3, cnt);
 }
 
 int amp_cpu_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
