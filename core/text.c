@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/json.h"
+#include "io/json_read.h"
 #include "log.h"
 #include "rng.h"
 #include "sha256.h"
@@ -100,12 +102,14 @@ int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char
         amp_set_err(err, errlen, "%s: read error", path);
         return -1;
     }
+    amp_sha256 s;
+    char hex[65];
+    amp_sha256_init(&s);
+    amp_sha256_update(&s, bytes, n);
+    amp_sha256_final_hex(&s, hex);
+    memcpy(t->sha256, hex, sizeof hex);
+    if (!realpath(path, t->path)) snprintf(t->path, sizeof t->path, "%s", path);
     if (expect_sha256) {
-        amp_sha256 s;
-        char hex[65];
-        amp_sha256_init(&s);
-        amp_sha256_update(&s, bytes, n);
-        amp_sha256_final_hex(&s, hex);
         if (strcmp(hex, expect_sha256) != 0) {
             free(bytes);
             amp_set_err(err, errlen,
@@ -250,4 +254,44 @@ amp_batcher *amp_batcher_text_create(const amp_text *t, uint64_t seed, int batch
 
 const int64_t *amp_batcher_text_eval_starts(const amp_batcher *b) {
     return b && b->ops == &text_ops ? ((const text_impl *)b->impl)->eval_starts : NULL;
+}
+
+int amp_text_write_vocab(const amp_text *t, FILE *f) {
+    fprintf(f, "{\n  \"vocab_size\": %d,\n  \"bytes\": [", t->vocab);
+    for (int i = 0; i < t->vocab; i++) fprintf(f, "%s%d", i ? ", " : "", t->chars[i]);
+    fputs("],\n  \"data\": ", f);
+    amp_json_str(f, t->path);
+    fputs(",\n  \"sha256\": ", f);
+    amp_json_str(f, t->sha256);
+    fputs("\n}\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char *data,
+                        size_t datalen, char sha[65], char *err, size_t errlen) {
+    amp_jval *v = amp_json_parse_file(path, err, errlen);
+    if (!v) return -1;
+    const amp_jval *n = amp_json_get_type(v, "vocab_size", AMP_JNUM);
+    const amp_jval *b = amp_json_get_type(v, "bytes", AMP_JARR);
+    const amp_jval *d = amp_json_get_type(v, "data", AMP_JSTR);
+    const amp_jval *h = amp_json_get_type(v, "sha256", AMP_JSTR);
+    int ok = n && b && d && h && n->num >= 1 && n->num <= 256 && (size_t)n->num == b->n &&
+             strlen(h->str) == 64;
+    for (size_t i = 0; ok && i < b->n; i++) {
+        const amp_jval *e = &b->items[i];
+        ok = e->type == AMP_JNUM && e->num >= 0 && e->num <= 255 && e->num == (int)e->num &&
+             (i == 0 || e->num > b->items[i - 1].num);
+        if (ok) bytes[i] = (unsigned char)e->num;
+    }
+    if (!ok) {
+        amp_set_err(err, errlen, "%s: not an amptrain vocabulary (vocab_size, ascending bytes, "
+                    "data, sha256)", path);
+        amp_json_free(v);
+        return -1;
+    }
+    *vocab = (int)n->num;
+    snprintf(data, datalen, "%s", d->str);
+    memcpy(sha, h->str, 65);
+    amp_json_free(v);
+    return 0;
 }

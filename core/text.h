@@ -8,6 +8,7 @@
 #define AMP_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "batcher.h"
@@ -25,6 +26,8 @@ typedef struct amp_text {
     int32_t *tokens;        /* [n] ids of the whole file */
     int64_t n;              /* characters */
     int64_t n_train;        /* the first floor(0.9 n) train, the rest validates */
+    char path[4096];        /* the file, made absolute */
+    char sha256[65];        /* its SHA-256 */
 } amp_text;
 
 /* Loads path. expect_sha256 (64 hex digits) or NULL: when given, the file's
@@ -33,6 +36,17 @@ typedef struct amp_text {
 int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
                   size_t errlen);
 void amp_text_free(amp_text *t);
+
+/* The vocabulary as a run saves it (vocab.json): {"vocab_size": V,
+ * "bytes": [the byte of each id], "data": absolute path, "sha256": hex}.
+ * 0, or -1 when writing failed. */
+int amp_text_write_vocab(const amp_text *t, FILE *f);
+
+/* Reads vocab.json back: bytes[256] (the byte of each id), the count, and
+ * the data file's path and SHA-256 as recorded. 0, or -1 with err naming
+ * the file. */
+int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char *data,
+                        size_t datalen, char sha[65], char *err, size_t errlen);
 
 /* SHA-256 of a file as 64 hex digits; -1 with err when it cannot be read. */
 int amp_file_sha256(const char *path, char hex[65], char *err, size_t errlen);

@@ -154,6 +154,10 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     amp_json_num(f, r->test_loss);
     fputs(",\n  \"test_acc\": ", f);
     amp_json_num(f, r->test_acc);
+    if (s->set.dataset == AMP_DATA_TEXT) { /* text: the evaluation split is the validation 10% */
+        fputs(",\n  \"val_loss\": ", f);
+        amp_json_num(f, r->test_loss);
+    }
     fputs(",\n  \"final_scale\": ", f);
     amp_json_num(f, amp_plugin_scaler(&s->scaler)->get_scale(s->scaler.self));
     fputs(",\n  \"wall_seconds\": ", f);
@@ -250,6 +254,19 @@ typedef struct run_ctx {
     char last_ckpt[PATH_MAX + 32];
 } run_ctx;
 
+/* DIR/vocab.json: the text run's vocabulary, so `amptrain sample` can decode
+ * (written beside the checkpoints too, for a run that has not finished). */
+static int write_vocab(const amp_session *s, const char *dir, char *err, size_t errlen) {
+    amp_out_file v = {0};
+    if (amp_out_open(&v, dir, "vocab.json", err, errlen) != 0) return -1;
+    if (amp_text_write_vocab(&s->text, v.f) != 0) {
+        amp_out_abort(&v);
+        snprintf(err, errlen, "%s: cannot write", v.temp);
+        return -1;
+    }
+    return amp_out_commit(&v, err, errlen);
+}
+
 static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char *err,
                             size_t errlen) {
     amp_checkpoint ck;
@@ -276,6 +293,7 @@ static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char
     ck.device_peak = device_peak;
     if (amp_checkpoint_encode(&ck, &buf, &len, err, errlen) != 0) goto done;
     if (amp_ckpt_store_write(c->ckdir, s->step, buf, len, s->set.keep, err, errlen) != 0) goto done;
+    if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->ckdir, err, errlen) != 0) goto done;
     amp_ckpt_store_path(c->last_ckpt, sizeof c->last_ckpt, c->ckdir, s->step);
     amp_log(AMP_LOG_DEBUG, "checkpoint %s (%zu bytes)", c->last_ckpt, len);
     rc = 0;
@@ -521,6 +539,7 @@ int amp_cmd_train(int argc, char **argv) {
     char wpath[PATH_MAX + 32];
     snprintf(wpath, sizeof wpath, "%s/weights.safetensors", outdir);
     if (amp_session_save_weights(s, wpath, err, sizeof err) != 0) goto done;
+    if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, outdir, err, sizeof err) != 0) goto done;
     if (amp_out_commit(&conf, err, sizeof err) || amp_out_commit(&metrics, err, sizeof err) ||
         amp_out_commit(&summary, err, sizeof err))
         goto done;
