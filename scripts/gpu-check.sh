@@ -11,6 +11,8 @@
 #   5. torch   scripts/torch_amp_bench.py, the same MLP step in PyTorch under
 #              fp32, tf32, fp16 autocast + GradScaler and bf16 autocast (when
 #              python3 has torch)
+#   6. gpt     the GPT step time per policy on CUDA: 50 steps of each
+#              configs/gpt_shakespeare_*.ini (median_step_ms of summary.json)
 # and a summary table. Each part runs under `timeout`, capped so the whole
 # script ends within the budget (default 460 s, under 8 minutes).
 #
@@ -123,10 +125,10 @@ BUILD_OK=$((PART_RC == 0))
 if [ "$BUILD_ONLY" = 1 ]; then
     :
 elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest memcheck bench torch; do record "$p" FAIL 0 "not run: the build failed"; done
+    for p in ctest memcheck bench torch gpt; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- 2. ctest -L gpu -------------------------------------------------------
-    run_part ctest 120 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu --output-on-failure
+    run_part ctest 150 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu --output-on-failure
     st=$(status_of $PART_RC)
     note=$(note_of $PART_RC)
     # On a GPU machine only the no-GPU CLI check may skip.
@@ -187,6 +189,23 @@ else
             record torch "$(status_of $PART_RC)" "$PART_S" "$(note_of $PART_RC)"
         fi
     fi
+    # --- 6. GPT step time per policy -------------------------------------------
+    gpt_steps() {
+        local p rc=0
+        echo "| policy | median step ms (CUDA) | final train loss |"
+        echo "|---|---:|---:|"
+        for p in fp32 fp16_dynamic bf16; do
+            "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
+                --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
+                --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { cat "$BUILD/gpt-$p.log"; rc=1; continue; }
+            echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$BUILD/gpt-$p/summary.json") |" \
+                "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$BUILD/gpt-$p/summary.json") |"
+        done
+        return $rc
+    }
+    export -f gpt_steps
+    run_part gpt 90 "$LOGS/gpt.log" bash -c gpt_steps
+    record gpt "$(status_of $PART_RC)" "$PART_S" "$(note_of $PART_RC)"
 fi
 
 # --- summary -------------------------------------------------------------------
@@ -195,7 +214,7 @@ echo "gpu-check summary ($(($(date +%s) - START)) s of a ${BUDGET} s budget; log
 printf '| %-9s | %-7s | %6s | %s\n' part status s note
 printf '|%s|%s|%s|%s\n' ----------- --------- -------- ------
 for line in "${SUMMARY[@]}"; do echo "$line"; done
-for f in bench torch; do
+for f in bench torch gpt; do
     if [ -s "$LOGS/$f.log" ] && grep -q '^|' "$LOGS/$f.log"; then
         echo
         echo "$f:"
