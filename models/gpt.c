@@ -489,28 +489,6 @@ static const void *operand(amp_model *m, int slot, const void *src, amp_dtype ha
     return g->op_16[slot];
 }
 
-static amp_gemm_desc gemm_desc(float *acc, const void *a, const void *b, amp_dtype dt, int ta,
-                               int tb, int M, int N, int K, int lda, int ldb, int ldc) {
-    amp_gemm_desc d;
-    memset(&d, 0, sizeof d);
-    d.trans_a = ta;
-    d.trans_b = tb;
-    d.m = M;
-    d.n = N;
-    d.k = K;
-    d.lda = lda;
-    d.ldb = ldb;
-    d.ldc = ldc;
-    d.batch = 1;
-    d.in_dtype = dt;
-    d.a = a;
-    d.b = b;
-    d.alpha = 1.0f;
-    d.acc = acc;
-    d.out_dtype = AMP_DTYPE_F32;
-    return d;
-}
-
 /* out(L->act)[rows, out] = round(x W^T + b), and act_out = round(act(out))
  * when act != NONE: one GEMM with the epilogue. */
 static int linear_forward(amp_model *m, const gpt_linear *L, const void *x, amp_dtype x_dt,
@@ -519,8 +497,7 @@ static int linear_forward(amp_model *m, const gpt_linear *L, const void *x, amp_
     const void *xg = operand(m, 0, x, x_dt, L->gemm, (size_t)rows * L->in);
     const void *wg = operand(m, 1, L->w_work, L->wdt, L->gemm, (size_t)L->in * L->out);
     if (!xg || !wg) return -1;
-    amp_gemm_desc d = gemm_desc(g->f_acc, xg, wg, L->gemm, 0, 1, rows, L->out, L->in, L->in, L->in,
-                                L->out);
+    amp_gemm_desc d = amp_gemm_plain(g->f_acc, xg, wg, L->gemm, 0, 1, rows, L->out, L->in);
     d.bias = L->b_work;
     d.bias_dtype = L->wdt;
     d.act = act;
@@ -591,8 +568,7 @@ static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, am
     const void *xg = operand(m, 1, x, x_dt, L->gemm, (size_t)rows * L->in);
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T X[rows, in] */
-    amp_gemm_desc dw = gemm_desc(g->f_w, dyg, xg, L->gemm, 1, 0, L->out, L->in, rows, L->out,
-                                 L->in, L->in);
+    amp_gemm_desc dw = amp_gemm_plain(g->f_w, dyg, xg, L->gemm, 1, 0, L->out, L->in, rows);
     CHECK(AMP_CALL(be, gemm_ex, &dw));
     CHECK(be->ops->quantize(be, m->grads + L->w_off, g->f_w, wn, L->wdt, cnt, 1));
     if (L->b_off != NO_PARAM) {
@@ -604,8 +580,7 @@ static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, am
     const void *wg = operand(m, 1, L->w_work, L->wdt, L->gemm, wn);
     if (!wg) return -1;
     /* dX[rows, in] = dY[rows, out] W[out, in] */
-    amp_gemm_desc dd = gemm_desc(dx, dyg, wg, L->gemm, 0, 0, rows, L->in, L->out, L->out, L->in,
-                                 L->in);
+    amp_gemm_desc dd = amp_gemm_plain(dx, dyg, wg, L->gemm, 0, 0, rows, L->in, L->out);
     return AMP_CALL(be, gemm_ex, &dd);
 }
 

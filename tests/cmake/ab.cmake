@@ -84,3 +84,9 @@ add_test(NAME ab_stop
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/stop_check.sh $<TARGET_FILE:amptrain>
                  ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_OUT}/stop)
 set_tests_properties(ab_stop PROPERTIES LABELS ab TIMEOUT 120)
+
+# A 61-layer MLP: the heat map folds its layers into at most 24 rows.
+add_test(NAME ab_deep_heat
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/deep_heat.sh $<TARGET_FILE:amptrain>
+                 ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_OUT}/deep)
+set_tests_properties(ab_deep_heat PROPERTIES LABELS ab)

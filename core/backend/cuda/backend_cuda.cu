@@ -104,15 +104,7 @@ static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, am
  * then the fused epilogue kernel per batch matrix. */
 static int cuda_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     int has_epilogue = d->bias || d->out;
-    if (has_epilogue && d->ldc != d->n) {
-        snprintf(be->err, sizeof be->err, "gemm_ex: an epilogue needs ldc == n (ldc %d, n %d)",
-                 d->ldc, d->n);
-        return 1;
-    }
-    if (d->act != AMP_ACT_NONE && (!d->out || !d->act_out)) {
-        snprintf(be->err, sizeof be->err, "gemm_ex: an activation needs out and act_out");
-        return 1;
-    }
+    if (amp_gemm_desc_check(be, d) != 0) return 1;
     if (d->batch == 1) {
         if (cuda_gemm(be, d->acc, d->a, d->b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k,
                       d->lda, d->ldb, d->ldc, d->alpha, d->beta) != 0)
