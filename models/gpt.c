@@ -330,10 +330,10 @@ static void take_working(amp_model *m, gpt_linear *L) {
     }
 }
 
-/* 1 when some GEMM operand is stored in another dtype than its GEMM runs in. */
+/* 1 when some GEMM operand is stored in another dtype than its GEMM runs in
+ * (only a policy with per-layer overrides mixes them). */
 static int mixed_dtypes(const gpt *g) {
     int mixed = 0;
-    amp_dtype in = g->blocks[0].ln1.act;
     for (int i = 0; i < g->k.n_layer; i++) {
         const gpt_block *b = &g->blocks[i];
         const gpt_linear *Ls[4] = {&b->c_attn, &b->c_proj, &b->c_fc, &b->fc_proj};
@@ -341,7 +341,6 @@ static int mixed_dtypes(const gpt *g) {
         for (int j = 0; j < 4; j++)
             mixed |= Ls[j]->wdt != Ls[j]->gemm || Ls[j]->act != Ls[j]->gemm || ins[j] != Ls[j]->gemm;
         mixed |= b->c_attn.act != b->adt;
-        (void)in;
     }
     mixed |= g->lm_head.wdt != g->lm_head.gemm || g->lm_head.act != g->lm_head.gemm ||
              g->ln_f.act != g->lm_head.gemm;

@@ -57,6 +57,17 @@ head -c 6 "$work/s1.txt" | grep -qx "ROMEO:" || fail "the sample does not start 
 "$amptrain" sample "$work/ref" --tokens 5 --temperature 0.5 --top-k 1 >/dev/null || fail "top-k 1"
 echo "ok  sample: finished run == its checkpoint, seeded"
 
+# a policy that mixes dtypes (attention core and LM head in FP32, one MLP in
+# BF16, one LayerNorm output in FP32) runs through the operand conversions
+"$amptrain" train "$cfg" --set precision.layer.transformer.h.0.attn=f32 \
+    --set precision.layer.lm_head=f32 --set precision.layer.transformer.h.0.mlp.c_fc=bf16 \
+    --set precision.layer.transformer.h.0.ln_2=f32 --out "$work/mixed" 2>"$work/mixed.log" ||
+    { cat "$work/mixed.log" >&2; fail "mixed policy"; }
+mixed=$(sed -nE 's/^  "val_loss": (.*),$/\1/p' "$work/mixed/summary.json")
+awk -v a="$mixed" -v b="$val" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 0.05) }' ||
+    fail "mixed policy val_loss $mixed, uniform fp16 $val"
+echo "ok  mixed per-layer policy (val_loss $mixed vs $val)"
+
 set +e
 "$amptrain" sample "$work/ref" --prompt "é" --tokens 3 >/dev/null 2>"$work/bad.log"; rc=$?
 [ $rc -eq 2 ] && grep -q "not in the run's vocabulary" "$work/bad.log" || fail "bad prompt: rc $rc"
