@@ -177,6 +177,14 @@ int amp_cmd_sample(int argc, char **argv) {
     sample_args a;
     if (parse_args(&a, argc, argv) != 0) return 2;
     char err[2048] = "", path[PATH_MAX + 64], vpath[PATH_MAX + 64], ckdir[PATH_MAX + 16];
+    /* absolute: the run's config resolves relative paths against its own folder */
+    char absdir[PATH_MAX];
+    if (!realpath(a.dir, absdir)) {
+        fprintf(stderr, "amptrain sample: %s: %s; give the output folder of a text run\n", a.dir,
+                strerror(errno));
+        return 2;
+    }
+    a.dir = absdir;
     snprintf(ckdir, sizeof ckdir, "%s/checkpoints", a.dir);
     /* the vocabulary first: it says whether this is a text run at all */
     snprintf(vpath, sizeof vpath, "%s/vocab.json", a.dir);

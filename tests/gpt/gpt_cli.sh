@@ -51,6 +51,9 @@ cp "$work/ref/checkpoints/ckpt-00000012.amp" "$work/ref/checkpoints/vocab.json" 
     { cat "$work/s2.log" >&2; fail "sample from a checkpoint"; }
 cmp "$work/s1.txt" "$work/s2.txt" || fail "the checkpoint's sample differs from the finished run's"
 "$amptrain" sample "$work/ref" --prompt "ROMEO:" --tokens 40 --seed 4 >"$work/s3.txt"
+(cd "$work" && "$amptrain" sample ref --prompt "ROMEO:" --tokens 40 --seed 3 >"$work/s4.txt") ||
+    fail "sample with a relative DIR"
+cmp "$work/s1.txt" "$work/s4.txt" || fail "a relative DIR sampled other text"
 ! cmp -s "$work/s1.txt" "$work/s3.txt" || fail "seeds 3 and 4 sampled the same text"
 head -c 6 "$work/s1.txt" | grep -qx "ROMEO:" || fail "the sample does not start with the prompt"
 [ "$(wc -c <"$work/s1.txt")" -eq 47 ] || fail "expected 6 + 40 characters and a newline, got $(wc -c <"$work/s1.txt")"
@@ -72,7 +75,7 @@ set +e
 "$amptrain" sample "$work/ref" --prompt "é" --tokens 3 >/dev/null 2>"$work/bad.log"; rc=$?
 [ $rc -eq 2 ] && grep -q "not in the run's vocabulary" "$work/bad.log" || fail "bad prompt: rc $rc"
 "$amptrain" sample "$work/nonexistent" >/dev/null 2>"$work/bad.log"; rc=$?
-[ $rc -eq 2 ] && grep -q "vocab.json" "$work/bad.log" || fail "not a run: rc $rc"
+[ $rc -eq 2 ] && grep -q "output folder of a" "$work/bad.log" || fail "not a run: rc $rc"
 "$amptrain" sample "$work/ref" --tokens -3 >/dev/null 2>"$work/bad.log"; rc=$?
 [ $rc -eq 2 ] || fail "--tokens -3: rc $rc"
 "$amptrain" train "$cfg" --set model.name=mlp --out "$work/mlp" >/dev/null 2>"$work/bad.log"; rc=$?
