@@ -240,6 +240,10 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen);
 amp_backend *amp_backend_cuda_create(char *err, size_t errlen);
 /* 1 when built with CUDA and a device is visible. */
 int amp_backend_cuda_available(void);
+/* Why amp_backend_cuda_available() is 0: cudaGetDeviceCount's error, the
+ * driver's and the runtime's CUDA versions, or that this build has no CUDA;
+ * "" when a device is visible. Static storage, valid until the next call. */
+const char *amp_backend_cuda_unavailable_reason(void);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
 set -u
 A=$1 CA=$2 CB=$3 OUT=$4
 hidden=$(seq -s, 60 | sed 's/[0-9][0-9]*/4/g')
-"$A" ab "$CA" "$CB" --seeds 1 --set train.steps=3 --set model.hidden="$hidden" --out "$OUT" \
+"$A" ab "$CA" "$CB" --seeds 1 --set run.device=cpu --set train.steps=3 --set model.hidden="$hidden" --out "$OUT" \
     >"$OUT.log" 2>&1 || { tail -5 "$OUT.log"; echo "FAIL: ab over a 61-layer MLP failed"; exit 1; }
 html=$OUT/report.html
 grep -q '(61 layers in [0-9]* blocks)' "$html" || { echo "FAIL: no folded heat map in $html"; exit 1; }
