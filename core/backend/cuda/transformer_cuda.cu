@@ -169,6 +169,7 @@ static int tf_gemm_batched(amp_backend *be, float *c, const void *a, const void 
         amp_cuda_im(be)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
         m, k, &alpha, b, type, ldb, sb, a, type, lda, sa, &beta, c, CUDA_R_32F, ldc, sc, batch,
         compute, CUBLAS_GEMM_DEFAULT));
+    AMP_CHECK_LAUNCH(cublasGemmStridedBatchedEx);
     return 0;
 }
 
