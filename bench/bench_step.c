@@ -40,6 +40,7 @@ typedef struct bench_opts {
     char hidden_text[256];
     int run_policy[8]; /* by index into policies[]; all when none was named */
     const char *device; /* cpu or cuda */
+    int no_floor;       /* skip the floor (the policies' rows only) */
 } bench_opts;
 
 typedef struct policy {
@@ -86,6 +87,7 @@ static void usage(FILE *f) {
             "  --policy NAME  fp32, fp16, bf16 or tf32; repeat to pick several (default all;\n"
             "                 tf32 only with --device cuda)\n"
             "  --device D     cpu (default) or cuda\n"
+            "  --no-floor     skip the GEMM floor (for repeated, interleaved runs)\n"
             "Threads: OpenBLAS reads OPENBLAS_NUM_THREADS. Plugins: beside the build tree, or\n"
             "AMPTRAIN_PLUGIN_PATH.\n");
 }
@@ -140,6 +142,7 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     o->features = 784;
     o->classes = 10;
     o->device = "cpu";
+    o->no_floor = 0;
     memset(o->run_policy, 0, sizeof o->run_policy);
     if (parse_hidden(o, "1024,1024") != 0) return -1;
     for (int i = 1; i < argc; i++) {
@@ -160,6 +163,9 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
             rc = parse_int(a, v, 2, 1024, &o->classes);
         } else if (strcmp(a, "--hidden") == 0) {
             rc = parse_hidden(o, v);
+        } else if (strcmp(a, "--no-floor") == 0) {
+            o->no_floor = 1;
+            continue; /* takes no value */
         } else if (strcmp(a, "--device") == 0) {
             rc = v && (strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0) ? 0 : -1;
             if (rc == 0)
@@ -301,9 +307,34 @@ static amp_backend *open_backend(const char *device) {
     return be;
 }
 
+/* The floor's GEMMs again with BF16 inputs (same shapes): what the
+ * backend's 16-bit GEMM costs, native or widened. */
+static int floor_step_bf16(floor_bufs *f, int B, uint16_t *const *h) {
+    amp_backend *be = f->be;
+    int rc = 0;
+    for (int l = 0; l < f->nl; l++) {
+        int in = f->w[l], out = f->w[l + 1];
+        rc |= be->ops->gemm(be, f->y[l], h[0], h[1], AMP_DTYPE_BF16, 0, 1, B, out, in, in, in, out,
+                            1.0f, 0.0f);
+    }
+    for (int l = f->nl - 1; l >= 0; l--) {
+        int in = f->w[l], out = f->w[l + 1];
+        rc |= be->ops->gemm(be, f->dw[l], h[2], h[0], AMP_DTYPE_BF16, 1, 0, out, in, B, out, in,
+                            in, 1.0f, 0.0f);
+        if (l == 0) break;
+        rc |= be->ops->gemm(be, f->dx[l], h[2], h[1], AMP_DTYPE_BF16, 0, 0, B, in, out, out, in,
+                            in, 1.0f, 0.0f);
+    }
+    float sink;
+    rc |= be->ops->download(be, &sink, f->dw[0], sizeof sink);
+    return rc;
+}
+
 /* Median of the floor, and of one bare stats-record download (the one
- * device->host sync a training step makes). */
-static int measure_floor(const bench_opts *o, double *out_ms, double *sync_ms) {
+ * device->host sync a training step makes); the BF16 floor into *bf16_ms
+ * (CPU only, else 0); the backend's info into *info. */
+static int measure_floor(const bench_opts *o, double *out_ms, double *sync_ms, double *bf16_ms,
+                         amp_backend_info *info) {
     amp_backend *be = open_backend(o->device);
     if (!be) return -1;
     floor_bufs f;
@@ -331,6 +362,29 @@ static int measure_floor(const bench_opts *o, double *out_ms, double *sync_ms) {
     }
     if (stats_dev) be->ops->release(be, stats_dev);
     if (rc == 0) *sync_ms = median(t, o->steps);
+    *bf16_ms = 0.0;
+    if (rc == 0 && be->device == AMP_DEVICE_CPU) {
+        /* BF16 operands: the widest matrix each of A, B and dZ could be */
+        size_t big = 0;
+        for (int l = 0; l <= f.nl; l++)
+            if ((size_t)f.w[l] > big) big = (size_t)f.w[l];
+        size_t n = big * (big > (size_t)o->batch ? big : (size_t)o->batch);
+        uint16_t *h[3];
+        for (int i = 0; i < 3; i++) {
+            h[i] = malloc(n * sizeof(uint16_t));
+            for (size_t j = 0; h[i] && j < n; j++) h[i][j] = (uint16_t)(0x3c00u + (j * 7u + (unsigned)i) % 1024u);
+            if (!h[i]) rc = -1;
+        }
+        for (int i = 0; rc == 0 && i < o->warmup; i++) rc = floor_step_bf16(&f, o->batch, h);
+        for (int i = 0; rc == 0 && i < o->steps; i++) {
+            double t0 = now_ms();
+            rc = floor_step_bf16(&f, o->batch, h);
+            t[i] = now_ms() - t0;
+        }
+        if (rc == 0) *bf16_ms = median(t, o->steps);
+        for (int i = 0; i < 3; i++) free(h[i]);
+    }
+    *info = be->info;
     if (rc != 0) fprintf(stderr, "bench_step: floor: %s\n", be->err);
     free(t);
     floor_free(&f);
@@ -358,6 +412,7 @@ static int set_int(amp_config *cfg, const char *key, long long value) {
 }
 
 typedef struct policy_result {
+    amp_backend_info info; /* what ran: ISA path, threads, GEMM kernels */
     double median_ms;
     int64_t skipped;
     size_t arena_bytes;  /* all memory categories together (exact) */
@@ -415,6 +470,7 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
         res->arena_bytes = 0;
         for (int c = 0; c < AMP_MEM_COUNT; c++) res->arena_bytes += s->model->mem[c].size;
         res->device_bytes = s->be->ops->device_bytes_used(s->be);
+        res->info = s->be->info;
     } else {
         fprintf(stderr, "bench_step: %s: %s\n", p->label, err);
     }
@@ -462,19 +518,34 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     double flops = step_gemm_flops(&o);
-    double floor_ms = 0.0, sync_ms = 0.0;
-    if (measure_floor(&o, &floor_ms, &sync_ms) != 0) return 1;
+    double floor_ms = 0.0, sync_ms = 0.0, bf16_ms = 0.0;
+    amp_backend_info info;
+    memset(&info, 0, sizeof info);
+    if (!o.no_floor && measure_floor(&o, &floor_ms, &sync_ms, &bf16_ms, &info) != 0) return 1;
 
-    printf("device: %s; step GEMMs: %.4g GFLOP; floor (those GEMMs alone, FP32): %.3f ms = %.1f "
-           "GFLOP/s\n",
-           o.device, flops / 1e9, floor_ms, flops / (floor_ms * 1e6));
-    printf("the step's one sync (stats record download): %.4f ms median\n\n", sync_ms);
+    if (info.isa[0])
+        printf("amptrain path: isa %s, %d thread(s); FP32 GEMM %s; BF16 GEMM %s\n", info.isa,
+               info.threads, info.gemm[AMP_DTYPE_F32][0] ? info.gemm[AMP_DTYPE_F32] : "-",
+               info.gemm[AMP_DTYPE_BF16][0] ? info.gemm[AMP_DTYPE_BF16] : "-");
+    if (o.no_floor)
+        printf("device: %s; step GEMMs: %.4g GFLOP; floor not measured (--no-floor)\n", o.device,
+               flops / 1e9);
+    else
+        printf("device: %s; step GEMMs: %.4g GFLOP; floor (those GEMMs alone, FP32): %.3f ms = "
+               "%.1f GFLOP/s\n",
+               o.device, flops / 1e9, floor_ms, flops / (floor_ms * 1e6));
+    if (bf16_ms > 0.0)
+        printf("the same GEMMs with BF16 inputs: %.3f ms = %.1f GFLOP/s (%.2fx the FP32 floor)\n",
+               bf16_ms, flops / (bf16_ms * 1e6), bf16_ms / floor_ms);
+    if (!o.no_floor) printf("the step's one sync (stats record download): %.4f ms median\n", sync_ms);
+    printf("\n");
     printf("| %-13s | %15s | %9s | %10s | %8s | %12s | %12s |\n", "policy", "median step ms",
            "floor ms", "step/floor", "GFLOP/s", "arena MiB", "device MiB");
     printf("|%s|%s|%s|%s|%s|%s|%s|\n", "---------------", "----------------:", "----------:",
            "-----------:", "---------:", "-------------:", "-------------:");
     fflush(stdout);
-    int failed = 0;
+    int failed = 0, ran[NPOLICIES] = {0};
+    policy_result results[NPOLICIES];
     for (int i = 0; i < NPOLICIES; i++) {
         if (!o.run_policy[i]) continue;
         policy_result r;
@@ -482,12 +553,31 @@ int main(int argc, char **argv) {
             failed = 1;
             continue;
         }
-        printf("| %-13s | %15.3f | %9.3f | %10.2f | %8.1f | %12.2f | %12.2f |", policies[i].label,
-               r.median_ms, floor_ms, r.median_ms / floor_ms, flops / (r.median_ms * 1e6),
-               (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
+        if (o.no_floor)
+            printf("| %-13s | %15.3f | %9s | %10s | %8.1f | %12.2f | %12.2f |", policies[i].label,
+                   r.median_ms, "-", "-", flops / (r.median_ms * 1e6),
+                   (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
+        else
+            printf("| %-13s | %15.3f | %9.3f | %10.2f | %8.1f | %12.2f | %12.2f |", policies[i].label,
+                   r.median_ms, floor_ms, r.median_ms / floor_ms, flops / (r.median_ms * 1e6),
+                   (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
         if (r.skipped) printf(" %lld of the timed steps skipped (overflow)", (long long)r.skipped);
         printf("\n");
         fflush(stdout);
+        results[i] = r;
+        ran[i] = 1;
+    }
+    /* what ran, per policy: the GEMM kernel of each input dtype the step used */
+    for (int i = 0; i < NPOLICIES; i++) {
+        if (!ran[i] || !results[i].info.isa[0]) continue;
+        printf("%s kernels: isa %s, %d thread(s)", policies[i].label, results[i].info.isa,
+               results[i].info.threads);
+        static const char *const dn[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+        for (int d = 0; d < AMP_DTYPE_COUNT; d++)
+            if (results[i].info.gemm[d][0]) printf("; %s GEMM %s", dn[d], results[i].info.gemm[d]);
+        if (results[i].info.scratch_bytes)
+            printf("; backend scratch %.2f MiB", (double)results[i].info.scratch_bytes / 1048576.0);
+        printf("\n");
     }
     return failed;
 }

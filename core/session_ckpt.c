@@ -44,6 +44,54 @@ static uint8_t *download_le(amp_session *s, const float *dev, size_t n, char *er
     return p;
 }
 
+/* The EXEC section: where this run executes (malloc'd text). */
+static char *exec_text(const amp_session *s) {
+    const amp_backend_info *in = &s->be->info;
+    char buf[256];
+    snprintf(buf, sizeof buf, "backend=%s\nisa=%s\nthreads=%d\n", s->be->ops->name,
+             in->isa[0] ? in->isa : "-", in->threads);
+    return strdup(buf);
+}
+
+/* The value of `key` in EXEC text, or "" (into out). */
+static void exec_value(const char *text, size_t len, const char *key, char *out, size_t outlen) {
+    out[0] = '\0';
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < len;) {
+        size_t e = i;
+        while (e < len && text[e] != '\n') e++;
+        if (e - i > kl && memcmp(text + i, key, kl) == 0 && text[i + kl] == '=') {
+            size_t vl = e - i - kl - 1 < outlen - 1 ? e - i - kl - 1 : outlen - 1;
+            memcpy(out, text + i + kl + 1, vl);
+            out[vl] = '\0';
+            return;
+        }
+        i = e + 1;
+    }
+}
+
+/* Bits are repeatable only on the same backend, instruction-set path and
+ * thread count: say so when a resume changes any of them. */
+static void warn_exec_change(const amp_session *s, const amp_checkpoint *ck) {
+    if (!ck->exec || ck->exec_len == 0) return;
+    char *now = exec_text(s);
+    if (!now) return;
+    static const char *const keys[] = {"backend", "isa", "threads"};
+    for (int k = 0; k < 3; k++) {
+        char was[64], is[64];
+        exec_value(ck->exec, ck->exec_len, keys[k], was, sizeof was);
+        exec_value(now, strlen(now), keys[k], is, sizeof is);
+        if (was[0] && strcmp(was, is) != 0)
+            amp_log(AMP_LOG_WARN,
+                    "resuming with %s %s where the checkpoint ran %s %s: the run continues "
+                    "correctly, but its numbers will not be bit-identical to an uninterrupted run "
+                    "(they are repeatable only on the same backend, instruction-set path and "
+                    "thread count; set AMPTRAIN_ISA / AMPTRAIN_THREADS to match)",
+                    keys[k], is, keys[k], was);
+    }
+    free(now);
+}
+
 int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen) {
     memset(ck, 0, sizeof *ck);
     const amp_model *m = s->model;
@@ -92,6 +140,13 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     }
     ck->config = conf;
     ck->config_len = conf_len;
+    char *exec = exec_text(s);
+    if (!exec) {
+        snprintf(err, errlen, "out of host memory");
+        goto fail;
+    }
+    ck->exec = exec;
+    ck->exec_len = strlen(exec);
     size_t nparams = d->nparams;
     ck->master = download_le(s, m->master, nparams, err, errlen);
     ck->master_len = nparams * 4;
@@ -140,6 +195,8 @@ void amp_session_snapshot_free(amp_checkpoint *ck) {
     free((void *)ck->master);
     free((void *)ck->optim_state);
     free((void *)ck->scaler_state);
+    free((void *)ck->exec);
+    ck->exec = NULL;
     ck->config = NULL;
     ck->master = ck->optim_state = ck->scaler_state = NULL;
 }
@@ -396,5 +453,6 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
     s->skipped = ck->skipped;
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) s->totals[i] = amp_checkpoint_total(ck, i);
     s->batcher->ops->restore(s->batcher, ck->epoch, ck->cursor, ck->step);
+    warn_exec_change(s, ck);
     return 0;
 }

@@ -25,7 +25,14 @@ typedef struct mlp_layer {
     amp_act act;
     amp_layer_precision prec;
     size_t w_off, b_off; /* element offsets into the flat parameter arrays */
-    void *w_work;        /* [out, in] working weights in prec.param (aliases master for F32) */
+    /* A "wide" layer's GEMM dtype is 16-bit but the backend widens 16-bit
+     * GEMM inputs to FP32 (be->info.widened_gemm): its GEMMs are fed FP32
+     * arrays holding values rounded through the GEMM dtype (the same values
+     * the backend would widen to), so the working weights are such an FP32
+     * copy, rounded once per optimizer step, not widened at every GEMM. */
+    int wide;
+    amp_dtype w_store;   /* dtype of the w_work/b_work arrays */
+    void *w_work;        /* [out, in] working weights, values in prec.param (aliases master for F32) */
     void *b_work;        /* [out] */
     void *z;             /* [batch, out] pre-activation in prec.activation; reused for dZ */
     void *a;             /* [batch, out] post-activation (aliases z without activation) */
@@ -35,12 +42,15 @@ typedef struct mlp {
     int nlayers;
     mlp_layer *layers;    /* [nlayers] */
     int in_features, classes;
-    void *x_in;           /* [batch, in] the batch rounded into fc1's GEMM dtype */
-    amp_dtype x_dtype;
+    void *x_in;           /* [batch, in] the batch rounded into fc1's GEMM dtype (m->x itself,
+                             rounded in place, when fc1 is F32 or wide) */
+    amp_dtype x_dtype;    /* fc1's GEMM dtype: the values x_in holds */
+    amp_dtype x_store;    /* the dtype of the x_in array */
     float *f_y, *f_t;     /* [batch, widest] FP32 scratch */
+    float *f_dz;          /* [batch, widest] FP32 dZ, alternating with f_t (16-bit activations) */
     float *f_w;           /* [largest weight] FP32 scratch for dW */
     float *f_bias;        /* [widest] */
-    float *op_f32[2];     /* operand conversion scratch (only when a policy mixes dtypes) */
+    float *op_f32[2];     /* operand conversion scratch (mixed dtypes, wide layers) */
     void *op_16[2];
     size_t op_len;
 } mlp;
@@ -149,6 +159,14 @@ static int mlp_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         L->b_off = b->offset;
     }
     p->x_dtype = p->layers[0].prec.compute[AMP_OP_GEMM];
+    unsigned widened = m->be->info.widened_gemm;
+    for (int l = 0; l < p->nlayers; l++) {
+        mlp_layer *L = &p->layers[l];
+        amp_dtype gd = L->prec.compute[AMP_OP_GEMM];
+        L->wide = gd != AMP_DTYPE_F32 && ((widened >> gd) & 1u);
+        L->w_store = L->wide ? AMP_DTYPE_F32 : L->prec.param;
+    }
+    p->x_store = p->layers[0].wide ? AMP_DTYPE_F32 : p->x_dtype;
     return 0;
 }
 
@@ -160,36 +178,47 @@ static void mlp_destroy(amp_model *m) {
     m->impl = NULL;
 }
 
-/* dtype of the tensor that feeds layer l's GEMM as X */
+/* dtype of the values that feed layer l's GEMM as X, and of their array */
 static amp_dtype input_dtype(const mlp *p, int l) {
     return l == 0 ? p->x_dtype : p->layers[l - 1].prec.activation;
+}
+static amp_dtype input_store(const mlp *p, int l) {
+    return l == 0 ? p->x_store : p->layers[l - 1].prec.activation;
+}
+/* the dtype layer l's GEMMs are fed */
+static amp_dtype feed_dtype(const mlp_layer *L) {
+    return L->wide ? AMP_DTYPE_F32 : L->prec.compute[AMP_OP_GEMM];
 }
 
 static void mlp_layout(amp_model *m) {
     mlp *p = m->impl;
     amp_arena *mem = m->mem;
     size_t B = (size_t)m->input.batch, widest = (size_t)p->in_features, largest = 0;
-    int needs_conversion = 0;
+    int act_conversion = 0, w_conversion = 0, any16 = 0;
     for (int l = 0; l < p->nlayers; l++) {
         mlp_layer *L = &p->layers[l];
         if ((size_t)L->out > widest) widest = (size_t)L->out;
         if ((size_t)L->out * L->in > largest) largest = (size_t)L->out * L->in;
-        amp_dtype gd = L->prec.compute[AMP_OP_GEMM];
-        if (L->prec.param != gd || L->prec.activation != gd || input_dtype(p, l) != gd)
-            needs_conversion = 1;
+        amp_dtype gd = L->prec.compute[AMP_OP_GEMM], fd = feed_dtype(L);
+        /* operands that are not already arrays of the feed dtype holding gd values */
+        if (L->prec.activation != fd || input_store(p, l) != fd ||
+            (gd != AMP_DTYPE_F32 && (L->prec.activation != gd || input_dtype(p, l) != gd)))
+            act_conversion = 1;
+        if (L->w_store != fd || (gd != AMP_DTYPE_F32 && L->prec.param != gd)) w_conversion = 1;
+        if (L->prec.activation != AMP_DTYPE_F32) any16 = 1;
     }
-    p->x_in = p->x_dtype == AMP_DTYPE_F32
+    p->x_in = p->x_store == AMP_DTYPE_F32
                   ? m->x
                   : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * p->in_features * 2);
     for (int l = 0; l < p->nlayers; l++) {
         mlp_layer *L = &p->layers[l];
-        size_t wn = (size_t)L->out * L->in;
+        size_t wn = (size_t)L->out * L->in, ws = dsize(L->w_store);
         if (L->prec.param == AMP_DTYPE_F32) {
             L->w_work = m->master ? m->master + L->w_off : NULL;
             L->b_work = m->master ? m->master + L->b_off : NULL;
         } else {
-            L->w_work = amp_arena_take(&mem[AMP_MEM_WORKING], wn * 2);
-            L->b_work = amp_arena_take(&mem[AMP_MEM_WORKING], (size_t)L->out * 2);
+            L->w_work = amp_arena_take(&mem[AMP_MEM_WORKING], wn * ws);
+            L->b_work = amp_arena_take(&mem[AMP_MEM_WORKING], (size_t)L->out * ws);
         }
         size_t an = B * (size_t)L->out * dsize(L->prec.activation);
         L->z = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], an);
@@ -197,9 +226,11 @@ static void mlp_layout(amp_model *m) {
     }
     p->f_y = amp_arena_take(&mem[AMP_MEM_WORKSPACE], B * widest * 4);
     p->f_t = amp_arena_take(&mem[AMP_MEM_WORKSPACE], B * widest * 4);
+    p->f_dz = amp_arena_take(&mem[AMP_MEM_WORKSPACE], any16 ? B * widest * 4 : 0);
     p->f_w = amp_arena_take(&mem[AMP_MEM_WORKSPACE], largest * 4);
     p->f_bias = amp_arena_take(&mem[AMP_MEM_WORKSPACE], widest * 4);
-    p->op_len = needs_conversion ? (largest > B * widest ? largest : B * widest) : 0;
+    p->op_len = w_conversion ? (largest > B * widest ? largest : B * widest)
+                : act_conversion ? B * widest : 0;
     for (int i = 0; i < 2; i++) {
         p->op_f32[i] = amp_arena_take(&mem[AMP_MEM_WORKSPACE], p->op_len * 4);
         p->op_16[i] = amp_arena_take(&mem[AMP_MEM_WORKSPACE], p->op_len * 2);
@@ -236,28 +267,44 @@ static int mlp_cast_weights(amp_model *m) {
         mlp_layer *L = &p->layers[l];
         if (L->prec.param == AMP_DTYPE_F32) continue; /* working == master */
         amp_round_count *cnt = amp_model_rounds(m, l, AMP_ROUND_FWD);
-        CHECK(be->ops->round(be, L->w_work, L->prec.param, m->master + L->w_off,
-                             (size_t)L->out * L->in, cnt));
+        size_t wn = (size_t)L->out * L->in;
+        if (L->wide) { /* FP32 arrays of the rounded values, counted the same */
+            CHECK(be->ops->quantize(be, L->w_work, m->master + L->w_off, wn, L->prec.param, cnt, 0));
+            CHECK(be->ops->quantize(be, L->b_work, m->master + L->b_off, (size_t)L->out,
+                                    L->prec.param, cnt, 0));
+            continue;
+        }
+        CHECK(be->ops->round(be, L->w_work, L->prec.param, m->master + L->w_off, wn, cnt));
         CHECK(be->ops->round(be, L->b_work, L->prec.param, m->master + L->b_off, (size_t)L->out,
                              cnt));
     }
     return 0;
 }
 
-/* Returns src as dtype `want` for a GEMM operand, converting into scratch
- * slot `slot` when the stored dtype differs (only under mixed overrides). */
-static const void *operand(amp_model *m, int slot, const void *src, amp_dtype have, amp_dtype want,
-                           size_t n) {
+/* A GEMM operand for layer L: an array of feed_dtype(L) holding the values
+ * of src rounded through L's GEMM dtype gd. src is an array of dtype
+ * `store` holding values of dtype `vals` (an FP32 array may hold rounded
+ * values); `f32` (may be NULL) is an FP32 array with src's values, which
+ * saves widening. Converts into scratch slot `slot` only when needed. */
+static const void *operand(amp_model *m, const mlp_layer *L, int slot, const void *src,
+                           amp_dtype store, amp_dtype vals, const float *f32, size_t n) {
     mlp *p = m->impl;
     amp_backend *be = m->be;
-    if (have == want) return src;
-    const float *wide = src;
-    if (have != AMP_DTYPE_F32) {
-        if (be->ops->widen(be, p->op_f32[slot], src, have, n) != 0) return NULL;
+    amp_dtype gd = L->prec.compute[AMP_OP_GEMM], fd = feed_dtype(L);
+    int rounds = gd != AMP_DTYPE_F32 && vals != gd; /* the values change */
+    if (!rounds && store == fd) return src;
+    if (!rounds && fd == AMP_DTYPE_F32 && f32) return f32;
+    const float *wide = store == AMP_DTYPE_F32 ? src : f32;
+    if (!wide) {
+        if (be->ops->widen(be, p->op_f32[slot], src, store, n) != 0) return NULL;
         wide = p->op_f32[slot];
     }
-    if (want == AMP_DTYPE_F32) return wide;
-    if (be->ops->round(be, p->op_16[slot], want, wide, n, NULL) != 0) return NULL;
+    if (fd == AMP_DTYPE_F32) { /* wide layer, or an F32 GEMM fed 16-bit values */
+        if (!rounds) return wide;
+        if (be->ops->quantize(be, p->op_f32[slot], wide, n, gd, NULL, 0) != 0) return NULL;
+        return p->op_f32[slot];
+    }
+    if (be->ops->round(be, p->op_16[slot], gd, wide, n, NULL) != 0) return NULL;
     return p->op_16[slot];
 }
 
@@ -267,15 +314,15 @@ static int linear_forward(amp_model *m, int l, int rows) {
     mlp *p = m->impl;
     amp_backend *be = m->be;
     mlp_layer *L = &p->layers[l];
-    amp_dtype gd = L->prec.compute[AMP_OP_GEMM];
-    const void *x = operand(m, 0, l == 0 ? p->x_in : p->layers[l - 1].a, input_dtype(p, l), gd,
-                            (size_t)rows * L->in);
-    const void *w = operand(m, 1, L->w_work, L->prec.param, gd, (size_t)L->out * L->in);
+    const void *x = operand(m, L, 0, l == 0 ? p->x_in : p->layers[l - 1].a, input_store(p, l),
+                            input_dtype(p, l), NULL, (size_t)rows * L->in);
+    const void *w = operand(m, L, 1, L->w_work, L->w_store, L->prec.param, NULL,
+                            (size_t)L->out * L->in);
     if (!x || !w) return -1;
     /* y[rows, out] = x[rows, in] . W[out, in]^T */
-    amp_gemm_desc g = amp_gemm_plain(p->f_y, x, w, gd, 0, 1, rows, L->out, L->in);
+    amp_gemm_desc g = amp_gemm_plain(p->f_y, x, w, feed_dtype(L), 0, 1, rows, L->out, L->in);
     g.bias = L->b_work;
-    g.bias_dtype = L->prec.param;
+    g.bias_dtype = L->w_store;
     g.act = L->act;
     g.out = L->z;
     g.act_out = L->a;
@@ -288,8 +335,13 @@ static int mlp_forward(amp_model *m, const amp_forward_args *a) {
     mlp *p = m->impl;
     amp_backend *be = m->be;
     int rows = a->rows, last = p->nlayers - 1;
-    CHECK(be->ops->round(be, p->x_in, p->x_dtype, m->x, (size_t)rows * p->in_features,
-                         amp_model_rounds(m, 0, AMP_ROUND_FWD)));
+    /* the batch rounded into fc1's GEMM dtype (in place, as FP32 values, when fc1 is wide) */
+    amp_round_count *xc = amp_model_rounds(m, 0, AMP_ROUND_FWD);
+    size_t xn = (size_t)rows * p->in_features;
+    if (p->x_store == AMP_DTYPE_F32)
+        CHECK(be->ops->quantize(be, p->x_in, m->x, xn, p->x_dtype, xc, 0));
+    else
+        CHECK(be->ops->round(be, p->x_in, p->x_dtype, m->x, xn, xc));
     for (int l = 0; l < p->nlayers; l++) CHECK(linear_forward(m, l, rows));
     size_t n = (size_t)rows * p->classes;
     /* softmax and loss run in FP32 whatever the policy (autocast's fp32 list) */
@@ -298,45 +350,72 @@ static int mlp_forward(amp_model *m, const amp_forward_args *a) {
                                  p->classes, a->loss_grad_scale);
 }
 
+/* dZ of layer P (whose activation gradient dA the dX GEMM left in p->f_y),
+ * stored over P->z in P's activation dtype, and its FP32 values in dz32:
+ * dZ = round(quantize(dA) * act'(Z)), both roundings counted. */
+static int act_backward(amp_model *m, mlp_layer *P, float *dz32, size_t n, amp_round_count *cnt) {
+    mlp *p = m->impl;
+    amp_backend *be = m->be;
+    const amp_backend_ops *op = be->ops;
+    amp_dtype ad = P->prec.activation;
+    float *f32 = ad == AMP_DTYPE_F32 ? NULL : dz32;
+    if (op->act_backward_round)
+        return op->act_backward_round(be, P->z, f32, p->f_y, P->z, ad, n, P->act, cnt);
+    /* the same math as separate ops */
+    CHECK(op->quantize(be, p->f_y, p->f_y, n, ad, cnt, 0));
+    CHECK(op->widen(be, dz32, P->z, ad, n));
+    CHECK(op->act_backward(be, p->f_y, p->f_y, dz32, n, P->act));
+    CHECK(op->round(be, P->z, ad, p->f_y, n, cnt));
+    return f32 ? op->widen(be, f32, P->z, ad, n) : 0;
+}
+
 static int mlp_backward(amp_model *m, const amp_backward_args *a) {
     mlp *p = m->impl;
     amp_backend *be = m->be;
     const amp_backend_ops *op = be->ops;
     int rows = a->rows, last = p->nlayers - 1;
-    /* dlogits (FP32, in f_t) are stored like an activation gradient */
-    CHECK(op->round(be, p->layers[last].z, p->layers[last].prec.activation, p->f_t,
-                    (size_t)rows * p->classes, amp_model_rounds(m, last, AMP_ROUND_GRAD)));
+    /* dlogits (FP32, in f_t) are stored like an activation gradient; f_t
+     * then holds their stored values as FP32 */
+    mlp_layer *T = &p->layers[last];
+    size_t tn = (size_t)rows * p->classes;
+    CHECK(op->round(be, T->z, T->prec.activation, p->f_t, tn,
+                    amp_model_rounds(m, last, AMP_ROUND_GRAD)));
+    if (T->prec.activation != AMP_DTYPE_F32) CHECK(op->widen(be, p->f_t, T->z, T->prec.activation, tn));
+    float *dz32 = p->f_t; /* FP32 values of the current layer's dZ (16-bit activations) */
     for (int l = last; l >= 0; l--) {
         mlp_layer *L = &p->layers[l];
-        amp_dtype gd = L->prec.compute[AMP_OP_GEMM], ad = L->prec.activation, pd = L->prec.param;
+        amp_dtype ad = L->prec.activation, pd = L->prec.param;
         amp_round_count *cnt = amp_model_rounds(m, l, AMP_ROUND_GRAD);
         size_t n = (size_t)rows * L->out, wn = (size_t)L->out * L->in;
-        const void *dz = operand(m, 0, L->z, ad, gd, n);
-        const void *x = operand(m, 1, l == 0 ? p->x_in : p->layers[l - 1].a, input_dtype(p, l), gd,
-                                (size_t)rows * L->in);
+        const float *dzf = ad == AMP_DTYPE_F32 ? L->z : dz32;
+        const void *dz = operand(m, L, 0, L->z, ad, ad, dzf, n);
+        const void *x = operand(m, L, 1, l == 0 ? p->x_in : p->layers[l - 1].a, input_store(p, l),
+                                input_dtype(p, l), NULL, (size_t)rows * L->in);
         if (!dz || !x) return -1;
         /* dW[out, in] = dZ[rows, out]^T . X[rows, in]; the gradient of a
-         * 16-bit working weight is itself 16-bit before it reaches FP32. */
-        amp_gemm_desc gw = amp_gemm_plain(p->f_w, dz, x, gd, 1, 0, L->out, L->in, rows);
+         * 16-bit working weight is itself 16-bit before it reaches FP32. An
+         * FP32 weight's gradient lands in grads directly. */
+        int direct = pd == AMP_DTYPE_F32 && !a->accumulate;
+        amp_gemm_desc gw = amp_gemm_plain(direct ? m->grads + L->w_off : p->f_w, dz, x,
+                                          feed_dtype(L), 1, 0, L->out, L->in, rows);
         CHECK(AMP_CALL(be, gemm_ex, &gw));
-        CHECK(op->quantize(be, m->grads + L->w_off, p->f_w, wn, pd, cnt, a->accumulate));
-        CHECK(op->widen(be, p->f_t, L->z, ad, n));
-        CHECK(op->col_sum(be, p->f_bias, p->f_t, rows, L->out));
+        if (!direct) CHECK(op->quantize(be, m->grads + L->w_off, p->f_w, wn, pd, cnt, a->accumulate));
+        CHECK(op->col_sum(be, p->f_bias, dzf, rows, L->out));
         CHECK(op->quantize(be, m->grads + L->b_off, p->f_bias, (size_t)L->out, pd, cnt,
                            a->accumulate));
         if (l == 0) break;
         mlp_layer *P = &p->layers[l - 1];
         amp_round_count *pcnt = amp_model_rounds(m, l - 1, AMP_ROUND_GRAD);
         size_t pn = (size_t)rows * L->in;
-        const void *w = operand(m, 1, L->w_work, pd, gd, wn);
+        const void *w = operand(m, L, 1, L->w_work, L->w_store, pd, NULL, wn);
         if (!w) return -1;
         /* dA[rows, in] = dZ[rows, out] . W[out, in], stored in P's activation dtype */
-        amp_gemm_desc gx = amp_gemm_plain(p->f_y, dz, w, gd, 0, 0, rows, L->in, L->out);
+        amp_gemm_desc gx = amp_gemm_plain(p->f_y, dz, w, feed_dtype(L), 0, 0, rows, L->in, L->out);
         CHECK(AMP_CALL(be, gemm_ex, &gx));
-        CHECK(op->quantize(be, p->f_y, p->f_y, pn, P->prec.activation, pcnt, 0));
-        CHECK(op->widen(be, p->f_t, P->z, P->prec.activation, pn));
-        CHECK(op->act_backward(be, p->f_y, p->f_y, p->f_t, pn, P->act));
-        CHECK(op->round(be, P->z, P->prec.activation, p->f_y, pn, pcnt)); /* dZ replaces Z */
+        float *next = dz32 == p->f_t ? p->f_dz : p->f_t;
+        if (P->prec.activation == AMP_DTYPE_F32) next = p->f_t; /* scratch for the composed ops */
+        CHECK(act_backward(m, P, next, pn, pcnt)); /* dZ replaces Z */
+        dz32 = next;
     }
     return 0;
 }

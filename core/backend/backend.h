@@ -174,6 +174,17 @@ typedef struct amp_backend_ops {
      * it is refused before allocating. 0 when alloc itself reports failure
      * (cudaMalloc). */
     double (*overcommit_limit)(amp_backend *be);
+    /* Backward through an activation, with the roundings a stored gradient
+     * gets, in one pass:
+     *   dz(dt)[n] = round_dt(quantize_dt(da[n]) * act'(widen(z(dt)[n])))
+     * both roundings counted into cnt (dev, may be NULL); dz may equal z.
+     * When dz_f32 is non-NULL it also receives widen(dz). For dt == F32 it is
+     * dz = da * act'(z), counting nothing. NULL in a backend without it:
+     * models then compose quantize + widen + act_backward + round, which
+     * gives the same bits. */
+    int (*act_backward_round)(amp_backend *be, void *dz, float *dz_f32, const float *da,
+                              const void *z, amp_dtype dt, size_t n, amp_act act,
+                              amp_round_count *cnt);
 
     /* ---- transformer ops (the GPT). Optional: NULL where a backend lacks
      * them, so call them through AMP_CALL. Each runs its math in FP32 and
@@ -216,10 +227,27 @@ typedef struct amp_backend_ops {
                         size_t n);
 } amp_backend_ops;
 
+/* What a backend runs, for summary.json, bench_step and the checkpoint's
+ * warning when a run resumes on another path. Filled at creation (isa,
+ * threads, widened_gemm) and as GEMMs run (gemm, scratch_bytes). */
+typedef struct amp_backend_info {
+    char isa[32];          /* instruction-set path: "avx512", "avx2", ...; "" when not reported */
+    char isa_available[32]; /* the best path this machine supports */
+    int threads;           /* threads of the element-wise kernels and GEMMs; 0 = not reported */
+    char gemm[AMP_DTYPE_COUNT][128]; /* per GEMM input dtype: the kernel(s) that ran */
+    /* bit (1u << dtype): GEMMs with 16-bit inputs of that dtype widen them to
+     * FP32 first (no native 16-bit kernel), so a model does better to keep an
+     * FP32 copy of its working weights (rounded through the dtype) once per
+     * step than to have them widened at every GEMM */
+    unsigned widened_gemm;
+    size_t scratch_bytes;  /* peak backend-internal scratch (widened operands, GEMM library) */
+} amp_backend_info;
+
 struct amp_backend {
     const amp_backend_ops *ops;
     amp_device device;
     int allow_tf32; /* set by the core from the precision policy */
+    amp_backend_info info;
     void *impl;
     char err[512];
 };

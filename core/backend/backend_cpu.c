@@ -1,147 +1,74 @@
-/* CPU backend: OpenBLAS sgemm for GEMMs (16-bit inputs are widened exactly to
- * FP32 first, so accumulation is FP32), plain loops over the shared AMP_HD
- * element math for everything else. Single-threaded loops keep results
- * deterministic; OpenBLAS threads the GEMMs.
+/* CPU backend. The instruction-set path (cpu_isa.h: generic, avx2, avx512,
+ * avx512_bf16) is chosen once, from CPUID or AMPTRAIN_ISA; it selects the
+ * element-wise kernel table (cpu_kern.h) and caps the GEMM library.
  *
- * The 16-bit loops (round, quantize, widen) are the hot non-GEMM work of a
- * mixed-precision step. Each is specialised on its dtype (a constant, so the
- * dtype test inside the shared functions folds away) and keeps its rounding
- * counts in local integers; the per-element math is always the functions of
- * kernels/convert.h, so results are bit-identical to calling them one by
- * one. */
+ * GEMMs: oneDNN's matmul (cpu_dnnl.h) when the build has it, else OpenBLAS
+ * sgemm; AMPTRAIN_GEMM=openblas|onednn overrides. FP32 accumulation always.
+ * 16-bit inputs run natively only for BF16 on the avx512_bf16 path (oneDNN
+ * bf16 x bf16 -> f32); otherwise they are widened exactly to FP32 first, and
+ * be->info.widened_gemm says so, so models keep FP32 copies of their
+ * working weights instead of widening them at every GEMM.
+ *
+ * Threads: OpenMP, the same team oneDNN uses (AMPTRAIN_THREADS, else
+ * OMP_NUM_THREADS, else every core). Element-wise work is cut into chunks
+ * whose size depends on the problem only, and the one floating-point
+ * reduction (unscale's sum of squares) adds the chunks' partial sums in
+ * chunk order, so results do not depend on the thread count. */
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/backend.h"
+#include "backend/cpu_dnnl.h"
 #include "backend/cpu_internal.h"
+#include "backend/cpu_kern.h"
 #include "backend/kernels/act.h"
 #include "backend/kernels/convert.h"
-#include "backend/kernels/optim.h"
-#include "backend/kernels/unscale.h"
 #include "backend/kernels/xent.h"
 
-#define AMP_INLINE static inline __attribute__((always_inline))
+/* Elements per chunk of element-wise work (a multiple of 64), and columns
+ * per tile inside a row (stack buffers, L1-resident). */
+#define CHUNK 16384
+#define TILE 1024
+#define MAX_UNSCALE_CHUNKS 4096
 
-/* ---- 16-bit conversion loops -------------------------------------------- */
+typedef enum gemm_lib { GEMM_OPENBLAS = 0, GEMM_ONEDNN = 1 } gemm_lib;
 
-/* FP16 -> FP32 by table: f16_table[h] is amp_widen16(h, AMP_DTYPE_F16) for
- * every one of the 65536 bit patterns -- the shared function evaluated
- * exhaustively, once -- so a load replaces its branches (inf/NaN, and the
- * normalisation loop for subnormals) with the same result. */
-static float f16_table[65536];
-static pthread_once_t f16_table_once = PTHREAD_ONCE_INIT;
+typedef struct cpu_impl {
+    amp_isa isa;
+    const amp_cpu_kern *k;
+    gemm_lib lib;
+    amp_dnnl *dnnl;
+    int native_bf16;   /* bf16 GEMMs through oneDNN's bf16 kernels */
+    /* widened operands (16-bit inputs without a native kernel); slots 0-1
+     * the GEMMs', 2-4 the transformer ops' (cpu_internal.h) */
+    float *scratch[AMP_CPU_SCRATCH_SLOTS];
+    size_t scratch_len[AMP_CPU_SCRATCH_SLOTS];
+    amp_unscale_acc *uacc; /* [MAX_UNSCALE_CHUNKS] */
+} cpu_impl;
 
-static void f16_table_fill(void) {
-    for (uint32_t h = 0; h < 65536; h++) f16_table[h] = amp_widen16((uint16_t)h, AMP_DTYPE_F16);
+static cpu_impl *impl_of(amp_backend *be) { return (cpu_impl *)be->impl; }
+
+/* Chunks for n elements: CHUNK each, or more when n is huge (so at most
+ * MAX_UNSCALE_CHUNKS), always a multiple of 64. Depends on n only. */
+static size_t chunk_size(size_t n) {
+    size_t c = CHUNK, need = (n + MAX_UNSCALE_CHUNKS - 1) / MAX_UNSCALE_CHUNKS;
+    if (need > c) c = (need + 63) / 64 * 64;
+    return c;
 }
 
-static const float *f16_widen_table(void) {
-    pthread_once(&f16_table_once, f16_table_fill);
-    return f16_table;
-}
-
-/* dst[n] = widen(src[n]); dt is F16 or BF16. */
-static void widen16(float *dst, const uint16_t *src, amp_dtype dt, size_t n) {
-    if (dt == AMP_DTYPE_BF16) {
-        for (size_t i = 0; i < n; i++) dst[i] = amp_widen16(src[i], AMP_DTYPE_BF16);
-    } else {
-        const float *t = f16_widen_table();
-        for (size_t i = 0; i < n; i++) dst[i] = t[src[i]];
-    }
-}
-
-typedef struct round_tally {
-    unsigned long long nz, uf, of;
-} round_tally;
-
-AMP_INLINE void tally(round_tally *t, unsigned f) {
-    t->nz += f & AMP_RF_NONZERO;
-    t->uf += (f & AMP_RF_UNDERFLOW) != 0;
-    t->of += (f & AMP_RF_OVERFLOW) != 0;
-}
-
-static void count_add(amp_round_count *cnt, const round_tally *t) {
+static void tally_add(amp_round_count *cnt, const amp_tally *t) {
     if (!cnt) return;
     cnt->nonzero += t->nz;
     cnt->underflow += t->uf;
     cnt->overflow += t->of;
 }
-
-/* dst(dt)[n] = round(src[n]), tallying the flags when counted; dt is a
- * constant at every call so each instance is one dtype's loop. */
-AMP_INLINE void round_loop(uint16_t *dst, const float *src, size_t n, const int dt,
-                           const int counted, round_tally *t) {
-    round_tally l = {0, 0, 0};
-    for (size_t i = 0; i < n; i++) {
-        unsigned f = 0;
-        dst[i] = amp_round16(src[i], dt, counted ? &f : NULL);
-        if (counted) tally(&l, f);
-    }
-    *t = l;
-}
-
-static void round16(uint16_t *dst, const float *src, size_t n, amp_dtype dt, round_tally *t) {
-    if (dt == AMP_DTYPE_BF16) {
-        if (t)
-            round_loop(dst, src, n, AMP_DTYPE_BF16, 1, t);
-        else
-            round_loop(dst, src, n, AMP_DTYPE_BF16, 0, &(round_tally){0, 0, 0});
-    } else {
-        if (t)
-            round_loop(dst, src, n, AMP_DTYPE_F16, 1, t);
-        else
-            round_loop(dst, src, n, AMP_DTYPE_F16, 0, &(round_tally){0, 0, 0});
-    }
-}
-
-/* d + q, except that when q is NaN the result is q quieted whatever d is.
- * Which NaN a plain d + q returns when both are NaN depends on the operand
- * order the compiler picks; this fixes it to the order the loops had before
- * they were specialised (q's), so results stay bit-identical, NaN payloads
- * included. */
-AMP_INLINE float accumulate_add(float d, float q) { return q != q ? q + q : d + q; }
-
-/* dst[n] = (accumulate ? dst : 0) + quantize(src[n]) for a 16-bit dt, which
- * is amp_quantize: amp_widen16(amp_round16(x)), the widening for F16 read
- * from the table of amp_widen16. dst may equal src. */
-AMP_INLINE void quantize_loop(float *dst, const float *src, size_t n, const int dt,
-                              const int accumulate, round_tally *t) {
-    round_tally l = {0, 0, 0};
-    const float *tab = dt == AMP_DTYPE_F16 ? f16_widen_table() : NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned f = 0;
-        uint16_t r = amp_round16(src[i], dt, &f);
-        float q = dt == AMP_DTYPE_F16 ? tab[r] : amp_widen16(r, dt);
-        dst[i] = accumulate ? accumulate_add(dst[i], q) : q;
-        tally(&l, f);
-    }
-    *t = l;
-}
-
-static void quantize16(float *dst, const float *src, size_t n, amp_dtype dt, int accumulate,
-                       round_tally *t) {
-    if (dt == AMP_DTYPE_BF16) {
-        if (accumulate)
-            quantize_loop(dst, src, n, AMP_DTYPE_BF16, 1, t);
-        else
-            quantize_loop(dst, src, n, AMP_DTYPE_BF16, 0, t);
-    } else {
-        if (accumulate)
-            quantize_loop(dst, src, n, AMP_DTYPE_F16, 1, t);
-        else
-            quantize_loop(dst, src, n, AMP_DTYPE_F16, 0, t);
-    }
-}
-
-typedef struct cpu_impl {
-    float *scratch[AMP_CPU_SCRATCH_SLOTS]; /* widened GEMM operands */
-    size_t scratch_len[AMP_CPU_SCRATCH_SLOTS];
-} cpu_impl;
 
 static void *cpu_alloc(amp_backend *be, size_t bytes) {
     void *p = NULL;
@@ -164,37 +91,38 @@ static int cpu_zero(amp_backend *be, void *dst, size_t bytes) {
     return 0;
 }
 
-/* Widened copy of a stored 16-bit matrix in scratch slot `slot`. */
-static const float *widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
-    cpu_impl *im = be->impl;
-    if (im->scratch_len[slot] < n) {
-        free(im->scratch[slot]);
-        im->scratch[slot] = cpu_alloc(be, n * sizeof(float));
-        im->scratch_len[slot] = im->scratch[slot] ? n : 0;
-        if (!im->scratch[slot]) return NULL;
+/* ---- element-wise ops ------------------------------------------------------ */
+
+/* dst(dt)[n] = round(src[n]), counted when t is non-NULL. */
+static void par_round16(amp_backend *be, uint16_t *dst, const float *src, size_t n, amp_dtype dt,
+                        amp_tally *t) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        amp_tally l = {0, 0, 0};
+        k->round16(dst + i0, src + i0, len, (int)dt, t ? &l : NULL);
+        nz += l.nz;
+        uf += l.uf;
+        of += l.of;
     }
-    widen16(im->scratch[slot], src, dt, n);
-    return im->scratch[slot];
+    if (t) {
+        t->nz += nz;
+        t->uf += uf;
+        t->of += of;
+    }
 }
 
-const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
-    if (dt == AMP_DTYPE_F32) return src;
-    return widened(be, slot, src, dt, n);
-}
-
-static int cpu_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
-                    int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                    float alpha, float beta) {
-    const float *af = a, *bf = b;
-    if (dt != AMP_DTYPE_F32) {
-        af = widened(be, 0, a, dt, (size_t)(trans_a ? k : m) * (size_t)lda);
-        bf = widened(be, 1, b, dt, (size_t)(trans_b ? n : k) * (size_t)ldb);
-        if (!af || !bf) return 1;
+static void par_widen16(amp_backend *be, float *dst, const uint16_t *src, size_t n, amp_dtype dt) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        k->widen16(dst + i0, src + i0, len, (int)dt);
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, af, lda, bf, ldb, beta, c,
-                ldc);
-    return 0;
 }
 
 static int cpu_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
@@ -203,24 +131,9 @@ static int cpu_round(amp_backend *be, void *dst, amp_dtype dt, const float *src,
         if (dst != src) memmove(dst, src, n * sizeof(float));
         return 0;
     }
-    round_tally t = {0, 0, 0};
-    round16(dst, src, n, dt, cnt ? &t : NULL);
-    count_add(cnt, &t);
-    return 0;
-}
-
-static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
-                        amp_round_count *cnt, int accumulate) {
-    if (dt == AMP_DTYPE_F32) { /* amp_quantize is the identity and counts nothing */
-        if (accumulate)
-            for (size_t i = 0; i < n; i++) dst[i] = accumulate_add(dst[i], src[i]);
-        else if (dst != src)
-            memmove(dst, src, n * sizeof(float));
-        return 0;
-    }
-    round_tally t = {0, 0, 0};
-    quantize16(dst, src, n, dt, accumulate, &t);
-    count_add(cnt, &t);
+    amp_tally t = {0, 0, 0};
+    par_round16(be, dst, src, n, dt, cnt ? &t : NULL);
+    tally_add(cnt, &t);
     return 0;
 }
 
@@ -229,71 +142,136 @@ static int cpu_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt,
         if (dst != src) memmove(dst, src, n * sizeof(float));
         return 0;
     }
-    widen16(dst, src, dt, n);
+    par_widen16(be, dst, src, n, dt);
+    return 0;
+}
+
+/* dst[n] = (accumulate ? dst : 0) + widen(round_dt(src)), counted: per tile,
+ * round into a 16-bit tile, widen it back, store or add. dst may equal src. */
+static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
+                        amp_round_count *cnt, int accumulate) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    if (dt == AMP_DTYPE_F32) { /* amp_quantize is the identity and counts nothing */
+        if (accumulate) {
+            size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+            for (size_t c = 0; c < nch; c++) {
+                size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+                k->acc_add(dst + i0, src + i0, len);
+            }
+        } else if (dst != src) {
+            memmove(dst, src, n * sizeof(float));
+        }
+        return 0;
+    }
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        uint16_t h[TILE];
+        float q[TILE];
+        amp_tally l = {0, 0, 0};
+        size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
+        for (size_t i = c * cs; i < end; i += TILE) {
+            size_t len = end - i < TILE ? end - i : TILE;
+            k->round16(h, src + i, len, (int)dt, &l);
+            if (accumulate) {
+                k->widen16(q, h, len, (int)dt);
+                k->acc_add(dst + i, q, len);
+            } else {
+                k->widen16(dst + i, h, len, (int)dt);
+            }
+        }
+        nz += l.nz;
+        uf += l.uf;
+        of += l.of;
+    }
+    amp_tally t = {nz, uf, of};
+    tally_add(cnt, &t);
     return 0;
 }
 
 static int cpu_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols) {
-    for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols; j++) y[(size_t)r * cols + j] += bias[j];
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t rc = (size_t)cols, per = CHUNK / (rc ? rc : 1) + 1, nch = ((size_t)rows + per - 1) / per;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t r1 = (c + 1) * per < (size_t)rows ? (c + 1) * per : (size_t)rows;
+        for (size_t r = c * per; r < r1; r++) k->add(y + r * rc, y + r * rc, bias, rc);
+    }
     return 0;
 }
 
 static int cpu_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act) {
-    for (size_t i = 0; i < n; i++) out[i] = amp_act_apply(in[i], (int)act);
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        k->act(out + i0, in + i0, len, (int)act);
+    }
     return 0;
-}
-
-/* The descriptor GEMM: cblas per batch matrix, then the epilogue as the
- * same element ops a caller would run one by one (bias add, rounding with
- * telemetry, activation), so a fused call and the separate ops give the
- * same bits. */
-static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
-    size_t in_size = d->in_dtype == AMP_DTYPE_F32 ? 4 : 2;
-    size_t out_size = d->out_dtype == AMP_DTYPE_F32 ? 4 : 2;
-    int has_epilogue = d->bias || d->out;
-    if (amp_gemm_desc_check(be, d) != 0) return 1;
-    float *bias = NULL;
-    if (d->bias) {
-        bias = d->bias_dtype == AMP_DTYPE_F32 ? (float *)d->bias : malloc((size_t)d->n * sizeof *bias);
-        if (!bias) {
-            snprintf(be->err, sizeof be->err, "out of host memory");
-            return 1;
-        }
-        if (d->bias_dtype != AMP_DTYPE_F32) widen16(bias, d->bias, d->bias_dtype, (size_t)d->n);
-    }
-    int rc = 0;
-    for (int i = 0; i < d->batch && rc == 0; i++) {
-        const char *a = (const char *)d->a + (size_t)i * (size_t)d->stride_a * in_size;
-        const char *b = (const char *)d->b + (size_t)i * (size_t)d->stride_b * in_size;
-        float *acc = d->acc + (size_t)i * (size_t)d->stride_c;
-        rc = cpu_gemm(be, acc, a, b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k, d->lda,
-                      d->ldb, d->ldc, d->alpha, d->beta);
-        if (rc != 0 || !has_epilogue) continue;
-        size_t mn = (size_t)d->m * (size_t)d->n, off = (size_t)i * (size_t)d->stride_c * out_size;
-        if (bias) cpu_add_bias(be, acc, bias, d->m, d->n);
-        if (!d->out) continue;
-        void *out = (char *)d->out + off;
-        cpu_round(be, out, d->out_dtype, acc, mn, d->cnt);
-        if (d->act == AMP_ACT_NONE) continue;
-        cpu_widen(be, acc, out, d->out_dtype, mn);
-        cpu_act_forward(be, acc, acc, mn, d->act);
-        cpu_round(be, (char *)d->act_out + off, d->out_dtype, acc, mn, d->cnt);
-    }
-    if (bias && bias != d->bias) free(bias);
-    return rc;
 }
 
 static int cpu_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
                             amp_act act) {
-    for (size_t i = 0; i < n; i++) dz[i] = da[i] * amp_act_grad(z[i], (int)act);
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        k->act_grad_mul(dz + i0, da + i0, z + i0, len, (int)act);
+    }
+    return 0;
+}
+
+/* dz(dt) = round(quantize(da) * act'(widen(z(dt)))), one pass in tiles. */
+static int cpu_act_backward_round(amp_backend *be, void *dz, float *dz_f32, const float *da,
+                                  const void *z, amp_dtype dt, size_t n, amp_act act,
+                                  amp_round_count *cnt) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    if (dt == AMP_DTYPE_F32) {
+        cpu_act_backward(be, dz, da, z, n, act);
+        if (dz_f32 && dz_f32 != dz) memmove(dz_f32, dz, n * sizeof(float));
+        return 0;
+    }
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        uint16_t h[TILE];
+        float q[TILE], zf[TILE];
+        amp_tally l = {0, 0, 0};
+        size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
+        for (size_t i = c * cs; i < end; i += TILE) {
+            size_t len = end - i < TILE ? end - i : TILE;
+            uint16_t *out = (uint16_t *)dz + i;
+            k->round16(h, da + i, len, (int)dt, &l);
+            k->widen16(q, h, len, (int)dt);
+            k->widen16(zf, (const uint16_t *)z + i, len, (int)dt);
+            k->act_grad_mul(q, q, zf, len, (int)act);
+            k->round16(out, q, len, (int)dt, &l);
+            if (dz_f32) k->widen16(dz_f32 + i, out, len, (int)dt);
+        }
+        nz += l.nz;
+        uf += l.uf;
+        of += l.of;
+    }
+    amp_tally t = {nz, uf, of};
+    tally_add(cnt, &t);
     return 0;
 }
 
 static int cpu_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols) {
-    for (int j = 0; j < cols; j++) out[j] = 0.0f;
-    for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols; j++) out[j] += in[(size_t)r * cols + j];
+    const amp_cpu_kern *k = impl_of(be)->k;
+    /* split the columns: every column still sums its rows in order */
+    size_t per = 256, nch = ((size_t)cols + per - 1) / per;
+    if ((size_t)rows * (size_t)cols < CHUNK) nch = nch > 0 ? 1 : 0, per = (size_t)cols;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t j0 = c * per, len = (size_t)cols - j0 < per ? (size_t)cols - j0 : per;
+        k->col_sum(out + j0, in + j0, (size_t)rows, len, (size_t)cols);
+    }
     return 0;
 }
 
@@ -313,12 +291,29 @@ static int cpu_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *sta
     return 0;
 }
 
+/* Per chunk: lanes of squares (cpu_kern.h); the chunks' sums are then added
+ * in chunk order, each chunk's lanes as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)). */
 static int cpu_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
                              float inv_scale) {
-    unsigned long long bad = 0;
+    cpu_impl *im = impl_of(be);
+    const amp_cpu_kern *k = im->k;
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        amp_unscale_acc *a = &im->uacc[c];
+        memset(a, 0, sizeof *a);
+        k->unscale(g + i0, len, inv_scale, a);
+    }
     double sumsq = 0.0;
     float mx = stats->maxabs;
-    for (size_t i = 0; i < n; i++) bad += !amp_unscale_element(&g[i], inv_scale, &sumsq, &mx);
+    unsigned long long bad = 0;
+    for (size_t c = 0; c < nch; c++) {
+        const double *l = im->uacc[c].lane;
+        sumsq += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        if (im->uacc[c].maxabs > mx) mx = im->uacc[c].maxabs;
+        bad += im->uacc[c].bad;
+    }
     stats->nonfinite += bad;
     stats->checked += n;
     stats->sumsq += sumsq;
@@ -327,25 +322,217 @@ static int cpu_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, s
 }
 
 static int cpu_scale(amp_backend *be, float *x, size_t n, float s) {
-    for (size_t i = 0; i < n; i++) x[i] *= s;
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        k->scale(x + i0, len, s);
+    }
     return 0;
 }
 
 static int cpu_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
                         float momentum, float weight_decay) {
-    for (size_t i = 0; i < n; i++) amp_sgd_element(&w[i], &mom[i], g[i], lr, momentum, weight_decay);
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        k->sgd(w + i0, mom ? mom + i0 : NULL, g + i0, len, lr, momentum, weight_decay);
+    }
     return 0;
 }
 
 static int cpu_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
                           float lr, float beta1, float beta2, float eps, float weight_decay,
                           int64_t t) {
+    const amp_cpu_kern *k = impl_of(be)->k;
     float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
     float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, (double)t));
-    for (size_t i = 0; i < n; i++)
-        amp_adamw_element(&w[i], &m[i], &v[i], g[i], lr, beta1, beta2, eps, weight_decay, bc1,
-                          bc2_sqrt);
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        k->adamw(w + i0, m + i0, v + i0, g + i0, len, lr, beta1, beta2, eps, weight_decay, bc1,
+                 bc2_sqrt);
+    }
     return 0;
+}
+
+/* ---- GEMMs ------------------------------------------------------------------ */
+
+/* Records the kernel that ran for dtype dt in be->info (distinct names). */
+static void note_gemm(amp_backend *be, amp_dtype dt, const char *what) {
+    char *s = be->info.gemm[dt];
+    size_t len = strlen(s), cap = sizeof be->info.gemm[dt];
+    const char *p = s;
+    size_t wl = strlen(what);
+    while ((p = strstr(p, what)) != NULL) { /* already listed? */
+        if ((p == s || p[-1] == ',') && (p[wl] == '\0' || p[wl] == ',')) return;
+        p += wl;
+    }
+    snprintf(s + len, cap - len, "%s%s", len ? "," : "", what);
+}
+
+/* Widened copy of a stored 16-bit matrix in scratch slot `slot`. */
+static const float *widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
+    cpu_impl *im = impl_of(be);
+    if (im->scratch_len[slot] < n) {
+        free(im->scratch[slot]);
+        im->scratch[slot] = cpu_alloc(be, n * sizeof(float));
+        im->scratch_len[slot] = im->scratch[slot] ? n : 0;
+        if (!im->scratch[slot]) return NULL;
+        size_t bytes = amp_dnnl_scratch_bytes(im->dnnl);
+        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) bytes += im->scratch_len[i] * sizeof(float);
+        if (bytes > be->info.scratch_bytes) be->info.scratch_bytes = bytes;
+    }
+    par_widen16(be, im->scratch[slot], src, n, dt);
+    return im->scratch[slot];
+}
+
+const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
+    if (dt == AMP_DTYPE_F32) return src;
+    return widened(be, slot, src, dt, n);
+}
+
+/* c = alpha op(a) op(b) + beta c with FP32 (or, natively, BF16) inputs;
+ * records the kernel under the caller's input dtype `as`. */
+static int gemm_run(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
+                    int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                    float alpha, float beta, amp_dtype as) {
+    cpu_impl *im = impl_of(be);
+    const char *prefix = dt != as ? "widen+" : "";
+    char what[128];
+    if (im->lib == GEMM_ONEDNN) {
+        const char *impl = "?";
+        if (amp_dnnl_gemm(im->dnnl, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha,
+                          beta, &impl, be->err, sizeof be->err) != 0)
+            return 1;
+        size_t s = amp_dnnl_scratch_bytes(im->dnnl);
+        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) s += im->scratch_len[i] * sizeof(float);
+        if (s > be->info.scratch_bytes) be->info.scratch_bytes = s;
+        snprintf(what, sizeof what, "%sonednn-%s %s", prefix, dt == AMP_DTYPE_BF16 ? "bf16" : "f32",
+                 impl);
+    } else {
+        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                    trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                    ldc);
+        const char *core = openblas_get_corename();
+        snprintf(what, sizeof what, "%sopenblas-sgemm %s", prefix, core ? core : "?");
+    }
+    note_gemm(be, as, what);
+    return 0;
+}
+
+static int cpu_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
+                    int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                    float alpha, float beta) {
+    if (dt == AMP_DTYPE_F32 || (dt == AMP_DTYPE_BF16 && impl_of(be)->native_bf16))
+        return gemm_run(be, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, dt);
+    const float *af = widened(be, 0, a, dt, (size_t)(trans_a ? k : m) * (size_t)lda);
+    const float *bf = widened(be, 1, b, dt, (size_t)(trans_b ? n : k) * (size_t)ldb);
+    if (!af || !bf) return 1;
+    return gemm_run(be, c, af, bf, AMP_DTYPE_F32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha,
+                    beta, dt);
+}
+
+/* The epilogue over rows [r0, r1) of one batch matrix (ldc == n), in tiles
+ * of a row: v = acc + bias; out = round(v); act_out = round(act(widen(out))).
+ * The per-element math is that of add_bias + round + widen + act_forward +
+ * round, so the bits are those of the separate ops. */
+typedef struct epi_args {
+    float *acc;
+    const float *bias; /* FP32 (widened) or NULL */
+    void *out, *act_out;
+    amp_dtype out_dtype;
+    amp_act act;
+    int n;
+} epi_args;
+
+static void epilogue_rows(const amp_cpu_kern *k, const epi_args *e, size_t r0, size_t r1,
+                          amp_tally *t) {
+    float v[TILE], w[TILE];
+    size_t n = (size_t)e->n;
+    int dt = (int)e->out_dtype;
+    for (size_t r = r0; r < r1; r++) {
+        for (size_t j = 0; j < n; j += TILE) {
+            size_t len = n - j < TILE ? n - j : TILE, off = r * n + j;
+            float *acc = e->acc + off;
+            const float *x = acc;
+            if (e->bias) {
+                k->add(e->out ? v : acc, acc, e->bias + j, len);
+                x = e->out ? v : acc;
+            }
+            if (!e->out) continue;
+            if (dt == AMP_DTYPE_F32) {
+                float *o = (float *)e->out + off;
+                if (o != x) memcpy(o, x, len * sizeof(float));
+                if (e->act != AMP_ACT_NONE) k->act((float *)e->act_out + off, x, len, (int)e->act);
+            } else {
+                uint16_t *o = (uint16_t *)e->out + off;
+                k->round16(o, x, len, dt, t);
+                if (e->act == AMP_ACT_NONE) continue;
+                k->widen16(w, o, len, dt);
+                k->act(w, w, len, (int)e->act);
+                k->round16((uint16_t *)e->act_out + off, w, len, dt, t);
+            }
+        }
+    }
+}
+
+/* The descriptor GEMM: the library GEMM per batch matrix, then the
+ * epilogue in one threaded pass over the output. */
+static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t in_size = d->in_dtype == AMP_DTYPE_F32 ? 4 : 2;
+    size_t out_size = d->out_dtype == AMP_DTYPE_F32 ? 4 : 2;
+    int has_epilogue = d->bias || d->out;
+    if (amp_gemm_desc_check(be, d) != 0) return 1;
+    float *bias = NULL;
+    if (d->bias) {
+        bias = d->bias_dtype == AMP_DTYPE_F32 ? (float *)d->bias : malloc((size_t)d->n * sizeof *bias);
+        if (!bias) {
+            snprintf(be->err, sizeof be->err, "out of host memory");
+            return 1;
+        }
+        if (d->bias_dtype != AMP_DTYPE_F32) k->widen16(bias, d->bias, (size_t)d->n, (int)d->bias_dtype);
+    }
+    int rc = 0;
+    amp_tally t = {0, 0, 0};
+    for (int i = 0; i < d->batch && rc == 0; i++) {
+        const char *a = (const char *)d->a + (size_t)i * (size_t)d->stride_a * in_size;
+        const char *b = (const char *)d->b + (size_t)i * (size_t)d->stride_b * in_size;
+        float *acc = d->acc + (size_t)i * (size_t)d->stride_c;
+        rc = cpu_gemm(be, acc, a, b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k, d->lda,
+                      d->ldb, d->ldc, d->alpha, d->beta);
+        if (rc != 0 || !has_epilogue) continue;
+        size_t off = (size_t)i * (size_t)d->stride_c * out_size;
+        epi_args e = {acc,
+                      bias,
+                      d->out ? (char *)d->out + off : NULL,
+                      d->act_out ? (char *)d->act_out + off : NULL,
+                      d->out_dtype,
+                      d->act,
+                      d->n};
+        size_t rows = (size_t)d->m, per = CHUNK / (size_t)d->n + 1, nch = (rows + per - 1) / per;
+        unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+        for (size_t c = 0; c < nch; c++) {
+            amp_tally l = {0, 0, 0};
+            size_t r1 = (c + 1) * per < rows ? (c + 1) * per : rows;
+            epilogue_rows(k, &e, c * per, r1, &l);
+            nz += l.nz;
+            uf += l.uf;
+            of += l.of;
+        }
+        t.nz += nz;
+        t.uf += uf;
+        t.of += of;
+    }
+    if (d->out && d->out_dtype != AMP_DTYPE_F32) tally_add(d->cnt, &t);
+    if (bias && bias != d->bias) free(bias);
+    return rc;
 }
 
 static size_t cpu_device_bytes_used(amp_backend *be) { return 0; }
@@ -359,7 +546,9 @@ static void cpu_destroy(amp_backend *be) {
     if (!be) return;
     cpu_impl *im = be->impl;
     if (im) {
+        amp_dnnl_destroy(im->dnnl);
         for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) free(im->scratch[i]);
+        free(im->uacc);
         free(im);
     }
     free(be);
@@ -389,6 +578,7 @@ static const amp_backend_ops cpu_ops = {
     .adamw_step = cpu_adamw_step,
     .device_bytes_used = cpu_device_bytes_used,
     .overcommit_limit = cpu_overcommit_limit,
+    .act_backward_round = cpu_act_backward_round,
     .embed_forward = amp_cpu_embed_forward,
     .embed_backward = amp_cpu_embed_backward,
     .layernorm_forward = amp_cpu_layernorm_forward,
@@ -398,17 +588,98 @@ static const amp_backend_ops cpu_ops = {
     .residual_add = amp_cpu_residual_add,
 };
 
+/* AMPTRAIN_THREADS (1..1024), else OpenMP's default (OMP_NUM_THREADS, else
+ * the cores). 0 or -1 with err. */
+static int thread_count(int *out, char *err, size_t errlen) {
+    const char *v = getenv("AMPTRAIN_THREADS");
+    if (v && *v) {
+        char *end = NULL;
+        long t = strtol(v, &end, 10);
+        if (end == v || *end != '\0' || t < 1 || t > 1024) {
+            snprintf(err, errlen, "AMPTRAIN_THREADS=%s: expected an integer in [1, 1024]", v);
+            return -1;
+        }
+        *out = (int)t;
+        return 0;
+    }
+#ifdef _OPENMP
+    *out = omp_get_max_threads();
+#else
+    *out = 1;
+#endif
+    return 0;
+}
+
 amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
+    amp_isa isa;
+    int threads;
+    if (amp_isa_select(&isa, err, errlen) != 0 || thread_count(&threads, err, errlen) != 0)
+        return NULL;
+    const amp_cpu_kern *k = amp_cpu_kern_for(isa);
+    if (!k) {
+        snprintf(err, errlen,
+                 "the '%s' path was not compiled into this amptrain (a compiler without its "
+                 "flags); set AMPTRAIN_ISA to a lower path",
+                 amp_isa_name(isa));
+        return NULL;
+    }
+    gemm_lib lib = amp_dnnl_available() && isa != AMP_ISA_GENERIC ? GEMM_ONEDNN : GEMM_OPENBLAS;
+    const char *want = getenv("AMPTRAIN_GEMM");
+    if (want && *want) {
+        if (strcmp(want, "openblas") == 0) {
+            lib = GEMM_OPENBLAS;
+        } else if (strcmp(want, "onednn") == 0) {
+            if (!amp_dnnl_available()) {
+                snprintf(err, errlen, "AMPTRAIN_GEMM=onednn: this amptrain was built without "
+                                      "oneDNN (install libdnnl-dev and rebuild)");
+                return NULL;
+            }
+            if (isa == AMP_ISA_GENERIC) {
+                snprintf(err, errlen, "AMPTRAIN_GEMM=onednn needs AMPTRAIN_ISA avx2 or higher "
+                                      "(the generic path runs OpenBLAS)");
+                return NULL;
+            }
+            lib = GEMM_ONEDNN;
+        } else {
+            snprintf(err, errlen, "AMPTRAIN_GEMM=%s: expected onednn or openblas", want);
+            return NULL;
+        }
+    }
     amp_backend *be = calloc(1, sizeof *be);
     cpu_impl *im = calloc(1, sizeof *im);
-    if (!be || !im) {
+    amp_unscale_acc *uacc = calloc(MAX_UNSCALE_CHUNKS, sizeof *uacc);
+    if (!be || !im || !uacc) {
         free(be);
         free(im);
+        free(uacc);
         snprintf(err, errlen, "out of host memory creating the CPU backend");
         return NULL;
     }
+    im->isa = isa;
+    im->k = k;
+    im->lib = lib;
+    im->uacc = uacc;
+    if (lib == GEMM_ONEDNN) {
+        im->dnnl = amp_dnnl_create(isa, err, errlen);
+        if (!im->dnnl) {
+            free(uacc);
+            free(im);
+            free(be);
+            return NULL;
+        }
+        im->native_bf16 = isa == AMP_ISA_AVX512_BF16;
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    openblas_set_num_threads(threads);
     be->ops = &cpu_ops;
     be->device = AMP_DEVICE_CPU;
     be->impl = im;
+    snprintf(be->info.isa, sizeof be->info.isa, "%s", amp_isa_name(isa));
+    snprintf(be->info.isa_available, sizeof be->info.isa_available, "%s",
+             amp_isa_name(amp_isa_detect()));
+    be->info.threads = threads;
+    be->info.widened_gemm = (1u << AMP_DTYPE_F16) | (im->native_bf16 ? 0u : 1u << AMP_DTYPE_BF16);
     return be;
 }

@@ -15,7 +15,7 @@
 #include "backend/kernels/layernorm.h"
 #include "backend/kernels/store.h"
 
-static void tally_flush(amp_round_count *cnt, const amp_tally *t) {
+static void tally_flush(amp_round_count *cnt, const amp_round_tally *t) {
     if (!cnt) return;
     cnt->nonzero += t->nz;
     cnt->underflow += t->uf;
@@ -53,7 +53,7 @@ int amp_cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const floa
 int amp_cpu_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
                               float *rstd, const float *x, const float *w, const float *b,
                               int rows, int C, float eps, amp_round_count *cnt) {
-    amp_tally t = {0, 0, 0};
+    amp_round_tally t = {0, 0, 0};
     size_t es = out_dt == AMP_DTYPE_F32 ? 4 : 2;
     for (int r = 0; r < rows; r++)
         amp_ln_forward_row((char *)out + (size_t)r * C * es, (int)out_dt, &mean[r], &rstd[r],
@@ -81,7 +81,7 @@ int amp_cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, 
     if (!q) return 1;
     size_t tt = (size_t)T * T;
     float *S = ws, *Y = ws + 2 * (size_t)B * nh * tt;
-    amp_tally t = {0, 0, 0};
+    amp_round_tally t = {0, 0, 0};
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < nh; h++) {
             const float *Q = q + (size_t)b * T * C3 + (size_t)h * hs, *K = Q + C, *V = Q + 2 * C;
@@ -117,7 +117,7 @@ int amp_cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const voi
     const float *p = amp_cpu_widened(be, 4, att, dt, nbh * tt);
     if (!dy || !q || !p) return 1;
     float *dP = ws, *dS = ws + nbh * tt, *dacc = ws + 2 * nbh * tt;
-    amp_tally t = {0, 0, 0};
+    amp_round_tally t = {0, 0, 0};
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < nh; h++) {
             size_t bh = ((size_t)b * nh + h) * tt;

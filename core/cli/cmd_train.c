@@ -134,6 +134,26 @@ typedef struct run_result {
     size_t device_peak;
 } run_result;
 
+/* What the backend ran (instruction-set path, threads, GEMM kernels per
+ * input dtype), when it reports it. */
+static void write_backend_info(FILE *f, const amp_backend_info *in) {
+    if (!in->isa[0]) return;
+    fputs(",\n  \"backend\": {\"isa\": ", f);
+    amp_json_str(f, in->isa);
+    fputs(", \"isa_available\": ", f);
+    amp_json_str(f, in->isa_available);
+    fprintf(f, ", \"threads\": %d, \"gemm\": {", in->threads);
+    static const char *const names[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+    int first = 1;
+    for (int d = 0; d < AMP_DTYPE_COUNT; d++) {
+        if (!in->gemm[d][0]) continue;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", names[d]);
+        amp_json_str(f, in->gemm[d]);
+        first = 0;
+    }
+    fputs("}}", f);
+}
+
 static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     const amp_model *m = s->model;
     fputs("{\n  \"name\": ", f);
@@ -146,6 +166,7 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     write_plugin(f, &s->scaler);
     fputs("},\n  \"device\": ", f);
     amp_json_str(f, s->be->ops->name);
+    write_backend_info(f, &s->be->info);
     fprintf(f, ",\n  \"seed\": %llu,\n  \"steps\": %lld,\n  \"skipped_steps\": %lld,\n",
             (unsigned long long)s->set.seed, (long long)s->step, (long long)s->skipped);
     fputs("  \"final_train_loss\": ", f);
@@ -170,6 +191,9 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
         fprintf(f, "%s\"%s\": %zu", c ? ", " : "", amp_mem_category_names[c], m->mem[c].size);
         total += m->mem[c].size;
     }
+    /* memory the backend holds for GEMMs (widened operands, library scratch) */
+    fprintf(f, ", \"backend_scratch\": %zu", s->be->info.scratch_bytes);
+    total += s->be->info.scratch_bytes;
     fprintf(f, ", \"total\": %zu, \"device_used\": %zu},\n  \"layers\": [", total, r->device_peak);
     unsigned long long tu = 0, to = 0, tn = 0;
     for (int l = 0; l < m->desc.nlayers; l++) {

@@ -10,9 +10,11 @@
 static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
 
 /* The sections of format versions 1 and 2, all required, each at most once. */
-enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_COUNT };
-static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM",
-                                              "SCAL", "TOTL", "LOSS", "METR"};
+enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_EXEC, S_COUNT };
+static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM", "SCAL",
+                                              "TOTL", "LOSS", "METR", "EXEC"};
+/* Sections from S_EXEC on are optional (files written before them lack them). */
+#define S_REQUIRED S_EXEC
 
 /* Dimensions are capped, and element counts are summed with a cap, so that
  * sizes computed from them cannot overflow 64 bits. */
@@ -386,7 +388,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         amp_set_err(err, errlen, "%llu bytes after the last section", (unsigned long long)(len - expect_off));
         return -1;
     }
-    for (int k = 0; k < S_COUNT; k++)
+    for (int k = 0; k < S_REQUIRED; k++)
         if (!seen[k]) {
             amp_set_err(err, errlen, "section %s is missing", section_tags[k]);
             return -1;
@@ -414,9 +416,11 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                 (long long)out->step);
         return -1;
     }
-    if (!no_nul(sec[S_CONF], seclen[S_CONF]) || !no_nul(sec[S_METR], seclen[S_METR])) {
+    if (!no_nul(sec[S_CONF], seclen[S_CONF]) || !no_nul(sec[S_METR], seclen[S_METR]) ||
+        !no_nul(sec[S_EXEC], seclen[S_EXEC])) {
         amp_set_err(err, errlen, "section %s holds a NUL byte",
-                no_nul(sec[S_CONF], seclen[S_CONF]) ? "METR" : "CONF");
+                !no_nul(sec[S_CONF], seclen[S_CONF]) ? "CONF"
+                : !no_nul(sec[S_METR], seclen[S_METR]) ? "METR" : "EXEC");
         return -1;
     }
     out->totals_raw = sec[S_TOTL];
@@ -432,6 +436,8 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
     out->nlosses = nloss;
     out->metrics = (const char *)sec[S_METR];
     out->metrics_len = seclen[S_METR];
+    out->exec = (const char *)sec[S_EXEC];
+    out->exec_len = seclen[S_EXEC];
     return 0;
 }
 
@@ -550,9 +556,11 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
                                     ck->scaler_state,
                                     totl.p,
                                     ck->losses,
-                                    (const uint8_t *)ck->metrics};
+                                    (const uint8_t *)ck->metrics,
+                                    (const uint8_t *)ck->exec};
     size_t n[S_COUNT] = {meta.len, ck->config_len, ck->master_len, ck->optim_len,
-                         ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len};
+                         ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len,
+                         ck->exec_len};
     size_t total = AMP_CKPT_HEADER_SIZE + S_COUNT * AMP_CKPT_ENTRY_SIZE;
     int bad = meta.oom || totl.oom;
     for (int k = 0; k < S_COUNT; k++) {

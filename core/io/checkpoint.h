@@ -15,7 +15,8 @@
  * text the run used), MAST (master weights, f32), OPTM (optimizer state,
  * f32, opt_buffers arrays of nparams), SCAL (the scaler plugin's own
  * state_save bytes), TOTL (per-layer rounding totals), LOSS (the last <= 100
- * step losses, f64, for summary.json) and METR (metrics.jsonl so far).
+ * step losses, f64, for summary.json), METR (metrics.jsonl so far) and, optional,
+ * EXEC (where it ran: backend, instruction-set path, threads).
  * Unknown tags are skipped, so later versions can add sections.
  *
  * Format 2 (this amptrain) describes the model by its parameter table
@@ -89,6 +90,11 @@ typedef struct amp_checkpoint {
     const uint8_t *scaler_state; size_t scaler_len; /* SCAL */
     const uint8_t *losses; size_t nlosses;      /* LOSS: nlosses x f64 */
     const char *metrics;  size_t metrics_len;   /* METR */
+    /* EXEC (optional; absent in older files: NULL, 0): where the run
+     * executed, "key=value" lines (backend, isa, threads), so a resume on
+     * another instruction-set path or thread count can say that its bits
+     * will differ */
+    const char *exec;     size_t exec_len;
 } amp_checkpoint;
 
 /* Validates and parses buf[0..len). 0, or -1 with the reason in err (e.g.

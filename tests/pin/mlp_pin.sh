@@ -5,12 +5,45 @@
 # weights. Timings, paths and memory sizes are left out; everything else
 # must match tests/pin/mlp_pin.expected bit for bit.
 #
-# usage: mlp_pin.sh AMPTRAIN [--write]   (--write regenerates the expected
-# file: do that only in a commit that says why the numbers moved)
+# The numbers depend on the GEMM library and its kernels, so each expected
+# file names the execution path it pins, and the script sets it:
+#   mlp_pin.expected           the default path: oneDNN GEMMs on the avx512
+#                              path, 2 threads (skipped, 77, without AVX-512)
+#   mlp_pin_openblas.expected  OpenBLAS sgemm with the element-wise kernels
+#                              of the path in AMPTRAIN_ISA (default avx2): the
+#                              numbers from before the CPU speed work, which
+#                              every path's kernels must still give
+#
+# usage: mlp_pin.sh AMPTRAIN [default|openblas] [--write]   (--write
+# regenerates that expected file: do it only in a commit that says why the
+# numbers moved)
 set -euo pipefail
 amptrain=$1
+which=${2:-default}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+case $which in
+default)
+    expected=$here/mlp_pin.expected
+    for f in avx512f avx512bw avx512vl avx512dq; do
+        grep -qw "$f" /proc/cpuinfo || { echo "mlp_pin: no $f here: the default pin is for AVX-512 machines"; exit 77; }
+    done
+    export AMPTRAIN_ISA=avx512 AMPTRAIN_GEMM=onednn AMPTRAIN_THREADS=2 ;;
+openblas)
+    expected=$here/mlp_pin_openblas.expected
+    export AMPTRAIN_ISA=${AMPTRAIN_ISA:-avx2} AMPTRAIN_GEMM=openblas AMPTRAIN_THREADS=1
+    case $AMPTRAIN_ISA in
+    avx2) need="avx2 fma f16c" ;;
+    avx512) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq" ;;
+    *) need="" ;;
+    esac
+    for f in $need; do
+        grep -qw "$f" /proc/cpuinfo || { echo "mlp_pin: no $f here for the $AMPTRAIN_ISA path"; exit 77; }
+    done ;;
+*)
+    echo "mlp_pin: expected default or openblas, got '$which'" >&2
+    exit 2 ;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -42,13 +75,13 @@ run_case() { # name config args...
         --set model.activation=gelu --set precision.layer.fc2=f32
 } >"$work/digest.txt"
 
-if [ "${2:-}" = "--write" ]; then
-    cp "$work/digest.txt" "$here/mlp_pin.expected"
-    echo "mlp_pin: wrote $here/mlp_pin.expected"
+if [ "${3:-}" = "--write" ]; then
+    cp "$work/digest.txt" "$expected"
+    echo "mlp_pin: wrote $expected"
     exit 0
 fi
-if ! diff -u "$here/mlp_pin.expected" "$work/digest.txt"; then
+if ! diff -u "$expected" "$work/digest.txt"; then
     echo "mlp_pin: the MLP's numbers moved (diff above: expected, then now)" >&2
     exit 1
 fi
-echo "mlp_pin: $(grep -c '^==' "$work/digest.txt") cases match bit for bit"
+echo "mlp_pin: $(grep -c '^==' "$work/digest.txt") cases match bit for bit ($which: isa $AMPTRAIN_ISA, $AMPTRAIN_GEMM, $AMPTRAIN_THREADS thread(s))"

@@ -24,7 +24,7 @@ static unsigned tf_blocks(size_t n) { return (unsigned)((n + AMP_TF_BLOCK - 1) /
 
 /* Adds the thread's tally to *cnt (one atomic per nonzero field; the
  * counts are integers, so the order does not matter). */
-__device__ static void tf_flush(amp_round_count *cnt, const amp_tally &t) {
+__device__ static void tf_flush(amp_round_count *cnt, const amp_round_tally &t) {
     if (!cnt) return;
     if (t.nz) atomicAdd(&cnt->nonzero, t.nz);
     if (t.uf) atomicAdd(&cnt->underflow, t.uf);
@@ -91,7 +91,7 @@ __global__ void amp_k_ln_forward(void *out, int dt, float *mean, float *rstd, co
                                  amp_round_count *cnt) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
-    amp_tally t = {0, 0, 0};
+    amp_round_tally t = {0, 0, 0};
     size_t es = dt == AMP_DTYPE_F32 ? 4 : 2;
     amp_ln_forward_row((char *)out + (size_t)r * C * es, dt, &mean[r], &rstd[r], x + (size_t)r * C,
                        w, b, C, eps, &t);
@@ -180,7 +180,7 @@ __global__ void amp_k_attn_softmax(void *att, float *S, int rows, int T, int dt,
                                    amp_round_count *cnt) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
-    amp_tally t = {0, 0, 0};
+    amp_round_tally t = {0, 0, 0};
     size_t base = (size_t)r * T;
     amp_attn_softmax_row(att, base, NULL, S + base, r % T, T, dt, &t);
     tf_flush(cnt, t);
@@ -190,7 +190,7 @@ __global__ void amp_k_attn_softmax_backward(void *dS, float *dP, const void *att
                                             int dt, amp_round_count *cnt) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
-    amp_tally t = {0, 0, 0};
+    amp_round_tally t = {0, 0, 0};
     size_t base = (size_t)r * T;
     amp_attn_softmax_backward_row(dS, base, 0, dP + base, att, base, r % T, T, dt, &t);
     tf_flush(cnt, t);

@@ -22,7 +22,7 @@
  * widening in pw[T] (pw may alias s: each s[j] is read before pw[j] is
  * written). Counts both roundings into *t. */
 static inline AMP_HD void amp_attn_softmax_row(void *att, size_t base, float *pw, float *s, int t_q,
-                                               int T, int dt, amp_tally *t) {
+                                               int T, int dt, amp_round_tally *t) {
     float mx = -INFINITY;
     for (int j = 0; j <= t_q; j++) {
         s[j] = amp_store(s, (size_t)j, dt, 1, s[j], t); /* the logits' rounding point */
@@ -46,7 +46,7 @@ static inline AMP_HD void amp_attn_softmax_row(void *att, size_t base, float *pw
  * wide != 0 and dbase indexes the same row). */
 static inline AMP_HD void amp_attn_softmax_backward_row(void *dst, size_t dbase, int wide,
                                                         float *dp, const void *att, size_t base,
-                                                        int t_q, int T, int dt, amp_tally *t) {
+                                                        int t_q, int T, int dt, amp_round_tally *t) {
     float dot = 0.0f;
     for (int j = 0; j <= t_q; j++) {
         dp[j] = amp_store(dp, (size_t)j, dt, 1, dp[j], t);

@@ -14,7 +14,7 @@
  * row's mean and rstd, which backward reads. */
 static inline AMP_HD void amp_ln_forward_row(void *out, int dt, float *mean_out, float *rstd_out,
                                              const float *x, const float *w, const float *b,
-                                             int C, float eps, amp_tally *t) {
+                                             int C, float eps, amp_round_tally *t) {
     float m = 0.0f;
     for (int i = 0; i < C; i++) m += x[i];
     m = m / (float)C;

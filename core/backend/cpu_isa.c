@@ -1,0 +1,103 @@
+/* CPUID dispatch for the CPU backend (see cpu_isa.h). */
+#include "backend/cpu_isa.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define AMP_X86 1
+#else
+#define AMP_X86 0
+#endif
+
+static const char *const isa_names[AMP_ISA_COUNT] = {"generic", "avx2", "avx512", "avx512_bf16"};
+
+const char *amp_isa_name(amp_isa isa) {
+    return isa >= 0 && isa < AMP_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+typedef struct cpu_features {
+    int avx, fma, f16c, avx2, avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16;
+    int os_avx, os_avx512; /* the OS saves the YMM / ZMM state (XCR0) */
+} cpu_features;
+
+static cpu_features features(void) {
+    cpu_features f;
+    memset(&f, 0, sizeof f);
+#if AMP_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    int osxsave = (c >> 27) & 1;
+    f.avx = (c >> 28) & 1;
+    f.fma = (c >> 12) & 1;
+    f.f16c = (c >> 29) & 1;
+    if (osxsave) {
+        uint32_t lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        f.os_avx = (lo & 0x6u) == 0x6u;
+        f.os_avx512 = f.os_avx && (lo & 0xe0u) == 0xe0u;
+    }
+    if (__get_cpuid_max(0, NULL) >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        f.avx2 = (b >> 5) & 1;
+        f.avx512f = (b >> 16) & 1;
+        f.avx512dq = (b >> 17) & 1;
+        f.avx512bw = (b >> 30) & 1;
+        f.avx512vl = (b >> 31) & 1;
+        __cpuid_count(7, 1, a, b, c, d);
+        f.avx512_bf16 = (a >> 5) & 1;
+    }
+#endif
+    return f;
+}
+
+amp_isa amp_isa_detect(void) {
+    cpu_features f = features();
+    if (!(f.os_avx && f.avx && f.avx2 && f.fma && f.f16c)) return AMP_ISA_GENERIC;
+    if (!(f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return AMP_ISA_AVX2;
+    return f.avx512_bf16 ? AMP_ISA_AVX512_BF16 : AMP_ISA_AVX512;
+}
+
+void amp_isa_features(char *out, size_t len) {
+    cpu_features f = features();
+    snprintf(out, len, "%s%s%s%s%s%s%s%s%s", f.avx2 ? "avx2 " : "", f.fma ? "fma " : "",
+             f.f16c ? "f16c " : "", f.avx512f ? "avx512f " : "", f.avx512bw ? "avx512bw " : "",
+             f.avx512vl ? "avx512vl " : "", f.avx512dq ? "avx512dq " : "",
+             f.avx512_bf16 ? "avx512_bf16 " : "", f.os_avx512 ? "" : "(no OS AVX-512 state) ");
+    size_t n = strlen(out);
+    if (n && out[n - 1] == ' ') out[n - 1] = '\0';
+    if (!out[0]) snprintf(out, len, "none of avx2/fma/f16c/avx512");
+}
+
+int amp_isa_select(amp_isa *out, char *err, size_t errlen) {
+    amp_isa best = amp_isa_detect();
+    const char *want = getenv("AMPTRAIN_ISA");
+    if (!want || !*want) {
+        /* avx512_bf16 only on request: its native bf16 GEMM measured slower
+         * than widening into FP32 FMA GEMMs on our AVX512_BF16 machines
+         * (vdpbf16ps at about half the FMA rate there; bench/README.md) */
+        *out = best > AMP_ISA_AVX512 ? AMP_ISA_AVX512 : best;
+        return 0;
+    }
+    for (int i = 0; i < AMP_ISA_COUNT; i++) {
+        if (strcmp(want, isa_names[i]) != 0) continue;
+        if ((amp_isa)i > best) {
+            char feat[160];
+            amp_isa_features(feat, sizeof feat);
+            snprintf(err, errlen,
+                     "AMPTRAIN_ISA=%s: this CPU supports up to '%s' (it has: %s); unset "
+                     "AMPTRAIN_ISA or choose a lower path",
+                     want, amp_isa_name(best), feat);
+            return -1;
+        }
+        *out = (amp_isa)i;
+        return 0;
+    }
+    snprintf(err, errlen, "AMPTRAIN_ISA=%s: unknown path; expected generic, avx2, avx512 or "
+                          "avx512_bf16",
+             want);
+    return -1;
+}

@@ -1,0 +1,37 @@
+/* Which x86 instruction-set path the CPU backend runs, chosen once at
+ * start-up from CPUID (and the OS's XSAVE state), overridable with
+ * AMPTRAIN_ISA for testing a lower path on a bigger machine.
+ *
+ * The paths, each a superset of the one before:
+ *   generic      plain C (compiled for the x86-64 baseline or any other CPU)
+ *   avx2         AVX2 + FMA + F16C element-wise kernels
+ *   avx512       AVX-512 F/BW/VL/DQ element-wise kernels
+ *   avx512_bf16  avx512 plus AVX512_BF16: bf16 GEMMs may run natively
+ * The GEMM library is capped to the same path (oneDNN's max ISA), so an
+ * avx2 run on an AVX-512 machine runs what an AVX2 machine would. */
+#ifndef AMP_CPU_ISA_H
+#define AMP_CPU_ISA_H
+
+#include <stddef.h>
+
+typedef enum amp_isa {
+    AMP_ISA_GENERIC = 0,
+    AMP_ISA_AVX2 = 1,
+    AMP_ISA_AVX512 = 2,
+    AMP_ISA_AVX512_BF16 = 3,
+    AMP_ISA_COUNT
+} amp_isa;
+
+/* "generic", "avx2", "avx512", "avx512_bf16". */
+const char *amp_isa_name(amp_isa isa);
+/* The best path this CPU and OS support (CPUID + XGETBV). */
+amp_isa amp_isa_detect(void);
+/* The CPU's relevant features as text ("avx2 fma f16c avx512f ..."). */
+void amp_isa_features(char *out, size_t len);
+/* The path to run: AMPTRAIN_ISA when set (an unknown name, or a path this
+ * CPU lacks, is an error naming both), else amp_isa_detect() capped at
+ * avx512: the native bf16 GEMM of avx512_bf16 is opt-in because it measured
+ * slower than the FP32 route where we could measure it. 0 or -1. */
+int amp_isa_select(amp_isa *out, char *err, size_t errlen);
+
+#endif
