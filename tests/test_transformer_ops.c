@@ -367,6 +367,11 @@ static void test_gelu_tanh(void) {
         fd[i] = ((double)yp - ym) / (2.0 * h);
     }
     cmp_grad("act_backward gelu_tanh", dz, fd, n, 1e-4, 1e-3);
+    /* saturated: the derivative is 1 / 0, never 0 * inf = NaN */
+    float big[4] = {INFINITY, -INFINITY, 1e20f, -1e20f}, gone[4] = {1, 1, 1, 1}, gb[4];
+    ok(be->ops->act_backward(be, gb, gone, big, 4, AMP_ACT_GELU_TANH), "act_backward gelu_tanh");
+    EXPECT(gb[0] == 1.0f && gb[1] == 0.0f && gb[2] == 1.0f && gb[3] == 0.0f,
+           "gelu_tanh' at +-inf, +-1e20: %g %g %g %g", gb[0], gb[1], gb[2], gb[3]);
     /* it is not the erf form */
     float ge;
     ok(be->ops->act_forward(be, &ge, &x[n / 2 + 100], 1, AMP_ACT_GELU), "gelu");

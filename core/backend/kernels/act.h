@@ -46,8 +46,12 @@ static inline AMP_HD float amp_gelu_tanh_grad(float x) {
     float t = amp_tanh_fast(inner);
     float left = 0.5f * x, right = 1.0f + t;
     float left_derivative = 0.5f * right;
+    float sech2 = 1.0f - t * t;
+    /* saturated (|x| large, x^2 possibly inf): the second term is 0, not
+     * 0 * inf; the derivative is 1 for x -> +inf and 0 for x -> -inf */
+    if (sech2 == 0.0f) return left_derivative;
     float right_derivative =
-        left * (1.0f - t * t) * AMP_GELU_TANH_BETA * (1.0f + 3.0f * AMP_GELU_TANH_KAPPA * x_sq);
+        left * sech2 * AMP_GELU_TANH_BETA * (1.0f + 3.0f * AMP_GELU_TANH_KAPPA * x_sq);
     return left_derivative + right_derivative;
 }
 
