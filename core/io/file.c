@@ -75,6 +75,37 @@ FILE *amp_file_fopen_read(const char *path, struct stat *st, char *err, size_t e
     return f;
 }
 
+int amp_file_read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len) {
+    size_t n = 0;
+    int c;
+    errno = 0;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (n == max) return -2;
+        if (n + 1 >= *cap) {
+            size_t nc = *cap ? 2 * *cap : 256;
+            if (nc > max + 1) nc = max + 1;
+            char *q = realloc(*buf, nc);
+            if (!q) return -1;
+            *buf = q;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    if (c == EOF && ferror(f)) {
+        if (!errno) errno = EIO;
+        return -1;
+    }
+    if (c == EOF && n == 0) return 0;
+    if (!*buf) { /* an empty line before anything was allocated */
+        *buf = malloc(1);
+        if (!*buf) return -1;
+        *cap = 1;
+    }
+    (*buf)[n] = '\0';
+    *len = n;
+    return 1;
+}
+
 int amp_file_pread_full(int fd, void *buf, size_t n, unsigned long long off) {
     unsigned char *p = buf;
     while (n) {

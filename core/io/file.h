@@ -34,6 +34,14 @@ FILE *amp_file_fopen_read(const char *path, struct stat *st, char *err, size_t e
 int amp_file_read_all(const char *path, size_t max, char **buf, size_t *len, char *err,
                       size_t errlen);
 
+/* Reads one line of at most max bytes (the '\n' not counted, not kept)
+ * into *buf (grown as needed, NUL-terminated; free it after the last
+ * call), its length in *len. 1: a line; 0: the end of the file; -1: a read
+ * error (errno set; never taken for the end); -2: the line is longer than
+ * max (the rest of it is not read). Unlike getline, a line without a
+ * newline in a huge file never costs more than max bytes. */
+int amp_file_read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len);
+
 /* Reads exactly n bytes at offset off. 0; -1 with errno set (0 when the file
  * ended first). */
 int amp_file_pread_full(int fd, void *buf, size_t n, unsigned long long off);
