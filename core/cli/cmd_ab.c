@@ -29,6 +29,7 @@
 #include "ab/ab.h"
 #include "cli/cli.h"
 #include "io/config.h"
+#include "io/file.h"
 #include "io/out_file.h"
 #include "session.h"
 
@@ -282,7 +283,8 @@ static double now_s(void) {
 /* The last non-empty line of a log, to show why a run failed. */
 static void last_line(const char *path, char *out, size_t cap) {
     out[0] = '\0';
-    FILE *f = fopen(path, "r");
+    char err[64];
+    FILE *f = amp_file_fopen_read(path, NULL, err, sizeof err); /* a log, not a FIFO */
     if (!f) return;
     char line[1024];
     while (fgets(line, sizeof line, f)) {
@@ -410,7 +412,8 @@ static void machine_info(amp_ab_study *st) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     st->ncpu = n > 0 ? (int)n : 0;
     snprintf(st->cpu, sizeof st->cpu, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
+    char err[64];
+    FILE *f = amp_file_fopen_read("/proc/cpuinfo", NULL, err, sizeof err);
     if (f) {
         char line[512];
         while (fgets(line, sizeof line, f)) {

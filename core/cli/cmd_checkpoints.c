@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "io/checkpoint.h"
+#include "io/checkpoint_file.h"
 #include "io/checkpoint_store.h"
 #include "cli/cli.h"
 
@@ -39,7 +40,7 @@ int amp_cmd_checkpoints(int argc, char **argv) {
         uint8_t *buf = NULL;
         size_t len = 0;
         amp_checkpoint ck;
-        if (amp_ckpt_store_read(path, &buf, &len, err, sizeof err) != 0 ||
+        if (amp_checkpoint_read_file(path, &buf, &len, err, sizeof err) != 0 ||
             amp_checkpoint_parse(buf, len, &ck, err, sizeof err) != 0) {
             printf("%s  DAMAGED: %s\n", path, err);
             damaged++;

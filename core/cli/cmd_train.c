@@ -17,6 +17,7 @@
 
 #include "arena.h"
 #include "io/checkpoint_store.h"
+#include "io/checkpoint_file.h"
 #include "cli/cli.h"
 #include "io/json.h"
 #include "log.h"
@@ -380,7 +381,7 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
         uint8_t *buf = NULL;
         size_t len = 0;
         amp_checkpoint ck;
-        if (amp_ckpt_store_read(path, &buf, &len, why, sizeof why) != 0 ||
+        if (amp_checkpoint_read_file(path, &buf, &len, why, sizeof why) != 0 ||
             amp_checkpoint_parse(buf, len, &ck, why, sizeof why) != 0) {
             damaged++;
             amp_log(AMP_LOG_WARN, "%s: %s; %s", path, why,
