@@ -590,8 +590,9 @@ static void strip_inline_comment(char *s)
 #define LINE_COUNT_MAX (1u << 20)
 
 /* Reads one line without its '\n': the first st->line_cap bytes into
- * st->line, the rest only counted (*total, up to LINE_COUNT_MAX + 1), so
- * that no line, not even an endless one, costs more memory than that. 1: a
+ * st->line, the rest only counted (*total, up to LINE_COUNT_MAX + 1, where
+ * reading stops), so that no line, not even an endless one, costs more
+ * memory or time than that. 1: a
  * line; 0: the end of the file; -1: a read error (errno set). A read error
  * is never taken for the end of the file. */
 static int read_line(parse_state *st, size_t *kept, size_t *total, int *cr)
@@ -605,12 +606,8 @@ static int read_line(parse_state *st, size_t *kept, size_t *total, int *cr)
         last = c;
         if (n < st->line_cap)
             st->line[n++] = (char)c;
-        if (++all > LINE_COUNT_MAX) {
-            /* Skip to the end of this line without counting. */
-            while ((c = getc(st->f)) != EOF && c != '\n')
-                ;
-            break;
-        }
+        if (++all > LINE_COUNT_MAX)
+            break; /* the caller refuses the line and stops: no need to read on */
     }
     if (c == EOF && ferror(st->f)) {
         if (!errno)
