@@ -79,6 +79,15 @@ static void test_run_load(void) {
         {"  {\"name\": \"fc2\", \"forward\": {\"underflow\": 0, \"overflow\": 0, \"rounded\": 0},"
          " \"grad\": {\"underflow\": 0, \"overflow\": 0, \"rounded\": 0}}]}\n",
          "{\"skipped\": false}\n", "metrics.jsonl:1: missing \"step\""},
+        /* A step that does not fit int64 (converting it was undefined). */
+        {"  {\"name\": \"fc2\", \"forward\": {\"underflow\": 0, \"overflow\": 0, \"rounded\": 0},"
+         " \"grad\": {\"underflow\": 0, \"overflow\": 0, \"rounded\": 0}}]}\n",
+         "{\"step\": 1e300, \"skipped\": false}\n",
+         "metrics.jsonl:1: \"step\" is 1.0000000000000001e+300, not a whole number in [0, 2^53]"},
+        {"  {\"name\": \"fc2\", \"forward\": {\"underflow\": 0, \"overflow\": 0, \"rounded\": 0},"
+         " \"grad\": {\"underflow\": 0, \"overflow\": 0, \"rounded\": 0}}]}\n",
+         "{\"step\": 2.5, \"test_acc\": 1, \"test_loss\": 1}\n",
+         "metrics.jsonl:1: \"step\" is 2.5, not a whole number"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         snprintf(text, sizeof text, "%s%s", summary_head, cases[c].layer1);

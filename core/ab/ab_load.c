@@ -167,6 +167,14 @@ static int load_metrics(amp_ab_run *r, const char *file, char *err, size_t errle
             break;
         }
         const amp_jval *step = need(v, "step", AMP_JNUM, file, err, errlen);
+        /* Converted to int64 below: a step out of its range (1e300) would be
+         * undefined behaviour, a fraction or NaN nonsense. */
+        if (step && !(step->num >= 0 && step->num <= 9007199254740992.0 &&
+                      step->num == floor(step->num))) {
+            snprintf(err, errlen, "%s:%d: \"step\" is %.17g, not a whole number in [0, 2^53]",
+                     file, lineno, step->num);
+            step = NULL;
+        }
         if (!step) {
             rc = -1;
         } else if (amp_json_get(v, "test_acc")) {
