@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <grp.h>
 #include <link.h>
+#include <pwd.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -80,7 +82,10 @@ int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max) {
  *     their file under the plugin's name (sticky or not: a sticky shared
  *     folder such as /tmp is no place for code either);
  *   - a folder above it may be group/world-writable only when sticky (/tmp):
- *     others can then not rename our folder inside it.
+ *     others can then not rename our folder inside it. Group-writable is
+ *     fine too when the group holds no one but the folder's owner (a user
+ *     private group, what umask 002 makes on Debian: Debian's sshd allows
+ *     it the same way), so a source tree under such folders still works.
  * No other user can then swap the file between these checks and dlopen. */
 static const char *const role_names[] = {"plugin file", "folder holding the plugin",
                                          "folder above the plugin"};
@@ -90,7 +95,7 @@ static const char *writers(mode_t w) {
 }
 
 int amp_plugin_trust_judge(const char *path, const struct stat *st, amp_trust_role role,
-                           uid_t me, char *err, size_t errlen) {
+                           uid_t me, int group_private, char *err, size_t errlen) {
     const char *what = role_names[role];
     if (st->st_uid != 0 && st->st_uid != me) {
         amp_set_err(err, errlen,
@@ -102,6 +107,7 @@ int amp_plugin_trust_judge(const char *path, const struct stat *st, amp_trust_ro
         return -1;
     }
     mode_t w = st->st_mode & (S_IWGRP | S_IWOTH);
+    if (role == AMP_TRUST_ANCESTOR && group_private) w &= (mode_t)~S_IWGRP;
     if (!w) return 0;
     int sticky = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
     if (role == AMP_TRUST_ANCESTOR && sticky) return 0;
@@ -131,6 +137,32 @@ int amp_plugin_trust_judge(const char *path, const struct stat *st, amp_trust_ro
     return -1;
 }
 
+int amp_group_only_owner(gid_t gid, uid_t owner) {
+    const struct group *gr = getgrgid(gid);
+    if (!gr) return 0;
+    gid_t g = gr->gr_gid;
+    int members = 0;
+    /* Supplementary members: none, or the owner alone. */
+    const struct passwd *opw = getpwuid(owner);
+    if (gr->gr_mem && gr->gr_mem[0]) {
+        if (!opw || strcmp(gr->gr_mem[0], opw->pw_name) != 0 || gr->gr_mem[1]) return 0;
+        members++;
+    }
+    /* Primary members: no one but the owner. */
+    const struct passwd *pw;
+    setpwent();
+    while ((pw = getpwent()) != NULL) {
+        if (pw->pw_gid != g) continue;
+        if (pw->pw_uid != owner) {
+            endpwent();
+            return 0;
+        }
+        members++;
+    }
+    endpwent();
+    return members > 0;
+}
+
 /* Stats path and judges it. */
 static int trust_one(const char *path, amp_trust_role role, char *err, size_t errlen) {
     struct stat st;
@@ -138,7 +170,9 @@ static int trust_one(const char *path, amp_trust_role role, char *err, size_t er
         amp_set_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         return -1;
     }
-    return amp_plugin_trust_judge(path, &st, role, geteuid(), err, errlen);
+    int group_private = role == AMP_TRUST_ANCESTOR && (st.st_mode & S_IWGRP) &&
+                        amp_group_only_owner(st.st_gid, st.st_uid);
+    return amp_plugin_trust_judge(path, &st, role, geteuid(), group_private, err, errlen);
 }
 
 /* dir (a resolved path) as the folder holding the plugin, then every folder

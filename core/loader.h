@@ -79,7 +79,9 @@ int amp_plugin_probe(const char *path, amp_plugin_info *entry, char *err, size_t
  * it and every folder above, up to /, must belong to root or to the user;
  * the file and its folder must not be writable by group or others (a sticky
  * shared folder such as /tmp included: anyone can create files there); a
- * folder above may be group/world-writable only when sticky. Checked for
+ * folder above may be group/world-writable only when sticky, or
+ * group-writable when its group holds its owner alone (a user private
+ * group: umask 002 on Debian; Debian's sshd allows it too). Checked for
  * the path as given (a symlink's folder) and for its target. 0, or -1 with
  * a message naming the path and the fix: `chmod go-w PATH` only where the
  * user owns PATH and it is not a sticky shared folder, else "move the
@@ -93,9 +95,16 @@ typedef enum amp_trust_role {
 } amp_trust_role;
 
 /* One step of amp_plugin_check_trust: judges path's stat for its role, for
- * the user uid me. 0 trusted, -1 with the message. Exposed for tests. */
+ * the user uid me; group_private says that the group of path holds no one
+ * but path's owner (amp_group_only_owner; used for AMP_TRUST_ANCESTOR only).
+ * 0 trusted, -1 with the message. Exposed for tests. */
 int amp_plugin_trust_judge(const char *path, const struct stat *st, amp_trust_role role,
-                           uid_t me, char *err, size_t errlen);
+                           uid_t me, int group_private, char *err, size_t errlen);
+
+/* Whether group gid has the user owner as its only member (primary or
+ * supplementary), as Debian's sshd decides that a group-writable file is
+ * safe. 0 when the group is unknown or has no member. */
+int amp_group_only_owner(gid_t gid, uid_t owner);
 
 /* Calls the vtable's init with a host table over cfg's [section]. */
 int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,

@@ -66,7 +66,7 @@ file) chmod g+w "$so"; what="$so: refused: the plugin file is writable by group"
 dir) chmod o+w "$dir"; what="$dir: refused: the folder holding the plugin is writable by others"; fix="chmod go-w $dir" ;;
 search) chmod g+w "$dir"; what="$dir: refused: the folder holding the plugin is writable by group"; fix="chmod go-w $dir" ;;
 sticky) chmod 1777 "$dir"; what="$dir: refused: the folder holding the plugin is a shared folder (writable by group and others, sticky, mode 1777)"; move=1 ;;
-ancestor) chmod 777 "$mid"; what="$mid: refused: the folder above the plugin is writable by group and others (mode 777)"; fix="chmod go-w $mid" ;;
+ancestor) chmod 777 "$mid"; what="$mid: refused: the folder above the plugin is writable by"; fix="chmod go-w $mid" ;;
 ancestor_sticky) chmod 1777 "$mid" ;;
 owner) chown 65534 "$so"; what="$so: refused: the plugin file belongs to uid 65534, not to you (uid 0) or root"; move=1 ;;
 owner_ancestor) chown 65534 "$mid"; what="$mid: refused: the folder above the plugin belongs to uid 65534"; move=1 ;;

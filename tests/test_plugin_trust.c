@@ -22,16 +22,22 @@ static struct stat fake(mode_t type, unsigned perm, uid_t uid)
 }
 
 /* judge(...) must give rc, and a message holding want (and not avoid). */
-static void judge(const char *line, struct stat st, amp_trust_role role, uid_t me, int rc,
-                  const char *want, const char *avoid)
+static void judge_g(const char *line, struct stat st, amp_trust_role role, uid_t me, int private_group,
+                    int rc, const char *want, const char *avoid)
 {
     char err[1024] = "";
-    int got = amp_plugin_trust_judge("/p", &st, role, me, err, sizeof err);
+    int got = amp_plugin_trust_judge("/p", &st, role, me, private_group, err, sizeof err);
     EXPECT(got == rc, "%s: rc %d, expected %d (%s)", line, got, rc, err);
     if (want)
         EXPECT(strstr(err, want) != NULL, "%s: '%s' lacks '%s'", line, err, want);
     if (avoid)
         EXPECT(strstr(err, avoid) == NULL, "%s: '%s' holds '%s'", line, err, avoid);
+}
+
+static void judge(const char *line, struct stat st, amp_trust_role role, uid_t me, int rc,
+                  const char *want, const char *avoid)
+{
+    judge_g(line, st, role, me, 0, rc, want, avoid);
 }
 
 static void test_rules(void)
@@ -66,6 +72,19 @@ static void test_rules(void)
           "is a shared folder (writable by group and others, sticky, mode 1777)", "chmod");
     judge("own sticky holding", fake(S_IFDIR, 01777, me), AMP_TRUST_FOLDER, me, -1,
           "move the plugin into a folder only you can write", "chmod");
+    /* A group-writable folder above, whose group is its owner's alone (a
+     * user private group, umask 002): fine, as Debian's sshd has it; the
+     * same folder with a shared group is not. World-writable stays refused. */
+    judge_g("private g+w ancestor", fake(S_IFDIR, 0775, me), AMP_TRUST_ANCESTOR, me, 1, 0, NULL,
+            NULL);
+    judge_g("shared g+w ancestor", fake(S_IFDIR, 0775, me), AMP_TRUST_ANCESTOR, me, 0, -1,
+            "writable by group (mode 775)", NULL);
+    judge_g("private o+w ancestor", fake(S_IFDIR, 0777, me), AMP_TRUST_ANCESTOR, me, 1, -1,
+            "writable by others (mode 777)", NULL);
+    /* The plugin's own folder and file are made go-w by the build: no
+     * exemption there. */
+    judge_g("private g+w folder", fake(S_IFDIR, 0775, me), AMP_TRUST_FOLDER, me, 1, -1,
+            "writable by group", NULL);
     /* As root: only root's (uid 0) things pass, as for sshd. */
     judge("root, user's file", fake(S_IFREG, 0755, me), AMP_TRUST_FILE, 0, -1,
           "belongs to uid 1000, not to you (uid 0) or root", NULL);
@@ -100,8 +119,17 @@ static void test_real_folders(void)
     /* A world-writable folder two levels up: refused, named. */
     chmod(mid, 0777);
     EXPECT(amp_plugin_check_trust(so, err, sizeof err) != 0 && strstr(err, mid) == err &&
-               strstr(err, "the folder above the plugin is writable by group and others"),
+               strstr(err, "the folder above the plugin is writable by"),
            "o+w ancestor: %s", err);
+    /* Group-writable only: fine when the group holds the folder's owner
+     * alone (a user private group; root's group is one where root runs the
+     * tests), refused otherwise. */
+    chmod(mid, 0775);
+    struct stat ms;
+    int priv = stat(mid, &ms) == 0 && amp_group_only_owner(ms.st_gid, ms.st_uid);
+    int rc = amp_plugin_check_trust(so, err, sizeof err);
+    EXPECT(priv ? rc == 0 : rc != 0 && strstr(err, "writable by group (mode 775)"),
+           "g+w ancestor, group %s: %s", priv ? "private" : "shared", rc ? err : "accepted");
     /* ... unless sticky, as /tmp is. */
     chmod(mid, 01777);
     EXPECT(amp_plugin_check_trust(so, err, sizeof err) == 0, "sticky ancestor refused: %s", err);
