@@ -350,7 +350,8 @@ static int check_bounds(void *handle, const amp_plugin_info *e, const char *path
         return -1;
     }
     if (!dladdr1(e, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
-        (uintptr_t)info.dli_fbase != im.base || !in_image(&im, e, 3 * sizeof(uint32_t))) {
+        !info.dli_fname || strcmp(info.dli_fname, im.name) != 0 ||
+        !in_image(&im, e, 3 * sizeof(uint32_t))) {
         amp_set_err(err, errlen,
                     "%s: its '%s' symbol is not defined in the plugin itself (does a library it "
                     "links define it?)",

@@ -46,3 +46,20 @@ foreach(name hugesize hugevtable wildname wildvtable)
     REGEX "amp_scaler_${name}\\.so: (entry|vtable)"
     COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=${name} --out ${AMP_BAD_OUT}/bound_${name})
 endforeach()
+
+# A plugin without an entry of its own that links a library exporting one:
+# dlsym would find the library's; the loader must refuse it, not load it.
+add_library(amp_bound_entrylib SHARED ${AMP_BAD_SRC}/dup.c)
+set_target_properties(amp_bound_entrylib PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY ${AMP_BOUND_DIR}/lib C_VISIBILITY_PRESET hidden)
+target_include_directories(amp_bound_entrylib PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
+add_custom_command(TARGET amp_bound_entrylib POST_BUILD
+  COMMAND chmod go-w $<TARGET_FILE:amp_bound_entrylib> $<TARGET_FILE_DIR:amp_bound_entrylib> VERBATIM)
+amp_bad_plugin_in(${AMP_BOUND_DIR} amp_bound_borrowed scaler borrowed noentry.c)
+# --no-as-needed: nothing in the plugin uses the library, the link must stay.
+target_link_options(amp_bound_borrowed PRIVATE -Wl,--no-as-needed)
+target_link_libraries(amp_bound_borrowed PRIVATE amp_bound_entrylib)
+amp_expect_fail(loader_bounds_borrowed_entry ENV ${AMP_BOUND_ENV} LABELS loader
+  CODE 2
+  REGEX [=[amp_scaler_borrowed\.so: its 'amp_plugin_entry' symbol is not defined in the plugin itself]=]
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=borrowed --out ${AMP_BAD_OUT}/bound_borrowed)
