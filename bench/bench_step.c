@@ -29,7 +29,9 @@
 #include "rng.h"
 #include "session.h"
 
-#define MAX_HIDDEN (AMP_MAX_LAYERS - 1)
+/* The MLP this benchmark builds: at most 15 hidden layers. */
+#define BENCH_MAX_LAYERS 16
+#define MAX_HIDDEN (BENCH_MAX_LAYERS - 1)
 
 typedef struct bench_opts {
     int steps, warmup, batch, features, classes;
@@ -200,7 +202,7 @@ static int layer_widths(const bench_opts *o, int *widths) {
 /* Flops of the step's GEMMs: forward and dW for every layer, dX for all but
  * the first. */
 static double step_gemm_flops(const bench_opts *o) {
-    int w[AMP_MAX_LAYERS + 1];
+    int w[BENCH_MAX_LAYERS + 1];
     int nl = layer_widths(o, w);
     double flops = 0.0;
     for (int l = 0; l < nl; l++) {
@@ -216,12 +218,12 @@ static double step_gemm_flops(const bench_opts *o) {
 
 typedef struct floor_bufs {
     amp_backend *be;
-    int nl, w[AMP_MAX_LAYERS + 1];
-    float *x[AMP_MAX_LAYERS];  /* [B, in]: layer input (activation) */
-    float *wt[AMP_MAX_LAYERS]; /* [out, in] */
-    float *y[AMP_MAX_LAYERS];  /* [B, out]: forward output, reused as dZ */
-    float *dw[AMP_MAX_LAYERS]; /* [out, in] */
-    float *dx[AMP_MAX_LAYERS]; /* [B, in] */
+    int nl, w[BENCH_MAX_LAYERS + 1];
+    float *x[BENCH_MAX_LAYERS];  /* [B, in]: layer input (activation) */
+    float *wt[BENCH_MAX_LAYERS]; /* [out, in] */
+    float *y[BENCH_MAX_LAYERS];  /* [B, out]: forward output, reused as dZ */
+    float *dw[BENCH_MAX_LAYERS]; /* [out, in] */
+    float *dx[BENCH_MAX_LAYERS]; /* [B, in] */
 } floor_bufs;
 
 /* Backend buffer of n random floats in [-1, 1). */
@@ -242,7 +244,7 @@ static float *rand_buf(amp_backend *be, size_t n, amp_rng *rng) {
 static void floor_free(floor_bufs *f) {
     float **all[] = {f->x, f->wt, f->y, f->dw, f->dx};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-        for (int l = 0; l < AMP_MAX_LAYERS; l++)
+        for (int l = 0; l < BENCH_MAX_LAYERS; l++)
             if (all[k][l]) f->be->ops->release(f->be, all[k][l]);
 }
 
@@ -411,7 +413,7 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
         res->median_ms = median(t, o->steps);
         res->skipped = s->skipped - skipped0;
         res->arena_bytes = 0;
-        for (int c = 0; c < AMP_MEM_COUNT; c++) res->arena_bytes += s->mlp->mem[c].size;
+        for (int c = 0; c < AMP_MEM_COUNT; c++) res->arena_bytes += s->model->mem[c].size;
         res->device_bytes = s->be->ops->device_bytes_used(s->be);
     } else {
         fprintf(stderr, "bench_step: %s: %s\n", p->label, err);

@@ -38,7 +38,12 @@ static const char *config_dir(const amp_config *cfg, char *buf, size_t len) {
 
 static int open_backend(amp_session *s, char *err, size_t errlen) {
     amp_device_choice dev = s->set.device;
-    if (dev == AMP_RUN_AUTO) dev = amp_backend_cuda_available() ? AMP_RUN_CUDA : AMP_RUN_CPU;
+    if (dev == AMP_RUN_AUTO) {
+        dev = amp_backend_cuda_available() ? AMP_RUN_CUDA : AMP_RUN_CPU;
+        if (dev == AMP_RUN_CPU) /* say why auto did not pick the GPU */
+            amp_log(AMP_LOG_INFO, "device = auto: using the CPU (%s)",
+                    amp_backend_cuda_unavailable_reason());
+    }
     s->be = dev == AMP_RUN_CUDA ? amp_backend_cuda_create(err, errlen)
                                 : amp_backend_cpu_create(err, errlen);
     return s->be ? 0 : -1;
@@ -64,9 +69,9 @@ static int load_data(amp_session *s, char *err, size_t errlen) {
 }
 
 /* Asks the policy for every layer's precision and checks the answers. */
-static int resolve_precision(amp_session *s, amp_mlp_spec *spec, char *err, size_t errlen) {
+static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *err, size_t errlen) {
     const amp_precision_vtable *vt = amp_plugin_precision(&s->precision);
-    int nl = amp_mlp_layer_count(spec);
+    int nl = s->nlayers;
     s->dtype_max = 3.4028234663852886e38;
     for (int l = 0; l <= nl; l++) {
         const char *layer = l < nl ? s->layer_ptrs[l] : "loss";
@@ -99,7 +104,7 @@ static int resolve_precision(amp_session *s, amp_mlp_spec *spec, char *err, size
             return -1;
         }
         if (l == nl) break;
-        spec->prec[l] = p;
+        prec[l] = p;
         amp_dtype used[3] = {p.compute[AMP_OP_GEMM], p.activation, p.param};
         for (int i = 0; i < 3; i++) {
             double mx = used[i] == AMP_DTYPE_F16 ? 65504.0 : used[i] == AMP_DTYPE_BF16 ? 3.3895313892515355e38 : s->dtype_max;
@@ -117,15 +122,14 @@ static int open_plugins(amp_session *s, char *err, size_t errlen) {
     if (amp_plugin_open(&s->precision, AMP_PLUGIN_KIND_PRECISION, s->set.precision_plugin, base, err,
                         errlen) != 0)
         return -1;
-    if (amp_plugin_init(&s->precision, s->cfg, "precision", s->layer_ptrs,
-                        (int)(s->set.nhidden + 1), err, errlen) != 0)
+    if (amp_plugin_init(&s->precision, s->cfg, "precision", s->layer_ptrs, s->nlayers, err,
+                        errlen) != 0)
         return -1;
     const amp_precision_vtable *pv = amp_plugin_precision(&s->precision);
     int needs_scaler = pv->requires_scaler && pv->requires_scaler(s->precision.self);
     const char *scaler = s->set.scaler_plugin ? s->set.scaler_plugin : needs_scaler ? "dynamic" : "none";
     if (amp_plugin_open(&s->scaler, AMP_PLUGIN_KIND_SCALER, scaler, base, err, errlen) != 0) return -1;
-    if (amp_plugin_init(&s->scaler, s->cfg, "scaler", s->layer_ptrs, (int)(s->set.nhidden + 1), err,
-                        errlen) != 0)
+    if (amp_plugin_init(&s->scaler, s->cfg, "scaler", s->layer_ptrs, s->nlayers, err, errlen) != 0)
         return -1;
     if (needs_scaler && strcmp(s->scaler.entry->name, "none") == 0)
         amp_log(AMP_LOG_WARN,
@@ -136,8 +140,9 @@ static int open_plugins(amp_session *s, char *err, size_t errlen) {
 }
 
 static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
+    amp_model *m = s->model;
     if (strcmp(s->set.init, "default") == 0) {
-        if (amp_mlp_init_params(s->mlp, s->set.seed) != 0) {
+        if (m->ops->init_params(m, s->set.seed) != 0) {
             snprintf(err, errlen, "%s", s->be->err);
             return -1;
         }
@@ -147,33 +152,61 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
     resolve_path(path, sizeof path, s->cfg, s->set.init);
     amp_safetensors *st = NULL;
     if (amp_safetensors_open(&st, path, err, errlen) != 0) return -1;
-    amp_mlp *m = s->mlp;
-    float *host = malloc(m->nparams * sizeof(float));
+    const amp_model_desc *d = &m->desc;
+    float *host = malloc(d->nparams * sizeof(float));
     int rc = host ? 0 : -1;
     if (!host) snprintf(err, errlen, "out of host memory");
-    for (int l = 0; l < m->nlayers && rc == 0; l++) {
-        const amp_mlp_layer *L = &m->layers[l];
-        char name[64];
-        int64_t wshape[2] = {L->out, L->in}, bshape[1] = {L->out};
-        snprintf(name, sizeof name, "%s.weight", L->name);
-        rc = amp_safetensors_get_f32(st, name, 2, wshape, host + L->w_off, err, errlen);
-        if (rc == 0) {
-            snprintf(name, sizeof name, "%s.bias", L->name);
-            rc = amp_safetensors_get_f32(st, name, 1, bshape, host + L->b_off, err, errlen);
-        }
+    for (int i = 0; i < d->nparam_tensors && rc == 0; i++) {
+        const amp_param_desc *P = &d->params[i];
+        rc = amp_safetensors_get_f32(st, P->name, P->ndim, P->shape, host + P->offset, err, errlen);
     }
-    if (rc == 0 && amp_safetensors_count(st) != 2 * m->nlayers) {
-        snprintf(err, errlen, "%s: holds %d tensors but the model has %d (fc1.weight, fc1.bias, ...)",
-                 path, amp_safetensors_count(st), 2 * m->nlayers);
+    if (rc == 0 && amp_safetensors_count(st) != d->nparam_tensors) {
+        snprintf(err, errlen, "%s: holds %d tensors but the model has %d (%s, ...)", path,
+                 amp_safetensors_count(st), d->nparam_tensors, d->params[0].name);
         rc = -1;
     }
-    if (rc == 0 && s->be->ops->upload(s->be, m->master, host, m->nparams * sizeof(float)) != 0) {
+    if (rc == 0 && s->be->ops->upload(s->be, m->master, host, d->nparams * sizeof(float)) != 0) {
         snprintf(err, errlen, "%s", s->be->err);
         rc = -1;
     }
     free(host);
     amp_safetensors_close(st);
     return rc;
+}
+
+/* What the loaded data gives the model. */
+static amp_model_input model_input(const amp_session *s) {
+    amp_model_input in;
+    memset(&in, 0, sizeof in);
+    in.batch = s->set.batch_size;
+    in.features = s->train.features;
+    in.channels = s->train.rows > 0 ? 1 : 0;
+    in.height = s->train.rows;
+    in.width = s->train.cols;
+    in.classes = s->train.classes;
+    in.targets = 1;
+    return in;
+}
+
+/* The model's tables, the layer names the plugins see, and the model. */
+static int describe_model(amp_session *s, amp_model_desc *desc, char *err, size_t errlen) {
+    s->model_ops = amp_model_find(s->set.model);
+    if (!s->model_ops) { /* the settings' choice list makes this unreachable */
+        snprintf(err, errlen, "unknown [model] name '%s'", s->set.model);
+        return -1;
+    }
+    amp_model_input in = model_input(s);
+    if (s->model_ops->describe(desc, s->cfg, &in, err, errlen) != 0) return -1;
+    s->nlayers = desc->nlayers;
+    s->layer_ptrs = calloc((size_t)desc->nlayers, sizeof *s->layer_ptrs);
+    s->totals = calloc(2 * (size_t)desc->nlayers, sizeof *s->totals);
+    s->hstats = calloc(1, amp_model_stats_bytes(desc->nlayers));
+    if (!s->layer_ptrs || !s->totals || !s->hstats) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    for (int l = 0; l < desc->nlayers; l++) s->layer_ptrs[l] = desc->layers[l].name;
+    return 0;
 }
 
 int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errlen) {
@@ -185,22 +218,22 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
     }
     s->cfg = cfg;
     s->inject_inf_step = -1;
+    amp_model_desc desc;
+    memset(&desc, 0, sizeof desc);
+    amp_layer_precision *prec = NULL;
     if (amp_settings_read(&s->set, cfg, err, errlen) != 0) goto config_error;
     const amp_settings *st = &s->set;
-    int nl = st->nhidden + 1;
-    for (int l = 0; l < nl; l++) {
-        amp_mlp_layer_name(s->layer_names[l], sizeof s->layer_names[l], l);
-        s->layer_ptrs[l] = s->layer_names[l];
-    }
+    /* The data first: the model's shape follows from it. */
+    if (load_data(s, err, errlen) != 0) goto runtime_error;
+    if (describe_model(s, &desc, err, errlen) != 0) goto config_error;
     if (open_plugins(s, err, errlen) != 0) goto config_error;
     if (amp_config_check_unread(cfg, err, errlen) != 0) goto config_error;
-
-    amp_mlp_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.nhidden = st->nhidden;
-    memcpy(spec.hidden, st->hidden, sizeof spec.hidden);
-    if (resolve_precision(s, &spec, err, errlen) != 0) goto config_error;
-    if (load_data(s, err, errlen) != 0) goto runtime_error;
+    prec = calloc((size_t)s->nlayers, sizeof *prec);
+    if (!prec) {
+        snprintf(err, errlen, "out of host memory");
+        goto runtime_error;
+    }
+    if (resolve_precision(s, prec, err, errlen) != 0) goto config_error;
     int64_t per_step = (int64_t)st->batch_size * st->accumulate;
     s->steps_per_epoch = s->train.n / per_step;
     if (s->steps_per_epoch == 0) {
@@ -216,43 +249,51 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
     const amp_precision_vtable *pv = amp_plugin_precision(&s->precision);
     s->be->allow_tf32 = pv->struct_size > offsetof(amp_precision_vtable, allow_tf32) &&
                         pv->allow_tf32 && pv->allow_tf32(s->precision.self);
-    spec.in_features = s->train.features;
-    spec.classes = s->train.classes;
-    spec.act = st->activation;
-    spec.batch = st->batch_size;
-    spec.opt_buffers = st->optim == AMP_OPTIM_ADAMW ? 2 : st->momentum > 0 ? 1 : 0;
-    if (amp_mlp_create(&s->mlp, s->be, &spec, err, errlen) != 0) goto runtime_error;
+    amp_model_input in = model_input(s);
+    int opt_buffers = st->optim == AMP_OPTIM_ADAMW ? 2 : st->momentum > 0 ? 1 : 0;
+    if (amp_model_create(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers, cfg, err,
+                         errlen) != 0)
+        goto runtime_error;
+    /* the names now live in the model's own copy of the tables */
+    for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;
     if (load_initial_weights(s, err, errlen) != 0) goto runtime_error;
-    s->perm = malloc((size_t)s->train.n * sizeof *s->perm);
-    s->hx = malloc((size_t)st->batch_size * s->train.features * sizeof(float));
-    s->hy = malloc((size_t)st->batch_size * sizeof(int32_t));
-    if (!s->perm || !s->hx || !s->hy) {
+    s->batcher = amp_batcher_rows_create(&s->train, &s->test, st->seed, st->shuffle, st->batch_size);
+    if (!s->batcher) {
         snprintf(err, errlen, "out of host memory");
         goto runtime_error;
     }
-    amp_dataset_order(s->perm, s->train.n, st->seed, 0, st->shuffle);
+    free(prec);
     *out = s;
     return 0;
 config_error:
+    free(prec);
+    amp_model_desc_free(&desc);
     amp_session_close(s);
     return 2;
 runtime_error:
+    free(prec);
+    amp_model_desc_free(&desc);
     amp_session_close(s);
     return 1;
 }
 
 void amp_session_close(amp_session *s) {
     if (!s) return;
-    amp_mlp_free(s->mlp);
+    amp_model_free(s->model);
+    amp_batcher_free(s->batcher);
     if (s->be) s->be->ops->destroy(s->be);
     amp_plugin_close(&s->scaler);
     amp_plugin_close(&s->precision);
     amp_dataset_free(&s->train);
     amp_dataset_free(&s->test);
-    free(s->perm);
-    free(s->hx);
-    free(s->hy);
+    free(s->layer_ptrs);
+    free(s->totals);
+    free(s->hstats);
     free(s);
+}
+
+int64_t amp_session_rows_per_step(const amp_session *s) {
+    return (int64_t)s->set.batch_size * s->set.accumulate * s->model->input.targets;
 }
 
 double amp_session_lr(const amp_session *s) {
@@ -277,24 +318,24 @@ double amp_session_lr(const amp_session *s) {
         }                                                   \
     } while (0)
 
-/* Uploads the next micro-batch of the epoch order. */
-static int upload_batch(amp_session *s, const amp_dataset *d, const int64_t *perm, int64_t start,
-                        int rows, char *err, size_t errlen) {
-    amp_dataset_gather(s->hx, s->hy, d, perm, start, rows);
-    amp_mlp *m = s->mlp;
-    BE_CHECK(s->be->ops->upload(s->be, m->x_f32, s->hx, (size_t)rows * d->features * sizeof(float)));
-    BE_CHECK(s->be->ops->upload(s->be, m->labels, s->hy, (size_t)rows * sizeof(int32_t)));
+/* Uploads the batcher's staged rows into the model's input. */
+static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
+    amp_model *m = s->model;
+    amp_batcher *b = s->batcher;
+    BE_CHECK(s->be->ops->upload(s->be, m->x, b->hx, (size_t)rows * b->x_row_bytes));
+    BE_CHECK(s->be->ops->upload(s->be, m->y, b->hy, (size_t)rows * b->y_row_count * sizeof(int32_t)));
     return 0;
 }
 
 static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
-    amp_mlp *m = s->mlp;
+    amp_model *m = s->model;
+    size_t n = m->desc.nparams;
     if (st->optim == AMP_OPTIM_SGD)
-        BE_CHECK(s->be->ops->sgd_step(s->be, m->master, m->opt[0], m->grads, m->nparams, (float)lr,
+        BE_CHECK(s->be->ops->sgd_step(s->be, m->master, m->opt[0], m->grads, n, (float)lr,
                                       (float)st->momentum, (float)st->weight_decay));
     else
-        BE_CHECK(s->be->ops->adamw_step(s->be, m->master, m->opt[0], m->opt[1], m->grads, m->nparams,
+        BE_CHECK(s->be->ops->adamw_step(s->be, m->master, m->opt[0], m->opt[1], m->grads, n,
                                         (float)lr, (float)st->beta1, (float)st->beta2,
                                         (float)st->eps, (float)st->weight_decay, s->applied + 1));
     return 0;
@@ -302,7 +343,7 @@ static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
 
 int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
-    amp_mlp *m = s->mlp;
+    amp_model *m = s->model;
     amp_backend *be = s->be;
     const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
     double t0 = now_ms();
@@ -313,29 +354,28 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
         return -1;
     }
     int64_t per_step = (int64_t)st->batch_size * st->accumulate;
-    if (s->cursor + per_step > s->train.n) { /* epoch boundary: drop the ragged tail */
-        s->epoch++;
-        s->cursor = 0;
-        amp_dataset_order(s->perm, s->train.n, st->seed, s->epoch, st->shuffle);
-    }
-    BE_CHECK(be->ops->zero(be, m->stats, sizeof(amp_step_stats)));
-    BE_CHECK(amp_mlp_cast_weights(m));
+    s->batcher->ops->begin_step(s->batcher, s->step, per_step);
+    size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
+    BE_CHECK(be->ops->zero(be, m->stats, stats_bytes));
+    BE_CHECK(m->ops->cast_weights(m));
+    amp_forward_args fa = {st->batch_size, 1,
+                           (float)(scale * st->loss_weight) / (float)amp_session_rows_per_step(s)};
     for (int64_t micro = 0; micro < st->accumulate; micro++) {
-        if (upload_batch(s, &s->train, s->perm, s->cursor, st->batch_size, err, errlen) != 0)
-            return -1;
-        s->cursor += st->batch_size;
+        s->batcher->ops->next(s->batcher, st->batch_size);
+        if (upload_batch(s, st->batch_size, err, errlen) != 0) return -1;
         /* Grads stay scaled across micro-batches; unscaled once below. */
-        BE_CHECK(amp_mlp_step(m, st->batch_size, 1, (float)(scale * st->loss_weight),
-                              (float)per_step, micro > 0));
+        amp_backward_args ba = {st->batch_size, micro > 0};
+        BE_CHECK(m->ops->forward(m, &fa));
+        BE_CHECK(m->ops->backward(m, &ba));
     }
     if (s->step == s->inject_inf_step) {
         float inf = INFINITY;
         BE_CHECK(be->ops->upload(be, m->grads, &inf, sizeof inf));
     }
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */
-    BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->nparams, inv_scale));
-    amp_step_stats hs;
-    BE_CHECK(be->ops->download(be, &hs, m->stats, sizeof hs)); /* the step's one sync */
+    BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.nparams, inv_scale));
+    BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
+    const amp_step_stats hs = *s->hstats;
 
     amp_scaler_stats ss;
     memset(&ss, 0, sizeof ss);
@@ -348,13 +388,14 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     ss.grad_norm = ss.found_inf ? INFINITY : sqrt(hs.sumsq);
     ss.grad_max_abs = hs.maxabs;
     ss.dtype_max = s->dtype_max;
-    for (int i = 0; i < 2 * m->nlayers; i++) {
-        ss.underflow += (int64_t)hs.rounds[i].underflow;
-        ss.overflow += (int64_t)hs.rounds[i].overflow;
-        ss.rounded += (int64_t)hs.rounds[i].nonzero;
-        s->totals[i].underflow += hs.rounds[i].underflow;
-        s->totals[i].overflow += hs.rounds[i].overflow;
-        s->totals[i].nonzero += hs.rounds[i].nonzero;
+    const amp_round_count *rounds = amp_stats_rounds_const(s->hstats, 0, 0);
+    for (int i = 0; i < 2 * s->nlayers; i++) {
+        ss.underflow += (int64_t)rounds[i].underflow;
+        ss.overflow += (int64_t)rounds[i].overflow;
+        ss.rounded += (int64_t)rounds[i].nonzero;
+        s->totals[i].underflow += rounds[i].underflow;
+        s->totals[i].overflow += rounds[i].overflow;
+        s->totals[i].nonzero += rounds[i].nonzero;
     }
     int skip = 0;
     s->scaler.host.err[0] = '\0';
@@ -367,7 +408,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     double lr = 0.0;
     if (!skip) {
         if (st->grad_clip > 0.0 && ss.grad_norm > st->grad_clip)
-            BE_CHECK(be->ops->scale(be, m->grads, m->nparams,
+            BE_CHECK(be->ops->scale(be, m->grads, m->desc.nparams,
                                     (float)(st->grad_clip / (ss.grad_norm + 1e-6))));
         lr = amp_session_lr(s);
         if (optimizer_step(s, lr, err, errlen) != 0) return -1;
@@ -377,8 +418,8 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     }
     s->step++;
     rec->step = s->step;
-    rec->epoch = s->epoch;
-    rec->loss = hs.loss_sum / (double)per_step;
+    rec->epoch = s->batcher->epoch;
+    rec->loss = hs.loss_sum / (double)amp_session_rows_per_step(s);
     rec->lr = lr;
     rec->scale = scale;
     rec->skipped = skip;
@@ -390,31 +431,35 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
 }
 
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen) {
-    amp_mlp *m = s->mlp;
+    amp_model *m = s->model;
     amp_backend *be = s->be;
-    BE_CHECK(be->ops->zero(be, m->stats, sizeof(amp_step_stats)));
-    BE_CHECK(amp_mlp_cast_weights(m));
+    size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
+    BE_CHECK(be->ops->zero(be, m->stats, stats_bytes));
+    BE_CHECK(m->ops->cast_weights(m));
     int B = s->set.batch_size;
-    for (int64_t start = 0; start < s->test.n; start += B) {
-        int rows = (int)(s->test.n - start < B ? s->test.n - start : B);
-        if (upload_batch(s, &s->test, NULL, start, rows, err, errlen) != 0) return -1;
-        BE_CHECK(amp_mlp_step(m, rows, 0, 1.0f, 1.0f, 0));
+    int64_t n = s->batcher->eval_rows;
+    for (int64_t start = 0; start < n; start += B) {
+        int rows = (int)(n - start < B ? n - start : B);
+        s->batcher->ops->eval(s->batcher, start, rows);
+        if (upload_batch(s, rows, err, errlen) != 0) return -1;
+        amp_forward_args fa = {rows, 0, 1.0f};
+        BE_CHECK(m->ops->forward(m, &fa));
     }
-    amp_step_stats hs;
-    BE_CHECK(be->ops->download(be, &hs, m->stats, sizeof hs));
-    *loss = hs.loss_sum / (double)s->test.n;
-    *acc = (double)hs.correct / (double)s->test.n;
+    BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes));
+    double count = (double)n * m->input.targets;
+    *loss = s->hstats->loss_sum / count;
+    *acc = (double)s->hstats->correct / count;
     return 0;
 }
 
 float *amp_session_weights(amp_session *s, char *err, size_t errlen) {
-    amp_mlp *m = s->mlp;
-    float *host = malloc(m->nparams * sizeof(float));
+    amp_model *m = s->model;
+    float *host = malloc(m->desc.nparams * sizeof(float));
     if (!host) {
         snprintf(err, errlen, "out of host memory");
         return NULL;
     }
-    if (s->be->ops->download(s->be, host, m->master, m->nparams * sizeof(float)) != 0) {
+    if (s->be->ops->download(s->be, host, m->master, m->desc.nparams * sizeof(float)) != 0) {
         snprintf(err, errlen, "%s", s->be->err);
         free(host);
         return NULL;
@@ -423,20 +468,25 @@ float *amp_session_weights(amp_session *s, char *err, size_t errlen) {
 }
 
 int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t errlen) {
-    amp_mlp *m = s->mlp;
+    const amp_model_desc *d = &s->model->desc;
     float *host = amp_session_weights(s, err, errlen);
     if (!host) return -1;
-    amp_st_tensor t[2 * AMP_MAX_LAYERS];
-    char names[2 * AMP_MAX_LAYERS][32];
-    for (int l = 0; l < m->nlayers; l++) {
-        const amp_mlp_layer *L = &m->layers[l];
-        snprintf(names[2 * l], sizeof names[0], "%s.weight", L->name);
-        snprintf(names[2 * l + 1], sizeof names[0], "%s.bias", L->name);
-        t[2 * l] = (amp_st_tensor){names[2 * l], host + L->w_off, 2, {L->out, L->in, 0, 0}};
-        t[2 * l + 1] = (amp_st_tensor){names[2 * l + 1], host + L->b_off, 1, {L->out, 0, 0, 0}};
+    amp_st_tensor *t = calloc((size_t)d->nparam_tensors, sizeof *t);
+    if (!t) {
+        free(host);
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < d->nparam_tensors; i++) {
+        const amp_param_desc *P = &d->params[i];
+        t[i].name = P->name;
+        t[i].data = host + P->offset;
+        t[i].ndim = P->ndim;
+        for (int k = 0; k < P->ndim; k++) t[i].shape[k] = P->shape[k];
     }
     const char *meta[] = {"format", "pt", "producer", "amptrain " AMP_VERSION, NULL};
-    int rc = amp_safetensors_write(path, t, 2 * m->nlayers, meta, err, errlen);
+    int rc = amp_safetensors_write(path, t, d->nparam_tensors, meta, err, errlen);
+    free(t);
     free(host);
     return rc;
 }

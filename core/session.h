@@ -10,7 +10,8 @@
 #include "io/checkpoint.h"
 #include "data.h"
 #include "loader.h"
-#include "mlp.h"
+#include "batcher.h"
+#include "model.h"
 #include "settings.h"
 
 typedef struct amp_step_record {
@@ -31,17 +32,17 @@ typedef struct amp_session {
     amp_plugin precision;
     amp_plugin scaler;
     amp_backend *be;
-    amp_mlp *mlp;
+    const amp_model_ops *model_ops;
+    amp_model *model;
     amp_dataset train, test;
-    char layer_names[AMP_MAX_LAYERS][16];
-    const char *layer_ptrs[AMP_MAX_LAYERS];
-    int64_t *perm;          /* this epoch's order */
-    float *hx;              /* [batch, features] host staging */
-    int32_t *hy;
+    amp_batcher *batcher;
+    int nlayers;            /* the model's layers (model->desc.layers) */
+    const char **layer_ptrs; /* [nlayers] their names, for the plugins */
+    amp_step_stats *hstats; /* host copy of the step record (amp_model_stats_bytes) */
     int64_t steps_per_epoch, total_steps;
-    int64_t step, applied, skipped, epoch, cursor;
+    int64_t step, applied, skipped;
     double dtype_max;       /* narrowest 16-bit range in use (for the scaler stats) */
-    amp_round_count totals[2 * AMP_MAX_LAYERS]; /* training-step rounding losses */
+    amp_round_count *totals; /* [2 * nlayers] training-step rounding losses (AMP_ROUND_FWD/GRAD) */
     int64_t inject_inf_step; /* test hook: poison a gradient at this 0-based step (-1 off) */
 } amp_session;
 
@@ -60,10 +61,14 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
 /* The learning rate of the next applied step. */
 double amp_session_lr(const amp_session *s);
 
+/* Rows (or tokens) whose losses one optimizer step averages. */
+int64_t amp_session_rows_per_step(const amp_session *s);
+
 /* Master weights to host memory ([nparams] floats, caller frees). */
 float *amp_session_weights(amp_session *s, char *err, size_t errlen);
 
-/* Writes the master weights as safetensors with PyTorch names. */
+/* Writes the master weights as safetensors with the model's parameter
+ * table names and shapes (PyTorch's). */
 int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t errlen);
 
 /* Checkpoints (session_ckpt.c). snapshot fills ck with the session's state

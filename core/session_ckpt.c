@@ -11,8 +11,6 @@
 #include "log.h"
 #include "session.h"
 
-_Static_assert(sizeof(((amp_checkpoint *)0)->totals) == sizeof(((amp_session *)0)->totals),
-               "checkpoint totals and session totals must have the same shape");
 
 static char *resolved_config(const amp_config *cfg, size_t *len) {
     char *text = NULL;
@@ -48,34 +46,43 @@ static uint8_t *download_le(amp_session *s, const float *dev, size_t n, char *er
 
 int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen) {
     memset(ck, 0, sizeof *ck);
-    const amp_mlp *m = s->mlp;
+    const amp_model *m = s->model;
+    const amp_model_desc *d = &m->desc;
     snprintf(ck->amptrain_version, sizeof ck->amptrain_version, "%s", AMP_VERSION);
     ck->abi_major = AMP_PLUGIN_ABI_MAJOR;
     ck->abi_minor = AMP_PLUGIN_ABI_MINOR;
     ck->step = s->step;
     ck->applied = s->applied;
     ck->skipped = s->skipped;
-    ck->epoch = s->epoch;
-    ck->cursor = s->cursor;
+    ck->epoch = s->batcher->epoch;
+    ck->cursor = s->batcher->cursor;
     ck->total_steps = s->total_steps;
     ck->seed = s->set.seed;
     ck->train_examples = s->train.n;
     ck->optim = (uint32_t)s->set.optim;
-    ck->opt_buffers = (uint32_t)(m->opt[1] ? 2 : m->opt[0] ? 1 : 0);
-    ck->in_features = (uint32_t)m->in_features;
-    ck->classes = (uint32_t)m->classes;
-    ck->nlayers = (uint32_t)m->nlayers;
-    for (int l = 0; l < m->nlayers; l++) {
-        snprintf(ck->layers[l].name, sizeof ck->layers[l].name, "%s", m->layers[l].name);
-        ck->layers[l].in = (uint32_t)m->layers[l].in;
-        ck->layers[l].out = (uint32_t)m->layers[l].out;
+    ck->opt_buffers = (uint32_t)m->opt_buffers;
+    snprintf(ck->model, sizeof ck->model, "%s", m->ops->name);
+    ck->nlayers = (uint32_t)d->nlayers;
+    ck->nparam_tensors = (uint32_t)d->nparam_tensors;
+    amp_ckpt_param *params = calloc((size_t)d->nparam_tensors, sizeof *params);
+    if (!params) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
     }
-    ck->nparams = m->nparams;
+    for (int i = 0; i < d->nparam_tensors; i++) {
+        const amp_param_desc *P = &d->params[i];
+        snprintf(params[i].name, sizeof params[i].name, "%s", P->name);
+        params[i].layer = (uint32_t)P->layer;
+        params[i].ndim = (uint32_t)P->ndim;
+        for (int k = 0; k < P->ndim; k++) params[i].shape[k] = (uint64_t)P->shape[k];
+    }
+    ck->params = params;
+    ck->nparams = d->nparams;
     snprintf(ck->precision, sizeof ck->precision, "%s", s->precision.entry->name);
     snprintf(ck->precision_version, sizeof ck->precision_version, "%s", s->precision.entry->version);
     snprintf(ck->scaler, sizeof ck->scaler, "%s", s->scaler.entry->name);
     snprintf(ck->scaler_version, sizeof ck->scaler_version, "%s", s->scaler.entry->version);
-    memcpy(ck->totals, s->totals, sizeof ck->totals);
+    ck->totals = s->totals;
 
     size_t conf_len = 0;
     char *conf = resolved_config(s->cfg, &conf_len);
@@ -85,21 +92,22 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     }
     ck->config = conf;
     ck->config_len = conf_len;
-    ck->master = download_le(s, m->master, m->nparams, err, errlen);
-    ck->master_len = m->nparams * 4;
+    size_t nparams = d->nparams;
+    ck->master = download_le(s, m->master, nparams, err, errlen);
+    ck->master_len = nparams * 4;
     if (!ck->master) goto fail;
     if (ck->opt_buffers) {
-        uint8_t *o = malloc(m->nparams * 4 * ck->opt_buffers);
+        uint8_t *o = malloc(nparams * 4 * ck->opt_buffers);
         if (!o) {
             snprintf(err, errlen, "out of host memory");
             goto fail;
         }
         ck->optim_state = o;
-        ck->optim_len = m->nparams * 4 * ck->opt_buffers;
+        ck->optim_len = nparams * 4 * ck->opt_buffers;
         for (uint32_t k = 0; k < ck->opt_buffers; k++) {
-            uint8_t *part = download_le(s, m->opt[k], m->nparams, err, errlen);
+            uint8_t *part = download_le(s, m->opt[k], nparams, err, errlen);
             if (!part) goto fail;
-            memcpy(o + k * m->nparams * 4, part, m->nparams * 4);
+            memcpy(o + k * nparams * 4, part, nparams * 4);
             free(part);
         }
     }
@@ -126,6 +134,8 @@ fail:
 }
 
 void amp_session_snapshot_free(amp_checkpoint *ck) {
+    free((void *)ck->params);
+    ck->params = NULL;
     free((void *)ck->config);
     free((void *)ck->master);
     free((void *)ck->optim_state);
@@ -134,14 +144,38 @@ void amp_session_snapshot_free(amp_checkpoint *ck) {
     ck->master = ck->optim_state = ck->scaler_state = NULL;
 }
 
-/* "32-64-10 (2762 parameters)" */
-static void shape_text(char *out, size_t outlen, uint32_t in, const uint32_t *outs, int n,
-                       uint64_t params) {
-    int len = snprintf(out, outlen, "%u", (unsigned)in);
-    for (int l = 0; l < n && len >= 0 && (size_t)len < outlen; l++)
-        len += snprintf(out + len, outlen - (size_t)len, "-%u", (unsigned)outs[l]);
+/* "<model>: <tensor> [d0, d1], ... (<n> parameters)", cut to fit. */
+static void table_text(char *out, size_t outlen, const char *model, const amp_checkpoint *ck) {
+    int len = snprintf(out, outlen, "%s:", model);
+    for (uint32_t i = 0; i < ck->nparam_tensors && len >= 0 && (size_t)len + 32 < outlen; i++) {
+        amp_ckpt_param P;
+        amp_checkpoint_param(ck, i, &P);
+        len += snprintf(out + len, outlen - (size_t)len, "%s %s [", i ? "," : "", P.name);
+        for (uint32_t d = 0; d < P.ndim && (size_t)len < outlen; d++)
+            len += snprintf(out + len, outlen - (size_t)len, "%s%llu", d ? ", " : "",
+                            (unsigned long long)P.shape[d]);
+        if ((size_t)len < outlen) len += snprintf(out + len, outlen - (size_t)len, "]");
+    }
     if (len >= 0 && (size_t)len < outlen)
-        snprintf(out + len, outlen - (size_t)len, " (%llu parameters)", (unsigned long long)params);
+        snprintf(out + len, outlen - (size_t)len, " (%llu parameters)", (unsigned long long)ck->nparams);
+}
+
+/* 1 when the checkpoint's parameter table is the model's, tensor by tensor. */
+static int same_table(const amp_checkpoint *ck, const amp_model *m) {
+    const amp_model_desc *d = &m->desc;
+    if (strcmp(ck->model, m->ops->name) != 0 || ck->nparam_tensors != (uint32_t)d->nparam_tensors ||
+        ck->nlayers != (uint32_t)d->nlayers || ck->nparams != d->nparams)
+        return 0;
+    for (int i = 0; i < d->nparam_tensors; i++) {
+        const amp_param_desc *P = &d->params[i];
+        amp_ckpt_param Q;
+        if (amp_checkpoint_param(ck, (uint32_t)i, &Q) != 0 || strcmp(Q.name, P->name) != 0 ||
+            Q.ndim != (uint32_t)P->ndim || Q.layer != (uint32_t)P->layer)
+            return 0;
+        for (int k = 0; k < P->ndim; k++)
+            if (Q.shape[k] != (uint64_t)P->shape[k]) return 0;
+    }
+    return 1;
 }
 
 /* ---- the resolved config as (section, key, value) triples */
@@ -248,7 +282,7 @@ static int config_diff(const char *saved, size_t saved_len, const amp_config *cf
 }
 
 static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err, size_t errlen) {
-    const amp_mlp *m = s->mlp;
+    const amp_model *m = s->model;
     if (ck->abi_major != AMP_PLUGIN_ABI_MAJOR || ck->abi_minor != AMP_PLUGIN_ABI_MINOR) {
         snprintf(err, errlen, "written with plugin ABI %u.%u (amptrain %s); this amptrain has ABI %d.%d",
                  (unsigned)ck->abi_major, (unsigned)ck->abi_minor, ck->amptrain_version,
@@ -267,24 +301,31 @@ static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err,
             return -1;
         }
     }
-    uint32_t ck_outs[AMP_MAX_LAYERS], outs[AMP_MAX_LAYERS];
-    int same = ck->nlayers == (uint32_t)m->nlayers && ck->in_features == (uint32_t)m->in_features &&
-               ck->nparams == m->nparams;
-    for (uint32_t l = 0; l < ck->nlayers; l++) ck_outs[l] = ck->layers[l].out;
-    for (int l = 0; l < m->nlayers; l++) {
-        outs[l] = (uint32_t)m->layers[l].out;
-        if (same && (ck->layers[l].in != (uint32_t)m->layers[l].in || ck_outs[l] != outs[l] ||
-                     strcmp(ck->layers[l].name, m->layers[l].name) != 0))
-            same = 0;
-    }
-    if (!same) {
-        char a[256], b[256];
-        shape_text(a, sizeof a, ck->in_features, ck_outs, (int)ck->nlayers, ck->nparams);
-        shape_text(b, sizeof b, (uint32_t)m->in_features, outs, m->nlayers, m->nparams);
-        snprintf(err, errlen, "model shape differs: the checkpoint holds an MLP %s, the config gives %s", a, b);
+    if (!same_table(ck, m)) {
+        char a[384], b[384];
+        table_text(a, sizeof a, ck->model, ck);
+        amp_checkpoint now;
+        memset(&now, 0, sizeof now);
+        amp_ckpt_param *params = calloc((size_t)m->desc.nparam_tensors, sizeof *params);
+        if (!params) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        for (int i = 0; i < m->desc.nparam_tensors; i++) {
+            const amp_param_desc *P = &m->desc.params[i];
+            snprintf(params[i].name, sizeof params[i].name, "%s", P->name);
+            params[i].ndim = (uint32_t)P->ndim;
+            for (int k = 0; k < P->ndim; k++) params[i].shape[k] = (uint64_t)P->shape[k];
+        }
+        now.params = params;
+        now.nparam_tensors = (uint32_t)m->desc.nparam_tensors;
+        now.nparams = m->desc.nparams;
+        table_text(b, sizeof b, m->ops->name, &now);
+        free(params);
+        snprintf(err, errlen, "model shape differs: the checkpoint holds %s; the config gives %s", a, b);
         return -1;
     }
-    uint32_t opt_buffers = (uint32_t)(m->opt[1] ? 2 : m->opt[0] ? 1 : 0);
+    uint32_t opt_buffers = (uint32_t)m->opt_buffers;
     if (ck->optim != (uint32_t)s->set.optim || ck->opt_buffers != opt_buffers) {
         snprintf(err, errlen, "optimizer differs: the checkpoint holds %s state (%u arrays), the config gives %s (%u)",
                  ck->optim ? "adamw" : "sgd", (unsigned)ck->opt_buffers,
@@ -344,18 +385,16 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
         amp_log(AMP_LOG_WARN, "the checkpoint holds no state for scaler '%s': it starts afresh",
                 s->scaler.entry->name);
     }
-    amp_mlp *m = s->mlp;
-    if (upload_le(s, m->master, ck->master, m->nparams, err, errlen) != 0) return 1;
+    amp_model *m = s->model;
+    size_t n = m->desc.nparams;
+    if (upload_le(s, m->master, ck->master, n, err, errlen) != 0) return 1;
     for (uint32_t k = 0; k < ck->opt_buffers; k++)
-        if (upload_le(s, m->opt[k], ck->optim_state + (size_t)k * m->nparams * 4, m->nparams, err,
-                      errlen) != 0)
+        if (upload_le(s, m->opt[k], ck->optim_state + (size_t)k * n * 4, n, err, errlen) != 0)
             return 1;
     s->step = ck->step;
     s->applied = ck->applied;
     s->skipped = ck->skipped;
-    s->epoch = ck->epoch;
-    s->cursor = ck->cursor;
-    memcpy(s->totals, ck->totals, sizeof s->totals);
-    amp_dataset_order(s->perm, s->train.n, s->set.seed, s->epoch, s->set.shuffle);
+    for (uint32_t i = 0; i < 2 * ck->nlayers; i++) s->totals[i] = amp_checkpoint_total(ck, i);
+    s->batcher->ops->restore(s->batcher, ck->epoch, ck->cursor, ck->step);
     return 0;
 }

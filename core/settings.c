@@ -1,5 +1,7 @@
 #include "settings.h"
 
+#include "model.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,39 +11,6 @@
     do {                            \
         if ((call) < 0) return -1;  \
     } while (0)
-
-/* "256,128" -> widths; each in [1, 1<<20]. */
-static int parse_hidden(amp_settings *s, amp_config *cfg, const char *text, char *err, size_t errlen) {
-    const char *where = NULL;
-    amp_config_lookup(cfg, "model", "hidden", &where);
-    if (!where) where = amp_config_path(cfg);
-    s->nhidden = 0;
-    const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno == ERANGE || v < 1 || v > (1L << 20) ||
-            s->nhidden >= AMP_MAX_LAYERS - 1) {
-            snprintf(err, errlen,
-                     "%s: [model] hidden = '%s': expected a comma-separated list of 1 to %d widths, "
-                     "each in [1, 1048576] (e.g. 256,128)",
-                     where, text, AMP_MAX_LAYERS - 1);
-            return -1;
-        }
-        s->hidden[s->nhidden++] = (int)v;
-        while (*end == ' ') end++;
-        if (*end == ',') end++;
-        while (*end == ' ') end++;
-        p = end;
-    }
-    if (s->nhidden == 0) {
-        snprintf(err, errlen, "%s: [model] hidden is empty; give at least one width (e.g. 256,128)",
-                 where);
-        return -1;
-    }
-    return 0;
-}
 
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
@@ -81,14 +50,10 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
                                   &s->input_scale, err, errlen));
     }
 
-    static const char *const models[] = {"mlp", NULL};
-    GET(amp_config_get_choice(cfg, "model", "name", "mlp", models, &idx, err, errlen));
-    const char *hidden = NULL;
-    GET(amp_config_get_string(cfg, "model", "hidden", "256,128", &hidden, err, errlen));
-    if (parse_hidden(s, cfg, hidden, err, errlen) != 0) return -1;
-    static const char *const acts[] = {"none", "relu", "gelu", NULL};
-    GET(amp_config_get_choice(cfg, "model", "activation", "relu", acts, &idx, err, errlen));
-    s->activation = (amp_act)idx;
+    const char *const *models = amp_model_names();
+    /* the registry's first model is the default */
+    GET(amp_config_get_choice(cfg, "model", "name", models[0], models, &idx, err, errlen));
+    s->model = models[idx];
     GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
 
     static const char *const optims[] = {"sgd", "adamw", NULL};

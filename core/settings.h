@@ -28,10 +28,8 @@ typedef struct amp_settings {
     int64_t tiny_train, tiny_test;            /* tiny task sizes */
     int tiny_features, tiny_classes;
     double input_scale;
-    /* [model] */
-    int hidden[AMP_MAX_LAYERS - 1];
-    int nhidden;
-    amp_act activation;
+    /* [model]: name and init here; the rest are the model's own keys */
+    const char *model;                         /* a name from the model registry */
     const char *init;                          /* "default" or a .safetensors path */
     /* [optim] */
     amp_optim_kind optim;

@@ -59,13 +59,19 @@ static void check(const uint8_t *buf, size_t len) {
         !inside(buf, len, ck.losses, ck.nlosses * 8) || !inside(buf, len, ck.metrics, ck.metrics_len))
         abort();
     if (ck.master_len != ck.nparams * 4 || ck.optim_len != ck.nparams * 4 * ck.opt_buffers ||
-        ck.nlayers < 1 || ck.nlayers > AMP_MAX_LAYERS || ck.nlosses > AMP_CKPT_MAX_LOSSES ||
+        ck.nlayers < 1 || ck.nlayers > AMP_CKPT_MAX_LAYERS || ck.nparam_tensors < 1 ||
+        !inside(buf, len, ck.params_raw, ck.params_raw_len) ||
+        !inside(buf, len, ck.totals_raw, 2 * (size_t)ck.nlayers * 24) || ck.nlosses > AMP_CKPT_MAX_LOSSES ||
         ck.step > ck.total_steps || ck.applied + ck.skipped != ck.step)
         abort();
     /* Touch what a restore reads. */
     volatile float sink = 0.0f;
     for (size_t i = 0; i < ck.nparams; i += 97) sink += amp_ckpt_f32(ck.master, i);
     for (size_t i = 0; i < ck.nlosses; i++) sink += (float)amp_ckpt_f64(ck.losses, i);
+    amp_ckpt_param P;
+    for (uint32_t i = 0; i < ck.nparam_tensors && i < 64; i++)
+        if (amp_checkpoint_param(&ck, i, &P) != 0) abort();
+    for (uint32_t i = 0; i < 2 * ck.nlayers; i += 7) sink += (float)amp_checkpoint_total(&ck, i).nonzero;
     (void)sink;
     uint8_t *again = NULL;
     size_t again_len = 0;

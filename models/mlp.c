@@ -1,69 +1,188 @@
-#include "mlp.h"
-
+/* A multi-layer perceptron written once against the backend op table: the
+ * same code runs on the CPU and the CUDA backend under any precision policy.
+ * Layers are named fc1..fcN and laid out like PyTorch nn.Linear
+ * (fcK.weight is [out, in], fcK.bias is [out]).
+ *
+ * [model] keys: hidden = 256,128 (widths of the hidden layers),
+ * activation = relu | gelu | none (after every hidden layer). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model.h"
 #include "rng.h"
+
+#define MLP_MAX_HIDDEN 64
 
 #define CHECK(expr)                 \
     do {                            \
         if ((expr) != 0) return -1; \
     } while (0)
 
+typedef struct mlp_layer {
+    int in, out;
+    amp_act act;
+    amp_layer_precision prec;
+    size_t w_off, b_off; /* element offsets into the flat parameter arrays */
+    void *w_work;        /* [out, in] working weights in prec.param (aliases master for F32) */
+    void *b_work;        /* [out] */
+    void *z;             /* [batch, out] pre-activation in prec.activation; reused for dZ */
+    void *a;             /* [batch, out] post-activation (aliases z without activation) */
+} mlp_layer;
+
+typedef struct mlp {
+    int nlayers;
+    mlp_layer *layers;    /* [nlayers] */
+    int in_features, classes;
+    void *x_in;           /* [batch, in] the batch rounded into fc1's GEMM dtype */
+    amp_dtype x_dtype;
+    float *f_y, *f_t;     /* [batch, widest] FP32 scratch */
+    float *f_w;           /* [largest weight] FP32 scratch for dW */
+    float *f_bias;        /* [widest] */
+    float *op_f32[2];     /* operand conversion scratch (only when a policy mixes dtypes) */
+    void *op_16[2];
+    size_t op_len;
+} mlp;
+
 static size_t dsize(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
 
-int amp_mlp_layer_count(const amp_mlp_spec *spec) { return spec->nhidden + 1; }
-
-void amp_mlp_layer_name(char *out, size_t outlen, int index) {
-    snprintf(out, outlen, "fc%d", index + 1);
+/* "256,128" -> widths; each in [1, 1<<20]. */
+static int parse_hidden(int *hidden, int *nhidden, amp_config *cfg, const char *text, char *err,
+                        size_t errlen) {
+    const char *where = NULL;
+    amp_config_lookup(cfg, "model", "hidden", &where);
+    if (!where) where = amp_config_path(cfg);
+    *nhidden = 0;
+    const char *p = text;
+    while (*p) {
+        char *end = NULL;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > (1L << 20) || *nhidden >= MLP_MAX_HIDDEN) {
+            snprintf(err, errlen,
+                     "%s: [model] hidden = '%s': expected a comma-separated list of 1 to %d widths, "
+                     "each in [1, 1048576] (e.g. 256,128)",
+                     where, text, MLP_MAX_HIDDEN);
+            return -1;
+        }
+        hidden[(*nhidden)++] = (int)v;
+        while (*end == ' ') end++;
+        if (*end == ',') end++;
+        while (*end == ' ') end++;
+        p = end;
+    }
+    if (*nhidden == 0) {
+        snprintf(err, errlen, "%s: [model] hidden is empty; give at least one width (e.g. 256,128)",
+                 where);
+        return -1;
+    }
+    return 0;
 }
 
-/* dtype of the tensor that feeds layer l's GEMM as X */
-static amp_dtype input_dtype(const amp_mlp *m, int l) {
-    return l == 0 ? m->x_dtype : m->layers[l - 1].prec.activation;
+static int read_keys(amp_config *cfg, int *hidden, int *nhidden, amp_act *act, char *err,
+                     size_t errlen) {
+    const char *text = NULL;
+    int idx = 0;
+    if (amp_config_get_string(cfg, "model", "hidden", "256,128", &text, err, errlen) < 0) return -1;
+    if (parse_hidden(hidden, nhidden, cfg, text, err, errlen) != 0) return -1;
+    static const char *const acts[] = {"none", "relu", "gelu", NULL};
+    if (amp_config_get_choice(cfg, "model", "activation", "relu", acts, &idx, err, errlen) < 0)
+        return -1;
+    *act = (amp_act)idx;
+    return 0;
 }
 
-/* The measured arenas against the backend's overcommit bound (see
- * backend.h): a clear error now instead of an OOM kill later. */
-static int check_host_memory(const amp_mlp *m, amp_backend *be, char *err, size_t errlen) {
-    double ram = be->ops->overcommit_limit(be), need = 0.0;
-    if (ram <= 0.0) return 0;
-    for (int c = 0; c < AMP_MEM_COUNT; c++) need += (double)m->mem[c].used;
-    if (need <= ram) return 0;
-    snprintf(err, errlen,
-             "the model needs %.1f GiB of host memory (parameters %.1f GiB, activations %.1f "
-             "GiB) but this machine has %.1f GiB; make [model] hidden or [data] batch_size smaller",
-             need / 1073741824.0, (double)m->mem[AMP_MEM_MASTER].used / 1073741824.0,
-             (double)m->mem[AMP_MEM_ACTIVATIONS].used / 1073741824.0, ram / 1073741824.0);
+static int mlp_describe(amp_model_desc *d, amp_config *cfg, const amp_model_input *in, char *err,
+                        size_t errlen) {
+    int hidden[MLP_MAX_HIDDEN], nh = 0;
+    amp_act act;
+    if (read_keys(cfg, hidden, &nh, &act, err, errlen) != 0) return -1;
+    if (in->x_is_tokens || in->targets != 1) {
+        snprintf(err, errlen, "[model] name = mlp needs rows of features with one label each; "
+                              "this dataset gives token sequences (use [model] name = gpt)");
+        return -1;
+    }
+    int prev = in->features;
+    for (int l = 0; l <= nh; l++) {
+        int out = l == nh ? in->classes : hidden[l];
+        char name[AMP_MODEL_NAME_MAX];
+        snprintf(name, sizeof name, "fc%d", l + 1);
+        unsigned ops = (1u << AMP_OP_GEMM) | (1u << AMP_OP_POINTWISE);
+        if (amp_model_desc_add_layer(d, name, ops) != 0) goto oom;
+        char pname[AMP_MODEL_NAME_MAX + 8];
+        int64_t wshape[2] = {out, prev}, bshape[1] = {out};
+        snprintf(pname, sizeof pname, "%s.weight", name);
+        if (amp_model_desc_add_param(d, pname, l, 1, 2, wshape) != 0) goto oom;
+        snprintf(pname, sizeof pname, "%s.bias", name);
+        if (amp_model_desc_add_param(d, pname, l, 1, 1, bshape) != 0) goto oom;
+        prev = out;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of host memory");
     return -1;
 }
 
-/* Carves every buffer out of the category arenas; run to measure, then for real. */
-static void layout(amp_mlp *m, const amp_mlp_spec *spec) {
+static int mlp_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
+    int hidden[MLP_MAX_HIDDEN], nh = 0;
+    amp_act act;
+    if (read_keys(cfg, hidden, &nh, &act, err, errlen) != 0) return -1;
+    mlp *p = calloc(1, sizeof *p);
+    if (p) p->layers = calloc((size_t)m->desc.nlayers, sizeof *p->layers);
+    if (!p || !p->layers) {
+        if (p) free(p);
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    m->impl = p;
+    p->nlayers = m->desc.nlayers;
+    p->in_features = m->input.features;
+    p->classes = m->input.classes;
+    for (int l = 0; l < p->nlayers; l++) {
+        mlp_layer *L = &p->layers[l];
+        const amp_param_desc *W = &m->desc.params[2 * l], *b = &m->desc.params[2 * l + 1];
+        L->out = (int)W->shape[0];
+        L->in = (int)W->shape[1];
+        L->act = l == p->nlayers - 1 ? AMP_ACT_NONE : act;
+        L->prec = m->prec[l];
+        L->w_off = W->offset;
+        L->b_off = b->offset;
+    }
+    p->x_dtype = p->layers[0].prec.compute[AMP_OP_GEMM];
+    return 0;
+}
+
+static void mlp_destroy(amp_model *m) {
+    mlp *p = m->impl;
+    if (!p) return;
+    free(p->layers);
+    free(p);
+    m->impl = NULL;
+}
+
+/* dtype of the tensor that feeds layer l's GEMM as X */
+static amp_dtype input_dtype(const mlp *p, int l) {
+    return l == 0 ? p->x_dtype : p->layers[l - 1].prec.activation;
+}
+
+static void mlp_layout(amp_model *m) {
+    mlp *p = m->impl;
     amp_arena *mem = m->mem;
-    size_t B = (size_t)m->batch, widest = (size_t)m->in_features, largest = 0;
+    size_t B = (size_t)m->input.batch, widest = (size_t)p->in_features, largest = 0;
     int needs_conversion = 0;
-    for (int l = 0; l < m->nlayers; l++) {
-        amp_mlp_layer *L = &m->layers[l];
+    for (int l = 0; l < p->nlayers; l++) {
+        mlp_layer *L = &p->layers[l];
         if ((size_t)L->out > widest) widest = (size_t)L->out;
         if ((size_t)L->out * L->in > largest) largest = (size_t)L->out * L->in;
         amp_dtype gd = L->prec.compute[AMP_OP_GEMM];
-        if (L->prec.param != gd || L->prec.activation != gd || input_dtype(m, l) != gd)
+        if (L->prec.param != gd || L->prec.activation != gd || input_dtype(p, l) != gd)
             needs_conversion = 1;
     }
-    m->master = amp_arena_take(&mem[AMP_MEM_MASTER], m->nparams * 4);
-    m->grads = amp_arena_take(&mem[AMP_MEM_GRADS], m->nparams * 4);
-    for (int i = 0; i < 2; i++)
-        m->opt[i] = i < spec->opt_buffers ? amp_arena_take(&mem[AMP_MEM_OPTIM], m->nparams * 4) : NULL;
-    m->x_f32 = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * m->in_features * 4);
-    m->labels = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * 4);
-    m->x_in = m->x_dtype == AMP_DTYPE_F32
-                  ? (void *)m->x_f32
-                  : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * m->in_features * 2);
-    for (int l = 0; l < m->nlayers; l++) {
-        amp_mlp_layer *L = &m->layers[l];
+    p->x_in = p->x_dtype == AMP_DTYPE_F32
+                  ? m->x
+                  : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * p->in_features * 2);
+    for (int l = 0; l < p->nlayers; l++) {
+        mlp_layer *L = &p->layers[l];
         size_t wn = (size_t)L->out * L->in;
         if (L->prec.param == AMP_DTYPE_F32) {
             L->w_work = m->master ? m->master + L->w_off : NULL;
@@ -76,109 +195,47 @@ static void layout(amp_mlp *m, const amp_mlp_spec *spec) {
         L->z = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], an);
         L->a = L->act == AMP_ACT_NONE ? L->z : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], an);
     }
-    m->f_y = amp_arena_take(&mem[AMP_MEM_WORKSPACE], B * widest * 4);
-    m->f_t = amp_arena_take(&mem[AMP_MEM_WORKSPACE], B * widest * 4);
-    m->f_w = amp_arena_take(&mem[AMP_MEM_WORKSPACE], largest * 4);
-    m->f_bias = amp_arena_take(&mem[AMP_MEM_WORKSPACE], widest * 4);
-    m->op_len = needs_conversion ? (largest > B * widest ? largest : B * widest) : 0;
+    p->f_y = amp_arena_take(&mem[AMP_MEM_WORKSPACE], B * widest * 4);
+    p->f_t = amp_arena_take(&mem[AMP_MEM_WORKSPACE], B * widest * 4);
+    p->f_w = amp_arena_take(&mem[AMP_MEM_WORKSPACE], largest * 4);
+    p->f_bias = amp_arena_take(&mem[AMP_MEM_WORKSPACE], widest * 4);
+    p->op_len = needs_conversion ? (largest > B * widest ? largest : B * widest) : 0;
     for (int i = 0; i < 2; i++) {
-        m->op_f32[i] = amp_arena_take(&mem[AMP_MEM_WORKSPACE], m->op_len * 4);
-        m->op_16[i] = amp_arena_take(&mem[AMP_MEM_WORKSPACE], m->op_len * 2);
+        p->op_f32[i] = amp_arena_take(&mem[AMP_MEM_WORKSPACE], p->op_len * 4);
+        p->op_16[i] = amp_arena_take(&mem[AMP_MEM_WORKSPACE], p->op_len * 2);
     }
-    m->stats = amp_arena_take(&mem[AMP_MEM_WORKSPACE], sizeof(amp_step_stats));
 }
 
-int amp_mlp_create(amp_mlp **out, amp_backend *be, const amp_mlp_spec *spec, char *err,
-                   size_t errlen) {
-    *out = NULL;
-    int nl = amp_mlp_layer_count(spec);
-    if (nl > AMP_MAX_LAYERS || spec->in_features <= 0 || spec->classes <= 1 || spec->batch <= 0) {
-        snprintf(err, errlen, "invalid MLP shape (%d layers, %d inputs, %d classes, batch %d)", nl,
-                 spec->in_features, spec->classes, spec->batch);
-        return -1;
-    }
-    amp_mlp *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of host memory");
-        return -1;
-    }
-    m->be = be;
-    m->nlayers = nl;
-    m->batch = spec->batch;
-    m->in_features = spec->in_features;
-    m->classes = spec->classes;
-    size_t off = 0;
-    for (int l = 0; l < nl; l++) {
-        amp_mlp_layer *L = &m->layers[l];
-        amp_mlp_layer_name(L->name, sizeof L->name, l);
-        L->in = l == 0 ? spec->in_features : spec->hidden[l - 1];
-        L->out = l == nl - 1 ? spec->classes : spec->hidden[l];
-        L->act = l == nl - 1 ? AMP_ACT_NONE : spec->act;
-        L->prec = spec->prec[l];
-        L->w_off = off;
-        off += (size_t)L->out * L->in;
-        L->b_off = off;
-        off += (size_t)L->out;
-    }
-    m->nparams = off;
-    m->x_dtype = m->layers[0].prec.compute[AMP_OP_GEMM];
-    layout(m, spec);
-    if (check_host_memory(m, be, err, errlen) != 0) {
-        amp_mlp_free(m);
-        return -1;
-    }
-    for (int c = 0; c < AMP_MEM_COUNT; c++) {
-        if (amp_arena_commit(&m->mem[c], be) != 0) {
-            snprintf(err, errlen, "allocating %zu bytes of %s: %s", m->mem[c].size,
-                     amp_mem_category_names[c], be->err);
-            amp_mlp_free(m);
-            return -1;
-        }
-    }
-    layout(m, spec);
-    if (be->ops->zero(be, m->grads, m->nparams * 4) != 0 ||
-        (m->opt[0] && be->ops->zero(be, m->opt[0], m->nparams * 4) != 0) ||
-        (m->opt[1] && be->ops->zero(be, m->opt[1], m->nparams * 4) != 0)) {
-        snprintf(err, errlen, "%s", be->err);
-        amp_mlp_free(m);
-        return -1;
-    }
-    *out = m;
-    return 0;
-}
-
-void amp_mlp_free(amp_mlp *m) {
-    if (!m) return;
-    for (int c = 0; c < AMP_MEM_COUNT; c++) amp_arena_release(&m->mem[c], m->be);
-    free(m);
-}
-
-int amp_mlp_init_params(amp_mlp *m, uint64_t seed) {
-    float *host = malloc(m->nparams * sizeof(float));
+/* PyTorch nn.Linear's default init: U(-1/sqrt(in), 1/sqrt(in)) for weights
+ * and biases, from the seed. */
+static int mlp_init_params(amp_model *m, uint64_t seed) {
+    mlp *p = m->impl;
+    float *host = malloc(m->desc.nparams * sizeof(float));
     if (!host) {
         snprintf(m->be->err, sizeof m->be->err, "out of host memory");
         return -1;
     }
     amp_rng rng;
     amp_rng_seed(&rng, seed);
-    for (int l = 0; l < m->nlayers; l++) {
-        const amp_mlp_layer *L = &m->layers[l];
+    for (int l = 0; l < p->nlayers; l++) {
+        const mlp_layer *L = &p->layers[l];
         double bound = 1.0 / sqrt((double)L->in);
         size_t n = (size_t)L->out * L->in + (size_t)L->out; /* weight then bias, contiguous */
         for (size_t i = 0; i < n; i++)
             host[L->w_off + i] = (float)((2.0 * amp_rng_uniform(&rng) - 1.0) * bound);
     }
-    int rc = m->be->ops->upload(m->be, m->master, host, m->nparams * sizeof(float));
+    int rc = m->be->ops->upload(m->be, m->master, host, m->desc.nparams * sizeof(float));
     free(host);
     return rc;
 }
 
-int amp_mlp_cast_weights(amp_mlp *m) {
+static int mlp_cast_weights(amp_model *m) {
+    mlp *p = m->impl;
     amp_backend *be = m->be;
-    for (int l = 0; l < m->nlayers; l++) {
-        amp_mlp_layer *L = &m->layers[l];
+    for (int l = 0; l < p->nlayers; l++) {
+        mlp_layer *L = &p->layers[l];
         if (L->prec.param == AMP_DTYPE_F32) continue; /* working == master */
-        amp_round_count *cnt = &m->stats->rounds[AMP_ROUND_SLOT(l, AMP_ROUND_FWD)];
+        amp_round_count *cnt = amp_model_rounds(m, l, AMP_ROUND_FWD);
         CHECK(be->ops->round(be, L->w_work, L->prec.param, m->master + L->w_off,
                              (size_t)L->out * L->in, cnt));
         CHECK(be->ops->round(be, L->b_work, L->prec.param, m->master + L->b_off, (size_t)L->out,
@@ -189,100 +246,109 @@ int amp_mlp_cast_weights(amp_mlp *m) {
 
 /* Returns src as dtype `want` for a GEMM operand, converting into scratch
  * slot `slot` when the stored dtype differs (only under mixed overrides). */
-static const void *operand(amp_mlp *m, int slot, const void *src, amp_dtype have, amp_dtype want,
+static const void *operand(amp_model *m, int slot, const void *src, amp_dtype have, amp_dtype want,
                            size_t n) {
+    mlp *p = m->impl;
     amp_backend *be = m->be;
     if (have == want) return src;
     const float *wide = src;
     if (have != AMP_DTYPE_F32) {
-        if (be->ops->widen(be, m->op_f32[slot], src, have, n) != 0) return NULL;
-        wide = m->op_f32[slot];
+        if (be->ops->widen(be, p->op_f32[slot], src, have, n) != 0) return NULL;
+        wide = p->op_f32[slot];
     }
     if (want == AMP_DTYPE_F32) return wide;
-    if (be->ops->round(be, m->op_16[slot], want, wide, n, NULL) != 0) return NULL;
-    return m->op_16[slot];
+    if (be->ops->round(be, p->op_16[slot], want, wide, n, NULL) != 0) return NULL;
+    return p->op_16[slot];
 }
 
-static int forward(amp_mlp *m, int rows) {
+/* layer l forward: z = round(x W^T + b), a = round(act(z)); one GEMM call
+ * with the bias/activation/rounding epilogue. */
+static int linear_forward(amp_model *m, int l, int rows) {
+    mlp *p = m->impl;
     amp_backend *be = m->be;
-    const amp_backend_ops *op = be->ops;
-    CHECK(op->round(be, m->x_in, m->x_dtype, m->x_f32, (size_t)rows * m->in_features,
-                    &m->stats->rounds[AMP_ROUND_SLOT(0, AMP_ROUND_FWD)]));
-    for (int l = 0; l < m->nlayers; l++) {
-        amp_mlp_layer *L = &m->layers[l];
-        amp_dtype gd = L->prec.compute[AMP_OP_GEMM], ad = L->prec.activation;
-        amp_round_count *cnt = &m->stats->rounds[AMP_ROUND_SLOT(l, AMP_ROUND_FWD)];
-        size_t n = (size_t)rows * L->out;
-        const void *x = operand(m, 0, l == 0 ? m->x_in : m->layers[l - 1].a, input_dtype(m, l), gd,
-                                (size_t)rows * L->in);
-        const void *w = operand(m, 1, L->w_work, L->prec.param, gd, (size_t)L->out * L->in);
-        if (!x || !w) return -1;
-        /* y[rows, out] = x[rows, in] . W[out, in]^T */
-        CHECK(op->gemm(be, m->f_y, x, w, gd, 0, 1, rows, L->out, L->in, L->in, L->in, L->out, 1.0f,
-                       0.0f));
-        CHECK(op->widen(be, m->f_bias, L->b_work, L->prec.param, (size_t)L->out));
-        CHECK(op->add_bias(be, m->f_y, m->f_bias, rows, L->out));
-        CHECK(op->round(be, L->z, ad, m->f_y, n, cnt));
-        if (L->act != AMP_ACT_NONE) {
-            CHECK(op->widen(be, m->f_y, L->z, ad, n));
-            CHECK(op->act_forward(be, m->f_y, m->f_y, n, L->act));
-            CHECK(op->round(be, L->a, ad, m->f_y, n, cnt));
-        }
-    }
-    return 0;
+    mlp_layer *L = &p->layers[l];
+    amp_dtype gd = L->prec.compute[AMP_OP_GEMM];
+    const void *x = operand(m, 0, l == 0 ? p->x_in : p->layers[l - 1].a, input_dtype(p, l), gd,
+                            (size_t)rows * L->in);
+    const void *w = operand(m, 1, L->w_work, L->prec.param, gd, (size_t)L->out * L->in);
+    if (!x || !w) return -1;
+    /* y[rows, out] = x[rows, in] . W[out, in]^T */
+    amp_gemm_desc g = amp_gemm_plain(p->f_y, x, w, gd, 0, 1, rows, L->out, L->in);
+    g.bias = L->b_work;
+    g.bias_dtype = L->prec.param;
+    g.act = L->act;
+    g.out = L->z;
+    g.act_out = L->a;
+    g.out_dtype = L->prec.activation;
+    g.cnt = amp_model_rounds(m, l, AMP_ROUND_FWD);
+    return AMP_CALL(be, gemm_ex, &g);
 }
 
-static int backward(amp_mlp *m, int rows, int accumulate) {
+static int mlp_forward(amp_model *m, const amp_forward_args *a) {
+    mlp *p = m->impl;
+    amp_backend *be = m->be;
+    int rows = a->rows, last = p->nlayers - 1;
+    CHECK(be->ops->round(be, p->x_in, p->x_dtype, m->x, (size_t)rows * p->in_features,
+                         amp_model_rounds(m, 0, AMP_ROUND_FWD)));
+    for (int l = 0; l < p->nlayers; l++) CHECK(linear_forward(m, l, rows));
+    size_t n = (size_t)rows * p->classes;
+    /* softmax and loss run in FP32 whatever the policy (autocast's fp32 list) */
+    CHECK(be->ops->widen(be, p->f_y, p->layers[last].a, p->layers[last].prec.activation, n));
+    return be->ops->softmax_xent(be, a->for_backward ? p->f_t : NULL, m->stats, p->f_y, m->y, rows,
+                                 p->classes, a->loss_grad_scale);
+}
+
+static int mlp_backward(amp_model *m, const amp_backward_args *a) {
+    mlp *p = m->impl;
     amp_backend *be = m->be;
     const amp_backend_ops *op = be->ops;
-    int last = m->nlayers - 1;
+    int rows = a->rows, last = p->nlayers - 1;
     /* dlogits (FP32, in f_t) are stored like an activation gradient */
-    CHECK(op->round(be, m->layers[last].z, m->layers[last].prec.activation, m->f_t,
-                    (size_t)rows * m->classes, &m->stats->rounds[AMP_ROUND_SLOT(last, AMP_ROUND_GRAD)]));
+    CHECK(op->round(be, p->layers[last].z, p->layers[last].prec.activation, p->f_t,
+                    (size_t)rows * p->classes, amp_model_rounds(m, last, AMP_ROUND_GRAD)));
     for (int l = last; l >= 0; l--) {
-        amp_mlp_layer *L = &m->layers[l];
+        mlp_layer *L = &p->layers[l];
         amp_dtype gd = L->prec.compute[AMP_OP_GEMM], ad = L->prec.activation, pd = L->prec.param;
-        amp_round_count *cnt = &m->stats->rounds[AMP_ROUND_SLOT(l, AMP_ROUND_GRAD)];
+        amp_round_count *cnt = amp_model_rounds(m, l, AMP_ROUND_GRAD);
         size_t n = (size_t)rows * L->out, wn = (size_t)L->out * L->in;
         const void *dz = operand(m, 0, L->z, ad, gd, n);
-        const void *x = operand(m, 1, l == 0 ? m->x_in : m->layers[l - 1].a, input_dtype(m, l), gd,
+        const void *x = operand(m, 1, l == 0 ? p->x_in : p->layers[l - 1].a, input_dtype(p, l), gd,
                                 (size_t)rows * L->in);
         if (!dz || !x) return -1;
         /* dW[out, in] = dZ[rows, out]^T . X[rows, in]; the gradient of a
          * 16-bit working weight is itself 16-bit before it reaches FP32. */
-        CHECK(op->gemm(be, m->f_w, dz, x, gd, 1, 0, L->out, L->in, rows, L->out, L->in, L->in, 1.0f,
-                       0.0f));
-        CHECK(op->quantize(be, m->grads + L->w_off, m->f_w, wn, pd, cnt, accumulate));
-        CHECK(op->widen(be, m->f_t, L->z, ad, n));
-        CHECK(op->col_sum(be, m->f_bias, m->f_t, rows, L->out));
-        CHECK(op->quantize(be, m->grads + L->b_off, m->f_bias, (size_t)L->out, pd, cnt, accumulate));
+        amp_gemm_desc gw = amp_gemm_plain(p->f_w, dz, x, gd, 1, 0, L->out, L->in, rows);
+        CHECK(AMP_CALL(be, gemm_ex, &gw));
+        CHECK(op->quantize(be, m->grads + L->w_off, p->f_w, wn, pd, cnt, a->accumulate));
+        CHECK(op->widen(be, p->f_t, L->z, ad, n));
+        CHECK(op->col_sum(be, p->f_bias, p->f_t, rows, L->out));
+        CHECK(op->quantize(be, m->grads + L->b_off, p->f_bias, (size_t)L->out, pd, cnt,
+                           a->accumulate));
         if (l == 0) break;
-        amp_mlp_layer *P = &m->layers[l - 1];
-        amp_round_count *pcnt = &m->stats->rounds[AMP_ROUND_SLOT(l - 1, AMP_ROUND_GRAD)];
+        mlp_layer *P = &p->layers[l - 1];
+        amp_round_count *pcnt = amp_model_rounds(m, l - 1, AMP_ROUND_GRAD);
         size_t pn = (size_t)rows * L->in;
         const void *w = operand(m, 1, L->w_work, pd, gd, wn);
         if (!w) return -1;
         /* dA[rows, in] = dZ[rows, out] . W[out, in], stored in P's activation dtype */
-        CHECK(op->gemm(be, m->f_y, dz, w, gd, 0, 0, rows, L->in, L->out, L->out, L->in, L->in, 1.0f,
-                       0.0f));
-        CHECK(op->quantize(be, m->f_y, m->f_y, pn, P->prec.activation, pcnt, 0));
-        CHECK(op->widen(be, m->f_t, P->z, P->prec.activation, pn));
-        CHECK(op->act_backward(be, m->f_y, m->f_y, m->f_t, pn, P->act));
-        CHECK(op->round(be, P->z, P->prec.activation, m->f_y, pn, pcnt)); /* dZ replaces Z */
+        amp_gemm_desc gx = amp_gemm_plain(p->f_y, dz, w, gd, 0, 0, rows, L->in, L->out);
+        CHECK(AMP_CALL(be, gemm_ex, &gx));
+        CHECK(op->quantize(be, p->f_y, p->f_y, pn, P->prec.activation, pcnt, 0));
+        CHECK(op->widen(be, p->f_t, P->z, P->prec.activation, pn));
+        CHECK(op->act_backward(be, p->f_y, p->f_y, p->f_t, pn, P->act));
+        CHECK(op->round(be, P->z, P->prec.activation, p->f_y, pn, pcnt)); /* dZ replaces Z */
     }
     return 0;
 }
 
-int amp_mlp_step(amp_mlp *m, int rows, int do_backward, float loss_scale, float denom,
-                 int accumulate) {
-    amp_backend *be = m->be;
-    CHECK(forward(m, rows));
-    int last = m->nlayers - 1;
-    size_t n = (size_t)rows * m->classes;
-    /* softmax and loss run in FP32 whatever the policy (autocast's fp32 list) */
-    CHECK(be->ops->widen(be, m->f_y, m->layers[last].a, m->layers[last].prec.activation, n));
-    CHECK(be->ops->softmax_xent(be, do_backward ? m->f_t : NULL, m->stats, m->f_y, m->labels, rows,
-                                m->classes, loss_scale / denom));
-    if (!do_backward) return 0;
-    return backward(m, rows, accumulate);
-}
+const amp_model_ops amp_model_mlp = {
+    .name = "mlp",
+    .describe = mlp_describe,
+    .create = mlp_create,
+    .layout = mlp_layout,
+    .destroy = mlp_destroy,
+    .init_params = mlp_init_params,
+    .cast_weights = mlp_cast_weights,
+    .forward = mlp_forward,
+    .backward = mlp_backward,
+};

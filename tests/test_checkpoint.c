@@ -38,15 +38,24 @@ static int same_record(const amp_step_record *a, const amp_step_record *b) {
            a->underflow == b->underflow && a->overflow == b->overflow;
 }
 
+static int same_totals(const amp_checkpoint *a, const amp_checkpoint *b) {
+    if (a->nlayers != b->nlayers) return 0;
+    for (uint32_t i = 0; i < 2 * a->nlayers; i++) {
+        amp_round_count x = amp_checkpoint_total(a, i), y = amp_checkpoint_total(b, i);
+        if (memcmp(&x, &y, sizeof x) != 0) return 0;
+    }
+    return 1;
+}
+
 static float *weights(amp_session *s, const float *dev) {
-    size_t n = s->mlp->nparams;
+    size_t n = s->model->desc.nparams;
     float *h = malloc(n * sizeof(float));
     if (!h || s->be->ops->download(s->be, h, dev, n * sizeof(float)) != 0) exit(1);
     return h;
 }
 
-static const char *const tiny[] = {"data.dataset=tiny", "data.train_size=300", "data.test_size=64",
-                                   "data.features=12", "data.batch_size=16", "model.hidden=20,14",
+static const char *const tiny[] = {"run.device=cpu", "data.dataset=tiny", "data.train_size=300",
+                                   "data.test_size=64", "data.features=12", "data.batch_size=16", "model.hidden=20,14",
                                    "train.steps=40", NULL};
 
 /* Runs `total` steps straight, and again as k steps + save + restore into a
@@ -89,21 +98,22 @@ static void check_resume(const char *name, const char *const *extra, int64_t k) 
         }
     }
     if (rc == 0) {
-        size_t n = a->mlp->nparams;
-        float *wa = weights(a, a->mlp->master), *wc = weights(c, c->mlp->master);
+        size_t n = a->model->desc.nparams;
+        float *wa = weights(a, a->model->master), *wc = weights(c, c->model->master);
         EXPECT(memcmp(wa, wc, n * 4) == 0, "%s: final master weights differ", name);
         free(wa);
         free(wc);
         for (int o = 0; o < 2; o++) {
-            if (!a->mlp->opt[o]) continue;
-            float *oa = weights(a, a->mlp->opt[o]), *oc = weights(c, c->mlp->opt[o]);
+            if (!a->model->opt[o]) continue;
+            float *oa = weights(a, a->model->opt[o]), *oc = weights(c, c->model->opt[o]);
             EXPECT(memcmp(oa, oc, n * 4) == 0, "%s: optimizer state %d differs", name, o);
             free(oa);
             free(oc);
         }
-        EXPECT(memcmp(a->totals, c->totals, sizeof a->totals) == 0, "%s: rounding totals differ", name);
-        EXPECT(a->applied == c->applied && a->skipped == c->skipped && a->epoch == c->epoch &&
-                   a->cursor == c->cursor,
+        EXPECT(memcmp(a->totals, c->totals, 2 * (size_t)a->nlayers * sizeof *a->totals) == 0,
+               "%s: rounding totals differ", name);
+        EXPECT(a->applied == c->applied && a->skipped == c->skipped &&
+                   a->batcher->epoch == c->batcher->epoch && a->batcher->cursor == c->batcher->cursor,
                "%s: counters differ", name);
         double sa = amp_plugin_scaler(&a->scaler)->get_scale(a->scaler.self);
         double sc = amp_plugin_scaler(&c->scaler)->get_scale(c->scaler.self);
@@ -169,13 +179,13 @@ static void test_format_rejects_damage(void) {
     EXPECT(amp_checkpoint_encode(&in, &buf, &len, err, sizeof err) == 0, "encode: %s", err);
     amp_checkpoint out;
     EXPECT(amp_checkpoint_parse(buf, len, &out, err, sizeof err) == 0, "parse: %s", err);
-    EXPECT(out.step == 7 && out.applied + out.skipped == 7 && out.nparams == s->mlp->nparams &&
+    EXPECT(out.step == 7 && out.applied + out.skipped == 7 && out.nparams == s->model->desc.nparams &&
                out.opt_buffers == 2 && out.nlayers == 3 && strcmp(out.scaler, "dynamic") == 0 &&
                strcmp(out.precision, "fp16") == 0 && out.nlosses == 2 &&
                amp_ckpt_f64(out.losses, 1) == -1.5 && out.wall_seconds == 1.5 &&
                out.metrics_len == in.metrics_len && memcmp(out.master, in.master, in.master_len) == 0 &&
                memcmp(out.optim_state, in.optim_state, in.optim_len) == 0 &&
-               memcmp(out.totals, in.totals, sizeof in.totals) == 0,
+               same_totals(&out, &in),
            "parsed values differ from the encoded ones");
     size_t accepted = 0, flips = 0;
     for (size_t cut = 0; cut < len; cut++)
@@ -222,7 +232,50 @@ static void test_other_abi_refused(void) {
     amp_config_free(cfg);
 }
 
+/* A format-1 file (amptrain 0.1, MLP layers as in/out pairs) still reads:
+ * its layers become the fcK.weight/fcK.bias table of model "mlp", and it
+ * re-encodes as format 2 with the same table, weights and totals. */
+static void test_format1_still_read(void) {
+    const char *path = AMP_TEST_SOURCE_DIR "/fuzz/corpus/checkpoint/fp16_static_3hidden.amp";
+    FILE *f = fopen(path, "rb");
+    EXPECT(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    uint8_t buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    amp_checkpoint ck, again;
+    char err[512];
+    EXPECT(amp_checkpoint_parse(buf, len, &ck, err, sizeof err) == 0, "format 1: %s", err);
+    EXPECT(ck.format == 1 && strcmp(ck.model, "mlp") == 0 && ck.nparam_tensors == 2 * ck.nlayers,
+           "format 1 read as format %u, model '%s', %u tensors for %u layers", (unsigned)ck.format,
+           ck.model, (unsigned)ck.nparam_tensors, (unsigned)ck.nlayers);
+    amp_ckpt_param w, b;
+    EXPECT(amp_checkpoint_param(&ck, 2, &w) == 0 && amp_checkpoint_param(&ck, 3, &b) == 0 &&
+               strcmp(w.name, "fc2.weight") == 0 && strcmp(b.name, "fc2.bias") == 0 && w.ndim == 2 &&
+               b.ndim == 1 && w.shape[0] == b.shape[0] && w.layer == 1 && b.layer == 1,
+           "format 1 table: %s [%llu, %llu], %s", w.name, (unsigned long long)w.shape[0],
+           (unsigned long long)w.shape[1], b.name);
+    uint8_t *out = NULL;
+    size_t out_len = 0;
+    EXPECT(amp_checkpoint_encode(&ck, &out, &out_len, err, sizeof err) == 0, "re-encode: %s", err);
+    EXPECT(out && amp_checkpoint_parse(out, out_len, &again, err, sizeof err) == 0, "format 2: %s", err);
+    if (out && again.format == 2) {
+        int same = again.nparam_tensors == ck.nparam_tensors && same_totals(&again, &ck) &&
+                   again.master_len == ck.master_len &&
+                   memcmp(again.master, ck.master, ck.master_len) == 0;
+        for (uint32_t i = 0; same && i < ck.nparam_tensors; i++) {
+            amp_ckpt_param p, q;
+            amp_checkpoint_param(&ck, i, &p);
+            amp_checkpoint_param(&again, i, &q);
+            same = memcmp(&p, &q, sizeof p) == 0;
+        }
+        EXPECT(same, "format 1 -> 2 changed the table, the weights or the totals");
+    }
+    free(out);
+}
+
 int main(void) {
+    test_format1_still_read();
     test_other_abi_refused();
     test_format_rejects_damage();
     check_resume("sgd+momentum fp32", (const char *const[]){"optim.name=sgd", "optim.momentum=0.9", NULL}, 13);

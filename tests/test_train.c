@@ -9,6 +9,7 @@
 #include "session.h"
 
 #include "expect.h"
+#include "model_helpers.h"
 #include "session_helpers.h"
 
 static float *download(amp_session *s, const float *dev, size_t n) {
@@ -18,8 +19,8 @@ static float *download(amp_session *s, const float *dev, size_t n) {
 }
 
 static const char *const tiny_fp16[] = {
-    "data.dataset=tiny", "data.train_size=512", "data.test_size=128", "data.features=16",
-    "data.batch_size=32", "model.hidden=24,12", "precision.plugin=fp16", "scaler.plugin=dynamic",
+    "run.device=cpu", "data.dataset=tiny", "data.train_size=512", "data.test_size=128",
+    "data.features=16", "data.batch_size=32", "model.hidden=24,12", "precision.plugin=fp16", "scaler.plugin=dynamic",
     "optim.name=adamw", "train.steps=20", NULL};
 
 /* A step whose gradients hold an inf is skipped: master weights and both Adam
@@ -30,9 +31,9 @@ static void test_inf_step_is_skipped(void) {
     amp_session *s = open_or_die(cfg);
     amp_step_record r;
     for (int i = 0; i < 3; i++) step_or_die(s, &r);
-    size_t n = s->mlp->nparams;
-    float *w0 = download(s, s->mlp->master, n), *m0 = download(s, s->mlp->opt[0], n),
-          *v0 = download(s, s->mlp->opt[1], n);
+    size_t n = s->model->desc.nparams;
+    float *w0 = download(s, s->model->master, n), *m0 = download(s, s->model->opt[0], n),
+          *v0 = download(s, s->model->opt[1], n);
     int64_t applied = s->applied;
     double lr = amp_session_lr(s);
     s->inject_inf_step = s->step;
@@ -41,72 +42,48 @@ static void test_inf_step_is_skipped(void) {
     EXPECT(r.scale == 65536.0, "scale used %g", r.scale);
     EXPECT(amp_plugin_scaler(&s->scaler)->get_scale(s->scaler.self) == 32768.0,
            "dynamic scaler did not back off to 32768");
-    float *w1 = download(s, s->mlp->master, n), *m1 = download(s, s->mlp->opt[0], n),
-          *v1 = download(s, s->mlp->opt[1], n);
+    float *w1 = download(s, s->model->master, n), *m1 = download(s, s->model->opt[0], n),
+          *v1 = download(s, s->model->opt[1], n);
     EXPECT(memcmp(w0, w1, n * 4) == 0, "master weights changed on a skipped step");
     EXPECT(memcmp(m0, m1, n * 4) == 0, "Adam m changed on a skipped step");
     EXPECT(memcmp(v0, v1, n * 4) == 0, "Adam v changed on a skipped step");
     EXPECT(s->applied == applied && amp_session_lr(s) == lr, "the LR schedule advanced");
     step_or_die(s, &r); /* and training goes on */
     EXPECT(r.skipped == 0, "the step after the inf was skipped too");
-    float *w2 = download(s, s->mlp->master, n);
+    float *w2 = download(s, s->model->master, n);
     EXPECT(memcmp(w1, w2, n * 4) != 0, "weights did not move after the skipped step");
     free(w0), free(m0), free(v0), free(w1), free(m1), free(v1), free(w2);
     amp_session_close(s);
     amp_config_free(cfg);
 }
 
-/* Mean loss of the current batch under the current master weights. */
-static double batch_loss(amp_mlp *m, int rows) {
-    amp_backend *be = m->be;
-    amp_step_stats st;
-    if (be->ops->zero(be, m->stats, sizeof st) || amp_mlp_cast_weights(m) ||
-        amp_mlp_step(m, rows, 0, 1.0f, 1.0f, 0) ||
-        be->ops->download(be, &st, m->stats, sizeof st))
-        exit(1);
-    return st.loss_sum / rows;
-}
-
-/* FP32 backward against central finite differences, for ReLU and GELU. */
-static void test_gradients_match_finite_differences(amp_act act) {
+/* FP32 backward against central finite differences for every parameter of
+ * a model (the MLP with ReLU and GELU, and the test-only twolayer model's
+ * own table in tests/testmodel/), on a 5-row batch of 7 features. */
+static void check_gradients(const char *model, const char *label, const char *const *keys) {
     char err[1024];
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
-    amp_mlp_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.in_features = 7;
-    spec.classes = 4;
-    spec.nhidden = 2;
-    spec.hidden[0] = 9;
-    spec.hidden[1] = 6;
-    spec.act = act;
-    spec.batch = 5;
-    for (int l = 0; l < 3; l++) {
-        spec.prec[l].struct_size = sizeof spec.prec[l];
-        for (int c = 0; c < AMP_OP_COUNT; c++) spec.prec[l].compute[c] = AMP_DTYPE_F32;
-        spec.prec[l].activation = spec.prec[l].param = AMP_DTYPE_F32;
-    }
-    amp_mlp *m = NULL;
-    if (amp_mlp_create(&m, be, &spec, err, sizeof err) || amp_mlp_init_params(m, 42)) exit(1);
+    amp_config *cfg = make_config(keys);
+    amp_model_input in = {.batch = 5, .features = 7, .classes = 4, .targets = 1};
+    amp_model *m = model_f32_or_die(model, be, cfg, &in);
     float x[5 * 7];
     int32_t y[5] = {0, 3, 1, 2, 3};
     for (int i = 0; i < 35; i++) x[i] = (float)sin(0.7 * i + 0.3) * 1.5f;
-    memcpy(m->x_f32, x, sizeof x);
-    memcpy(m->labels, y, sizeof y);
-    amp_step_stats st;
-    be->ops->zero(be, m->stats, sizeof st);
-    amp_mlp_cast_weights(m);
-    if (amp_mlp_step(m, 5, 1, 1.0f, 5.0f, 0) != 0) exit(1);
-    float *grad = malloc(m->nparams * sizeof(float));
-    memcpy(grad, m->grads, m->nparams * sizeof(float));
+    memcpy(m->x, x, sizeof x);
+    memcpy(m->y, y, sizeof y);
+    model_backward_or_die(m, 5);
+    size_t n = m->desc.nparams;
+    float *grad = malloc(n * sizeof(float));
+    memcpy(grad, m->grads, n * sizeof(float));
     int bad = 0;
     double worst = 0.0;
-    for (size_t i = 0; i < m->nparams; i++) {
+    for (size_t i = 0; i < n; i++) {
         float keep = m->master[i];
         double h = 1e-2;
         m->master[i] = keep + (float)h;
-        double up = batch_loss(m, 5);
+        double up = model_batch_loss(m, 5);
         m->master[i] = keep - (float)h;
-        double down = batch_loss(m, 5);
+        double down = model_batch_loss(m, 5);
         m->master[i] = keep;
         double fd = (up - down) / (2.0 * h);
         /* float32 losses differenced over 2h: the truncation error is
@@ -117,13 +94,45 @@ static void test_gradients_match_finite_differences(amp_act act) {
         if (diff > tol && bad++ < 5)
             fprintf(stderr, "  param %zu: backward %.6g, finite difference %.6g\n", i, grad[i], fd);
     }
-    EXPECT(bad == 0, "%d of %zu gradients differ from finite differences (act %d)", bad, m->nparams,
-           (int)act);
-    printf("finite differences (act %d): %zu parameters, worst |diff| %.2e\n", (int)act, m->nparams,
+    EXPECT(bad == 0, "%s (%s): %d of %zu gradients differ from finite differences", model, label,
+           bad, n);
+    printf("finite differences %s (%s): %zu parameters, worst |diff| %.2e\n", model, label, n,
            worst);
     free(grad);
-    amp_mlp_free(m);
+    amp_model_free(m);
+    amp_config_free(cfg);
     be->ops->destroy(be);
+}
+
+extern const amp_model_ops amp_test_model_twolayer;
+
+/* An op a backend lacks is an error naming it, never a NULL call. */
+static void test_missing_op_is_named(void) {
+    char err[1024];
+    amp_backend *be = amp_backend_cpu_create(err, sizeof err);
+    amp_config *cfg = make_config((const char *const[]){"model.hidden=3", NULL});
+    amp_model_input in = {.batch = 2, .features = 4, .classes = 3, .targets = 1};
+    amp_model *m = model_f32_or_die("mlp", be, cfg, &in);
+    amp_backend_ops lacking = *be->ops;
+    lacking.gemm_ex = NULL;
+    const amp_backend_ops *keep = be->ops;
+    be->ops = &lacking;
+    amp_forward_args fa = {2, 0, 1.0f};
+    be->err[0] = '\0';
+    int rc = m->ops->forward(m, &fa);
+    be->ops = keep;
+    EXPECT(rc != 0 && strstr(be->err, "backend 'cpu' has no op 'gemm_ex'") != NULL,
+           "a missing gemm_ex gave rc %d, '%s'", rc, be->err);
+    amp_model_free(m);
+    amp_config_free(cfg);
+    be->ops->destroy(be);
+}
+
+static void test_gradients_match_finite_differences(amp_act act) {
+    const char *const keys[] = {"model.hidden=9,6",
+                                act == AMP_ACT_GELU ? "model.activation=gelu" : "model.activation=relu",
+                                NULL};
+    check_gradients("mlp", keys[1], keys);
 }
 
 /* Same seed, same config: bitwise identical records (timings aside) and weights. */
@@ -139,8 +148,8 @@ static void test_determinism(void) {
                 ra.underflow == rb.underflow && ra.skipped == rb.skipped && ra.lr == rb.lr;
     }
     EXPECT(same, "two runs with one seed gave different step records");
-    size_t n = a->mlp->nparams;
-    float *wa = download(a, a->mlp->master, n), *wb = download(b, b->mlp->master, n);
+    size_t n = a->model->desc.nparams;
+    float *wa = download(a, a->model->master, n), *wb = download(b, b->model->master, n);
     EXPECT(memcmp(wa, wb, n * 4) == 0, "two runs with one seed ended with different weights");
     free(wa), free(wb);
     amp_config *ca = a->cfg, *cb = b->cfg;
@@ -151,20 +160,20 @@ static void test_determinism(void) {
 /* accumulate = 2 at batch B equals accumulate = 1 at batch 2B in FP32 (same
  * examples, one unscale per step), up to summation order. */
 static void test_accumulation(void) {
-    const char *one[] = {"data.dataset=tiny", "data.train_size=256", "data.test_size=64",
-                         "data.features=12", "data.batch_size=64", "data.shuffle=false",
+    const char *one[] = {"run.device=cpu", "data.dataset=tiny", "data.train_size=256",
+                         "data.test_size=64", "data.features=12", "data.batch_size=64", "data.shuffle=false",
                          "model.hidden=10", "optim.momentum=0", "train.steps=1",
                          "precision.plugin=fp32", NULL};
-    const char *two[] = {"data.dataset=tiny", "data.train_size=256", "data.test_size=64",
-                         "data.features=12", "data.batch_size=32", "data.shuffle=false",
+    const char *two[] = {"run.device=cpu", "data.dataset=tiny", "data.train_size=256",
+                         "data.test_size=64", "data.features=12", "data.batch_size=32", "data.shuffle=false",
                          "model.hidden=10", "optim.momentum=0", "train.steps=1",
                          "train.accumulate=2", "precision.plugin=fp32", NULL};
     amp_session *a = open_or_die(make_config(one)), *b = open_or_die(make_config(two));
     amp_step_record ra, rb;
     step_or_die(a, &ra);
     step_or_die(b, &rb);
-    size_t n = a->mlp->nparams;
-    float *ga = download(a, a->mlp->grads, n), *gb = download(b, b->mlp->grads, n);
+    size_t n = a->model->desc.nparams;
+    float *ga = download(a, a->model->grads, n), *gb = download(b, b->model->grads, n);
     int bad = 0;
     for (size_t i = 0; i < n; i++) bad += fabsf(ga[i] - gb[i]) > 1e-6f + 1e-4f * fabsf(ga[i]);
     EXPECT(bad == 0, "%d gradients differ between accumulate=2 and one double batch", bad);
@@ -188,6 +197,8 @@ static run_outcome run_config(const char *file, const char *const *sets) {
         fprintf(stderr, "%s\n", err);
         exit(1);
     }
+    /* These results are the CPU backend's, whatever device `auto` would pick. */
+    if (amp_config_set(cfg, "run.device=cpu", err, sizeof err) != 0) exit(1);
     for (int i = 0; sets && sets[i]; i++)
         if (amp_config_set(cfg, sets[i], err, sizeof err) != 0) exit(1);
     amp_session *s = open_or_die(cfg);
@@ -199,9 +210,9 @@ static run_outcome run_config(const char *file, const char *const *sets) {
         if (i >= s->total_steps - 10) o.last_loss += r.loss / 10;
     }
     unsigned long long uf = 0, nz = 0;
-    for (int l = 0; l < s->mlp->nlayers; l++) {
-        uf += s->totals[AMP_ROUND_SLOT(l, AMP_ROUND_GRAD)].underflow;
-        nz += s->totals[AMP_ROUND_SLOT(l, AMP_ROUND_GRAD)].nonzero;
+    for (int l = 0; l < s->nlayers; l++) {
+        uf += s->totals[2 * l + AMP_ROUND_GRAD].underflow;
+        nz += s->totals[2 * l + AMP_ROUND_GRAD].nonzero;
     }
     o.grad_underflow_frac = nz ? (double)uf / (double)nz : 0.0;
     double tl;
@@ -251,6 +262,9 @@ int main(void) {
     test_inf_step_is_skipped();
     test_gradients_match_finite_differences(AMP_ACT_RELU);
     test_gradients_match_finite_differences(AMP_ACT_GELU);
+    test_missing_op_is_named();
+    if (amp_model_register(&amp_test_model_twolayer) != 0) exit(1);
+    check_gradients("twolayer", "width 6", (const char *const[]){"model.width=6", NULL});
     test_determinism();
     test_accumulation();
     test_underflow_demonstration();

@@ -30,11 +30,12 @@ typedef struct amp_round_count {
     unsigned long long nonzero;   /* nonzero values rounded */
 } amp_round_count;
 
-/* Round-count slots: one per (layer, direction). */
-#define AMP_MAX_LAYERS 16
+/* Round-count slots: two per layer of the model (forward values, gradient
+ * values). The model owns how many layers there are: the stats record is
+ * this header followed by 2 * nlayers amp_round_count (models/model.h,
+ * amp_stats_rounds). */
 #define AMP_ROUND_FWD 0
 #define AMP_ROUND_GRAD 1
-#define AMP_ROUND_SLOT(layer, dir) ((layer) * 2 + (dir))
 
 /* The per-step record, kept in backend memory and read back once per step
  * (the only device->host transfer of a training step). */
@@ -46,8 +47,61 @@ typedef struct amp_step_stats {
     float pad0;
     double loss_sum;              /* softmax_xent: sum of per-row losses */
     unsigned long long correct;   /* softmax_xent: rows whose argmax is the label */
-    amp_round_count rounds[2 * AMP_MAX_LAYERS];
 } amp_step_stats;
+
+/* One GEMM call: C = alpha * op(A) op(B) + beta * C for `batch` matrices
+ * at fixed strides, then an optional epilogue over the FP32 result, one
+ * pass per element:
+ *   v = acc + bias[col]                  (bias widened from bias_dtype)
+ *   out = round_out_dtype(v)             (counted into cnt)
+ *   act_out = round_out_dtype(act(widen(out)))  (when act != NONE; counted)
+ * A and B hold in_dtype, accumulation is FP32. acc is the FP32 result
+ * ([m, n] per batch at ldc): a caller-provided workspace, or the output
+ * itself when out_dtype is F32 and out == acc. Matrices are row-major;
+ * lda/ldb/ldc are row strides of the stored (untransposed) matrices. */
+typedef struct amp_gemm_desc {
+    int trans_a, trans_b;
+    int m, n, k;
+    int lda, ldb, ldc;
+    int batch;                          /* 1 for a plain GEMM */
+    long long stride_a, stride_b, stride_c; /* elements between batch matrices */
+    amp_dtype in_dtype;
+    const void *a, *b;
+    float alpha, beta;
+    float *acc;                         /* FP32 result (beta applies to it) */
+    /* epilogue (all optional) */
+    const void *bias;                   /* [n], NULL for none */
+    amp_dtype bias_dtype;
+    amp_act act;
+    void *out;                          /* NULL: the result stays in acc */
+    void *act_out;                      /* when act != NONE */
+    amp_dtype out_dtype;
+    amp_round_count *cnt;               /* telemetry for the roundings (dev, may be NULL) */
+} amp_gemm_desc;
+
+/* A plain GEMM on densely stored row-major matrices: C[m,n] = op(A) op(B)
+ * into acc, leading dimensions from the shapes, no batch, no epilogue
+ * (set the epilogue fields on the result to add one). */
+static inline amp_gemm_desc amp_gemm_plain(float *acc, const void *a, const void *b, amp_dtype dt,
+                                           int trans_a, int trans_b, int m, int n, int k) {
+    amp_gemm_desc g = {0};
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = trans_a ? m : k;
+    g.ldb = trans_b ? k : n;
+    g.ldc = n;
+    g.batch = 1;
+    g.in_dtype = dt;
+    g.a = a;
+    g.b = b;
+    g.alpha = 1.0f;
+    g.acc = acc;
+    g.out_dtype = AMP_DTYPE_F32;
+    return g;
+}
 
 typedef struct amp_backend amp_backend;
 
@@ -65,6 +119,9 @@ typedef struct amp_backend_ops {
     int (*gemm)(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
                 int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
                 float alpha, float beta);
+    /* The descriptor GEMM (see amp_gemm_desc): batched, with the fused
+     * bias/activation/rounding epilogue. */
+    int (*gemm_ex)(amp_backend *be, const amp_gemm_desc *d);
     /* dst(dt)[n] = round(src[n]); counts into cnt (dev, may be NULL).
      * For dt == F32 a plain copy that counts nothing. */
     int (*round)(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
@@ -121,6 +178,15 @@ struct amp_backend {
     char err[512];
 };
 
+/* Ops a backend lacks are NULL. Calling one through AMP_CALL sets be->err
+ * to "backend 'cpu' has no op 'NAME'" and fails instead of crashing. */
+int amp_backend_missing(amp_backend *be, const char *op);
+/* Checks what every gemm_ex implementation requires of a descriptor; 0,
+ * or 1 with be->err. */
+int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d);
+#define AMP_CALL(be, op, ...) \
+    ((be)->ops->op ? (be)->ops->op((be), __VA_ARGS__) : amp_backend_missing((be), #op))
+
 /* Constructors: NULL and a message in err when unavailable. */
 amp_backend *amp_backend_cpu_create(char *err, size_t errlen);
 /* Defined only when built with CUDA (AMP_HAVE_CUDA); otherwise a stub that
@@ -128,6 +194,10 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen);
 amp_backend *amp_backend_cuda_create(char *err, size_t errlen);
 /* 1 when built with CUDA and a device is visible. */
 int amp_backend_cuda_available(void);
+/* Why amp_backend_cuda_available() is 0: cudaGetDeviceCount's error, the
+ * driver's and the runtime's CUDA versions, or that this build has no CUDA;
+ * "" when a device is visible. Static storage, valid until the next call. */
+const char *amp_backend_cuda_unavailable_reason(void);
 
 #ifdef __cplusplus
 }

@@ -238,6 +238,46 @@ static int cpu_act_forward(amp_backend *be, float *out, const float *in, size_t 
     return 0;
 }
 
+/* The descriptor GEMM: cblas per batch matrix, then the epilogue as the
+ * same element ops a caller would run one by one (bias add, rounding with
+ * telemetry, activation), so a fused call and the separate ops give the
+ * same bits. */
+static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
+    size_t in_size = d->in_dtype == AMP_DTYPE_F32 ? 4 : 2;
+    size_t out_size = d->out_dtype == AMP_DTYPE_F32 ? 4 : 2;
+    int has_epilogue = d->bias || d->out;
+    if (amp_gemm_desc_check(be, d) != 0) return 1;
+    float *bias = NULL;
+    if (d->bias) {
+        bias = d->bias_dtype == AMP_DTYPE_F32 ? (float *)d->bias : malloc((size_t)d->n * sizeof *bias);
+        if (!bias) {
+            snprintf(be->err, sizeof be->err, "out of host memory");
+            return 1;
+        }
+        if (d->bias_dtype != AMP_DTYPE_F32) widen16(bias, d->bias, d->bias_dtype, (size_t)d->n);
+    }
+    int rc = 0;
+    for (int i = 0; i < d->batch && rc == 0; i++) {
+        const char *a = (const char *)d->a + (size_t)i * (size_t)d->stride_a * in_size;
+        const char *b = (const char *)d->b + (size_t)i * (size_t)d->stride_b * in_size;
+        float *acc = d->acc + (size_t)i * (size_t)d->stride_c;
+        rc = cpu_gemm(be, acc, a, b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k, d->lda,
+                      d->ldb, d->ldc, d->alpha, d->beta);
+        if (rc != 0 || !has_epilogue) continue;
+        size_t mn = (size_t)d->m * (size_t)d->n, off = (size_t)i * (size_t)d->stride_c * out_size;
+        if (bias) cpu_add_bias(be, acc, bias, d->m, d->n);
+        if (!d->out) continue;
+        void *out = (char *)d->out + off;
+        cpu_round(be, out, d->out_dtype, acc, mn, d->cnt);
+        if (d->act == AMP_ACT_NONE) continue;
+        cpu_widen(be, acc, out, d->out_dtype, mn);
+        cpu_act_forward(be, acc, acc, mn, d->act);
+        cpu_round(be, (char *)d->act_out + off, d->out_dtype, acc, mn, d->cnt);
+    }
+    if (bias && bias != d->bias) free(bias);
+    return rc;
+}
+
 static int cpu_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
                             amp_act act) {
     for (size_t i = 0; i < n; i++) dz[i] = da[i] * amp_act_grad(z[i], (int)act);
@@ -329,6 +369,7 @@ static const amp_backend_ops cpu_ops = {
     .download = cpu_copy,
     .zero = cpu_zero,
     .gemm = cpu_gemm,
+    .gemm_ex = cpu_gemm_ex,
     .round = cpu_round,
     .quantize = cpu_quantize,
     .widen = cpu_widen,

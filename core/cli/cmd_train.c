@@ -128,7 +128,7 @@ static void write_metric(FILE *f, const amp_step_record *r) {
 
 static void write_eval(FILE *f, const amp_session *s, double loss, double acc) {
     fprintf(f, "{\"step\":%lld,\"epoch\":%lld,\"test_loss\":", (long long)s->step,
-            (long long)s->epoch);
+            (long long)s->batcher->epoch);
     amp_json_num(f, loss);
     fputs(",\"test_acc\":", f);
     amp_json_num(f, acc);
@@ -151,9 +151,11 @@ typedef struct run_result {
 } run_result;
 
 static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
-    const amp_mlp *m = s->mlp;
+    const amp_model *m = s->model;
     fputs("{\n  \"name\": ", f);
     amp_json_str(f, s->set.name);
+    fputs(",\n  \"model\": ", f);
+    amp_json_str(f, m->ops->name);
     fputs(",\n  \"plugins\": {\"precision\": ", f);
     write_plugin(f, &s->precision);
     fputs(", \"scaler\": ", f);
@@ -174,7 +176,7 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     amp_json_num(f, r->wall_s);
     fputs(",\n  \"median_step_ms\": ", f);
     amp_json_num(f, r->median_ms);
-    fprintf(f, ",\n  \"params\": %zu,\n  \"memory_peak_bytes\": {", m->nparams);
+    fprintf(f, ",\n  \"params\": %zu,\n  \"memory_peak_bytes\": {", m->desc.nparams);
     size_t total = 0;
     for (int c = 0; c < AMP_MEM_COUNT; c++) {
         fprintf(f, "%s\"%s\": %zu", c ? ", " : "", amp_mem_category_names[c], m->mem[c].size);
@@ -182,11 +184,11 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     }
     fprintf(f, ", \"total\": %zu, \"device_used\": %zu},\n  \"layers\": [", total, r->device_peak);
     unsigned long long tu = 0, to = 0, tn = 0;
-    for (int l = 0; l < m->nlayers; l++) {
-        const amp_round_count *fw = &s->totals[AMP_ROUND_SLOT(l, AMP_ROUND_FWD)];
-        const amp_round_count *gr = &s->totals[AMP_ROUND_SLOT(l, AMP_ROUND_GRAD)];
+    for (int l = 0; l < m->desc.nlayers; l++) {
+        const amp_round_count *fw = &s->totals[2 * l + AMP_ROUND_FWD];
+        const amp_round_count *gr = &s->totals[2 * l + AMP_ROUND_GRAD];
         fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
-        amp_json_str(f, m->layers[l].name);
+        amp_json_str(f, m->desc.layers[l].name);
         fprintf(f,
                 ", \"forward\": {\"underflow\": %llu, \"overflow\": %llu, \"rounded\": %llu}, "
                 "\"grad\": {\"underflow\": %llu, \"overflow\": %llu, \"rounded\": %llu}}",
@@ -420,7 +422,7 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
             c->prior_peak = (size_t)ck.device_peak;
             snprintf(c->last_ckpt, sizeof c->last_ckpt, "%s", path);
             amp_log(AMP_LOG_INFO, "resuming from %s: step %lld of %lld (epoch %lld)", path,
-                    (long long)s->step, (long long)s->total_steps, (long long)s->epoch);
+                    (long long)s->step, (long long)s->total_steps, (long long)s->batcher->epoch);
         }
         free(buf);
         free(steps);

@@ -9,14 +9,15 @@
 
 static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
 
-/* The sections of format version 1, all required, each at most once. */
+/* The sections of format versions 1 and 2, all required, each at most once. */
 enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_COUNT };
 static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM",
                                               "SCAL", "TOTL", "LOSS", "METR"};
 
-/* Layer widths are capped so that sizes computed from them cannot overflow
- * 64 bits (16 layers x 2^24 x 2^24 < 2^53). */
+/* Dimensions are capped, and element counts are summed with a cap, so that
+ * sizes computed from them cannot overflow 64 bits. */
 #define DIM_MAX (1u << 24)
+#define NUMEL_MAX (1ull << 40)
 
 /* zlib's crc32 takes a 32-bit length: feed large buffers in pieces. */
 static uint32_t crc32_of(const uint8_t *p, size_t n) {
@@ -104,11 +105,11 @@ static double rd_f64(reader *r) {
     memcpy(&d, &u, sizeof d);
     return d;
 }
-/* A printable-ASCII string of at most AMP_CKPT_NAME_MAX - 1 bytes. */
-static void rd_str(reader *r, char out[AMP_CKPT_NAME_MAX]) {
+/* A printable-ASCII string of at most cap - 1 bytes. */
+static void rd_strn(reader *r, char *out, size_t cap) {
     out[0] = '\0';
     uint32_t n = rd_u32(r);
-    if (n >= AMP_CKPT_NAME_MAX) {
+    if (n >= cap) {
         r->bad = 1;
         return;
     }
@@ -122,9 +123,95 @@ static void rd_str(reader *r, char out[AMP_CKPT_NAME_MAX]) {
     memcpy(out, p, n);
     out[n] = '\0';
 }
+static void rd_str(reader *r, char out[AMP_CKPT_NAME_MAX]) { rd_strn(r, out, AMP_CKPT_NAME_MAX); }
 
-static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err, size_t errlen) {
+/* One parameter-table entry (format 2): name, layer, ndim, shape. */
+static void rd_param(reader *r, amp_ckpt_param *P) {
+    memset(P, 0, sizeof *P);
+    rd_strn(r, P->name, sizeof P->name);
+    P->layer = rd_u32(r);
+    P->ndim = rd_u32(r);
+    if (P->ndim < 1 || P->ndim > AMP_CKPT_MAX_DIMS) {
+        r->bad = 1;
+        return;
+    }
+    for (uint32_t d = 0; d < P->ndim; d++) P->shape[d] = rd_u64(r);
+}
+
+/* Format 1's layers (name, in, out), checked to chain in_features -> ...
+ * -> classes; the table they stand for is checked like format 2's. */
+static int parse_v1_layers(reader *r, amp_checkpoint *ck, uint64_t *numel, char *err,
+                           size_t errlen) {
+    uint32_t in_features = rd_u32(r), classes = rd_u32(r);
+    ck->nlayers = rd_u32(r);
+    if (r->bad || ck->nlayers < 1 || ck->nlayers > 16) {
+        amp_set_err(err, errlen, "section META: %s", r->bad ? "too short" : "layer count out of range");
+        return -1;
+    }
+    ck->params_raw = r->p;
+    uint32_t prev = in_features;
+    for (uint32_t l = 0; l < ck->nlayers; l++) {
+        char name[AMP_CKPT_NAME_MAX];
+        rd_str(r, name);
+        uint32_t in = rd_u32(r), out = rd_u32(r);
+        if (!r->bad && (in != prev || in < 1 || in > DIM_MAX || out < 1 || out > DIM_MAX)) {
+            amp_set_err(err, errlen, "section META: layer %u has shape %ux%u after width %u",
+                        (unsigned)l + 1, (unsigned)out, (unsigned)in, (unsigned)prev);
+            return -1;
+        }
+        *numel += (uint64_t)in * out + out;
+        prev = out;
+    }
+    ck->params_raw_len = (size_t)(r->p - ck->params_raw);
+    ck->nparam_tensors = 2 * ck->nlayers;
+    snprintf(ck->model, sizeof ck->model, "mlp");
+    if (!r->bad && (prev != classes || classes < 2)) {
+        amp_set_err(err, errlen, "section META: the layers end at %u outputs, the header says %u classes",
+                    (unsigned)prev, (unsigned)classes);
+        return -1;
+    }
+    return 0;
+}
+
+/* Format 2's parameter table: names unique in order, layers in range,
+ * dimensions in [1, DIM_MAX]. */
+static int parse_v2_table(reader *r, amp_checkpoint *ck, uint64_t *numel, char *err,
+                          size_t errlen) {
+    rd_str(r, ck->model);
+    ck->nlayers = rd_u32(r);
+    ck->nparam_tensors = rd_u32(r);
+    if (r->bad || ck->nlayers < 1 || ck->nlayers > AMP_CKPT_MAX_LAYERS || ck->nparam_tensors < 1 ||
+        ck->nparam_tensors > AMP_CKPT_MAX_TENSORS || ck->model[0] == '\0') {
+        amp_set_err(err, errlen, "section META: %s", r->bad ? "too short" : "model name, layer or tensor count out of range");
+        return -1;
+    }
+    ck->params_raw = r->p;
+    for (uint32_t i = 0; i < ck->nparam_tensors && !r->bad; i++) {
+        amp_ckpt_param P;
+        rd_param(r, &P);
+        if (r->bad) break;
+        int ok = P.name[0] != '\0' && P.layer < ck->nlayers;
+        uint64_t n = 1;
+        for (uint32_t d = 0; d < P.ndim; d++) {
+            ok &= P.shape[d] >= 1 && P.shape[d] <= DIM_MAX && n <= NUMEL_MAX;
+            if (ok) n *= P.shape[d];
+        }
+        ok &= n <= NUMEL_MAX && *numel <= NUMEL_MAX;
+        *numel += n;
+        if (!ok) {
+            amp_set_err(err, errlen, "section META: parameter %u ('%s') has a bad layer or shape",
+                        (unsigned)i, P.name);
+            return -1;
+        }
+    }
+    ck->params_raw_len = (size_t)(r->p - ck->params_raw);
+    return 0;
+}
+
+static int parse_meta(const uint8_t *p, size_t n, uint32_t version, amp_checkpoint *ck, char *err,
+                      size_t errlen) {
     reader r = {p, n, 0};
+    ck->format = version;
     rd_str(&r, ck->amptrain_version);
     ck->abi_major = rd_u32(&r);
     ck->abi_minor = rd_u32(&r);
@@ -138,18 +225,9 @@ static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err,
     ck->train_examples = rd_i64(&r);
     ck->optim = rd_u32(&r);
     ck->opt_buffers = rd_u32(&r);
-    ck->in_features = rd_u32(&r);
-    ck->classes = rd_u32(&r);
-    ck->nlayers = rd_u32(&r);
-    if (r.bad || ck->nlayers < 1 || ck->nlayers > AMP_MAX_LAYERS) {
-        amp_set_err(err, errlen, "section META: %s", r.bad ? "too short" : "layer count out of range");
+    uint64_t params = 0;
+    if ((version == 1 ? parse_v1_layers : parse_v2_table)(&r, ck, &params, err, errlen) != 0)
         return -1;
-    }
-    for (uint32_t l = 0; l < ck->nlayers; l++) {
-        rd_str(&r, ck->layers[l].name);
-        ck->layers[l].in = rd_u32(&r);
-        ck->layers[l].out = rd_u32(&r);
-    }
     ck->nparams = rd_u64(&r);
     rd_str(&r, ck->precision);
     rd_str(&r, ck->precision_version);
@@ -176,27 +254,52 @@ static int parse_meta(const uint8_t *p, size_t n, amp_checkpoint *ck, char *err,
                 (unsigned)ck->optim, (unsigned)ck->opt_buffers);
         return -1;
     }
-    /* The layers must chain in_features -> ... -> classes. */
-    uint64_t params = 0;
-    uint32_t prev = ck->in_features;
-    for (uint32_t l = 0; l < ck->nlayers; l++) {
-        const amp_ckpt_layer *L = &ck->layers[l];
-        if (L->in != prev || L->in < 1 || L->in > DIM_MAX || L->out < 1 || L->out > DIM_MAX) {
-            amp_set_err(err, errlen, "section META: layer %u has shape %ux%u after width %u",
-                    (unsigned)l + 1, (unsigned)L->out, (unsigned)L->in, (unsigned)prev);
-            return -1;
-        }
-        params += (uint64_t)L->in * L->out + L->out;
-        prev = L->out;
-    }
-    if (prev != ck->classes || ck->classes < 2 || params != ck->nparams) {
-        amp_set_err(err, errlen, "section META: the layers give %llu parameters and %u outputs, the "
-                             "header says %llu and %u classes",
-                (unsigned long long)params, (unsigned)prev, (unsigned long long)ck->nparams,
-                (unsigned)ck->classes);
+    /* The table's element count must be the header's. */
+    if (params != ck->nparams) {
+        amp_set_err(err, errlen, "section META: the parameter table gives %llu parameters, the "
+                             "header says %llu",
+                (unsigned long long)params, (unsigned long long)ck->nparams);
         return -1;
     }
     return 0;
+}
+
+int amp_checkpoint_param(const amp_checkpoint *ck, uint32_t i, amp_ckpt_param *out) {
+    memset(out, 0, sizeof *out);
+    if (i >= ck->nparam_tensors) return -1;
+    if (ck->params) {
+        *out = ck->params[i];
+        return 0;
+    }
+    reader r = {ck->params_raw, ck->params_raw_len, 0};
+    if (ck->format == 1) { /* (name, in, out) per layer: weight, then bias */
+        uint32_t in = 0, o = 0;
+        char name[AMP_CKPT_NAME_MAX];
+        for (uint32_t l = 0; l <= i / 2; l++) {
+            rd_str(&r, name);
+            in = rd_u32(&r);
+            o = rd_u32(&r);
+        }
+        snprintf(out->name, sizeof out->name, "%s.%s", name, i % 2 ? "bias" : "weight");
+        out->layer = i / 2;
+        out->ndim = i % 2 ? 1 : 2;
+        out->shape[0] = o;
+        out->shape[1] = i % 2 ? 0 : in;
+        return r.bad ? -1 : 0;
+    }
+    for (uint32_t k = 0; k <= i; k++) rd_param(&r, out);
+    return r.bad ? -1 : 0;
+}
+
+amp_round_count amp_checkpoint_total(const amp_checkpoint *ck, uint32_t i) {
+    amp_round_count c = {0, 0, 0};
+    if (i >= 2 * ck->nlayers) return c;
+    if (ck->totals) return ck->totals[i];
+    const uint8_t *t = ck->totals_raw + (size_t)i * 24;
+    c.underflow = get_u64(t);
+    c.overflow = get_u64(t + 8);
+    c.nonzero = get_u64(t + 16);
+    return c;
 }
 
 static int no_nul(const uint8_t *p, size_t n) { return memchr(p, '\0', n) == NULL; }
@@ -214,8 +317,9 @@ int amp_checkpoint_check_head(const uint8_t *head, size_t n, uint64_t file_size,
     }
     uint32_t version = get_u32(head + 8), count = get_u32(head + 12);
     uint64_t size = get_u64(head + 16);
-    if (version != AMP_CKPT_FORMAT_VERSION) {
-        amp_set_err(err, errlen, "format version %u; this amptrain reads version %u", (unsigned)version,
+    if (version < 1 || version > AMP_CKPT_FORMAT_VERSION) {
+        amp_set_err(err, errlen, "format version %u; this amptrain reads versions 1 to %u (a newer "
+                    "amptrain wrote it: resume with that one)", (unsigned)version,
                 AMP_CKPT_FORMAT_VERSION);
         return -1;
     }
@@ -249,7 +353,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                          size_t errlen) {
     memset(out, 0, sizeof *out);
     if (amp_checkpoint_check_head(buf, len, len, err, errlen) != 0) return -1;
-    uint32_t count = get_u32(buf + 12);
+    uint32_t version = get_u32(buf + 8), count = get_u32(buf + 12);
     size_t table_end = AMP_CKPT_HEADER_SIZE + (size_t)count * AMP_CKPT_ENTRY_SIZE;
     const uint8_t *sec[S_COUNT] = {0};
     size_t seclen[S_COUNT] = {0};
@@ -295,7 +399,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
             amp_set_err(err, errlen, "section %s is missing", section_tags[k]);
             return -1;
         }
-    if (parse_meta(sec[S_META], seclen[S_META], out, err, errlen) != 0) return -1;
+    if (parse_meta(sec[S_META], seclen[S_META], version, out, err, errlen) != 0) return -1;
 
     if (seclen[S_MAST] != out->nparams * 4) {
         amp_set_err(err, errlen, "section MAST: %zu bytes for %llu parameters", seclen[S_MAST],
@@ -307,7 +411,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                 (unsigned)out->opt_buffers, (unsigned long long)out->nparams);
         return -1;
     }
-    if (seclen[S_TOTL] != (size_t)out->nlayers * 2 * 3 * 8) {
+    if (seclen[S_TOTL] != (size_t)out->nlayers * 2 * 3 * 8) { /* nlayers <= 2^20: no overflow */
         amp_set_err(err, errlen, "section TOTL: %zu bytes for %u layers", seclen[S_TOTL],
                 (unsigned)out->nlayers);
         return -1;
@@ -323,12 +427,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                 no_nul(sec[S_CONF], seclen[S_CONF]) ? "METR" : "CONF");
         return -1;
     }
-    for (uint32_t i = 0; i < 2 * out->nlayers; i++) {
-        const uint8_t *t = sec[S_TOTL] + (size_t)i * 24;
-        out->totals[i].underflow = get_u64(t);
-        out->totals[i].overflow = get_u64(t + 8);
-        out->totals[i].nonzero = get_u64(t + 16);
-    }
+    out->totals_raw = sec[S_TOTL];
     out->config = (const char *)sec[S_CONF];
     out->config_len = seclen[S_CONF];
     out->master = sec[S_MAST];
@@ -409,13 +508,19 @@ static void encode_meta(builder *b, const amp_checkpoint *ck) {
     wr_u64(b, (uint64_t)ck->train_examples);
     wr_u32(b, ck->optim);
     wr_u32(b, ck->opt_buffers);
-    wr_u32(b, ck->in_features);
-    wr_u32(b, ck->classes);
+    wr_str(b, ck->model);
     wr_u32(b, ck->nlayers);
-    for (uint32_t l = 0; l < ck->nlayers && l < AMP_MAX_LAYERS; l++) {
-        wr_str(b, ck->layers[l].name);
-        wr_u32(b, ck->layers[l].in);
-        wr_u32(b, ck->layers[l].out);
+    wr_u32(b, ck->nparam_tensors);
+    for (uint32_t i = 0; i < ck->nparam_tensors; i++) {
+        amp_ckpt_param P;
+        amp_checkpoint_param(ck, i, &P);
+        size_t n = strnlen(P.name, AMP_CKPT_PARAM_NAME_MAX - 1);
+        wr_u32(b, (uint32_t)n);
+        uint8_t *p = grow(b, n);
+        if (p) memcpy(p, P.name, n);
+        wr_u32(b, P.layer);
+        wr_u32(b, P.ndim);
+        for (uint32_t d = 0; d < P.ndim && d < AMP_CKPT_MAX_DIMS; d++) wr_u64(b, P.shape[d]);
     }
     wr_u64(b, ck->nparams);
     wr_str(b, ck->precision);
@@ -430,17 +535,21 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
                           size_t errlen) {
     *out = NULL;
     *len = 0;
-    if (ck->nlayers < 1 || ck->nlayers > AMP_MAX_LAYERS || ck->nlosses > AMP_CKPT_MAX_LOSSES) {
-        amp_set_err(err, errlen, "checkpoint: %u layers / %zu losses do not fit the format",
-                (unsigned)ck->nlayers, ck->nlosses);
+    if (ck->nlayers < 1 || ck->nlayers > AMP_CKPT_MAX_LAYERS || ck->nparam_tensors < 1 ||
+        ck->nparam_tensors > AMP_CKPT_MAX_TENSORS || (!ck->params && !ck->params_raw) ||
+        (!ck->totals && !ck->totals_raw) ||
+        ck->nlosses > AMP_CKPT_MAX_LOSSES) {
+        amp_set_err(err, errlen, "checkpoint: %u layers / %u tensors / %zu losses do not fit the format",
+                (unsigned)ck->nlayers, (unsigned)ck->nparam_tensors, ck->nlosses);
         return -1;
     }
     builder meta = {0}, totl = {0};
     encode_meta(&meta, ck);
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) {
-        wr_u64(&totl, ck->totals[i].underflow);
-        wr_u64(&totl, ck->totals[i].overflow);
-        wr_u64(&totl, ck->totals[i].nonzero);
+        amp_round_count t = amp_checkpoint_total(ck, i);
+        wr_u64(&totl, t.underflow);
+        wr_u64(&totl, t.overflow);
+        wr_u64(&totl, t.nonzero);
     }
     const uint8_t *data[S_COUNT] = {meta.p,
                                     (const uint8_t *)ck->config,

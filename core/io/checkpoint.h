@@ -11,12 +11,18 @@
  *   28  4  zero
  *   32  n x 24 section table: tag[4], CRC32 of the payload (4), offset (8),
  *          length (8); payloads follow the table, in table order.
- * Sections: META (counters, model shape, plugins), CONF (the resolved INI
+ * Sections: META (counters, the model's name and parameter table, plugins), CONF (the resolved INI
  * text the run used), MAST (master weights, f32), OPTM (optimizer state,
  * f32, opt_buffers arrays of nparams), SCAL (the scaler plugin's own
  * state_save bytes), TOTL (per-layer rounding totals), LOSS (the last <= 100
  * step losses, f64, for summary.json) and METR (metrics.jsonl so far).
- * Unknown tags are skipped, so later versions can add sections. */
+ * Unknown tags are skipped, so later versions can add sections.
+ *
+ * Format 2 (this amptrain) describes the model by its parameter table
+ * (name, owning layer, shape of every tensor, in flat order) and names the
+ * model; format 1 (amptrain 0.1, MLP only) described MLP layers as in/out
+ * pairs and is still read: its layers become the table fcK.weight [out, in],
+ * fcK.bias [out] of model "mlp". */
 #ifndef AMP_CHECKPOINT_H
 #define AMP_CHECKPOINT_H
 
@@ -25,17 +31,24 @@
 
 #include "backend/backend.h"
 
-#define AMP_CKPT_FORMAT_VERSION 1u
+#define AMP_CKPT_FORMAT_VERSION 2u
 #define AMP_CKPT_MAX_SECTIONS 32u
 #define AMP_CKPT_HEADER_SIZE 32u
 #define AMP_CKPT_ENTRY_SIZE 24u
 #define AMP_CKPT_MAX_LOSSES 100u
-#define AMP_CKPT_NAME_MAX 64 /* plugin names, versions, layer names (with NUL) */
+#define AMP_CKPT_NAME_MAX 64 /* plugin names, versions, the model name (with NUL) */
+#define AMP_CKPT_PARAM_NAME_MAX 96 /* parameter names (with NUL), as AMP_MODEL_NAME_MAX */
+#define AMP_CKPT_MAX_DIMS 4
+#define AMP_CKPT_MAX_LAYERS (1u << 20)
+#define AMP_CKPT_MAX_TENSORS (1u << 20)
 
-typedef struct amp_ckpt_layer {
-    char name[AMP_CKPT_NAME_MAX];
-    uint32_t in, out;
-} amp_ckpt_layer;
+/* One tensor of the parameter table. */
+typedef struct amp_ckpt_param {
+    char name[AMP_CKPT_PARAM_NAME_MAX];
+    uint32_t layer; /* < nlayers */
+    uint32_t ndim;  /* 1..AMP_CKPT_MAX_DIMS */
+    uint64_t shape[AMP_CKPT_MAX_DIMS];
+} amp_ckpt_param;
 
 /* A parsed checkpoint. Scalars are copied out; the byte arrays point into
  * the buffer that was parsed (which must outlive this struct) and are
@@ -49,15 +62,26 @@ typedef struct amp_checkpoint {
     int64_t train_examples;
     uint32_t optim;                          /* amp_optim_kind */
     uint32_t opt_buffers;                    /* 0, 1 or 2 arrays of nparams */
-    uint32_t in_features, classes, nlayers;
-    amp_ckpt_layer layers[AMP_MAX_LAYERS];
+    char model[AMP_CKPT_NAME_MAX];           /* [model] name */
+    uint32_t nlayers;                        /* telemetry layers (TOTL holds 2 per layer) */
+    uint32_t nparam_tensors;
+    /* The parameter table: for encoding the caller points `params` at
+     * [nparam_tensors] entries; a parsed checkpoint leaves it NULL and keeps
+     * the validated bytes in params_raw. Read either with
+     * amp_checkpoint_param(). */
+    const amp_ckpt_param *params;
+    const uint8_t *params_raw; size_t params_raw_len;
+    uint32_t format;                         /* the version the file was written in */
     uint64_t nparams;
     char precision[AMP_CKPT_NAME_MAX], precision_version[AMP_CKPT_NAME_MAX];
     char scaler[AMP_CKPT_NAME_MAX], scaler_version[AMP_CKPT_NAME_MAX];
     double wall_seconds;                     /* training time before this checkpoint */
     uint64_t device_peak;
-    /* TOTL: [2 * nlayers] (underflow, overflow, nonzero) */
-    amp_round_count totals[2 * AMP_MAX_LAYERS];
+    /* TOTL: [2 * nlayers] (underflow, overflow, nonzero); for encoding
+     * the caller points `totals` at them, a parsed checkpoint keeps the
+     * bytes in totals_raw. Read either with amp_checkpoint_total(). */
+    const amp_round_count *totals;
+    const uint8_t *totals_raw;
     /* byte sections */
     const char *config;   size_t config_len;    /* CONF */
     const uint8_t *master; size_t master_len;   /* MAST: nparams x f32 */
@@ -87,6 +111,12 @@ int amp_checkpoint_check_head(const uint8_t *head, size_t n, uint64_t file_size,
  * 0, or -1 with err (out of memory, or a field that does not fit). */
 int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, char *err,
                           size_t errlen);
+
+/* Tensor i (< nparam_tensors) of the parameter table; 0, or -1 when i is
+ * out of range. Decodes a parsed table in place (O(i)). */
+int amp_checkpoint_param(const amp_checkpoint *ck, uint32_t i, amp_ckpt_param *out);
+/* Rounding totals slot i (< 2 * nlayers). */
+amp_round_count amp_checkpoint_total(const amp_checkpoint *ck, uint32_t i);
 
 /* Little-endian helpers for the byte arrays. */
 float amp_ckpt_f32(const uint8_t *p, size_t index);

@@ -26,7 +26,7 @@ expect() {
 # A finished run that kept checkpoints 110..150; drop 150 so that resuming
 # has steps left to run.
 REF=$W/ref
-SETS=(--set train.checkpoint_every=10 --set train.keep=5)
+SETS=(--set run.device=cpu --set train.checkpoint_every=10 --set train.keep=5)
 "$A" train "$CFG" "${SETS[@]}" --out "$REF" 2>"$W/ref.log" ||
     fail "reference run failed: $(tail -3 "$W/ref.log")"
 rm "$REF/checkpoints/ckpt-00000150.amp"
@@ -36,7 +36,7 @@ sums() { (cd "$1/checkpoints" && cksum ckpt-*.amp); }
 
 D=$(fresh shape)
 before=$(sums "$D")
-expect 2 "ckpt-00000140\.amp: model shape differs: the checkpoint holds an MLP 32-64-10 \(2762 parameters\), the config gives 32-48-10" \
+expect 2 "ckpt-00000140\.amp: model shape differs: the checkpoint holds mlp: fc1\.weight \[64, 32\], fc1\.bias \[64\], fc2\.weight \[10, 64\], fc2\.bias \[10\] \(2762 parameters\); the config gives mlp: fc1\.weight \[48, 32\]" \
     "$W/shape.log" -- "$A" train "$CFG" --set model.hidden=48 --resume "$D"
 no_outputs "$D"
 [ "$(sums "$D")" = "$before" ] || fail "a refused resume changed the checkpoints"

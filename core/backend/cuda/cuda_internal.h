@@ -14,6 +14,10 @@ typedef struct amp_cuda_impl {
     int sm_count;        /* caps grid sizes: one wave of 8 blocks per SM */
     cudaStream_t stream; /* every op is ordered on this one stream */
     cublasHandle_t blas; /* bound to stream */
+    /* [AMP_REDUCE_MAX_BLOCKS] per-block partials of the reductions; one
+     * buffer is enough since every op is ordered on `stream`. */
+    double *partials;
+    int sync_each; /* AMPTRAIN_CUDA_SYNC=1: synchronise after every launch */
 } amp_cuda_impl;
 
 static inline amp_cuda_impl *amp_cuda_im(amp_backend *be) { return (amp_cuda_impl *)be->impl; }
@@ -38,9 +42,19 @@ int amp_cuda_fail(amp_backend *be, const char *what, const char *file, int line,
             return amp_cuda_fail(be, #expr, __FILE__, __LINE__, cublasGetStatusName(amp_s_),  \
                                  cublasGetStatusString(amp_s_));                          \
     } while (0)
-/* After every launch: catches bad configurations now, and earlier
- * asynchronous faults that are sticky. */
-#define AMP_CHECK_LAUNCH(kernel) AMP_CHECK_CUDA_WHAT(cudaGetLastError(), "launch of " #kernel)
+/* After every launch (kernel, cuBLAS call, async copy): checks the launch
+ * (bad configurations, and earlier asynchronous faults that are sticky);
+ * with AMPTRAIN_CUDA_SYNC=1 also synchronises, so a fault is reported with
+ * the name of the kernel that caused it. 0, or 1 with be->err set. */
+int amp_cuda_after_launch(amp_backend *be, const char *what, const char *file, int line);
+#define AMP_CHECK_LAUNCH(kernel)                                                         \
+    do {                                                                                 \
+        if (amp_cuda_after_launch(be, #kernel, __FILE__, __LINE__)) return 1;            \
+    } while (0)
+
+/* 0 when this build holds kernel code the current device can run; 1 with
+ * be->err otherwise (kernels_cuda.cu). */
+int amp_cuda_check_kernel_image(amp_backend *be);
 
 /* Kernel-backed ops (kernels_cuda.cu); signatures as in amp_backend_ops. */
 int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
@@ -48,6 +62,9 @@ int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, s
 int amp_cuda_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
                       amp_round_count *cnt, int accumulate);
 int amp_cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n);
+/* The epilogue of one batch matrix of d over its FP32 result acc; out_off
+ * is the byte offset of that matrix in out/act_out. */
+int amp_cuda_gemm_epilogue(amp_backend *be, const amp_gemm_desc *d, float *acc, size_t out_off);
 int amp_cuda_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols);
 int amp_cuda_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act);
 int amp_cuda_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,

@@ -1,0 +1,166 @@
+/* The model-independent half of a model: the parameter/layer tables, the
+ * common buffers (master weights, gradients, optimizer state, the input
+ * batch, the stats record) and the arenas the model's layout carves. */
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/config.h"
+
+void amp_model_desc_free(amp_model_desc *d) {
+    if (!d) return;
+    free(d->params);
+    free(d->layers);
+    memset(d, 0, sizeof *d);
+}
+
+int amp_model_desc_add_layer(amp_model_desc *d, const char *name, unsigned op_classes) {
+    amp_layer_desc *v = realloc(d->layers, (size_t)(d->nlayers + 1) * sizeof *v);
+    if (!v) return -1;
+    d->layers = v;
+    amp_layer_desc *L = &v[d->nlayers++];
+    memset(L, 0, sizeof *L);
+    snprintf(L->name, sizeof L->name, "%s", name);
+    L->op_classes = op_classes;
+    return 0;
+}
+
+int amp_model_desc_add_param(amp_model_desc *d, const char *name, int layer, int decay, int ndim,
+                             const int64_t *shape) {
+    if (ndim < 1 || ndim > AMP_MODEL_MAX_DIMS) return -1;
+    amp_param_desc *v = realloc(d->params, (size_t)(d->nparam_tensors + 1) * sizeof *v);
+    if (!v) return -1;
+    d->params = v;
+    amp_param_desc *P = &v[d->nparam_tensors++];
+    memset(P, 0, sizeof *P);
+    snprintf(P->name, sizeof P->name, "%s", name);
+    P->ndim = ndim;
+    P->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        P->shape[i] = shape[i];
+        P->numel *= (size_t)shape[i];
+    }
+    P->offset = d->nparams;
+    P->layer = layer;
+    P->decay = decay;
+    d->nparams += P->numel;
+    return 0;
+}
+
+int amp_model_desc_find(const amp_model_desc *d, const char *name) {
+    for (int i = 0; i < d->nparam_tensors; i++)
+        if (strcmp(d->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+size_t amp_model_stats_bytes(int nlayers) {
+    return sizeof(amp_step_stats) + 2 * (size_t)nlayers * sizeof(amp_round_count);
+}
+
+amp_round_count *amp_stats_rounds(amp_step_stats *stats, int layer, int dir) {
+    return stats ? (amp_round_count *)(stats + 1) + 2 * layer + dir : NULL;
+}
+
+const amp_round_count *amp_stats_rounds_const(const amp_step_stats *stats, int layer, int dir) {
+    return (const amp_round_count *)(stats + 1) + 2 * layer + dir;
+}
+
+/* The common buffers first, then the model's own; run to measure, then for real. */
+static void layout(amp_model *m) {
+    amp_arena *mem = m->mem;
+    size_t n = m->desc.nparams, B = (size_t)m->input.batch;
+    m->master = amp_arena_take(&mem[AMP_MEM_MASTER], n * 4);
+    m->grads = amp_arena_take(&mem[AMP_MEM_GRADS], n * 4);
+    for (int i = 0; i < 2; i++)
+        m->opt[i] = i < m->opt_buffers ? amp_arena_take(&mem[AMP_MEM_OPTIM], n * 4) : NULL;
+    m->x = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * (size_t)m->input.features * 4);
+    m->y = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * (size_t)m->input.targets * 4);
+    m->ops->layout(m);
+    m->stats = amp_arena_take(&mem[AMP_MEM_WORKSPACE], amp_model_stats_bytes(m->desc.nlayers));
+}
+
+/* The measured arenas against the backend's overcommit bound (see
+ * backend.h): a clear error now instead of an OOM kill later. */
+static int check_host_memory(const amp_model *m, char *err, size_t errlen) {
+    amp_backend *be = m->be;
+    double ram = be->ops->overcommit_limit(be), need = 0.0;
+    if (ram <= 0.0) return 0;
+    for (int c = 0; c < AMP_MEM_COUNT; c++) need += (double)m->mem[c].used;
+    if (need <= ram) return 0;
+    snprintf(err, errlen,
+             "the model needs %.1f GiB of host memory (parameters %.1f GiB, activations %.1f "
+             "GiB) but this machine has %.1f GiB; make the [model] smaller or [data] batch_size "
+             "smaller",
+             need / 1073741824.0, (double)m->mem[AMP_MEM_MASTER].used / 1073741824.0,
+             (double)m->mem[AMP_MEM_ACTIVATIONS].used / 1073741824.0, ram / 1073741824.0);
+    return -1;
+}
+
+int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
+                     amp_model_desc *desc, const amp_layer_precision *prec,
+                     const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
+                     size_t errlen) {
+    *out = NULL;
+    amp_model *m = calloc(1, sizeof *m);
+    amp_layer_precision *p = calloc(desc->nlayers > 0 ? (size_t)desc->nlayers : 1, sizeof *p);
+    if (!m || !p) {
+        free(m);
+        free(p);
+        amp_model_desc_free(desc);
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    m->ops = ops;
+    m->be = be;
+    m->desc = *desc;
+    memset(desc, 0, sizeof *desc);
+    memcpy(p, prec, (size_t)m->desc.nlayers * sizeof *p);
+    m->prec = p;
+    m->input = *in;
+    m->opt_buffers = opt_buffers;
+    if (in->batch <= 0 || m->desc.nlayers <= 0 || m->desc.nparams == 0) {
+        snprintf(err, errlen, "model '%s': invalid shape (%d layers, %zu parameters, batch %d)",
+                 ops->name, m->desc.nlayers, m->desc.nparams, in->batch);
+        amp_model_free(m);
+        return -1;
+    }
+    if (ops->create(m, cfg, err, errlen) != 0) {
+        amp_model_free(m);
+        return -1;
+    }
+    layout(m);
+    if (check_host_memory(m, err, errlen) != 0) {
+        amp_model_free(m);
+        return -1;
+    }
+    for (int c = 0; c < AMP_MEM_COUNT; c++) {
+        if (amp_arena_commit(&m->mem[c], be) != 0) {
+            snprintf(err, errlen, "allocating %zu bytes of %s: %s", m->mem[c].size,
+                     amp_mem_category_names[c], be->err);
+            amp_model_free(m);
+            return -1;
+        }
+    }
+    layout(m);
+    size_t bytes = m->desc.nparams * 4;
+    if (be->ops->zero(be, m->grads, bytes) != 0 ||
+        (m->opt[0] && be->ops->zero(be, m->opt[0], bytes) != 0) ||
+        (m->opt[1] && be->ops->zero(be, m->opt[1], bytes) != 0)) {
+        snprintf(err, errlen, "%s", be->err);
+        amp_model_free(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+void amp_model_free(amp_model *m) {
+    if (!m) return;
+    if (m->ops && m->ops->destroy) m->ops->destroy(m);
+    for (int c = 0; c < AMP_MEM_COUNT; c++) amp_arena_release(&m->mem[c], m->be);
+    amp_model_desc_free(&m->desc);
+    free(m->prec);
+    free(m);
+}

@@ -1,0 +1,172 @@
+/* The model interface: one ops table per model, in the style of
+ * amp_backend. A model is written once against the backend op table and
+ * runs on every backend under every precision policy; the session, the
+ * checkpoints, safetensors, the summary and `amptrain ab` see only this
+ * interface and never name a model.
+ *
+ * The life of a model, as the session drives it:
+ *   1. describe(): reads the model's own [model] keys and the data's shape
+ *      and fills the parameter table (PyTorch names, shapes, offsets into
+ *      one flat FP32 array) and the layer table (names and op classes).
+ *      Nothing is allocated on the backend yet: the precision policy is
+ *      asked about each layer name first.
+ *   2. amp_model_create(): the common part (master weights, gradients,
+ *      optimizer state, the step stats record, the input batch) and the
+ *      model's own buffers are carved out of one arena per memory category
+ *      by running the model's layout() twice (measure, then hand out).
+ *   3. per step: init_params(seed) once, cast_weights() once per optimizer
+ *      step, then forward()/backward() per micro-batch.
+ *
+ * Forward/backward are explicit per-layer functions (as llm.c writes them),
+ * no graph engine. Every place a value is rounded into 16 bits counts what
+ * it lost into the layer's slot of the stats record
+ * (amp_model_rounds(m, layer, AMP_ROUND_FWD or AMP_ROUND_GRAD)). */
+#ifndef AMP_MODEL_H
+#define AMP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "backend/backend.h"
+#include "io/config.h"
+
+#define AMP_MODEL_NAME_MAX 96 /* parameter and layer names, with the NUL */
+#define AMP_MODEL_MAX_DIMS 4
+
+/* One tensor of the parameter table. Names and layouts are PyTorch's
+ * state_dict ones ("fc1.weight" [out, in]), so safetensors files move
+ * between amptrain and PyTorch unchanged. */
+typedef struct amp_param_desc {
+    char name[AMP_MODEL_NAME_MAX];
+    int ndim;
+    int64_t shape[AMP_MODEL_MAX_DIMS];
+    size_t offset; /* element offset into the flat parameter arrays */
+    size_t numel;
+    int layer;     /* index into the layer table: whose precision/telemetry */
+    int decay;     /* 1: weight decay applies (nanoGPT: 2-D tensors only) */
+} amp_param_desc;
+
+/* One layer: the unit a precision policy decides for and telemetry counts. */
+typedef struct amp_layer_desc {
+    char name[AMP_MODEL_NAME_MAX];
+    unsigned op_classes; /* bit (1u << AMP_OP_GEMM) ... : the op classes it runs */
+} amp_layer_desc;
+
+/* What the data gives a model. */
+typedef struct amp_model_input {
+    int batch;        /* rows (sequences, images) per micro-batch: buffers are sized for it */
+    int features;     /* values per row of x (flattened) */
+    int channels, height, width; /* image rows (features = c*h*w); 0 for flat rows */
+    int classes;      /* label range (vocabulary size for text) */
+    int targets;      /* labels per row (1; the sequence length for text) */
+    int x_is_tokens;  /* x holds int32 token ids instead of floats */
+} amp_model_input;
+
+typedef struct amp_model_desc {
+    amp_param_desc *params; /* [nparam_tensors], malloc'd; amp_model_desc_free */
+    int nparam_tensors;
+    size_t nparams;         /* elements in all tensors */
+    amp_layer_desc *layers; /* [nlayers], malloc'd */
+    int nlayers;
+} amp_model_desc;
+
+typedef struct amp_model amp_model;
+
+/* Arguments of a forward pass. */
+typedef struct amp_forward_args {
+    int rows;               /* <= the batch the model was created for */
+    int for_backward;       /* also prepare the loss gradient for backward() */
+    float loss_grad_scale;  /* d(loss)/d(per-row loss): loss_scale / rows per optimizer step */
+} amp_forward_args;
+
+/* Arguments of a backward pass (after a forward with for_backward). */
+typedef struct amp_backward_args {
+    int rows;
+    int accumulate;         /* add into m->grads instead of overwriting them */
+} amp_backward_args;
+
+typedef struct amp_model_ops {
+    const char *name; /* "[model] name" */
+    /* Reads the model's [model] keys (through cfg, so unknown keys stay
+     * errors) and fills desc for the data in `in`. Allocates only host
+     * memory owned by desc. 0, or -1 with a "file:line: ..." message. */
+    int (*describe)(amp_model_desc *desc, amp_config *cfg, const amp_model_input *in, char *err,
+                    size_t errlen);
+    /* Builds the model's private state (m->impl) on the host; called once
+     * before layout. m->desc, m->prec and m->input are set. */
+    int (*create)(amp_model *m, amp_config *cfg, char *err, size_t errlen);
+    /* Carves the model's buffers from m->mem (amp_arena_take); run twice,
+     * once measuring (pointers come back NULL) and once for real. Must take
+     * the same sizes in the same order both times. */
+    void (*layout)(amp_model *m);
+    void (*destroy)(amp_model *m); /* frees m->impl (the arenas are the core's) */
+    /* Writes the initial master weights for this seed (PyTorch's default
+     * init for the layer kinds). Host-side RNG, then one upload. */
+    int (*init_params)(amp_model *m, uint64_t seed);
+    /* Rounds the master weights into the working copies (counting what is
+     * lost); once per optimizer step. */
+    int (*cast_weights)(amp_model *m);
+    /* Forward over the batch in m->x/m->y: adds the loss sum and the metric
+     * (hits) to m->stats. */
+    int (*forward)(amp_model *m, const amp_forward_args *a);
+    /* Back-propagates into m->grads (scaled as the forward asked). */
+    int (*backward)(amp_model *m, const amp_backward_args *a);
+} amp_model_ops;
+
+struct amp_model {
+    const amp_model_ops *ops;
+    amp_backend *be;
+    amp_model_desc desc;
+    amp_layer_precision *prec; /* [desc.nlayers], from the precision policy */
+    amp_model_input input;
+    int opt_buffers;           /* FP32 optimizer arrays per parameter (0, 1 or 2) */
+    amp_arena mem[AMP_MEM_COUNT];
+    /* the common part, carved by the core before the model's layout */
+    float *master;             /* [nparams] FP32 master weights */
+    float *grads;              /* [nparams] */
+    float *opt[2];             /* [nparams] each, or NULL */
+    void *x;                   /* [batch, features] f32, or [batch, features] int32 tokens */
+    int32_t *y;                /* [batch, targets] */
+    amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
+    void *impl;
+};
+
+/* The registry: the one place that maps [model] name to a model. */
+const amp_model_ops *amp_model_find(const char *name);
+/* The names, NULL-terminated (for the config's choice list). */
+const char *const *amp_model_names(void);
+/* Adds a model (test programs do, for models that ship only with the
+ * tests). -1 when the name is taken or the registry is full. */
+int amp_model_register(const amp_model_ops *ops);
+
+void amp_model_desc_free(amp_model_desc *d);
+/* Appends a parameter / a layer to a description being built; the
+ * parameter's offset is the running total. -1 when out of memory. */
+int amp_model_desc_add_layer(amp_model_desc *d, const char *name, unsigned op_classes);
+int amp_model_desc_add_param(amp_model_desc *d, const char *name, int layer, int decay, int ndim,
+                             const int64_t *shape);
+/* Index of the tensor called name, or -1. */
+int amp_model_desc_find(const amp_model_desc *d, const char *name);
+
+/* Creates the model on be: runs ops->create, carves the arenas, checks the
+ * host memory bound, allocates and zeroes grads and optimizer state.
+ * Takes ownership of *desc (it is moved into m->desc) and copies prec. On
+ * failure *out is NULL and err says why. */
+int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
+                     amp_model_desc *desc, const amp_layer_precision *prec,
+                     const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
+                     size_t errlen);
+void amp_model_free(amp_model *m);
+
+/* Bytes of the stats record (header + 2 round counts per layer). */
+size_t amp_model_stats_bytes(int nlayers);
+/* The round-count slot of a layer and direction inside a stats record. */
+amp_round_count *amp_stats_rounds(amp_step_stats *stats, int layer, int dir);
+const amp_round_count *amp_stats_rounds_const(const amp_step_stats *stats, int layer, int dir);
+/* The slot of m's device-side record. */
+static inline amp_round_count *amp_model_rounds(amp_model *m, int layer, int dir) {
+    return amp_stats_rounds(m->stats, layer, dir);
+}
+
+#endif
