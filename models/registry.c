@@ -5,12 +5,14 @@
 #include "model.h"
 
 extern const amp_model_ops amp_model_mlp;
+extern const amp_model_ops amp_model_gpt;
 extern const amp_model_ops amp_model_cnn;
 
 #define MAX_MODELS 16
 
-static const amp_model_ops *registry[MAX_MODELS + 1] = {&amp_model_mlp, &amp_model_cnn};
-static const char *names[MAX_MODELS + 1] = {"mlp", "cnn"};
+static const amp_model_ops *registry[MAX_MODELS + 1] = {&amp_model_mlp, &amp_model_gpt,
+                                                        &amp_model_cnn};
+static const char *names[MAX_MODELS + 1] = {"mlp", "gpt", "cnn"};
 
 const amp_model_ops *amp_model_find(const char *name) {
     for (int i = 0; registry[i]; i++)

@@ -1,7 +1,7 @@
 # Sourced by run.sh and test.sh: installs the Debian packages amptrain needs
 # when any is missing (non-interactive, idempotent). The CUDA toolkit is not
 # installed here: the CUDA backend is built whenever nvcc is already present.
-AMP_DEBIAN_PACKAGES="build-essential cmake pkg-config libinih-dev zlib1g-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist"
+AMP_DEBIAN_PACKAGES="build-essential cmake pkg-config libinih-dev libjansson-dev zlib1g-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist"
 
 amp_install_deps() {
     local missing=() pkg

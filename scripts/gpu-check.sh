@@ -11,10 +11,12 @@
 #                 build     -DCMAKE_CUDA_ARCHITECTURES=90, all cores
 #                 ctest     ctest -L gpu (a gpu test that skips there fails)
 #                 parity    CPU-vs-GPU training parity (tests/test_gpu_parity)
-#                 bench     bench_step --device cuda, every policy, then
-#                           bench_cnn --device cuda: the CNN step per policy
-#                           on cuDNN against its FP32 convolution/GEMM floor,
-#                           default and deterministic algorithms (one log)
+#                 bench     bench_step --device cuda, every policy, then the
+#                           GPT step time per policy (50 steps of each
+#                           configs/gpt_shakespeare_*.ini on CUDA)
+#                 cnn       bench_cnn --device cuda: the CNN step per policy on
+#                           cuDNN against its FP32 convolution/GEMM floor, with
+#                           default and deterministic algorithms (in bench.log)
 #                 torch     scripts/torch_amp_bench.py with the machine's python3
 #                 memcheck  compute-sanitizer on a 5-step run with
 #                           AMPTRAIN_CUDA_SYNC=1 (n/a, with the reason, where
@@ -140,6 +142,7 @@ if [ "$MODE" = rehearse ]; then
     step probe amp_gpu_probe "$BUILD/probe"
     cat "$LOGS/probe.log"
     step build cmake_build amptrain test_gpu_gemm test_gpu_kernels test_gpu_parity \
+        test_gpu_transformer test_gpu_gpt_parity \
         test_gpu_cnn test_cnn_reference test_gpu_cnn_parity \
         amp_precision_fp32 amp_precision_fp16 amp_precision_bf16 amp_scaler_none amp_scaler_dynamic \
         amp_scaler_static amp_scaler_hysteresis
@@ -279,7 +282,7 @@ BUILD_OK=$((PART_RC == 0))
 if [ "$BUILD_ONLY" = 1 ]; then
     :
 elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest parity bench torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
+    for p in ctest parity bench cnn gpt torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- ctest -L gpu ------------------------------------------------------------
     run_part ctest 150 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu -E '^test_gpu_parity$' \
@@ -305,14 +308,38 @@ else
     [ "$PART_RC" = 77 ] && note="skipped: $(grep -m1 'skipped' "$LOGS/parity.log" | one_line)"
     record parity "$(status_of $PART_RC)" "$PART_S" "${note:-$(tail -n 1 "$LOGS/parity.log" | one_line)}"
 
-    # --- bench_step, bench_cnn (one log: $OUT holds 8 files) ----------------------
-    run_part bench 150 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
-        bash -c '"$1/bench/bench_step" --device cuda --steps 30 --warmup 5 \
-                     --batch 1024 --features 784 --hidden 4096,4096 --classes 10 &&
-                 "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 &&
-                 "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 --deterministic' \
-        bench "$BUILD"
+    # --- bench_step --------------------------------------------------------------
+    run_part bench 90 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
+        "$BUILD/bench/bench_step" --device cuda --steps 30 --warmup 5 \
+        --batch 1024 --features 784 --hidden 4096,4096 --classes 10
     record bench "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
+
+    # --- the CNN's step per policy on cuDNN (its tables go to bench.log) ------------
+    run_part cnn 60 "$LOGS/bench.log" bash -c \
+        '"$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 &&
+         "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 --deterministic' \
+        cnn "$BUILD"
+    record cnn "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
+
+    # --- the GPT's step time per policy (its table goes to bench.log) ----------------
+    gpt_steps() {
+        local p rc=0 sum
+        echo "| GPT policy | median step ms (CUDA) | final train loss |"
+        echo "|---|---:|---:|"
+        for p in fp32 fp16_dynamic bf16; do
+            "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
+                --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
+                --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
+            sum=$BUILD/gpt-$p/summary.json
+            echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
+                "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") |"
+        done
+        return $rc
+    }
+    export -f gpt_steps
+    export BUILD ROOT
+    run_part gpt 60 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" bash -c gpt_steps
+    record gpt "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
 
     # --- PyTorch AMP reference, with the machine's own libraries ------------------
     if ! env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 -c 'import torch' >/dev/null 2>&1; then

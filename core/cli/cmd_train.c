@@ -23,74 +23,90 @@
 
 #include "arena.h"
 #include "io/checkpoint_store.h"
+#include "io/checkpoint_file.h"
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "io/json.h"
 #include "log.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
 #include "session.h"
 
-#define MAX_SETS 256
+static const char train_usage[] =
+    "usage: amptrain train CONFIG.ini [--set section.key=value]... [--out DIR | --resume DIR]\n";
 
 typedef struct train_args {
     const char *config;
     const char *out;
     const char *resume;
-    const char *sets[MAX_SETS];
+    const char **sets; /* [argc]: every --set in order, no fixed limit; freed once applied */
     int nsets;
 } train_args;
 
-static int parse_args(train_args *a, int argc, char **argv) {
-    memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if ((strcmp(arg, "--set") == 0 || strcmp(arg, "--out") == 0 ||
-             strcmp(arg, "--resume") == 0) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "amptrain train: %s needs a value\n", arg);
+static int train_opt(void *user, int opt, const char *arg) {
+    train_args *a = user;
+    switch (opt) {
+    case 's':
+        a->sets[a->nsets++] = arg;
+        return 0;
+    case 'o':
+    case 'r': {
+        const char **slot = opt == 'o' ? &a->out : &a->resume;
+        if (*slot) {
+            fprintf(stderr, "amptrain train: --%s given twice ('%s', '%s')\n",
+                    opt == 'o' ? "out" : "resume", *slot, arg);
             return -1;
         }
-        if (strcmp(arg, "--set") == 0) {
-            if (a->nsets == MAX_SETS) {
-                fprintf(stderr, "amptrain train: more than %d --set options\n", MAX_SETS);
-                return -1;
-            }
-            a->sets[a->nsets++] = argv[++i];
-        } else if (strncmp(arg, "--set=", 6) == 0 && a->nsets < MAX_SETS) {
-            a->sets[a->nsets++] = arg + 6;
-        } else if (strcmp(arg, "--out") == 0) {
-            a->out = argv[++i];
-        } else if (strncmp(arg, "--out=", 6) == 0) {
-            a->out = arg + 6;
-        } else if (strcmp(arg, "--resume") == 0) {
-            a->resume = argv[++i];
-        } else if (strncmp(arg, "--resume=", 9) == 0) {
-            a->resume = arg + 9;
-        } else if (arg[0] == '-') {
-            fprintf(stderr, "amptrain train: unknown option '%s'\n", arg);
-            return -1;
-        } else if (!a->config) {
-            a->config = arg;
-        } else {
-            fprintf(stderr, "amptrain train: more than one config given ('%s', '%s')\n", a->config, arg);
-            return -1;
-        }
+        *slot = arg;
+        return 0;
     }
-    if (!a->config) {
-        fprintf(stderr, "usage: amptrain train CONFIG.ini [--set section.key=value]... "
-                        "[--out DIR | --resume DIR]\n");
+    case 'h':
+        fputs(train_usage, stdout);
+        return 1;
+    case 1:
+        if (!arg[0]) {
+            fprintf(stderr, "amptrain train: the config path is empty\n%s", train_usage);
+            return -1;
+        }
+        if (a->config) {
+            fprintf(stderr, "amptrain train: more than one config given ('%s', '%s')\n", a->config,
+                    arg);
+            return -1;
+        }
+        a->config = arg;
+        return 0;
+    }
+    return -1;
+}
+
+/* 0, 1 (--help printed), or -1 (a usage error, printed). */
+static int parse_args(train_args *a, int argc, char **argv) {
+    static const struct option opts[] = {{"set", required_argument, NULL, 's'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"resume", required_argument, NULL, 'r'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    memset(a, 0, sizeof *a);
+    a->sets = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a->sets);
+    if (!a->sets) {
+        fprintf(stderr, "amptrain train: out of memory\n");
         return -1;
     }
-    if (a->resume && a->out && strcmp(a->resume, a->out) != 0) {
+    int rc = amp_cli_parse("train", argc, argv, "h", opts, train_opt, a, train_usage);
+    if (rc == 0 && !a->config) {
+        fputs(train_usage, stderr);
+        rc = -1;
+    }
+    if (rc == 0 && a->resume && a->out && strcmp(a->resume, a->out) != 0) {
         fprintf(stderr, "amptrain train: --resume %s continues in that folder; drop --out %s\n",
                 a->resume, a->out);
-        return -1;
+        rc = -1;
     }
-    if (a->resume && !a->resume[0]) {
-        fprintf(stderr, "amptrain train: --resume needs the run's output folder\n");
-        return -1;
+    if (rc != 0) {
+        free(a->sets);
+        a->sets = NULL;
     }
-    return 0;
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -182,6 +198,10 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     amp_json_num(f, r->test_loss);
     fputs(",\n  \"test_acc\": ", f);
     amp_json_num(f, r->test_acc);
+    if (s->set.dataset == AMP_DATA_TEXT) { /* text: the evaluation split is the validation 10% */
+        fputs(",\n  \"val_loss\": ", f);
+        amp_json_num(f, r->test_loss);
+    }
     fputs(",\n  \"final_scale\": ", f);
     amp_json_num(f, amp_plugin_scaler(&s->scaler)->get_scale(s->scaler.self));
     fputs(",\n  \"wall_seconds\": ", f);
@@ -399,6 +419,19 @@ static int metrics_durable(run_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* DIR/vocab.json: the text run's vocabulary, so `amptrain sample` can decode
+ * (written beside the checkpoints too, for a run that has not finished). */
+static int write_vocab(const amp_session *s, const char *dir, char *err, size_t errlen) {
+    amp_out_file v = {0};
+    if (amp_out_open(&v, dir, "vocab.json", err, errlen) != 0) return -1;
+    if (amp_text_write_vocab(&s->text, v.f) != 0) {
+        amp_out_abort(&v);
+        snprintf(err, errlen, "%s: cannot write", v.temp);
+        return -1;
+    }
+    return amp_out_commit(&v, err, errlen);
+}
+
 static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char *err,
                             size_t errlen) {
     /* A checkpoint of inf/NaN weights would count as the newest valid one
@@ -428,6 +461,7 @@ static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char
     if (amp_checkpoint_encode(&ck, &buf, &len, err, errlen) != 0) goto done;
     if (metrics_durable(c, err, errlen) != 0) goto done;
     if (amp_ckpt_store_write(c->ckdir, s->step, buf, len, err, errlen) != 0) goto done;
+    if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->ckdir, err, errlen) != 0) goto done;
     amp_ckpt_store_path(c->last_ckpt, sizeof c->last_ckpt, c->ckdir, s->step);
     amp_log(AMP_LOG_DEBUG, "checkpoint %s (%zu bytes)", c->last_ckpt, len);
     if (note_valid(c, s->step, s->set.keep) != 0) {
@@ -776,21 +810,25 @@ static int check_paths(const train_args *a) {
 
 int amp_cmd_train(int argc, char **argv) {
     train_args a;
-    if (parse_args(&a, argc, argv) != 0) return 2;
+    int prc = parse_args(&a, argc, argv);
+    if (prc != 0) return prc > 0 ? 0 : 2;
     if (check_paths(&a) != 0) return 2;
     char err[2048] = "";
     amp_config *cfg = amp_config_load(a.config, err, sizeof err);
     if (!cfg) {
         fprintf(stderr, "amptrain: %s\n", err);
+        free(a.sets);
         return 2;
     }
     for (int i = 0; i < a.nsets; i++) {
         if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) {
             fprintf(stderr, "amptrain: %s\n", err);
             amp_config_free(cfg);
+            free(a.sets);
             return 2;
         }
     }
+    free(a.sets);
     signal_guard guard;
     signals_install(&guard);
     amp_session *s = NULL;
@@ -920,6 +958,8 @@ int amp_cmd_train(int argc, char **argv) {
             goto done;
         }
         if (amp_session_save_weights(s, wpath, err, sizeof err) != 0) goto done;
+        if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, outdir, err, sizeof err) != 0)
+            goto done;
         if (amp_out_commit(&conf, err, sizeof err) || amp_out_commit(&ctx.metrics, err, sizeof err) ||
             amp_out_commit(&summary, err, sizeof err))
             goto done;
