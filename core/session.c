@@ -294,6 +294,7 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
     s->total_steps = st->steps > 0 ? st->steps : st->epochs * s->steps_per_epoch;
     if (open_backend(s, err, errlen) != 0) goto runtime_error;
     const amp_precision_vtable *pv = amp_plugin_precision(&s->precision);
+    s->be->deterministic = s->set.deterministic;
     s->be->allow_tf32 = pv->struct_size > offsetof(amp_precision_vtable, allow_tf32) &&
                         pv->allow_tf32 && pv->allow_tf32(s->precision.self);
     amp_model_input in = model_input(s);
@@ -386,10 +387,14 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
     amp_backend *be = m->be;
     const amp_model_desc *d = &m->desc;
     /* Runs of consecutive tensors with the same decay flag: one call each
-     * (a model whose tensors all decay, like the MLP, makes one call). */
-    for (int i = 0; i < d->nparam_tensors;) {
+     * (a model whose tensors all decay, like the MLP, makes one call). The
+     * buffers after desc.ntrained (batch norm's running statistics) are not
+     * trained. */
+    for (int i = 0; i < d->nparam_tensors && !d->params[i].buffer;) {
         int j = i + 1;
-        while (j < d->nparam_tensors && d->params[j].decay == d->params[i].decay) j++;
+        while (j < d->nparam_tensors && !d->params[j].buffer &&
+               d->params[j].decay == d->params[i].decay)
+            j++;
         size_t off = d->params[i].offset;
         size_t n = d->params[j - 1].offset + d->params[j - 1].numel - off;
         float wd = d->params[i].decay ? (float)st->weight_decay : 0.0f;
@@ -470,7 +475,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
         BE_CHECK(be->ops->upload(be, m->grads, &inf, sizeof inf));
     }
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */
-    BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.nparams, inv_scale));
+    BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.ntrained, inv_scale));
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
     const amp_step_stats hs = *s->hstats;
 
@@ -505,7 +510,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     double lr = 0.0;
     if (!skip) {
         if (st->grad_clip > 0.0 && ss.grad_norm > st->grad_clip)
-            BE_CHECK(be->ops->scale(be, m->grads, m->desc.nparams,
+            BE_CHECK(be->ops->scale(be, m->grads, m->desc.ntrained,
                                     (float)(st->grad_clip / (ss.grad_norm + 1e-6))));
         lr = amp_session_lr(s);
         if (optimizer_step(s, lr, err, errlen) != 0) return -1;

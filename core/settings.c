@@ -45,6 +45,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
     GET(amp_config_get_choice(cfg, "run", "device", "auto", devices, &idx, err, errlen));
     s->device = (amp_device_choice)idx;
+    GET(amp_config_get_bool(cfg, "run", "deterministic", 0, &s->deterministic, err, errlen));
 
     static const char *const datasets[] = {"fashion_mnist", "tiny", "text", NULL};
     GET(amp_config_get_choice(cfg, "data", "dataset", "fashion_mnist", datasets, &idx, err, errlen));

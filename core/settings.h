@@ -19,6 +19,7 @@ typedef struct amp_settings {
     const char *name;
     uint64_t seed;
     amp_device_choice device;
+    int deterministic; /* deterministic library algorithms only (cuDNN convolutions) */
     /* [data] */
     amp_dataset_kind dataset;
     const char *path;

@@ -27,9 +27,10 @@ int amp_model_desc_add_layer(amp_model_desc *d, const char *name, unsigned op_cl
     return 0;
 }
 
-int amp_model_desc_add_param(amp_model_desc *d, const char *name, int layer, int decay, int ndim,
-                             const int64_t *shape) {
-    if (ndim < 1 || ndim > AMP_MODEL_MAX_DIMS) return -1;
+static int add_tensor(amp_model_desc *d, const char *name, int layer, int decay, int buffer,
+                      int ndim, const int64_t *shape) {
+    if (ndim < 0 || ndim > AMP_MODEL_MAX_DIMS) return -1; /* 0: a scalar, one element */
+    if (!buffer && d->ntrained != d->nparams) return -1; /* buffers come last */
     amp_param_desc *v = realloc(d->params, (size_t)(d->nparam_tensors + 1) * sizeof *v);
     if (!v) return -1;
     d->params = v;
@@ -45,8 +46,20 @@ int amp_model_desc_add_param(amp_model_desc *d, const char *name, int layer, int
     P->offset = d->nparams;
     P->layer = layer;
     P->decay = decay;
+    P->buffer = buffer;
     d->nparams += P->numel;
+    if (!buffer) d->ntrained = d->nparams;
     return 0;
+}
+
+int amp_model_desc_add_param(amp_model_desc *d, const char *name, int layer, int decay, int ndim,
+                             const int64_t *shape) {
+    return add_tensor(d, name, layer, decay, 0, ndim, shape);
+}
+
+int amp_model_desc_add_buffer(amp_model_desc *d, const char *name, int layer, int ndim,
+                              const int64_t *shape) {
+    return add_tensor(d, name, layer, 0, 1, ndim, shape);
 }
 
 int amp_model_desc_find(const amp_model_desc *d, const char *name) {

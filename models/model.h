@@ -39,12 +39,17 @@
  * between amptrain and PyTorch unchanged. */
 typedef struct amp_param_desc {
     char name[AMP_MODEL_NAME_MAX];
-    int ndim;
+    int ndim;      /* 0 for a scalar (one element), as PyTorch's num_batches_tracked */
     int64_t shape[AMP_MODEL_MAX_DIMS];
     size_t offset; /* element offset into the flat parameter arrays */
     size_t numel;
     int layer;     /* index into the layer table: whose precision/telemetry */
     int decay;     /* 1: weight decay applies (nanoGPT: 2-D tensors only) */
+    int buffer;    /* 1: a buffer, not a trained parameter (BatchNorm's running
+                    * statistics): stored in the flat arrays after every trained
+                    * tensor, so checkpoints and safetensors carry it, but it has
+                    * no gradient and the optimizer, unscale and clipping stop at
+                    * desc.ntrained. The model updates it in forward(). */
 } amp_param_desc;
 
 /* One layer: the unit a precision policy decides for and telemetry counts. */
@@ -67,6 +72,8 @@ typedef struct amp_model_desc {
     amp_param_desc *params; /* [nparam_tensors], malloc'd; amp_model_desc_free */
     int nparam_tensors;
     size_t nparams;         /* elements in all tensors */
+    size_t ntrained;        /* elements of the trained tensors: the prefix [0, ntrained)
+                             * of the flat arrays; buffers follow (== nparams without) */
     amp_layer_desc *layers; /* [nlayers], malloc'd */
     int nlayers;
 } amp_model_desc;
@@ -76,7 +83,9 @@ typedef struct amp_model amp_model;
 /* Arguments of a forward pass. */
 typedef struct amp_forward_args {
     int rows;               /* <= the batch the model was created for */
-    int for_backward;       /* also prepare the loss gradient for backward() */
+    int for_backward;       /* also prepare the loss gradient for backward(); this is
+                             * also the training mode (PyTorch's model.train(): batch
+                             * norm uses and tracks batch statistics); 0 is evaluation */
     float loss_grad_scale;  /* d(loss)/d(per-row loss): loss_scale / rows per optimizer step */
 } amp_forward_args;
 
@@ -150,6 +159,10 @@ void amp_model_desc_free(amp_model_desc *d);
 int amp_model_desc_add_layer(amp_model_desc *d, const char *name, unsigned op_classes);
 int amp_model_desc_add_param(amp_model_desc *d, const char *name, int layer, int decay, int ndim,
                              const int64_t *shape);
+/* Appends a buffer (amp_param_desc.buffer); every buffer comes after every
+ * parameter: add_param after add_buffer fails (-1). */
+int amp_model_desc_add_buffer(amp_model_desc *d, const char *name, int layer, int ndim,
+                              const int64_t *shape);
 /* Index of the tensor called name, or -1. */
 int amp_model_desc_find(const amp_model_desc *d, const char *name);
 

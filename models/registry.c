@@ -6,11 +6,13 @@
 
 extern const amp_model_ops amp_model_mlp;
 extern const amp_model_ops amp_model_gpt;
+extern const amp_model_ops amp_model_cnn;
 
 #define MAX_MODELS 16
 
-static const amp_model_ops *registry[MAX_MODELS + 1] = {&amp_model_mlp, &amp_model_gpt};
-static const char *names[MAX_MODELS + 1] = {"mlp", "gpt"};
+static const amp_model_ops *registry[MAX_MODELS + 1] = {&amp_model_mlp, &amp_model_gpt,
+                                                        &amp_model_cnn};
+static const char *names[MAX_MODELS + 1] = {"mlp", "gpt", "cnn"};
 
 const amp_model_ops *amp_model_find(const char *name) {
     for (int i = 0; registry[i]; i++)

@@ -14,6 +14,9 @@
 #                 bench     bench_step --device cuda, every policy, then the
 #                           GPT step time per policy (50 steps of each
 #                           configs/gpt_shakespeare_*.ini on CUDA)
+#                 cnn       bench_cnn --device cuda: the CNN step per policy on
+#                           cuDNN against its FP32 convolution/GEMM floor, with
+#                           default and deterministic algorithms (in bench.log)
 #                 torch     scripts/torch_amp_bench.py with the machine's python3
 #                 memcheck  compute-sanitizer on a 5-step run with
 #                           AMPTRAIN_CUDA_SYNC=1 (n/a, with the reason, where
@@ -140,6 +143,7 @@ if [ "$MODE" = rehearse ]; then
     cat "$LOGS/probe.log"
     step build cmake_build amptrain test_gpu_gemm test_gpu_kernels test_gpu_parity \
         test_gpu_transformer test_gpu_gpt_parity \
+        test_gpu_cnn test_cnn_reference test_gpu_cnn_parity \
         amp_precision_fp32 amp_precision_fp16 amp_precision_bf16 amp_scaler_none amp_scaler_dynamic \
         amp_scaler_static amp_scaler_hysteresis
     step leaks amp_gpu_leaks "$BUILD/amptrain" "$BUILD"
@@ -278,7 +282,7 @@ BUILD_OK=$((PART_RC == 0))
 if [ "$BUILD_ONLY" = 1 ]; then
     :
 elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest parity bench gpt torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
+    for p in ctest parity bench cnn gpt torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- ctest -L gpu ------------------------------------------------------------
     run_part ctest 150 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu -E '^test_gpu_parity$' \
@@ -309,6 +313,13 @@ else
         "$BUILD/bench/bench_step" --device cuda --steps 30 --warmup 5 \
         --batch 1024 --features 784 --hidden 4096,4096 --classes 10
     record bench "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
+
+    # --- the CNN's step per policy on cuDNN (its tables go to bench.log) ------------
+    run_part cnn 60 "$LOGS/bench.log" bash -c \
+        '"$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 &&
+         "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 --deterministic' \
+        cnn "$BUILD"
+    record cnn "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
 
     # --- the GPT's step time per policy (its table goes to bench.log) ----------------
     gpt_steps() {

@@ -485,7 +485,7 @@ static void test_get_errors(void) {
     CHECK(amp_safetensors_open(&st, tmp_path, err, sizeof err) == 0);
     const int64_t s2[1] = {2};
     CHECK(amp_safetensors_get_f32(st, "ids", 1, s2, dst, err, sizeof err) != 0);
-    CHECK_MSG(err, "'ids' has dtype I32; only F32, F16, BF16 and F64");
+    CHECK_MSG(err, "'ids' has dtype I32; only F32, F16, BF16, F64 and I64");
     amp_safetensors_close(st);
 }
 

@@ -109,6 +109,46 @@ static inline amp_gemm_desc amp_gemm_plain(float *acc, const void *a, const void
     return g;
 }
 
+/* A 2-D convolution as PyTorch's nn.Conv2d with groups = 1 and dilation
+ * = 1, NCHW: x [n, c_in, h, w], w [c_out, c_in, kh, kw], y [n, c_out, p, q]
+ * with p = (h + 2 pad_h - kh) / stride_h + 1 and q likewise
+ * (amp_conv2d_out_h/_w). */
+typedef struct amp_conv2d_desc {
+    int n, c_in, h, w;
+    int c_out, kh, kw;
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+    amp_dtype dt; /* x, w and dy: F32, F16 or BF16 (FP32 accumulation always) */
+} amp_conv2d_desc;
+
+static inline int amp_conv2d_out_h(const amp_conv2d_desc *d) {
+    return (d->h + 2 * d->pad_h - d->kh) / d->stride_h + 1;
+}
+static inline int amp_conv2d_out_w(const amp_conv2d_desc *d) {
+    return (d->w + 2 * d->pad_w - d->kw) / d->stride_w + 1;
+}
+
+/* Max pooling as F.max_pool2d (floor mode, dilation 1): x [n, c, h, w],
+ * y [n, c, p, q]; padding at most half the window, as PyTorch requires. */
+typedef struct amp_pool2d_desc {
+    int n, c, h, w;
+    int kh, kw;
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+} amp_pool2d_desc;
+
+static inline int amp_pool2d_out_h(const amp_pool2d_desc *d) {
+    return (d->h + 2 * d->pad_h - d->kh) / d->stride_h + 1;
+}
+static inline int amp_pool2d_out_w(const amp_pool2d_desc *d) {
+    return (d->w + 2 * d->pad_w - d->kw) / d->stride_w + 1;
+}
+
+/* 0 when the shape is valid for the ops; else -1 and a message naming the
+ * field (every backend checks with these before touching memory). */
+int amp_conv2d_desc_check(const amp_conv2d_desc *d, char *err, size_t errlen);
+int amp_pool2d_desc_check(const amp_pool2d_desc *d, char *err, size_t errlen);
+
 typedef struct amp_backend amp_backend;
 
 typedef struct amp_backend_ops {
@@ -225,6 +265,62 @@ typedef struct amp_backend_ops {
     /* out[n] = x[n] + widen(d(dt)[n]) (out may equal x). */
     int (*residual_add)(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
                         size_t n);
+
+    /* ---- convolutional-network ops (appended; NULL on a backend that
+     * lacks them, see amp_conv2d_desc and friends above) ---- */
+
+    /* Bytes of workspace the three conv2d ops need for this shape (the
+     * largest of the three directions). On the GPU it also chooses the cuDNN
+     * algorithms for the shape (once; cached), honouring be->deterministic.
+     * The caller carves the workspace from its own memory (the `workspace`
+     * category) and passes it to every conv2d call of the shape. */
+    int (*conv2d_workspace)(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes);
+    /* y[n, c_out, p, q] (FP32) = conv(x, w) + bias: x [n, c_in, h, w] and w
+     * [c_out, c_in, kh, kw] hold d->dt, accumulation is FP32. For a 16-bit dt
+     * the convolution's result is rounded to dt before the bias is added in
+     * FP32 (the 16-bit library stores its output in dt, as under autocast);
+     * that rounding is not counted. bias [c_out] FP32 or NULL. */
+    int (*conv2d_forward)(amp_backend *be, float *y, const void *x, const void *w,
+                          const float *bias, const amp_conv2d_desc *d, void *ws,
+                          size_t ws_bytes);
+    /* dx[n, c_in, h, w] (FP32) = the gradient of conv2d_forward's y with
+     * respect to x, from dy [n, c_out, p, q] and w, both in d->dt; rounded
+     * through dt for a 16-bit dt like the forward output. */
+    int (*conv2d_backward_data)(amp_backend *be, float *dx, const void *dy, const void *w,
+                                const amp_conv2d_desc *d, void *ws, size_t ws_bytes);
+    /* dw[c_out, c_in, kh, kw] (FP32, overwritten) from x and dy (d->dt),
+     * summed over the batch, rounded through dt for a 16-bit dt; dbias[c_out]
+     * (FP32, may be NULL) = the sum of dy over n, p, q in FP64, rounded once
+     * to FP32. */
+    int (*conv2d_backward_filter)(amp_backend *be, float *dw, float *dbias, const void *x,
+                                  const void *dy, const amp_conv2d_desc *d, void *ws,
+                                  size_t ws_bytes);
+    /* Max pooling as F.max_pool2d, FP32: y[n, c, p, q] and idx (the flat
+     * index iy*w + ix of each window's maximum in its input plane, PyTorch's
+     * `indices`; may be NULL when no backward follows). */
+    int (*max_pool2d_forward)(amp_backend *be, float *y, int32_t *idx, const float *x,
+                              const amp_pool2d_desc *d);
+    /* dx[n, c, h, w] (FP32, overwritten) from dy [n, c, p, q] and idx. */
+    int (*max_pool2d_backward)(amp_backend *be, float *dx, const float *dy, const int32_t *idx,
+                               const amp_pool2d_desc *d);
+    /* Batch normalisation as nn.BatchNorm2d over x [n, c, hw] in FP32 with
+     * FP64 channel sums. training = 1: normalises with the batch's mean and
+     * biased variance, writes them as save_mean / save_invstd
+     * (1/sqrt(var + eps)) for the backward, and updates running_mean /
+     * running_var (when non-NULL) with `momentum` and the unbiased variance;
+     * n*hw must be > 1. training = 0: normalises with the running statistics
+     * and writes them (as mean / invstd) to save_mean / save_invstd. */
+    int (*batch_norm_forward)(amp_backend *be, float *y, float *save_mean, float *save_invstd,
+                              float *running_mean, float *running_var, const float *x,
+                              const float *gamma, const float *beta, int n, int c, int hw,
+                              int training, float momentum, float eps);
+    /* dx (FP32, overwritten), dgamma = sum(dy * xhat) and dbeta = sum(dy)
+     * per channel (FP32, overwritten; FP64 sums) from the forward's x,
+     * save_mean and save_invstd, in the forward's mode. */
+    int (*batch_norm_backward)(amp_backend *be, float *dx, float *dgamma, float *dbeta,
+                               const float *dy, const float *x, const float *gamma,
+                               const float *save_mean, const float *save_invstd, int n, int c,
+                               int hw, int training);
 } amp_backend_ops;
 
 /* What a backend runs, for summary.json, bench_step and the checkpoint's
@@ -247,6 +343,7 @@ struct amp_backend {
     const amp_backend_ops *ops;
     amp_device device;
     int allow_tf32; /* set by the core from the precision policy */
+    int deterministic; /* [run] deterministic: only deterministic library algorithms (cuDNN) */
     amp_backend_info info;
     void *impl;
     char err[512];

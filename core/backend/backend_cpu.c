@@ -25,6 +25,7 @@
 #endif
 
 #include "backend/backend.h"
+#include "backend/backend_cpu_cnn.h"
 #include "backend/cpu_dnnl.h"
 #include "backend/cpu_internal.h"
 #include "backend/cpu_kern.h"
@@ -586,6 +587,14 @@ static const amp_backend_ops cpu_ops = {
     .attention_forward = amp_cpu_attention_forward,
     .attention_backward = amp_cpu_attention_backward,
     .residual_add = amp_cpu_residual_add,
+    .conv2d_workspace = amp_cpu_conv2d_workspace,
+    .conv2d_forward = amp_cpu_conv2d_forward,
+    .conv2d_backward_data = amp_cpu_conv2d_backward_data,
+    .conv2d_backward_filter = amp_cpu_conv2d_backward_filter,
+    .max_pool2d_forward = amp_cpu_max_pool2d_forward,
+    .max_pool2d_backward = amp_cpu_max_pool2d_backward,
+    .batch_norm_forward = amp_cpu_batch_norm_forward,
+    .batch_norm_backward = amp_cpu_batch_norm_backward,
 };
 
 /* AMPTRAIN_THREADS (1..1024), else OpenMP's default (OMP_NUM_THREADS, else

@@ -139,7 +139,7 @@ static void rd_param(reader *r, amp_ckpt_param *P) {
     rd_strn(r, P->name, sizeof P->name);
     P->layer = rd_u32(r);
     P->ndim = rd_u32(r);
-    if (P->ndim < 1 || P->ndim > AMP_CKPT_MAX_DIMS) {
+    if (P->ndim > AMP_CKPT_MAX_DIMS) { /* 0 is a scalar (num_batches_tracked) */
         r->bad = 1;
         return;
     }

@@ -46,7 +46,7 @@ typedef struct {
     unsigned bits; /* sub-byte types (F4, F6) pack; a tensor must fill whole bytes */
 } st_dtype;
 
-enum { ST_F64, ST_F32, ST_F16, ST_BF16 }; /* the first entries of st_dtypes */
+enum { ST_F64, ST_F32, ST_F16, ST_BF16, ST_I64 }; /* the first entries of st_dtypes */
 
 static const st_dtype st_dtypes[] = {
     {"F64", 64},    {"F32", 32},     {"F16", 16},     {"BF16", 16},    {"I64", 64},
@@ -603,9 +603,10 @@ int amp_safetensors_get_f32(const amp_safetensors *st, const char *name, int ndi
                        transposed ? " (PyTorch nn.Linear layout [out, in])" : "");
     }
     int dt = e->dtype;
-    if (dt != ST_F32 && dt != ST_F16 && dt != ST_BF16 && dt != ST_F64)
-        return st_fail(err, errlen, st->path, "'%s' has dtype %s; only F32, F16, BF16 and F64 load as float32",
-                       name, st_dtypes[dt].name);
+    if (dt != ST_F32 && dt != ST_F16 && dt != ST_BF16 && dt != ST_F64 && dt != ST_I64)
+        return st_fail(err, errlen, st->path,
+                       "'%s' has dtype %s; only F32, F16, BF16, F64 and I64 load as float32", name,
+                       st_dtypes[dt].name);
     size_t el = st_dtypes[dt].bits / 8;
     uint64_t bytes = e->end - e->begin;
     if (bytes && !dst) return st_fail(err, errlen, st->path, "amp_safetensors_get_f32: NULL dst for '%s'", name);
@@ -633,6 +634,15 @@ int amp_safetensors_get_f32(const amp_safetensors *st, const char *name, int ndi
             case ST_BF16:
                 dst[k] = amp_bf16_to_float((uint16_t)(p[0] | p[1] << 8));
                 break;
+            case ST_I64: { /* PyTorch's num_batches_tracked: exact up to 2^24 */
+                int64_t v = (int64_t)load_le64(p);
+                if (v > (1 << 24) || v < -(1 << 24))
+                    return st_fail(err, errlen, st->path,
+                                   "'%s' holds the integer %lld, which float32 cannot hold exactly",
+                                   name, (long long)v);
+                dst[k] = (float)v;
+                break;
+            }
             default: { /* F64 */
                 uint64_t u = load_le64(p);
                 double d;

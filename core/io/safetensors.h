@@ -65,7 +65,9 @@ const char *amp_safetensors_meta(const amp_safetensors *st, const char *key);
 
 /* Copies the tensor `name` into dst (product(shape) floats) as float32. The
  * file's rank and shape must equal ndim/shape. F32, F16 and BF16 widen exactly;
- * F64 rounds to nearest (a C cast). Other dtypes are an error. */
+ * F64 rounds to nearest (a C cast); I64 (PyTorch's num_batches_tracked)
+ * loads exactly when |v| <= 2^24 and is an error beyond. Other dtypes are an
+ * error. */
 int amp_safetensors_get_f32(const amp_safetensors *st, const char *name, int ndim,
                             const int64_t *shape, float *dst, char *err, size_t errlen);
 

@@ -156,7 +156,7 @@ amp_bad_init(bad_json [=[bad_json\.safetensors: header, byte 264 \(line 1, colum
 amp_bad_init(not_object [=[not_object\.safetensors: header: must be a JSON object, found an array]=])
 amp_bad_init(duplicate_key [=[duplicate_key\.safetensors: header, byte [0-9]+ \(line 1, column [0-9]+\): duplicate object key near '"fc1\.bias"']=])
 amp_bad_init(unknown_dtype [=[unknown_dtype\.safetensors: header: tensor 'fc1\.weight': unknown dtype "F24"]=])
-amp_bad_init(int_dtype [=[int_dtype\.safetensors: 'fc1\.weight' has dtype I32. only F32, F16, BF16 and F64 load as float32]=])
+amp_bad_init(int_dtype [=[int_dtype\.safetensors: 'fc1\.weight' has dtype I32. only F32, F16, BF16, F64 and I64 load as float32]=])
 amp_bad_init(negative_shape [=[negative_shape\.safetensors: header: tensor 'fc1\.weight': shape entry -2 is negative]=])
 amp_bad_init(shape_size [=[shape_size\.safetensors: header: tensor 'fc1\.weight': shape \[2, 3\] of F32 needs 24 bytes but data_offsets \[0, 20\] span 20]=])
 amp_bad_init(offsets_past_end [=[offsets_past_end\.safetensors: tensor 'fc2\.bias' data_offsets \[48, 64\] run past the 56 data bytes]=])

@@ -7,3 +7,6 @@ set_tests_properties(bench_step_smoke PROPERTIES LABELS bench)
 # The INI benchmark on small sizes: it parses, reads back and checks every key.
 add_test(NAME bench_config_smoke COMMAND bench_config 100 2000)
 set_tests_properties(bench_config_smoke PROPERTIES LABELS bench)
+# Smoke run of the CNN step benchmark (every policy and the floor, tiny batch).
+add_test(NAME bench_cnn_smoke COMMAND bench_cnn --steps 1 --warmup 0 --batch 4)
+set_tests_properties(bench_cnn_smoke PROPERTIES LABELS "bench;cnn")

@@ -265,6 +265,7 @@ static void cuda_destroy(amp_backend *be) {
     if (im) {
         if (im->stream) cuda_warn("cudaStreamSynchronize", cudaStreamSynchronize(im->stream));
         if (im->partials) cuda_warn("cudaFree", cudaFree(im->partials));
+        amp_cuda_cnn_destroy(be);
         if (im->blas) {
             cublasStatus_t st = cublasDestroy(im->blas);
             if (st != CUBLAS_STATUS_SUCCESS)
@@ -314,6 +315,16 @@ static amp_backend_ops cuda_make_ops(void) {
     o.attention_forward = amp_cuda_attention_forward;
     o.attention_backward = amp_cuda_attention_backward;
     o.residual_add = amp_cuda_residual_add;
+#if AMP_HAVE_CUDNN
+    o.conv2d_workspace = amp_cuda_conv2d_workspace;
+    o.conv2d_forward = amp_cuda_conv2d_forward;
+    o.conv2d_backward_data = amp_cuda_conv2d_backward_data;
+    o.conv2d_backward_filter = amp_cuda_conv2d_backward_filter;
+#endif
+    o.max_pool2d_forward = amp_cuda_max_pool2d_forward;
+    o.max_pool2d_backward = amp_cuda_max_pool2d_backward;
+    o.batch_norm_forward = amp_cuda_batch_norm_forward;
+    o.batch_norm_backward = amp_cuda_batch_norm_backward;
     return o;
 }
 

@@ -18,6 +18,7 @@ typedef struct amp_cuda_impl {
      * buffer is enough since every op is ordered on `stream`. */
     double *partials;
     int sync_each; /* AMPTRAIN_CUDA_SYNC=1: synchronise after every launch */
+    struct amp_cudnn_state *dnn; /* cuDNN handle and conv plans (cnn_cuda.cu); made on first use */
 } amp_cuda_impl;
 
 static inline amp_cuda_impl *amp_cuda_im(amp_backend *be) { return (amp_cuda_impl *)be->impl; }
@@ -100,5 +101,31 @@ int amp_cuda_attention_backward(amp_backend *be, void *dqkv, float *ws, const vo
                                 int C, int nh, amp_round_count *cnt);
 int amp_cuda_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
                           size_t n);
+
+/* Convolutional-network ops (cnn_cuda.cu); the conv2d ones exist only when
+ * built with cuDNN (AMP_HAVE_CUDNN). */
+typedef struct amp_cudnn_state amp_cudnn_state;
+void amp_cuda_cnn_destroy(amp_backend *be); /* frees im->dnn; safe when never made */
+int amp_cuda_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes);
+int amp_cuda_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
+                            const float *bias, const amp_conv2d_desc *d, void *ws,
+                            size_t ws_bytes);
+int amp_cuda_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
+                                  const amp_conv2d_desc *d, void *ws, size_t ws_bytes);
+int amp_cuda_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
+                                    const void *dy, const amp_conv2d_desc *d, void *ws,
+                                    size_t ws_bytes);
+int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, int32_t *idx, const float *x,
+                                const amp_pool2d_desc *d);
+int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const int32_t *idx,
+                                 const amp_pool2d_desc *d);
+int amp_cuda_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
+                                float *running_mean, float *running_var, const float *x,
+                                const float *gamma, const float *beta, int n, int c, int hw,
+                                int training, float momentum, float eps);
+int amp_cuda_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, float *dbeta,
+                                 const float *dy, const float *x, const float *gamma,
+                                 const float *save_mean, const float *save_invstd, int n, int c,
+                                 int hw, int training);
 
 #endif

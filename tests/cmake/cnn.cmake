@@ -1,0 +1,49 @@
+# Convolutional-network ops (conv2d, max_pool2d, batch_norm) on the CPU:
+# forward against direct references, every backward against finite
+# differences on odd shapes.
+amp_unit_test(test_cnn_ops numerics cnn)
+# The same ops on CUDA (cuDNN convolutions, own pooling/batch-norm kernels)
+# against the CPU, per op and dtype. Label `gpu`; 77 (skipped) without a device.
+amp_unit_test(test_gpu_cnn gpu cnn)
+# The CNN model against PyTorch (tests/data/cnn_reference.safetensors from
+# scripts/cnn_reference.py): logits, loss, every gradient, 5 SGD steps with
+# the BatchNorm buffers, evaluation mode; FP32, FP16 and BF16.
+amp_unit_test(test_cnn_reference cnn)
+# The same on the CUDA backend (77 without a GPU).
+add_test(NAME test_cnn_reference_cuda COMMAND test_cnn_reference --device cuda)
+set_tests_properties(test_cnn_reference_cuda PROPERTIES SKIP_RETURN_CODE 77 LABELS "gpu;cnn")
+
+# Bad layer strings: exit 2 and file:line (or --set) pointing at the token.
+set(AMP_CNN_BAD ${CMAKE_CURRENT_SOURCE_DIR}/configs/bad_cnn_layers.ini)
+set(AMP_CNN_OUT ${CMAKE_CURRENT_BINARY_DIR}/cnn_out)
+amp_expect_fail(cnn_bad_layer_file LABELS cnn cli
+  CODE 2
+  REGEX [=[^amptrain: [^ ]*/bad_cnn_layers\.ini:10: \[model\] layers: 'pol\(2\)' at character 25: unknown layer. the layers are: conv\(out,k]=]
+  COMMAND $<TARGET_FILE:amptrain> train ${AMP_CNN_BAD} --out ${AMP_CNN_OUT}/file)
+# name | layers | what the message must say after "--set model.layers: [model] layers: "
+foreach(case
+    "paren|conv(8,3 relu fc|'conv\\(8,3 relu fc' at character 1: missing '\\)'"
+    "args|conv(8) fc|'conv\\(8\\)' at character 1: conv needs the output channels and the kernel size"
+    "zero|conv(8,0) fc|'conv\\(8,0\\)' at character 1: k = '0' must be an integer in \\[1, 64\\]"
+    "key|conv(8,3,strde=2) fc|'conv\\(8,3,strde=2\\)' at character 1: unknown argument 'strde'"
+    "window|conv(8,3) pool(40) fc|'pool\\(40\\)' at character 11: the 40x40 window does not fit the 26x26 input here"
+    "tail|conv(8,3) relu|must end with the classifier `fc` \\(10 classes\\)"
+    "classes|conv(8,3) fc(7)|'fc\\(7\\)' at character 11: the last fc gives the class scores: write `fc` \\(or fc\\(10\\)\\)"
+    "after_fc|fc(16) conv(3,3) fc|'conv\\(3,3\\)' at character 8: conv after fc or flatten"
+    "relu_args|conv(8,3) relu(2) fc|'relu\\(2\\)' at character 11: takes no arguments")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 layers)
+  list(GET parts 2 regex)
+  amp_expect_fail(cnn_bad_layers_${name} LABELS cnn cli
+    CODE 2
+    REGEX "^amptrain: --set model\\.layers: \\[model\\] layers.*${regex}"
+    COMMAND $<TARGET_FILE:amptrain> train ${AMP_CNN_BAD} --set "model.layers=${layers}"
+            --out ${AMP_CNN_OUT}/${name})
+endforeach()
+# 20 training steps of the CNN on the CPU and on CUDA, per policy, with
+# deterministic and default cuDNN algorithms (77 without a GPU).
+amp_unit_test(test_gpu_cnn_parity gpu cnn)
+# layer.conv1 = f32 and op.conv = f32 reach the CNN (read from its telemetry).
+add_test(NAME cnn_precision_overrides COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cnn/overrides.sh $<TARGET_FILE:amptrain>)
+set_tests_properties(cnn_precision_overrides PROPERTIES LABELS "cnn;train")
