@@ -167,6 +167,10 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen);
 amp_backend *amp_backend_cuda_create(char *err, size_t errlen);
 /* 1 when built with CUDA and a device is visible. */
 int amp_backend_cuda_available(void);
+/* The cudaStream_t every op of a CUDA backend runs on, for code that orders
+ * its own work against the backend's (NCCL in core/dist/); NULL for any
+ * other backend and without CUDA. */
+void *amp_backend_cuda_stream(amp_backend *be);
 
 #ifdef __cplusplus
 }
