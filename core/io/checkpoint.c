@@ -9,10 +9,13 @@
 
 static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
 
-/* The sections of format versions 1 and 2, all required, each at most once. */
-enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_COUNT };
-static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM",
-                                              "SCAL", "TOTL", "LOSS", "METR"};
+/* The sections of format versions 1 and 2, each at most once; all but the
+ * optional ones (from S_REQUIRED on) are required. */
+enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_DIST, S_COUNT };
+#define S_REQUIRED S_DIST
+static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM", "SCAL",
+                                              "TOTL", "LOSS", "METR", "DIST"};
+#define AMP_CKPT_MAX_WORLD (1u << 24)
 
 /* Dimensions are capped, and element counts are summed with a cap, so that
  * sizes computed from them cannot overflow 64 bits. */
@@ -386,7 +389,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         amp_set_err(err, errlen, "%llu bytes after the last section", (unsigned long long)(len - expect_off));
         return -1;
     }
-    for (int k = 0; k < S_COUNT; k++)
+    for (int k = 0; k < S_REQUIRED; k++)
         if (!seen[k]) {
             amp_set_err(err, errlen, "section %s is missing", section_tags[k]);
             return -1;
@@ -418,6 +421,15 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         amp_set_err(err, errlen, "section %s holds a NUL byte",
                 no_nul(sec[S_CONF], seclen[S_CONF]) ? "METR" : "CONF");
         return -1;
+    }
+    out->world_size = 1;
+    if (seen[S_DIST]) {
+        out->world_size = seclen[S_DIST] == 4 ? get_u32(sec[S_DIST]) : 0;
+        if (out->world_size < 1 || out->world_size > AMP_CKPT_MAX_WORLD) {
+            amp_set_err(err, errlen, "section DIST: %zu bytes, world size %u (expected 4 bytes, 1..%u)",
+                        seclen[S_DIST], (unsigned)out->world_size, AMP_CKPT_MAX_WORLD);
+            return -1;
+        }
     }
     out->totals_raw = sec[S_TOTL];
     out->config = (const char *)sec[S_CONF];
@@ -537,6 +549,8 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
     }
     builder meta = {0}, totl = {0};
     encode_meta(&meta, ck);
+    uint8_t dist[4];
+    put_u32(dist, ck->world_size ? ck->world_size : 1);
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) {
         amp_round_count t = amp_checkpoint_total(ck, i);
         wr_u64(&totl, t.underflow);
@@ -550,9 +564,10 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
                                     ck->scaler_state,
                                     totl.p,
                                     ck->losses,
-                                    (const uint8_t *)ck->metrics};
+                                    (const uint8_t *)ck->metrics,
+                                    dist};
     size_t n[S_COUNT] = {meta.len, ck->config_len, ck->master_len, ck->optim_len,
-                         ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len};
+                         ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len, 4};
     size_t total = AMP_CKPT_HEADER_SIZE + S_COUNT * AMP_CKPT_ENTRY_SIZE;
     int bad = meta.oom || totl.oom;
     for (int k = 0; k < S_COUNT; k++) {
