@@ -1,0 +1,56 @@
+#!/bin/bash
+# `mpirun -np 2 amptrain train` through the CLI: rank 0 alone writes the
+# outputs (rank 1 runs in another folder, where nothing must appear), the
+# summary says 2 ranks over MPI, two 2-rank runs give the same files, and
+# 2 ranks x batch B give the same weights and metrics as one process with
+# accumulate 2. A config error stops every rank with one message and exit 2.
+# usage: cli.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
+set -u
+. "$(dirname "$0")/lib.sh"
+MPIRUN=$1 A=$2 HERE=$3 W=$4
+need_mpirun "$MPIRUN"
+rm -rf "$W" && mkdir -p "$W/r0" "$W/r1" || exit 1
+cfg=$HERE/tiny.ini
+
+# rank 0 in r0/, rank 1 in r1/ (MPMD), both told --out out
+two_ranks() { # OUT [args]
+    local out=$1
+    shift
+    local extra=(--oversubscribe)
+    [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+    "$MPIRUN" "${extra[@]}" -np 1 -wdir "$W/r0" "$A" train "$cfg" --out "$out" "$@" : \
+        -np 1 -wdir "$W/r1" "$A" train "$cfg" --out "$out" "$@"
+}
+
+two_ranks a 2>"$W/a.log" || fail "2-rank run failed: $(tail -5 "$W/a.log")"
+for f in config.ini metrics.jsonl summary.json weights.safetensors; do
+    [ -f "$W/r0/a/$f" ] || fail "rank 0 did not write $f"
+done
+[ -z "$(ls -A "$W/r1")" ] || fail "rank 1 wrote into its folder: $(ls -R "$W/r1")"
+grep -q '"world_size": 2,' "$W/r0/a/summary.json" || fail "summary.json does not say world_size 2"
+grep -q '"dist_transport": "mpi",' "$W/r0/a/summary.json" || fail "summary.json does not say mpi"
+grep -Eq '"median_comm_ms": [0-9.e+-]+' "$W/r0/a/summary.json" || fail "no median_comm_ms"
+[ "$(grep -c 'test_acc .* 120 steps' "$W/a.log")" = 1 ] || fail "not one final line: $(cat "$W/a.log")"
+[ "$(grep -c '^step 1/120' "$W/a.log")" = 1 ] || fail "progress printed more than once"
+! grep -q "rank 1" "$W/a.log" || fail "rank 1 spoke: $(grep 'rank 1' "$W/a.log")"
+echo "2 ranks: outputs from rank 0 only, summary world_size 2 over mpi"
+
+two_ranks b 2>"$W/b.log" || fail "second 2-rank run failed: $(tail -5 "$W/b.log")"
+same_outputs "$W/r0/a" "$W/r0/b"
+echo "two 2-rank runs: identical outputs (timings masked)"
+
+"$A" train "$cfg" --set train.accumulate=2 --out "$W/one" 2>"$W/one.log" ||
+    fail "1-process run failed: $(tail -3 "$W/one.log")"
+cmp "$W/r0/a/weights.safetensors" "$W/one/weights.safetensors" ||
+    fail "2 ranks x 16 and 1 process x 16 x accumulate 2 end with different weights"
+cmp <(mask "$W/r0/a/metrics.jsonl") <(mask "$W/one/metrics.jsonl") ||
+    fail "2 ranks x 16 and 1 process x 16 x accumulate 2 log different metrics"
+echo "2 ranks x batch 16 == 1 process x batch 16 x accumulate 2: same weights and metrics"
+
+printf '[optim]\nlr = fast\n' >"$W/bad.ini"
+mpi 2 "$A" train "$W/bad.ini" --out "$W/bad" >"$W/bad.log" 2>&1
+rc=$?
+[ "$rc" = 2 ] || fail "a config error on 2 ranks gave exit $rc, expected 2: $(cat "$W/bad.log")"
+[ "$(grep -c "bad.ini:2: \[optim\] lr = 'fast': not a number" "$W/bad.log")" = 1 ] ||
+    fail "not exactly one config error message: $(cat "$W/bad.log")"
+echo "config error on 2 ranks: exit 2, one message"
