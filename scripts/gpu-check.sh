@@ -2,9 +2,13 @@
 # gpu-check.sh: every GPU check in one short run, for a machine with a CUDA
 # GPU (written for an H200, sm_90):
 #   1. build   a fresh Release build dir with -DCMAKE_CUDA_ARCHITECTURES=90
-#   2. ctest   ctest -L gpu --output-on-failure (GPU kernel/GEMM tests and the
-#              CPU/CUDA training parity test; a gpu test that skips on a GPU
-#              machine counts as a failure)
+#   2. ctest   ctest -L gpu --output-on-failure (GPU kernel/GEMM tests, the
+#              CPU/CUDA training parity test and dist_nccl; a gpu test that
+#              skips on a GPU machine counts as a failure, except dist_nccl
+#              on a machine with one GPU)
+#   2b. nccl   dist_nccl's result: 2 ranks under mpirun, one GPU each, NCCL
+#              gradients (tests/dist/nccl.sh); with one GPU the summary says
+#              it needs two (NCCL refuses two ranks on one device)
 #   3. memcheck compute-sanitizer --tool memcheck on a 5-step CUDA training run
 #              (when compute-sanitizer exists)
 #   4. bench   build/bench/bench_step (with --device cuda when it has that option)
@@ -123,14 +127,18 @@ BUILD_OK=$((PART_RC == 0))
 if [ "$BUILD_ONLY" = 1 ]; then
     :
 elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest memcheck bench torch; do record "$p" FAIL 0 "not run: the build failed"; done
+    for p in ctest nccl memcheck bench torch; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- 2. ctest -L gpu -------------------------------------------------------
     run_part ctest 120 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu --output-on-failure
     st=$(status_of $PART_RC)
     note=$(note_of $PART_RC)
-    # On a GPU machine only the no-GPU CLI check may skip.
-    skipped=$(grep -E '\*\*\*Skipped|Not Run' "$LOGS/ctest.log" | grep -v train_cuda_without_gpu |
+    # On a GPU machine only the no-GPU CLI check may skip, and the NCCL test
+    # when there is one GPU.
+    GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    may_skip=train_cuda_without_gpu
+    [ "${GPUS:-0}" -lt 2 ] && may_skip="$may_skip|dist_nccl"
+    skipped=$(grep -E '\*\*\*Skipped|Not Run' "$LOGS/ctest.log" | grep -Ev "$may_skip" |
         sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' ')
     if [ -n "$skipped" ]; then
         st=FAIL
@@ -138,6 +146,17 @@ else
     fi
     totals=$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -n 1)
     record ctest "$st" "$PART_S" "${note:-$totals}"
+    # 2b. the 2-process NCCL smoke test ran inside ctest when it could
+    nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" | tail -n 1)
+    if [ -z "$nccl_line" ]; then
+        record nccl n/a 0 "dist_nccl not built: no MPI found (apt-get install libopenmpi-dev openmpi-bin)"
+    elif echo "$nccl_line" | grep -q Passed; then
+        record nccl PASS 0 "dist_nccl: 2 ranks on 2 GPUs, NCCL gradients"
+    elif [ "${GPUS:-0}" -lt 2 ]; then
+        record nccl n/a 0 "${GPUS:-0} GPU: the 2-process NCCL test (dist_nccl) needs 2 GPUs, one per rank"
+    else
+        record nccl FAIL 0 "dist_nccl: $(echo "$nccl_line" | sed -E 's/.*dist_nccl *\.*//') (see ctest.log)"
+    fi
 
     # --- 3. compute-sanitizer memcheck -----------------------------------------
     SAN=$(command -v compute-sanitizer || true)

@@ -16,7 +16,9 @@
  *     the reference's accuracy; a rank whose weights differ fails the
  *     replica check on every rank with one message.
  * `test_dist hang` is the watchdog case: rank 1 stops answering and rank 0
- * must end the job after [dist] timeout (tests/dist/hang.sh checks it). */
+ * must end the job after [dist] timeout (tests/dist/hang.sh checks it).
+ * `test_dist cuda` runs the equivalence, bf16-wire and determinism checks
+ * on the CUDA backend with NCCL (one GPU per rank; tests/dist/nccl.sh). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@
 
 static amp_dist *g_dist;
 static int g_rank;
+static const char *g_device = "run.device=cpu";
 
 static amp_session *open_dist_or_die(amp_config *cfg) {
     amp_session *s = NULL;
@@ -74,7 +77,7 @@ static const policy policies[] = {
 
 static amp_config *config_for(const policy *p, const char *batch, const char *accumulate,
                               const char *extra) {
-    const char *base[] = {TINY_KEYS, batch, accumulate, extra, NULL};
+    const char *base[] = {TINY_KEYS, g_device, batch, accumulate, extra, NULL};
     return make_config2(base, p->keys);
 }
 
@@ -89,9 +92,10 @@ static double rel_diff(const float *a, const float *b, size_t n) {
 }
 
 /* 2 ranks x B vs one process x B x accumulate 2, step by step, bitwise;
- * with inject >= 0 rank 1 (and the reference) poison that step. */
-static void check_equivalence(const policy *p, int64_t inject) {
-    amp_session *d = open_dist_or_die(config_for(p, "data.batch_size=32", "train.accumulate=1", NULL));
+ * with inject >= 0 rank 1 (and the reference) poison that step. extra
+ * (may be NULL) is one more key for the 2-rank run. */
+static void check_equivalence(const policy *p, int64_t inject, const char *extra) {
+    amp_session *d = open_dist_or_die(config_for(p, "data.batch_size=32", "train.accumulate=1", extra));
     amp_session *r = open_or_die(config_for(p, "data.batch_size=32", "train.accumulate=2", NULL));
     amp_session *big = open_or_die(config_for(p, "data.batch_size=64", "train.accumulate=1", NULL));
     EXPECT(d->world == 2 && d->total_steps == STEPS && d->steps_per_epoch == r->steps_per_epoch,
@@ -145,13 +149,20 @@ static void check_equivalence(const policy *p, int64_t inject) {
      * measured here (fp32 1.3e-7, fp16 3.5e-3, bf16 2.1e-3; printed). */
     double rd = rel_diff(wd, wb, n);
     double bound = strcmp(p->name, "fp32") == 0 ? 2e-6 : strcmp(p->name, "bf16") == 0 ? 2e-2 : 3.5e-2;
-    if (inject < 0) {
-        EXPECT(rd <= bound, "%s: weights differ from batch 2B by %.3g (bound %.1g)", p->name, rd,
+    int nb = 0, early = 0;
+    amp_dist_grads_counts(d->grads, &nb, &early);
+    if (extra && strstr(extra, "bucket_kb=1"))
+        EXPECT(nb == 2 && early == 2, "%s: %d buckets, %d posted during backward (2 and 2 expected)",
+               p->name, nb, early);
+    /* the bounds were measured with the CPU backend's GEMMs */
+    int cpu = d->be->device == AMP_DEVICE_CPU;
+    if (inject < 0 && !extra) {
+        if (cpu) EXPECT(rd <= bound, "%s: weights differ from batch 2B by %.3g (bound %.1g)", p->name, rd,
                bound);
         if (g_rank == 0)
-            printf("%s: 2 ranks x 32 == 1 x 32 x accumulate 2 bitwise over %d steps; vs 1 x 64: "
-                   "max |dw| / max|w| = %.3g (bound %.1g)\n",
-                   p->name, STEPS, rd, bound);
+            printf("%s on %s: 2 ranks x 32 == 1 x 32 x accumulate 2 bitwise over %d steps; vs 1 x "
+                   "64: max |dw| / max|w| = %.3g (bound %.1g%s)\n",
+                   p->name, d->be->ops->name, STEPS, rd, bound, cpu ? "" : ", not checked on GPU");
     }
     if (inject >= 0) {
         double sd = amp_plugin_scaler(&d->scaler)->get_scale(d->scaler.self);
@@ -308,11 +319,24 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang();
-    for (int i = 0; i < 3; i++) check_equivalence(&policies[i], -1);
-    check_equivalence(&policies[1], 7);
-    check_bf16_wire();
-    check_determinism();
-    check_divergence_is_caught();
+    if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
+        g_device = "run.device=cuda";
+        check_equivalence(&policies[1], -1, NULL);
+        check_equivalence(&policies[1], -1, "dist.bucket_kb=1");
+        check_bf16_wire();
+        check_determinism();
+        check_divergence_is_caught();
+    } else {
+        for (int i = 0; i < 3; i++) check_equivalence(&policies[i], -1, NULL);
+        check_equivalence(&policies[1], 7, NULL);
+        /* 1 KiB buckets: the MLP's gradients travel in 2 buckets, the first
+         * posted while backward still runs fc1 */
+        check_equivalence(&policies[1], -1, "dist.bucket_kb=1");
+        if (g_rank == 0) printf("fp16+dynamic in 1 KiB buckets: bitwise the same\n");
+        check_bf16_wire();
+        check_determinism();
+        check_divergence_is_caught();
+    }
     int failed = amp_dist_agree(g_dist, amp_test_failures ? 1 : 0, NULL);
     if (amp_test_failures) fprintf(stderr, "test_dist: rank %d: %d failure(s)\n", g_rank, amp_test_failures);
     amp_dist_finalize(g_dist);

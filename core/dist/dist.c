@@ -17,6 +17,7 @@
 #endif
 
 #include "backend/kernels/convert.h"
+#include "log.h"
 
 struct amp_dist {
     int rank, world;
@@ -63,6 +64,11 @@ int amp_dist_world(const amp_dist *d) { return d ? d->world : 1; }
 
 const char *amp_dist_grads_transport(const amp_dist_grads *g) {
     return g && g->tr ? g->tr->name : "none";
+}
+
+void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early) {
+    *buckets = g ? g->nbuckets : 0;
+    *early = g ? g->early : 0;
 }
 
 size_t amp_dist_grads_bytes(const amp_dist_grads *g) {
@@ -540,6 +546,9 @@ int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, floa
         goto fail;
     }
     *out = g;
+    amp_log(AMP_LOG_DEBUG, "gradients of %zu parameters in %d bucket%s of about %zu KiB, as %s over %s",
+            g->nparams, g->nbuckets, g->nbuckets == 1 ? "" : "s", d->set.bucket_bytes >> 10,
+            g->dtype == AMP_DIST_BF16 ? "bf16" : "f32", g->tr->name);
     return 0;
 fail:
     amp_dist_grads_close(g);
@@ -551,6 +560,7 @@ void amp_dist_grads_begin(amp_dist_grads *g, int64_t step) {
     g->comm_ms = 0.0;
     g->step = step;
     g->next = 0;
+    g->early = 0;
     for (int k = 0; k < g->nbuckets; k++) g->buckets[k].ready = g->buckets[k].posted = 0;
 }
 
@@ -584,6 +594,7 @@ int amp_dist_grads_ready(amp_dist_grads *g, int first, int count, char *err, siz
            g->buckets[g->next].ready >= g->buckets[g->next].ntensors) {
         rc = post_bucket(g, g->next, err, errlen);
         g->next++;
+        g->early++;
     }
     if (rc == 0) rc = g->tr->progress(g, err, errlen);
     if (g->tr->host_timed) g->comm_ms += amp_dist_now_ms() - t0;

@@ -114,6 +114,9 @@ int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen);
  * hide: host time in the calls above (MPI), or the device time from
  * backward's end to the last bucket summed (NCCL). */
 double amp_dist_grads_comm_ms(const amp_dist_grads *g);
+/* Buckets of the last step, and how many of them were posted before
+ * backward returned (overlapped with it). */
+void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early);
 /* "mpi" or "nccl" ("none" for NULL). */
 const char *amp_dist_grads_transport(const amp_dist_grads *g);
 /* Bytes the reduction allocated on the backend (the bf16 wire copy). */

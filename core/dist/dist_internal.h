@@ -49,6 +49,7 @@ struct dist_grads {
     dist_bucket *buckets;       /* [nbuckets] */
     int nbuckets;
     int next;                   /* the next bucket to post */
+    int early;                  /* buckets posted from grads_ready this step */
     amp_dist_dtype dtype;
     int rank, world, local_rank;
     double timeout_s;

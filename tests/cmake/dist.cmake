@@ -28,6 +28,11 @@ if(AMP_HAVE_MPI)
   endforeach()
   set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill PROPERTIES
                        LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # The same session checks on the CUDA backend with NCCL between 2 GPUs;
+  # skips without NCCL in the build or with fewer than 2 GPUs.
+  add_test(NAME dist_nccl COMMAND bash ${AMP_DIST_SCRIPTS}/nccl.sh ${AMP_MPIRUN}
+                                  $<TARGET_FILE:test_dist> ${AMP_HAVE_NCCL})
+  set_tests_properties(dist_nccl PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
 else()
   add_test(NAME dist_skipped
            COMMAND sh -c "echo 'amptrain was built without MPI (AMP_MPI=OFF or no libopenmpi-dev): the mpi tests are skipped'; exit 77")

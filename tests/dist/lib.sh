@@ -1,5 +1,13 @@
 # Helpers the data-parallel test scripts share (sourced; bash).
 
+# Under AddressSanitizer (scripts/sanitize.sh): OpenMPI never frees what
+# MPI_Init allocates and unloads its components at exit, so its leaks are
+# suppressed by library (lsan.supp), and LSan unwinds fully to see those
+# frames. Leaks with none of them on the stack are still reported. Without
+# ASan these variables do nothing.
+export LSAN_OPTIONS="suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+[ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+
 fail() {
     echo "FAIL: $*" >&2
     exit 1
