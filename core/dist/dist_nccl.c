@@ -3,8 +3,10 @@
  * bucket waits for an event recorded on the backend's stream when the model
  * reported it final; at the end the host polls the last NCCL event (bounded
  * by [dist] timeout, so a hung peer cannot hang this rank) and the backend's
- * stream is ordered after it. Rank 0's ncclUniqueId travels over MPI. Built
- * only with MPI, CUDA and NCCL (plain C against the CUDA runtime API). */
+ * stream is ordered after it. Rank 0's ncclUniqueId travels over MPI when
+ * the first bucket is posted: by then every rank has agreed that its
+ * session opened, so no rank waits in that broadcast for one that failed.
+ * Built only with MPI, CUDA and NCCL (plain C against the CUDA runtime API). */
 #include "dist/dist_internal.h"
 
 #include <cuda_runtime.h>
@@ -15,7 +17,8 @@
 #include <time.h>
 
 typedef struct nccl_grads {
-    ncclComm_t comm;
+    amp_dist *d;          /* for the unique id's broadcast */
+    ncclComm_t comm;      /* NULL until the first post */
     cudaStream_t compute; /* the backend's */
     cudaStream_t stream;  /* NCCL's */
     cudaEvent_t *ready;   /* [nbuckets] recorded on compute when bucket k is final */
@@ -57,9 +60,21 @@ int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_
     return 0;
 }
 
+/* The communicator, on first use (see the file comment). */
+static int nccl_connect(dist_grads *g, char *err, size_t errlen) {
+    nccl_grads *n = g->impl;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (g->rank == 0) NCCL_TRY(ncclGetUniqueId(&id));
+    if (amp_dist_bcast(n->d, &id, sizeof id, err, errlen) != 0) return -1;
+    NCCL_TRY(ncclCommInitRank(&n->comm, g->world, id, g->rank));
+    return 0;
+}
+
 static int nccl_post(dist_grads *g, int k, char *err, size_t errlen) {
     nccl_grads *n = g->impl;
     const dist_bucket *b = &g->buckets[k];
+    if (!n->comm && nccl_connect(g, err, errlen) != 0) return -1;
     CUDA_TRY(cudaEventRecord(n->ready[k], n->compute));
     CUDA_TRY(cudaStreamWaitEvent(n->stream, n->ready[k], 0));
     n->last_ready = k;
@@ -88,7 +103,7 @@ static int nccl_wait(dist_grads *g, char *err, size_t errlen) {
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) CUDA_TRY(e);
         ncclResult_t async = ncclSuccess;
-        NCCL_TRY(ncclCommGetAsyncError(n->comm, &async));
+        if (n->comm) NCCL_TRY(ncclCommGetAsyncError(n->comm, &async));
         if (async != ncclSuccess) {
             ncclCommAbort(n->comm);
             n->comm = NULL;
@@ -162,10 +177,6 @@ int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     CUDA_TRY(cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
     for (int k = 0; k < g->nbuckets; k++) CUDA_TRY(cudaEventCreate(&n->ready[k]));
     CUDA_TRY(cudaEventCreate(&n->done));
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    if (g->rank == 0) NCCL_TRY(ncclGetUniqueId(&id));
-    if (amp_dist_bcast(d, &id, sizeof id, err, errlen) != 0) return -1;
-    NCCL_TRY(ncclCommInitRank(&n->comm, g->world, id, g->rank));
+    n->d = d;
     return 0;
 }
