@@ -192,9 +192,11 @@ void amp_dist_finalize(amp_dist *d) {
 }
 
 /* Waits for n requests, polling so that the wait is bounded: a peer that
- * died or hangs ends every rank after timeout_s (amp_dist_fatal). Spins
- * briefly, then yields, then sleeps 0.2 ms between polls so a waiting rank
- * leaves the CPU to a computing one (the test machine has 2 cores). */
+ * died or hangs ends every rank after timeout_s (amp_dist_fatal). OpenMPI
+ * moves the data only inside MPI calls, so the poll never sleeps while a
+ * transfer may be running; it yields, so a rank sharing the core computes.
+ * After a second of waiting (a peer far behind, e.g. writing a
+ * checkpoint) it polls every millisecond. */
 static int wait_all(int rank, MPI_Request *req, int n, double timeout_s, const char *what,
                     int64_t step) {
     double t0 = amp_dist_now_ms();
@@ -211,10 +213,10 @@ static int wait_all(int rank, MPI_Request *req, int n, double timeout_s, const c
                            waited / 1e3, what, step >= 0 ? " at step " : "",
                            step >= 0 ? (long long)step + 1 : 0LL, timeout_s);
         if (spin < 64) continue;
-        if (waited < 2.0) {
+        if (waited < 1000.0) {
             sched_yield();
         } else {
-            struct timespec ts = {0, 200000};
+            struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
         }
     }
