@@ -614,6 +614,50 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     return 0;
 }
 
+int amp_session_check_ranks(amp_session *s, char *err, size_t errlen) {
+    if (s->world == 1) return 0;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int bad = !f || amp_config_write_resolved(s->cfg, f) != 0;
+    if (f && fclose(f) != 0) bad = 1;
+    if (bad) {
+        free(text);
+        snprintf(err, errlen, "out of host memory");
+        return 1;
+    }
+    /* The resolved text names where each value came from; only the values count. */
+    uint32_t sums[3] = {0, 0, 0};
+    for (char *line = text; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        char *origin = strstr(line, "  ; ");
+        if (line[0] != ';') sums[0] = (uint32_t)crc32(sums[0], (const unsigned char *)line,
+                                                       (uInt)(origin ? (size_t)(origin - line) : strlen(line)));
+        line = next;
+    }
+    free(text);
+    int64_t data[4] = {s->train.n, s->test.n, s->train.features, s->train.classes};
+    sums[1] = (uint32_t)crc32(0, (const unsigned char *)data, sizeof data);
+    uint64_t model[2] = {s->model->desc.nparams, (uint64_t)s->nlayers};
+    sums[2] = (uint32_t)crc32(0, (const unsigned char *)model, sizeof model);
+    static const char *const labels[] = {"resolved config", "data sizes", "model size"};
+    char why[1024] = "";
+    int rc = amp_dist_compare(s->dist, sums, labels, 3, s->step, why, sizeof why);
+    if (rc == 0) return 0;
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", why);
+        return 1;
+    }
+    err[0] = '\0';
+    if (s->rank == 0)
+        snprintf(err, errlen,
+                 "the ranks were started with different settings (another config file, --set or "
+                 "data on some rank; give every rank the same): %s",
+                 strstr(why, "CRC32") ? strstr(why, "CRC32") : why);
+    return 2;
+}
+
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen) {
     amp_model *m = s->model;
     amp_backend *be = s->be;

@@ -79,6 +79,12 @@ void amp_session_close(amp_session *s);
 /* One optimizer step (accumulate micro-batches). 0, or -1 with err. */
 int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t errlen);
 
+/* Several ranks: checks that every rank resolved the same config (every
+ * key, defaults included) and has the same data and model sizes; the
+ * ranks' collectives only match when they do. 0, or 2 on every rank with
+ * the differences in rank 0's err (the others' is empty). Alone: 0. */
+int amp_session_check_ranks(amp_session *s, char *err, size_t errlen);
+
 /* Loss and accuracy over the whole test split under the policy (each rank
  * takes a slice; the sums are reduced). */
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen);

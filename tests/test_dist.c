@@ -17,6 +17,8 @@
  *     replica check on every rank with one message.
  * `test_dist hang` is the watchdog case: rank 1 stops answering and rank 0
  * must end the job after [dist] timeout (tests/dist/hang.sh checks it).
+ * `test_dist fail`: rank 1 fails alone mid-run (amp_dist_exit stops the
+ * job; tests/dist/hang.sh checks it too).
  * `test_dist cuda` runs the equivalence, bf16-wire and determinism checks
  * on the CUDA backend with NCCL (one GPU per rank; tests/dist/nccl.sh). */
 #include <math.h>
@@ -305,6 +307,30 @@ static int hang(void) {
     return 1;
 }
 
+/* Rank 1 meets an error of its own before its third step, as the CLI
+ * would: it says so and calls amp_dist_exit, which must stop rank 0 (waiting
+ * in the step's collectives) too. */
+static int fail_alone(void) {
+    amp_session *d = open_dist_or_die(
+        config_for(&policies[0], "data.batch_size=32", "train.accumulate=1", NULL));
+    amp_step_record r;
+    char err[2048];
+    for (int i = 0; i < 5; i++) {
+        if (g_rank == 1 && i == 2) {
+            fprintf(stderr, "amptrain: rank 1: a simulated failure\n");
+            amp_dist_exit(g_dist, 1);
+            fprintf(stderr, "rank 1: amp_dist_exit returned\n");
+            return 1;
+        }
+        if (amp_session_step(d, &r, err, sizeof err) != 0) {
+            fprintf(stderr, "rank %d: %s\n", g_rank, err);
+            return 1;
+        }
+    }
+    fprintf(stderr, "rank %d: rank 1's failure went unnoticed\n", g_rank);
+    return 1;
+}
+
 int main(int argc, char **argv) {
     char err[2048];
     g_dist = amp_dist_init(&argc, &argv, err, sizeof err);
@@ -319,6 +345,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang();
+    if (argc > 1 && strcmp(argv[1], "fail") == 0) return fail_alone();
     if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
         g_device = "run.device=cuda";
         check_equivalence(&policies[1], -1, NULL);

@@ -572,6 +572,7 @@ int amp_cmd_train(int argc, char **argv) {
         if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
     if (code == 0) code = amp_session_open_ex(&s, cfg, dist, err, sizeof err);
     if ((code = agree(dist, code, err)) != 0) goto done;
+    if ((code = agree(dist, amp_session_check_ranks(s, err, sizeof err), err)) != 0) goto done;
     if (a.resume)
         snprintf(outdir, sizeof outdir, "%s", a.resume);
     else if (a.out)

@@ -3,7 +3,9 @@
 # outputs (rank 1 runs in another folder, where nothing must appear), the
 # summary says 2 ranks over MPI, two 2-rank runs give the same files, and
 # 2 ranks x batch B give the same weights and metrics as one process with
-# accumulate 2. A config error stops every rank with one message and exit 2.
+# accumulate 2. A config error stops every rank with one message and exit 2;
+# ranks started with different settings are refused (exit 2); a rank that
+# fails alone while opening stops all ranks with its own message.
 # usage: cli.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -54,3 +56,26 @@ rc=$?
 [ "$(grep -c "bad.ini:2: \[optim\] lr = 'fast': not a number" "$W/bad.log")" = 1 ] ||
     fail "not exactly one config error message: $(cat "$W/bad.log")"
 echo "config error on 2 ranks: exit 2, one message"
+
+two_ranks_differ() { # OUT RANK1_ARGS...: rank 1 gets extra arguments
+    local out=$1
+    shift
+    local extra=(--oversubscribe)
+    [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+    "$MPIRUN" "${extra[@]}" -np 1 -wdir "$W/r0" "$A" train "$cfg" --out "$out" : \
+        -np 1 -wdir "$W/r1" "$A" train "$cfg" --out "$out" "$@"
+}
+two_ranks_differ lr --set optim.lr=0.5 >"$W/lr.log" 2>&1
+rc=$?
+[ "$rc" = 2 ] || fail "ranks with different configs gave exit $rc, expected 2: $(cat "$W/lr.log")"
+[ "$(grep -c 'the ranks were started with different settings.*resolved config: rank 0 [0-9a-f]* rank 1' "$W/lr.log")" = 1 ] ||
+    fail "not one clear message for different configs: $(cat "$W/lr.log")"
+[ ! -e "$W/r0/lr" ] || fail "the refused run created its output folder"
+echo "2 ranks with different settings: refused (exit 2), one message"
+
+two_ranks_differ nodata --set data.dataset=fashion_mnist --set data.path=/nonexistent >"$W/nodata.log" 2>&1
+rc=$?
+[ "$rc" = 1 ] || fail "a rank that cannot load its data gave exit $rc, expected 1: $(cat "$W/nodata.log")"
+grep -q '^amptrain: rank 1: .*/nonexistent' "$W/nodata.log" || fail "rank 1 did not say why: $(cat "$W/nodata.log")"
+[ "$(grep -c '^amptrain:' "$W/nodata.log")" = 1 ] || fail "more than one message: $(cat "$W/nodata.log")"
+echo "rank 1 cannot load its data: both ranks exit 1 with rank 1's message"
