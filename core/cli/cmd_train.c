@@ -168,6 +168,8 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     amp_json_str(f, amp_dist_grads_transport(s->grads));
     fputs(",\n  \"median_comm_ms\": ", f);
     amp_json_num(f, r->median_comm_ms);
+    /* the bf16 send buffer, outside the model's memory categories */
+    fprintf(f, ",\n  \"dist_buffer_bytes\": %zu", amp_dist_grads_bytes(s->grads));
     fprintf(f, ",\n  \"params\": %zu,\n  \"memory_peak_bytes\": {", m->desc.nparams);
     size_t total = 0;
     for (int c = 0; c < AMP_MEM_COUNT; c++) {

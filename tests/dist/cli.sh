@@ -49,6 +49,18 @@ cmp <(mask "$W/r0/a/metrics.jsonl") <(mask "$W/one/metrics.jsonl") ||
     fail "2 ranks x 16 and 1 process x 16 x accumulate 2 log different metrics"
 echo "2 ranks x batch 16 == 1 process x batch 16 x accumulate 2: same weights and metrics"
 
+AMPTRAIN_LOG=debug mpi 2 "$A" train "$cfg" --set train.steps=20 --out "$W/debug" 2>"$W/debug.log" ||
+    fail "the debug run failed: $(tail -3 "$W/debug.log")"
+[ "$(grep -c 'replica check after step [0-9]*: all 2 ranks hold the same state' "$W/debug.log")" = 2 ] ||
+    fail "AMPTRAIN_LOG=debug did not check the replicas every 10 steps: $(grep replica "$W/debug.log")"
+grep -q 'gradients of [0-9]* parameters in 1 bucket of about 1024 KiB, as f32 over mpi' "$W/debug.log" ||
+    fail "no bucket plan in the debug log"
+echo "AMPTRAIN_LOG=debug: replica check at steps 10 and 20"
+
+mpi 2 "$A" train "$cfg" --set dist.grad_dtype=bf16 --set train.steps=20 --out "$W/bf16" 2>"$W/bf16.log" ||
+    fail "the bf16 run failed: $(tail -3 "$W/bf16.log")"
+grep -q '"dist_buffer_bytes": [1-9]' "$W/bf16/summary.json" || fail "no bf16 send buffer in the summary"
+
 printf '[optim]\nlr = fast\n' >"$W/bad.ini"
 mpi 2 "$A" train "$W/bad.ini" --out "$W/bad" >"$W/bad.log" 2>&1
 rc=$?
