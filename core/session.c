@@ -40,7 +40,12 @@ static const char *config_dir(const amp_config *cfg, char *buf, size_t len) {
 
 static int open_backend(amp_session *s, char *err, size_t errlen) {
     amp_device_choice dev = s->set.device;
-    if (dev == AMP_RUN_AUTO) dev = amp_backend_cuda_available() ? AMP_RUN_CUDA : AMP_RUN_CPU;
+    if (dev == AMP_RUN_AUTO) {
+        dev = amp_backend_cuda_available() ? AMP_RUN_CUDA : AMP_RUN_CPU;
+        if (dev == AMP_RUN_CPU) /* say why auto did not pick the GPU */
+            amp_log(AMP_LOG_INFO, "device = auto: using the CPU (%s)",
+                    amp_backend_cuda_unavailable_reason());
+    }
     /* one device per rank, chosen before the backend opens it */
     if (dev == AMP_RUN_CUDA && amp_dist_select_cuda_device(s->dist, err, errlen) != 0) return -1;
     s->be = dev == AMP_RUN_CUDA ? amp_backend_cuda_create(err, errlen)

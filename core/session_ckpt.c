@@ -145,8 +145,7 @@ void amp_session_snapshot_free(amp_checkpoint *ck) {
     ck->master = ck->optim_state = ck->scaler_state = NULL;
 }
 
-/* "mlp: fc1.weight [64, 32], fc1.bias [64], ... (2762 parameters)", cut
- * to fit. */
+/* "<model>: <tensor> [d0, d1], ... (<n> parameters)", cut to fit. */
 static void table_text(char *out, size_t outlen, const char *model, const amp_checkpoint *ck) {
     int len = snprintf(out, outlen, "%s:", model);
     for (uint32_t i = 0; i < ck->nparam_tensors && len >= 0 && (size_t)len + 32 < outlen; i++) {

@@ -51,7 +51,8 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     }
 
     const char *const *models = amp_model_names();
-    GET(amp_config_get_choice(cfg, "model", "name", "mlp", models, &idx, err, errlen));
+    /* the registry's first model is the default */
+    GET(amp_config_get_choice(cfg, "model", "name", models[0], models, &idx, err, errlen));
     s->model = models[idx];
     GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
 

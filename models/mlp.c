@@ -261,30 +261,6 @@ static const void *operand(amp_model *m, int slot, const void *src, amp_dtype ha
     return p->op_16[slot];
 }
 
-/* A plain (unbatched) GEMM descriptor: C[m,n] = op(A) op(B) into acc. */
-static amp_gemm_desc plain_gemm(float *acc, const void *a, const void *b, amp_dtype dt,
-                                int trans_a, int trans_b, int M, int N, int K, int lda, int ldb,
-                                int ldc) {
-    amp_gemm_desc g;
-    memset(&g, 0, sizeof g);
-    g.trans_a = trans_a;
-    g.trans_b = trans_b;
-    g.m = M;
-    g.n = N;
-    g.k = K;
-    g.lda = lda;
-    g.ldb = ldb;
-    g.ldc = ldc;
-    g.batch = 1;
-    g.in_dtype = dt;
-    g.a = a;
-    g.b = b;
-    g.alpha = 1.0f;
-    g.acc = acc;
-    g.out_dtype = AMP_DTYPE_F32;
-    return g;
-}
-
 /* layer l forward: z = round(x W^T + b), a = round(act(z)); one GEMM call
  * with the bias/activation/rounding epilogue. */
 static int linear_forward(amp_model *m, int l, int rows) {
@@ -297,7 +273,7 @@ static int linear_forward(amp_model *m, int l, int rows) {
     const void *w = operand(m, 1, L->w_work, L->prec.param, gd, (size_t)L->out * L->in);
     if (!x || !w) return -1;
     /* y[rows, out] = x[rows, in] . W[out, in]^T */
-    amp_gemm_desc g = plain_gemm(p->f_y, x, w, gd, 0, 1, rows, L->out, L->in, L->in, L->in, L->out);
+    amp_gemm_desc g = amp_gemm_plain(p->f_y, x, w, gd, 0, 1, rows, L->out, L->in);
     g.bias = L->b_work;
     g.bias_dtype = L->prec.param;
     g.act = L->act;
@@ -341,8 +317,7 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
         if (!dz || !x) return -1;
         /* dW[out, in] = dZ[rows, out]^T . X[rows, in]; the gradient of a
          * 16-bit working weight is itself 16-bit before it reaches FP32. */
-        amp_gemm_desc gw = plain_gemm(p->f_w, dz, x, gd, 1, 0, L->out, L->in, rows, L->out, L->in,
-                                      L->in);
+        amp_gemm_desc gw = amp_gemm_plain(p->f_w, dz, x, gd, 1, 0, L->out, L->in, rows);
         CHECK(AMP_CALL(be, gemm_ex, &gw));
         CHECK(op->quantize(be, m->grads + L->w_off, p->f_w, wn, pd, cnt, a->accumulate));
         CHECK(op->widen(be, p->f_t, L->z, ad, n));
@@ -358,8 +333,7 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
         const void *w = operand(m, 1, L->w_work, pd, gd, wn);
         if (!w) return -1;
         /* dA[rows, in] = dZ[rows, out] . W[out, in], stored in P's activation dtype */
-        amp_gemm_desc gx = plain_gemm(p->f_y, dz, w, gd, 0, 0, rows, L->in, L->out, L->out, L->in,
-                                      L->in);
+        amp_gemm_desc gx = amp_gemm_plain(p->f_y, dz, w, gd, 0, 0, rows, L->in, L->out);
         CHECK(AMP_CALL(be, gemm_ex, &gx));
         CHECK(op->quantize(be, p->f_y, p->f_y, pn, P->prec.activation, pcnt, 0));
         CHECK(op->widen(be, p->f_t, P->z, P->prec.activation, pn));

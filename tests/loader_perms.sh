@@ -20,7 +20,7 @@ so=$dir/amp_scaler_dup.so
 cp "$plugin" "$so" && chmod 755 "$so" || exit 2
 
 run() { # run SPEC OUT: train 3 steps with [scaler] plugin = SPEC
-    "$amptrain" train "$config" --set train.steps=3 --set scaler.plugin="$1" \
+    "$amptrain" train "$config" --set run.device=cpu --set train.steps=3 --set scaler.plugin="$1" \
         --out "$tmp/$2" >"$tmp/stdout" 2>"$tmp/stderr"
 }
 fail() {

@@ -74,9 +74,9 @@ examples)
     # the point of headroom is fewer underflows without more skipped steps.
     steps=60
     step "training with headroom" "$amptrain" train "$tmp/headroom/tiny_headroom.ini" \
-        --set train.steps=$steps --out "$tmp/runs/headroom"
+        --set run.device=cpu --set train.steps=$steps --out "$tmp/runs/headroom"
     step "training with dynamic" "$amptrain" train "$src/configs/tiny_fp16_dynamic.ini" \
-        --set train.steps=$steps --out "$tmp/runs/dynamic"
+        --set run.device=cpu --set train.steps=$steps --out "$tmp/runs/dynamic"
     sh=$tmp/runs/headroom/summary.json sd=$tmp/runs/dynamic/summary.json
     summary_has "$sh" scaler headroom 1.0.0 "$hr"
     [ "$(json_num "$sh" steps)" = $steps ] || fail "headroom run: steps != $steps"
@@ -89,7 +89,7 @@ examples)
 
     # fp16_edges: the first and last layers in FP32, the inner ones in FP16.
     step "training with fp16_edges" env AMPTRAIN_LOG=debug "$amptrain" train \
-        "$tmp/fp16_edges/tiny_fp16_edges.ini" --set train.steps=5 --out "$tmp/runs/edges"
+        "$tmp/fp16_edges/tiny_fp16_edges.ini" --set run.device=cpu --set train.steps=5 --out "$tmp/runs/edges"
     summary_has "$tmp/runs/edges/summary.json" precision fp16_edges 1.0.0 "$ed"
     for l in "fc1: gemm f32, activations f32, weights f32" "fc2: gemm f16, activations f16, weights f16" \
         "fc3: gemm f16, activations f16, weights f16" "fc4: gemm f32, activations f32, weights f32"; do
@@ -108,7 +108,7 @@ examples)
         -Wl,-z,defs -o "$tmp/pc/amp_scaler_headroom.so" "$src/examples/headroom/headroom.c" -lm
     chmod go-w "$tmp/pc/amp_scaler_headroom.so"
     step "training with the pkg-config build" env AMPTRAIN_PLUGIN_PATH="$tmp/pc" "$amptrain" train \
-        "$tmp/headroom/tiny_headroom.ini" --set scaler.plugin=headroom --set train.steps=5 \
+        "$tmp/headroom/tiny_headroom.ini" --set run.device=cpu --set scaler.plugin=headroom --set train.steps=5 \
         --out "$tmp/runs/pc"
     summary_has "$tmp/runs/pc/summary.json" scaler headroom 1.0.0 "$tmp/pc/amp_scaler_headroom.so"
     ;;
@@ -133,12 +133,12 @@ scaler | precision)
     cmake_plugin "$dir"
     so=$dir/build/amp_${case}_$name.so
     [ -f "$so" ] || fail "the build did not produce $so"
-    step "training with $name.ini" "$amptrain" train "$dir/$name.ini" --set train.steps=20 \
+    step "training with $name.ini" "$amptrain" train "$dir/$name.ini" --set run.device=cpu --set train.steps=20 \
         --out "$tmp/runs/$name"
     summary_has "$tmp/runs/$name/summary.json" "$case" "$name" 0.1.0 "$so"
     loss=$(json_num "$tmp/runs/$name/summary.json" final_train_loss)
     case $loss in '' | *nan* | *inf*) fail "final_train_loss is '$loss'" ;; esac
-    step "training with baseline.ini" "$amptrain" train "$dir/baseline.ini" --set train.steps=20 \
+    step "training with baseline.ini" "$amptrain" train "$dir/baseline.ini" --set run.device=cpu --set train.steps=20 \
         --out "$tmp/runs/baseline"
     ;;
 *)

@@ -54,8 +54,8 @@ static float *weights(amp_session *s, const float *dev) {
     return h;
 }
 
-static const char *const tiny[] = {"data.dataset=tiny", "data.train_size=300", "data.test_size=64",
-                                   "data.features=12", "data.batch_size=16", "model.hidden=20,14",
+static const char *const tiny[] = {"run.device=cpu", "data.dataset=tiny", "data.train_size=300",
+                                   "data.test_size=64", "data.features=12", "data.batch_size=16", "model.hidden=20,14",
                                    "train.steps=40", NULL};
 
 /* Runs `total` steps straight, and again as k steps + save + restore into a

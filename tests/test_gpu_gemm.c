@@ -182,7 +182,7 @@ static void check_true_fp32(amp_backend *g) {
 
 int main(void) {
     if (!amp_backend_cuda_available()) {
-        printf("no CUDA device visible: skipped\n");
+        printf("no CUDA device visible (%s): skipped\n", amp_backend_cuda_unavailable_reason());
         return 77;
     }
     char err[512];

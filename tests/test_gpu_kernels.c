@@ -4,7 +4,11 @@
  * identical -- which for SGD/AdamW needs the CUDA sources compiled with
  * --fmad=false, as gcc does not contract a*b+c in ISO C mode -- and stated
  * tolerances where libm differs (erff/expf/logf) or reductions run in a
- * different order. Skips (77) without a visible device. */
+ * different order. The floating-point reductions (loss sum, sum of squares)
+ * must also be repeatable: their fixed order (core/backend/kernels/reduce.h)
+ * is checked bit for bit against the same function on the CPU, and the
+ * sum of squares against a CPU replay of the kernel's whole reduction.
+ * Skips (77) without a visible device, saying why. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +16,13 @@
 
 #include "backend/backend.h"
 #include "backend/kernels/convert.h"
+#include "backend/kernels/reduce.h"
+#include "backend/kernels/unscale.h"
 #include "rng.h"
 #include "expect.h"
+#if AMP_HAVE_CUDA
+#include "backend/cuda/cuda_testing.h"
+#endif
 
 static amp_backend *cpu, *gpu;
 static amp_rng rng;
@@ -363,6 +372,18 @@ static void test_softmax_xent(int rows, int cols, float grad_scale) {
         char what[96];
         snprintf(what, sizeof what, "softmax_xent %dx%d gs=%g grad=%d", rows, cols, grad_scale,
                  with_grad);
+        /* Repeatable: the same inputs again give the same bits (the block
+         * partials are added in a fixed order, not by atomics). */
+        for (int rep = 0; rep < 3; rep++) {
+            amp_step_stats *gs2 = to_gpu(&s0, sizeof s0);
+            op_ok(gpu->ops->softmax_xent(gpu, gd, gs2, gl, glab, rows, cols, grad_scale), gpu,
+                  "softmax_xent");
+            amp_step_stats *g2 = from_gpu(gs2, sizeof s0);
+            EXPECT(memcmp(&g2->loss_sum, &gsh->loss_sum, sizeof(double)) == 0,
+                   "%s: run %d gave loss_sum %.17g, the first run %.17g", what, rep + 2,
+                   g2->loss_sum, gsh->loss_sum);
+            free(g2);
+        }
         /* argmax is comparisons only: exact. */
         EXPECT(gsh->correct == cs.correct, "%s correct: gpu %llu cpu %llu", what, gsh->correct,
               cs.correct);
@@ -390,6 +411,81 @@ static void test_softmax_xent(int rows, int cols, float grad_scale) {
     free(labels);
 }
 
+/* amp_block_reduce's tree for one warp of 32 lanes: __shfl_down_sync(v, o)
+ * gives lane l the value of lane l+o (its own value past lane 31), and every
+ * lane adds at once; lane 0 ends with the warp's result. */
+static double replay_warp(double *v) {
+    for (int o = 16; o > 0; o >>= 1) {
+        double nv[32];
+        for (int l = 0; l < 32; l++) nv[l] = v[l] + (l + o < 32 ? v[l + o] : v[l]);
+        memcpy(v, nv, sizeof nv);
+    }
+    return v[0];
+}
+
+/* The sum of squares amp_k_unscale_check computes for g[n] (host, before
+ * unscaling), replayed on the CPU: 256-thread blocks, amp_reduce_blocks(n)
+ * of them, each thread summing its grid-stride elements in order, the
+ * block's shuffle tree (warps, then the warp results in warp 0), and the
+ * block partials added by amp_sum_partials. */
+#define REPLAY_BLOCK 256
+static double replay_sumsq(const float *g, size_t n, float inv_scale) {
+    unsigned blocks = amp_reduce_blocks(n, REPLAY_BLOCK);
+    size_t stride = (size_t)blocks * REPLAY_BLOCK;
+    double *partials = xmalloc(blocks * sizeof(double));
+    for (unsigned b = 0; b < blocks; b++) {
+        double warp_sums[32] = {0};
+        for (int w = 0; w < REPLAY_BLOCK / 32; w++) {
+            double lane[32];
+            for (int l = 0; l < 32; l++) {
+                double s = 0.0;
+                float mx = 0.0f;
+                for (size_t i = (size_t)b * REPLAY_BLOCK + (size_t)w * 32 + (size_t)l; i < n;
+                     i += stride) {
+                    float v = g[i];
+                    amp_unscale_element(&v, inv_scale, &s, &mx);
+                }
+                lane[l] = s;
+            }
+            warp_sums[w] = replay_warp(lane);
+        }
+        partials[b] = replay_warp(warp_sums); /* lanes past the warp count hold 0 */
+    }
+    double total = amp_sum_partials(partials, blocks);
+    free(partials);
+    return total;
+}
+
+/* The device adds given partials with reduce.h's fixed order: the same bits
+ * as the very function run here. Partials of mixed magnitudes and signs, so
+ * another order would round differently. */
+static void test_sum_partials(void) {
+#if AMP_HAVE_CUDA
+    static const unsigned sizes[] = {0, 1, 2, 7, 33, 257, 1000, AMP_REDUCE_MAX_BLOCKS};
+    double *p = xmalloc(AMP_REDUCE_MAX_BLOCKS * sizeof(double));
+    int same = 0, order_matters = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        unsigned n = sizes[k];
+        for (unsigned i = 0; i < n; i++)
+            p[i] = ldexp(uniform(-1.0f, 1.0f), (int)amp_rng_below(&rng, 80) - 40);
+        double got = 0.0, want = amp_sum_partials(p, n);
+        int rc = amp_cuda_test_sum_partials(gpu, &got, p, n);
+        op_ok(rc, gpu, "amp_cuda_test_sum_partials");
+        if (rc != 0) break;
+        EXPECT(memcmp(&got, &want, sizeof got) == 0,
+               "sum of %u partials: device %.17g, amp_sum_partials on the CPU %.17g", n, got, want);
+        same += memcmp(&got, &want, sizeof got) == 0;
+        double rev = 0.0;
+        for (unsigned i = n; i-- > 0;) rev += p[i];
+        order_matters += rev != want;
+    }
+    EXPECT(order_matters > 0, "no size had an order-dependent sum: the check proves nothing");
+    printf("ok  fixed-order sum of partials: device == CPU for %d sizes (%d of them differ when "
+           "added in reverse)\n", same, order_matters);
+    free(p);
+#endif
+}
+
 static void test_unscale_check(size_t n, float inv_scale, int with_nonfinite, float maxabs0) {
     float *g = xmalloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) {
@@ -410,6 +506,8 @@ static void test_unscale_check(size_t n, float inv_scale, int with_nonfinite, fl
     amp_step_stats cs = s0;
     float *gg = to_gpu(g, n * sizeof(float));
     amp_step_stats *gs = to_gpu(&s0, sizeof s0);
+    /* Before the CPU op unscales g in place. */
+    double want = s0.sumsq + replay_sumsq(g, n, inv_scale);
     op_ok(cpu->ops->unscale_check(cpu, g, &cs, n, inv_scale), cpu, "unscale_check");
     op_ok(gpu->ops->unscale_check(gpu, gg, gs, n, inv_scale), gpu, "unscale_check");
     float *gh = from_gpu(gg, n * sizeof(float));
@@ -430,6 +528,10 @@ static void test_unscale_check(size_t n, float inv_scale, int with_nonfinite, fl
      * |err| <= n * 2^-53 * sum, far below 1e-9 relative. */
     EXPECT(fabs(gsh->sumsq - cs.sumsq) <= 1e-9 * cs.sumsq, "%s sumsq: gpu %.17g cpu %.17g", what,
           gsh->sumsq, cs.sumsq);
+    /* And the order is the kernel's fixed one: replayed on the CPU, bit for bit. */
+    EXPECT(memcmp(&gsh->sumsq, &want, sizeof want) == 0,
+           "%s sumsq: gpu %.17g, the CPU replay of the kernel's fixed order %.17g", what,
+           gsh->sumsq, want);
     EXPECT(gsh->loss_sum == 7.0, "%s touched stats->loss_sum", what);
     printf("    %s: nonfinite %llu maxabs %g sumsq %.6g\n", what, cs.nonfinite, cs.maxabs,
            cs.sumsq);
@@ -530,7 +632,7 @@ static void test_memory(void) {
 
 int main(void) {
     if (!amp_backend_cuda_available()) {
-        printf("no CUDA device visible: skipped\n");
+        printf("no CUDA device visible (%s): skipped\n", amp_backend_cuda_unavailable_reason());
         return 77;
     }
     char err[512];
@@ -550,6 +652,7 @@ int main(void) {
      * 8 blocks per SM) and many per-block atomics. */
     const size_t big = (1u << 21) + 17;
     test_memory();
+    test_sum_partials();
     test_round(big);
     test_round(1000);
     test_quantize(big);

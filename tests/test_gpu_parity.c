@@ -162,7 +162,7 @@ int main(void) {
         return 2;
     }
     if (strcmp(second, "cuda") == 0 && !amp_backend_cuda_available()) {
-        printf("no CUDA device visible: skipped\n");
+        printf("no CUDA device visible (%s): skipped\n", amp_backend_cuda_unavailable_reason());
         return 77;
     }
     printf("CPU vs %s, %d steps, MLP 64-128-64-10, batch 64, SGD lr 0.01 momentum 0.9, seed 7\n",

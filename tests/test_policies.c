@@ -174,6 +174,24 @@ static void test_layer_overrides(void)
     pol_free(&p);
 }
 
+/* layer.<glob> sets every layer it matches; a later key wins. */
+static void test_layer_globs(void)
+{
+    static const char *const kv[] = {"layer.fc*", "f32", "layer.fc2", "bf16", NULL};
+    pol p;
+    CHECK(pol_make(&p, vt_fp16, kv) == 0, "fp16 layer globs: %s", p.h.error);
+    if (!p.self)
+        return;
+    amp_dtype e[AMP_OP_COUNT + 2];
+    default_expect(AMP_DTYPE_F32, e);
+    check_layer(&p, "fp16+glob", "fc1", e);
+    default_expect(AMP_DTYPE_BF16, e);
+    check_layer(&p, "fp16+glob", "fc2", e);
+    default_expect(AMP_DTYPE_F16, e);
+    check_layer(&p, "fp16+glob", "head", e);
+    pol_free(&p);
+}
+
 /* Init must fail with a key_error against `key` whose message contains
  * `want` (the list of valid choices). */
 static void expect_reject(const amp_precision_vtable *vt, const char *who, const char *key,
@@ -202,6 +220,7 @@ static void test_rejects(void)
     expect_reject(vt_fp32, "fp32", "layer.fc9", "f32", "fc1 fc2 head");
     expect_reject(vt_bf16, "bf16", "layer.fc1", "half", "f32 f16 bf16");
     expect_reject(vt_bf16, "bf16", "layer.FC1", "f16", "fc1 fc2 head");
+    expect_reject(vt_bf16, "bf16", "layer.h.*.attn", "f32", "matches no layer");
 
     /* keys outside op.* / layer.* are not the policy's: left unread */
     static const char *const other[] = {"scale", "4", "opt.gemm", "f16", "layers.fc1", "f16",
@@ -240,6 +259,7 @@ int main(void)
     test_tf32();
     test_op_overrides();
     test_layer_overrides();
+    test_layer_globs();
     test_rejects();
 
     if (th_failures) {

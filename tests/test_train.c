@@ -19,8 +19,8 @@ static float *download(amp_session *s, const float *dev, size_t n) {
 }
 
 static const char *const tiny_fp16[] = {
-    "data.dataset=tiny", "data.train_size=512", "data.test_size=128", "data.features=16",
-    "data.batch_size=32", "model.hidden=24,12", "precision.plugin=fp16", "scaler.plugin=dynamic",
+    "run.device=cpu", "data.dataset=tiny", "data.train_size=512", "data.test_size=128",
+    "data.features=16", "data.batch_size=32", "model.hidden=24,12", "precision.plugin=fp16", "scaler.plugin=dynamic",
     "optim.name=adamw", "train.steps=20", NULL};
 
 /* A step whose gradients hold an inf is skipped: master weights and both Adam
@@ -60,7 +60,7 @@ static void test_inf_step_is_skipped(void) {
 /* FP32 backward against central finite differences for every parameter of
  * a model (the MLP with ReLU and GELU, and the test-only twolayer model's
  * own table in tests/testmodel/), on a 5-row batch of 7 features. */
-static void check_gradients(const char *model, const char *const *keys) {
+static void check_gradients(const char *model, const char *label, const char *const *keys) {
     char err[1024];
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
     amp_config *cfg = make_config(keys);
@@ -94,11 +94,35 @@ static void check_gradients(const char *model, const char *const *keys) {
         if (diff > tol && bad++ < 5)
             fprintf(stderr, "  param %zu: backward %.6g, finite difference %.6g\n", i, grad[i], fd);
     }
-    EXPECT(bad == 0, "%s (%s): %d of %zu gradients differ from finite differences", model, keys[1],
+    EXPECT(bad == 0, "%s (%s): %d of %zu gradients differ from finite differences", model, label,
            bad, n);
-    printf("finite differences %s (%s): %zu parameters, worst |diff| %.2e\n", model, keys[1], n,
+    printf("finite differences %s (%s): %zu parameters, worst |diff| %.2e\n", model, label, n,
            worst);
     free(grad);
+    amp_model_free(m);
+    amp_config_free(cfg);
+    be->ops->destroy(be);
+}
+
+extern const amp_model_ops amp_test_model_twolayer;
+
+/* An op a backend lacks is an error naming it, never a NULL call. */
+static void test_missing_op_is_named(void) {
+    char err[1024];
+    amp_backend *be = amp_backend_cpu_create(err, sizeof err);
+    amp_config *cfg = make_config((const char *const[]){"model.hidden=3", NULL});
+    amp_model_input in = {.batch = 2, .features = 4, .classes = 3, .targets = 1};
+    amp_model *m = model_f32_or_die("mlp", be, cfg, &in);
+    amp_backend_ops lacking = *be->ops;
+    lacking.gemm_ex = NULL;
+    const amp_backend_ops *keep = be->ops;
+    be->ops = &lacking;
+    amp_forward_args fa = {2, 0, 1.0f};
+    be->err[0] = '\0';
+    int rc = m->ops->forward(m, &fa);
+    be->ops = keep;
+    EXPECT(rc != 0 && strstr(be->err, "backend 'cpu' has no op 'gemm_ex'") != NULL,
+           "a missing gemm_ex gave rc %d, '%s'", rc, be->err);
     amp_model_free(m);
     amp_config_free(cfg);
     be->ops->destroy(be);
@@ -108,7 +132,7 @@ static void test_gradients_match_finite_differences(amp_act act) {
     const char *const keys[] = {"model.hidden=9,6",
                                 act == AMP_ACT_GELU ? "model.activation=gelu" : "model.activation=relu",
                                 NULL};
-    check_gradients("mlp", keys);
+    check_gradients("mlp", keys[1], keys);
 }
 
 /* Same seed, same config: bitwise identical records (timings aside) and weights. */
@@ -136,12 +160,12 @@ static void test_determinism(void) {
 /* accumulate = 2 at batch B equals accumulate = 1 at batch 2B in FP32 (same
  * examples, one unscale per step), up to summation order. */
 static void test_accumulation(void) {
-    const char *one[] = {"data.dataset=tiny", "data.train_size=256", "data.test_size=64",
-                         "data.features=12", "data.batch_size=64", "data.shuffle=false",
+    const char *one[] = {"run.device=cpu", "data.dataset=tiny", "data.train_size=256",
+                         "data.test_size=64", "data.features=12", "data.batch_size=64", "data.shuffle=false",
                          "model.hidden=10", "optim.momentum=0", "train.steps=1",
                          "precision.plugin=fp32", NULL};
-    const char *two[] = {"data.dataset=tiny", "data.train_size=256", "data.test_size=64",
-                         "data.features=12", "data.batch_size=32", "data.shuffle=false",
+    const char *two[] = {"run.device=cpu", "data.dataset=tiny", "data.train_size=256",
+                         "data.test_size=64", "data.features=12", "data.batch_size=32", "data.shuffle=false",
                          "model.hidden=10", "optim.momentum=0", "train.steps=1",
                          "train.accumulate=2", "precision.plugin=fp32", NULL};
     amp_session *a = open_or_die(make_config(one)), *b = open_or_die(make_config(two));
@@ -173,6 +197,8 @@ static run_outcome run_config(const char *file, const char *const *sets) {
         fprintf(stderr, "%s\n", err);
         exit(1);
     }
+    /* These results are the CPU backend's, whatever device `auto` would pick. */
+    if (amp_config_set(cfg, "run.device=cpu", err, sizeof err) != 0) exit(1);
     for (int i = 0; sets && sets[i]; i++)
         if (amp_config_set(cfg, sets[i], err, sizeof err) != 0) exit(1);
     amp_session *s = open_or_die(cfg);
@@ -236,6 +262,9 @@ int main(void) {
     test_inf_step_is_skipped();
     test_gradients_match_finite_differences(AMP_ACT_RELU);
     test_gradients_match_finite_differences(AMP_ACT_GELU);
+    test_missing_op_is_named();
+    if (amp_model_register(&amp_test_model_twolayer) != 0) exit(1);
+    check_gradients("twolayer", "width 6", (const char *const[]){"model.width=6", NULL});
     test_determinism();
     test_accumulation();
     test_underflow_demonstration();

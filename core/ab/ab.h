@@ -13,7 +13,6 @@
 #include "io/json_read.h"
 
 #define AMP_AB_MAX_MEM 16    /* memory categories read from summary.json */
-#define AMP_AB_MAX_LAYERS 16 /* as AMP_MAX_LAYERS */
 #define AMP_AB_LEVEL 0.95    /* confidence level of every interval */
 
 typedef struct amp_ab_point { /* one metrics.jsonl step line */
@@ -29,7 +28,7 @@ typedef struct amp_ab_eval { /* one metrics.jsonl evaluation line */
 } amp_ab_eval;
 
 typedef struct amp_ab_layer { /* per-layer rounding totals from summary.json */
-    char name[32];
+    char name[96];
     double fwd_under, fwd_over, fwd_rounded;
     double grad_under, grad_over, grad_rounded;
 } amp_ab_layer;
@@ -44,7 +43,7 @@ typedef struct amp_ab_run {
     double world_size, median_comm_ms; /* data parallel: 1 and 0 when the summary has none */
     double underflow, overflow, rounded;
     double mem[AMP_AB_MAX_MEM]; /* indexed like amp_ab_study.mem_names */
-    amp_ab_layer layers[AMP_AB_MAX_LAYERS];
+    amp_ab_layer *layers; /* [nlayers], owned */
     int nlayers;
     amp_ab_point *pts; /* every step (the runner sets train.log_every = 1) */
     size_t npts;

@@ -111,9 +111,14 @@ static int load_summary(amp_ab_run *r, amp_ab_study *st, const char *file, char 
         if (num_or_null(mem, st->mem_names[i], &r->mem[i], file, err, errlen)) return -1;
     const amp_jval *layers = need(s, "layers", AMP_JARR, file, err, errlen);
     if (!layers) return -1;
-    if (layers->n > AMP_AB_MAX_LAYERS) {
-        snprintf(err, errlen, "%s:%d: %zu layers, at most %d expected", file, layers->line,
-                 layers->n, AMP_AB_MAX_LAYERS);
+    if (layers->n > (1u << 20)) {
+        snprintf(err, errlen, "%s:%d: %zu layers, at most %u expected", file, layers->line,
+                 layers->n, 1u << 20);
+        return -1;
+    }
+    r->layers = calloc(layers->n ? layers->n : 1, sizeof *r->layers);
+    if (!r->layers) {
+        snprintf(err, errlen, "out of memory reading %s", file);
         return -1;
     }
     r->nlayers = (int)layers->n;
@@ -208,6 +213,9 @@ void amp_ab_run_free(amp_ab_run *r) {
     amp_json_free(r->summary);
     free(r->pts);
     free(r->evals);
+    free(r->layers);
+    r->layers = NULL;
+    r->nlayers = 0;
     r->summary = NULL;
     r->pts = NULL;
     r->evals = NULL;

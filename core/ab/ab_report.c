@@ -544,65 +544,147 @@ static void heat_color(char *buf, size_t cap, double rate) {
     snprintf(buf, cap, "rgb(%d,%d,%d)", (int)r, (int)g, (int)b);
 }
 
+/* Rows of the heat map: one per layer, or, past HEAT_MAX_ROWS layers, one
+ * per block: the name up to its first all-digit component ("h.3" for
+ * "h.3.attn.c_proj"); names without one stay rows of their own. */
+#define HEAT_MAX_ROWS 24
+
+typedef struct heat_row {
+    char name[96];
+    int layers;            /* layers folded into the row */
+    double lost[4], rounded[4];
+} heat_row;
+
+static void layer_group(char *out, size_t cap, const char *name) {
+    snprintf(out, cap, "%s", name);
+    for (char *p = out; *p;) {
+        char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        int digits = n > 0;
+        for (size_t i = 0; i < n; i++) digits &= p[i] >= '0' && p[i] <= '9';
+        if (digits) {
+            p[n] = '\0';
+            return;
+        }
+        if (!dot) return;
+        p = dot + 1;
+    }
+}
+
+/* Folds consecutive rows into ranges ("fc1 .. fc3") until at most
+ * HEAT_MAX_ROWS remain. */
+static int heat_collapse(heat_row *rows, int nrows) {
+    if (nrows <= HEAT_MAX_ROWS) return nrows;
+    int per = (nrows + HEAT_MAX_ROWS - 1) / HEAT_MAX_ROWS, out = 0;
+    for (int k = 0; k < nrows; k += per) {
+        heat_row acc = rows[k];
+        int last = k + per - 1 < nrows - 1 ? k + per - 1 : nrows - 1;
+        for (int j = k + 1; j <= last; j++) {
+            acc.layers += rows[j].layers;
+            for (int c = 0; c < 4; c++) {
+                acc.lost[c] += rows[j].lost[c];
+                acc.rounded[c] += rows[j].rounded[c];
+            }
+        }
+        if (last > k) snprintf(acc.name, sizeof acc.name, "%.40s .. %.40s", rows[k].name, rows[last].name);
+        rows[out++] = acc;
+    }
+    return out;
+}
+
+/* Sums every run's totals into rows; returns the row count (rows has nl). */
+static int heat_rows(heat_row *rows, const amp_ab_arm *arm, int nl) {
+    int nrows = 0, group = nl > HEAT_MAX_ROWS;
+    for (int l = 0; l < nl; l++) {
+        char key[96];
+        if (group)
+            layer_group(key, sizeof key, arm->runs[0].layers[l].name);
+        else
+            snprintf(key, sizeof key, "%s", arm->runs[0].layers[l].name);
+        int k = nrows - 1;
+        if (k < 0 || strcmp(rows[k].name, key) != 0) { /* a block's layers are contiguous */
+            k = nrows++;
+            memset(&rows[k], 0, sizeof rows[k]);
+            snprintf(rows[k].name, sizeof rows[k].name, "%s", key);
+        }
+        rows[k].layers++;
+        for (int r = 0; r < arm->nruns; r++) {
+            if (arm->runs[r].nlayers != nl) continue; /* another shape: not comparable */
+            const amp_ab_layer *ly = &arm->runs[r].layers[l];
+            rows[k].lost[0] += ly->fwd_under;
+            rows[k].lost[1] += ly->fwd_over;
+            rows[k].lost[2] += ly->grad_under;
+            rows[k].lost[3] += ly->grad_over;
+            rows[k].rounded[0] += ly->fwd_rounded;
+            rows[k].rounded[1] += ly->fwd_rounded;
+            rows[k].rounded[2] += ly->grad_rounded;
+            rows[k].rounded[3] += ly->grad_rounded;
+        }
+    }
+    return heat_collapse(rows, nrows);
+}
+
 static void chart_heat(FILE *f, const amp_ab_study *st, int a) {
     const amp_ab_arm *arm = &st->arms[a];
     int nl = arm->runs[0].nlayers;
+    heat_row *rows = calloc(nl > 0 ? (size_t)nl : 1, sizeof *rows);
+    if (!rows) return;
+    int nrows = heat_rows(rows, arm, nl);
     static const char *const colname[4] = {"fwd under", "fwd over", "grad under", "grad over"};
-    int cw = 78, ch = 26, L = 56, T = 30;
-    int w = L + 4 * cw + 10, h = T + nl * ch + 12;
+    int label_chars = 0;
+    for (int k = 0; k < nrows; k++) {
+        int n = (int)strlen(rows[k].name) + (rows[k].layers > 1 ? 12 : 0);
+        if (n > label_chars) label_chars = n;
+    }
+    int cw = 78, ch = 26, L = 16 + 7 * (label_chars < 6 ? 6 : label_chars > 40 ? 40 : label_chars), T = 30;
+    int w = L + 4 * cw + 10, h = T + nrows * ch + 12;
     char id[200];
     snprintf(id, sizeof id, "chart-heat-%d", a);
     fputs("<div class=\"heat\"><div class=\"heat-title\"><i style=\"background:", f);
     fputs(color(a), f);
     fputs("\"></i>", f);
     esc(f, arm->name);
+    if (nrows < nl) fprintf(f, " <span class=\"note\">(%d layers in %d blocks)</span>", nl, nrows);
     fputs("</div>\n", f);
     svg_open(f, id, "underflow and overflow rate per layer", w, h);
     for (int c = 0; c < 4; c++)
         fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                 L + c * cw + cw / 2, T - 10, colname[c]);
-    for (int l = 0; l < nl; l++) {
-        double lost[4] = {0}, rounded[4] = {0};
-        for (int r = 0; r < arm->nruns; r++) {
-            const amp_ab_layer *ly = &arm->runs[r].layers[l];
-            lost[0] += ly->fwd_under;
-            lost[1] += ly->fwd_over;
-            lost[2] += ly->grad_under;
-            lost[3] += ly->grad_over;
-            rounded[0] += ly->fwd_rounded;
-            rounded[1] += ly->fwd_rounded;
-            rounded[2] += ly->grad_rounded;
-            rounded[3] += ly->grad_rounded;
-        }
-        fprintf(f, "<text class=\"cat\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, T + l * ch + ch / 2 + 4);
-        esc(f, arm->runs[0].layers[l].name);
+    for (int k = 0; k < nrows; k++) {
+        const heat_row *row = &rows[k];
+        fprintf(f, "<text class=\"cat\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, T + k * ch + ch / 2 + 4);
+        esc(f, row->name);
+        if (row->layers > 1) fprintf(f, " (%d layers)", row->layers);
         fputs("</text>\n", f);
         for (int c = 0; c < 4; c++) {
             char fill[32], txt[32];
             const char *tcls = "cell-text";
-            if (rounded[c] == 0) {
+            if (row->rounded[c] == 0) {
                 snprintf(fill, sizeof fill, "#eceef1");
                 snprintf(txt, sizeof txt, "n/a");
                 tcls = "cell-text muted";
-            } else if (lost[c] == 0) {
+            } else if (row->lost[c] == 0) {
                 snprintf(fill, sizeof fill, "#f7f9f7");
                 snprintf(txt, sizeof txt, "0");
             } else {
-                double rate = lost[c] / rounded[c];
+                double rate = row->lost[c] / row->rounded[c];
                 heat_color(fill, sizeof fill, rate);
                 snprintf(txt, sizeof txt, "%.2g", rate);
                 if (log10(rate) > -3) tcls = "cell-text light";
             }
-            int x = L + c * cw, y = T + l * ch;
+            int x = L + c * cw, y = T + k * ch;
             fprintf(f,
                     "<rect class=\"data cell\" data-arm=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
-                    "height=\"%d\" fill=\"%s\"><title>%s %s: %.0f of %.0f rounded values</title></rect>"
+                    "height=\"%d\" fill=\"%s\"><title>",
+                    a, x + 1, y + 1, cw - 2, ch - 2, fill);
+            esc(f, row->name);
+            fprintf(f, " %s: %.0f of %.0f rounded values</title></rect>"
                     "<text class=\"%s\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                    a, x + 1, y + 1, cw - 2, ch - 2, fill, arm->runs[0].layers[l].name, colname[c],
-                    lost[c], rounded[c], tcls, x + cw / 2, y + ch / 2 + 4, txt);
+                    colname[c], row->lost[c], row->rounded[c], tcls, x + cw / 2, y + ch / 2 + 4, txt);
         }
     }
     fputs("</svg></div>\n", f);
+    free(rows);
 }
 
 static void heat_key(FILE *f) {

@@ -79,6 +79,30 @@ typedef struct amp_gemm_desc {
     amp_round_count *cnt;               /* telemetry for the roundings (dev, may be NULL) */
 } amp_gemm_desc;
 
+/* A plain GEMM on densely stored row-major matrices: C[m,n] = op(A) op(B)
+ * into acc, leading dimensions from the shapes, no batch, no epilogue
+ * (set the epilogue fields on the result to add one). */
+static inline amp_gemm_desc amp_gemm_plain(float *acc, const void *a, const void *b, amp_dtype dt,
+                                           int trans_a, int trans_b, int m, int n, int k) {
+    amp_gemm_desc g = {0};
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = trans_a ? m : k;
+    g.ldb = trans_b ? k : n;
+    g.ldc = n;
+    g.batch = 1;
+    g.in_dtype = dt;
+    g.a = a;
+    g.b = b;
+    g.alpha = 1.0f;
+    g.acc = acc;
+    g.out_dtype = AMP_DTYPE_F32;
+    return g;
+}
+
 typedef struct amp_backend amp_backend;
 
 typedef struct amp_backend_ops {
@@ -157,6 +181,9 @@ struct amp_backend {
 /* Ops a backend lacks are NULL. Calling one through AMP_CALL sets be->err
  * to "backend 'cpu' has no op 'NAME'" and fails instead of crashing. */
 int amp_backend_missing(amp_backend *be, const char *op);
+/* Checks what every gemm_ex implementation requires of a descriptor; 0,
+ * or 1 with be->err. */
+int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d);
 #define AMP_CALL(be, op, ...) \
     ((be)->ops->op ? (be)->ops->op((be), __VA_ARGS__) : amp_backend_missing((be), #op))
 
@@ -171,6 +198,10 @@ int amp_backend_cuda_available(void);
  * its own work against the backend's (NCCL in core/dist/); NULL for any
  * other backend and without CUDA. */
 void *amp_backend_cuda_stream(amp_backend *be);
+/* Why amp_backend_cuda_available() is 0: cudaGetDeviceCount's error, the
+ * driver's and the runtime's CUDA versions, or that this build has no CUDA;
+ * "" when a device is visible. Static storage, valid until the next call. */
+const char *amp_backend_cuda_unavailable_reason(void);
 
 #ifdef __cplusplus
 }

@@ -246,15 +246,7 @@ static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     size_t in_size = d->in_dtype == AMP_DTYPE_F32 ? 4 : 2;
     size_t out_size = d->out_dtype == AMP_DTYPE_F32 ? 4 : 2;
     int has_epilogue = d->bias || d->out;
-    if (has_epilogue && d->ldc != d->n) {
-        snprintf(be->err, sizeof be->err, "gemm_ex: an epilogue needs ldc == n (ldc %d, n %d)",
-                 d->ldc, d->n);
-        return 1;
-    }
-    if (d->act != AMP_ACT_NONE && (!d->out || !d->act_out)) {
-        snprintf(be->err, sizeof be->err, "gemm_ex: an activation needs out and act_out");
-        return 1;
-    }
+    if (amp_gemm_desc_check(be, d) != 0) return 1;
     float *bias = NULL;
     if (d->bias) {
         bias = d->bias_dtype == AMP_DTYPE_F32 ? (float *)d->bias : malloc((size_t)d->n * sizeof *bias);

@@ -17,3 +17,7 @@ void *amp_backend_cuda_stream(amp_backend *be) {
     (void)be;
     return NULL;
 }
+
+const char *amp_backend_cuda_unavailable_reason(void) {
+    return "this amptrain was built without CUDA (no nvcc found at configure time)";
+}

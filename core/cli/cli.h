@@ -3,6 +3,9 @@
 #ifndef AMP_CLI_H
 #define AMP_CLI_H
 
+/* Runs `amptrain <command> ...` (argv[0] is the program). */
+int amp_cli_main(int argc, char **argv);
+
 int amp_cmd_train(int argc, char **argv);
 int amp_cmd_plugins(int argc, char **argv);
 int amp_cmd_ab(int argc, char **argv);

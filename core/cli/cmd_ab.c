@@ -2,9 +2,9 @@
  *                [--allow-diff] [--out DIR]`
  *
  * A/B test of precision policies: every config (an arm) runs with the same
- * seeds; a seed fixes the initial weights and the data order (amp_mlp_init_params
- * and amp_dataset_order take only the seed and the epoch), so arms see the
- * same start and the same batches. Runs are interleaved (A1 B1 A2 B2 ...) so
+ * seeds; a seed fixes the initial weights and the data order (a model's
+ * init_params and the batcher take only the seed, the epoch and the step),
+ * so arms see the same start and the same batches. Runs are interleaved (A1 B1 A2 B2 ...) so
  * that drift in the machine's speed hits every arm alike.
  *
  * Each run is a child process, `amptrain train` itself (/proc/self/exe), with

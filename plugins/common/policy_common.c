@@ -1,5 +1,6 @@
 #include "policy_common.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,11 +71,22 @@ static int on_layer_key(void *user, const char *key, const char *value)
     amp_policy *p = user;
     const amp_host_api *h = p->host;
     const char *name = key_suffix(key, LAYER_PREFIX);
-    int idx = -1;
-    for (int i = 0; i < p->layer_count; i++)
-        if (p->layers[i].name && strcmp(name, p->layers[i].name) == 0)
-            idx = i;
-    if (idx < 0) {
+    amp_dtype dt;
+    if (policy_dtype_value(h, key, value, &dt))
+        return 1;
+    /* A name with * ? or [ is a glob over the layer names (fnmatch, where *
+     * also crosses dots): "h.*.attn.*". Keys apply in file order, so a
+     * later key wins for the layers both match. */
+    int glob = strpbrk(name, "*?[") != NULL, matched = 0;
+    for (int i = 0; i < p->layer_count; i++) {
+        const char *ln = p->layers[i].name;
+        if (!ln || (glob ? fnmatch(name, ln, 0) != 0 : strcmp(name, ln) != 0))
+            continue;
+        p->layers[i].set = 1;
+        p->layers[i].dtype = dt;
+        matched++;
+    }
+    if (matched == 0) {
         /* Name the model's layers so the fix is obvious; long lists are cut. */
         char list[256];
         size_t used = 0;
@@ -93,15 +105,10 @@ static int on_layer_key(void *user, const char *key, const char *value)
         if (p->layer_count == 0)
             h->key_error(h->ctx, key, "unknown layer '%s'; the model has no layers", name);
         else
-            h->key_error(h->ctx, key, "unknown layer '%s'; the model's layers are: %s", name,
-                         list);
+            h->key_error(h->ctx, key, "%s '%s' matches no layer; the model's layers are: %s",
+                         glob ? "the pattern" : "unknown layer", name, list);
         return 1;
     }
-    amp_dtype dt;
-    if (policy_dtype_value(h, key, value, &dt))
-        return 1;
-    p->layers[idx].set = 1;
-    p->layers[idx].dtype = dt;
     return 0;
 }
 

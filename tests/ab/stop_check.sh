@@ -8,7 +8,7 @@ A=$1 CA=$2 CB=$3 W=$4
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$W" && mkdir -p "$W" || exit 1
 
-"$A" ab "$CA" "$CB" --seeds 2 --set train.steps=1000000 --out "$W/study" 2>"$W/stop.log" &
+"$A" ab "$CA" "$CB" --seeds 2 --set run.device=cpu --set train.steps=1000000 --out "$W/study" 2>"$W/stop.log" &
 pid=$!
 # wait until the first child run has started training (its log has a step)
 for _ in $(seq 1 600); do
@@ -29,7 +29,7 @@ grep -q "stopped by SIGTERM" "$W/stop.log" || fail "no 'stopped by SIGTERM' mess
 ls "$W"/study/runs/*/seed-*/checkpoints/ckpt-*.amp >/dev/null 2>&1 ||
     fail "the stopped child wrote no checkpoint"
 
-"$A" ab "$CA" "$CB" --seeds 2 --set train.steps=60 --out "$W/study" >"$W/again.out" 2>"$W/again.log" ||
+"$A" ab "$CA" "$CB" --seeds 2 --set run.device=cpu --set train.steps=60 --out "$W/study" >"$W/again.out" 2>"$W/again.log" ||
     fail "the same command after a stop failed: $(tail -3 "$W/again.log")"
 [ -s "$W/study/ab.json" ] && [ -s "$W/study/report.html" ] || fail "the rerun wrote no report"
 echo "ab stopped by SIGTERM: exit 143, child stopped, no report; the rerun completed"

@@ -9,7 +9,7 @@ set -u
 A=$1 CONFIGS=$2 W=$3
 CFG=$CONFIGS/tiny_fp16_dynamic.ini
 rm -rf "$W" && mkdir -p "$W" || exit 1
-SETS=(--set train.checkpoint_every=10)
+SETS=(--set run.device=cpu --set train.checkpoint_every=10)
 
 "$A" train "$CFG" "${SETS[@]}" --out "$W/ref" 2>"$W/ref.log" || fail "reference run failed: $(tail -3 "$W/ref.log")"
 D=$W/run

@@ -11,7 +11,7 @@ A=$1 CONFIGS=$2 W=$3
 CFG=$CONFIGS/tiny_fp16_dynamic.ini
 CYCLES=${AMP_KILL_CYCLES:-60}
 rm -rf "$W" && mkdir -p "$W" || exit 1
-SETS=(--set train.steps=12000 --set train.keep=2)
+SETS=(--set run.device=cpu --set train.steps=12000 --set train.keep=2)
 EVERY=(--set train.checkpoint_every=1)
 
 "$A" train "$CFG" "${SETS[@]}" --out "$W/ref" 2>"$W/ref.log" ||

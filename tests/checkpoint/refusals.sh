@@ -26,7 +26,7 @@ expect() {
 # A finished run that kept checkpoints 110..150; drop 150 so that resuming
 # has steps left to run.
 REF=$W/ref
-SETS=(--set train.checkpoint_every=10 --set train.keep=5)
+SETS=(--set run.device=cpu --set train.checkpoint_every=10 --set train.keep=5)
 "$A" train "$CFG" "${SETS[@]}" --out "$REF" 2>"$W/ref.log" ||
     fail "reference run failed: $(tail -3 "$W/ref.log")"
 rm "$REF/checkpoints/ckpt-00000150.amp"

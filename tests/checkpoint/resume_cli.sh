@@ -43,7 +43,8 @@ variant() {
     echo "$name: SIG$sig at step $at, resumed: outputs identical to the uninterrupted run"
 }
 
-variant adamw_fp16_dynamic TERM "$CONFIGS/tiny_fp16_dynamic.ini" --set train.steps=3000
+variant adamw_fp16_dynamic TERM "$CONFIGS/tiny_fp16_dynamic.ini" --set run.device=cpu \
+    --set train.steps=3000
 variant sgd_fp32_accumulate3 TERM "$HERE/tiny_sgd.ini"
-variant fp16_dynamic_accumulate2 INT "$CONFIGS/tiny_fp16_dynamic.ini" --set train.steps=1500 \
-    --set train.accumulate=2
+variant fp16_dynamic_accumulate2 INT "$CONFIGS/tiny_fp16_dynamic.ini" --set run.device=cpu \
+    --set train.steps=1500 --set train.accumulate=2

@@ -18,7 +18,7 @@ set(AMP_AB_LR ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp16_dynamic_lr.ini)
 # The study: two arms (fp16 without and with a loss scaler) x 2 seeds.
 add_test(NAME ab_tiny_run
          COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --seeds 2
-                 --out ${AMP_AB_OUT}/tiny)
+                 --set run.device=cpu --out ${AMP_AB_OUT}/tiny)
 set_tests_properties(ab_tiny_run PROPERTIES LABELS ab FIXTURES_SETUP ab_tiny
   PASS_REGULAR_EXPRESSION "tiny_fp16_dynamic +2 .*yes")
 add_test(NAME ab_tiny_schema
@@ -34,12 +34,13 @@ amp_expect_fail(ab_refuse_diff LABELS ab
   CODE 2
   REGEX [=[^  \[optim\] lr: tiny_fp16_none = 0\.003 \([^)]*tiny_fp16_none\.ini:[0-9]+\), tiny_fp16_dynamic_lr = 0\.01 ]=]
   OPTIONS --also [=[^amptrain ab: .*pass --allow-diff]=] --not [=[^  \[(scaler|precision|run)\]]=]
-  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_LR} --out ${AMP_AB_OUT}/refused)
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_LR} --set run.device=cpu
+          --out ${AMP_AB_OUT}/refused)
 # ... and compared with --allow-diff, one seed: the key is listed in ab.json
 # and in the report, and no interval is made up.
 add_test(NAME ab_allow_diff_run
          COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_LR} --allow-diff --seeds 1
-                 --set train.steps=40 --out ${AMP_AB_OUT}/allow_diff)
+                 --set run.device=cpu --set train.steps=40 --out ${AMP_AB_OUT}/allow_diff)
 set_tests_properties(ab_allow_diff_run PROPERTIES LABELS ab FIXTURES_SETUP ab_allow_diff
   PASS_REGULAR_EXPRESSION "n/a: 1 seed")
 add_test(NAME ab_allow_diff_schema
@@ -76,7 +77,7 @@ amp_expect_fail(ab_run_fails LABELS ab
   CODE 1
   REGEX [=[^amptrain ab: arm 'tiny_fp16_none' seed 3 failed: exit status 1. its log: .*/runs/tiny_fp16_none/seed-3/train\.log]=]
   OPTIONS --also [=[last line: amptrain: .*summary\.json\.partial: cannot write]=]
-  COMMAND sh -c "mkdir -p '${AMP_AB_FAIL}' && exec '$<TARGET_FILE:amptrain>' ab '${AMP_AB_NONE}' '${AMP_AB_DYN}' --seeds 1 --out '${AMP_AB_OUT}/fails'")
+  COMMAND sh -c "mkdir -p '${AMP_AB_FAIL}' && exec '$<TARGET_FILE:amptrain>' ab '${AMP_AB_NONE}' '${AMP_AB_DYN}' --seeds 1 --set run.device=cpu --out '${AMP_AB_OUT}/fails'")
 
 # SIGTERM mid-study stops the running child too, writes no report, and the
 # same command then starts over and completes.
@@ -84,3 +85,9 @@ add_test(NAME ab_stop
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/stop_check.sh $<TARGET_FILE:amptrain>
                  ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_OUT}/stop)
 set_tests_properties(ab_stop PROPERTIES LABELS ab TIMEOUT 120)
+
+# A 61-layer MLP: the heat map folds its layers into at most 24 rows.
+add_test(NAME ab_deep_heat
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/deep_heat.sh $<TARGET_FILE:amptrain>
+                 ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_OUT}/deep)
+set_tests_properties(ab_deep_heat PROPERTIES LABELS ab)

@@ -76,7 +76,7 @@ amp_expect_fail(abi_lower_minor_trains ENV AMPTRAIN_PLUGIN_PATH=${AMP_ABI_PLUGIN
   CODE 0
   REGEX [=[tiny_fp16_none: test_acc .* 3 steps \(0 skipped\)]=]
   COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_none.ini
-          --set train.steps=3 --set scaler.plugin=oldminor --out ${CMAKE_BINARY_DIR}/tests/abi_runs/oldminor)
+          --set run.device=cpu --set train.steps=3 --set scaler.plugin=oldminor --out ${CMAKE_BINARY_DIR}/tests/abi_runs/oldminor)
 # Listed with the ABI it was built for, and without the `keys` line its
 # shorter entry does not have.
 amp_expect_fail(abi_lower_minor_listed ENV AMPTRAIN_PLUGIN_PATH=${AMP_ABI_PLUGIN_DIR}

@@ -16,3 +16,16 @@ foreach(script resume_cli refusals kill9 disk_full)
                    ${PROJECT_SOURCE_DIR}/configs ${AMP_CKPT_WORK}/${script})
   set_tests_properties(checkpoint_${script} PROPERTIES LABELS "checkpoint;cli" TIMEOUT 300)
 endforeach()
+
+# Two runs of one config, and a resume from a middle checkpoint, give the
+# same files (no signal, no timing): on the CPU here, and on the GPU (label
+# gpu; skipped, saying why, where no CUDA device is visible).
+add_test(NAME checkpoint_repeat
+         COMMAND bash ${AMP_CKPT_SCRIPTS}/repeat.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_CKPT_WORK}/repeat cpu)
+set_tests_properties(checkpoint_repeat PROPERTIES LABELS "checkpoint;cli" TIMEOUT 300)
+add_test(NAME checkpoint_repeat_cuda
+         COMMAND bash ${AMP_CKPT_SCRIPTS}/repeat.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_CKPT_WORK}/repeat_cuda cuda)
+set_tests_properties(checkpoint_repeat_cuda PROPERTIES LABELS "gpu;checkpoint" TIMEOUT 300
+                     SKIP_RETURN_CODE 77)

@@ -6,10 +6,11 @@ add_dependencies(test_gpu_parity amp_precision_fp32 amp_precision_fp16 amp_preci
                  amp_scaler_none amp_scaler_dynamic)
 
 # The CLI on a machine WITHOUT a GPU: `--set run.device=cuda` must fail with
-# exit 1 and say why. Skipped (77) where nvidia-smi -L lists a GPU. A build
-# without CUDA answers with the stub backend's message instead.
+# exit 1 and say why: cudaGetDeviceCount's error and the driver and runtime
+# versions. Skipped (77) where nvidia-smi -L lists a GPU. A build without
+# CUDA answers with the stub backend's message instead.
 if(AMP_HAVE_CUDA)
-  set(_amp_no_gpu_re "no CUDA device is visible")
+  set(_amp_no_gpu_re "no CUDA device is visible: cudaGetDeviceCount.*; driver: .*; runtime: CUDA [0-9]+\\.[0-9]")
 else()
   set(_amp_no_gpu_re "built without CUDA")
 endif()

@@ -64,7 +64,7 @@ set(AMP_TINY ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_none.ini)
 set(AMP_BAD_OUT ${CMAKE_BINARY_DIR}/tests/bad_plugin_runs)
 # The real CLI on the tiny config whose [scaler] has no key but plugin, so
 # any scaler can stand in for it.
-set(AMP_TRAIN_TINY $<TARGET_FILE:amptrain> train ${AMP_TINY} --set train.steps=3)
+set(AMP_TRAIN_TINY $<TARGET_FILE:amptrain> train ${AMP_TINY} --set run.device=cpu --set train.steps=3)
 
 # Path regex for the bad plugin folder (its path may hold regex characters).
 string(REGEX REPLACE "([][.*+?^$(){}|\\])" "\\\\\\1" AMP_BAD_DIR_RE "${AMP_BAD_PLUGIN_DIR}")

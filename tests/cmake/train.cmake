@@ -6,3 +6,17 @@ add_dependencies(test_train amp_precision_fp32 amp_precision_fp16 amp_precision_
 # (tests/pin/mlp_pin.sh; regenerate only in a commit that says why).
 add_test(NAME mlp_pin COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/mlp_pin.sh $<TARGET_FILE:amptrain>)
 set_tests_properties(mlp_pin PROPERTIES LABELS "train;pin")
+
+# The model interface with a test-only model that is not the MLP
+# (tests/testmodel/): amptrain_testmodels is amptrain plus that model.
+add_executable(amptrain_testmodels ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/main.c
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/twolayer.c)
+target_link_libraries(amptrain_testmodels PRIVATE amp_core)
+target_compile_options(amptrain_testmodels PRIVATE ${AMP_C_WARNINGS})
+target_sources(test_train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/twolayer.c)
+add_test(NAME model_interface
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/interface.sh
+                 $<TARGET_FILE:amptrain_testmodels> ${CMAKE_BINARY_DIR}/tests/model_interface)
+set_tests_properties(model_interface PROPERTIES LABELS "train;cli;ab;checkpoint" TIMEOUT 300)
+add_dependencies(amptrain_testmodels amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
+                 amp_scaler_none amp_scaler_dynamic)

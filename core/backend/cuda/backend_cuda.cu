@@ -1,12 +1,24 @@
 /* CUDA backend, host side: device selection, memory, copies, cuBLAS GEMMs and
  * the op table. The element-wise and reduction kernels live in
  * kernels_cuda.cu. Everything runs on one stream owned by the backend;
- * download() is the only op that synchronises with the host. */
+ * download() is the only op that synchronises with the host (unless
+ * AMPTRAIN_CUDA_SYNC=1 asks for a synchronisation after every launch).
+ * Every CUDA and cuBLAS call's status is checked; the few that have nowhere
+ * to return it (release, destroy) log a warning. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.h"
+#include "backend/kernels/reduce.h"
+
+extern "C" {
+#include "log.h"
+}
+
+#ifndef AMP_CUDA_ARCHS
+#define AMP_CUDA_ARCHS "?"
+#endif
 
 int amp_cuda_fail(amp_backend *be, const char *what, const char *file, int line, const char *name,
                   const char *msg) {
@@ -15,14 +27,80 @@ int amp_cuda_fail(amp_backend *be, const char *what, const char *file, int line,
     return 1;
 }
 
+int amp_cuda_after_launch(amp_backend *be, const char *what, const char *file, int line) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        /* Sticky errors from an earlier kernel also surface here. */
+        snprintf(be->err, sizeof be->err, "after launching %s at %s:%d: %s (%s)%s", what, file,
+                 line, cudaGetErrorName(e), cudaGetErrorString(e),
+                 im->sync_each ? ""
+                               : "; the fault may come from an earlier kernel: rerun with "
+                                 "AMPTRAIN_CUDA_SYNC=1 to name it");
+        return 1;
+    }
+    if (im->sync_each) {
+        e = cudaStreamSynchronize(im->stream);
+        if (e != cudaSuccess) {
+            snprintf(be->err, sizeof be->err,
+                     "%s failed (AMPTRAIN_CUDA_SYNC=1 synchronised after it, launched at "
+                     "%s:%d): %s (%s)",
+                     what, file, line, cudaGetErrorName(e), cudaGetErrorString(e));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Why amp_backend_cuda_available() last said 0 ("" when it said 1). */
+static char cuda_reason[512];
+
+static void cuda_version_text(char *out, size_t len, int v) {
+    snprintf(out, len, "CUDA %d.%d", v / 1000, (v % 1000) / 10);
+}
+
 extern "C" int amp_backend_cuda_available(void) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* clear it so later calls do not report it */
-        return 0;
+    if (e == cudaSuccess && n > 0) {
+        cuda_reason[0] = '\0';
+        return 1;
     }
-    return n > 0;
+    (void)cudaGetLastError(); /* clear it so later calls do not report it */
+    int drv = 0, rt = 0;
+    cudaError_t de = cudaDriverGetVersion(&drv);
+    cudaError_t re = cudaRuntimeGetVersion(&rt);
+    (void)cudaGetLastError();
+    char dtext[160], rtext[64], what[200];
+    if (de != cudaSuccess)
+        snprintf(dtext, sizeof dtext, "unknown (cudaDriverGetVersion: %s)", cudaGetErrorName(de));
+    else if (drv == 0)
+        snprintf(dtext, sizeof dtext, "none loaded (no libcuda.so.1 found: is the NVIDIA driver "
+                                      "installed and its library on the loader's path?)");
+    else
+        cuda_version_text(dtext, sizeof dtext, drv);
+    if (re != cudaSuccess)
+        snprintf(rtext, sizeof rtext, "unknown (%s)", cudaGetErrorName(re));
+    else
+        cuda_version_text(rtext, sizeof rtext, rt);
+    if (e != cudaSuccess) {
+        snprintf(what, sizeof what, "cudaGetDeviceCount: %s (%s)", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+    } else {
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        snprintf(what, sizeof what, "cudaGetDeviceCount found 0 devices (CUDA_VISIBLE_DEVICES=%s)",
+                 vis ? vis : "unset");
+    }
+    snprintf(cuda_reason, sizeof cuda_reason, "%s; driver: %s; runtime: %s%s", what, dtext, rtext,
+             drv > 0 && rt > 0 && drv < rt
+                 ? "; the driver is older than the runtime amptrain was built with: update the "
+                   "driver or build with an older CUDA toolkit"
+                 : "");
+    return 0;
+}
+
+extern "C" const char *amp_backend_cuda_unavailable_reason(void) {
+    return amp_backend_cuda_available() ? "" : cuda_reason;
 }
 
 static void *cuda_alloc(amp_backend *be, size_t bytes) {
@@ -32,18 +110,31 @@ static void *cuda_alloc(amp_backend *be, size_t bytes) {
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         size_t fr = 0, total = 0;
-        cudaMemGetInfo(&fr, &total);
-        snprintf(be->err, sizeof be->err,
-                 "cudaMalloc of %zu bytes failed: %s (%s); device has %zu of %zu bytes free",
-                 bytes, cudaGetErrorName(e), cudaGetErrorString(e), fr, total);
+        cudaError_t me = cudaMemGetInfo(&fr, &total);
+        char mem[160];
+        if (me == cudaSuccess)
+            snprintf(mem, sizeof mem, "the device has %zu of %zu bytes free", fr, total);
+        else
+            snprintf(mem, sizeof mem, "cudaMemGetInfo failed too: %s", cudaGetErrorName(me));
+        (void)cudaGetLastError();
+        snprintf(be->err, sizeof be->err, "cudaMalloc of %zu bytes failed: %s (%s); %s", bytes,
+                 cudaGetErrorName(e), cudaGetErrorString(e), mem);
         return NULL;
     }
     return p;
 }
 
 static void cuda_release(amp_backend *be, void *p) {
+    if (!p) return;
+    /* cudaFree waits for pending work that may use p, so an earlier
+     * asynchronous fault can surface here; nowhere to return it, so say it. */
+    cudaError_t e = cudaFree(p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        amp_log(AMP_LOG_WARN, "cuda: cudaFree failed: %s (%s)", cudaGetErrorName(e),
+                cudaGetErrorString(e));
+    }
     (void)be;
-    if (p) cudaFree(p); /* cudaFree waits for pending work that may use p */
 }
 
 /* Pageable source: cudaMemcpyAsync returns once src is staged, so the caller
@@ -53,6 +144,7 @@ static int cuda_upload(amp_backend *be, void *dst_dev, const void *src_host, siz
     if (bytes == 0) return 0;
     AMP_CHECK_CUDA(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice,
                                    amp_cuda_im(be)->stream));
+    if (amp_cuda_after_launch(be, "cudaMemcpyAsync (upload)", __FILE__, __LINE__)) return 1;
     return 0;
 }
 
@@ -61,13 +153,21 @@ static int cuda_download(amp_backend *be, void *dst_host, const void *src_dev, s
     if (bytes)
         AMP_CHECK_CUDA(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, s));
     /* Also where asynchronous kernel faults surface. */
-    AMP_CHECK_CUDA(cudaStreamSynchronize(s));
+    cudaError_t e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess)
+        return amp_cuda_fail(be,
+                             amp_cuda_im(be)->sync_each
+                                 ? "cudaStreamSynchronize before a download"
+                                 : "cudaStreamSynchronize before a download (a kernel queued "
+                                   "earlier failed; rerun with AMPTRAIN_CUDA_SYNC=1 to name it)",
+                             __FILE__, __LINE__, cudaGetErrorName(e), cudaGetErrorString(e));
     return 0;
 }
 
 static int cuda_zero(amp_backend *be, void *dst_dev, size_t bytes) {
     if (bytes == 0) return 0;
     AMP_CHECK_CUDA(cudaMemsetAsync(dst_dev, 0, bytes, amp_cuda_im(be)->stream));
+    if (amp_cuda_after_launch(be, "cudaMemsetAsync (zero)", __FILE__, __LINE__)) return 1;
     return 0;
 }
 
@@ -75,7 +175,8 @@ static int cuda_zero(amp_backend *be, void *dst_dev, size_t bytes) {
  * row-major matrix with row stride ld is its own transpose in column-major
  * with leading dimension ld: so swap A/B and m/n and keep each transpose
  * flag as given. FP32 accumulation always (CUBLAS_COMPUTE_32F: tensor cores
- * for 16-bit inputs, true FP32 for F32 unless the policy allows TF32). */
+ * for 16-bit inputs, true FP32 for F32 unless the policy allows TF32).
+ * cuBLAS gives the same bits on every run on one GPU model and one stream. */
 static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
                      int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
                      float alpha, float beta) {
@@ -97,6 +198,7 @@ static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, am
                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
                                   in_type, ldb, a, in_type, lda, &beta, c, CUDA_R_32F, ldc,
                                   compute, CUBLAS_GEMM_DEFAULT));
+    AMP_CHECK_LAUNCH(cublasGemmEx);
     return 0;
 }
 
@@ -104,15 +206,7 @@ static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, am
  * then the fused epilogue kernel per batch matrix. */
 static int cuda_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     int has_epilogue = d->bias || d->out;
-    if (has_epilogue && d->ldc != d->n) {
-        snprintf(be->err, sizeof be->err, "gemm_ex: an epilogue needs ldc == n (ldc %d, n %d)",
-                 d->ldc, d->n);
-        return 1;
-    }
-    if (d->act != AMP_ACT_NONE && (!d->out || !d->act_out)) {
-        snprintf(be->err, sizeof be->err, "gemm_ex: an activation needs out and act_out");
-        return 1;
-    }
+    if (amp_gemm_desc_check(be, d) != 0) return 1;
     if (d->batch == 1) {
         if (cuda_gemm(be, d->acc, d->a, d->b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k,
                       d->lda, d->ldb, d->ldc, d->alpha, d->beta) != 0)
@@ -130,6 +224,7 @@ static int cuda_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
             d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, d->n, d->m, d->k, &d->alpha, d->b, in_type,
             d->ldb, d->stride_b, d->a, in_type, d->lda, d->stride_a, &d->beta, d->acc, CUDA_R_32F,
             d->ldc, d->stride_c, d->batch, compute, CUBLAS_GEMM_DEFAULT));
+        AMP_CHECK_LAUNCH(cublasGemmStridedBatchedEx);
     }
     if (!has_epilogue) return 0;
     size_t out_size = d->out_dtype == AMP_DTYPE_F32 ? 4 : 2;
@@ -140,33 +235,52 @@ static int cuda_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     return 0;
 }
 
+/* The summary's device_used. The op has no error return, so a failure is
+ * logged once and reported as 0. */
 static size_t cuda_device_bytes_used(amp_backend *be) {
-    (void)be;
+    static int warned;
     size_t fr = 0, total = 0;
-    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) {
+    cudaError_t e = cudaMemGetInfo(&fr, &total);
+    if (e != cudaSuccess) {
         (void)cudaGetLastError();
+        if (!warned++)
+            amp_log(AMP_LOG_WARN, "cuda: cudaMemGetInfo failed: %s (%s); device memory in use "
+                    "is reported as 0", cudaGetErrorName(e), cudaGetErrorString(e));
         return 0;
     }
+    (void)be;
     return total - fr;
+}
+
+static void cuda_warn(const char *what, cudaError_t e) {
+    if (e == cudaSuccess) return;
+    (void)cudaGetLastError();
+    amp_log(AMP_LOG_WARN, "cuda: %s failed: %s (%s)", what, cudaGetErrorName(e),
+            cudaGetErrorString(e));
 }
 
 static void cuda_destroy(amp_backend *be) {
     if (!be) return;
     amp_cuda_impl *im = amp_cuda_im(be);
     if (im) {
-        if (im->stream) cudaStreamSynchronize(im->stream);
-        if (im->blas) cublasDestroy(im->blas);
-        if (im->stream) cudaStreamDestroy(im->stream);
+        if (im->stream) cuda_warn("cudaStreamSynchronize", cudaStreamSynchronize(im->stream));
+        if (im->partials) cuda_warn("cudaFree", cudaFree(im->partials));
+        if (im->blas) {
+            cublasStatus_t st = cublasDestroy(im->blas);
+            if (st != CUBLAS_STATUS_SUCCESS)
+                amp_log(AMP_LOG_WARN, "cuda: cublasDestroy failed: %s", cublasGetStatusName(st));
+        }
+        if (im->stream) cuda_warn("cudaStreamDestroy", cudaStreamDestroy(im->stream));
         free(im);
     }
     free(be);
 }
 
-/* Filled by member name so a reordered or appended field cannot shift the
- * table silently (C++ has no out-of-order designated initialisers). */
 /* cudaMalloc does not overcommit: it fails at once, and says so. */
 static double cuda_overcommit_limit(amp_backend *be) { return 0.0; }
 
+/* Filled by member name so a reordered or appended field cannot shift the
+ * table silently (C++ has no out-of-order designated initialisers). */
 static amp_backend_ops cuda_make_ops(void) {
     amp_backend_ops o;
     memset(&o, 0, sizeof o);
@@ -204,14 +318,39 @@ static int cuda_init(amp_backend *be) {
      * (amp_dist_select_cuda_device) before creating the backend. */
     AMP_CHECK_CUDA(cudaGetDevice(&im->device));
     AMP_CHECK_CUDA(cudaSetDevice(im->device));
-    AMP_CHECK_CUDA(
-        cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device));
+    cudaDeviceProp prop;
+    AMP_CHECK_CUDA(cudaGetDeviceProperties(&prop, im->device));
+    im->sm_count = prop.multiProcessorCount;
+    /* A GPU the kernels were not compiled for fails here, by name, rather
+     * than at the first launch of a training step. */
+    if (amp_cuda_check_kernel_image(be) != 0) {
+        char why[sizeof be->err];
+        snprintf(why, sizeof why, "%s", be->err);
+        snprintf(be->err, sizeof be->err,
+                 "%s; the GPU is %s (sm_%d%d) and the kernels were built for "
+                 "CMAKE_CUDA_ARCHITECTURES=%s: rebuild with -DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                 why, prop.name, prop.major, prop.minor, AMP_CUDA_ARCHS, prop.major, prop.minor);
+        return 1;
+    }
     AMP_CHECK_CUDA(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     AMP_CHECK_CUBLAS(cublasCreate(&im->blas));
     AMP_CHECK_CUBLAS(cublasSetStream(im->blas, im->stream));
     /* Default math: FP32 GEMMs stay true FP32; TF32 only per call when the
      * policy allows it (CUBLAS_COMPUTE_32F_FAST_TF32). */
     AMP_CHECK_CUBLAS(cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH));
+    AMP_CHECK_CUDA(cudaMalloc(&im->partials, AMP_REDUCE_MAX_BLOCKS * sizeof(double)));
+    size_t fr = 0, total = 0;
+    AMP_CHECK_CUDA(cudaMemGetInfo(&fr, &total));
+    int drv = 0, rt = 0;
+    AMP_CHECK_CUDA(cudaDriverGetVersion(&drv));
+    AMP_CHECK_CUDA(cudaRuntimeGetVersion(&rt));
+    amp_log(AMP_LOG_INFO,
+            "cuda: device %d %s (sm_%d%d, %d SMs), %.1f of %.1f GiB free; driver CUDA %d.%d, "
+            "runtime CUDA %d.%d%s",
+            im->device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+            (double)fr / (1 << 30), (double)total / (1 << 30), drv / 1000, (drv % 1000) / 10,
+            rt / 1000, (rt % 1000) / 10,
+            im->sync_each ? "; AMPTRAIN_CUDA_SYNC=1: synchronising after every launch" : "");
     return 0;
 }
 
@@ -220,15 +359,20 @@ extern "C" void *amp_backend_cuda_stream(amp_backend *be) {
 }
 
 extern "C" amp_backend *amp_backend_cuda_create(char *err, size_t errlen) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n <= 0) {
-        if (e != cudaSuccess) (void)cudaGetLastError();
+    const char *sync = getenv("AMPTRAIN_CUDA_SYNC");
+    int sync_each = 0;
+    if (sync && *sync && strcmp(sync, "0") != 0) {
+        if (strcmp(sync, "1") != 0) {
+            snprintf(err, errlen, "AMPTRAIN_CUDA_SYNC='%s': expected 0 or 1", sync);
+            return NULL;
+        }
+        sync_each = 1;
+    }
+    if (!amp_backend_cuda_available()) {
         snprintf(err, errlen,
-                 "device = cuda requested but no CUDA device is visible (cudaGetDeviceCount: "
-                 "%s); check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES, or use "
-                 "[run] device = cpu",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+                 "device = cuda requested but no CUDA device is visible: %s. Check the driver "
+                 "(nvidia-smi) and CUDA_VISIBLE_DEVICES, or use [run] device = cpu",
+                 cuda_reason);
         return NULL;
     }
     amp_backend *be = (amp_backend *)calloc(1, sizeof *be);
@@ -242,6 +386,7 @@ extern "C" amp_backend *amp_backend_cuda_create(char *err, size_t errlen) {
     be->ops = &cuda_ops;
     be->device = AMP_DEVICE_CUDA;
     be->impl = im;
+    im->sync_each = sync_each;
     if (cuda_init(be) != 0) {
         snprintf(err, errlen, "creating the CUDA backend: %s", be->err);
         cuda_destroy(be);

@@ -14,6 +14,10 @@ typedef struct amp_cuda_impl {
     int sm_count;        /* caps grid sizes: one wave of 8 blocks per SM */
     cudaStream_t stream; /* every op is ordered on this one stream */
     cublasHandle_t blas; /* bound to stream */
+    /* [AMP_REDUCE_MAX_BLOCKS] per-block partials of the reductions; one
+     * buffer is enough since every op is ordered on `stream`. */
+    double *partials;
+    int sync_each; /* AMPTRAIN_CUDA_SYNC=1: synchronise after every launch */
 } amp_cuda_impl;
 
 static inline amp_cuda_impl *amp_cuda_im(amp_backend *be) { return (amp_cuda_impl *)be->impl; }
@@ -38,9 +42,19 @@ int amp_cuda_fail(amp_backend *be, const char *what, const char *file, int line,
             return amp_cuda_fail(be, #expr, __FILE__, __LINE__, cublasGetStatusName(amp_s_),  \
                                  cublasGetStatusString(amp_s_));                          \
     } while (0)
-/* After every launch: catches bad configurations now, and earlier
- * asynchronous faults that are sticky. */
-#define AMP_CHECK_LAUNCH(kernel) AMP_CHECK_CUDA_WHAT(cudaGetLastError(), "launch of " #kernel)
+/* After every launch (kernel, cuBLAS call, async copy): checks the launch
+ * (bad configurations, and earlier asynchronous faults that are sticky);
+ * with AMPTRAIN_CUDA_SYNC=1 also synchronises, so a fault is reported with
+ * the name of the kernel that caused it. 0, or 1 with be->err set. */
+int amp_cuda_after_launch(amp_backend *be, const char *what, const char *file, int line);
+#define AMP_CHECK_LAUNCH(kernel)                                                         \
+    do {                                                                                 \
+        if (amp_cuda_after_launch(be, #kernel, __FILE__, __LINE__)) return 1;            \
+    } while (0)
+
+/* 0 when this build holds kernel code the current device can run; 1 with
+ * be->err otherwise (kernels_cuda.cu). */
+int amp_cuda_check_kernel_image(amp_backend *be);
 
 /* Kernel-backed ops (kernels_cuda.cu); signatures as in amp_backend_ops. */
 int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,

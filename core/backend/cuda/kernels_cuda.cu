@@ -8,16 +8,23 @@
  * (expf/logf) matches exactly, and reductions differ only in summation order.
  *
  * Counters: each thread counts privately over a grid-stride loop, the block
- * reduces with warp shuffles, and one thread per block does the atomics. */
+ * reduces with warp shuffles, and one thread per block does the atomics.
+ * Only integer atomics (exact in any order) and atomicMax on non-negative
+ * floats (a max does not depend on order) are used. Floating-point sums
+ * (loss, sum of squares) are never added with atomics: each block writes its
+ * partial to a buffer and amp_k_add_partials adds them in the fixed order of
+ * core/backend/kernels/reduce.h, so two runs give the same bits. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/cuda_testing.h"
 #include "backend/kernels/act.h"
 #include "backend/kernels/convert.h"
 #include "backend/kernels/epilogue.h"
 #include "backend/kernels/optim.h"
+#include "backend/kernels/reduce.h"
 #include "backend/kernels/unscale.h"
 #include "backend/kernels/xent.h"
 
@@ -248,9 +255,11 @@ int amp_cuda_col_sum(amp_backend *be, float *out, const float *in, int rows, int
 /* ---- softmax cross-entropy ---------------------------------------------------- */
 
 /* One thread per row through amp_xent_row (the CPU's very function); rows are
- * the batch and cols the classes, so rows >> cols in practice. */
-__global__ void amp_k_softmax_xent(float *dlogits, amp_step_stats *stats, const float *logits,
-                                   const int32_t *labels, int rows, int cols, float grad_scale) {
+ * the batch and cols the classes, so rows >> cols in practice. Each block
+ * writes its loss partial to partials[blockIdx.x]. */
+__global__ void amp_k_softmax_xent(float *dlogits, amp_step_stats *stats, double *partials,
+                                   const float *logits, const int32_t *labels, int rows, int cols,
+                                   float grad_scale) {
     double loss = 0.0;
     unsigned long long correct = 0;
     for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += gridDim.x * blockDim.x) {
@@ -263,24 +272,38 @@ __global__ void amp_k_softmax_xent(float *dlogits, amp_step_stats *stats, const 
     loss = amp_block_reduce(loss, 0.0, s);
     correct = amp_block_reduce(correct, 0ULL, s);
     if (threadIdx.x == 0) {
-        atomicAdd(&stats->loss_sum, loss);
+        partials[blockIdx.x] = loss;
         if (correct) atomicAdd(&stats->correct, correct);
     }
+}
+
+/* *dst += the n partials, in reduce.h's fixed order. One thread: n is at
+ * most AMP_REDUCE_MAX_BLOCKS, and it runs the very function the CPU tests. */
+__global__ void amp_k_add_partials(double *dst, const double *partials, unsigned n) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) *dst += amp_sum_partials(partials, n);
+}
+
+static int amp_add_partials(amp_backend *be, double *dst, unsigned n) {
+    amp_k_add_partials<<<1, 1, 0, amp_stream(be)>>>(dst, amp_cuda_im(be)->partials, n);
+    AMP_CHECK_LAUNCH(amp_k_add_partials);
+    return 0;
 }
 
 int amp_cuda_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *stats,
                           const float *logits, const int32_t *labels, int rows, int cols,
                           float grad_scale) {
     if (rows <= 0) return 0;
-    amp_k_softmax_xent<<<amp_grid(be, (size_t)rows), AMP_BLOCK, 0, amp_stream(be)>>>(
-        dlogits, stats, logits, labels, rows, cols, grad_scale);
+    unsigned blocks = amp_reduce_blocks((unsigned long long)rows, AMP_BLOCK);
+    amp_k_softmax_xent<<<blocks, AMP_BLOCK, 0, amp_stream(be)>>>(
+        dlogits, stats, amp_cuda_im(be)->partials, logits, labels, rows, cols, grad_scale);
     AMP_CHECK_LAUNCH(amp_k_softmax_xent);
-    return 0;
+    return amp_add_partials(be, &stats->loss_sum, blocks);
 }
 
 /* ---- unscale + check, scale --------------------------------------------------- */
 
-__global__ void amp_k_unscale_check(float *g, amp_step_stats *stats, size_t n, float inv_scale) {
+__global__ void amp_k_unscale_check(float *g, amp_step_stats *stats, double *partials, size_t n,
+                                    float inv_scale) {
     unsigned long long bad = 0;
     double sumsq = 0.0;
     float mx = 0.0f;
@@ -292,7 +315,7 @@ __global__ void amp_k_unscale_check(float *g, amp_step_stats *stats, size_t n, f
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) atomicAdd(&stats->checked, (unsigned long long)n);
         if (bad) atomicAdd(&stats->nonfinite, bad);
-        atomicAdd(&stats->sumsq, sumsq);
+        partials[blockIdx.x] = sumsq;
         /* Non-negative floats order like their bit patterns as ints. */
         if (mx > 0.0f) atomicMax((int *)&stats->maxabs, __float_as_int(mx));
     }
@@ -301,9 +324,11 @@ __global__ void amp_k_unscale_check(float *g, amp_step_stats *stats, size_t n, f
 int amp_cuda_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
                            float inv_scale) {
     if (n == 0) return 0;
-    amp_k_unscale_check<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(g, stats, n, inv_scale);
+    unsigned blocks = amp_reduce_blocks((unsigned long long)n, AMP_BLOCK);
+    amp_k_unscale_check<<<blocks, AMP_BLOCK, 0, amp_stream(be)>>>(
+        g, stats, amp_cuda_im(be)->partials, n, inv_scale);
     AMP_CHECK_LAUNCH(amp_k_unscale_check);
-    return 0;
+    return amp_add_partials(be, &stats->sumsq, blocks);
 }
 
 __global__ void amp_k_scale(float *x, size_t n, float s) {
@@ -351,4 +376,41 @@ int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const flo
         w, m, v, g, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt);
     AMP_CHECK_LAUNCH(amp_k_adamw);
     return 0;
+}
+
+/* ---- checks ---------------------------------------------------------------------- */
+
+int amp_cuda_check_kernel_image(amp_backend *be) {
+    cudaFuncAttributes attr;
+    AMP_CHECK_CUDA_WHAT(cudaFuncGetAttributes(&attr, amp_k_add_partials),
+                        "looking up this build's kernels for the device");
+    return 0;
+}
+
+/* Test hook (cuda_testing.h): the device's fixed-order sum of host partials. */
+extern "C" int amp_cuda_test_sum_partials(amp_backend *be, double *out, const double *partials,
+                                          unsigned n) {
+    if (n > AMP_REDUCE_MAX_BLOCKS) {
+        snprintf(be->err, sizeof be->err, "amp_cuda_test_sum_partials: n %u > %d", n,
+                 AMP_REDUCE_MAX_BLOCKS);
+        return 1;
+    }
+    amp_cuda_impl *im = amp_cuda_im(be);
+    double *dst = NULL;
+    AMP_CHECK_CUDA(cudaMalloc(&dst, sizeof *dst));
+    int rc = 1;
+    cudaError_t e;
+    if ((e = cudaMemsetAsync(dst, 0, sizeof *dst, im->stream)) != cudaSuccess ||
+        (n && (e = cudaMemcpyAsync(im->partials, partials, n * sizeof(double),
+                                   cudaMemcpyHostToDevice, im->stream)) != cudaSuccess))
+        amp_cuda_fail(be, "staging the partials", __FILE__, __LINE__, cudaGetErrorName(e),
+                      cudaGetErrorString(e));
+    else if (amp_add_partials(be, dst, n) == 0 &&
+             be->ops->download(be, out, dst, sizeof *dst) == 0)
+        rc = 0;
+    e = cudaFree(dst);
+    if (rc == 0 && e != cudaSuccess)
+        rc = amp_cuda_fail(be, "cudaFree", __FILE__, __LINE__, cudaGetErrorName(e),
+                           cudaGetErrorString(e));
+    return rc;
 }
