@@ -21,6 +21,11 @@ need_mpirun() {
     fi
 }
 
+# In containers without ptrace between processes (Docker's default), OpenMPI's
+# shared-memory transport fails its single-copy (CMA) reads; copying through
+# the shared segment works everywhere, and these messages are small.
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+
 # mpi NP CMD...: CMD on NP ranks of this machine. --oversubscribe: more
 # ranks than cores is fine here; root (CI containers) must say so.
 mpi() {
