@@ -8,15 +8,16 @@
  *      divided by the GLOBAL row count, so the sum over ranks is the mean;
  *   2. the gradients are summed across ranks in buckets (contiguous ranges
  *      of the flat gradient array, in backward order), each posted as soon
- *      as the model reports its tensors final (amp_backward_args.grads_ready):
+ *      as the model reports its tensors final (amp_model_grads_ready):
  *      MPI_Iallreduce on the CPU, ncclAllReduce on a second CUDA stream on
  *      the GPU. [dist] grad_dtype = bf16 sends them rounded to bf16 (the
  *      rounding is counted in the layer's gradient telemetry);
  *   3. after the step's one stats download, ONE small allreduce makes the
  *      statistics common: max over ranks of the non-finite count, the
- *      gradient sum of squares and max |g|, and the sum of the losses, hits
- *      and rounding counts. Every rank then feeds its scaler the same
- *      numbers, skips the same steps and holds the same scale.
+ *      gradient sum of squares and max |g| (and of the stop signal), and the
+ *      sum of the losses, hits and rounding counts. Every rank then feeds its
+ *      scaler the same numbers, skips the same steps and holds the same
+ *      scale.
  *
  * Failure: every wait for the other ranks is bounded by [dist] timeout; when
  * it runs out the rank says so and stops all ranks (MPI_Abort). Errors that
@@ -57,7 +58,8 @@ typedef struct amp_dist_tensor {
  * single-process context (rank 0 of 1) that never calls MPI. A build
  * without MPI started as one of several ranks fails here (2 ranks writing
  * one output folder independently would be silent garbage). On failure
- * returns NULL with the reason in err. */
+ * returns NULL with the reason in err. The caller owns the context until
+ * amp_dist_finalize, after every session using it is closed. */
 amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen);
 /* MPI_Finalize (when MPI was started) and free. NULL is fine. */
 void amp_dist_finalize(amp_dist *d);
