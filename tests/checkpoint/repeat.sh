@@ -23,8 +23,8 @@ variant() {
     local sets=(--set run.device="$DEV" "$@" --set train.checkpoint_every="$every" --set train.keep=1000)
     local a=$W/$name.a b=$W/$name.b c=$W/$name.c
     if ! "$A" train "$cfg" "${sets[@]}" --out "$a" 2>"$a.log"; then
-        if [ "$DEV" = cuda ] && grep -q "no CUDA device is visible" "$a.log"; then
-            echo "skipped: $(grep -m1 "no CUDA device is visible" "$a.log")"
+        if [ "$DEV" = cuda ] && grep -Eq "no CUDA device is visible|built without CUDA" "$a.log"; then
+            echo "skipped: $(grep -m1 -E "no CUDA device is visible|built without CUDA" "$a.log")"
             exit 77
         fi
         fail "$name: the first run failed: $(tail -3 "$a.log")"

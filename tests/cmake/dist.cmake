@@ -28,6 +28,8 @@ if(AMP_HAVE_MPI)
   endforeach()
   set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill PROPERTIES
                        LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # two 6000-step 2-rank runs: about 35 s here, over 300 s under ASan with -j2
+  set_tests_properties(dist_resume PROPERTIES TIMEOUT 900)
   # The same session checks on the CUDA backend with NCCL between 2 GPUs;
   # skips without NCCL in the build or with fewer than 2 GPUs.
   add_test(NAME dist_nccl COMMAND bash ${AMP_DIST_SCRIPTS}/nccl.sh ${AMP_MPIRUN}
