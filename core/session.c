@@ -63,6 +63,24 @@ static int load_data(amp_session *s, char *err, size_t errlen) {
             amp_dataset_load_fashion_mnist(&s->test, dir, "test", st->test_limit, err, errlen) ||
             amp_dataset_check_splits(&s->train, &s->test, dir, err, errlen))
             return -1;
+    } else if (st->dataset == AMP_DATA_TEXT) {
+        char path[PATH_MAX], shipped[PATH_MAX];
+        int have_shipped = amp_text_shipped_path(shipped, sizeof shipped) == 0;
+        if (st->path_given)
+            resolve_path(path, sizeof path, s->cfg, st->path);
+        else if (have_shipped)
+            snprintf(path, sizeof path, "%s", shipped);
+        else {
+            snprintf(err, errlen, "[data] dataset = text: the shipped data/" AMP_TEXT_DEFAULT_FILE
+                     " was not found beside amptrain; set [data] path to a text file");
+            return -1;
+        }
+        /* The shipped corpus is checked whichever path names it. */
+        const char *sha = have_shipped && amp_same_file(path, shipped) ? AMP_TEXT_DEFAULT_SHA256 : NULL;
+        if (amp_text_load(&s->text, path, sha, err, errlen) != 0 ||
+            amp_text_check_windows(&s->text, st->block_size, path, err, errlen) != 0)
+            return -1;
+        s->train.n = s->text.n_train; /* the size checkpoints compare */
     } else {
         if (amp_dataset_make_tiny(&s->train, "train", st->tiny_train, st->tiny_features,
                                   st->tiny_classes, st->input_scale, st->seed, err, errlen) ||
@@ -211,6 +229,12 @@ static amp_model_input model_input(const amp_session *s) {
     in.width = s->train.cols;
     in.classes = s->train.classes;
     in.targets = 1;
+    if (s->set.dataset == AMP_DATA_TEXT) { /* windows of block_size tokens, a label per token */
+        in.features = in.targets = s->set.block_size;
+        in.channels = in.height = in.width = 0;
+        in.classes = s->text.vocab;
+        in.x_is_tokens = 1;
+    }
     return in;
 }
 
@@ -298,7 +322,8 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     }
     if (resolve_precision(s, prec, err, errlen) != 0) goto config_error;
     int64_t per_step = (int64_t)st->batch_size * st->accumulate * s->world;
-    s->steps_per_epoch = s->train.n / per_step;
+    int64_t train_rows = st->dataset == AMP_DATA_TEXT ? s->text.n_train / st->block_size : s->train.n;
+    s->steps_per_epoch = train_rows / per_step;
     if (s->steps_per_epoch == 0) {
         if (s->world > 1)
             snprintf(err, errlen,
@@ -306,13 +331,13 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
                      "step, but the training set has only %lld; lower batch_size, accumulate or "
                      "the number of ranks",
                      st->batch_size, (long long)st->accumulate, s->world, (long long)per_step,
-                     (long long)s->train.n);
+                     (long long)train_rows);
         else
             snprintf(err, errlen,
                      "[data] batch_size %d x [train] accumulate %lld = %lld examples per step, but "
                      "the training set has only %lld; lower batch_size or accumulate",
                      st->batch_size, (long long)st->accumulate, (long long)per_step,
-                     (long long)s->train.n);
+                     (long long)train_rows);
         goto config_error;
     }
     s->total_steps = st->steps > 0 ? st->steps : st->epochs * s->steps_per_epoch;
@@ -328,7 +353,12 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     /* the names now live in the model's own copy of the tables */
     for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;
     if (load_initial_weights(s, err, errlen) != 0) goto runtime_error;
-    s->batcher = amp_batcher_rows_create(&s->train, &s->test, st->seed, st->shuffle, st->batch_size);
+    if (st->dataset == AMP_DATA_TEXT)
+        s->batcher = amp_batcher_text_create(&s->text, st->seed, st->batch_size, st->block_size,
+                                             st->eval_iters * st->batch_size);
+    else
+        s->batcher = amp_batcher_rows_create(&s->train, &s->test, st->seed, st->shuffle,
+                                             st->batch_size);
     if (!s->batcher) {
         snprintf(err, errlen, "out of host memory");
         goto runtime_error;
@@ -361,6 +391,7 @@ void amp_session_close(amp_session *s) {
     amp_plugin_close(&s->precision);
     amp_dataset_free(&s->train);
     amp_dataset_free(&s->test);
+    amp_text_free(&s->text);
     free(s->layer_ptrs);
     free(s->totals);
     free(s->hstats);
@@ -380,6 +411,8 @@ double amp_session_lr(const amp_session *s) {
         double span = (double)(s->total_steps - st->warmup_steps);
         double progress = span > 0 ? (t - (double)st->warmup_steps) / span : 1.0;
         if (progress > 1.0) progress = 1.0;
+        if (st->min_lr > 0.0) /* nanoGPT's get_lr: from lr down to min_lr */
+            return st->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (st->lr - st->min_lr);
         return st->lr * 0.5 * (1.0 + cos(M_PI * progress));
     }
     return st->lr;
@@ -402,17 +435,33 @@ static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
     return 0;
 }
 
+int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, int64_t t) {
+    amp_backend *be = m->be;
+    const amp_model_desc *d = &m->desc;
+    /* Runs of consecutive tensors with the same decay flag: one call each
+     * (a model whose tensors all decay, like the MLP, makes one call). */
+    for (int i = 0; i < d->nparam_tensors;) {
+        int j = i + 1;
+        while (j < d->nparam_tensors && d->params[j].decay == d->params[i].decay) j++;
+        size_t off = d->params[i].offset;
+        size_t n = d->params[j - 1].offset + d->params[j - 1].numel - off;
+        float wd = d->params[i].decay ? (float)st->weight_decay : 0.0f;
+        int rc;
+        if (st->optim == AMP_OPTIM_SGD)
+            rc = be->ops->sgd_step(be, m->master + off, m->opt[0] ? m->opt[0] + off : NULL,
+                                   m->grads + off, n, (float)lr, (float)st->momentum, wd);
+        else
+            rc = be->ops->adamw_step(be, m->master + off, m->opt[0] + off, m->opt[1] + off,
+                                     m->grads + off, n, (float)lr, (float)st->beta1,
+                                     (float)st->beta2, (float)st->eps, wd, t);
+        if (rc != 0) return -1;
+        i = j;
+    }
+    return 0;
+}
+
 static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
-    const amp_settings *st = &s->set;
-    amp_model *m = s->model;
-    size_t n = m->desc.nparams;
-    if (st->optim == AMP_OPTIM_SGD)
-        BE_CHECK(s->be->ops->sgd_step(s->be, m->master, m->opt[0], m->grads, n, (float)lr,
-                                      (float)st->momentum, (float)st->weight_decay));
-    else
-        BE_CHECK(s->be->ops->adamw_step(s->be, m->master, m->opt[0], m->opt[1], m->grads, n,
-                                        (float)lr, (float)st->beta1, (float)st->beta2,
-                                        (float)st->eps, (float)st->weight_decay, s->applied + 1));
+    BE_CHECK(amp_model_optimizer_step(s->model, &s->set, lr, s->applied + 1));
     return 0;
 }
 
@@ -690,7 +739,7 @@ int amp_session_check_ranks(amp_session *s, char *err, size_t errlen) {
         line = next;
     }
     free(text);
-    int64_t data[4] = {s->train.n, s->test.n, s->train.features, s->train.classes};
+    int64_t data[5] = {s->train.n, s->test.n, s->train.features, s->train.classes, s->text.n_train};
     sums[1] = (uint32_t)crc32(0, (const unsigned char *)data, sizeof data);
     uint64_t model[2] = {s->model->desc.nparams, (uint64_t)s->nlayers};
     sums[2] = (uint32_t)crc32(0, (const unsigned char *)model, sizeof model);

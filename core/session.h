@@ -15,6 +15,7 @@
 #include "batcher.h"
 #include "model.h"
 #include "settings.h"
+#include "text.h"
 
 typedef struct amp_step_record {
     int64_t step;      /* 1-based index of the step just run */
@@ -40,6 +41,7 @@ typedef struct amp_session {
     const amp_model_ops *model_ops;
     amp_model *model;
     amp_dataset train, test;
+    amp_text text;          /* [data] dataset = text */
     amp_batcher *batcher;
     int nlayers;            /* the model's layers (model->desc.layers) */
     const char **layer_ptrs; /* [nlayers] their names, for the plugins */
@@ -91,6 +93,12 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
 
 /* The learning rate of the next applied step. */
 double amp_session_lr(const amp_session *s);
+
+/* The optimizer update of the master weights with the step's (unscaled)
+ * gradients: one call per run of tensors with the same weight-decay flag
+ * (amp_param_desc.decay: nanoGPT decays 2-D tensors only). t is the 1-based
+ * count of applied steps. 0, or -1 with be->err. */
+int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, int64_t t);
 
 /* Rows (or tokens) whose losses one optimizer step averages: all ranks'. */
 int64_t amp_session_rows_per_step(const amp_session *s);

@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include "model.h"
+#include "text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -45,7 +46,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     GET(amp_config_get_choice(cfg, "run", "device", "auto", devices, &idx, err, errlen));
     s->device = (amp_device_choice)idx;
 
-    static const char *const datasets[] = {"fashion_mnist", "tiny", NULL};
+    static const char *const datasets[] = {"fashion_mnist", "tiny", "text", NULL};
     GET(amp_config_get_choice(cfg, "data", "dataset", "fashion_mnist", datasets, &idx, err, errlen));
     s->dataset = (amp_dataset_kind)idx;
     GET(amp_config_get_int(cfg, "data", "batch_size", 128, 1, 65536, &i64, err, errlen));
@@ -58,6 +59,17 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
                                errlen));
         GET(amp_config_get_int(cfg, "data", "test_limit", 0, 0, INT64_MAX, &s->test_limit, err,
                                errlen));
+    } else if (s->dataset == AMP_DATA_TEXT) {
+        int found = amp_config_get_string(cfg, "data", "path", "data/" AMP_TEXT_DEFAULT_FILE,
+                                          &s->path, err, errlen);
+        if (found < 0) return -1;
+        s->path_given = found;
+        GET(amp_config_get_int(cfg, "data", "eval_iters", 200, 1, 1 << 20, &s->eval_iters, err,
+                               errlen));
+        /* the model's context is the data's window (nanoGPT's block_size) */
+        GET(amp_config_get_int(cfg, "model", "block_size", AMP_TEXT_DEFAULT_BLOCK, 1, 1 << 16, &i64,
+                               err, errlen));
+        s->block_size = (int)i64;
     } else {
         GET(amp_config_get_int(cfg, "data", "train_size", 8192, 1, 1 << 24, &s->tiny_train, err,
                                errlen));
@@ -99,6 +111,16 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     s->schedule = (amp_schedule_kind)idx;
     GET(amp_config_get_int(cfg, "optim", "warmup_steps", 0, 0, INT64_MAX / 2, &s->warmup_steps, err,
                            errlen));
+    if (s->schedule == AMP_SCHED_COSINE) {
+        GET(amp_config_get_double(cfg, "optim", "min_lr", 0.0, 0.0, 1e6, &s->min_lr, err, errlen));
+        if (s->min_lr > s->lr) {
+            const char *where = NULL;
+            amp_config_lookup(cfg, "optim", "min_lr", &where);
+            snprintf(err, errlen, "%s: [optim] min_lr = %g is above lr = %g; the cosine decays "
+                     "from lr down to min_lr", where ? where : amp_config_path(cfg), s->min_lr, s->lr);
+            return -1;
+        }
+    }
 
     GET(amp_config_get_int(cfg, "train", "epochs", 1, 1, 100000, &s->epochs, err, errlen));
     GET(amp_config_get_int(cfg, "train", "steps", 0, 0, INT64_MAX / 2, &s->steps, err, errlen));

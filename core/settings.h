@@ -10,7 +10,7 @@
 #include "io/config.h"
 
 typedef enum amp_device_choice { AMP_RUN_AUTO = 0, AMP_RUN_CPU = 1, AMP_RUN_CUDA = 2 } amp_device_choice;
-typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1 } amp_dataset_kind;
+typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1, AMP_DATA_TEXT = 2 } amp_dataset_kind;
 typedef enum amp_optim_kind { AMP_OPTIM_SGD = 0, AMP_OPTIM_ADAMW = 1 } amp_optim_kind;
 typedef enum amp_schedule_kind { AMP_SCHED_CONSTANT = 0, AMP_SCHED_COSINE = 1 } amp_schedule_kind;
 
@@ -28,6 +28,9 @@ typedef struct amp_settings {
     int64_t tiny_train, tiny_test;            /* tiny task sizes */
     int tiny_features, tiny_classes;
     double input_scale;
+    int path_given;                            /* text: [data] path set (else the shipped corpus) */
+    int64_t eval_iters;                        /* text: validation batches per evaluation */
+    int block_size;                            /* text: window length, from [model] block_size */
     /* [model]: name and init here; the rest are the model's own keys */
     const char *model;                         /* a name from the model registry */
     const char *init;                          /* "default" or a .safetensors path */
@@ -36,6 +39,7 @@ typedef struct amp_settings {
     double lr, momentum, weight_decay, grad_clip, beta1, beta2, eps;
     amp_schedule_kind schedule;
     int64_t warmup_steps;
+    double min_lr;                             /* cosine: the LR it decays to */
     /* [train] */
     int64_t epochs, steps, accumulate, log_every, eval_every;
     double loss_weight;                        /* multiplies the loss before backward */

@@ -112,6 +112,10 @@ typedef struct amp_model_ops {
     int (*forward)(amp_model *m, const amp_forward_args *a);
     /* Back-propagates into m->grads (scaled as the forward asked). */
     int (*backward)(amp_model *m, const amp_backward_args *a);
+    /* Optional (NULL where a model has none; text models for `amptrain
+     * sample`): after a forward, copies the FP32 logits of row `row` at
+     * position `pos` into host[input.classes]. */
+    int (*logits)(amp_model *m, int row, int pos, float *host);
 } amp_model_ops;
 
 struct amp_model {

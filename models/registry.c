@@ -5,11 +5,12 @@
 #include "model.h"
 
 extern const amp_model_ops amp_model_mlp;
+extern const amp_model_ops amp_model_gpt;
 
 #define MAX_MODELS 16
 
-static const amp_model_ops *registry[MAX_MODELS + 1] = {&amp_model_mlp};
-static const char *names[MAX_MODELS + 1] = {"mlp"};
+static const amp_model_ops *registry[MAX_MODELS + 1] = {&amp_model_mlp, &amp_model_gpt};
+static const char *names[MAX_MODELS + 1] = {"mlp", "gpt"};
 
 const amp_model_ops *amp_model_find(const char *name) {
     for (int i = 0; registry[i]; i++)

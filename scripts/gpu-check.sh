@@ -16,7 +16,9 @@
 #                           one GPU the table says it needs two (NCCL refuses
 #                           two ranks on one device); needs MPI in the build
 #                 parity    CPU-vs-GPU training parity (tests/test_gpu_parity)
-#                 bench     bench_step --device cuda, every policy
+#                 bench     bench_step --device cuda, every policy, then the
+#                           GPT step time per policy (50 steps of each
+#                           configs/gpt_shakespeare_*.ini on CUDA)
 #                 torch     scripts/torch_amp_bench.py with the machine's python3
 #                 memcheck  compute-sanitizer on a 5-step run with
 #                           AMPTRAIN_CUDA_SYNC=1 (n/a, with the reason, where
@@ -142,6 +144,7 @@ if [ "$MODE" = rehearse ]; then
     step probe amp_gpu_probe "$BUILD/probe"
     cat "$LOGS/probe.log"
     step build cmake_build amptrain test_gpu_gemm test_gpu_kernels test_gpu_parity \
+        test_gpu_transformer test_gpu_gpt_parity \
         amp_precision_fp32 amp_precision_fp16 amp_precision_bf16 amp_scaler_none amp_scaler_dynamic \
         amp_scaler_static amp_scaler_hysteresis
     step leaks amp_gpu_leaks "$BUILD/amptrain" "$BUILD"
@@ -280,7 +283,7 @@ BUILD_OK=$((PART_RC == 0))
 if [ "$BUILD_ONLY" = 1 ]; then
     :
 elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest nccl parity bench torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
+    for p in ctest nccl parity bench gpt torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- ctest -L gpu ------------------------------------------------------------
     run_part ctest 150 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu -E '^test_gpu_parity$' \
@@ -326,6 +329,26 @@ else
         "$BUILD/bench/bench_step" --device cuda --steps 30 --warmup 5 \
         --batch 1024 --features 784 --hidden 4096,4096 --classes 10
     record bench "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
+
+    # --- the GPT's step time per policy (its table goes to bench.log) ----------------
+    gpt_steps() {
+        local p rc=0 sum
+        echo "| GPT policy | median step ms (CUDA) | final train loss |"
+        echo "|---|---:|---:|"
+        for p in fp32 fp16_dynamic bf16; do
+            "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
+                --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
+                --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
+            sum=$BUILD/gpt-$p/summary.json
+            echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
+                "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") |"
+        done
+        return $rc
+    }
+    export -f gpt_steps
+    export BUILD ROOT
+    run_part gpt 60 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" bash -c gpt_steps
+    record gpt "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
 
     # --- PyTorch AMP reference, with the machine's own libraries ------------------
     if ! env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 -c 'import torch' >/dev/null 2>&1; then

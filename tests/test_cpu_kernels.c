@@ -154,7 +154,7 @@ static void check_table(const amp_cpu_kern *k) {
     float *x = malloc(n * 4), *y = malloc(n * 4), *z = malloc(n * 4), *w = malloc(n * 4),
           *m = malloc(n * 4), *v = malloc(n * 4), *o = malloc(n * 4);
     for (size_t i = 0; i < n; i++) x[i] = arith_float(), y[i] = arith_float(), z[i] = finite_float();
-    for (int act = 0; act < 3; act++) {
+    for (int act = 0; act <= AMP_ACT_GELU_TANH; act++) {
         k->act(o, x, n, act);
         size_t bad = 0;
         for (size_t i = 0; i < n; i++) bad += !same(o[i], amp_act_apply(x[i], act));
@@ -245,7 +245,7 @@ static void check_epilogue(amp_backend *be) {
     int M = 67, N = 1030, K = 45; /* N spans two tiles; M several chunks */
     for (int in = 0; in < 3; in++)
         for (int od = 0; od < 3; od++)
-            for (int act = 0; act < 3; act++) {
+            for (int act = 0; act <= AMP_ACT_GELU_TANH; act++) {
                 int bd = (in + act) % 3;
                 void *a = rand_array((size_t)M * K, in, 2.0f), *b = rand_array((size_t)K * N, in, 2.0f);
                 void *bias = rand_array((size_t)N, bd, 1.0f);
@@ -306,7 +306,7 @@ static void check_backward_ops(amp_backend *be) {
     const char *isa = be->info.isa;
     size_t n = 70001;
     for (int dt = 1; dt < 3; dt++)
-        for (int act = 0; act < 3; act++) {
+        for (int act = 0; act <= AMP_ACT_GELU_TANH; act++) {
             float *da = malloc(n * 4), *f32 = malloc(n * 4);
             for (size_t i = 0; i < n; i++) da[i] = any_float() * (i % 3 ? 1e-3f : 1.0f);
             uint16_t *z = rand_array(n, dt, 8.0f), *z0 = malloc(n * 2);

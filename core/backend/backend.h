@@ -21,7 +21,13 @@ extern "C" {
 
 typedef enum amp_device { AMP_DEVICE_CPU = 0, AMP_DEVICE_CUDA = 1 } amp_device;
 
-typedef enum amp_act { AMP_ACT_NONE = 0, AMP_ACT_RELU = 1, AMP_ACT_GELU = 2 } amp_act;
+/* GELU is the exact erf form; GELU_TANH the tanh approximation (GPT-2). */
+typedef enum amp_act {
+    AMP_ACT_NONE = 0,
+    AMP_ACT_RELU = 1,
+    AMP_ACT_GELU = 2,
+    AMP_ACT_GELU_TANH = 3
+} amp_act;
 
 /* What rounding into 16 bits lost, counted per element rounded. */
 typedef struct amp_round_count {
@@ -179,6 +185,46 @@ typedef struct amp_backend_ops {
     int (*act_backward_round)(amp_backend *be, void *dz, float *dz_f32, const float *da,
                               const void *z, amp_dtype dt, size_t n, amp_act act,
                               amp_round_count *cnt);
+
+    /* ---- transformer ops (the GPT). Optional: NULL where a backend lacks
+     * them, so call them through AMP_CALL. Each runs its math in FP32 and
+     * rounds only where it says, counting into cnt (dev, may be NULL). ---- */
+    /* out[B*T, C] = wte[tokens[b,t], :] + wpe[t, :] (FP32 weights and
+     * output; every token in [0, rows of wte)). */
+    int (*embed_forward)(amp_backend *be, float *out, const float *wte, const float *wpe,
+                         const int32_t *tokens, int B, int T, int C);
+    /* dwte[tokens[b,t], :] += dout[b,t,:] and dwpe[t, :] += dout[b,t,:],
+     * summed over rows in order on every backend (deterministic, no
+     * atomics). */
+    int (*embed_backward)(amp_backend *be, float *dwte, float *dwpe, const float *dout,
+                          const int32_t *tokens, int B, int T, int C);
+    /* out(out_dt)[rows, C] = round((x - mean) * rstd * w + b) with FP32
+     * statistics (biased variance, rstd = 1/sqrt(var + eps)); b may be NULL.
+     * Writes mean[rows] and rstd[rows] for the backward. */
+    int (*layernorm_forward)(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
+                             float *rstd, const float *x, const float *w, const float *b,
+                             int rows, int C, float eps, amp_round_count *cnt);
+    /* dx[rows, C] += d/dx, dw[C] += d/dw, db[C] += d/db (db may be NULL),
+     * from dout (FP32) and the forward's x, w, mean and rstd. */
+    int (*layernorm_backward)(amp_backend *be, float *dx, float *dw, float *db,
+                              const float *dout, const float *x, const float *w,
+                              const float *mean, const float *rstd, int rows, int C);
+    /* Causal self-attention over qkv(dt)[B, T, 3C] (q, k, v side by side,
+     * nh heads of C/nh): logits = round_dt(QK^T / sqrt(C/nh)), probabilities
+     * att(dt)[B, nh, T, T] = round_dt(softmax_fp32(masked logits)),
+     * out(dt)[B, T, C] = round_dt(att V). The GEMMs are strided-batched with
+     * FP32 accumulation; ws holds amp_attention_workspace_floats() floats. */
+    int (*attention_forward)(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
+                             amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt);
+    /* dqkv(dt)[B, T, 3C] from dout(dt)[B, T, C] and the forward's qkv and
+     * att; the gradients of the probabilities and of the logits are rounded
+     * into dt (as autocast's casts do), dqkv too. ws as for the forward. */
+    int (*attention_backward)(amp_backend *be, void *dqkv, float *ws, const void *dout,
+                              const void *qkv, const void *att, amp_dtype dt, int B, int T,
+                              int C, int nh, amp_round_count *cnt);
+    /* out[n] = x[n] + widen(d(dt)[n]) (out may equal x). */
+    int (*residual_add)(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
+                        size_t n);
 } amp_backend_ops;
 
 /* What a backend runs, for summary.json, bench_step and the checkpoint's

@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_dnnl.h"
+#include "backend/cpu_internal.h"
 #include "backend/cpu_kern.h"
 #include "backend/kernels/act.h"
 #include "backend/kernels/convert.h"
@@ -45,8 +46,10 @@ typedef struct cpu_impl {
     gemm_lib lib;
     amp_dnnl *dnnl;
     int native_bf16;   /* bf16 GEMMs through oneDNN's bf16 kernels */
-    float *scratch[2]; /* widened GEMM operands (16-bit inputs without a native kernel) */
-    size_t scratch_len[2];
+    /* widened operands (16-bit inputs without a native kernel); slots 0-1
+     * the GEMMs', 2-4 the transformer ops' (cpu_internal.h) */
+    float *scratch[AMP_CPU_SCRATCH_SLOTS];
+    size_t scratch_len[AMP_CPU_SCRATCH_SLOTS];
     amp_unscale_acc *uacc; /* [MAX_UNSCALE_CHUNKS] */
 } cpu_impl;
 
@@ -380,12 +383,17 @@ static const float *widened(amp_backend *be, int slot, const void *src, amp_dtyp
         im->scratch[slot] = cpu_alloc(be, n * sizeof(float));
         im->scratch_len[slot] = im->scratch[slot] ? n : 0;
         if (!im->scratch[slot]) return NULL;
-        size_t bytes = (im->scratch_len[0] + im->scratch_len[1]) * sizeof(float) +
-                       amp_dnnl_scratch_bytes(im->dnnl);
+        size_t bytes = amp_dnnl_scratch_bytes(im->dnnl);
+        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) bytes += im->scratch_len[i] * sizeof(float);
         if (bytes > be->info.scratch_bytes) be->info.scratch_bytes = bytes;
     }
     par_widen16(be, im->scratch[slot], src, n, dt);
     return im->scratch[slot];
+}
+
+const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
+    if (dt == AMP_DTYPE_F32) return src;
+    return widened(be, slot, src, dt, n);
 }
 
 /* c = alpha op(a) op(b) + beta c with FP32 (or, natively, BF16) inputs;
@@ -401,8 +409,8 @@ static int gemm_run(amp_backend *be, float *c, const void *a, const void *b, amp
         if (amp_dnnl_gemm(im->dnnl, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha,
                           beta, &impl, be->err, sizeof be->err) != 0)
             return 1;
-        size_t s = amp_dnnl_scratch_bytes(im->dnnl) +
-                   (im->scratch_len[0] + im->scratch_len[1]) * sizeof(float);
+        size_t s = amp_dnnl_scratch_bytes(im->dnnl);
+        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) s += im->scratch_len[i] * sizeof(float);
         if (s > be->info.scratch_bytes) be->info.scratch_bytes = s;
         snprintf(what, sizeof what, "%sonednn-%s %s", prefix, dt == AMP_DTYPE_BF16 ? "bf16" : "f32",
                  impl);
@@ -539,8 +547,7 @@ static void cpu_destroy(amp_backend *be) {
     cpu_impl *im = be->impl;
     if (im) {
         amp_dnnl_destroy(im->dnnl);
-        free(im->scratch[0]);
-        free(im->scratch[1]);
+        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) free(im->scratch[i]);
         free(im->uacc);
         free(im);
     }
@@ -572,6 +579,13 @@ static const amp_backend_ops cpu_ops = {
     .device_bytes_used = cpu_device_bytes_used,
     .overcommit_limit = cpu_overcommit_limit,
     .act_backward_round = cpu_act_backward_round,
+    .embed_forward = amp_cpu_embed_forward,
+    .embed_backward = amp_cpu_embed_backward,
+    .layernorm_forward = amp_cpu_layernorm_forward,
+    .layernorm_backward = amp_cpu_layernorm_backward,
+    .attention_forward = amp_cpu_attention_forward,
+    .attention_backward = amp_cpu_attention_backward,
+    .residual_add = amp_cpu_residual_add,
 };
 
 /* AMPTRAIN_THREADS (1..1024), else OpenMP's default (OMP_NUM_THREADS, else

@@ -277,6 +277,8 @@ static void AMPK_NAME(act)(float *y, const float *x, size_t n, int act) {
         for (size_t i = 0; i < n; i++) y[i] = amp_relu(x[i]);
     } else if (act == 2) {
         for (size_t i = 0; i < n; i++) y[i] = amp_gelu(x[i]);
+    } else if (act == 3) {
+        for (size_t i = 0; i < n; i++) y[i] = amp_gelu_tanh(x[i]);
     } else if (y != x) {
         memmove(y, x, n * sizeof *y);
     }
@@ -288,6 +290,8 @@ static void AMPK_NAME(act_grad_mul)(float *y, const float *da, const float *z, s
         for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_relu_grad(z[i]);
     } else if (act == 2) {
         for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_gelu_grad(z[i]);
+    } else if (act == 3) {
+        for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_gelu_tanh_grad(z[i]);
     } else {
         for (size_t i = 0; i < n; i++) y[i] = da[i] * 1.0f;
     }

@@ -186,6 +186,10 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     amp_json_num(f, r->test_loss);
     fputs(",\n  \"test_acc\": ", f);
     amp_json_num(f, r->test_acc);
+    if (s->set.dataset == AMP_DATA_TEXT) { /* text: the evaluation split is the validation 10% */
+        fputs(",\n  \"val_loss\": ", f);
+        amp_json_num(f, r->test_loss);
+    }
     fputs(",\n  \"final_scale\": ", f);
     amp_json_num(f, amp_plugin_scaler(&s->scaler)->get_scale(s->scaler.self));
     fputs(",\n  \"wall_seconds\": ", f);
@@ -422,6 +426,19 @@ static int agree(amp_dist *d, int code, char *err) {
     return all;
 }
 
+/* DIR/vocab.json: the text run's vocabulary, so `amptrain sample` can decode
+ * (written beside the checkpoints too, for a run that has not finished). */
+static int write_vocab(const amp_session *s, const char *dir, char *err, size_t errlen) {
+    amp_out_file v = {0};
+    if (amp_out_open(&v, dir, "vocab.json", err, errlen) != 0) return -1;
+    if (amp_text_write_vocab(&s->text, v.f) != 0) {
+        amp_out_abort(&v);
+        snprintf(err, errlen, "%s: cannot write", v.temp);
+        return -1;
+    }
+    return amp_out_commit(&v, err, errlen);
+}
+
 static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char *err,
                             size_t errlen) {
     /* A checkpoint of inf/NaN weights would count as the newest valid one
@@ -451,6 +468,7 @@ static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char
     if (amp_checkpoint_encode(&ck, &buf, &len, err, errlen) != 0) goto done;
     if (metrics_durable(c, err, errlen) != 0) goto done;
     if (amp_ckpt_store_write(c->ckdir, s->step, buf, len, err, errlen) != 0) goto done;
+    if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->ckdir, err, errlen) != 0) goto done;
     amp_ckpt_store_path(c->last_ckpt, sizeof c->last_ckpt, c->ckdir, s->step);
     amp_log(AMP_LOG_DEBUG, "checkpoint %s (%zu bytes)", c->last_ckpt, len);
     if (note_valid(c, s->step, s->set.keep) != 0) {
@@ -947,6 +965,7 @@ static int write_outputs(amp_session *s, const amp_config *cfg, run_ctx *c, cons
         return 1;
     }
     if (amp_session_save_weights(s, wpath, err, errlen) != 0) return 1;
+    if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->outdir, err, errlen) != 0) return 1;
     if (amp_out_commit(conf, err, errlen) || amp_out_commit(&c->metrics, err, errlen) ||
         amp_out_commit(summary, err, errlen))
         return 1;

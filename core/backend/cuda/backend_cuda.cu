@@ -307,6 +307,13 @@ static amp_backend_ops cuda_make_ops(void) {
     o.adamw_step = amp_cuda_adamw_step;
     o.device_bytes_used = cuda_device_bytes_used;
     o.overcommit_limit = cuda_overcommit_limit;
+    o.embed_forward = amp_cuda_embed_forward;
+    o.embed_backward = amp_cuda_embed_backward;
+    o.layernorm_forward = amp_cuda_layernorm_forward;
+    o.layernorm_backward = amp_cuda_layernorm_backward;
+    o.attention_forward = amp_cuda_attention_forward;
+    o.attention_backward = amp_cuda_attention_backward;
+    o.residual_add = amp_cuda_residual_add;
     return o;
 }
 

@@ -82,4 +82,23 @@ int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const flo
                         float lr, float beta1, float beta2, float eps, float weight_decay,
                         int64_t t);
 
+/* The transformer ops (transformer_cuda.cu). */
+int amp_cuda_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
+                           const int32_t *tokens, int B, int T, int C);
+int amp_cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
+                            const int32_t *tokens, int B, int T, int C);
+int amp_cuda_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
+                               float *rstd, const float *x, const float *w, const float *b,
+                               int rows, int C, float eps, amp_round_count *cnt);
+int amp_cuda_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
+                                const float *dout, const float *x, const float *w,
+                                const float *mean, const float *rstd, int rows, int C);
+int amp_cuda_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
+                               amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt);
+int amp_cuda_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
+                                const void *qkv, const void *att, amp_dtype dt, int B, int T,
+                                int C, int nh, amp_round_count *cnt);
+int amp_cuda_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
+                          size_t n);
+
 #endif

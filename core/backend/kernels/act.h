@@ -1,6 +1,7 @@
 /* Activation functions and their derivatives, per element, shared by the
  * CPU loops and the CUDA kernels. GELU is the exact erf form, PyTorch's
- * default (approximate='none'). */
+ * default (approximate='none'); GELU_TANH is the tanh form GPT-2 uses
+ * (approximate='tanh'), written as PyTorch's GeluKernel.cpp writes it. */
 #ifndef AMP_KERNELS_ACT_H
 #define AMP_KERNELS_ACT_H
 
@@ -24,13 +25,46 @@ static inline AMP_HD float amp_gelu_grad(float x) {
     return cdf + x * pdf;
 }
 
-/* act: 0 none, 1 relu, 2 gelu (amp_act values). */
+#define AMP_GELU_TANH_BETA 0.79788456080286535588f /* sqrt(2/pi) */
+#define AMP_GELU_TANH_KAPPA 0.044715f
+
+/* tanh(u) = 1 - 2/(e^(2u) + 1) through expf: several times cheaper than
+ * libm's tanhf (an expm1f) and within ~1e-7 absolute of it, which is all
+ * GELU needs (it uses 1 + tanh and 1 - tanh^2); saturates to +-1 without
+ * overflow (e^(2u) = inf gives 1, e^(2u) = 0 gives -1). */
+static inline AMP_HD float amp_tanh_fast(float u) { return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f); }
+
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+static inline AMP_HD float amp_gelu_tanh(float x) {
+    float inner = AMP_GELU_TANH_BETA * (x + AMP_GELU_TANH_KAPPA * x * x * x);
+    return 0.5f * x * (1.0f + amp_tanh_fast(inner));
+}
+
+static inline AMP_HD float amp_gelu_tanh_grad(float x) {
+    float x_sq = x * x;
+    float inner = AMP_GELU_TANH_BETA * (x + AMP_GELU_TANH_KAPPA * x_sq * x);
+    float t = amp_tanh_fast(inner);
+    float left = 0.5f * x, right = 1.0f + t;
+    float left_derivative = 0.5f * right;
+    float sech2 = 1.0f - t * t;
+    /* saturated (|x| large, x^2 possibly inf): the second term is 0, not
+     * 0 * inf; the derivative is 1 for x -> +inf and 0 for x -> -inf */
+    if (sech2 == 0.0f) return left_derivative;
+    float right_derivative =
+        left * sech2 * AMP_GELU_TANH_BETA * (1.0f + 3.0f * AMP_GELU_TANH_KAPPA * x_sq);
+    return left_derivative + right_derivative;
+}
+
+/* act: 0 none, 1 relu, 2 gelu, 3 gelu_tanh (amp_act values). */
 static inline AMP_HD float amp_act_apply(float x, int act) {
-    return act == 1 ? amp_relu(x) : act == 2 ? amp_gelu(x) : x;
+    return act == 1 ? amp_relu(x) : act == 2 ? amp_gelu(x) : act == 3 ? amp_gelu_tanh(x) : x;
 }
 
 static inline AMP_HD float amp_act_grad(float x, int act) {
-    return act == 1 ? amp_relu_grad(x) : act == 2 ? amp_gelu_grad(x) : 1.0f;
+    return act == 1   ? amp_relu_grad(x)
+           : act == 2 ? amp_gelu_grad(x)
+           : act == 3 ? amp_gelu_tanh_grad(x)
+                      : 1.0f;
 }
 
 #endif

@@ -1,0 +1,303 @@
+#include "text.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/json.h"
+#include "io/json_read.h"
+#include "log.h"
+#include "rng.h"
+#include "sha256.h"
+
+#define AMP_STREAM_TEXT_TRAIN 0x54585454524e0000ULL /* "TXTTRN", step in the stream */
+#define AMP_TEXT_EVAL_SEED 0x5458545645414cULL      /* "TXTVAL": one set for every run */
+
+int amp_file_sha256(const char *path, char hex[65], char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        amp_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    amp_sha256 s;
+    amp_sha256_init(&s);
+    unsigned char buf[1 << 16];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) amp_sha256_update(&s, buf, got);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        amp_set_err(err, errlen, "%s: read error", path);
+        return -1;
+    }
+    amp_sha256_final_hex(&s, hex);
+    return 0;
+}
+
+int amp_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int amp_text_shipped_path(char *out, size_t len) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    struct stat st;
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(out, len, "%s/../" AMP_DATA_INSTALL_SUBDIR "/" AMP_TEXT_DEFAULT_FILE, exe);
+            if (stat(out, &st) == 0) return 0;
+        }
+    }
+    snprintf(out, len, "%s/" AMP_TEXT_DEFAULT_FILE, AMP_DATA_SOURCE_DIR);
+    return stat(out, &st) == 0 ? 0 : -1;
+}
+
+void amp_text_free(amp_text *t) {
+    if (!t) return;
+    free(t->tokens);
+    memset(t, 0, sizeof *t);
+}
+
+int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
+                  size_t errlen) {
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        amp_set_err(err, errlen,
+                    "%s: cannot open: %s; set [data] path to a text file (the default, "
+                    "data/" AMP_TEXT_DEFAULT_FILE ", ships with amptrain)",
+                    path, strerror(errno));
+        return -1;
+    }
+    unsigned char *bytes = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : (1u << 20);
+            unsigned char *nb = realloc(bytes, cap);
+            if (!nb) {
+                free(bytes);
+                fclose(f);
+                amp_set_err(err, errlen, "%s: out of host memory reading it", path);
+                return -1;
+            }
+            bytes = nb;
+        }
+        size_t got = fread(bytes + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(bytes);
+        amp_set_err(err, errlen, "%s: read error", path);
+        return -1;
+    }
+    amp_sha256 s;
+    char hex[65];
+    amp_sha256_init(&s);
+    amp_sha256_update(&s, bytes, n);
+    amp_sha256_final_hex(&s, hex);
+    memcpy(t->sha256, hex, sizeof hex);
+    if (!realpath(path, t->path)) snprintf(t->path, sizeof t->path, "%s", path);
+    if (expect_sha256) {
+        if (strcmp(hex, expect_sha256) != 0) {
+            free(bytes);
+            amp_set_err(err, errlen,
+                        "%s: sha256 %s, but the shipped " AMP_TEXT_DEFAULT_FILE " has %s; the "
+                        "file is damaged or was replaced: restore it (git checkout data/"
+                        AMP_TEXT_DEFAULT_FILE ") or point [data] path at your own file",
+                        path, hex, expect_sha256);
+            return -1;
+        }
+    }
+    int seen[256] = {0};
+    for (size_t i = 0; i < n; i++) seen[bytes[i]] = 1;
+    for (int c = 0; c < 256; c++) {
+        t->ids[c] = -1;
+        if (seen[c]) {
+            t->ids[c] = (int16_t)t->vocab;
+            t->chars[t->vocab++] = (unsigned char)c;
+        }
+    }
+    t->tokens = malloc((n ? n : 1) * sizeof *t->tokens);
+    if (!t->tokens) {
+        free(bytes);
+        amp_set_err(err, errlen, "%s: out of host memory", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) t->tokens[i] = t->ids[bytes[i]];
+    free(bytes);
+    t->n = (int64_t)n;
+    t->n_train = (int64_t)(0.9 * (double)n); /* nanoGPT: int(n * 0.9) */
+    return 0;
+}
+
+int amp_text_check_windows(const amp_text *t, int T, const char *path, char *err, size_t errlen) {
+    int64_t nval = t->n - t->n_train;
+    if (t->n_train > (int64_t)T + 1 && nval > (int64_t)T + 1) return 0;
+    amp_set_err(err, errlen,
+                "%s: %lld characters (%lld train, %lld validation) are too few for windows of "
+                "[model] block_size = %d; each split needs more than block_size + 1",
+                path, (long long)t->n, (long long)t->n_train, (long long)nval, T);
+    return -1;
+}
+
+typedef struct text_impl {
+    const amp_text *t;
+    uint64_t seed;
+    int T;
+    int64_t *eval_starts; /* [eval_windows] */
+    amp_rng rng;          /* this step's window generator */
+} text_impl;
+
+/* Rows row0 .. row0+rows of the staging: windows at starts[0 .. rows). */
+static void fill(amp_batcher *b, const int64_t *starts, int row0, int rows) {
+    text_impl *p = b->impl;
+    int32_t *x = (int32_t *)b->hx + (size_t)row0 * p->T, *y = b->hy + (size_t)row0 * p->T;
+    for (int r = 0; r < rows; r++) {
+        const int32_t *src = p->t->tokens + starts[r];
+        memcpy(x + (size_t)r * p->T, src, (size_t)p->T * sizeof *x);
+        memcpy(y + (size_t)r * p->T, src + 1, (size_t)p->T * sizeof *y);
+    }
+}
+
+static void text_begin_step(amp_batcher *b, int64_t step, int64_t rows_per_step) {
+    text_impl *p = b->impl;
+    amp_rng_seed_stream(&p->rng, p->seed, AMP_STREAM_TEXT_TRAIN ^ (uint64_t)step);
+    /* passes over the training characters so far (for the metrics' epoch) */
+    double chars = (double)step * (double)rows_per_step * (double)p->T;
+    b->epoch = (int64_t)(chars / (double)p->t->n_train);
+    b->cursor = 0;
+    /* Data parallel: the step's rows_per_step (global) draws are one stream;
+     * rank r takes the r-th of `world` equal consecutive slices of it, so it
+     * skips the draws of the ranks before it (the global batch is the same
+     * whatever the number of ranks). */
+    int64_t skip = rows_per_step / (b->world > 0 ? b->world : 1) * b->rank;
+    for (int64_t i = 0; i < skip; i++) (void)amp_rng_below(&p->rng, (uint64_t)(p->t->n_train - p->T));
+}
+
+static void text_next(amp_batcher *b, int rows) {
+    text_impl *p = b->impl;
+    int64_t starts[64];
+    for (int done = 0; done < rows;) {
+        int k = rows - done < 64 ? rows - done : 64;
+        for (int i = 0; i < k; i++)
+            starts[i] = (int64_t)amp_rng_below(&p->rng, (uint64_t)(p->t->n_train - p->T));
+        fill(b, starts, done, k);
+        done += k;
+    }
+    b->cursor += rows;
+}
+
+static void text_eval(amp_batcher *b, int64_t start, int rows) {
+    text_impl *p = b->impl;
+    fill(b, p->eval_starts + start, 0, rows);
+}
+
+static void text_restore(amp_batcher *b, int64_t epoch, int64_t cursor, int64_t step) {
+    /* begin_step re-seeds from the step: nothing else to rebuild */
+    b->epoch = epoch;
+    b->cursor = cursor;
+}
+
+static void text_destroy(amp_batcher *b) {
+    text_impl *p = b->impl;
+    if (p) free(p->eval_starts);
+    free(p);
+}
+
+static const amp_batcher_ops text_ops = {
+    .begin_step = text_begin_step,
+    .next = text_next,
+    .eval = text_eval,
+    .restore = text_restore,
+    .destroy = text_destroy,
+};
+
+amp_batcher *amp_batcher_text_create(const amp_text *t, uint64_t seed, int batch, int T,
+                                     int64_t eval_windows) {
+    amp_batcher *b = calloc(1, sizeof *b);
+    text_impl *p = calloc(1, sizeof *p);
+    if (!b || !p) {
+        free(b);
+        free(p);
+        return NULL;
+    }
+    b->ops = &text_ops;
+    b->impl = p;
+    p->t = t;
+    p->seed = seed;
+    p->T = T;
+    p->eval_starts = malloc((size_t)(eval_windows > 0 ? eval_windows : 1) * sizeof *p->eval_starts);
+    b->hx = malloc((size_t)batch * (size_t)T * sizeof(int32_t));
+    b->hy = malloc((size_t)batch * (size_t)T * sizeof(int32_t));
+    if (!p->eval_starts || !b->hx || !b->hy) {
+        amp_batcher_free(b);
+        return NULL;
+    }
+    amp_rng r;
+    amp_rng_seed(&r, AMP_TEXT_EVAL_SEED);
+    int64_t span = t->n - t->n_train - T;
+    for (int64_t i = 0; i < eval_windows; i++)
+        p->eval_starts[i] = t->n_train + (int64_t)amp_rng_below(&r, (uint64_t)span);
+    b->x_row_bytes = (size_t)T * sizeof(int32_t);
+    b->y_row_count = (size_t)T;
+    b->train_rows = t->n_train / T;
+    b->eval_rows = eval_windows;
+    text_begin_step(b, 0, batch);
+    return b;
+}
+
+const int64_t *amp_batcher_text_eval_starts(const amp_batcher *b) {
+    return b && b->ops == &text_ops ? ((const text_impl *)b->impl)->eval_starts : NULL;
+}
+
+int amp_text_write_vocab(const amp_text *t, FILE *f) {
+    fprintf(f, "{\n  \"vocab_size\": %d,\n  \"bytes\": [", t->vocab);
+    for (int i = 0; i < t->vocab; i++) fprintf(f, "%s%d", i ? ", " : "", t->chars[i]);
+    fputs("],\n  \"data\": ", f);
+    amp_json_str(f, t->path);
+    fputs(",\n  \"sha256\": ", f);
+    amp_json_str(f, t->sha256);
+    fputs("\n}\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char *data,
+                        size_t datalen, char sha[65], char *err, size_t errlen) {
+    amp_jval *v = amp_json_parse_file(path, err, errlen);
+    if (!v) return -1;
+    const amp_jval *n = amp_json_get_type(v, "vocab_size", AMP_JNUM);
+    const amp_jval *b = amp_json_get_type(v, "bytes", AMP_JARR);
+    const amp_jval *d = amp_json_get_type(v, "data", AMP_JSTR);
+    const amp_jval *h = amp_json_get_type(v, "sha256", AMP_JSTR);
+    int ok = n && b && d && h && n->num >= 1 && n->num <= 256 && (size_t)n->num == b->n &&
+             strlen(h->str) == 64;
+    for (size_t i = 0; ok && i < b->n; i++) {
+        const amp_jval *e = &b->items[i];
+        ok = e->type == AMP_JNUM && e->num >= 0 && e->num <= 255 && e->num == (int)e->num &&
+             (i == 0 || e->num > b->items[i - 1].num);
+        if (ok) bytes[i] = (unsigned char)e->num;
+    }
+    if (!ok) {
+        amp_set_err(err, errlen, "%s: not an amptrain vocabulary (vocab_size, ascending bytes, "
+                    "data, sha256)", path);
+        amp_json_free(v);
+        return -1;
+    }
+    *vocab = (int)n->num;
+    snprintf(data, datalen, "%s", d->str);
+    memcpy(sha, h->str, 65);
+    amp_json_free(v);
+    return 0;
+}

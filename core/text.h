@@ -1,0 +1,77 @@
+/* Character-level text data (nanoGPT's shakespeare_char): the vocabulary is
+ * the sorted set of distinct bytes of the file, the first 90% of the
+ * characters train and the last 10% validate. Training windows of T
+ * characters are drawn from (seed, step) alone, so a resumed run sees the
+ * same batches; validation is a fixed set of windows, the same for every
+ * seed and every run. */
+#ifndef AMP_TEXT_H
+#define AMP_TEXT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "batcher.h"
+
+/* The corpus that ships in data/ (see data/README.md). */
+#define AMP_TEXT_DEFAULT_FILE "tinyshakespeare.txt"
+/* [model] block_size when not set: nanoGPT's shakespeare_char value. */
+#define AMP_TEXT_DEFAULT_BLOCK 256
+#define AMP_TEXT_DEFAULT_SHA256 "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+
+typedef struct amp_text {
+    int vocab;              /* distinct bytes, 1..256 */
+    unsigned char chars[256]; /* id -> byte, ascending */
+    int16_t ids[256];       /* byte -> id, -1 when absent */
+    int32_t *tokens;        /* [n] ids of the whole file */
+    int64_t n;              /* characters */
+    int64_t n_train;        /* the first floor(0.9 n) train, the rest validates */
+    char path[4096];        /* the file, made absolute */
+    char sha256[65];        /* its SHA-256 */
+} amp_text;
+
+/* Loads path. expect_sha256 (64 hex digits) or NULL: when given, the file's
+ * SHA-256 must equal it (the shipped corpus is checked before use). On
+ * failure *t is zeroed and err names the file and what to do. */
+int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
+                  size_t errlen);
+void amp_text_free(amp_text *t);
+
+/* The vocabulary as a run saves it (vocab.json): {"vocab_size": V,
+ * "bytes": [the byte of each id], "data": absolute path, "sha256": hex}.
+ * 0, or -1 when writing failed. */
+int amp_text_write_vocab(const amp_text *t, FILE *f);
+
+/* Reads vocab.json back: bytes[256] (the byte of each id), the count, and
+ * the data file's path and SHA-256 as recorded. 0, or -1 with err naming
+ * the file. */
+int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char *data,
+                        size_t datalen, char sha[65], char *err, size_t errlen);
+
+/* SHA-256 of a file as 64 hex digits; -1 with err when it cannot be read. */
+int amp_file_sha256(const char *path, char hex[65], char *err, size_t errlen);
+
+/* The shipped corpus: <prefix>/share/amptrain/data/ beside an installed
+ * amptrain, else the source tree's data/ (build tree). 0 and the path, or
+ * -1 when neither exists. */
+int amp_text_shipped_path(char *out, size_t len);
+
+/* 1 when a and b name the same existing file (device and inode). */
+int amp_same_file(const char *a, const char *b);
+
+/* 0 when both splits hold more than T + 1 characters, else -1 with err. */
+int amp_text_check_windows(const amp_text *t, int T, const char *path, char *err, size_t errlen);
+
+/* The text batcher: rows are windows of T tokens; y is x shifted by one.
+ * Training windows start uniformly in [0, n_train - T) from a generator
+ * seeded with (seed, step) (under data parallel, rank r takes the r-th
+ * slice of the step's draws); eval_windows validation windows start in
+ * [n_train, n - T) from a fixed generator. epoch counts passes over the
+ * training characters (informational). NULL when out of memory. */
+amp_batcher *amp_batcher_text_create(const amp_text *t, uint64_t seed, int batch, int T,
+                                     int64_t eval_windows);
+
+/* The fixed validation window starts (for tests); NULL for another batcher. */
+const int64_t *amp_batcher_text_eval_starts(const amp_batcher *b);
+
+#endif

@@ -1,0 +1,18 @@
+# The GPT against PyTorch: tests/data/gpt_reference.safetensors, written by
+# scripts/gpt_reference.py (by hand, never here).
+amp_unit_test(test_gpt_reference train)
+# Text data, SHA-256, the text batcher, whole-GPT finite differences, a GPT session.
+amp_unit_test(test_gpt train)
+add_dependencies(test_gpt amp_precision_fp32 amp_scaler_none)
+# The GPT through the CLI: bitwise resume, val_loss, vocab.json, sample, refusals.
+add_test(NAME gpt_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/gpt_cli.sh $<TARGET_FILE:amptrain>
+                              ${PROJECT_SOURCE_DIR}/configs ${CMAKE_BINARY_DIR}/tests/gpt_runs)
+set_tests_properties(gpt_cli PROPERTIES LABELS "train;cli;checkpoint" TIMEOUT 300)
+# CPU-vs-CUDA parity of 20 GPT steps per policy (label gpu, 77 without a
+# device), and the same comparison CPU-vs-CPU so its code runs everywhere.
+amp_unit_test(test_gpu_gpt_parity gpu)
+add_dependencies(test_gpu_gpt_parity amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
+                 amp_scaler_none amp_scaler_dynamic)
+add_test(NAME gpt_parity_cpu_vs_cpu COMMAND test_gpu_gpt_parity)
+set_tests_properties(gpt_parity_cpu_vs_cpu PROPERTIES ENVIRONMENT AMP_PARITY_SECOND_DEVICE=cpu
+                     LABELS train)
