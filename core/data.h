@@ -28,7 +28,9 @@ typedef struct amp_dataset {
 /* Loads Fashion-MNIST from dir (NULL = AMP_FASHION_MNIST_DIR).
  * split: "train" (train-*-ubyte.gz) or "test" (t10k-*-ubyte.gz); a missing
  * .gz falls back to the uncompressed name. limit > 0 keeps the first `limit`
- * examples (for quick runs); the whole files are still validated. Pixels
+ * examples (for quick runs); the whole files are still validated, streamed
+ * through a fixed buffer, so memory follows the kept examples, not the
+ * declared count. Only regular files are opened (io/file.h). Pixels
  * become x = byte / 255. On failure *out is zeroed and err names the file
  * and what to do. */
 int amp_dataset_load_fashion_mnist(amp_dataset *out, const char *dir, const char *split,

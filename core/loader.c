@@ -2,6 +2,10 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <grp.h>
+#include <link.h>
+#include <pwd.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/file.h"
 #include "log.h"
 
 const char *amp_plugin_kind_name(amp_plugin_kind kind) {
@@ -66,67 +71,334 @@ int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max) {
     return n;
 }
 
-/* A plugin runs with the user's rights: refuse a file, or a folder holding
- * it, that another user could write, since they could swap the code run. */
-static int check_one_writable(const char *what, const char *path, const char *fix, char *err,
-                              size_t errlen) {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+/* ------------------------------------------------------------- trust */
+
+/* A plugin runs with the user's rights, so whoever can change the file, or
+ * rename anything on the way to it, decides what code runs. The rules are
+ * sshd's (StrictModes) for its key files:
+ *   - the file and every folder from it up to / belong to root or to us;
+ *   - the file is writable by nobody else (no group or other write bit);
+ *   - the folder holding it likewise: in a writable folder anyone could put
+ *     their file under the plugin's name (sticky or not: a sticky shared
+ *     folder such as /tmp is no place for code either);
+ *   - a folder above it may be group/world-writable only when sticky (/tmp):
+ *     others can then not rename our folder inside it. Group-writable is
+ *     fine too when the group holds no one but the folder's owner (a user
+ *     private group, what umask 002 makes on Debian: Debian's sshd allows
+ *     it the same way), so a source tree under such folders still works.
+ * No other user can then swap the file between these checks and dlopen. */
+static const char *const role_names[] = {"plugin file", "folder holding the plugin",
+                                         "folder above the plugin"};
+
+static const char *writers(mode_t w) {
+    return w == (S_IWGRP | S_IWOTH) ? "group and others" : w == S_IWGRP ? "group" : "others";
+}
+
+int amp_plugin_trust_judge(const char *path, const struct stat *st, amp_trust_role role,
+                           uid_t me, int group_private, char *err, size_t errlen) {
+    const char *what = role_names[role];
+    if (st->st_uid != 0 && st->st_uid != me) {
+        amp_set_err(err, errlen,
+                    "%s: refused: the %s belongs to uid %u, not to you (uid %u) or root, so that "
+                    "user could replace the plugin; %s",
+                    path, what, (unsigned)st->st_uid, (unsigned)me,
+                    role == AMP_TRUST_FILE ? "copy the plugin into a folder of your own"
+                                           : "move the plugin into a folder of your own");
         return -1;
     }
-    mode_t w = st.st_mode & (S_IWGRP | S_IWOTH);
+    mode_t w = st->st_mode & (S_IWGRP | S_IWOTH);
+    if (role == AMP_TRUST_ANCESTOR && group_private) w &= (mode_t)~S_IWGRP;
     if (!w) return 0;
-    snprintf(err, errlen,
-             "%s: refused: the %s is writable by %s (mode %03o), so another user could replace "
-             "the plugin; run `chmod go-w %s`",
-             path, what, w == (S_IWGRP | S_IWOTH) ? "group and others" : w == S_IWGRP ? "group" : "others",
-             (unsigned)(st.st_mode & 0777), fix);
+    int sticky = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
+    if (role == AMP_TRUST_ANCESTOR && sticky) return 0;
+    unsigned mode = (unsigned)(st->st_mode & 07777);
+    if (sticky) /* the holding folder: /tmp and the like; chmod is no fix */
+        amp_set_err(err, errlen,
+                    "%s: refused: the %s is a shared folder (writable by %s, sticky, mode %04o) "
+                    "where anyone can create files, so it is no place for code that runs as you; "
+                    "move the plugin into a folder only you can write (e.g. `mkdir -m 755 "
+                    "~/amptrain-plugins`); do not change the mode of %s",
+                    path, what, writers(w), mode, path);
+    else if (st->st_uid == me)
+        amp_set_err(err, errlen,
+                    "%s: refused: the %s is writable by %s (mode %03o), so another user could "
+                    "%s; run `chmod go-w %s`",
+                    path, what, writers(w), mode & 0777,
+                    role == AMP_TRUST_ANCESTOR
+                        ? "rename what it holds and put other code in the plugin's place"
+                        : "replace the plugin",
+                    path);
+    else
+        amp_set_err(err, errlen,
+                    "%s: refused: the %s is writable by %s (mode %03o) and belongs to root, so "
+                    "another user could replace the plugin; move the plugin into a folder only "
+                    "you can write",
+                    path, what, writers(w), mode & 0777);
     return -1;
 }
 
-static int check_writable(const char *path, char *err, size_t errlen) {
-    char real[PATH_MAX], dir[PATH_MAX];
-    if (!realpath(path, real)) {
-        snprintf(err, errlen, "%s: cannot resolve: %s", path, strerror(errno));
+int amp_group_only_owner(gid_t gid, uid_t owner) {
+    const struct group *gr = getgrgid(gid);
+    if (!gr) return 0;
+    gid_t g = gr->gr_gid;
+    int members = 0;
+    /* Supplementary members: none, or the owner alone. */
+    const struct passwd *opw = getpwuid(owner);
+    if (gr->gr_mem && gr->gr_mem[0]) {
+        if (!opw || strcmp(gr->gr_mem[0], opw->pw_name) != 0 || gr->gr_mem[1]) return 0;
+        members++;
+    }
+    /* Primary members: no one but the owner. */
+    const struct passwd *pw;
+    setpwent();
+    while ((pw = getpwent()) != NULL) {
+        if (pw->pw_gid != g) continue;
+        if (pw->pw_uid != owner) {
+            endpwent();
+            return 0;
+        }
+        members++;
+    }
+    endpwent();
+    return members > 0;
+}
+
+/* Stats path and judges it. */
+static int trust_one(const char *path, amp_trust_role role, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        amp_set_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         return -1;
     }
-    if (check_one_writable("plugin file", real, real, err, errlen) != 0) return -1;
-    /* The folder of the name given and, through a symlink, of its target. */
-    const char *files[2] = {path, real};
-    for (int i = 0; i < 2; i++) {
-        snprintf(dir, sizeof dir, "%s", files[i]);
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-            snprintf(dir, sizeof dir, ".");
-        else if (slash == dir)
-            dir[1] = '\0';
+    int group_private = role == AMP_TRUST_ANCESTOR && (st.st_mode & S_IWGRP) &&
+                        amp_group_only_owner(st.st_gid, st.st_uid);
+    return amp_plugin_trust_judge(path, &st, role, geteuid(), group_private, err, errlen);
+}
+
+/* dir (a resolved path) as the folder holding the plugin, then every folder
+ * above it up to /. */
+static int trust_folders(const char *dir, char *err, size_t errlen) {
+    char cur[PATH_MAX];
+    snprintf(cur, sizeof cur, "%s", dir);
+    amp_trust_role role = AMP_TRUST_FOLDER;
+    for (;;) {
+        if (trust_one(cur, role, err, errlen) != 0) return -1;
+        role = AMP_TRUST_ANCESTOR;
+        char *slash = strrchr(cur, '/');
+        if (!slash || (slash == cur && !cur[1])) return 0; /* "/" done */
+        if (slash == cur)
+            cur[1] = '\0';
         else
             *slash = '\0';
-        if (check_one_writable("folder holding the plugin", dir, dir, err, errlen) != 0) return -1;
     }
-    return 0;
 }
 
-/* Checks the ELF magic so a text file named .so gets a plain answer. */
+static void dir_of(char *out, size_t cap, const char *file) {
+    snprintf(out, cap, "%s", file);
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        snprintf(out, cap, ".");
+    else if (slash == out)
+        out[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+int amp_plugin_check_trust(const char *path, char *err, size_t errlen) {
+    char real[PATH_MAX], dir[PATH_MAX], rdir[PATH_MAX];
+    if (!realpath(path, real)) {
+        amp_set_err(err, errlen, "%s: cannot resolve: %s", path, strerror(errno));
+        return -1;
+    }
+    if (trust_one(real, AMP_TRUST_FILE, err, errlen) != 0) return -1;
+    /* The folders of the name given (it may be a symlink: whoever can
+     * replace the link picks the code) and of its target. */
+    dir_of(dir, sizeof dir, path);
+    if (!realpath(dir, rdir)) {
+        amp_set_err(err, errlen, "%s: cannot resolve: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (trust_folders(rdir, err, errlen) != 0) return -1;
+    dir_of(dir, sizeof dir, real);
+    return strcmp(dir, rdir) == 0 ? 0 : trust_folders(dir, err, errlen);
+}
+
+/* A regular file (a FIFO would hang the reads and dlopen, a device never
+ * end) that starts with the ELF magic, so a text file named .so gets a plain
+ * answer. */
 static int check_elf(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
+    int fd = amp_file_open_read(path, NULL, err, errlen);
+    if (fd < 0) return -1;
     unsigned char magic[4] = {0};
-    size_t got = fread(magic, 1, 4, f);
-    fclose(f);
-    if (got != 4 || memcmp(magic, "\177ELF", 4) != 0) {
-        snprintf(err, errlen, "%s: not a shared object (no ELF header); remove it or rebuild the plugin",
-                 path);
+    int bad = amp_file_pread_full(fd, magic, 4, 0) != 0 || memcmp(magic, "\177ELF", 4) != 0;
+    close(fd);
+    if (bad) {
+        amp_set_err(err, errlen,
+                    "%s: not a shared object (no ELF header); remove it or rebuild the plugin", path);
         return -1;
     }
     return 0;
 }
 
-/* Validates the entry (data only: no plugin code runs here). */
+/* ------------------------------------------------------------- the entry */
+
+/* The readable PT_LOAD segments of the loaded plugin: every pointer in its
+ * entry must lie inside one, so a garbage pointer or size is refused
+ * instead of followed. */
+typedef struct plugin_image {
+    uintptr_t base;
+    const char *name;
+    struct {
+        uintptr_t lo, hi;
+    } seg[16];
+    int nseg;
+} plugin_image;
+
+static int find_image(struct dl_phdr_info *info, size_t size, void *user) {
+    (void)size;
+    plugin_image *im = user;
+    if (info->dlpi_addr != im->base || !info->dlpi_name || strcmp(info->dlpi_name, im->name) != 0)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && im->nseg < 16; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        im->seg[im->nseg].lo = lo;
+        im->seg[im->nseg].hi = lo + ph->p_memsz;
+        im->nseg++;
+    }
+    return 1;
+}
+
+static int image_of(void *handle, plugin_image *im) {
+    struct link_map *lm = NULL;
+    memset(im, 0, sizeof *im);
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) return -1;
+    im->base = (uintptr_t)lm->l_addr;
+    im->name = lm->l_name;
+    dl_iterate_phdr(find_image, im);
+    return im->nseg ? 0 : -1;
+}
+
+/* Whether [p, p + n) lies inside one readable segment. */
+static int in_image(const plugin_image *im, const void *p, size_t n) {
+    uintptr_t a = (uintptr_t)p;
+    for (int i = 0; i < im->nseg; i++)
+        if (a >= im->seg[i].lo && a <= im->seg[i].hi && n <= im->seg[i].hi - a) return 1;
+    return 0;
+}
+
+/* A NUL-terminated string of at most AMP_PLUGIN_TEXT_MAX bytes inside the
+ * image; its length in *len. */
+static int string_in_image(const plugin_image *im, const char *s, size_t *len) {
+    uintptr_t a = (uintptr_t)s;
+    for (int i = 0; i < im->nseg; i++) {
+        if (a < im->seg[i].lo || a >= im->seg[i].hi) continue;
+        size_t room = im->seg[i].hi - a;
+        size_t n = strnlen(s, room < AMP_PLUGIN_TEXT_MAX + 1 ? room : AMP_PLUGIN_TEXT_MAX + 1);
+        if (n == room || n > AMP_PLUGIN_TEXT_MAX) return 0;
+        *len = n;
+        return 1;
+    }
+    return 0;
+}
+
+/* The entry's strings: inside the plugin, bounded, and without control
+ * bytes (they are shown on terminals and written into files). */
+static int check_text(const plugin_image *im, const char *s, const char *field, int required,
+                      const char *path, char *err, size_t errlen) {
+    size_t n = 0;
+    if (!s) {
+        if (!required) return 0;
+        amp_set_err(err, errlen, "%s: entry lacks a %s", path, field);
+        return -1;
+    }
+    if (!string_in_image(im, s, &n)) {
+        amp_set_err(err, errlen,
+                    "%s: entry's %s does not point to a string of at most %d bytes inside the "
+                    "plugin; rebuild it with AMP_PLUGIN_DEFINE",
+                    path, field, AMP_PLUGIN_TEXT_MAX);
+        return -1;
+    }
+    if (required && n == 0) {
+        amp_set_err(err, errlen, "%s: entry's %s is empty", path, field);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) {
+            amp_set_err(err, errlen, "%s: entry's %s holds the control byte 0x%02x", path, field,
+                        c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The pointers and sizes of the entry dlsym found, against the plugin's own
+ * image, before check_entry reads anything else: the entry symbol's size
+ * bounds struct_size (0xFFFFFFFF made `amptrain plugins -v` read past it and
+ * crash), the vtable's struct_size bytes lie inside the plugin, and every
+ * string is a bounded C string in it. */
+static int check_bounds(void *handle, const amp_plugin_info *e, const char *path, char *err,
+                        size_t errlen) {
+    plugin_image im;
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (image_of(handle, &im) != 0) {
+        amp_set_err(err, errlen, "%s: cannot find the plugin's loaded segments", path);
+        return -1;
+    }
+    if (!dladdr1(e, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        !info.dli_fname || strcmp(info.dli_fname, im.name) != 0 ||
+        !in_image(&im, e, 3 * sizeof(uint32_t))) {
+        amp_set_err(err, errlen,
+                    "%s: its '%s' symbol is not defined in the plugin itself (does a library it "
+                    "links define it?)",
+                    path, AMP_PLUGIN_ENTRY_SYMBOL);
+        return -1;
+    }
+    size_t symsize = (size_t)sym->st_size;
+    if (e->struct_size > symsize || !in_image(&im, e, e->struct_size)) {
+        amp_set_err(err, errlen,
+                    "%s: entry struct_size %u is larger than the %zu bytes of its '%s' symbol; "
+                    "rebuild it with AMP_PLUGIN_DEFINE",
+                    path, e->struct_size, symsize, AMP_PLUGIN_ENTRY_SYMBOL);
+        return -1;
+    }
+    if (e->abi_major != AMP_PLUGIN_ABI_MAJOR || e->struct_size < AMP_PLUGIN_INFO_SIZE_1_0)
+        return 0; /* check_entry refuses it, reading no pointer */
+    if (check_text(&im, e->name, "name", 1, path, err, errlen) ||
+        check_text(&im, e->version, "version", 1, path, err, errlen) ||
+        check_text(&im, e->description, "description", 0, path, err, errlen) ||
+        check_text(&im, amp_plugin_keys(e), "keys", 0, path, err, errlen))
+        return -1;
+    for (const char *c = e->name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) {
+            amp_set_err(err, errlen,
+                        "%s: entry's name '%s' has a '%c': plugin names use a-z, 0-9 and _", path,
+                        e->name, *c);
+            return -1;
+        }
+    if (!e->vtable) return 0; /* check_entry says so */
+    uint32_t vsize = 0;
+    if (!in_image(&im, e->vtable, sizeof vsize)) {
+        amp_set_err(err, errlen, "%s: entry's vtable does not point inside the plugin", path);
+        return -1;
+    }
+    memcpy(&vsize, e->vtable, sizeof vsize);
+    if (vsize > AMP_PLUGIN_STRUCT_MAX || !in_image(&im, e->vtable, vsize)) {
+        amp_set_err(err, errlen,
+                    "%s: vtable struct_size %u runs past the plugin's data (at most %d bytes are "
+                    "believed); rebuild it against amptrain/plugin.h",
+                    path, vsize, AMP_PLUGIN_STRUCT_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* Validates the entry (data only; check_bounds has vouched for every
+ * pointer and size it reads). */
 static int check_entry(const amp_plugin_info *e, const char *path, char *err, size_t errlen) {
     if (e->abi_major != AMP_PLUGIN_ABI_MAJOR) {
         snprintf(err, errlen,
@@ -207,8 +479,10 @@ static int check_entry(const amp_plugin_info *e, const char *path, char *err, si
 }
 
 static int open_file(amp_plugin *p, const char *path, char *err, size_t errlen) {
-    if (check_writable(path, err, errlen) != 0) return -1;
+    if (amp_plugin_check_trust(path, err, errlen) != 0) return -1;
     if (check_elf(path, err, errlen) != 0) return -1;
+    /* dlopen runs the file's ELF constructors (the checks above decided it
+     * may run code); nothing else of the plugin runs in this function. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(err, errlen, "%s: cannot load: %s", path, dlerror());
@@ -222,7 +496,7 @@ static int open_file(amp_plugin *p, const char *path, char *err, size_t errlen) 
         dlclose(h);
         return -1;
     }
-    if (check_entry(e, path, err, errlen) != 0) {
+    if (check_bounds(h, e, path, err, errlen) != 0 || check_entry(e, path, err, errlen) != 0) {
         dlclose(h);
         return -1;
     }

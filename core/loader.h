@@ -1,15 +1,30 @@
-/* Plugin loader: name -> file through the search order, dlopen, ABI checks
- * before any plugin code runs, and the host services table the plugin gets. */
+/* Plugin loader: name -> file through the search order, the trust checks,
+ * dlopen, the ABI checks, and the host services table the plugin gets.
+ *
+ * What runs when: the trust checks (owner and modes of the file and of every
+ * folder up to /, see amp_plugin_check_trust) and the ELF check come first
+ * and run no plugin code. dlopen then runs the file's ELF constructors, and
+ * those of the libraries it links, as any dlopen does: a file that passed
+ * the trust checks is code the user chose to run. After dlopen the host
+ * only reads data: the entry and its vtable are checked (every pointer and
+ * size against the plugin's own loaded image) before any vtable function
+ * is called, and none is called before amp_plugin_init. */
 #ifndef AMP_LOADER_H
 #define AMP_LOADER_H
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "amptrain/plugin.h"
 #include "io/config.h"
 
 #define AMP_MAX_PLUGIN_DIRS 16
+/* The longest entry string (name, version, description, keys) believed. */
+#define AMP_PLUGIN_TEXT_MAX 4096
+/* The largest vtable struct_size believed (a few dozen pointers today). */
+#define AMP_PLUGIN_STRUCT_MAX 4096
 
 /* State behind the amp_host_api a plugin receives. */
 typedef struct amp_plugin_host {
@@ -47,15 +62,49 @@ void amp_plugin_file_name(char *out, size_t outlen, amp_plugin_kind kind, const 
 const char *amp_plugin_kind_name(amp_plugin_kind kind);
 
 /* Opens `spec` (a name, or a path when it contains '/' or ends in .so;
- * relative paths are taken relative to base_dir) and checks its entry.
- * Runs no plugin code. 0 or -1 with err. */
+ * relative paths are taken relative to base_dir) and checks its entry. The
+ * file's ELF constructors run (dlopen), after the trust checks; no vtable
+ * function is called. 0 or -1 with err. */
 int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const char *base_dir,
                     char *err, size_t errlen);
 
 /* Reads the entry of a file without keeping it open: for `amptrain plugins`.
- * 0 with *entry copied (fields the plugin's ABI minor lacks are NULL), -1
- * with the reason it is rejected. */
+ * The same checks as amp_plugin_open, so the same code runs: the file's ELF
+ * constructors, only when it passed the trust checks. 0 with *entry copied
+ * (fields the plugin's ABI minor lacks are NULL; the strings are static
+ * copies, valid until the next call), -1 with the reason it is rejected. */
 int amp_plugin_probe(const char *path, amp_plugin_info *entry, char *err, size_t errlen);
+
+/* The trust rules (sshd's StrictModes): the plugin file, the folder holding
+ * it and every folder above, up to /, must belong to root or to the user;
+ * the file and its folder must not be writable by group or others (a sticky
+ * shared folder such as /tmp included: anyone can create files there); a
+ * folder above may be group/world-writable only when sticky, or
+ * group-writable when its group holds its owner alone (a user private
+ * group: umask 002 on Debian; Debian's sshd allows it too). Checked for
+ * the path as given (a symlink's folder) and for its target. 0, or -1 with
+ * a message naming the path and the fix: `chmod go-w PATH` only where the
+ * user owns PATH and it is not a sticky shared folder, else "move the
+ * plugin". */
+int amp_plugin_check_trust(const char *path, char *err, size_t errlen);
+
+typedef enum amp_trust_role {
+    AMP_TRUST_FILE,     /* the plugin file */
+    AMP_TRUST_FOLDER,   /* the folder holding it */
+    AMP_TRUST_ANCESTOR, /* a folder above that */
+} amp_trust_role;
+
+/* One step of amp_plugin_check_trust: judges path's stat for its role, for
+ * the user uid me; group_private says that the group of path holds no one
+ * but path's owner (amp_group_only_owner; used for AMP_TRUST_ANCESTOR only).
+ * 0 trusted, -1 with the message. Exposed for tests. */
+int amp_plugin_trust_judge(const char *path, const struct stat *st, amp_trust_role role,
+                           uid_t me, int group_private, char *err, size_t errlen);
+
+/* Whether group gid has the user owner as its only member (primary or
+ * supplementary), as Debian's sshd decides that a group-writable file is
+ * safe. 0 when the group is unknown or has no member. */
+int amp_group_only_owner(gid_t gid, uid_t owner);
 
 /* Calls the vtable's init with a host table over cfg's [section]. */
 int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,

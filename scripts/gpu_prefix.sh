@@ -17,6 +17,7 @@
 # append it and the libraries it depends on, then run --prepare: it checks
 # that every dependency of every .deb is in one of the two lists.
 AMP_GPU_DEBS="libinih-dev libinih1 libinireader0
+  libjansson-dev libjansson4
   libopenblas-dev libopenblas0 libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0
   zlib1g-dev zlib1g
   pkgconf-bin libpkgconf3"

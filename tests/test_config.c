@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "expect.h"
@@ -100,7 +101,130 @@ static void test_parse_errors(void)
     CHECK_MSG(err, "/nonexistent/amp.ini: cannot read: No such file or directory");
     cfg = amp_config_load("/tmp", err, sizeof err);
     EXPECT(!cfg, "directory loaded");
-    CHECK_MSG(err, "/tmp: cannot read: Is a directory");
+    CHECK_MSG(err, "/tmp: cannot read: it is a directory, not a regular file");
+}
+
+/* Paths that are not files (issue 15): each is refused at once, never read.
+ * A FIFO used to hang the process; /dev/zero used to train with defaults
+ * (getline's ENOMEM was taken for the end of the file). */
+static void test_not_files(void)
+{
+    char err[512];
+    amp_config *cfg = amp_config_load("/dev/zero", err, sizeof err);
+    EXPECT(!cfg, "/dev/zero loaded as a config");
+    CHECK_MSG(err, "/dev/zero: cannot read: it is a character device, not a regular file");
+    amp_config_free(cfg);
+
+    char dir[] = "/tmp/amp_test_config_fifo_XXXXXX", fifo[64];
+    EXPECT(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(fifo, sizeof fifo, "%s/config.ini", dir);
+    EXPECT(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    /* With no writer, a blocking open would never return: the test would
+     * hang (and time out) instead of failing here. */
+    cfg = amp_config_load(fifo, err, sizeof err);
+    EXPECT(!cfg, "a FIFO loaded as a config");
+    char want[256];
+    snprintf(want, sizeof want, "%s: cannot read: it is a FIFO (named pipe), not a regular file",
+             fifo);
+    CHECK_MSG(err, want);
+    amp_config_free(cfg);
+    unlink(fifo);
+    rmdir(dir);
+
+    /* A regular file whose read fails: /proc/self/mem at offset 0 gives EIO.
+     * A read error must never look like the end of an (empty, valid) file. */
+    cfg = amp_config_load("/proc/self/mem", err, sizeof err);
+    EXPECT(!cfg, "/proc/self/mem (read error) loaded as an empty config");
+    CHECK_MSG(err, "/proc/self/mem: cannot read: Input/output error");
+    amp_config_free(cfg);
+}
+
+/* A line of 64 MiB (a sparse file of spaces would do as well): refused as
+ * too long without the line ever being held in memory. */
+static void test_endless_line(void)
+{
+    char path[] = "/tmp/amp_test_config_long_XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    static char chunk[1 << 16];
+    memset(chunk, 'x', sizeof chunk);
+    memcpy(chunk, "[run]\nname = ", 13);
+    for (int i = 0; i < 1024; i++)
+        if (write(fd, chunk + (i ? 13 : 0), sizeof chunk - (i ? 13 : 0)) < 0)
+            break;
+    close(fd);
+    char err[512];
+    amp_config *cfg = amp_config_load(path, err, sizeof err);
+    unlink(path);
+    EXPECT(!cfg, "a 64 MiB line loaded");
+    char want[256];
+    snprintf(want, sizeof want, "%s:2: line too long (more than 1048576 characters; the limit is ",
+             path);
+    EXPECT(strncmp(err, want, strlen(want)) == 0, "endless line: got '%s'", err);
+    amp_config_free(cfg);
+}
+
+/* Parsing and reading n keys is linear (issue 15: 40k keys took 8.7 s, every
+ * lookup scanned every entry). Measured in string comparisons, not time: a
+ * scan would make ~n^2/2 = 8e8 of them here, the hash ~1 per lookup. */
+static void test_many_keys(void)
+{
+    enum { NSEC = 200, NKEY = 40000 };
+    size_t cap = (size_t)NKEY * 40, len = 0;
+    char *text = malloc(cap);
+    EXPECT(text != NULL, "malloc");
+    if (!text)
+        return;
+    for (int i = 0; i < NKEY; i++) {
+        if (i % (NKEY / NSEC) == 0)
+            len += (size_t)snprintf(text + len, cap - len, "[s%d]\n", i / (NKEY / NSEC));
+        len += (size_t)snprintf(text + len, cap - len, "key%d = %d\n", i, i);
+    }
+    char err[512] = "";
+    amp_config *cfg = amp_config_parse("many.ini", text, len, err, sizeof err);
+    free(text);
+    EXPECT(cfg, "40k keys: %s", err);
+    if (!cfg)
+        return;
+    size_t after_parse = amp_config_compares(cfg);
+    /* Every key read back twice, a --set for every 7th, the unread check
+     * and the resolved output: about a dozen hash lookups per key. */
+    int bad = 0;
+    for (int i = 0; i < NKEY; i++) {
+        char sec[16], key[16], want[16];
+        snprintf(sec, sizeof sec, "s%d", i / (NKEY / NSEC));
+        snprintf(key, sizeof key, "key%d", i);
+        snprintf(want, sizeof want, "%d", i);
+        int64_t v = -1;
+        if (amp_config_get_int(cfg, sec, key, -1, 0, NKEY, &v, err, sizeof err) != 1 || v != i)
+            bad++;
+        const char *where = NULL;
+        const char *raw = amp_config_lookup(cfg, sec, key, &where);
+        if (!raw || strcmp(raw, want) != 0)
+            bad++;
+    }
+    EXPECT(bad == 0, "%d of %d keys read back wrong", bad, NKEY);
+    for (int i = 0; i < NKEY; i += 7) {
+        char set[64];
+        snprintf(set, sizeof set, "s%d.key%d=%d", i / (NKEY / NSEC), i, -i);
+        EXPECT(amp_config_set(cfg, set, err, sizeof err) == 0, "%s: %s", set, err);
+    }
+    EXPECT(amp_config_set(cfg, "s0.extra=1", err, sizeof err) == 0, "extra: %s", err);
+    EXPECT(amp_config_check_unread(cfg, err, sizeof err) == -1 &&
+               strstr(err, "unknown key 'extra' in [s0]") != NULL,
+           "unread extra: %s", err);
+    FILE *sink = fopen("/dev/null", "w");
+    EXPECT(sink && amp_config_write_resolved(cfg, sink) == 0, "write_resolved");
+    if (sink)
+        fclose(sink);
+    size_t total = amp_config_compares(cfg);
+    EXPECT(after_parse <= 2 * (size_t)NKEY, "parsing %d keys made %zu comparisons", NKEY,
+           after_parse);
+    EXPECT(total <= 20 * (size_t)NKEY, "%d keys: %zu comparisons in all (a scan per lookup "
+           "would make ~%zu)", NKEY, total, (size_t)NKEY * NKEY / 2);
+    amp_config_free(cfg);
 }
 
 static void test_comments_and_layout(void)
@@ -561,6 +685,9 @@ static void test_binary(void)
 int main(void)
 {
     test_parse_errors();
+    test_not_files();
+    test_endless_line();
+    test_many_keys();
     test_comments_and_layout();
     test_unknown_section_and_key();
     test_numbers();

@@ -6,20 +6,36 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "io/file.h"
 
-/* A required member of the given type, or an error naming file and line. */
+#define AMP_AB_MAX_LINE (1 << 20)
+
+/* "file:line: " for a value at the top of a record (a .jsonl line, or the
+ * whole document), "file: in PATH: " for one inside (jansson keeps no
+ * position per value). */
+static const char *where(char *buf, size_t cap, const char *file, const amp_jval *v) {
+    char path[256];
+    if (!v || !v->parent)
+        snprintf(buf, cap, "%s:%d: ", file, v ? v->line : 1);
+    else
+        snprintf(buf, cap, "%s: in %s: ", file, amp_json_path(v, path, sizeof path));
+    return buf;
+}
+
+/* A required member of the given type, or an error naming file and place. */
 static const amp_jval *need(const amp_jval *obj, const char *key, amp_jtype type,
                             const char *file, char *err, size_t errlen) {
     static const char *const tn[] = {"null", "a boolean", "a number", "a string", "an array",
                                      "an object"};
+    char at[400];
     const amp_jval *v = amp_json_get(obj, key);
     if (!v) {
-        snprintf(err, errlen, "%s:%d: missing \"%s\"", file, obj ? obj->line : 0, key);
+        snprintf(err, errlen, "%smissing \"%s\"", where(at, sizeof at, file, obj), key);
         return NULL;
     }
     if (v->type != type) {
-        snprintf(err, errlen, "%s:%d: \"%s\" is %s, expected %s", file, v->line, key, tn[v->type],
-                 tn[type]);
+        snprintf(err, errlen, "%s\"%s\" is %s, expected %s", where(at, sizeof at, file, obj), key,
+                 tn[v->type], tn[type]);
         return NULL;
     }
     return v;
@@ -67,7 +83,7 @@ static int load_summary(amp_ab_run *r, amp_ab_study *st, const char *file, char 
     const amp_jval *s = r->summary = amp_json_parse_file(file, err, errlen);
     if (!s) return -1;
     if (s->type != AMP_JOBJ) {
-        snprintf(err, errlen, "%s:%d: expected an object", file, s->line);
+        snprintf(err, errlen, "%s:1: expected an object", file);
         return -1;
     }
     const amp_jval *plugins = need(s, "plugins", AMP_JOBJ, file, err, errlen);
@@ -99,8 +115,8 @@ static int load_summary(amp_ab_run *r, amp_ab_study *st, const char *file, char 
     if (!mem) return -1;
     if (st->nmem == 0) { /* the first run fixes the categories */
         if (mem->n == 0 || mem->n > AMP_AB_MAX_MEM) {
-            snprintf(err, errlen, "%s:%d: memory_peak_bytes has %zu categories (1..%d expected)",
-                     file, mem->line, mem->n, AMP_AB_MAX_MEM);
+            snprintf(err, errlen, "%s: memory_peak_bytes has %zu categories (1..%d expected)",
+                     file, mem->n, AMP_AB_MAX_MEM);
             return -1;
         }
         for (size_t i = 0; i < mem->n; i++)
@@ -112,8 +128,7 @@ static int load_summary(amp_ab_run *r, amp_ab_study *st, const char *file, char 
     const amp_jval *layers = need(s, "layers", AMP_JARR, file, err, errlen);
     if (!layers) return -1;
     if (layers->n > (1u << 20)) {
-        snprintf(err, errlen, "%s:%d: %zu layers, at most %u expected", file, layers->line,
-                 layers->n, 1u << 20);
+        snprintf(err, errlen, "%s: %zu layers, at most %u expected", file, layers->n, 1u << 20);
         return -1;
     }
     r->layers = calloc(layers->n ? layers->n : 1, sizeof *r->layers);
@@ -139,23 +154,38 @@ static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
 }
 
 static int load_metrics(amp_ab_run *r, const char *file, char *err, size_t errlen) {
-    FILE *f = fopen(file, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", file, strerror(errno));
-        return -1;
-    }
+    FILE *f = amp_file_fopen_read(file, NULL, err, errlen);
+    if (!f) return -1;
     char *line = NULL;
-    size_t lcap = 0, pcap = 0, ecap = 0;
-    ssize_t len;
-    int lineno = 0, rc = 0;
-    while (rc == 0 && (len = getline(&line, &lcap, f)) >= 0) {
+    size_t lcap = 0, pcap = 0, ecap = 0, len = 0;
+    int lineno = 0, rc = 0, got;
+    /* A record is a few hundred bytes; a longer line is not one amptrain
+     * wrote, and reading it whole (getline) could take all memory. */
+    while (rc == 0 && (got = amp_file_read_line(f, AMP_AB_MAX_LINE, &line, &lcap, &len)) != 0) {
         lineno++;
-        amp_jval *v = amp_json_parse(line, (size_t)len, file, lineno, err, errlen);
+        if (got < 0) {
+            if (got == -2)
+                snprintf(err, errlen, "%s:%d: longer than %d bytes: not a metrics record", file,
+                         lineno, AMP_AB_MAX_LINE);
+            else
+                snprintf(err, errlen, "%s:%d: cannot read: %s", file, lineno, strerror(errno));
+            rc = -1;
+            break;
+        }
+        amp_jval *v = amp_json_parse(line, len, file, lineno, err, errlen);
         if (!v) {
             rc = -1;
             break;
         }
         const amp_jval *step = need(v, "step", AMP_JNUM, file, err, errlen);
+        /* Converted to int64 below: a step out of its range (1e300) would be
+         * undefined behaviour, a fraction or NaN nonsense. */
+        if (step && !(step->num >= 0 && step->num <= 9007199254740992.0 &&
+                      step->num == floor(step->num))) {
+            snprintf(err, errlen, "%s:%d: \"step\" is %.17g, not a whole number in [0, 2^53]",
+                     file, lineno, step->num);
+            step = NULL;
+        }
         if (!step) {
             rc = -1;
         } else if (amp_json_get(v, "test_acc")) {

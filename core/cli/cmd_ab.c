@@ -29,12 +29,13 @@
 
 #include "ab/ab.h"
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "io/config.h"
+#include "io/file.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
 #include "session.h"
 
-#define MAX_SETS 256
 #define MAX_ARMS 16
 #define MAX_SEEDS 1000
 
@@ -48,65 +49,82 @@ static const char usage_text[] =
 typedef struct ab_args {
     const char *configs[MAX_ARMS];
     int nconfigs;
-    const char *sets[MAX_SETS];
+    const char **sets; /* [argc]: every --set, no fixed limit */
     int nsets;
     int seeds;
     int allow_diff;
     const char *out;
 } ab_args;
 
+static int ab_opt(void *user, int opt, const char *arg) {
+    ab_args *a = user;
+    switch (opt) {
+    case 'h':
+        fputs(usage_text, stdout);
+        return 1;
+    case 's':
+        a->sets[a->nsets++] = arg;
+        return 0;
+    case 'o':
+        a->out = arg;
+        return 0;
+    case 'n': {
+        char *end;
+        errno = 0;
+        long n = strtol(arg, &end, 10);
+        if (errno || end == arg || *end || n < 1 || n > MAX_SEEDS) {
+            fprintf(stderr, "amptrain ab: --seeds '%s': expected an integer in [1, %d]\n", arg,
+                    MAX_SEEDS);
+            return -1;
+        }
+        a->seeds = (int)n;
+        return 0;
+    }
+    case 'd':
+        a->allow_diff = 1;
+        return 0;
+    case 1:
+        if (!arg[0]) {
+            fprintf(stderr, "amptrain ab: a config path is empty\n%s", usage_text);
+            return -1;
+        }
+        if (a->nconfigs == MAX_ARMS) {
+            fprintf(stderr, "amptrain ab: more than %d configs\n", MAX_ARMS);
+            return -1;
+        }
+        a->configs[a->nconfigs++] = arg;
+        return 0;
+    }
+    return -1;
+}
+
+/* 0, 1 (--help printed), or -1 (a usage error, printed). On 0, a->sets is
+ * malloc'd: the caller frees it. */
 static int parse_args(ab_args *a, int argc, char **argv) {
+    static const struct option opts[] = {{"set", required_argument, NULL, 's'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"seeds", required_argument, NULL, 'n'},
+                                         {"allow-diff", no_argument, NULL, 'd'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->seeds = 3;
     a->out = "runs/ab";
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        int has_value = strcmp(arg, "--set") == 0 || strcmp(arg, "--out") == 0 ||
-                        strcmp(arg, "--seeds") == 0;
-        if (has_value && i + 1 >= argc) {
-            fprintf(stderr, "amptrain ab: %s needs a value\n%s", arg, usage_text);
-            return -1;
-        }
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(usage_text, stdout);
-            return 1;
-        } else if (strcmp(arg, "--set") == 0) {
-            if (a->nsets == MAX_SETS) {
-                fprintf(stderr, "amptrain ab: more than %d --set options\n", MAX_SETS);
-                return -1;
-            }
-            a->sets[a->nsets++] = argv[++i];
-        } else if (strcmp(arg, "--out") == 0) {
-            a->out = argv[++i];
-        } else if (strcmp(arg, "--seeds") == 0) {
-            const char *v = argv[++i];
-            char *end;
-            errno = 0;
-            long n = strtol(v, &end, 10);
-            if (errno || end == v || *end || n < 1 || n > MAX_SEEDS) {
-                fprintf(stderr, "amptrain ab: --seeds '%s': expected an integer in [1, %d]\n", v,
-                        MAX_SEEDS);
-                return -1;
-            }
-            a->seeds = (int)n;
-        } else if (strcmp(arg, "--allow-diff") == 0) {
-            a->allow_diff = 1;
-        } else if (arg[0] == '-') {
-            fprintf(stderr, "amptrain ab: unknown option '%s'\n%s", arg, usage_text);
-            return -1;
-        } else {
-            if (a->nconfigs == MAX_ARMS) {
-                fprintf(stderr, "amptrain ab: more than %d configs\n", MAX_ARMS);
-                return -1;
-            }
-            a->configs[a->nconfigs++] = arg;
-        }
-    }
-    if (a->nconfigs < 2) {
-        fprintf(stderr, "amptrain ab: needs at least two configs to compare\n%s", usage_text);
+    a->sets = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a->sets);
+    if (!a->sets) {
+        fprintf(stderr, "amptrain ab: out of memory\n");
         return -1;
     }
-    return 0;
+    int rc = amp_cli_parse("ab", argc, argv, "h", opts, ab_opt, a, usage_text);
+    if (rc == 0 && a->nconfigs < 2) {
+        fprintf(stderr, "amptrain ab: needs at least two configs to compare\n%s", usage_text);
+        rc = -1;
+    }
+    if (rc != 0) {
+        free(a->sets);
+        a->sets = NULL;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------ configs */
@@ -284,7 +302,8 @@ static double now_s(void) {
 /* The last non-empty line of a log, to show why a run failed. */
 static void last_line(const char *path, char *out, size_t cap) {
     out[0] = '\0';
-    FILE *f = fopen(path, "r");
+    char err[64];
+    FILE *f = amp_file_fopen_read(path, NULL, err, sizeof err); /* a log, not a FIFO */
     if (!f) return;
     char line[1024];
     while (fgets(line, sizeof line, f)) {
@@ -361,7 +380,11 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     char seed_set[64], out_log[PATH_MAX + 16];
     snprintf(seed_set, sizeof seed_set, "run.seed=%llu", (unsigned long long)seed);
     snprintf(out_log, sizeof out_log, "%s/train.log", dir);
-    const char *argv[8 + 2 * MAX_SETS];
+    const char **argv = malloc((size_t)(10 + 2 * a->nsets) * sizeof *argv);
+    if (!argv) {
+        snprintf(err, errlen, "cannot start a run: out of host memory");
+        return -1;
+    }
     int n = 0;
     argv[n++] = "amptrain";
     argv[n++] = "train";
@@ -388,6 +411,7 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
+    if (pid != 0) free(argv); /* the child execs with it */
     if (pid < 0) {
         sigprocmask(SIG_SETMASK, &orig, NULL);
         snprintf(err, errlen, "cannot start a run: fork: %s", strerror(errno));
@@ -465,7 +489,8 @@ static void machine_info(amp_ab_study *st) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     st->ncpu = n > 0 ? (int)n : 0;
     snprintf(st->cpu, sizeof st->cpu, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
+    char err[64];
+    FILE *f = amp_file_fopen_read("/proc/cpuinfo", NULL, err, sizeof err);
     if (f) {
         char line[512];
         while (fgets(line, sizeof line, f)) {
@@ -574,6 +599,7 @@ int amp_cmd_ab(int argc, char **argv) {
     st.arms = calloc((size_t)a.nconfigs, sizeof *st.arms);
     if (!st.arms) {
         fprintf(stderr, "amptrain ab: out of host memory\n");
+        free(a.sets);
         return 1;
     }
     st.narms = a.nconfigs;
@@ -584,6 +610,7 @@ int amp_cmd_ab(int argc, char **argv) {
     if (code != 0) {
         fprintf(stderr, "amptrain ab: %s\n", err);
         study_free(&st);
+        free(a.sets);
         return code;
     }
     code = 1;
@@ -685,5 +712,6 @@ fail:
     }
     amp_run_lock_release(&lock);
     study_free(&st);
+    free(a.sets);
     return code;
 }

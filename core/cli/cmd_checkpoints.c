@@ -9,22 +9,44 @@
 #include <sys/stat.h>
 
 #include "io/checkpoint.h"
+#include "io/checkpoint_file.h"
 #include "io/checkpoint_store.h"
 #include "cli/cli.h"
+#include "cli/cli_args.h"
+
+static const char ckpt_usage[] = "usage: amptrain checkpoints RUN_DIR\n";
+
+static int ckpt_opt(void *user, int opt, const char *arg) {
+    const char **run = user;
+    switch (opt) {
+    case 'h':
+        fputs(ckpt_usage, stdout);
+        return 1;
+    case 1:
+        if (*run || !arg[0]) {
+            fprintf(stderr, "amptrain checkpoints: %s\n%s",
+                    *run ? "one RUN_DIR only" : "RUN_DIR is empty", ckpt_usage);
+            return -1;
+        }
+        *run = arg;
+        return 0;
+    }
+    return -1;
+}
 
 int amp_cmd_checkpoints(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: amptrain checkpoints RUN_DIR\n");
-        return 2;
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *run = NULL;
+    int rc = amp_cli_parse("checkpoints", argc, argv, "h", opts, ckpt_opt, &run, ckpt_usage);
+    if (rc == 0 && !run) {
+        fputs(ckpt_usage, stderr);
+        rc = -1;
     }
-    if (!argv[1][0]) { /* "" would become "/checkpoints" */
-        fprintf(stderr, "amptrain checkpoints: the run folder is an empty string\n");
-        return 2;
-    }
+    if (rc != 0) return rc > 0 ? 0 : 2;
     char dir[PATH_MAX], err[512];
     struct stat st;
-    snprintf(dir, sizeof dir, "%s/checkpoints", argv[1]);
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", argv[1]);
+    snprintf(dir, sizeof dir, "%s/checkpoints", run);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", run);
     int64_t *steps = NULL;
     size_t n = 0;
     if (amp_ckpt_store_list(dir, &steps, &n, err, sizeof err) != 0) {

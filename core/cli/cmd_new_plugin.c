@@ -13,6 +13,7 @@
 
 #include "amptrain/plugin.h"
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 
 /* ------------------------------------------------------------ templates */
 /* @NAME@ is the plugin name, @KIND@ scaler or precision. */
@@ -461,22 +462,47 @@ static void prefix_hint(char *out, size_t outlen) {
     if (access(cand, R_OK) == 0) snprintf(out, outlen, " -DCMAKE_PREFIX_PATH=%s", prefix);
 }
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: amptrain new-plugin scaler|precision NAME [DIR]\n"
-               "  writes DIR (default ./NAME): NAME.c, CMakeLists.txt, NAME.ini, baseline.ini,\n"
-               "  README.md. NAME is [a-z0-9_]+; DIR must not exist or be empty.\n");
+static const char usage_text[] =
+    "usage: amptrain new-plugin scaler|precision NAME [DIR]\n"
+    "  writes DIR (default ./NAME): NAME.c, CMakeLists.txt, NAME.ini, baseline.ini,\n"
+    "  README.md. NAME is [a-z0-9_]+; DIR must not exist or be empty.\n";
+
+static void usage(FILE *f) { fputs(usage_text, f); }
+
+typedef struct new_plugin_args {
+    const char *pos[3]; /* KIND NAME [DIR] */
+    int n;
+} new_plugin_args;
+
+static int new_plugin_opt(void *user, int opt, const char *arg) {
+    new_plugin_args *a = user;
+    switch (opt) {
+    case 'h':
+        usage(stdout);
+        return 1;
+    case 1:
+        if (a->n == 3 || !arg[0]) {
+            fprintf(stderr, "amptrain new-plugin: %s\n",
+                    a->n == 3 ? "too many arguments" : "an empty argument");
+            usage(stderr);
+            return -1;
+        }
+        a->pos[a->n++] = arg;
+        return 0;
+    }
+    return -1;
 }
 
 int amp_cmd_new_plugin(int argc, char **argv) {
-    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-        usage(stdout);
-        return 0;
-    }
-    if (argc < 3 || argc > 4) {
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    new_plugin_args a = {{NULL, NULL, NULL}, 0};
+    int rc = amp_cli_parse("new-plugin", argc, argv, "h", opts, new_plugin_opt, &a, usage_text);
+    if (rc == 0 && a.n < 2) {
         usage(stderr);
-        return 2;
+        rc = -1;
     }
-    const char *kind = argv[1], *name = argv[2];
+    if (rc != 0) return rc > 0 ? 0 : 2;
+    const char *kind = a.pos[0], *name = a.pos[1];
     int is_scaler = strcmp(kind, "scaler") == 0;
     if (!is_scaler && strcmp(kind, "precision") != 0) {
         fprintf(stderr, "amptrain new-plugin: unknown kind '%s'; use scaler or precision\n", kind);
@@ -490,7 +516,7 @@ int amp_cmd_new_plugin(int argc, char **argv) {
                 name, AMP_PLUGIN_NAME_MAX, kind);
         return 2;
     }
-    const char *dir = argc == 4 ? argv[3] : name;
+    const char *dir = a.n == 3 ? a.pos[2] : name;
     if (!dir[0]) {
         fprintf(stderr, "amptrain new-plugin: the folder is an empty string; give a folder name\n");
         return 2;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "loader.h"
 
 static int ends_with(const char *s, const char *suffix) {
@@ -17,17 +18,30 @@ static int by_name(const struct dirent **a, const struct dirent **b) {
     return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-int amp_cmd_plugins(int argc, char **argv) {
-    int verbose = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
-            verbose = 1;
-        else {
-            fprintf(stderr, "amptrain plugins: unknown option '%s'\nusage: amptrain plugins [-v]\n",
-                    argv[i]);
-            return 2;
-        }
+static const char plugins_usage[] = "usage: amptrain plugins [-v]\n";
+
+static int plugins_opt(void *user, int opt, const char *arg) {
+    switch (opt) {
+    case 'v':
+        *(int *)user = 1;
+        return 0;
+    case 'h':
+        fputs(plugins_usage, stdout);
+        return 1;
+    case 1:
+        fprintf(stderr, "amptrain plugins: unexpected argument '%s'\n%s", arg, plugins_usage);
+        return -1;
     }
+    return -1;
+}
+
+int amp_cmd_plugins(int argc, char **argv) {
+    static const struct option opts[] = {{"verbose", no_argument, NULL, 'v'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int verbose = 0;
+    int rc = amp_cli_parse("plugins", argc, argv, "vh", opts, plugins_opt, &verbose, plugins_usage);
+    if (rc != 0) return rc > 0 ? 0 : 2;
     char dirs[AMP_MAX_PLUGIN_DIRS][PATH_MAX];
     int nd = amp_plugin_search_dirs(dirs, AMP_MAX_PLUGIN_DIRS);
     if (verbose) {

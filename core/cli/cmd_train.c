@@ -27,74 +27,90 @@
 
 #include "arena.h"
 #include "io/checkpoint_store.h"
+#include "io/checkpoint_file.h"
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "io/json.h"
 #include "log.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
 #include "session.h"
 
-#define MAX_SETS 256
+static const char train_usage[] =
+    "usage: amptrain train CONFIG.ini [--set section.key=value]... [--out DIR | --resume DIR]\n";
 
 typedef struct train_args {
     const char *config;
     const char *out;
     const char *resume;
-    const char *sets[MAX_SETS];
+    const char **sets; /* [argc]: every --set in order, no fixed limit; freed once applied */
     int nsets;
 } train_args;
 
-static int parse_args(train_args *a, int argc, char **argv) {
-    memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if ((strcmp(arg, "--set") == 0 || strcmp(arg, "--out") == 0 ||
-             strcmp(arg, "--resume") == 0) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "amptrain train: %s needs a value\n", arg);
+static int train_opt(void *user, int opt, const char *arg) {
+    train_args *a = user;
+    switch (opt) {
+    case 's':
+        a->sets[a->nsets++] = arg;
+        return 0;
+    case 'o':
+    case 'r': {
+        const char **slot = opt == 'o' ? &a->out : &a->resume;
+        if (*slot) {
+            fprintf(stderr, "amptrain train: --%s given twice ('%s', '%s')\n",
+                    opt == 'o' ? "out" : "resume", *slot, arg);
             return -1;
         }
-        if (strcmp(arg, "--set") == 0) {
-            if (a->nsets == MAX_SETS) {
-                fprintf(stderr, "amptrain train: more than %d --set options\n", MAX_SETS);
-                return -1;
-            }
-            a->sets[a->nsets++] = argv[++i];
-        } else if (strncmp(arg, "--set=", 6) == 0 && a->nsets < MAX_SETS) {
-            a->sets[a->nsets++] = arg + 6;
-        } else if (strcmp(arg, "--out") == 0) {
-            a->out = argv[++i];
-        } else if (strncmp(arg, "--out=", 6) == 0) {
-            a->out = arg + 6;
-        } else if (strcmp(arg, "--resume") == 0) {
-            a->resume = argv[++i];
-        } else if (strncmp(arg, "--resume=", 9) == 0) {
-            a->resume = arg + 9;
-        } else if (arg[0] == '-') {
-            fprintf(stderr, "amptrain train: unknown option '%s'\n", arg);
-            return -1;
-        } else if (!a->config) {
-            a->config = arg;
-        } else {
-            fprintf(stderr, "amptrain train: more than one config given ('%s', '%s')\n", a->config, arg);
-            return -1;
-        }
+        *slot = arg;
+        return 0;
     }
-    if (!a->config) {
-        fprintf(stderr, "usage: amptrain train CONFIG.ini [--set section.key=value]... "
-                        "[--out DIR | --resume DIR]\n");
+    case 'h':
+        fputs(train_usage, stdout);
+        return 1;
+    case 1:
+        if (!arg[0]) {
+            fprintf(stderr, "amptrain train: the config path is empty\n%s", train_usage);
+            return -1;
+        }
+        if (a->config) {
+            fprintf(stderr, "amptrain train: more than one config given ('%s', '%s')\n", a->config,
+                    arg);
+            return -1;
+        }
+        a->config = arg;
+        return 0;
+    }
+    return -1;
+}
+
+/* 0, 1 (--help printed), or -1 (a usage error, printed). */
+static int parse_args(train_args *a, int argc, char **argv) {
+    static const struct option opts[] = {{"set", required_argument, NULL, 's'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"resume", required_argument, NULL, 'r'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    memset(a, 0, sizeof *a);
+    a->sets = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a->sets);
+    if (!a->sets) {
+        fprintf(stderr, "amptrain train: out of memory\n");
         return -1;
     }
-    if (a->resume && a->out && strcmp(a->resume, a->out) != 0) {
+    int rc = amp_cli_parse("train", argc, argv, "h", opts, train_opt, a, train_usage);
+    if (rc == 0 && !a->config) {
+        fputs(train_usage, stderr);
+        rc = -1;
+    }
+    if (rc == 0 && a->resume && a->out && strcmp(a->resume, a->out) != 0) {
         fprintf(stderr, "amptrain train: --resume %s continues in that folder; drop --out %s\n",
                 a->resume, a->out);
-        return -1;
+        rc = -1;
     }
-    if (a->resume && !a->resume[0]) {
-        fprintf(stderr, "amptrain train: --resume needs the run's output folder\n");
-        return -1;
+    if (rc != 0) {
+        free(a->sets);
+        a->sets = NULL;
     }
-    return 0;
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -982,13 +998,15 @@ static void print_err(const amp_dist *d, const char *err) {
 
 int amp_cmd_train(int argc, char **argv) {
     train_args a;
-    if (parse_args(&a, argc, argv) != 0) return 2;
+    int prc = parse_args(&a, argc, argv);
+    if (prc != 0) return prc > 0 ? 0 : 2;
     if (check_paths(&a) != 0) return 2;
     char err[2048] = "";
     /* Under an MPI launcher MPI starts here, and every rank runs what follows. */
     amp_dist *dist = amp_dist_init(&argc, &argv, err, sizeof err);
     if (!dist) {
         fprintf(stderr, "amptrain: %s\n", err);
+        free(a.sets);
         return 2;
     }
     amp_log_set_rank(amp_dist_rank(dist));
@@ -1011,6 +1029,7 @@ int amp_cmd_train(int argc, char **argv) {
     int code = cfg ? 0 : 2;
     for (int i = 0; code == 0 && i < a.nsets; i++)
         if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
+    free(a.sets);
     if (code == 0) code = amp_session_open_ex(&s, cfg, dist, err, sizeof err);
     if ((code = agree(dist, code, err)) != 0) goto done;
     if ((code = agree(dist, amp_session_check_ranks(s, err, sizeof err), err)) != 0) goto done;

@@ -315,30 +315,29 @@ amp_round_count amp_checkpoint_total(const amp_checkpoint *ck, uint32_t i) {
 
 static int no_nul(const uint8_t *p, size_t n) { return n == 0 || memchr(p, '\0', n) == NULL; }
 
-int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, char *err,
-                         size_t errlen) {
-    memset(out, 0, sizeof *out);
-    if (!buf || len < AMP_CKPT_HEADER_SIZE) {
-        amp_set_err(err, errlen, "truncated: %zu bytes, shorter than the %u-byte header", len,
-                AMP_CKPT_HEADER_SIZE);
+int amp_checkpoint_check_head(const uint8_t *head, size_t n, uint64_t file_size, char *err,
+                              size_t errlen) {
+    if (!head || n < AMP_CKPT_HEADER_SIZE) {
+        amp_set_err(err, errlen, "truncated: %llu bytes, shorter than the %u-byte header",
+                    (unsigned long long)file_size, AMP_CKPT_HEADER_SIZE);
         return -1;
     }
-    if (memcmp(buf, ckpt_magic, sizeof ckpt_magic) != 0) {
+    if (memcmp(head, ckpt_magic, sizeof ckpt_magic) != 0) {
         amp_set_err(err, errlen, "not an amptrain checkpoint (bad magic)");
         return -1;
     }
-    uint32_t version = get_u32(buf + 8), count = get_u32(buf + 12);
-    uint64_t size = get_u64(buf + 16);
+    uint32_t version = get_u32(head + 8), count = get_u32(head + 12);
+    uint64_t size = get_u64(head + 16);
     if (version < 1 || version > AMP_CKPT_FORMAT_VERSION) {
         amp_set_err(err, errlen, "format version %u; this amptrain reads versions 1 to %u (a newer "
                     "amptrain wrote it: resume with that one)", (unsigned)version,
                 AMP_CKPT_FORMAT_VERSION);
         return -1;
     }
-    if (size != len) {
-        amp_set_err(err, errlen, size > len ? "truncated: %zu of %llu bytes"
-                                        : "%zu bytes, but the header says %llu (junk appended?)",
-                len, (unsigned long long)size);
+    if (size != file_size) {
+        amp_set_err(err, errlen, size > file_size ? "truncated: %llu of %llu bytes"
+                                        : "%llu bytes, but the header says %llu (junk appended?)",
+                (unsigned long long)file_size, (unsigned long long)size);
         return -1;
     }
     if (count < 1 || count > AMP_CKPT_MAX_SECTIONS) {
@@ -347,17 +346,26 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         return -1;
     }
     size_t table_end = AMP_CKPT_HEADER_SIZE + (size_t)count * AMP_CKPT_ENTRY_SIZE;
-    if (table_end > len) {
+    if (table_end > file_size || table_end > n) {
         amp_set_err(err, errlen, "truncated: the section table ends past the file");
         return -1;
     }
     /* Header CRC: bytes 0..23, then the table. */
-    uLong c = crc32(0L, buf, 24);
-    c = crc32(c, buf + AMP_CKPT_HEADER_SIZE, (uInt)(table_end - AMP_CKPT_HEADER_SIZE));
-    if ((uint32_t)c != get_u32(buf + 24) || get_u32(buf + 28) != 0) {
+    uLong c = crc32(0L, head, 24);
+    c = crc32(c, head + AMP_CKPT_HEADER_SIZE, (uInt)(table_end - AMP_CKPT_HEADER_SIZE));
+    if ((uint32_t)c != get_u32(head + 24) || get_u32(head + 28) != 0) {
         amp_set_err(err, errlen, "header: CRC mismatch (the file is damaged)");
         return -1;
     }
+    return 0;
+}
+
+int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, char *err,
+                         size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (amp_checkpoint_check_head(buf, len, len, err, errlen) != 0) return -1;
+    uint32_t version = get_u32(buf + 8), count = get_u32(buf + 12);
+    size_t table_end = AMP_CKPT_HEADER_SIZE + (size_t)count * AMP_CKPT_ENTRY_SIZE;
     const uint8_t *sec[S_COUNT] = {0};
     size_t seclen[S_COUNT] = {0};
     int seen[S_COUNT] = {0};

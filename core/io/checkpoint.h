@@ -120,6 +120,16 @@ typedef struct amp_checkpoint {
 int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, char *err,
                          size_t errlen);
 
+/* Checks the first n bytes of a checkpoint file of file_size bytes (n <=
+ * file_size; n must cover the section table, AMP_CKPT_HEAD_MAX bytes always
+ * do): magic, version, section count, the size the header records against
+ * file_size, the header CRC. amp_checkpoint_parse starts with it; a reader
+ * calls it before reading a file whole, so a huge file whose header is bad
+ * or disagrees with its size costs one short read. 0, or -1 with err. */
+#define AMP_CKPT_HEAD_MAX (AMP_CKPT_HEADER_SIZE + AMP_CKPT_MAX_SECTIONS * AMP_CKPT_ENTRY_SIZE)
+int amp_checkpoint_check_head(const uint8_t *head, size_t n, uint64_t file_size, char *err,
+                              size_t errlen);
+
 /* Serialises ck into a new malloc'd buffer (*out, *len; the caller frees).
  * 0, or -1 with err (out of memory, or a field that does not fit). */
 int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, char *err,

@@ -1,5 +1,7 @@
 #include "io/checkpoint_store.h"
 
+#include "io/checkpoint_file.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -195,36 +197,6 @@ bad:
 }
 
 int amp_ckpt_store_read(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen) {
-    *buf = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "cannot read: %s", strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX - 1) {
-        snprintf(err, errlen, "not a regular file");
-        close(fd);
-        return -1;
-    }
-    size_t n = (size_t)st.st_size;
-    uint8_t *p = malloc(n ? n : 1);
-    if (!p) {
-        snprintf(err, errlen, "out of host memory (%zu bytes)", n);
-        close(fd);
-        return -1;
-    }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, p + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd);
-    *buf = p;
-    *len = got; /* a file that shrank while read is judged by the parser */
-    return 0;
+    /* regular files only, header checked against the size before the body */
+    return amp_checkpoint_read_file(path, buf, len, err, errlen);
 }

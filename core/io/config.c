@@ -10,6 +10,7 @@
  * are parsed here too, so an empty or duplicate section has a line.
  */
 #include "io/config.h"
+#include "io/file.h"
 #include "log.h"
 
 #include <ctype.h>
@@ -30,6 +31,8 @@ typedef struct cfg_item {
     char *where; /* "path:line" or "--set section.key" */
     int line;    /* file line; 0 when it came from --set */
     int read;
+    size_t sec;  /* index in amp_config.secs */
+    size_t next; /* the section's next key entry, in order; NONE at the end */
 } cfg_item;
 
 /* A (section, key) somebody asked for (key NULL: the section itself), with
@@ -39,7 +42,29 @@ typedef struct cfg_known {
     char *key;
     char *value;  /* NULL: absent and no default */
     char *origin; /* "default", or the entry's where */
+    size_t sec;
+    size_t next;  /* the section's next known record, in order */
 } cfg_known;
+
+#define NONE SIZE_MAX
+
+/* Every section named by an entry or a lookup, with its records chained in
+ * order, so no operation scans the whole config per key: parsing, reading
+ * and checking n keys costs O(n) (a 40k-key file must not take seconds). */
+typedef struct cfg_sec {
+    char *name;
+    size_t header;                 /* its [section] item, or NONE */
+    size_t known_null;             /* its known record with key NULL, or NONE */
+    size_t known_head, known_tail; /* known records; known_head NONE: unknown section */
+    size_t item_head, item_tail;   /* key entries */
+} cfg_sec;
+
+/* Open addressing over indices into one of the arrays; slot 0 = empty. */
+typedef struct cfg_index {
+    uint64_t *hash;
+    size_t *slot; /* index + 1 */
+    size_t cap, n;
+} cfg_index;
 
 struct amp_config {
     char *path;
@@ -47,6 +72,12 @@ struct amp_config {
     size_t n_items, cap_items;
     cfg_known *known;
     size_t n_known, cap_known;
+    cfg_sec *secs;
+    size_t n_secs, cap_secs;
+    cfg_index sec_index;   /* name -> secs */
+    cfg_index item_index;  /* (sec, key) -> items, key entries only */
+    cfg_index known_index; /* (sec, key) -> known, key != NULL */
+    size_t compares;       /* string comparisons made by lookups (amp_config_compares) */
     int oom; /* recording a known key failed; reported by check_unread */
 };
 
@@ -211,9 +242,131 @@ static void suggest_consider(suggester *s, const char *cand)
 
 /* ---------------------------------------------------------------- storage */
 
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t hash_pair(size_t sec, const char *key)
+{
+    return hash_str((0xcbf29ce484222325ULL ^ (uint64_t)sec) * 0x100000001b3ULL, key);
+}
+
+typedef int (*index_eq)(amp_config *cfg, size_t idx, size_t sec, const char *key);
+
+/* The index stored for (sec, key) with hash h, or NONE. */
+static size_t index_find(amp_config *cfg, const cfg_index *ix, uint64_t h, index_eq eq,
+                         size_t sec, const char *key)
+{
+    if (!ix->cap)
+        return NONE;
+    for (size_t i = (size_t)h & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
+        if (!ix->slot[i])
+            return NONE;
+        if (ix->hash[i] == h && eq(cfg, ix->slot[i] - 1, sec, key))
+            return ix->slot[i] - 1;
+    }
+}
+
+static int index_put_raw(cfg_index *ix, uint64_t h, size_t idx)
+{
+    size_t i = (size_t)h & (ix->cap - 1);
+    while (ix->slot[i])
+        i = (i + 1) & (ix->cap - 1);
+    ix->hash[i] = h;
+    ix->slot[i] = idx + 1;
+    ix->n++;
+    return 0;
+}
+
+/* Adds idx under hash h (the caller checked it is absent); load <= 1/2. */
+static int index_put(cfg_index *ix, uint64_t h, size_t idx)
+{
+    if (2 * (ix->n + 1) > ix->cap) {
+        size_t cap = ix->cap ? 2 * ix->cap : 64;
+        cfg_index nx = {calloc(cap, sizeof *nx.hash), calloc(cap, sizeof *nx.slot), cap, 0};
+        if (!nx.hash || !nx.slot) {
+            free(nx.hash);
+            free(nx.slot);
+            return -1;
+        }
+        for (size_t i = 0; i < ix->cap; i++)
+            if (ix->slot[i])
+                index_put_raw(&nx, ix->hash[i], ix->slot[i] - 1);
+        free(ix->hash);
+        free(ix->slot);
+        *ix = nx;
+    }
+    return index_put_raw(ix, h, idx);
+}
+
+static void index_free(cfg_index *ix)
+{
+    free(ix->hash);
+    free(ix->slot);
+    memset(ix, 0, sizeof *ix);
+}
+
+static int sec_eq(amp_config *cfg, size_t idx, size_t sec, const char *name)
+{
+    (void)sec;
+    cfg->compares++;
+    return strcmp(cfg->secs[idx].name, name) == 0;
+}
+
+static int item_eq(amp_config *cfg, size_t idx, size_t sec, const char *key)
+{
+    cfg->compares++;
+    return cfg->items[idx].sec == sec && strcmp(cfg->items[idx].key, key) == 0;
+}
+
+static int known_eq(amp_config *cfg, size_t idx, size_t sec, const char *key)
+{
+    cfg->compares++;
+    return cfg->known[idx].sec == sec && strcmp(cfg->known[idx].key, key) == 0;
+}
+
+static size_t sec_find(amp_config *cfg, const char *name)
+{
+    return index_find(cfg, &cfg->sec_index, hash_str(0xcbf29ce484222325ULL, name), sec_eq, 0,
+                      name);
+}
+
+/* The section's index, created when absent; NONE when out of memory. */
+static size_t sec_get(amp_config *cfg, const char *name)
+{
+    size_t s = sec_find(cfg, name);
+    if (s != NONE)
+        return s;
+    if (cfg->n_secs == cfg->cap_secs) {
+        size_t cap = cfg->cap_secs ? 2 * cfg->cap_secs : 16;
+        cfg_sec *p = realloc(cfg->secs, cap * sizeof *p);
+        if (!p)
+            return NONE;
+        cfg->secs = p;
+        cfg->cap_secs = cap;
+    }
+    cfg_sec *sc = &cfg->secs[cfg->n_secs];
+    sc->name = strdup(name);
+    if (!sc->name)
+        return NONE;
+    sc->header = sc->known_null = NONE;
+    sc->known_head = sc->known_tail = sc->item_head = sc->item_tail = NONE;
+    if (index_put(&cfg->sec_index, hash_str(0xcbf29ce484222325ULL, name), cfg->n_secs) != 0) {
+        free(sc->name);
+        return NONE;
+    }
+    return cfg->n_secs++;
+}
+
 static cfg_item *item_add(amp_config *cfg, const char *section, const char *key,
                           const char *value, const char *where, int line)
 {
+    size_t sec = sec_get(cfg, section);
+    if (sec == NONE)
+        return NULL;
     if (cfg->n_items == cfg->cap_items) {
         size_t cap = cfg->cap_items ? 2 * cfg->cap_items : 16;
         cfg_item *p = realloc(cfg->items, cap * sizeof *p);
@@ -228,62 +381,58 @@ static cfg_item *item_add(amp_config *cfg, const char *section, const char *key,
     it.value = value ? strdup(value) : NULL;
     it.where = strdup(where);
     it.line = line;
-    if (!it.section || (key && !it.key) || (value && !it.value) || !it.where) {
+    it.sec = sec;
+    it.next = NONE;
+    size_t idx = cfg->n_items;
+    if (!it.section || (key && !it.key) || (value && !it.value) || !it.where ||
+        (key && index_put(&cfg->item_index, hash_pair(sec, key), idx) != 0)) {
         free(it.section);
         free(it.key);
         free(it.value);
         free(it.where);
         return NULL;
     }
-    cfg->items[cfg->n_items] = it;
-    return &cfg->items[cfg->n_items++];
-}
-
-static cfg_item *find_section_item(const amp_config *cfg, const char *section)
-{
-    for (size_t i = 0; i < cfg->n_items; i++)
-        if (!cfg->items[i].key && strcmp(cfg->items[i].section, section) == 0)
-            return &cfg->items[i];
-    return NULL;
-}
-
-static cfg_item *find_entry(const amp_config *cfg, const char *section, const char *key)
-{
-    for (size_t i = 0; i < cfg->n_items; i++) {
-        cfg_item *it = &cfg->items[i];
-        if (it->key && strcmp(it->section, section) == 0 && strcmp(it->key, key) == 0)
-            return it;
+    cfg->items[idx] = it;
+    cfg->n_items++;
+    cfg_sec *sc = &cfg->secs[sec];
+    if (!key) {
+        sc->header = idx;
+    } else {
+        if (sc->item_tail == NONE)
+            sc->item_head = idx;
+        else
+            cfg->items[sc->item_tail].next = idx;
+        sc->item_tail = idx;
     }
-    return NULL;
+    return &cfg->items[idx];
 }
 
-static cfg_known *find_known(const amp_config *cfg, const char *section, const char *key)
+static cfg_item *find_section_item(amp_config *cfg, const char *section)
 {
-    for (size_t i = 0; i < cfg->n_known; i++) {
-        cfg_known *k = &cfg->known[i];
-        if (strcmp(k->section, section) != 0)
-            continue;
-        if ((!key && !k->key) || (key && k->key && strcmp(k->key, key) == 0))
-            return k;
-    }
-    return NULL;
+    size_t sec = sec_find(cfg, section);
+    return sec == NONE || cfg->secs[sec].header == NONE ? NULL : &cfg->items[cfg->secs[sec].header];
 }
 
-static int section_known(const amp_config *cfg, const char *section)
+static cfg_item *find_entry(amp_config *cfg, const char *section, const char *key)
 {
-    for (size_t i = 0; i < cfg->n_known; i++)
-        if (strcmp(cfg->known[i].section, section) == 0)
-            return 1;
-    return 0;
+    size_t sec = sec_find(cfg, section);
+    if (sec == NONE)
+        return NULL;
+    size_t i = index_find(cfg, &cfg->item_index, hash_pair(sec, key), item_eq, sec, key);
+    return i == NONE ? NULL : &cfg->items[i];
+}
+
+static size_t known_find(amp_config *cfg, size_t sec, const char *key)
+{
+    if (!key)
+        return cfg->secs[sec].known_null;
+    return index_find(cfg, &cfg->known_index, hash_pair(sec, key), known_eq, sec, key);
 }
 
 /* Whether known[k] is the first record of its section (lists each once). */
 static int first_of_section(const amp_config *cfg, size_t k)
 {
-    for (size_t j = 0; j < k; j++)
-        if (strcmp(cfg->known[j].section, cfg->known[k].section) == 0)
-            return 0;
-    return 1;
+    return cfg->secs[cfg->known[k].sec].known_head == k;
 }
 
 /* Records (section, key) as known; with value, also what it resolved to
@@ -292,8 +441,14 @@ static int first_of_section(const amp_config *cfg, size_t k)
 static void known_note(amp_config *cfg, const char *section, const char *key,
                        const char *value, const char *origin)
 {
-    cfg_known *k = find_known(cfg, section, key);
-    if (!k) {
+    size_t sec = sec_get(cfg, section);
+    if (sec == NONE) {
+        cfg->oom = 1;
+        return;
+    }
+    size_t ki = known_find(cfg, sec, key);
+    cfg_known *k;
+    if (ki == NONE) {
         if (cfg->n_known == cfg->cap_known) {
             size_t cap = cfg->cap_known ? 2 * cfg->cap_known : 32;
             cfg_known *p = realloc(cfg->known, cap * sizeof *p);
@@ -304,18 +459,31 @@ static void known_note(amp_config *cfg, const char *section, const char *key,
             cfg->known = p;
             cfg->cap_known = cap;
         }
-        k = &cfg->known[cfg->n_known];
+        ki = cfg->n_known;
+        k = &cfg->known[ki];
         memset(k, 0, sizeof *k);
         k->section = strdup(section);
         k->key = key ? strdup(key) : NULL;
-        if (!k->section || (key && !k->key)) {
+        k->sec = sec;
+        k->next = NONE;
+        if (!k->section || (key && !k->key) ||
+            (key && index_put(&cfg->known_index, hash_pair(sec, key), ki) != 0)) {
             free(k->section);
             free(k->key);
             cfg->oom = 1;
             return;
         }
         cfg->n_known++;
+        cfg_sec *sc = &cfg->secs[sec];
+        if (!key)
+            sc->known_null = ki;
+        if (sc->known_tail == NONE)
+            sc->known_head = ki;
+        else
+            cfg->known[sc->known_tail].next = ki;
+        sc->known_tail = ki;
     }
+    k = &cfg->known[ki];
     if (value) {
         char *v = strdup(value), *o = strdup(origin);
         if (!v || !o) {
@@ -331,12 +499,14 @@ static void known_note(amp_config *cfg, const char *section, const char *key,
     }
 }
 
+size_t amp_config_compares(const amp_config *cfg) { return cfg->compares; }
+
 /* ---------------------------------------------------------------- parsing */
 
 typedef struct parse_state {
     amp_config *cfg;
     FILE *f;
-    char *line; /* getline buffer */
+    char *line; /* the current line, at most line_cap bytes kept */
     size_t line_cap;
     int lineno;
     const char *section; /* current section (owned by its item), NULL before the first */
@@ -416,6 +586,43 @@ static void strip_inline_comment(char *s)
     }
 }
 
+/* Past this many bytes a long line is not counted further. */
+#define LINE_COUNT_MAX (1u << 20)
+
+/* Reads one line without its '\n': the first st->line_cap bytes into
+ * st->line, the rest only counted (*total, up to LINE_COUNT_MAX + 1, where
+ * reading stops), so that no line, not even an endless one, costs more
+ * memory or time than that. 1: a
+ * line; 0: the end of the file; -1: a read error (errno set). A read error
+ * is never taken for the end of the file. */
+static int read_line(parse_state *st, size_t *kept, size_t *total, int *cr)
+{
+    size_t n = 0, all = 0;
+    int c, last = 0;
+    errno = 0;
+    while ((c = getc(st->f)) != EOF) {
+        if (c == '\n')
+            break;
+        last = c;
+        if (n < st->line_cap)
+            st->line[n++] = (char)c;
+        if (++all > LINE_COUNT_MAX)
+            break; /* the caller refuses the line and stops: no need to read on */
+    }
+    if (c == EOF && ferror(st->f)) {
+        if (!errno)
+            errno = EIO;
+        return -1;
+    }
+    if (c == EOF && all == 0)
+        return 0;
+    st->line[n] = '\0';
+    *kept = n;
+    *total = all;
+    *cr = last == '\r' && all <= LINE_COUNT_MAX;
+    return 1;
+}
+
 /* fgets-style reader for ini_parse_stream: hands inih one normalised line
  * (comment and section lines become empty) and returns NULL to stop at our
  * first error. */
@@ -425,23 +632,38 @@ static char *parse_reader(char *buf, int num, void *stream)
     parse_check_pending(st);
     if (st->err_line)
         return NULL;
-    errno = 0;
-    ssize_t n = getline(&st->line, &st->line_cap, st->f);
-    if (n < 0) {
-        if (ferror(st->f)) {
+    if (num < 4) {
+        parse_fail(st, "inih's line buffer is too small (%d bytes)", num);
+        return NULL;
+    }
+    if (!st->line) {
+        /* inih's buffer must also hold "\r\n\0"; longer lines it would
+         * split. Two more bytes: a '\r' and one byte too many. */
+        st->line_cap = (size_t)num - 1;
+        st->line = malloc(st->line_cap + 1);
+        if (!st->line) {
+            parse_fail(st, "out of memory");
+            return NULL;
+        }
+    }
+    size_t len = 0, total = 0;
+    int cr = 0;
+    int got = read_line(st, &len, &total, &cr);
+    if (got <= 0) {
+        if (got < 0) {
             st->err_line = -1;
             snprintf(st->msg, sizeof st->msg, "%s: cannot read: %s", st->cfg->path,
-                     strerror(errno ? errno : EIO));
+                     strerror(errno));
         }
         return NULL;
     }
     st->lineno++;
     char *s = st->line;
-    size_t len = (size_t)n;
-    if (len > 0 && s[len - 1] == '\n')
-        len--;
-    if (len > 0 && s[len - 1] == '\r')
-        len--;
+    if (cr) { /* CRLF */
+        if (len == total)
+            len--;
+        total--;
+    }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if ((c < 0x20 && c != '\t') || c == 0x7f) {
@@ -454,10 +676,14 @@ static char *parse_reader(char *buf, int num, void *stream)
     if (st->lineno == 1 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
         s += 3;
         len -= 3;
+        total -= 3;
     }
-    /* inih's buffer must also hold "\r\n\0"; longer lines it would split. */
-    if (num < 4 || len > (size_t)num - 3) {
-        parse_fail(st, "line too long (%zu characters; the limit is %d)", len, num - 3);
+    if (total > (size_t)num - 3) {
+        if (total > LINE_COUNT_MAX)
+            parse_fail(st, "line too long (more than %u characters; the limit is %d)",
+                       LINE_COUNT_MAX, num - 3);
+        else
+            parse_fail(st, "line too long (%zu characters; the limit is %d)", total, num - 3);
         return NULL;
     }
     /* Leading blanks are dropped so inih never sees a continuation line. */
@@ -564,11 +790,10 @@ static amp_config *parse_stream(FILE *f, const char *path, char *err, size_t err
 
 amp_config *amp_config_load(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        amp_set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    /* Regular files only: a FIFO would hang the read, /dev/zero never ends. */
+    FILE *f = amp_file_fopen_read(path, NULL, err, errlen);
+    if (!f)
         return NULL;
-    }
     return parse_stream(f, path, err, errlen);
 }
 
@@ -608,8 +833,14 @@ void amp_config_free(amp_config *cfg)
         free(cfg->known[i].value);
         free(cfg->known[i].origin);
     }
+    for (size_t i = 0; i < cfg->n_secs; i++)
+        free(cfg->secs[i].name);
     free(cfg->items);
     free(cfg->known);
+    free(cfg->secs);
+    index_free(&cfg->sec_index);
+    index_free(&cfg->item_index);
+    index_free(&cfg->known_index);
     free(cfg->path);
     free(cfg);
 }
@@ -873,10 +1104,11 @@ int amp_config_each(amp_config *cfg, const char *section, const char *prefix,
                     void *user)
 {
     size_t plen = prefix ? strlen(prefix) : 0;
-    for (size_t i = 0; i < cfg->n_items; i++) {
+    size_t sec = sec_find(cfg, section);
+    for (size_t i = sec == NONE ? NONE : cfg->secs[sec].item_head; i != NONE;
+         i = cfg->items[i].next) {
         cfg_item *it = &cfg->items[i];
-        if (!it->key || strcmp(it->section, section) != 0 ||
-            (plen && strncmp(it->key, prefix, plen) != 0))
+        if (plen && strncmp(it->key, prefix, plen) != 0)
             continue;
         it->read = 1;
         known_note(cfg, section, it->key, it->value, it->where);
@@ -903,7 +1135,7 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
     for (size_t i = 0; i < cfg->n_items; i++) {
         const cfg_item *it = &cfg->items[i];
         if (!it->key) {
-            if (section_known(cfg, it->section))
+            if (cfg->secs[it->sec].known_head != NONE)
                 continue;
             suggester sg;
             suggest_init(&sg, it->section);
@@ -925,14 +1157,14 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
                 amp_set_err(err, errlen, "%s: unknown section [%s]", it->where, it->section);
             return -1;
         }
-        if (it->read || !section_known(cfg, it->section))
+        if (it->read || cfg->secs[it->sec].known_head == NONE)
             continue;
         suggester sg;
         suggest_init(&sg, it->key);
         char known[256] = "";
-        for (size_t k = 0; k < cfg->n_known; k++) {
+        for (size_t k = cfg->secs[it->sec].known_head; k != NONE; k = cfg->known[k].next) {
             const cfg_known *kn = &cfg->known[k];
-            if (!kn->key || strcmp(kn->section, it->section) != 0)
+            if (!kn->key)
                 continue;
             suggest_consider(&sg, kn->key);
             buf_add(known, sizeof known, "%s%s", known[0] ? ", " : "", kn->key);
@@ -953,21 +1185,24 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
 
 /* --------------------------------------------------------------- writing */
 
-static void write_section(const amp_config *cfg, FILE *out, const char *section)
+/* The lookups only count comparisons: cfg is otherwise left as it is. */
+static void write_section(const amp_config *ccfg, FILE *out, size_t sec)
 {
-    fprintf(out, "\n[%s]\n", section);
-    for (size_t k = 0; k < cfg->n_known; k++) {
+    amp_config *cfg = (amp_config *)ccfg;
+    const cfg_sec *sc = &cfg->secs[sec];
+    fprintf(out, "\n[%s]\n", sc->name);
+    for (size_t k = sc->known_head; k != NONE; k = cfg->known[k].next) {
         const cfg_known *kn = &cfg->known[k];
-        if (!kn->key || strcmp(kn->section, section) != 0)
+        if (!kn->key)
             continue;
         if (kn->value)
             fprintf(out, "%s = %s  ; %s\n", kn->key, kn->value, kn->origin);
         else
             fprintf(out, "; %s is not set\n", kn->key);
     }
-    for (size_t i = 0; i < cfg->n_items; i++) {
+    for (size_t i = sc->item_head; i != NONE; i = cfg->items[i].next) {
         const cfg_item *it = &cfg->items[i];
-        if (it->key && strcmp(it->section, section) == 0 && !find_known(cfg, section, it->key))
+        if (known_find(cfg, sec, it->key) == NONE)
             fprintf(out, "%s = %s  ; %s, not read\n", it->key, it->value, it->where);
     }
 }
@@ -979,11 +1214,11 @@ int amp_config_write_resolved(const amp_config *cfg, FILE *out)
      * sections nobody asked for. */
     for (size_t k = 0; k < cfg->n_known; k++)
         if (first_of_section(cfg, k))
-            write_section(cfg, out, cfg->known[k].section);
+            write_section(cfg, out, cfg->known[k].sec);
     for (size_t i = 0; i < cfg->n_items; i++) {
         const cfg_item *it = &cfg->items[i];
-        if (!it->key && !section_known(cfg, it->section))
-            write_section(cfg, out, it->section);
+        if (!it->key && cfg->secs[it->sec].known_head == NONE)
+            write_section(cfg, out, it->sec);
     }
     if (fflush(out) != 0 || ferror(out))
         return -1;

@@ -13,7 +13,12 @@
  * ';' or '#', inline comments starting with " ;" or " #" (whitespace before
  * the mark). Leading whitespace is ignored (no multi-line values). Keys and
  * section names are case-sensitive. A line longer than inih's buffer is an
- * error, never split silently.
+ * error, never split silently; a line is never held in memory past that
+ * buffer, however long it is.
+ *
+ * Cost: sections and keys are hashed, so loading, reading, checking and
+ * writing n keys takes O(n) time (amp_config_compares counts the string
+ * comparisons lookups make, for the test that keeps it so).
  *
  * Strings returned by the getters, lookup and each stay valid until
  * amp_config_free, or until amp_config_set replaces that same key.
@@ -28,8 +33,10 @@
 typedef struct amp_config amp_config;
 
 /* Parses path. NULL on failure with "file:line: message" in err (an
- * unreadable file gives "path: cannot read: <strerror>"). An empty file is
- * valid: every key takes its default. */
+ * unreadable file gives "path: cannot read: <strerror>"; a FIFO, device or
+ * directory "path: cannot read: it is a FIFO (named pipe), not a regular
+ * file"; a read error is never taken for the end of the file). An empty file
+ * is valid: every key takes its default. */
 amp_config *amp_config_load(const char *path, char *err, size_t errlen);
 /* Parses len bytes of text (any bytes: NULs and binary are errors, not
  * crashes) exactly as amp_config_load parses a file; label stands in for the
@@ -95,6 +102,10 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen);
  * set but not read, each with a comment saying where its value came from.
  * Returns 0, or -1 with errno set when writing failed. */
 int amp_config_write_resolved(const amp_config *cfg, FILE *out);
+
+/* The string comparisons the hash lookups of cfg made so far (each lookup
+ * compares the few entries whose hash matches). For tests. */
+size_t amp_config_compares(const amp_config *cfg);
 
 /* The path given to load, or the label given to new_empty. */
 const char *amp_config_path(const amp_config *cfg);

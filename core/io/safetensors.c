@@ -1,20 +1,23 @@
 /* Hugging Face safetensors reader and writer (see safetensors.h).
  *
  * What amp_safetensors_open checks, in order, each failure naming the file:
- *   - the file is a regular file of at least 8 bytes;
+ *   - the path is a regular file (io/file.h: no FIFO, device or directory is
+ *     ever read), of at least 8 bytes;
  *   - header length N <= 100 MB and 8 + N <= file size;
- *   - the header is valid UTF-8 and strict JSON of exactly the shape the format
- *     uses: an object of tensor objects {"dtype": string, "shape": [ints],
- *     "data_offsets": [int, int]} plus an optional "__metadata__" object of
- *     string -> string. No floats, booleans, nulls, unknown keys, duplicate
- *     keys or trailing bytes (space padding is fine: it is JSON whitespace).
- *     Syntax errors give the byte offset in the file;
+ *   - the header is strict JSON, parsed by jansson (libjansson-dev): valid
+ *     UTF-8, no duplicate key at any depth (JSON_REJECT_DUPLICATES), no
+ *     \u0000, no trailing bytes but whitespace (the writer's space padding).
+ *     Syntax errors give the file offset, line and column;
+ *   - its shape is exactly the format's: an object of tensor objects
+ *     {"dtype": string, "shape": [ints], "data_offsets": [int, int]} plus an
+ *     optional "__metadata__" object of string -> string. No fractions,
+ *     booleans, nulls or unknown keys;
  *   - each dtype is known, shape entries are non-negative, product(shape) *
  *     dtype size (no overflow) == end - begin;
  *   - sorted by offset, the tensors start at 0, touch without gaps or overlap,
  *     and end exactly at the end of the file.
- * The parser decodes strings in place in its copy of the header, so names and
- * metadata are C strings pointing into that buffer.
+ * Names and metadata are C strings inside the parsed jansson tree, which
+ * lives until amp_safetensors_close.
  */
 #include "io/safetensors.h"
 
@@ -28,7 +31,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "backend/kernels/convert.h"
+#include "io/file.h"
 #include "io/out_file.h"
 
 #define ST_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -138,25 +144,6 @@ static void shape_format(char *buf, size_t len, int ndim, const int64_t *shape) 
     if (n + 2 <= len) snprintf(buf + n, len - n, "]");
 }
 
-static int pread_full(int fd, void *buf, size_t n, uint64_t off) {
-    unsigned char *p = buf;
-    while (n) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        if (r == 0) {
-            errno = 0; /* end of file: the caller says "shrank" */
-            return -1;
-        }
-        p += r;
-        n -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 static uint64_t load_le64(const unsigned char *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
@@ -166,23 +153,21 @@ static uint64_t load_le64(const unsigned char *p) {
 /* ---- the open file ---------------------------------------------------------- */
 
 typedef struct {
-    const char *name;
+    const char *name; /* a key of the header object: lives as long as st->root */
     int dtype;
     int ndim;
     size_t dim0;        /* first dimension in amp_safetensors.dims */
     uint64_t begin, end; /* relative to the data buffer */
-    size_t at;          /* header byte of the name, for messages */
 } st_entry;
 
 typedef struct {
-    const char *key, *val;
-    size_t at;
+    const char *key, *val; /* in st->root */
 } st_meta;
 
 struct amp_safetensors {
     char *path;
     int fd;
-    char *header;
+    json_t *root; /* the parsed header; names and metadata point into it */
     uint64_t data_start, data_size;
     st_entry *t;
     size_t count, cap;
@@ -193,294 +178,124 @@ struct amp_safetensors {
     size_t nmeta, capmeta;
 };
 
-/* ---- strict JSON, only what the header needs ----------------------------- */
+/* ---- the header: JSON through jansson, then its shape ------------------- */
 
-typedef struct {
-    char *s;
-    size_t n, pos;
-    const char *path;
-    char *err;
-    size_t errlen;
-} st_json;
-
-/* Positions in messages are file offsets (header byte + 8), what a hex dump shows. */
-static int ST_PRINTF(3, 4) jfail(st_json *j, size_t at, const char *fmt, ...) {
-    if (j->err && j->errlen) {
-        int n = snprintf(j->err, j->errlen, "%s: header, byte %zu: ", j->path, at + 8);
+/* "path: header: tensor 'x': <fmt>" for errors in what the JSON says. */
+static int ST_PRINTF(4, 5) hfail(char *err, size_t errlen, const char *path, const char *fmt, ...) {
+    if (err && errlen) {
+        int n = snprintf(err, errlen, "%s: header: ", path);
         if (n < 0) n = 0;
-        if ((size_t)n < j->errlen) {
+        if ((size_t)n < errlen) {
             va_list ap;
             va_start(ap, fmt);
-            vsnprintf(j->err + n, j->errlen - (size_t)n, fmt, ap);
+            vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
             va_end(ap);
         }
     }
     return -1;
 }
 
-static int jpeek(const st_json *j) { return j->pos < j->n ? (unsigned char)j->s[j->pos] : -1; }
-
-static void jws(st_json *j) {
-    while (j->pos < j->n) {
-        char c = j->s[j->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
-        j->pos++;
+static const char *json_kind(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a fraction";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
     }
+    return "?";
 }
 
-/* Describes what sits at pos for "expected X but found Y" messages. */
-static const char *jfound(const st_json *j, char *buf, size_t len) {
-    int c = jpeek(j);
-    if (c < 0) return "the end of the header";
-    if (c >= 0x21 && c < 0x7f)
-        snprintf(buf, len, "'%c'", c);
-    else
-        snprintf(buf, len, "byte 0x%02x", (unsigned)c);
-    return buf;
-}
-
-static int jexpect(st_json *j, char c) {
-    jws(j);
-    if (jpeek(j) == (unsigned char)c) {
-        j->pos++;
-        return 0;
+/* [int, ...] with at most max entries, each >= 0. */
+static int int_array(const amp_safetensors *st, const json_t *a, int64_t *vals, int max, int *count,
+                     const char *tname, const char *what, char *err, size_t errlen) {
+    if (!json_is_array(a))
+        return hfail(err, errlen, st->path, "tensor '%s': \"%s\" is %s, not an array of integers",
+                     tname, what, json_kind(a));
+    size_t n = json_array_size(a);
+    if (n > (size_t)max)
+        return hfail(err, errlen, st->path, "tensor '%s': \"%s\" has more than %d entries", tname,
+                     what, max);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(a, i);
+        if (!json_is_integer(v))
+            return hfail(err, errlen, st->path,
+                         "tensor '%s': %s entry %zu is %s; only integers are allowed here", tname,
+                         what, i, json_kind(v));
+        json_int_t x = json_integer_value(v);
+        if (x < 0)
+            return hfail(err, errlen, st->path, "tensor '%s': %s entry %" PRId64 " is negative",
+                         tname, what, (int64_t)x);
+        vals[i] = (int64_t)x;
     }
-    char b[16];
-    return jfail(j, j->pos, "expected '%c' but found %s", c, jfound(j, b, sizeof b));
-}
-
-static int jhex4(st_json *j, size_t at, uint32_t *out) {
-    if (j->n - at < 4) return jfail(j, at, "truncated \\u escape");
-    uint32_t v = 0;
-    for (size_t i = 0; i < 4; i++) {
-        char c = j->s[at + i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else
-            return jfail(j, at + i, "bad hex digit in \\u escape");
-        v = v << 4 | d;
-    }
-    *out = v;
+    *count = (int)n;
     return 0;
 }
 
-/* Reads a string at pos, decoding escapes in place (the output never outruns
- * the input) and NUL-terminating it; *out points into the header. */
-static int jstring(st_json *j, char **out) {
-    jws(j);
-    if (jpeek(j) != '"') {
-        char b[16];
-        return jfail(j, j->pos, "expected a string but found %s", jfound(j, b, sizeof b));
-    }
-    size_t start = j->pos, r = start + 1, w = start + 1;
-    char *s = j->s;
-    for (;;) {
-        if (r >= j->n) return jfail(j, start, "unterminated string");
-        unsigned char c = (unsigned char)s[r];
-        if (c == '"') break;
-        if (c < 0x20) return jfail(j, r, "control character 0x%02x in a string (escape it)", c);
-        if (c != '\\') {
-            s[w++] = (char)c; /* UTF-8 was validated over the whole header */
-            r++;
-            continue;
-        }
-        if (r + 1 >= j->n) return jfail(j, start, "unterminated string");
-        char e = s[r + 1];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e && simple) {
-            static const char map[] = "\"\\/\b\f\n\r\t";
-            s[w++] = map[simple - "\"\\/bfnrt"];
-            r += 2;
-            continue;
-        }
-        if (e != 'u') return jfail(j, r, "invalid escape '\\%c'", e >= 0x21 && e < 0x7f ? e : '?');
-        uint32_t cp;
-        if (jhex4(j, r + 2, &cp)) return -1;
-        size_t esc = r;
-        r += 6;
-        if (cp >= 0xdc00 && cp <= 0xdfff) return jfail(j, esc, "unpaired low surrogate in \\u escape");
-        if (cp >= 0xd800 && cp <= 0xdbff) {
-            uint32_t lo;
-            if (r + 1 >= j->n || s[r] != '\\' || s[r + 1] != 'u')
-                return jfail(j, esc, "unpaired high surrogate in \\u escape");
-            if (jhex4(j, r + 2, &lo)) return -1;
-            if (lo < 0xdc00 || lo > 0xdfff) return jfail(j, esc, "unpaired high surrogate in \\u escape");
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-            r += 6;
-        }
-        if (cp == 0) return jfail(j, esc, "\\u0000 in a string (names cannot hold NUL)");
-        if (cp < 0x80) {
-            s[w++] = (char)cp;
-        } else if (cp < 0x800) {
-            s[w++] = (char)(0xc0 | cp >> 6);
-            s[w++] = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            s[w++] = (char)(0xe0 | cp >> 12);
-            s[w++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            s[w++] = (char)(0x80 | (cp & 0x3f));
-        } else {
-            s[w++] = (char)(0xf0 | cp >> 18);
-            s[w++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-            s[w++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            s[w++] = (char)(0x80 | (cp & 0x3f));
-        }
-    }
-    s[w] = '\0'; /* w <= r, the closing quote, which is consumed below */
-    j->pos = r + 1;
-    *out = s + start + 1;
-    return 0;
-}
-
-/* A JSON integer (optional '-', no leading zeros, no fraction or exponent)
- * that fits in int64. Negative values are returned for the caller to reject
- * with a message that names the tensor. */
-static int jint(st_json *j, int64_t *out) {
-    jws(j);
-    size_t start = j->pos;
-    int neg = jpeek(j) == '-';
-    if (neg) j->pos++;
-    int c = jpeek(j);
-    if (c < '0' || c > '9') {
-        char b[16];
-        return jfail(j, j->pos, "expected an integer but found %s", jfound(j, b, sizeof b));
-    }
-    uint64_t v = 0;
-    if (c == '0') {
-        j->pos++;
-        c = jpeek(j);
-        if (c >= '0' && c <= '9') return jfail(j, start, "integer with a leading zero");
-    } else {
-        while ((c = jpeek(j)) >= '0' && c <= '9') {
-            if (v > ((uint64_t)INT64_MAX - (uint64_t)(c - '0')) / 10)
-                return jfail(j, start, "integer out of range");
-            v = v * 10 + (uint64_t)(c - '0');
-            j->pos++;
-        }
-    }
-    if (c == '.' || c == 'e' || c == 'E')
-        return jfail(j, start, "only integers are allowed here (found a fraction or exponent)");
-    *out = neg ? -(int64_t)v : (int64_t)v;
-    return 0;
-}
-
-/* [int, ...] with at most max entries. */
-static int jint_array(st_json *j, int64_t *vals, int max, int *count, const char *tname,
-                      const char *what) {
-    jws(j);
-    size_t start = j->pos;
-    if (jexpect(j, '[')) return -1;
-    *count = 0;
-    jws(j);
-    if (jpeek(j) == ']') {
-        j->pos++;
-        return 0;
-    }
-    for (;;) {
-        int64_t v = 0;
-        if (*count == max)
-            return jfail(j, start, "tensor '%s': \"%s\" has more than %d entries", tname, what, max);
-        size_t at = (jws(j), j->pos);
-        if (jint(j, &v)) return -1;
-        if (v < 0)
-            return jfail(j, at, "tensor '%s': %s entry %" PRId64 " is negative", tname, what, v);
-        vals[(*count)++] = v;
-        jws(j);
-        int c = jpeek(j);
-        if (c != ',' && c != ']') {
-            char b[16];
-            return jfail(j, j->pos, "expected ',' or ']' but found %s", jfound(j, b, sizeof b));
-        }
-        j->pos++;
-        if (c == ']') return 0;
-    }
-}
-
-/* After a member: ',' (returns 1, more) or '}' (returns 0, done). */
-static int jnext(st_json *j) {
-    jws(j);
-    int c = jpeek(j);
-    if (c == ',' || c == '}') {
-        j->pos++;
-        return c == ',';
-    }
-    char b[16];
-    jfail(j, j->pos, "expected ',' or '}' but found %s", jfound(j, b, sizeof b));
-    return -1;
-}
-
-static int parse_meta(amp_safetensors *st, st_json *j) {
-    if (jexpect(j, '{')) return -1;
-    jws(j);
-    if (jpeek(j) == '}') {
-        j->pos++;
-        return 0;
-    }
-    for (int more = 1; more == 1;) {
-        char *k, *v;
-        size_t at = (jws(j), j->pos);
-        if (jstring(j, &k) || jexpect(j, ':')) return -1;
-        jws(j);
-        if (jpeek(j) != '"') return jfail(j, j->pos, "__metadata__ values must be strings");
-        if (jstring(j, &v)) return -1;
+static int parse_meta(amp_safetensors *st, const json_t *m, char *err, size_t errlen) {
+    if (!json_is_object(m))
+        return hfail(err, errlen, st->path, "__metadata__ is %s, not an object of strings",
+                     json_kind(m));
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        if (!json_is_string(v))
+            return hfail(err, errlen, st->path, "__metadata__ \"%s\" is %s; values must be strings",
+                         k, json_kind(v));
         if (grow((void **)&st->meta, &st->capmeta, st->nmeta + 1, sizeof *st->meta))
-            return jfail(j, at, "out of memory");
-        st->meta[st->nmeta++] = (st_meta){k, v, at};
-        more = jnext(j);
-        if (more < 0) return -1;
+            return st_fail(err, errlen, st->path, "out of memory");
+        st->meta[st->nmeta++] = (st_meta){k, json_string_value(v)};
     }
     return 0;
 }
 
-static int parse_tensor(amp_safetensors *st, st_json *j, const char *name, size_t name_at) {
+static int parse_tensor(amp_safetensors *st, const char *name, const json_t *o, char *err,
+                        size_t errlen) {
+    if (!json_is_object(o))
+        return hfail(err, errlen, st->path, "tensor '%s' is %s, not an object", name, json_kind(o));
+    if (!json_object_size(o)) return hfail(err, errlen, st->path, "tensor '%s' is an empty object", name);
     int64_t shape[AMP_ST_MAX_RANK], off[3];
-    int ndim = 0, noff = 0, dt = -1, have_shape = 0, have_off = 0;
-    if (jexpect(j, '{')) return -1;
-    jws(j);
-    if (jpeek(j) == '}') return jfail(j, name_at, "tensor '%s' is an empty object", name);
-    for (int more = 1; more == 1;) {
-        char *k;
-        size_t at = (jws(j), j->pos);
-        if (jstring(j, &k) || jexpect(j, ':')) return -1;
-        if (strcmp(k, "dtype") == 0) {
-            char *d;
-            if (dt >= 0) return jfail(j, at, "tensor '%s': duplicate key \"dtype\"", name);
-            size_t vat = (jws(j), j->pos);
-            if (jstring(j, &d)) return -1;
-            dt = dtype_find(d);
-            if (dt < 0)
-                return jfail(j, vat, "tensor '%s': unknown dtype \"%s\" (known: F64 F32 F16 BF16 "
-                                     "I64 I32 I16 I8 U64 U32 U16 U8 BOOL F8_* F6_* F4 C64)",
-                             name, d);
-        } else if (strcmp(k, "shape") == 0) {
-            if (have_shape) return jfail(j, at, "tensor '%s': duplicate key \"shape\"", name);
-            if (jint_array(j, shape, AMP_ST_MAX_RANK, &ndim, name, "shape")) return -1;
-            have_shape = 1;
-        } else if (strcmp(k, "data_offsets") == 0) {
-            if (have_off) return jfail(j, at, "tensor '%s': duplicate key \"data_offsets\"", name);
-            size_t vat = (jws(j), j->pos);
-            if (jint_array(j, off, 3, &noff, name, "data_offsets")) return -1;
-            if (noff != 2)
-                return jfail(j, vat, "tensor '%s': data_offsets has %d entries, not 2 [begin, end]",
-                             name, noff);
-            if (off[1] < off[0])
-                return jfail(j, vat, "tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] end before they begin",
-                             name, off[0], off[1]);
-            have_off = 1;
-        } else {
-            return jfail(j, at, "tensor '%s': unknown key \"%s\" (expected dtype, shape, data_offsets)",
+    int ndim = 0, noff = 0, dt = -1;
+    const json_t *dtype = NULL, *jshape = NULL, *joff = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        if (strcmp(k, "dtype") == 0)
+            dtype = v;
+        else if (strcmp(k, "shape") == 0)
+            jshape = v;
+        else if (strcmp(k, "data_offsets") == 0)
+            joff = v;
+        else
+            return hfail(err, errlen, st->path,
+                         "tensor '%s': unknown key \"%s\" (expected dtype, shape, data_offsets)",
                          name, k);
-        }
-        more = jnext(j);
-        if (more < 0) return -1;
     }
-    if (dt < 0 || !have_shape || !have_off)
-        return jfail(j, name_at, "tensor '%s' has no \"%s\"", name,
-                     dt < 0 ? "dtype" : !have_shape ? "shape" : "data_offsets");
+    if (!dtype || !jshape || !joff)
+        return hfail(err, errlen, st->path, "tensor '%s' has no \"%s\"", name,
+                     !dtype ? "dtype" : !jshape ? "shape" : "data_offsets");
+    if (!json_is_string(dtype))
+        return hfail(err, errlen, st->path, "tensor '%s': dtype is %s, not a string", name,
+                     json_kind(dtype));
+    dt = dtype_find(json_string_value(dtype));
+    if (dt < 0)
+        return hfail(err, errlen, st->path,
+                     "tensor '%s': unknown dtype \"%s\" (known: F64 F32 F16 BF16 I64 I32 I16 I8 "
+                     "U64 U32 U16 U8 BOOL F8_* F6_* F4 C64)",
+                     name, json_string_value(dtype));
+    if (int_array(st, jshape, shape, AMP_ST_MAX_RANK, &ndim, name, "shape", err, errlen) ||
+        int_array(st, joff, off, 3, &noff, name, "data_offsets", err, errlen))
+        return -1;
+    if (noff != 2)
+        return hfail(err, errlen, st->path,
+                     "tensor '%s': data_offsets has %d entries, not 2 [begin, end]", name, noff);
+    if (off[1] < off[0])
+        return hfail(err, errlen, st->path,
+                     "tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] end before they begin",
+                     name, off[0], off[1]);
 
     /* Size check with overflow: bytes = product(shape) * bits / 8. */
     uint64_t numel = 1, bits;
@@ -488,57 +303,49 @@ static int parse_tensor(amp_safetensors *st, st_json *j, const char *name, size_
     shape_format(sh, sizeof sh, ndim, shape);
     for (int i = 0; i < ndim; i++)
         if (__builtin_mul_overflow(numel, (uint64_t)shape[i], &numel))
-            return jfail(j, name_at, "tensor '%s': shape %s overflows", name, sh);
+            return hfail(err, errlen, st->path, "tensor '%s': shape %s overflows", name, sh);
     if (__builtin_mul_overflow(numel, (uint64_t)st_dtypes[dt].bits, &bits))
-        return jfail(j, name_at, "tensor '%s': shape %s overflows", name, sh);
+        return hfail(err, errlen, st->path, "tensor '%s': shape %s overflows", name, sh);
     if (bits % 8)
-        return jfail(j, name_at, "tensor '%s': %" PRIu64 " elements of %s are not a whole number of bytes",
+        return hfail(err, errlen, st->path,
+                     "tensor '%s': %" PRIu64 " elements of %s are not a whole number of bytes",
                      name, numel, st_dtypes[dt].name);
     uint64_t span = (uint64_t)off[1] - (uint64_t)off[0];
     if (bits / 8 != span)
-        return jfail(j, name_at,
+        return hfail(err, errlen, st->path,
                      "tensor '%s': shape %s of %s needs %" PRIu64 " bytes but data_offsets [%" PRId64
                      ", %" PRId64 "] span %" PRIu64,
                      name, sh, st_dtypes[dt].name, bits / 8, off[0], off[1], span);
 
     if (grow((void **)&st->t, &st->cap, st->count + 1, sizeof *st->t) ||
         grow((void **)&st->dims, &st->capdims, st->ndims + (size_t)ndim, sizeof *st->dims))
-        return jfail(j, name_at, "out of memory");
+        return st_fail(err, errlen, st->path, "out of memory");
     if (ndim) memcpy(st->dims + st->ndims, shape, (size_t)ndim * sizeof *shape);
-    st->t[st->count++] = (st_entry){name, dt, ndim, st->ndims, (uint64_t)off[0], (uint64_t)off[1], name_at};
+    st->t[st->count++] = (st_entry){name, dt, ndim, st->ndims, (uint64_t)off[0], (uint64_t)off[1]};
     st->ndims += (size_t)ndim;
     return 0;
 }
 
-static int parse_header(amp_safetensors *st, st_json *j) {
-    int seen_meta = 0;
-    jws(j);
-    if (jpeek(j) != '{') {
-        char b[16];
-        return jfail(j, j->pos, "the header must be a JSON object, found %s", jfound(j, b, sizeof b));
+/* The header text (n bytes) through jansson: strict JSON, valid UTF-8, no
+ * duplicate key at any depth, no \u0000, nothing after the object but
+ * whitespace (the writer's space padding). Syntax errors give the file
+ * offset, line and column. */
+static int parse_header(amp_safetensors *st, const char *text, size_t n, char *err, size_t errlen) {
+    json_error_t je;
+    st->root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+    if (!st->root)
+        return st_fail(err, errlen, st->path, "header, byte %d (line %d, column %d): %s",
+                       je.position + 8, je.line, je.column, je.text);
+    if (!json_is_object(st->root))
+        return hfail(err, errlen, st->path, "must be a JSON object, found %s",
+                     json_kind(st->root));
+    const char *k;
+    json_t *v;
+    json_object_foreach(st->root, k, v) {
+        int rc = strcmp(k, "__metadata__") == 0 ? parse_meta(st, v, err, errlen)
+                                                : parse_tensor(st, k, v, err, errlen);
+        if (rc) return -1;
     }
-    j->pos++;
-    jws(j);
-    if (jpeek(j) == '}') {
-        j->pos++;
-    } else {
-        for (int more = 1; more == 1;) {
-            char *key;
-            size_t at = (jws(j), j->pos);
-            if (jstring(j, &key) || jexpect(j, ':')) return -1;
-            if (strcmp(key, "__metadata__") == 0) {
-                if (seen_meta) return jfail(j, at, "duplicate key \"__metadata__\"");
-                seen_meta = 1;
-                if (parse_meta(st, j)) return -1;
-            } else if (parse_tensor(st, j, key, at)) {
-                return -1;
-            }
-            more = jnext(j);
-            if (more < 0) return -1;
-        }
-    }
-    jws(j);
-    if (j->pos != j->n) return jfail(j, j->pos, "trailing data after the header object");
     return 0;
 }
 
@@ -558,31 +365,17 @@ static int cmp_meta(const void *a, const void *b) {
     return strcmp(((const st_meta *)a)->key, ((const st_meta *)b)->key);
 }
 
-/* Duplicate names, and the data layout against the file. */
-static int check_layout(amp_safetensors *st, st_json *j) {
+/* The lookup tables, and the data layout against the file. Names are unique
+ * already: jansson refuses a duplicate key. */
+static int check_layout(amp_safetensors *st, char *err, size_t errlen) {
     const char *path = st->path;
-    char *err = j->err;
-    size_t errlen = j->errlen;
     if (st->count) {
         st->by_name = malloc(st->count * sizeof *st->by_name);
         if (!st->by_name) return st_fail(err, errlen, path, "out of memory");
         for (size_t i = 0; i < st->count; i++) st->by_name[i] = &st->t[i];
         qsort(st->by_name, st->count, sizeof *st->by_name, cmp_entry_name);
-        for (size_t i = 1; i < st->count; i++)
-            if (strcmp(st->by_name[i - 1]->name, st->by_name[i]->name) == 0) {
-                const st_entry *e = st->by_name[i - 1]->at > st->by_name[i]->at ? st->by_name[i - 1]
-                                                                                 : st->by_name[i];
-                return jfail(j, e->at, "duplicate tensor name '%s'", e->name);
-            }
     }
-    if (st->nmeta) {
-        qsort(st->meta, st->nmeta, sizeof *st->meta, cmp_meta);
-        for (size_t i = 1; i < st->nmeta; i++)
-            if (strcmp(st->meta[i - 1].key, st->meta[i].key) == 0) {
-                size_t at = st->meta[i - 1].at > st->meta[i].at ? st->meta[i - 1].at : st->meta[i].at;
-                return jfail(j, at, "duplicate __metadata__ key \"%s\"", st->meta[i].key);
-            }
-    }
+    if (st->nmeta) qsort(st->meta, st->nmeta, sizeof *st->meta, cmp_meta);
 
     const st_entry **order = NULL;
     if (st->count) {
@@ -638,21 +431,12 @@ int amp_safetensors_open(amp_safetensors **out, const char *path, char *err, siz
         return st_fail(err, errlen, path, "out of memory");
     }
     int rc = -1;
+    char *header = NULL;
     struct stat sb;
     unsigned char len8[8];
-    st->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang us */
-    if (st->fd < 0) {
-        st_fail(err, errlen, path, "cannot open: %s", strerror(errno));
-        goto done;
-    }
-    if (fstat(st->fd, &sb) != 0) {
-        st_fail(err, errlen, path, "cannot stat: %s", strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st_fail(err, errlen, path, "not a regular file");
-        goto done;
-    }
+    /* Regular files only, opened without blocking (a FIFO must not hang us). */
+    st->fd = amp_file_open_read(path, &sb, err, errlen);
+    if (st->fd < 0) goto done;
     uint64_t size = (uint64_t)sb.st_size;
     if (size == 0) {
         st_fail(err, errlen, path, "empty file (0 bytes); a safetensors file starts with an 8-byte header length");
@@ -662,7 +446,7 @@ int amp_safetensors_open(amp_safetensors **out, const char *path, char *err, siz
         st_fail(err, errlen, path, "file is %" PRIu64 " bytes, too short for the 8-byte header length", size);
         goto done;
     }
-    if (pread_full(st->fd, len8, 8, 0)) {
+    if (amp_file_pread_full(st->fd, len8, 8, 0)) {
         st_fail(err, errlen, path, "cannot read: %s", errno ? strerror(errno) : "file shrank while reading");
         goto done;
     }
@@ -680,27 +464,22 @@ int amp_safetensors_open(amp_safetensors **out, const char *path, char *err, siz
         st_fail(err, errlen, path, "header length %" PRIu64 " is too small for a JSON object", n);
         goto done;
     }
-    st->header = malloc((size_t)n + 1);
-    if (!st->header) {
+    header = malloc((size_t)n + 1);
+    if (!header) {
         st_fail(err, errlen, path, "out of memory for a %" PRIu64 "-byte header", n);
         goto done;
     }
-    if (pread_full(st->fd, st->header, (size_t)n, 8)) {
+    if (amp_file_pread_full(st->fd, header, (size_t)n, 8)) {
         st_fail(err, errlen, path, "cannot read: %s", errno ? strerror(errno) : "file shrank while reading");
         goto done;
     }
-    st->header[n] = '\0';
+    header[n] = '\0';
     st->data_start = 8 + n;
     st->data_size = size - 8 - n;
-    st_json j = {st->header, (size_t)n, 0, st->path, err, errlen};
-    size_t bad = utf8_check((const unsigned char *)st->header, (size_t)n);
-    if (bad != (size_t)n) {
-        jfail(&j, bad, "invalid UTF-8");
-        goto done;
-    }
-    if (parse_header(st, &j) || check_layout(st, &j)) goto done;
+    if (parse_header(st, header, (size_t)n, err, errlen) || check_layout(st, err, errlen)) goto done;
     rc = 0;
 done:
+    free(header);
     if (rc) {
         amp_safetensors_close(st);
         return -1;
@@ -735,7 +514,7 @@ int amp_safetensors_info(const amp_safetensors *st, int i, const char **dtype, i
 
 const char *amp_safetensors_meta(const amp_safetensors *st, const char *key) {
     if (!st || !key || !st->nmeta) return NULL;
-    st_meta k = {key, NULL, 0};
+    st_meta k = {key, NULL};
     const st_meta *m = bsearch(&k, st->meta, st->nmeta, sizeof *st->meta, cmp_meta);
     return m ? m->val : NULL;
 }
@@ -838,7 +617,7 @@ int amp_safetensors_get_f32(const amp_safetensors *st, const char *name, int ndi
     size_t k = 0;
     while (bytes) {
         size_t n = bytes < sizeof buf ? (size_t)bytes : sizeof buf;
-        if (pread_full(st->fd, buf, n, off))
+        if (amp_file_pread_full(st->fd, buf, n, off))
             return st_fail(err, errlen, st->path, "reading '%s': %s", name,
                            errno ? strerror(errno) : "the file shrank since it was opened");
         for (size_t i = 0; i < n; i += el, k++) {
@@ -872,7 +651,7 @@ void amp_safetensors_close(amp_safetensors *st) {
     if (!st) return;
     if (st->fd >= 0) close(st->fd);
     free(st->path);
-    free(st->header);
+    json_decref(st->root);
     free(st->t);
     free(st->dims);
     free(st->by_name);

@@ -8,16 +8,16 @@
 #include <string.h>
 
 #include "io/checkpoint.h"
-#include "io/checkpoint_store.h"
+#include "io/file.h"
 
 static uint8_t *slurp(const char *path, size_t *len) {
     char err[512];
-    uint8_t *buf = NULL;
-    if (amp_ckpt_store_read(path, &buf, len, err, sizeof err) != 0) {
+    char *buf = NULL;
+    if (amp_file_read_all(path, (size_t)1 << 30, &buf, len, err, sizeof err) != 0) {
         fprintf(stderr, "make_old_ckpt: %s: %s\n", path, err);
         exit(1);
     }
-    return buf;
+    return (uint8_t *)buf;
 }
 
 int main(int argc, char **argv) {

@@ -4,3 +4,6 @@
 add_test(NAME bench_step_smoke
          COMMAND bench_step --steps 2 --warmup 0 --batch 16 --hidden 32,32 --features 64)
 set_tests_properties(bench_step_smoke PROPERTIES LABELS bench)
+# The INI benchmark on small sizes: it parses, reads back and checks every key.
+add_test(NAME bench_config_smoke COMMAND bench_config 100 2000)
+set_tests_properties(bench_config_smoke PROPERTIES LABELS bench)

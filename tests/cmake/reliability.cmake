@@ -44,22 +44,22 @@ endforeach()
 # CMake drops empty arguments.)
 set(AMP_REL_A $<TARGET_FILE:amptrain>)
 amp_expect_fail(output_empty_out LABELS output cli CODE 2
-  REGEX [=[^amptrain train: --out is an empty string]=]
+  REGEX [=[^amptrain train: --out needs a value, not an empty string]=]
   COMMAND sh -c "exec \"$0\" train \"$1\" --out ''" ${AMP_REL_A} ${AMP_REL_TINY})
 amp_expect_fail(output_empty_resume LABELS output cli CODE 2
   REGEX [=[^amptrain train: --resume]=]
   COMMAND sh -c "exec \"$0\" train \"$1\" --resume ''" ${AMP_REL_A} ${AMP_REL_TINY})
 amp_expect_fail(output_empty_config LABELS output cli CODE 2
-  REGEX [=[^amptrain train: the config is an empty string]=]
+  REGEX [=[^amptrain train: the config path is empty]=]
   COMMAND sh -c "exec \"$0\" train ''" ${AMP_REL_A})
 amp_expect_fail(output_empty_ab_out LABELS output cli CODE 2
-  REGEX [=[^amptrain ab: --out is an empty string]=]
+  REGEX [=[^amptrain ab: --out needs a value, not an empty string]=]
   COMMAND sh -c "exec \"$0\" ab \"$1\" \"$2\" --out ''" ${AMP_REL_A} ${AMP_REL_TINY} ${AMP_REL_SGD})
 amp_expect_fail(output_empty_checkpoints LABELS output cli CODE 2
-  REGEX [=[^amptrain checkpoints: the run folder is an empty string]=]
+  REGEX [=[^amptrain checkpoints: RUN_DIR is empty]=]
   COMMAND sh -c "exec \"$0\" checkpoints ''" ${AMP_REL_A})
 amp_expect_fail(output_empty_new_plugin_dir LABELS output cli CODE 2
-  REGEX [=[^amptrain new-plugin: the folder is an empty string]=]
+  REGEX [=[^amptrain new-plugin: an empty argument]=]
   COMMAND sh -c "exec \"$0\" new-plugin scaler fine ''" ${AMP_REL_A})
 
 # ------------------------------------------------------------ checkpoints

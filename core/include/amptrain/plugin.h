@@ -2,8 +2,13 @@
  * amptrain plugin ABI.
  *
  * A plugin is a shared object that exports exactly one symbol, the const data
- * object `amp_plugin_entry` (type amp_plugin_info). The host reads it before
- * running any plugin code (an amp_plugin_info) and checks, in this order:
+ * object `amp_plugin_entry` (type amp_plugin_info). Loading the file
+ * (dlopen) runs its ELF constructors, if it has any, as any dlopen does; the
+ * host then reads the entry before calling any function of the plugin. It
+ * checks every pointer and size in it against the plugin's loaded image
+ * (struct_size within the entry symbol, the vtable's struct_size bytes in
+ * the plugin, strings NUL-terminated in it, at most 4096 bytes, no control
+ * bytes; the name [a-z0-9_]+), then, in this order:
  *   abi_major == AMP_PLUGIN_ABI_MAJOR   (else the plugin is refused)
  *   struct_size >= the size of ABI <major>.0's fields (fields appended by a
  *     later minor are read only when struct_size covers them)

@@ -1,0 +1,72 @@
+# Argument parsing (issue 15): every command parses with getopt_long, so
+# `--opt=value` and `--opt value` both work everywhere (`ab --out=X` was
+# refused while `train --out=X` worked), there is no 256-`--set` limit (the
+# 257th `--set=` said "unknown option"), and empty or missing values are
+# usage errors (exit 2; `--out ""` read past the string).
+include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
+
+set(AMP_ARGS_OUT ${CMAKE_BINARY_DIR}/tests/cli_args_runs)
+set(AMP_ARGS_CFG ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_dynamic.ini)
+set(AMP_ARGS_CFG2 ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_none.ini)
+set(AMP_EXE $<TARGET_FILE:amptrain>)
+
+# 300 --set= options, the last one deciding.
+set(AMP_300_SETS)
+foreach(i RANGE 1 300)
+  list(APPEND AMP_300_SETS --set=train.steps=${i})
+endforeach()
+amp_expect_fail(cli_args_train_300_sets LABELS cli
+  CODE 0
+  REGEX [=[tiny_fp16_dynamic: test_acc [0-9.]+ .*, 2 steps]=]
+  COMMAND ${AMP_EXE} train ${AMP_ARGS_CFG} ${AMP_300_SETS} --set train.steps=2
+          --out=${AMP_ARGS_OUT}/train_300)
+# ab: --out=, --seeds=, --set= and 300 --set options passed on to each run.
+amp_expect_fail(cli_args_ab_equals LABELS cli ab
+  CODE 0
+  REGEX "^ab.json: +${AMP_ARGS_OUT}/ab_equals/ab.json"
+  OPTIONS --stdout
+  COMMAND ${AMP_EXE} ab ${AMP_ARGS_CFG2} ${AMP_ARGS_CFG} --seeds=1 ${AMP_300_SETS}
+          --set=train.steps=2 --allow-diff --out=${AMP_ARGS_OUT}/ab_equals)
+
+# Usage errors: exit 2, the command named, the problem said.
+function(amp_args_error name regex)
+  amp_expect_fail(cli_args_${name} LABELS cli CODE 2 REGEX ${regex} COMMAND ${ARGN})
+endfunction()
+# (CMake drops empty arguments from COMMAND lists: sh passes the '' on.)
+amp_args_error(empty_out [=[^amptrain train: --out needs a value, not an empty string]=]
+  sh -c [=["$0" train "$1" --out '']=] ${AMP_EXE} ${AMP_ARGS_CFG})
+amp_args_error(empty_out_equals [=[^amptrain train: --out needs a value, not an empty string]=]
+  ${AMP_EXE} train ${AMP_ARGS_CFG} --out=)
+amp_args_error(empty_resume [=[^amptrain train: --resume needs a value, not an empty string]=]
+  sh -c [=["$0" train "$1" --resume '']=] ${AMP_EXE} ${AMP_ARGS_CFG})
+amp_args_error(empty_config [=[^amptrain train: the config path is empty]=]
+  sh -c [=["$0" train '']=] ${AMP_EXE})
+amp_args_error(set_last [=[^amptrain train: --set needs a value]=]
+  ${AMP_EXE} train ${AMP_ARGS_CFG} --set)
+amp_args_error(unknown_train [=[^amptrain train: unknown or ambiguous option '--outt']=]
+  ${AMP_EXE} train ${AMP_ARGS_CFG} --outt x)
+amp_args_error(out_twice [=[^amptrain train: --out given twice \('a', 'b'\)]=]
+  ${AMP_EXE} train ${AMP_ARGS_CFG} --out a --out=b)
+amp_args_error(ab_ambiguous [=[^amptrain ab: unknown or ambiguous option '--se']=]
+  ${AMP_EXE} ab ${AMP_ARGS_CFG} ${AMP_ARGS_CFG2} --se 2)
+amp_args_error(ab_empty_out [=[^amptrain ab: --out needs a value, not an empty string]=]
+  ${AMP_EXE} ab ${AMP_ARGS_CFG} ${AMP_ARGS_CFG2} --out=)
+amp_args_error(ab_seeds [=[^amptrain ab: --seeds 'x': expected an integer in \[1, 1000\]]=]
+  ${AMP_EXE} ab ${AMP_ARGS_CFG} ${AMP_ARGS_CFG2} --seeds=x)
+amp_args_error(plugins_extra [=[^amptrain plugins: unexpected argument 'x']=]
+  ${AMP_EXE} plugins x)
+amp_args_error(checkpoints_empty [=[^amptrain checkpoints: RUN_DIR is empty]=]
+  sh -c [=["$0" checkpoints '']=] ${AMP_EXE})
+amp_args_error(new_plugin_unknown [=[^amptrain new-plugin: unknown or ambiguous option '--kind']=]
+  ${AMP_EXE} new-plugin --kind scaler x)
+# --help on every command: its usage on stdout, exit 0.
+foreach(cmd train ab plugins checkpoints new-plugin)
+  amp_expect_fail(cli_args_help_${cmd} LABELS cli
+    CODE 0 REGEX "^usage: amptrain ${cmd}" OPTIONS --stdout COMMAND ${AMP_EXE} ${cmd} --help)
+endforeach()
+# Long options by their unique prefix and `--` before a positional.
+amp_expect_fail(cli_args_verbose_long LABELS cli
+  CODE 0 REGEX [=[^search order]=] OPTIONS --stdout COMMAND ${AMP_EXE} plugins --verb)
+amp_expect_fail(cli_args_double_dash LABELS cli
+  CODE 2 REGEX [=[^amptrain: --set-like\.ini: cannot read: No such file or directory]=]
+  COMMAND ${AMP_EXE} train -- --set-like.ini)
