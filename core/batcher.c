@@ -6,22 +6,29 @@
 typedef struct rows_impl {
     const amp_dataset *train, *test;
     int64_t *perm; /* this epoch's order */
+    int64_t pos;   /* this rank's next row in perm */
     uint64_t seed;
     int shuffle;
 } rows_impl;
 
 static void rows_begin_step(amp_batcher *b, int64_t step, int64_t rows_per_step) {
     rows_impl *r = b->impl;
-    if (b->cursor + rows_per_step <= r->train->n) return;
-    b->epoch++;
-    b->cursor = 0;
-    amp_dataset_order(r->perm, r->train->n, r->seed, b->epoch, r->shuffle);
+    if (b->cursor + rows_per_step > r->train->n) {
+        b->epoch++;
+        b->cursor = 0;
+        amp_dataset_order(r->perm, r->train->n, r->seed, b->epoch, r->shuffle);
+    }
+    /* The step's window is [cursor, cursor + rows_per_step); this rank's
+     * slice starts rank / world of the way in. The cursor moves past the
+     * whole window now (a checkpoint is taken between steps). */
+    r->pos = b->cursor + rows_per_step / b->world * b->rank;
+    b->cursor += rows_per_step;
 }
 
 static void rows_next(amp_batcher *b, int rows) {
     rows_impl *r = b->impl;
-    amp_dataset_gather(b->hx, b->hy, r->train, r->perm, b->cursor, rows);
-    b->cursor += rows;
+    amp_dataset_gather(b->hx, b->hy, r->train, r->perm, r->pos, rows);
+    r->pos += rows;
 }
 
 static void rows_eval(amp_batcher *b, int64_t start, int rows) {
@@ -61,6 +68,7 @@ amp_batcher *amp_batcher_rows_create(const amp_dataset *train, const amp_dataset
     }
     b->ops = &rows_ops;
     b->impl = r;
+    b->world = 1;
     r->train = train;
     r->test = test;
     r->seed = seed;

@@ -17,10 +17,14 @@ typedef struct amp_batcher amp_batcher;
 typedef struct amp_batcher_ops {
     /* Called before each optimizer step's micro-batches: starts a new epoch
      * when rows_per_step more rows do not fit in this one (the ragged tail
-     * is dropped). step is the 0-based step about to run. */
+     * is dropped). step is the 0-based step about to run. rows_per_step is
+     * the GLOBAL count (all ranks): the step's rows are one window of the
+     * epoch's order whatever the number of ranks, and rank r takes the r-th
+     * of `world` equal consecutive slices of it, so the global batch of a
+     * step depends on the seed and the step alone. */
     void (*begin_step)(amp_batcher *b, int64_t step, int64_t rows_per_step);
-    /* Host staging of the next `rows` training rows; returns b->hx/b->hy
-     * filled (valid until the next call). */
+    /* Host staging of this rank's next `rows` training rows; returns
+     * b->hx/b->hy filled (valid until the next call). */
     void (*next)(amp_batcher *b, int rows);
     /* Host staging of evaluation rows [start, start + rows). */
     void (*eval)(amp_batcher *b, int64_t start, int rows);
@@ -31,7 +35,8 @@ typedef struct amp_batcher_ops {
 
 struct amp_batcher {
     const amp_batcher_ops *ops;
-    int64_t epoch, cursor;  /* saved in checkpoints */
+    int rank, world;        /* data parallel: this rank's slice of each step (0 of 1 alone) */
+    int64_t epoch, cursor;  /* saved in checkpoints; cursor is global (all ranks) */
     int64_t train_rows;     /* rows an epoch can hand out */
     int64_t eval_rows;      /* rows of the evaluation split */
     void *hx;               /* [batch, row_x] host staging: floats or int32 tokens */

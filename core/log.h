@@ -10,6 +10,9 @@
 /* Messages above this level are dropped (AMP_LOG_INFO by default). */
 void amp_log_set_level(int level);
 int amp_log_get_level(void);
+/* A data-parallel rank: ranks above 0 print errors only, prefixed with
+ * "rank N: " (the others' messages would repeat rank 0's). */
+void amp_log_set_rank(int rank);
 void amp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* printf into a caller's error buffer; err NULL or errlen 0 writes nothing. */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <zlib.h>
+
 #include "log.h"
 #include "io/safetensors.h"
 
@@ -45,6 +47,8 @@ static int open_backend(amp_session *s, char *err, size_t errlen) {
             amp_log(AMP_LOG_INFO, "device = auto: using the CPU (%s)",
                     amp_backend_cuda_unavailable_reason());
     }
+    /* one device per rank, chosen before the backend opens it */
+    if (dev == AMP_RUN_CUDA && amp_dist_select_cuda_device(s->dist, err, errlen) != 0) return -1;
     s->be = dev == AMP_RUN_CUDA ? amp_backend_cuda_create(err, errlen)
                                 : amp_backend_cpu_create(err, errlen);
     return s->be ? 0 : -1;
@@ -255,7 +259,34 @@ static int describe_model(amp_session *s, amp_model_desc *desc, char *err, size_
     return 0;
 }
 
+/* The gradient reduction over the model's parameter table (more than one
+ * rank only). */
+static int open_dist(amp_session *s, char *err, size_t errlen) {
+    if (s->world == 1) return 0;
+    amp_model *m = s->model;
+    const amp_model_desc *d = &m->desc;
+    amp_dist_tensor *t = calloc((size_t)d->nparam_tensors, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < d->nparam_tensors; i++) {
+        t[i].offset = d->params[i].offset;
+        t[i].numel = d->params[i].numel;
+        t[i].grad_cnt = amp_model_rounds(m, d->params[i].layer, AMP_ROUND_GRAD);
+    }
+    int rc = amp_dist_grads_open(&s->grads, s->dist, s->be, m->grads, t, d->nparam_tensors, err,
+                                 errlen);
+    free(t);
+    return rc;
+}
+
 int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errlen) {
+    return amp_session_open_ex(out, cfg, NULL, err, errlen);
+}
+
+int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char *err,
+                        size_t errlen) {
     *out = NULL;
     amp_session *s = calloc(1, sizeof *s);
     if (!s) {
@@ -264,11 +295,21 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
     }
     s->cfg = cfg;
     s->inject_inf_step = -1;
+    s->dist = dist;
+    s->rank = amp_dist_rank(dist);
+    s->world = amp_dist_world(dist);
     amp_model_desc desc;
     memset(&desc, 0, sizeof desc);
     amp_layer_precision *prec = NULL;
     if (amp_settings_read(&s->set, cfg, err, errlen) != 0) goto config_error;
     const amp_settings *st = &s->set;
+    amp_dist_settings ds = {st->dist_grad_bf16 ? AMP_DIST_BF16 : AMP_DIST_F32,
+                            (size_t)st->dist_bucket_kb * 1024, st->dist_check_every,
+                            st->dist_timeout};
+    /* AMPTRAIN_LOG=debug turns the replica check on */
+    if (ds.check_every == 0 && amp_log_get_level() >= AMP_LOG_DEBUG) ds.check_every = 10;
+    s->check_every = s->world > 1 ? ds.check_every : 0;
+    amp_dist_configure(dist, &ds);
     /* The data first: the model's shape follows from it. */
     if (load_data(s, err, errlen) != 0) goto runtime_error;
     if (describe_model(s, &desc, err, errlen) != 0) goto config_error;
@@ -280,15 +321,23 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
         goto runtime_error;
     }
     if (resolve_precision(s, prec, err, errlen) != 0) goto config_error;
-    int64_t per_step = (int64_t)st->batch_size * st->accumulate;
+    int64_t per_step = (int64_t)st->batch_size * st->accumulate * s->world;
     int64_t train_rows = st->dataset == AMP_DATA_TEXT ? s->text.n_train / st->block_size : s->train.n;
     s->steps_per_epoch = train_rows / per_step;
     if (s->steps_per_epoch == 0) {
-        snprintf(err, errlen,
-                 "[data] batch_size %d x [train] accumulate %lld = %lld examples per step, but the "
-                 "training set has only %lld; lower batch_size or accumulate",
-                 st->batch_size, (long long)st->accumulate, (long long)per_step,
-                 (long long)s->train.n);
+        if (s->world > 1)
+            snprintf(err, errlen,
+                     "[data] batch_size %d x [train] accumulate %lld x %d ranks = %lld examples per "
+                     "step, but the training set has only %lld; lower batch_size, accumulate or "
+                     "the number of ranks",
+                     st->batch_size, (long long)st->accumulate, s->world, (long long)per_step,
+                     (long long)train_rows);
+        else
+            snprintf(err, errlen,
+                     "[data] batch_size %d x [train] accumulate %lld = %lld examples per step, but "
+                     "the training set has only %lld; lower batch_size or accumulate",
+                     st->batch_size, (long long)st->accumulate, (long long)per_step,
+                     (long long)train_rows);
         goto config_error;
     }
     s->total_steps = st->steps > 0 ? st->steps : st->epochs * s->steps_per_epoch;
@@ -315,6 +364,9 @@ int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errle
         snprintf(err, errlen, "out of host memory");
         goto runtime_error;
     }
+    s->batcher->rank = s->rank;
+    s->batcher->world = s->world;
+    if (open_dist(s, err, errlen) != 0) goto runtime_error;
     free(prec);
     *out = s;
     return 0;
@@ -332,6 +384,7 @@ runtime_error:
 
 void amp_session_close(amp_session *s) {
     if (!s) return;
+    amp_dist_grads_close(s->grads); /* before the backend goes */
     amp_model_free(s->model);
     amp_batcher_free(s->batcher);
     if (s->be) s->be->ops->destroy(s->be);
@@ -347,7 +400,7 @@ void amp_session_close(amp_session *s) {
 }
 
 int64_t amp_session_rows_per_step(const amp_session *s) {
-    return (int64_t)s->set.batch_size * s->set.accumulate * s->model->input.targets;
+    return (int64_t)s->set.batch_size * s->set.accumulate * s->model->input.targets * s->world;
 }
 
 double amp_session_lr(const amp_session *s) {
@@ -417,6 +470,124 @@ static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
     return 0;
 }
 
+/* The test hook: one inf in this rank's gradients, before they travel. */
+static int poison(amp_session *s) {
+    if (s->poisoned || s->step != s->inject_inf_step) return 0;
+    s->poisoned = 1;
+    float inf = INFINITY;
+    return s->be->ops->upload(s->be, s->model->grads, &inf, sizeof inf);
+}
+
+/* amp_backward_args.grads_ready: tensor 0 holds element 0 (the hook's). */
+static int on_grads_ready(void *ctx, int first, int count) {
+    amp_session *s = ctx;
+    char err[512];
+    if (first == 0 && poison(s) != 0) return -1;
+    if (amp_dist_grads_ready(s->grads, first, count, err, sizeof err) != 0) {
+        snprintf(s->be->err, sizeof s->be->err, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The downloaded step record made common to all ranks in one allreduce:
+ * the decision values (non-finite count, sum of squares, max |g|, elements
+ * checked) take the max, so every rank feeds its scaler the same numbers
+ * even if the summed gradients differed in a bit, and so does the stop
+ * signal; the loss, the hits and every rounding count are summed over the
+ * ranks' rows. */
+static int reduce_stats(amp_session *s, char *err, size_t errlen) {
+    amp_step_stats *h = s->hstats;
+    amp_round_count *rc = amp_stats_rounds(h, 0, 0);
+    int nr = 2 * s->nlayers, n = AMP_DIST_NMAX + 2 + 3 * nr;
+    double stackv[AMP_DIST_NMAX + 2 + 3 * 8], *v = stackv;
+    enum { SUM0 = AMP_DIST_NMAX };
+    if (n > (int)(sizeof stackv / sizeof stackv[0]) && !(v = malloc((size_t)n * sizeof *v))) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    v[0] = (double)h->nonfinite;
+    v[1] = h->sumsq;
+    v[2] = (double)h->maxabs;
+    v[3] = (double)h->checked;
+    v[4] = s->stop_flag ? (double)*s->stop_flag : 0.0;
+    v[SUM0] = h->loss_sum;
+    v[SUM0 + 1] = (double)h->correct;
+    double *cnt = v + SUM0 + 2;
+    for (int i = 0; i < nr; i++) {
+        cnt[3 * i] = (double)rc[i].underflow;
+        cnt[3 * i + 1] = (double)rc[i].overflow;
+        cnt[3 * i + 2] = (double)rc[i].nonzero;
+    }
+    int r = amp_dist_reduce_step(s->dist, v, n, err, errlen);
+    if (r == 0) {
+        h->nonfinite = (unsigned long long)v[0];
+        h->sumsq = v[1];
+        h->maxabs = (float)v[2];
+        h->checked = (unsigned long long)v[3];
+        s->stop_agreed = (int)v[4];
+        h->loss_sum = v[SUM0];
+        h->correct = (unsigned long long)v[SUM0 + 1];
+        for (int i = 0; i < nr; i++) {
+            rc[i].underflow = (unsigned long long)cnt[3 * i];
+            rc[i].overflow = (unsigned long long)cnt[3 * i + 1];
+            rc[i].nonzero = (unsigned long long)cnt[3 * i + 2];
+        }
+    }
+    if (v != stackv) free(v);
+    return r;
+}
+
+/* CRC32 of a backend array, for the replica check. */
+static int crc_of(amp_session *s, const float *dev, size_t n, uint32_t *crc, char *err,
+                  size_t errlen) {
+    float *h = malloc(n ? n * sizeof(float) : 1);
+    if (!h) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    if (n && s->be->ops->download(s->be, h, dev, n * sizeof(float)) != 0) {
+        snprintf(err, errlen, "%s", s->be->err);
+        free(h);
+        return -1;
+    }
+    *crc = (uint32_t)crc32(*crc, (const unsigned char *)h, (uInt)(n * sizeof(float)));
+    free(h);
+    return 0;
+}
+
+/* [dist] check_every: every rank's master weights, optimizer state, scaler
+ * state and counters must be the same bits; a difference fails every rank
+ * at once with each rank's checksums (amp_dist_compare). */
+static int check_replicas(amp_session *s, char *err, size_t errlen) {
+    amp_model *m = s->model;
+    size_t n = m->desc.nparams;
+    uint32_t sums[4] = {0, 0, 0, 0};
+    if (crc_of(s, m->master, n, &sums[0], err, errlen) != 0) return -1;
+    for (int k = 0; k < m->opt_buffers; k++)
+        if (crc_of(s, m->opt[k], n, &sums[1], err, errlen) != 0) return -1;
+    const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
+    double scale = sv->get_scale(s->scaler.self);
+    sums[2] = (uint32_t)crc32(0, (const unsigned char *)&scale, sizeof scale);
+    if (sv->state_save) {
+        size_t need = 0;
+        uint8_t *st = NULL;
+        if (sv->state_save(s->scaler.self, NULL, 0, &need) == 0 && (st = malloc(need ? need : 1)) &&
+            sv->state_save(s->scaler.self, st, need, &need) == 0)
+            sums[2] = (uint32_t)crc32(sums[2], st, (uInt)need);
+        free(st);
+    }
+    int64_t counters[3] = {s->step, s->applied, s->skipped};
+    sums[3] = (uint32_t)crc32(0, (const unsigned char *)counters, sizeof counters);
+    static const char *const labels[] = {"master weights", "optimizer state", "scaler state",
+                                         "step counters"};
+    int rc = amp_dist_compare(s->dist, sums, labels, 4, s->step, err, errlen);
+    if (rc == 0)
+        amp_log(AMP_LOG_DEBUG, "replica check after step %lld: all %d ranks hold the same state",
+                (long long)s->step, s->world);
+    return rc == 0 ? 0 : -1;
+}
+
 int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
     amp_model *m = s->model;
@@ -455,28 +626,42 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
                  1.0 / (double)FLT_MAX, (double)FLT_MAX);
         return -1;
     }
-    int64_t per_step = (int64_t)st->batch_size * st->accumulate;
+    int dp = s->world > 1;
+    int64_t per_step = (int64_t)st->batch_size * st->accumulate * s->world;
     s->batcher->ops->begin_step(s->batcher, s->step, per_step);
     size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
     BE_CHECK(be->ops->zero(be, m->stats, stats_bytes));
     BE_CHECK(m->ops->cast_weights(m));
+    /* Every rank casts the same weights: rank 0 alone counts that rounding. */
+    if (dp && s->rank > 0) BE_CHECK(be->ops->zero(be, m->stats, stats_bytes));
+    amp_dist_grads_begin(s->grads, s->step);
+    s->poisoned = 0;
+    /* d(loss)/d(row loss) over the GLOBAL rows: the sum over ranks is the mean */
     amp_forward_args fa = {st->batch_size, 1,
                            (float)(scale * st->loss_weight) / (float)amp_session_rows_per_step(s)};
     for (int64_t micro = 0; micro < st->accumulate; micro++) {
         s->batcher->ops->next(s->batcher, st->batch_size);
         if (upload_batch(s, st->batch_size, err, errlen) != 0) return -1;
-        /* Grads stay scaled across micro-batches; unscaled once below. */
+        /* Grads stay scaled across micro-batches; unscaled once below. The
+         * last micro-batch's gradients are final: they travel as the model
+         * reports them. */
         amp_backward_args ba = {st->batch_size, micro > 0};
+        int last = dp && micro == st->accumulate - 1;
+        m->grads_ready = last ? on_grads_ready : NULL;
+        m->ready_ctx = last ? s : NULL;
         BE_CHECK(m->ops->forward(m, &fa));
-        BE_CHECK(m->ops->backward(m, &ba));
+        int brc = m->ops->backward(m, &ba);
+        m->grads_ready = NULL;
+        BE_CHECK(brc);
     }
-    if (s->step == s->inject_inf_step) {
-        float inf = INFINITY;
-        BE_CHECK(be->ops->upload(be, m->grads, &inf, sizeof inf));
-    }
+    BE_CHECK(poison(s));
+    if (dp && amp_dist_grads_end(s->grads, err, errlen) != 0) return -1;
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */
     BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.ntrained, inv_scale));
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
+    double t_stats = now_ms();
+    if (dp && reduce_stats(s, err, errlen) != 0) return -1;
+    double stats_ms = dp ? now_ms() - t_stats : 0.0;
     const amp_step_stats hs = *s->hstats;
 
     amp_scaler_stats ss;
@@ -528,8 +713,56 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     rec->grad_norm = ss.grad_norm;
     rec->underflow = (uint64_t)ss.underflow;
     rec->overflow = (uint64_t)ss.overflow;
+    if (s->check_every > 0 && s->step % s->check_every == 0 && check_replicas(s, err, errlen) != 0)
+        return -1;
+    rec->comm_ms = amp_dist_grads_comm_ms(s->grads) + stats_ms;
+    rec->stop_signal = dp ? s->stop_agreed : 0;
     rec->step_ms = now_ms() - t0;
     return 0;
+}
+
+int amp_session_check_ranks(amp_session *s, char *err, size_t errlen) {
+    if (s->world == 1) return 0;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int bad = !f || amp_config_write_resolved(s->cfg, f) != 0;
+    if (f && fclose(f) != 0) bad = 1;
+    if (bad) {
+        free(text);
+        snprintf(err, errlen, "out of host memory");
+        return 1;
+    }
+    /* The resolved text names where each value came from; only the values count. */
+    uint32_t sums[3] = {0, 0, 0};
+    for (char *line = text; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        char *origin = strstr(line, "  ; ");
+        if (line[0] != ';') sums[0] = (uint32_t)crc32(sums[0], (const unsigned char *)line,
+                                                       (uInt)(origin ? (size_t)(origin - line) : strlen(line)));
+        line = next;
+    }
+    free(text);
+    int64_t data[5] = {s->train.n, s->test.n, s->train.features, s->train.classes, s->text.n_train};
+    sums[1] = (uint32_t)crc32(0, (const unsigned char *)data, sizeof data);
+    uint64_t model[2] = {s->model->desc.nparams, (uint64_t)s->nlayers};
+    sums[2] = (uint32_t)crc32(0, (const unsigned char *)model, sizeof model);
+    static const char *const labels[] = {"resolved config", "data sizes", "model size"};
+    char why[1024] = "";
+    int rc = amp_dist_compare(s->dist, sums, labels, 3, s->step, why, sizeof why);
+    if (rc == 0) return 0;
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", why);
+        return 1;
+    }
+    err[0] = '\0';
+    if (s->rank == 0)
+        snprintf(err, errlen,
+                 "the ranks were started with different settings (another config file, --set or "
+                 "data on some rank; give every rank the same): %s",
+                 strstr(why, "CRC32") ? strstr(why, "CRC32") : why);
+    return 2;
 }
 
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen) {
@@ -540,17 +773,21 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
     BE_CHECK(m->ops->cast_weights(m));
     int B = s->set.batch_size;
     int64_t n = s->batcher->eval_rows;
-    for (int64_t start = 0; start < n; start += B) {
-        int rows = (int)(n - start < B ? n - start : B);
+    /* rank r evaluates rows [n r / world, n (r + 1) / world) */
+    int64_t lo = n * s->rank / s->world, hi = n * (s->rank + 1) / s->world;
+    for (int64_t start = lo; start < hi; start += B) {
+        int rows = (int)(hi - start < B ? hi - start : B);
         s->batcher->ops->eval(s->batcher, start, rows);
         if (upload_batch(s, rows, err, errlen) != 0) return -1;
         amp_forward_args fa = {rows, 0, 1.0f};
         BE_CHECK(m->ops->forward(m, &fa));
     }
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes));
+    double sums[2] = {s->hstats->loss_sum, (double)s->hstats->correct};
+    if (s->world > 1 && amp_dist_sum(s->dist, sums, 2, err, errlen) != 0) return -1;
     double count = (double)n * m->input.targets;
-    *loss = s->hstats->loss_sum / count;
-    *acc = (double)s->hstats->correct / count;
+    *loss = sums[0] / count;
+    *acc = sums[1] / count;
     return 0;
 }
 

@@ -5,10 +5,12 @@
 #ifndef AMP_SESSION_H
 #define AMP_SESSION_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "io/checkpoint.h"
 #include "data.h"
+#include "dist/dist.h"
 #include "loader.h"
 #include "batcher.h"
 #include "model.h"
@@ -23,8 +25,11 @@ typedef struct amp_step_record {
     double scale;      /* loss scale the step's backward used */
     int skipped;
     double grad_norm;  /* unscaled global L2 norm (inf when non-finite) */
-    uint64_t underflow, overflow; /* this step's 16-bit rounding losses, all layers */
+    uint64_t underflow, overflow; /* this step's 16-bit rounding losses, all layers (all ranks) */
     double step_ms;
+    double comm_ms;    /* of step_ms, waiting for the other ranks (0 alone) */
+    int stop_signal;   /* several ranks: the largest *stop_flag any rank had
+                        * during this step (all ranks see the same); 0 alone */
 } amp_step_record;
 
 typedef struct amp_session {
@@ -45,19 +50,45 @@ typedef struct amp_session {
     int64_t step, applied, skipped;
     double dtype_max;       /* narrowest 16-bit range in use (for the scaler stats) */
     amp_round_count *totals; /* [2 * nlayers] training-step rounding losses (AMP_ROUND_FWD/GRAD) */
-    int64_t inject_inf_step; /* test hook: poison a gradient at this 0-based step (-1 off) */
+    int64_t inject_inf_step; /* test hook: poison a gradient at this 0-based step (-1 off);
+                              * with several ranks only this rank's gradients */
+    /* data parallel (core/dist/): the caller's context, NULL alone */
+    amp_dist *dist;
+    amp_dist_grads *grads;   /* this session's gradient reduction (NULL alone) */
+    int rank, world;
+    int64_t check_every;     /* replica check every K steps (0 off) */
+    int poisoned;            /* the injected inf went in this step */
+    /* A signal number set asynchronously (SIGINT/SIGTERM) or NULL: with
+     * several ranks each step's statistics carry it, so all ranks learn of
+     * a signal that reached any of them in the same step. */
+    const volatile sig_atomic_t *stop_flag;
+    int stop_agreed;
 } amp_session;
 
 /* Builds everything from a parsed config. On failure *out is NULL and err
  * holds the message; the return value is the exit code to use (2 config, 1
  * runtime). */
 int amp_session_open(amp_session **out, amp_config *cfg, char *err, size_t errlen);
+/* The same as one rank of a data-parallel run: dist (owned by the caller,
+ * outliving the session; NULL = alone) gives the rank and the world size.
+ * Every step then takes batch_size x accumulate x world rows, this rank
+ * the slice the batcher gives it; gradients and statistics are reduced
+ * across ranks (dist.h); evaluation is split across ranks and summed. */
+int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char *err,
+                        size_t errlen);
 void amp_session_close(amp_session *s);
 
 /* One optimizer step (accumulate micro-batches). 0, or -1 with err. */
 int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t errlen);
 
-/* Loss and accuracy over the whole test split under the policy. */
+/* Several ranks: checks that every rank resolved the same config (every
+ * key, defaults included) and has the same data and model sizes; the
+ * ranks' collectives only match when they do. 0, or 2 on every rank with
+ * the differences in rank 0's err (the others' is empty). Alone: 0. */
+int amp_session_check_ranks(amp_session *s, char *err, size_t errlen);
+
+/* Loss and accuracy over the whole test split under the policy (each rank
+ * takes a slice; the sums are reduced). */
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen);
 
 /* The learning rate of the next applied step. */
@@ -69,7 +100,7 @@ double amp_session_lr(const amp_session *s);
  * count of applied steps. 0, or -1 with be->err. */
 int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, int64_t t);
 
-/* Rows (or tokens) whose losses one optimizer step averages. */
+/* Rows (or tokens) whose losses one optimizer step averages: all ranks'. */
 int64_t amp_session_rows_per_step(const amp_session *s);
 
 /* Master weights to host memory ([nparams] floats, caller frees). */

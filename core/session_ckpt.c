@@ -108,6 +108,7 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     ck->seed = s->set.seed;
     ck->train_examples = s->train.n;
     ck->optim = (uint32_t)s->set.optim;
+    ck->world_size = (uint32_t)s->world;
     ck->opt_buffers = (uint32_t)m->opt_buffers;
     snprintf(ck->model, sizeof ck->model, "%s", m->ops->name);
     ck->nlayers = (uint32_t)d->nlayers;
@@ -310,11 +311,12 @@ static conf_entry *conf_parse(char *text, size_t *n) {
     return v;
 }
 
-/* Keys that change what is printed or saved, never the math. */
+/* Keys that change what is printed, saved or checked, never the math. */
 static int free_to_differ(const conf_entry *e) {
     static const char *const keys[][2] = {{"run", "name"},        {"run", "device"},
                                           {"train", "log_every"}, {"train", "eval_every"},
-                                          {"train", "checkpoint_every"}, {"train", "keep"}};
+                                          {"train", "checkpoint_every"}, {"train", "keep"},
+                                          {"dist", "check_every"}, {"dist", "timeout"}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strcmp(e->section, keys[i][0]) == 0 && strcmp(e->key, keys[i][1]) == 0) return 1;
     return 0;
@@ -410,6 +412,21 @@ static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err,
         table_text(b, sizeof b, m->ops->name, &now);
         free(params);
         snprintf(err, errlen, "model shape differs: the checkpoint holds %s; the config gives %s", a, b);
+        return -1;
+    }
+    /* The global batch is batch_size x accumulate x ranks, and each rank's
+     * rows are one slice of it: another number of ranks is another
+     * sequence of batches (and other partial sums), so it is refused. */
+    if (ck->world_size != (uint32_t)s->world) {
+        char how[64];
+        if (ck->world_size == 1)
+            snprintf(how, sizeof how, "without mpirun (or with mpirun -np 1)");
+        else
+            snprintf(how, sizeof how, "with mpirun -np %u", (unsigned)ck->world_size);
+        snprintf(err, errlen,
+                 "written by a run on %u rank%s, and this run has %d: the global batch (batch_size "
+                 "x accumulate x ranks) and its split across ranks would change. Resume it %s",
+                 (unsigned)ck->world_size, ck->world_size == 1 ? "" : "s", s->world, how);
         return -1;
     }
     uint32_t opt_buffers = (uint32_t)m->opt_buffers;

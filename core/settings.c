@@ -141,5 +141,15 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     int found = amp_config_get_string(cfg, "scaler", "plugin", "", &scaler, err, errlen);
     if (found < 0) return -1;
     s->scaler_plugin = found ? scaler : NULL;
+
+    static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
+    GET(amp_config_get_choice(cfg, "dist", "grad_dtype", "f32", grad_dtypes, &idx, err, errlen));
+    s->dist_grad_bf16 = idx == 1;
+    GET(amp_config_get_int(cfg, "dist", "bucket_kb", 1024, 1, 1 << 21, &s->dist_bucket_kb, err,
+                           errlen));
+    GET(amp_config_get_int(cfg, "dist", "check_every", 0, 0, INT64_MAX / 2, &s->dist_check_every,
+                           err, errlen));
+    GET(amp_config_get_double(cfg, "dist", "timeout", 300.0, 1.0, 1e7, &s->dist_timeout, err,
+                              errlen));
     return 0;
 }

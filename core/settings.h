@@ -49,6 +49,11 @@ typedef struct amp_settings {
     /* [precision] / [scaler] */
     const char *precision_plugin;
     const char *scaler_plugin;                 /* NULL: chosen from the policy */
+    /* [dist]: data parallel (read in every run, used with more than one rank) */
+    int dist_grad_bf16;                        /* grad_dtype = bf16 */
+    int64_t dist_bucket_kb;
+    int64_t dist_check_every;                  /* 0: off (every 10 under AMPTRAIN_LOG=debug) */
+    double dist_timeout;                       /* seconds */
 } amp_settings;
 
 /* Reads every core key (recording defaults for the resolved config).

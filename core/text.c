@@ -178,6 +178,12 @@ static void text_begin_step(amp_batcher *b, int64_t step, int64_t rows_per_step)
     double chars = (double)step * (double)rows_per_step * (double)p->T;
     b->epoch = (int64_t)(chars / (double)p->t->n_train);
     b->cursor = 0;
+    /* Data parallel: the step's rows_per_step (global) draws are one stream;
+     * rank r takes the r-th of `world` equal consecutive slices of it, so it
+     * skips the draws of the ranks before it (the global batch is the same
+     * whatever the number of ranks). */
+    int64_t skip = rows_per_step / (b->world > 0 ? b->world : 1) * b->rank;
+    for (int64_t i = 0; i < skip; i++) (void)amp_rng_below(&p->rng, (uint64_t)(p->t->n_train - p->T));
 }
 
 static void text_next(amp_batcher *b, int rows) {

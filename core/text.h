@@ -64,7 +64,8 @@ int amp_text_check_windows(const amp_text *t, int T, const char *path, char *err
 
 /* The text batcher: rows are windows of T tokens; y is x shifted by one.
  * Training windows start uniformly in [0, n_train - T) from a generator
- * seeded with (seed, step); eval_windows validation windows start in
+ * seeded with (seed, step) (under data parallel, rank r takes the r-th
+ * slice of the step's draws); eval_windows validation windows start in
  * [n_train, n - T) from a fixed generator. epoch counts passes over the
  * training characters (informational). NULL when out of memory. */
 amp_batcher *amp_batcher_text_create(const amp_text *t, uint64_t seed, int batch, int T,

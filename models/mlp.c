@@ -403,6 +403,8 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(op->col_sum(be, p->f_bias, dzf, rows, L->out));
         CHECK(op->quantize(be, m->grads + L->b_off, p->f_bias, (size_t)L->out, pd, cnt,
                            a->accumulate));
+        /* fcL.weight and fcL.bias (tensors 2l, 2l + 1) are final */
+        CHECK(amp_model_grads_ready(m, 2 * l, 2));
         if (l == 0) break;
         mlp_layer *P = &p->layers[l - 1];
         amp_round_count *pcnt = amp_model_rounds(m, l - 1, AMP_ROUND_GRAD);

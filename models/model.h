@@ -143,7 +143,20 @@ struct amp_model {
     int32_t *y;                /* [batch, targets] */
     amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
     void *impl;
+    /* Set by a data-parallel session during the backward whose gradients
+     * are final (NULL otherwise); models call amp_model_grads_ready. */
+    int (*grads_ready)(void *ctx, int first, int count);
+    void *ready_ctx;
 };
+
+/* A model's backward calls this as soon as parameter tensors [first, first
+ * + count) of its table hold their final gradient, so a data-parallel run
+ * sums them across ranks while backward goes on. A model that never calls
+ * it is still correct: what was not reported is reduced after backward
+ * returns. Non-zero: fail the backward. */
+static inline int amp_model_grads_ready(amp_model *m, int first, int count) {
+    return m->grads_ready ? m->grads_ready(m->ready_ctx, first, count) : 0;
+}
 
 /* The registry: the one place that maps [model] name to a model. */
 const amp_model_ops *amp_model_find(const char *name);

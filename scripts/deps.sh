@@ -1,7 +1,8 @@
 # Sourced by run.sh and test.sh: installs the Debian packages amptrain needs
 # when any is missing (non-interactive, idempotent). The CUDA toolkit is not
 # installed here: the CUDA backend is built whenever nvcc is already present.
-AMP_DEBIAN_PACKAGES="build-essential cmake pkg-config libinih-dev libjansson-dev zlib1g-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist"
+# OpenMPI (libopenmpi-dev, openmpi-bin) builds and tests data-parallel training.
+AMP_DEBIAN_PACKAGES="build-essential cmake pkg-config libinih-dev libjansson-dev zlib1g-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin"
 
 amp_install_deps() {
     local missing=() pkg

@@ -9,7 +9,12 @@
 #   (no mode)   on the GPU machine: unpack DIR's .deb files into a prefix
 #               under /tmp, then
 #                 build     -DCMAKE_CUDA_ARCHITECTURES=90, all cores
-#                 ctest     ctest -L gpu (a gpu test that skips there fails)
+#                 ctest     ctest -L gpu (a gpu test that skips there fails,
+#                           except dist_nccl with one GPU)
+#                 nccl      dist_nccl's result: 2 ranks under mpirun, one GPU
+#                           each, NCCL gradients (tests/dist/nccl.sh); with
+#                           one GPU the table says it needs two (NCCL refuses
+#                           two ranks on one device); needs MPI in the build
 #                 parity    CPU-vs-GPU training parity (tests/test_gpu_parity)
 #                 bench     bench_step --device cuda, every policy, then the
 #                           GPT step time per policy (50 steps of each
@@ -282,16 +287,20 @@ BUILD_OK=$((PART_RC == 0))
 if [ "$BUILD_ONLY" = 1 ]; then
     :
 elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest parity bench cnn gpt torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
+    for p in ctest nccl parity bench cnn gpt torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
 else
     # --- ctest -L gpu ------------------------------------------------------------
     run_part ctest 150 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu -E '^test_gpu_parity$' \
         --output-on-failure -V
     st=$(status_of $PART_RC)
     note=$(part_note $PART_RC "$LOGS/ctest.log")
-    # On a GPU machine only the no-GPU CLI check may skip; any other skip
-    # fails, and its reason (amp_backend_cuda_unavailable_reason) is shown.
-    skipped=$(grep -E '\*\*\*Skipped' "$LOGS/ctest.log" | grep -v train_cuda_without_gpu |
+    # On a GPU machine only the no-GPU CLI check may skip, and the NCCL test
+    # (dist_nccl) when there is one GPU; any other skip fails, and its reason
+    # (amp_backend_cuda_unavailable_reason) is shown.
+    GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    may_skip=train_cuda_without_gpu
+    [ "${GPUS:-0}" -lt 2 ] && may_skip="$may_skip|dist_nccl"
+    skipped=$(grep -E '\*\*\*Skipped' "$LOGS/ctest.log" | grep -Ev "$may_skip" |
         sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' ')
     if [ -n "$skipped" ]; then
         st=FAIL
@@ -300,6 +309,17 @@ else
     fi
     totals=$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -n 1)
     record ctest "$st" "$PART_S" "${note:-$totals}"
+    # --- nccl: the 2-process NCCL smoke test (dist_nccl) ran inside ctest -----
+    nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" | tail -n 1)
+    if [ "${GPUS:-0}" -lt 2 ]; then
+        record nccl n/a 0 "${GPUS:-0} GPU: the 2-process NCCL smoke test (dist_nccl) needs 2 GPUs, one per rank"
+    elif [ -z "$nccl_line" ]; then
+        record nccl n/a 0 "dist_nccl not built: no MPI in this build (libopenmpi-dev openmpi-bin)"
+    elif echo "$nccl_line" | grep -q Passed; then
+        record nccl PASS 0 "dist_nccl: 2 ranks on 2 GPUs, NCCL gradients"
+    else
+        record nccl FAIL 0 "dist_nccl: $(echo "$nccl_line" | sed -E 's/.*dist_nccl *\.*//') (see ctest.log)"
+    fi
 
     # --- CPU vs GPU parity -------------------------------------------------------
     run_part parity 90 "$LOGS/parity.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \

@@ -232,6 +232,33 @@ static void test_other_abi_refused(void) {
     amp_config_free(cfg);
 }
 
+/* The world size travels in the DIST section; a checkpoint of another
+ * number of ranks is refused with the command that resumes it. */
+static void test_world_size_recorded(void) {
+    amp_config *cfg = make_config2(tiny, NULL);
+    amp_session *s = open_or_die(cfg);
+    amp_step_record r;
+    step_or_die(s, &r);
+    amp_checkpoint in, out;
+    char err[2048] = "";
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    EXPECT(amp_session_snapshot(s, &in, err, sizeof err) == 0, "snapshot: %s", err);
+    EXPECT(in.world_size == 1, "one process wrote world size %u", (unsigned)in.world_size);
+    in.world_size = 3;
+    EXPECT(amp_checkpoint_encode(&in, &buf, &len, err, sizeof err) == 0, "encode: %s", err);
+    EXPECT(buf && amp_checkpoint_parse(buf, len, &out, err, sizeof err) == 0, "parse: %s", err);
+    EXPECT(out.world_size == 3, "world size read back as %u", (unsigned)out.world_size);
+    int rc = amp_session_restore(s, &out, err, sizeof err);
+    EXPECT(rc == 2 && strstr(err, "written by a run on 3 ranks, and this run has 1") &&
+               strstr(err, "Resume it with mpirun -np 3"),
+           "3 ranks into 1: rc %d, '%s'", rc, err);
+    free(buf);
+    amp_session_snapshot_free(&in);
+    amp_session_close(s);
+    amp_config_free(cfg);
+}
+
 /* A format-1 file (amptrain 0.1, MLP layers as in/out pairs) still reads:
  * its layers become the fcK.weight/fcK.bias table of model "mlp", and it
  * re-encodes as format 2 with the same table, weights and totals. */
@@ -246,6 +273,7 @@ static void test_format1_still_read(void) {
     amp_checkpoint ck, again;
     char err[512];
     EXPECT(amp_checkpoint_parse(buf, len, &ck, err, sizeof err) == 0, "format 1: %s", err);
+    EXPECT(ck.world_size == 1, "a file without DIST read as %u ranks", (unsigned)ck.world_size);
     EXPECT(ck.format == 1 && strcmp(ck.model, "mlp") == 0 && ck.nparam_tensors == 2 * ck.nlayers,
            "format 1 read as format %u, model '%s', %u tensors for %u layers", (unsigned)ck.format,
            ck.model, (unsigned)ck.nparam_tensors, (unsigned)ck.nlayers);
@@ -278,6 +306,7 @@ int main(void) {
     test_format1_still_read();
     test_other_abi_refused();
     test_format_rejects_damage();
+    test_world_size_recorded();
     check_resume("sgd+momentum fp32", (const char *const[]){"optim.name=sgd", "optim.momentum=0.9", NULL}, 13);
     check_resume("sgd+momentum fp32 accumulate 3 cosine warmup",
                  (const char *const[]){"optim.name=sgd", "optim.weight_decay=0.01", "train.accumulate=3",
@@ -312,6 +341,11 @@ int main(void) {
     check_refused((const char *const[]){base[0], base[1], "scaler.growth_interval=7", NULL}, 2,
                   "[scaler] growth_interval");
     check_refused((const char *const[]){base[0], base[1], "optim.name=adamw", NULL}, 2, "optimizer differs");
+    check_refused((const char *const[]){base[0], base[1], "dist.grad_dtype=bf16", NULL}, 2,
+                  "[dist] grad_dtype");
+    /* the replica check's period and the timeout may change */
+    check_refused((const char *const[]){base[0], base[1], "dist.check_every=5", "dist.timeout=60", NULL},
+                  0, NULL);
     /* printing-only keys may change */
     check_refused((const char *const[]){base[0], base[1], "train.log_every=3", "run.name=other",
                                         "train.checkpoint_every=2", NULL},

@@ -40,6 +40,7 @@ typedef struct amp_ab_run {
     amp_jval *summary;    /* summary.json as read, owned */
     char device[32], precision[64], scaler[64];
     double steps, skipped, final_loss, test_loss, test_acc, final_scale, wall_s, median_ms;
+    double world_size, median_comm_ms; /* data parallel: 1 and 0 when the summary has none */
     double underflow, overflow, rounded;
     double mem[AMP_AB_MAX_MEM]; /* indexed like amp_ab_study.mem_names */
     amp_ab_layer *layers; /* [nlayers], owned */

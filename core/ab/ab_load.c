@@ -104,6 +104,13 @@ static int load_summary(amp_ab_run *r, amp_ab_study *st, const char *file, char 
         num_or_null(s, "overflow", &r->overflow, file, err, errlen) ||
         num_or_null(s, "rounded", &r->rounded, file, err, errlen))
         return -1;
+    /* written since data-parallel training; older summaries ran on one rank */
+    r->world_size = 1;
+    r->median_comm_ms = 0;
+    if ((amp_json_get(s, "world_size") && num_or_null(s, "world_size", &r->world_size, file, err, errlen)) ||
+        (amp_json_get(s, "median_comm_ms") &&
+         num_or_null(s, "median_comm_ms", &r->median_comm_ms, file, err, errlen)))
+        return -1;
     const amp_jval *mem = need(s, "memory_peak_bytes", AMP_JOBJ, file, err, errlen);
     if (!mem) return -1;
     if (st->nmem == 0) { /* the first run fixes the categories */

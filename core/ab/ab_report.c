@@ -768,7 +768,8 @@ static void verdict_table(FILE *f, const amp_ab_study *st) {
 static void runs_table(FILE *f, const amp_ab_study *st) {
     fputs("<h2>Runs</h2>\n<table class=\"runs\"><thead><tr><th>arm</th><th>seed</th><th>test acc</th>"
           "<th>test loss</th><th>final train loss</th><th>steps</th><th>skipped</th>"
-          "<th>final scale</th><th>median step</th><th>wall</th><th>device</th><th>files</th></tr></thead><tbody>\n",
+          "<th>final scale</th><th>median step</th><th>ranks</th><th>comm / step</th><th>wall</th>"
+          "<th>device</th><th>files</th></tr></thead><tbody>\n",
           f);
     for (int s = 0; s < st->nseeds; s++)
         for (int a = 0; a < st->narms; a++) {
@@ -779,9 +780,11 @@ static void runs_table(FILE *f, const amp_ab_study *st) {
             fprintf(f,
                     "</td><td class=\"num\">%llu</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td>"
                     "<td class=\"num\">%.4f</td><td class=\"num\">%.0f</td><td class=\"num\">%.0f</td>"
-                    "<td class=\"num\">%g</td><td class=\"num\">%.2f ms</td><td class=\"num\">%.1f s</td><td>",
+                    "<td class=\"num\">%g</td><td class=\"num\">%.2f ms</td><td class=\"num\">%.0f</td>"
+                    "<td class=\"num\">%.3f ms</td><td class=\"num\">%.1f s</td><td>",
                     (unsigned long long)r->seed, r->test_acc, r->test_loss, r->final_loss, r->steps,
-                    r->skipped, r->final_scale, r->median_ms, r->wall_s);
+                    r->skipped, r->final_scale, r->median_ms, r->world_size, r->median_comm_ms,
+                    r->wall_s);
             esc(f, r->device);
             fputs("</td><td class=\"path\">", f);
             /* the run folders sit beside report.html: runs/<arm>/seed-<S> */

@@ -365,6 +365,10 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen);
 amp_backend *amp_backend_cuda_create(char *err, size_t errlen);
 /* 1 when built with CUDA and a device is visible. */
 int amp_backend_cuda_available(void);
+/* The cudaStream_t every op of a CUDA backend runs on, for code that orders
+ * its own work against the backend's (NCCL in core/dist/); NULL for any
+ * other backend and without CUDA. */
+void *amp_backend_cuda_stream(amp_backend *be);
 /* Why amp_backend_cuda_available() is 0: cudaGetDeviceCount's error, the
  * driver's and the runtime's CUDA versions, or that this build has no CUDA;
  * "" when a device is visible. Static storage, valid until the next call. */

@@ -13,6 +13,11 @@ amp_backend *amp_backend_cuda_create(char *err, size_t errlen) {
 
 int amp_backend_cuda_available(void) { return 0; }
 
+void *amp_backend_cuda_stream(amp_backend *be) {
+    (void)be;
+    return NULL;
+}
+
 const char *amp_backend_cuda_unavailable_reason(void) {
     return "this amptrain was built without CUDA (no nvcc found at configure time)";
 }

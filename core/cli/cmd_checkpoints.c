@@ -69,10 +69,12 @@ int amp_cmd_checkpoints(int argc, char **argv) {
             printf("%s  DAMAGED: %s\n", path, err);
             damaged++;
         } else {
-            printf("%s  ok  step %lld/%lld epoch %lld  %s %s + %s %s  %llu params  %zu bytes\n",
+            printf("%s  ok  step %lld/%lld epoch %lld  %s %s + %s %s  %llu params  %u rank%s  %zu "
+                   "bytes\n",
                    path, (long long)ck.step, (long long)ck.total_steps, (long long)ck.epoch,
                    ck.precision, ck.precision_version, ck.scaler, ck.scaler_version,
-                   (unsigned long long)ck.nparams, len);
+                   (unsigned long long)ck.nparams, (unsigned)ck.world_size,
+                   ck.world_size == 1 ? "" : "s", len);
         }
         free(buf);
     }

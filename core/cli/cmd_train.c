@@ -8,7 +8,11 @@
  * Checkpoints go to DIR/checkpoints every [train] checkpoint_every steps and
  * on SIGINT/SIGTERM/SIGHUP/SIGPIPE (the step finishes, a checkpoint is
  * written, exit 128 + signal); --resume DIR continues from the newest valid
- * one. */
+ * one.
+ * Under mpirun (core/dist/) every rank trains; rank 0 alone takes the
+ * folder's lock, reads checkpoints (it broadcasts the bytes), prints
+ * progress and writes the outputs and checkpoints; failures and stop
+ * signals are agreed so all ranks end together. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -153,7 +157,7 @@ static void write_plugin(FILE *f, const amp_plugin *p) {
 }
 
 typedef struct run_result {
-    double final_loss, test_loss, test_acc, wall_s, median_ms;
+    double final_loss, test_loss, test_acc, wall_s, median_ms, median_comm_ms;
     size_t device_peak;
 } run_result;
 
@@ -208,6 +212,12 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     amp_json_num(f, r->wall_s);
     fputs(",\n  \"median_step_ms\": ", f);
     amp_json_num(f, r->median_ms);
+    fprintf(f, ",\n  \"world_size\": %d,\n  \"dist_transport\": ", s->world);
+    amp_json_str(f, amp_dist_grads_transport(s->grads));
+    fputs(",\n  \"median_comm_ms\": ", f);
+    amp_json_num(f, r->median_comm_ms);
+    /* the bf16 send buffer, outside the model's memory categories */
+    fprintf(f, ",\n  \"dist_buffer_bytes\": %zu", amp_dist_grads_bytes(s->grads));
     fprintf(f, ",\n  \"params\": %zu,\n  \"memory_peak_bytes\": {", m->desc.nparams);
     size_t total = 0;
     for (int c = 0; c < AMP_MEM_COUNT; c++) {
@@ -261,13 +271,25 @@ static void progress(const amp_session *s, const amp_step_record *r, int tty) {
  * always caught, also in a background job of a script (which starts with
  * SIGINT ignored), so that `kill -INT` stops it with a checkpoint. */
 static volatile sig_atomic_t g_stop_signal;
+static struct timespec g_stop_time; /* when the first stop signal came */
+
+static double since_stop_s(void) {
+    struct timespec now; /* clock_gettime is async-signal-safe */
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - g_stop_time.tv_sec) + (now.tv_nsec - g_stop_time.tv_nsec) / 1e9;
+}
 
 static void on_stop_signal(int sig) {
     if (!g_stop_signal) {
+        clock_gettime(CLOCK_MONOTONIC, &g_stop_time);
         g_stop_signal = sig;
         return;
     }
     if (sig == SIGPIPE) return;
+    /* The same signal again within half a second is one request delivered
+     * twice (mpirun's launcher, a terminal and its process group), not a
+     * user insisting: keep stopping after the step. */
+    if (sig == g_stop_signal && since_stop_s() < 0.5) return;
     amp_tmp_unlink_all();
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -347,6 +369,7 @@ typedef struct run_ctx {
     amp_out_file metrics;
     const char *outdir;
     int fresh;               /* a new run: replace the folder's older results on publishing */
+    int writer;              /* rank 0: the one process that writes the folder */
     uint64_t mlen;           /* good bytes in the metrics file */
     uint32_t mcrc;           /* their CRC32 */
     char *pending;           /* lines the metrics file did not take */
@@ -362,11 +385,13 @@ typedef struct run_ctx {
     double t0;
     double *losses;          /* [total_steps], by step */
     char last_ckpt[PATH_MAX + 32];
+    int stop_signal;         /* the signal all ranks agreed to stop on */
 } run_ctx;
 
-/* Appends text to the metrics file, or to `pending` once a write failed. */
+/* Appends text to the metrics file, or to `pending` once a write failed
+ * (rank 0; a no-op on the other ranks). */
 static void emit(run_ctx *c, const char *text, size_t n) {
-    if (n == 0) return;
+    if (n == 0 || !c->writer) return; /* other ranks write no metrics */
     if (!c->mfail[0]) {
         int fd = fileno(c->metrics.f);
         if (amp_write_full(fd, text, n) == 0) {
@@ -417,6 +442,16 @@ static int metrics_durable(run_ctx *c, char *err, size_t errlen) {
         return -1;
     }
     return 0;
+}
+
+/* With several ranks a failure any rank meets is everyone's: the worst code
+ * wins, and only the lowest rank holding it keeps its message (one message,
+ * not one per rank). Alone: code itself. */
+static int agree(amp_dist *d, int code, char *err) {
+    int who = -1;
+    int all = amp_dist_agree(d, code, &who);
+    if (all != 0 && who != amp_dist_rank(d)) err[0] = '\0';
+    return all;
 }
 
 /* DIR/vocab.json: the text run's vocabulary, so `amptrain sample` can decode
@@ -482,12 +517,14 @@ done:
  * signal (a checkpoint was written), -1 failed. */
 static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
-    int tty = isatty(fileno(stderr));
+    int tty = isatty(fileno(stderr)), talk = s->rank == 0;
     int64_t todo = s->total_steps - s->step;
     double *ms = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(double));
+    double *comm = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(double));
     c->losses = malloc((size_t)(s->total_steps > 0 ? s->total_steps : 1) * sizeof(double));
-    if (!ms || !c->losses) {
+    if (!ms || !comm || !c->losses) {
         free(ms);
+        free(comm);
         free(c->losses);
         c->losses = NULL;
         snprintf(err, errlen, "out of host memory");
@@ -496,6 +533,7 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
     for (size_t i = 0; i < c->nprior; i++)
         c->losses[(size_t)s->step - c->nprior + i] = c->prior_losses[i];
     c->t0 = wall_now();
+    s->stop_flag = &g_stop_signal;
     res->device_peak = c->prior_peak;
     int rc = 0;
     int64_t nrun = 0;
@@ -504,6 +542,7 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
         amp_step_record r;
         if ((rc = amp_session_step(s, &r, err, errlen)) != 0) break;
         last = r;
+        comm[nrun] = r.comm_ms;
         ms[nrun++] = r.step_ms;
         c->losses[r.step - 1] = r.loss;
         size_t used = s->be->ops->device_bytes_used(s->be);
@@ -520,7 +559,7 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
         }
         if (r.step % st->log_every == 0 || r.step == s->total_steps) {
             write_metric(lf, &r);
-            progress(s, &r, tty);
+            if (talk) progress(s, &r, tty);
         }
         /* eval_every = 0: evaluate at the end of every epoch */
         int epoch_end = (r.step % s->steps_per_epoch) == 0;
@@ -533,8 +572,9 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
             double tl, ta;
             if ((rc = amp_session_evaluate(s, &tl, &ta, err, errlen)) == 0) {
                 write_eval(lf, s, tl, ta);
-                if (!tty) fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n",
-                                  (long long)r.step, tl, ta);
+                if (talk && !tty)
+                    fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n",
+                            (long long)r.step, tl, ta);
             }
         }
         int bad = fclose(lf) != 0;
@@ -545,18 +585,25 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
         if (rc == 0) emit(c, lines, nlines);
         free(lines);
         if (rc != 0) break;
-        /* A signal after the last step lets the run finish normally. A
-         * failed metrics write stops the run here, with a checkpoint that
-         * holds the lines the file did not take. */
-        int stop = g_stop_signal && r.step < s->total_steps;
-        if ((st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop ||
-            c->mfail[0]) {
-            if (write_checkpoint(s, c, res->device_peak, err, errlen) != 0) {
-                if (c->mfail[0]) { /* say both */
-                    char why[1024];
-                    snprintf(why, sizeof why, "%s", err);
-                    snprintf(err, errlen, "%s; then the checkpoint failed too: %s", c->mfail, why);
-                }
+        /* A signal after the last step lets the run finish normally. Ranks
+         * see a signal at different moments: the step's statistics carry
+         * it, so they stop after the same step. A failed metrics write
+         * (rank 0's alone) stops the run here, with a checkpoint that holds
+         * the lines the file did not take; with several ranks rank 0 then
+         * fails alone, which stops the others (amp_dist_exit). */
+        c->stop_signal = s->world > 1 ? r.stop_signal : (int)g_stop_signal;
+        int stop = c->stop_signal && r.step < s->total_steps;
+        /* every rank knows of these checkpoints, and agrees on how they went */
+        int common = (st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop;
+        if (common || c->mfail[0]) {
+            /* rank 0 writes; the others learn how that went */
+            int wrote = s->rank == 0 ? write_checkpoint(s, c, res->device_peak, err, errlen) : 0;
+            if (wrote != 0 && c->mfail[0]) { /* say both */
+                char why[1024];
+                snprintf(why, sizeof why, "%s", err);
+                snprintf(err, errlen, "%s; then the checkpoint failed too: %s", c->mfail, why);
+            }
+            if (common ? agree(s->dist, wrote ? 1 : 0, err) != 0 : wrote != 0) {
                 rc = -1;
                 break;
             }
@@ -571,7 +618,7 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
             break;
         }
         if (stop) {
-            if (tty) fputc('\n', stderr);
+            if (talk && tty) fputc('\n', stderr);
             rc = 1;
         }
     }
@@ -634,8 +681,11 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
         /* the median of the steps this process ran */
         qsort(ms, (size_t)nrun, sizeof(double), cmp_double);
         res->median_ms = nrun ? ms[nrun / 2] : 0.0;
+        qsort(comm, (size_t)nrun, sizeof(double), cmp_double);
+        res->median_comm_ms = nrun ? comm[nrun / 2] : 0.0;
     }
     free(ms);
+    free(comm);
     free(c->losses);
     c->losses = NULL;
     return rc;
@@ -736,58 +786,51 @@ static int resume_metrics(run_ctx *c, const amp_checkpoint *ck, char *err, size_
     return 0;
 }
 
-/* Puts the session where the newest valid checkpoint in c->ckdir stands.
- * A damaged checkpoint (or one whose weights are not finite) is skipped
- * with a warning; one from another model, plugin or config is refused.
- * Returns the exit code (0 resumed). */
-static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t errlen) {
+/* Rank 0: the newest checkpoint in c->ckdir that reads, parses and holds
+ * finite weights, restored into the session (*buf holds its bytes, caller
+ * frees; *ck points into them; its path in path). A damaged checkpoint (or
+ * one whose weights are not finite) is skipped with a warning; one from
+ * another model, plugin, config or number of ranks is refused. Returns the
+ * exit code (0 restored). */
+static int pick_checkpoint(amp_session *s, run_ctx *c, const char *dir, uint8_t **buf, size_t *len,
+                           amp_checkpoint *ck, char *path, size_t pathlen, char *err,
+                           size_t errlen) {
     int64_t *steps = NULL;
     size_t n = 0;
     if (amp_ckpt_store_list(c->ckdir, &steps, &n, err, errlen) != 0) return 1;
-    int code = 1;
     size_t damaged = 0;
     for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 32], why[512];
-        amp_ckpt_store_path(path, sizeof path, c->ckdir, steps[i]);
-        uint8_t *buf = NULL;
-        size_t len = 0;
-        amp_checkpoint ck;
-        if (amp_ckpt_store_load(path, steps[i], &buf, &len, &ck, why, sizeof why) != 0) {
+        char why[512];
+        amp_ckpt_store_path(path, pathlen, c->ckdir, steps[i]);
+        *buf = NULL;
+        *len = 0;
+        if (amp_ckpt_store_load(path, steps[i], buf, len, ck, why, sizeof why) != 0) {
             damaged++;
             amp_log(AMP_LOG_WARN, "%s: %s; %s", path, why,
                     i + 1 < n ? "trying the previous checkpoint" : "no older checkpoint left");
             continue;
         }
         char msg[1800];
-        code = amp_session_restore(s, &ck, msg, sizeof msg);
+        int code = amp_session_restore(s, ck, msg, sizeof msg);
         if (code == 0 && amp_session_check_weights(s, why, sizeof why) != 0) {
             /* written by an amptrain that did not check: as good as damaged */
             damaged++;
             amp_log(AMP_LOG_WARN, "%s: %s; %s", path, why,
                     i + 1 < n ? "trying the previous checkpoint" : "no older checkpoint left");
-            free(buf);
+            free(*buf);
+            *buf = NULL;
             continue;
         }
         if (code != 0) {
             snprintf(err, errlen, "%s: %s", path, msg);
-        } else {
-            /* The folder now continues this checkpoint's run: results of a
-             * finished run there describe another history. */
-            remove_results(c->outdir);
-            if (resume_metrics(c, &ck, err, errlen) != 0 || note_valid(c, steps[i], s->set.keep) != 0) {
-                if (!err[0]) snprintf(err, errlen, "out of host memory");
-                code = 1;
-            }
-            c->nprior = ck.nlosses;
-            for (size_t k = 0; k < ck.nlosses; k++) c->prior_losses[k] = amp_ckpt_f64(ck.losses, k);
-            c->prior_wall = isfinite(ck.wall_seconds) && ck.wall_seconds > 0 ? ck.wall_seconds : 0.0;
-            c->prior_peak = (size_t)ck.device_peak;
-            snprintf(c->last_ckpt, sizeof c->last_ckpt, "%s", path);
-            if (code == 0)
-                amp_log(AMP_LOG_INFO, "resuming from %s: step %lld of %lld (epoch %lld)", path,
-                        (long long)s->step, (long long)s->total_steps, (long long)s->batcher->epoch);
+            free(*buf);
+            *buf = NULL;
+        } else if (note_valid(c, steps[i], s->set.keep) != 0) {
+            snprintf(err, errlen, "out of host memory");
+            code = 1;
+            free(*buf);
+            *buf = NULL;
         }
-        free(buf);
         free(steps);
         return code;
     }
@@ -796,6 +839,71 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
                           "warnings above)",
              dir, c->ckdir, damaged);
     return 1;
+}
+
+/* Puts the session where the newest valid checkpoint in c->ckdir stands
+ * (see pick_checkpoint). Rank 0 picks it and sends the bytes to the
+ * others; rank 0 alone sets up metrics.jsonl. All ranks call this. Returns
+ * the exit code (0 resumed). */
+static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t errlen) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char path[PATH_MAX + 32] = "";
+    amp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    int code = s->rank == 0
+                   ? pick_checkpoint(s, c, dir, &buf, &len, &ck, path, sizeof path, err, errlen)
+                   : 0;
+    if ((code = agree(s->dist, code, err)) != 0) {
+        free(buf);
+        return code;
+    }
+    if (s->world > 1) {
+        uint64_t n64 = len;
+        amp_dist_bcast(s->dist, &n64, sizeof n64, err, errlen);
+        len = (size_t)n64;
+        if (s->rank != 0) buf = malloc(len ? len : 1);
+        if (!buf) snprintf(err, errlen, "out of host memory for a %zu-byte checkpoint", len);
+        if ((code = agree(s->dist, buf ? 0 : 1, err)) != 0) {
+            free(buf);
+            return code;
+        }
+        amp_dist_bcast(s->dist, buf, len, err, errlen);
+        if (s->rank != 0) {
+            snprintf(path, sizeof path, "%s (from rank 0)", c->ckdir);
+            char msg[1800];
+            if (amp_checkpoint_parse(buf, len, &ck, msg, sizeof msg) != 0) {
+                snprintf(err, errlen, "%s: %s", path, msg);
+                free(buf);
+                return 1;
+            }
+            code = amp_session_restore(s, &ck, msg, sizeof msg);
+            if (code != 0) {
+                snprintf(err, errlen, "%s: %s", path, msg);
+                free(buf);
+                return code;
+            }
+        }
+    }
+    if (s->rank == 0) {
+        /* The folder now continues this checkpoint's run: results of a
+         * finished run there describe another history. */
+        remove_results(c->outdir);
+        if (resume_metrics(c, &ck, err, errlen) != 0) {
+            if (!err[0]) snprintf(err, errlen, "out of host memory");
+            code = 1;
+        }
+    }
+    c->nprior = ck.nlosses;
+    for (size_t k = 0; k < ck.nlosses; k++) c->prior_losses[k] = amp_ckpt_f64(ck.losses, k);
+    c->prior_wall = isfinite(ck.wall_seconds) && ck.wall_seconds > 0 ? ck.wall_seconds : 0.0;
+    c->prior_peak = (size_t)ck.device_peak;
+    snprintf(c->last_ckpt, sizeof c->last_ckpt, "%s", path);
+    if (code == 0)
+        amp_log(AMP_LOG_INFO, "resuming from %s: step %lld of %lld (epoch %lld)", path,
+                (long long)s->step, (long long)s->total_steps, (long long)s->batcher->epoch);
+    free(buf);
+    return code;
 }
 
 /* Empty paths are usage errors ("" would read as the current folder, or
@@ -808,168 +916,194 @@ static int check_paths(const train_args *a) {
     return -1;
 }
 
+/* Rank 0: the output folder, locked for the whole run. Never creates the
+ * folder of a run that is not there to resume, never mixes a new run's
+ * checkpoints with an earlier run's, and never renames an output over a
+ * file this run reads. Returns the exit code (128 + signal when stopped
+ * before the first step, with err). */
+static int open_outputs(const train_args *a, amp_session *s, run_ctx *c, amp_run_lock *lock,
+                        char *err, size_t errlen) {
+    const char *outdir = c->outdir;
+    struct stat st;
+    if (a->resume && (stat(outdir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        snprintf(err, errlen,
+                 "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
+                 "of a run that had [train] checkpoint_every set or was stopped by a signal",
+                 outdir, c->ckdir);
+        return 2;
+    }
+    if (!a->resume && amp_mkdir_p(outdir, err, errlen) != 0) return 1;
+    /* One process per folder, from here to the end: everything below
+     * reads and writes the folder. */
+    int lr = amp_run_lock_acquire(lock, outdir, "train", err, errlen);
+    if (lr != 0) return lr > 0 ? 2 : 1;
+    amp_tmp_remove_stale(outdir, output_names);
+    /* Stopped while starting: leave the folder as it was. */
+    if (g_stop_signal) {
+        snprintf(err, errlen, "stopped by %s before the first step; nothing was written",
+                 signal_name((int)g_stop_signal));
+        return 128 + (int)g_stop_signal;
+    }
+    int64_t *steps = NULL;
+    size_t n = 0;
+    if (amp_ckpt_store_list(c->ckdir, &steps, &n, err, errlen) != 0) return 1;
+    free(steps);
+    if (a->resume && n == 0) {
+        snprintf(err, errlen,
+                 "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
+                 "of a run that had [train] checkpoint_every set or was stopped by a signal",
+                 outdir, c->ckdir);
+        return 2;
+    }
+    if (!a->resume && n > 0) {
+        snprintf(err, errlen,
+                 "%s holds %zu checkpoint%s of an earlier run: continue it with `amptrain train "
+                 "%s --resume %s`, or delete %s to start over",
+                 c->ckdir, n, n == 1 ? "" : "s", a->config, outdir, c->ckdir);
+        return 2;
+    }
+    /* The outputs are renamed over whatever has their names: never over a
+     * file this run reads. */
+    char init[PATH_MAX] = "";
+    if (strcmp(s->set.init, "default") != 0) amp_session_resolve_path(s, s->set.init, init, sizeof init);
+    const char *inputs[] = {a->config, init[0] ? init : NULL, s->precision.path, s->scaler.path};
+    if (amp_out_check_inputs(outdir, output_names, inputs, 4, err, errlen) != 0) return 2;
+    return 0;
+}
+
+/* Rank 0, after the last step: the results, summary.json last, so a folder
+ * holding summary.json holds a complete run. An older summary goes first,
+ * so a crash in between never leaves it beside the new files. 0, or 1
+ * with err. */
+static int write_outputs(amp_session *s, const amp_config *cfg, run_ctx *c, const run_result *res,
+                         amp_out_file *conf, amp_out_file *summary, char *err, size_t errlen) {
+    char old_summary[PATH_MAX + 32], wpath[PATH_MAX + 32];
+    snprintf(old_summary, sizeof old_summary, "%s/summary.json", c->outdir);
+    snprintf(wpath, sizeof wpath, "%s/weights.safetensors", c->outdir);
+    if (amp_out_open(conf, c->outdir, "config.ini", err, errlen) != 0 ||
+        amp_out_open(summary, c->outdir, "summary.json", err, errlen) != 0)
+        return 1;
+    if (amp_config_write_resolved(cfg, conf->f) != 0) {
+        snprintf(err, errlen, "%s: cannot write the resolved config", conf->temp);
+        return 1;
+    }
+    write_summary(summary->f, s, res);
+    if (unlink(old_summary) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "%s: cannot replace it: %s", old_summary, strerror(errno));
+        return 1;
+    }
+    if (amp_session_save_weights(s, wpath, err, errlen) != 0) return 1;
+    if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->outdir, err, errlen) != 0) return 1;
+    if (amp_out_commit(conf, err, errlen) || amp_out_commit(&c->metrics, err, errlen) ||
+        amp_out_commit(summary, err, errlen))
+        return 1;
+    return 0;
+}
+
+static void print_err(const amp_dist *d, const char *err) {
+    if (!err[0]) return; /* another rank says why */
+    if (amp_dist_world(d) > 1 && amp_dist_rank(d) > 0)
+        fprintf(stderr, "amptrain: rank %d: %s\n", amp_dist_rank(d), err);
+    else
+        fprintf(stderr, "amptrain: %s\n", err);
+}
+
 int amp_cmd_train(int argc, char **argv) {
     train_args a;
     int prc = parse_args(&a, argc, argv);
     if (prc != 0) return prc > 0 ? 0 : 2;
     if (check_paths(&a) != 0) return 2;
     char err[2048] = "";
-    amp_config *cfg = amp_config_load(a.config, err, sizeof err);
-    if (!cfg) {
+    /* Under an MPI launcher MPI starts here, and every rank runs what follows. */
+    amp_dist *dist = amp_dist_init(&argc, &argv, err, sizeof err);
+    if (!dist) {
         fprintf(stderr, "amptrain: %s\n", err);
         free(a.sets);
         return 2;
     }
-    for (int i = 0; i < a.nsets; i++) {
-        if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) {
-            fprintf(stderr, "amptrain: %s\n", err);
-            amp_config_free(cfg);
-            free(a.sets);
-            return 2;
-        }
-    }
-    free(a.sets);
-    signal_guard guard;
-    signals_install(&guard);
+    amp_log_set_rank(amp_dist_rank(dist));
+    int lead = amp_dist_rank(dist) == 0;
     amp_session *s = NULL;
-    int code = amp_session_open(&s, cfg, err, sizeof err);
-    if (code != 0) {
-        fprintf(stderr, "amptrain: %s\n", err);
-        amp_config_free(cfg);
-        signals_restore(&guard);
-        return code;
-    }
-    char outdir[PATH_MAX];
-    if (a.resume)
-        snprintf(outdir, sizeof outdir, "%s", a.resume);
-    else if (a.out)
-        snprintf(outdir, sizeof outdir, "%s", a.out);
-    else
-        snprintf(outdir, sizeof outdir, "runs/%s", s->set.name);
     amp_out_file conf = {0}, summary = {0};
     amp_run_lock lock = {-1, ""};
     run_result res;
     memset(&res, 0, sizeof res);
     run_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
+    char outdir[PATH_MAX] = "";
     ctx.outdir = outdir;
     ctx.fresh = !a.resume;
+    ctx.writer = lead;
+    int say_stop = 0; /* stopped before the first step: say so */
+    signal_guard guard;
+    signals_install(&guard);
+    amp_config *cfg = amp_config_load(a.config, err, sizeof err);
+    int code = cfg ? 0 : 2;
+    for (int i = 0; code == 0 && i < a.nsets; i++)
+        if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
+    free(a.sets);
+    if (code == 0) code = amp_session_open_ex(&s, cfg, dist, err, sizeof err);
+    if ((code = agree(dist, code, err)) != 0) goto done;
+    if ((code = agree(dist, amp_session_check_ranks(s, err, sizeof err), err)) != 0) goto done;
+    if (a.resume)
+        snprintf(outdir, sizeof outdir, "%s", a.resume);
+    else if (a.out)
+        snprintf(outdir, sizeof outdir, "%s", a.out);
+    else
+        snprintf(outdir, sizeof outdir, "runs/%s", s->set.name);
     snprintf(ctx.ckdir, sizeof ctx.ckdir, "%s/checkpoints", outdir);
-    code = 1;
-    {
-        /* Never create the folder of a run that is not there to resume. */
-        struct stat st;
-        if (a.resume && (stat(outdir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-            snprintf(err, sizeof err,
-                     "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
-                     "of a run that had [train] checkpoint_every set or was stopped by a signal",
-                     outdir, ctx.ckdir);
-            code = 2;
-            goto done;
-        }
-        if (!a.resume && amp_mkdir_p(outdir, err, sizeof err) != 0) goto done;
-        /* One process per folder, from here to the end: everything below
-         * reads and writes the folder. */
-        int lr = amp_run_lock_acquire(&lock, outdir, "train", err, sizeof err);
-        if (lr != 0) {
-            code = lr > 0 ? 2 : 1;
-            goto done;
-        }
-        amp_tmp_remove_stale(outdir, output_names);
-        /* Stopped while starting: leave the folder as it was. */
-        if (g_stop_signal) {
-            snprintf(err, sizeof err, "stopped by %s before the first step; nothing was written",
-                     signal_name((int)g_stop_signal));
-            fprintf(stderr, "amptrain: %s\n", err);
-            code = 128 + (int)g_stop_signal;
-            goto done;
-        }
-        /* Never mix a new run's checkpoints with an earlier run's. */
-        int64_t *steps = NULL;
-        size_t n = 0;
-        if (amp_ckpt_store_list(ctx.ckdir, &steps, &n, err, sizeof err) != 0) goto done;
-        free(steps);
-        if (a.resume && n == 0) {
-            snprintf(err, sizeof err,
-                     "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
-                     "of a run that had [train] checkpoint_every set or was stopped by a signal",
-                     outdir, ctx.ckdir);
-            code = 2;
-            goto done;
-        }
-        if (!a.resume && n > 0) {
-            snprintf(err, sizeof err,
-                     "%s holds %zu checkpoint%s of an earlier run: continue it with `amptrain train "
-                     "%s --resume %s`, or delete %s to start over",
-                     ctx.ckdir, n, n == 1 ? "" : "s", a.config, outdir, ctx.ckdir);
-            code = 2;
-            goto done;
-        }
-        /* The outputs are renamed over whatever has their names: never over
-         * a file this run reads. */
-        char init[PATH_MAX] = "";
-        if (strcmp(s->set.init, "default") != 0) amp_session_resolve_path(s, s->set.init, init, sizeof init);
-        const char *inputs[] = {a.config, init[0] ? init : NULL, s->precision.path, s->scaler.path};
-        if (amp_out_check_inputs(outdir, output_names, inputs, 4, err, sizeof err) != 0) {
-            code = 2;
-            goto done;
-        }
+    /* Only rank 0 touches the folder (and holds its lock). */
+    code = lead ? open_outputs(&a, s, &ctx, &lock, err, sizeof err) : 0;
+    if ((code = agree(dist, code, err)) != 0) {
+        say_stop = code >= 128;
+        goto done;
     }
     if (a.resume) {
-        if ((code = resume(s, &ctx, a.resume, err, sizeof err)) != 0) goto done;
-    } else if (amp_out_open(&ctx.metrics, outdir, "metrics.jsonl", err, sizeof err) != 0) {
-        goto done;
+        code = agree(dist, resume(s, &ctx, a.resume, err, sizeof err), err);
     } else {
-        ctx.mcrc = (uint32_t)crc32(0L, Z_NULL, 0);
+        if (lead) {
+            if (amp_out_open(&ctx.metrics, outdir, "metrics.jsonl", err, sizeof err) != 0)
+                code = 1;
+            else
+                ctx.mcrc = (uint32_t)crc32(0L, Z_NULL, 0);
+        }
+        code = agree(dist, code, err);
     }
+    if (code != 0) goto done;
     code = 1;
-    amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %s, %lld steps (%lld per epoch), output in %s",
-            s->set.name, s->precision.entry->name, s->scaler.entry->name, s->be->ops->name,
-            (long long)s->total_steps, (long long)s->steps_per_epoch, outdir);
+    if (s->world > 1)
+        amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %d ranks (%s, gradients as %s), %lld steps (%lld "
+                "per epoch), output in %s", s->set.name, s->precision.entry->name,
+                s->scaler.entry->name, s->world, s->be->ops->name,
+                s->set.dist_grad_bf16 ? "bf16" : "f32", (long long)s->total_steps,
+                (long long)s->steps_per_epoch, outdir);
+    else
+        amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %s, %lld steps (%lld per epoch), output in %s",
+                s->set.name, s->precision.entry->name, s->scaler.entry->name, s->be->ops->name,
+                (long long)s->total_steps, (long long)s->steps_per_epoch, outdir);
     int rc = run(s, &ctx, &res, err, sizeof err);
     if (rc == 1) {
-        int sig = (int)g_stop_signal;
-        fprintf(stderr,
-                "amptrain: stopped by %s after step %lld of %lld; checkpoint %s\n"
-                "amptrain: continue with: amptrain train %s --resume %s\n",
-                signal_name(sig), (long long)s->step, (long long)s->total_steps, ctx.last_ckpt,
-                a.config, outdir);
+        int sig = ctx.stop_signal;
+        char launch[64] = "";
+        if (s->world > 1) snprintf(launch, sizeof launch, "mpirun -np %d ", s->world);
+        if (lead)
+            fprintf(stderr,
+                    "amptrain: stopped by %s after step %lld of %lld; checkpoint %s\n"
+                    "amptrain: continue with: %samptrain train %s --resume %s\n",
+                    signal_name(sig), (long long)s->step, (long long)s->total_steps,
+                    ctx.last_ckpt, launch, a.config, outdir);
         code = 128 + sig;
         goto done;
     }
     if (rc != 0) goto done;
-    /* The results, summary.json last: a folder holding summary.json holds a
-     * complete run. An older summary goes first, so a crash in between never
-     * leaves it beside the new files. */
-    {
-        char old_summary[PATH_MAX + 32], wpath[PATH_MAX + 32];
-        snprintf(old_summary, sizeof old_summary, "%s/summary.json", outdir);
-        snprintf(wpath, sizeof wpath, "%s/weights.safetensors", outdir);
-        if (amp_out_open(&conf, outdir, "config.ini", err, sizeof err) != 0 ||
-            amp_out_open(&summary, outdir, "summary.json", err, sizeof err) != 0)
-            goto done;
-        if (amp_config_write_resolved(cfg, conf.f) != 0) {
-            snprintf(err, sizeof err, "%s: cannot write the resolved config", conf.temp);
-            goto done;
-        }
-        write_summary(summary.f, s, &res);
-        if (unlink(old_summary) != 0 && errno != ENOENT) {
-            snprintf(err, sizeof err, "%s: cannot replace it: %s", old_summary, strerror(errno));
-            goto done;
-        }
-        if (amp_session_save_weights(s, wpath, err, sizeof err) != 0) goto done;
-        if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, outdir, err, sizeof err) != 0)
-            goto done;
-        if (amp_out_commit(&conf, err, sizeof err) || amp_out_commit(&ctx.metrics, err, sizeof err) ||
-            amp_out_commit(&summary, err, sizeof err))
-            goto done;
-    }
-    fprintf(stderr, "amptrain: %s: test_acc %.4f test_loss %.4f, %lld steps (%lld skipped), %.1f s\n",
-            s->set.name, res.test_acc, res.test_loss, (long long)s->step, (long long)s->skipped,
-            res.wall_s);
-    code = 0;
+    code = lead ? write_outputs(s, cfg, &ctx, &res, &conf, &summary, err, sizeof err) : 0;
+    if ((code = agree(dist, code, err)) != 0) goto done;
+    if (lead)
+        fprintf(stderr, "amptrain: %s: test_acc %.4f test_loss %.4f, %lld steps (%lld skipped), %.1f s\n",
+                s->set.name, res.test_acc, res.test_loss, (long long)s->step, (long long)s->skipped,
+                res.wall_s);
 done:
-    if (code != 0 && code < 128) fprintf(stderr, "amptrain: %s\n", err);
+    if (code != 0 && (code < 128 || say_stop)) print_err(dist, err);
     /* Temporaries go; a published metrics.jsonl stays: it is the history
      * the checkpoints point into (unless the new run's first checkpoint
      * failed after publishing it: then nothing points into it). */
@@ -980,8 +1114,11 @@ done:
     free(ctx.pending);
     free(ctx.valid);
     amp_run_lock_release(&lock);
+    /* A failure of this rank alone: the others wait for it, so stop them. */
+    amp_dist_exit(dist, code);
     amp_session_close(s);
     amp_config_free(cfg);
     signals_restore(&guard);
+    amp_dist_finalize(dist);
     return code;
 }

@@ -15,12 +15,15 @@ static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
  * not take, beside MPOS (the length and CRC of metrics.jsonl's history at
  * this checkpoint). A file with METR and no MPOS is read as before: METR is
  * the whole history. EXEC (where the run executed) is optional too: files
- * written before it lack it. */
-enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_MPOS, S_EXEC, S_COUNT };
+ * written before it lack it. DIST (u32: the number of data-parallel ranks
+ * that wrote it) is optional on reading (a file without it was written by one
+ * process; world size 1) and always written. */
+enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_MPOS, S_EXEC, S_DIST, S_COUNT };
 #define S_OPTIONAL S_METR
 static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM", "SCAL",
-                                              "TOTL", "LOSS", "METR", "MPOS", "EXEC"};
+                                              "TOTL", "LOSS", "METR", "MPOS", "EXEC", "DIST"};
 #define MPOS_SIZE 16u /* u64 byte length, u32 CRC32, u32 zero */
+#define AMP_CKPT_MAX_WORLD (1u << 24)
 
 /* Dimensions are capped, and element counts are summed with a cap, so that
  * sizes computed from them cannot overflow 64 bits. */
@@ -443,6 +446,15 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                                                                         : "EXEC");
         return -1;
     }
+    out->world_size = 1;
+    if (seen[S_DIST]) {
+        out->world_size = seclen[S_DIST] == 4 ? get_u32(sec[S_DIST]) : 0;
+        if (out->world_size < 1 || out->world_size > AMP_CKPT_MAX_WORLD) {
+            amp_set_err(err, errlen, "section DIST: %zu bytes, world size %u (expected 4 bytes, 1..%u)",
+                        seclen[S_DIST], (unsigned)out->world_size, AMP_CKPT_MAX_WORLD);
+            return -1;
+        }
+    }
     out->totals_raw = sec[S_TOTL];
     out->config = (const char *)sec[S_CONF];
     out->config_len = seclen[S_CONF];
@@ -568,6 +580,8 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
     }
     builder meta = {0}, totl = {0};
     encode_meta(&meta, ck);
+    uint8_t dist[4];
+    put_u32(dist, ck->world_size ? ck->world_size : 1);
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) {
         amp_round_count t = amp_checkpoint_total(ck, i);
         wr_u64(&totl, t.underflow);
@@ -587,16 +601,18 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
                                     ck->losses,
                                     (const uint8_t *)ck->metrics,
                                     mpos,
-                                    (const uint8_t *)ck->exec};
+                                    (const uint8_t *)ck->exec,
+                                    dist};
     size_t n[S_COUNT] = {meta.len, ck->config_len, ck->master_len, ck->optim_len,
                          ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len,
-                         MPOS_SIZE, ck->exec_len};
+                         MPOS_SIZE, ck->exec_len, 4};
     /* The optional sections only when they say something. */
     int with[S_COUNT];
     uint32_t nsec = 0;
     for (int k = 0; k < S_COUNT; k++) {
         with[k] = k < S_OPTIONAL || (k == S_METR && ck->metrics_len > 0) ||
-                  (k == S_MPOS && ck->has_metrics_pos) || (k == S_EXEC && ck->exec_len > 0);
+                  (k == S_MPOS && ck->has_metrics_pos) || (k == S_EXEC && ck->exec_len > 0) ||
+                  k == S_DIST;
         nsec += (uint32_t)with[k];
     }
     size_t total = AMP_CKPT_HEADER_SIZE + nsec * AMP_CKPT_ENTRY_SIZE;

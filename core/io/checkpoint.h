@@ -22,7 +22,9 @@
  * but are not in metrics.jsonl, e.g. after a failed write; in files from
  * before MPOS existed, every metrics line so far) and EXEC (where it ran:
  * backend, instruction-set path, threads).
- * Unknown tags are skipped, so later versions can add sections.
+ * Unknown tags are skipped, so later versions can add sections; DIST (u32:
+ * the number of data-parallel ranks that wrote it) is one such, optional: a
+ * checkpoint without it was written by one process.
  *
  * Format 2 (this amptrain) describes the model by its parameter table
  * (name, owning layer, shape of every tensor, in flat order) and names the
@@ -88,6 +90,7 @@ typedef struct amp_checkpoint {
     char scaler[AMP_CKPT_NAME_MAX], scaler_version[AMP_CKPT_NAME_MAX];
     double wall_seconds;                     /* training time before this checkpoint */
     uint64_t device_peak;
+    uint32_t world_size;                     /* DIST: ranks of the run (1 when absent) */
     /* TOTL: [2 * nlayers] (underflow, overflow, nonzero); for encoding
      * the caller points `totals` at them, a parsed checkpoint keeps the
      * bytes in totals_raw. Read either with amp_checkpoint_total(). */

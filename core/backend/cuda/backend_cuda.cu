@@ -332,7 +332,9 @@ static const amp_backend_ops cuda_ops = cuda_make_ops();
 
 static int cuda_init(amp_backend *be) {
     amp_cuda_impl *im = amp_cuda_im(be);
-    im->device = 0;
+    /* The current device: 0 unless a data-parallel rank chose its own
+     * (amp_dist_select_cuda_device) before creating the backend. */
+    AMP_CHECK_CUDA(cudaGetDevice(&im->device));
     AMP_CHECK_CUDA(cudaSetDevice(im->device));
     cudaDeviceProp prop;
     AMP_CHECK_CUDA(cudaGetDeviceProperties(&prop, im->device));
@@ -368,6 +370,10 @@ static int cuda_init(amp_backend *be) {
             rt / 1000, (rt % 1000) / 10,
             im->sync_each ? "; AMPTRAIN_CUDA_SYNC=1: synchronising after every launch" : "");
     return 0;
+}
+
+extern "C" void *amp_backend_cuda_stream(amp_backend *be) {
+    return be && be->device == AMP_DEVICE_CUDA ? (void *)amp_cuda_im(be)->stream : NULL;
 }
 
 extern "C" amp_backend *amp_backend_cuda_create(char *err, size_t errlen) {

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Communication time against step time for data-parallel training: the MLP
+# of bench_step (784-1024-1024-10, bench/dist_mlp.ini) trained by
+# `mpirun -np N amptrain train` for N = 1, 2 with [dist] grad_dtype = f32
+# and bf16, 128 rows per rank per step. Prints a markdown table from each
+# run's summary.json: median step ms, median comm ms (the part of a step
+# spent waiting for the gradient sum and the statistics, not hidden behind
+# backward), the comm share, and rows per second over all ranks.
+#
+# usage: bench/dist_bench.sh [BUILD_DIR] [--steps N] [--np "1 2"] [--set section.key=value]...
+# Each rank runs with OPENBLAS_NUM_THREADS=1 and --bind-to none, so N = 1
+# and N = 2 compare one core's worth of GEMM per rank. Not a test: the
+# numbers move with the machine's load.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$here/../build
+steps=40
+nps="1 2"
+sets=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --steps) steps=$2; shift 2 ;;
+    --np) nps=$2; shift 2 ;;
+    --set) sets+=(--set "$2"); shift 2 ;;
+    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) build=$1; shift ;;
+    esac
+done
+amptrain=$build/amptrain
+[ -x "$amptrain" ] || { echo "dist_bench: $amptrain not found (build first)" >&2; exit 2; }
+command -v mpirun >/dev/null || { echo "dist_bench: mpirun not found (apt-get install openmpi-bin)" >&2; exit 2; }
+extra=(--bind-to none --oversubscribe)
+[ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+field() { sed -nE "s/.*\"$2\": \"?([^,\"]*)\"?,?$/\1/p" "$1" | head -n 1; }
+
+echo "| ranks | grad_dtype | median step ms | median comm ms | comm share | rows/s (all ranks) |"
+echo "|---:|---|---:|---:|---:|---:|"
+for np in $nps; do
+    for dt in f32 bf16; do
+        [ "$np" = 1 ] && [ "$dt" = bf16 ] && continue # nothing travels on one rank
+        out=$work/np$np-$dt
+        OPENBLAS_NUM_THREADS=1 mpirun "${extra[@]}" -np "$np" "$amptrain" train "$here/dist_mlp.ini" \
+            --set train.steps="$steps" --set dist.grad_dtype="$dt" ${sets[@]+"${sets[@]}"} \
+            --out "$out" 2>"$out.log" || { echo "dist_bench: np $np $dt failed:" >&2; tail -5 "$out.log" >&2; exit 1; }
+        step=$(field "$out/summary.json" median_step_ms)
+        comm=$(field "$out/summary.json" median_comm_ms)
+        rows=$(sed -nE 's/^batch_size = ([0-9]+).*/\1/p' "$out/config.ini" | head -n 1)
+        awk -v np="$np" -v dt="$dt" -v s="$step" -v c="$comm" -v b="$rows" 'BEGIN {
+            printf "| %d | %s | %.2f | %.3f | %.1f%% | %.0f |\n", np, dt, s, c, 100 * c / s, np * b * 1000 / s }'
+    done
+done

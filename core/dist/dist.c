@@ -1,0 +1,622 @@
+/* Data parallel: launch detection, agreement between ranks, the gradient
+ * buckets and their MPI transport, the one statistics reduction per step and
+ * the replica check. Without MPI (AMP_HAVE_MPI=0) only the single-process
+ * half is built. See dist.h. */
+#include "dist/dist_internal.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if AMP_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "backend/kernels/convert.h"
+#include "log.h"
+
+struct amp_dist {
+    int rank, world;
+    int local_rank, local_size;
+    int mpi;                 /* MPI_Init was called here */
+    amp_dist_settings set;
+    int agreed;              /* the last code amp_dist_agree returned */
+#if AMP_HAVE_MPI
+    MPI_Comm comm;
+    MPI_Op bf16_sum, step_op;
+    MPI_Datatype step_type;  /* n doubles, for amp_dist_reduce_step */
+    int step_n;
+#endif
+};
+
+double amp_dist_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void amp_dist_fatal(int rank, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "amptrain: rank %d: ", rank);
+    vfprintf(stderr, fmt, ap);
+    fputs("; stopping all ranks\n", stderr);
+    va_end(ap);
+    fflush(stderr);
+#if AMP_HAVE_MPI
+    int up = 0, down = 0;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (up && !down) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+    exit(1);
+}
+
+int amp_dist_have_mpi(void) { return AMP_HAVE_MPI; }
+int amp_dist_have_nccl(void) { return AMP_HAVE_NCCL; }
+
+int amp_dist_rank(const amp_dist *d) { return d ? d->rank : 0; }
+int amp_dist_world(const amp_dist *d) { return d ? d->world : 1; }
+
+const char *amp_dist_grads_transport(const amp_dist_grads *g) {
+    return g && g->tr ? g->tr->name : "none";
+}
+
+void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early) {
+    *buckets = g ? g->nbuckets : 0;
+    *early = g ? g->early : 0;
+}
+
+size_t amp_dist_grads_bytes(const amp_dist_grads *g) {
+    return g && g->wire ? g->nparams * sizeof(uint16_t) : 0;
+}
+
+void amp_dist_configure(amp_dist *d, const amp_dist_settings *set) {
+    if (d) d->set = *set;
+}
+
+const amp_dist_settings *amp_dist_settings_of(const amp_dist *d) { return d ? &d->set : NULL; }
+
+double amp_dist_grads_comm_ms(const amp_dist_grads *g) {
+    if (!g) return 0.0;
+    double ms = g->comm_ms;
+    if (g->tr && g->tr->hidden_ms) ms += g->tr->hidden_ms((dist_grads *)g);
+    return ms;
+}
+
+/* The world size an MPI launcher announced in the environment, 0 when none
+ * did; *var names the variable. */
+static long launcher_world(const char **var) {
+    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                        NULL};
+    for (int i = 0; sizes[i]; i++) {
+        const char *v = getenv(sizes[i]);
+        if (v && *v) {
+            *var = sizes[i];
+            long n = strtol(v, NULL, 10);
+            return n > 0 ? n : 1;
+        }
+    }
+    /* PMIx launchers (srun --mpi=pmix) give the rank; the size comes with MPI_Init. */
+    if (getenv("PMIX_RANK")) {
+        *var = "PMIX_RANK";
+        const char *v = getenv("SLURM_NTASKS");
+        long n = v ? strtol(v, NULL, 10) : 0;
+        return n > 0 ? n : 1;
+    }
+    return 0;
+}
+
+static void dist_defaults(amp_dist *d) {
+    d->world = 1;
+    d->local_size = 1;
+    d->set.grad_dtype = AMP_DIST_F32;
+    d->set.bucket_bytes = (size_t)1 << 20;
+    d->set.timeout_s = 300.0;
+}
+
+/* ======================================================================= */
+#if AMP_HAVE_MPI
+
+/* inout[i] = bf16(widen(in[i]) + widen(inout[i])): the sum of bf16
+ * gradients in FP32, rounded once per addition (commutative, so every rank
+ * gets the same bits). */
+static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = amp_round16(amp_widen16(a[i], AMP_DTYPE_BF16) + amp_widen16(b[i], AMP_DTYPE_BF16),
+                           AMP_DTYPE_BF16, NULL);
+}
+
+/* One element is the whole step record: the first AMP_DIST_NMAX doubles
+ * take the max (a NaN wins), the rest are summed. */
+static void step_op_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    int bytes = 0;
+    MPI_Type_size(*dt, &bytes);
+    int n = bytes / (int)sizeof(double);
+    const double *a = in;
+    double *b = inout;
+    for (int e = 0; e < *len; e++, a += n, b += n) {
+        for (int i = 0; i < n && i < AMP_DIST_NMAX; i++)
+            if (a[i] > b[i] || a[i] != a[i]) b[i] = a[i];
+        for (int i = AMP_DIST_NMAX; i < n; i++) b[i] += a[i];
+    }
+}
+
+amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen) {
+    amp_dist *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of host memory");
+        return NULL;
+    }
+    dist_defaults(d);
+    const char *var = NULL;
+    if (launcher_world(&var) == 0) return d; /* a plain start: one process, no MPI */
+    int provided = 0;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        snprintf(err, errlen, "MPI_Init_thread failed (started by an MPI launcher: %s is set)", var);
+        free(d);
+        return NULL;
+    }
+    d->mpi = 1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
+    MPI_Comm_rank(d->comm, &d->rank);
+    MPI_Comm_size(d->comm, &d->world);
+    MPI_Comm node;
+    MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &d->local_rank);
+    MPI_Comm_size(node, &d->local_size);
+    MPI_Comm_free(&node);
+    MPI_Op_create(bf16_sum_fn, 1, &d->bf16_sum);
+    MPI_Op_create(step_op_fn, 1, &d->step_op);
+    d->step_type = MPI_DATATYPE_NULL;
+    return d;
+}
+
+void amp_dist_finalize(amp_dist *d) {
+    if (!d) return;
+    if (d->mpi) {
+        if (d->step_type != MPI_DATATYPE_NULL) MPI_Type_free(&d->step_type);
+        MPI_Op_free(&d->bf16_sum);
+        MPI_Op_free(&d->step_op);
+        MPI_Comm_free(&d->comm);
+        MPI_Finalize();
+    }
+    free(d);
+}
+
+/* Waits for n requests, polling so that the wait is bounded: a peer that
+ * died or hangs ends every rank after timeout_s (amp_dist_fatal). OpenMPI
+ * moves the data only inside MPI calls, so the poll never sleeps while a
+ * transfer may be running; it yields, so a rank sharing the core computes.
+ * After a second of waiting (a peer far behind, e.g. writing a
+ * checkpoint) it polls every millisecond. */
+static int wait_all(int rank, MPI_Request *req, int n, double timeout_s, const char *what,
+                    int64_t step) {
+    double t0 = amp_dist_now_ms();
+    for (unsigned spin = 0;; spin++) {
+        int done = 0;
+        if (MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            amp_dist_fatal(rank, "MPI failed in %s", what);
+        if (done) return 0;
+        double waited = amp_dist_now_ms() - t0;
+        if (waited > timeout_s * 1e3)
+            amp_dist_fatal(rank,
+                           "no word from the other ranks for %.0f s in %s%s%lld (a rank died, "
+                           "hangs, or is more than [dist] timeout = %g s behind)",
+                           waited / 1e3, what, step >= 0 ? " at step " : "",
+                           step >= 0 ? (long long)step + 1 : 0LL, timeout_s);
+        if (spin < 64) continue;
+        if (waited < 1000.0) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+int amp_dist_agree(amp_dist *d, int code, int *who) {
+    if (who) *who = code ? amp_dist_rank(d) : -1;
+    if (!d || !d->mpi || d->world == 1) {
+        if (d) d->agreed = code;
+        return code;
+    }
+    /* code in the high bits, the complement of the rank in the low ones:
+     * the max is the worst code, held by the lowest rank. */
+    const long long low = 1LL << 24;
+    long long mine = code ? (long long)code * low + (low - 1 - d->rank) : 0, all = 0;
+    MPI_Request r;
+    MPI_Iallreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_MAX, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "agreeing on how the ranks stand", -1);
+    int agreed = (int)(all / low);
+    if (who) *who = agreed ? (int)(low - 1 - all % low) : -1;
+    d->agreed = agreed;
+    return agreed;
+}
+
+int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    char *p = buf;
+    while (len > 0) {
+        int piece = len > (1u << 30) ? (1 << 30) : (int)len;
+        MPI_Request r;
+        MPI_Ibcast(p, piece, MPI_BYTE, 0, d->comm, &r);
+        wait_all(d->rank, &r, 1, d->set.timeout_s, "a broadcast from rank 0", -1);
+        p += piece;
+        len -= (size_t)piece;
+    }
+    return 0;
+}
+
+int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "a sum over the ranks", -1);
+    return 0;
+}
+
+int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    if (d->step_n != n) {
+        if (d->step_type != MPI_DATATYPE_NULL) MPI_Type_free(&d->step_type);
+        MPI_Type_contiguous(n, MPI_DOUBLE, &d->step_type);
+        MPI_Type_commit(&d->step_type);
+        d->step_n = n;
+    }
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, 1, d->step_type, d->step_op, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "the step statistics", -1);
+    return 0;
+}
+
+int amp_dist_compare(amp_dist *d, const uint32_t *sums, const char *const *labels, int n,
+                     int64_t step, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    uint32_t *all = malloc((size_t)d->world * (size_t)n * sizeof *all);
+    if (!all) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    MPI_Request r;
+    MPI_Iallgather(sums, n, MPI_UINT32_T, all, n, MPI_UINT32_T, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "the replica check", step);
+    int differ = 0;
+    for (int k = 1; k < d->world; k++)
+        for (int i = 0; i < n; i++) differ |= all[(size_t)k * n + i] != all[i];
+    if (differ && d->rank != 0) err[0] = '\0'; /* rank 0 says it for all */
+    if (differ && d->rank == 0) {
+        int len = snprintf(err, errlen,
+                           "the ranks diverged after step %lld ([dist] check_every): CRC32 of",
+                           (long long)step);
+        for (int i = 0; i < n && len >= 0 && (size_t)len < errlen; i++) {
+            len += snprintf(err + len, errlen - (size_t)len, "%s %s:", i ? ";" : "", labels[i]);
+            for (int k = 0; k < d->world && len >= 0 && (size_t)len < errlen; k++)
+                len += snprintf(err + len, errlen - (size_t)len, " rank %d %08x", k,
+                                (unsigned)all[(size_t)k * n + i]);
+        }
+    }
+    free(all);
+    if (differ) d->agreed = 1; /* every rank fails here, together */
+    return differ ? 1 : 0;
+}
+
+void amp_dist_exit(amp_dist *d, int code) {
+    if (!d || !d->mpi || d->world == 1 || code == 0 || code >= 128 || code == d->agreed) return;
+    /* This rank fails alone: the others wait for it in the next collective. */
+    fprintf(stderr, "amptrain: rank %d failed (exit %d); stopping all ranks\n", d->rank, code);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
+int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen) {
+    if (!d || d->world == 1) return 0;
+#if AMP_HAVE_NCCL
+    return amp_dist_nccl_select_device(d->local_rank, d->local_size, err, errlen);
+#else
+    snprintf(err, errlen,
+             "[run] device = cuda on %d ranks needs NCCL for the gradients, and this amptrain was "
+             "built without it (nccl.h and libnccl from the CUDA toolkit at configure time); use "
+             "[run] device = cpu or rebuild with NCCL",
+             d->world);
+    return -1;
+#endif
+}
+
+/* ---- the MPI gradient transport (host memory) ---- */
+
+typedef struct mpi_grads {
+    MPI_Comm comm;
+    MPI_Op bf16_sum;
+    MPI_Request *req; /* [nbuckets] */
+} mpi_grads;
+
+static int mpi_post(dist_grads *g, int k, char *err, size_t errlen) {
+    mpi_grads *m = g->impl;
+    const dist_bucket *b = &g->buckets[k];
+    int rc = g->dtype == AMP_DIST_BF16
+                 ? MPI_Iallreduce(MPI_IN_PLACE, g->wire + b->offset, (int)b->count, MPI_UINT16_T,
+                                  m->bf16_sum, m->comm, &m->req[k])
+                 : MPI_Iallreduce(MPI_IN_PLACE, g->grads + b->offset, (int)b->count, MPI_FLOAT,
+                                  MPI_SUM, m->comm, &m->req[k]);
+    if (rc != MPI_SUCCESS) {
+        snprintf(err, errlen, "MPI_Iallreduce of gradient bucket %d failed", k);
+        return -1;
+    }
+    return 0;
+}
+
+/* OpenMPI advances non-blocking collectives only inside MPI calls: a test
+ * at every ready point is what lets them run during backward. */
+static int mpi_progress(dist_grads *g, char *err, size_t errlen) {
+    mpi_grads *m = g->impl;
+    int done = 0;
+    if (g->next > 0 && MPI_Testall(g->next, m->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        snprintf(err, errlen, "MPI_Testall on the gradient buckets failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int mpi_wait(dist_grads *g, char *err, size_t errlen) {
+    mpi_grads *m = g->impl;
+    return wait_all(g->rank, m->req, g->next, g->timeout_s, "the gradient allreduce", g->step);
+}
+
+static void mpi_close(dist_grads *g) {
+    mpi_grads *m = g->impl;
+    if (!m) return;
+    free(m->req);
+    free(m);
+    g->impl = NULL;
+}
+
+static const dist_transport mpi_transport = {"mpi",    1,    mpi_post, mpi_progress,
+                                             mpi_wait, NULL, mpi_close};
+
+int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
+    mpi_grads *m = calloc(1, sizeof *m);
+    if (m) m->req = calloc((size_t)g->nbuckets, sizeof *m->req);
+    if (!m || !m->req) {
+        if (m) free(m);
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    for (int k = 0; k < g->nbuckets; k++) m->req[k] = MPI_REQUEST_NULL;
+    m->comm = d->comm;
+    m->bf16_sum = d->bf16_sum;
+    g->impl = m;
+    g->tr = &mpi_transport;
+    return 0;
+}
+
+/* ======================================================================= */
+#else /* no MPI: one process */
+
+amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen) {
+    const char *var = NULL;
+    long n = launcher_world(&var);
+    if (n > 1) {
+        snprintf(err, errlen,
+                 "started as one of %ld ranks (%s is set), but this amptrain was built without MPI: "
+                 "each rank would train alone into the same output folder. Rebuild with MPI "
+                 "(Debian: libopenmpi-dev openmpi-bin, cmake -DAMP_MPI=ON) or run it without mpirun",
+                 n, var);
+        return NULL;
+    }
+    amp_dist *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of host memory");
+        return NULL;
+    }
+    dist_defaults(d);
+    return d;
+}
+
+void amp_dist_finalize(amp_dist *d) { free(d); }
+
+int amp_dist_agree(amp_dist *d, int code, int *who) {
+    if (who) *who = code ? 0 : -1;
+    if (d) d->agreed = code;
+    return code;
+}
+
+int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen) { return 0; }
+int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
+int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
+int amp_dist_compare(amp_dist *d, const uint32_t *sums, const char *const *labels, int n,
+                     int64_t step, char *err, size_t errlen) {
+    return 0;
+}
+void amp_dist_exit(amp_dist *d, int code) {}
+int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen) { return 0; }
+
+int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
+    snprintf(err, errlen, "this amptrain was built without MPI");
+    return -1;
+}
+
+#endif
+/* ======================================================================= */
+
+/* ---- buckets (any transport) ---- */
+
+void amp_dist_grads_close(amp_dist_grads *g) {
+    if (!g) return;
+    if (g->tr && g->tr->close) g->tr->close(g);
+    if (g->wire) g->be->ops->release(g->be, g->wire);
+    free(g->tensors);
+    free(g->tensor_bucket);
+    free(g->buckets);
+    free(g);
+}
+
+/* Buckets in backward order: walking the tensors from the last, a bucket
+ * closes once it holds bucket_bytes of f32 gradients (a bigger tensor makes
+ * a bucket of its own) or would pass INT_MAX elements (MPI counts). */
+static int plan_buckets(dist_grads *g, size_t bucket_bytes, char *err, size_t errlen) {
+    g->buckets = calloc((size_t)g->ntensors, sizeof *g->buckets);
+    g->tensor_bucket = calloc((size_t)g->ntensors, sizeof *g->tensor_bucket);
+    if (!g->buckets || !g->tensor_bucket) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    size_t target = bucket_bytes / sizeof(float);
+    if (target == 0) target = 1;
+    int t = g->ntensors - 1;
+    while (t >= 0) {
+        dist_bucket *b = &g->buckets[g->nbuckets];
+        int last = t;
+        size_t count = 0;
+        while (t >= 0 && (count == 0 || (count < target &&
+                                         count + g->tensors[t].numel <= (size_t)INT_MAX))) {
+            count += g->tensors[t].numel;
+            t--;
+        }
+        if (count > (size_t)INT_MAX) {
+            snprintf(err, errlen, "parameter tensor %d has %zu elements; one message holds at most %d",
+                     last, g->tensors[last].numel, INT_MAX);
+            return -1;
+        }
+        b->first = t + 1;
+        b->ntensors = last - t;
+        b->offset = g->tensors[b->first].offset;
+        b->count = count;
+        for (int i = b->first; i <= last; i++) g->tensor_bucket[i] = g->nbuckets;
+        g->nbuckets++;
+    }
+    return 0;
+}
+
+int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, float *grads,
+                        const amp_dist_tensor *tensors, int ntensors, char *err, size_t errlen) {
+    *out = NULL;
+    if (!d || d->world == 1) return 0;
+    dist_grads *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    g->be = be;
+    g->grads = grads;
+    g->ntensors = ntensors;
+    g->dtype = d->set.grad_dtype;
+    g->rank = d->rank;
+    g->world = d->world;
+    g->local_rank = d->local_rank;
+    g->timeout_s = d->set.timeout_s;
+    g->tensors = malloc((size_t)(ntensors > 0 ? ntensors : 1) * sizeof *g->tensors);
+    if (!g->tensors) {
+        snprintf(err, errlen, "out of host memory");
+        goto fail;
+    }
+    memcpy(g->tensors, tensors, (size_t)ntensors * sizeof *tensors);
+    for (int i = 0; i < ntensors; i++) {
+        if (i > 0 && tensors[i].offset != tensors[i - 1].offset + tensors[i - 1].numel) {
+            snprintf(err, errlen, "parameter tensor %d is not contiguous with the one before it", i);
+            goto fail;
+        }
+        g->nparams = tensors[i].offset + tensors[i].numel;
+    }
+    if (plan_buckets(g, d->set.bucket_bytes, err, errlen) != 0) goto fail;
+    if (g->dtype == AMP_DIST_BF16) {
+        g->wire = be->ops->alloc(be, g->nparams * sizeof(uint16_t));
+        if (!g->wire) {
+            snprintf(err, errlen, "the bf16 gradient buffer: %s", be->err);
+            goto fail;
+        }
+    }
+    if (be->device == AMP_DEVICE_CUDA) {
+#if AMP_HAVE_NCCL
+        if (amp_dist_nccl_open(d, g, err, errlen) != 0) goto fail;
+#else
+        snprintf(err, errlen,
+                 "[run] device = cuda on %d ranks needs NCCL for the gradients, and this amptrain "
+                 "was built without it; use [run] device = cpu or rebuild with NCCL",
+                 d->world);
+        goto fail;
+#endif
+    } else if (amp_dist_mpi_grads_open(d, g, err, errlen) != 0) {
+        goto fail;
+    }
+    *out = g;
+    amp_log(AMP_LOG_DEBUG, "gradients of %zu parameters in %d bucket%s of about %zu KiB, as %s over %s",
+            g->nparams, g->nbuckets, g->nbuckets == 1 ? "" : "s", d->set.bucket_bytes >> 10,
+            g->dtype == AMP_DIST_BF16 ? "bf16" : "f32", g->tr->name);
+    return 0;
+fail:
+    amp_dist_grads_close(g);
+    return -1;
+}
+
+void amp_dist_grads_begin(amp_dist_grads *g, int64_t step) {
+    if (!g) return;
+    g->comm_ms = 0.0;
+    g->step = step;
+    g->next = 0;
+    g->early = 0;
+    for (int k = 0; k < g->nbuckets; k++) g->buckets[k].ready = g->buckets[k].posted = 0;
+}
+
+/* Posts bucket k: for bf16, rounds its tensors into the wire buffer first
+ * (counted into each tensor's layer, like any rounding into 16 bits). */
+static int post_bucket(dist_grads *g, int k, char *err, size_t errlen) {
+    dist_bucket *b = &g->buckets[k];
+    if (g->dtype == AMP_DIST_BF16) {
+        for (int t = b->first; t < b->first + b->ntensors; t++) {
+            const amp_dist_tensor *T = &g->tensors[t];
+            if (g->be->ops->round(g->be, g->wire + T->offset, AMP_DTYPE_BF16, g->grads + T->offset,
+                                  T->numel, T->grad_cnt) != 0) {
+                snprintf(err, errlen, "rounding gradients to bf16: %s", g->be->err);
+                return -1;
+            }
+        }
+    }
+    b->posted = 1;
+    return g->tr->post(g, k, err, errlen);
+}
+
+int amp_dist_grads_ready(amp_dist_grads *g, int first, int count, char *err, size_t errlen) {
+    if (!g) return 0;
+    double t0 = amp_dist_now_ms();
+    for (int t = first; t < first + count && t < g->ntensors; t++)
+        if (t >= 0) g->buckets[g->tensor_bucket[t]].ready++;
+    /* Buckets leave in their fixed order, so every rank posts the same
+     * collectives in the same sequence whatever order tensors arrive in. */
+    int rc = 0;
+    while (rc == 0 && g->next < g->nbuckets &&
+           g->buckets[g->next].ready >= g->buckets[g->next].ntensors) {
+        rc = post_bucket(g, g->next, err, errlen);
+        g->next++;
+        g->early++;
+    }
+    if (rc == 0) rc = g->tr->progress(g, err, errlen);
+    if (g->tr->host_timed) g->comm_ms += amp_dist_now_ms() - t0;
+    return rc;
+}
+
+int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen) {
+    if (!g) return 0;
+    double t0 = amp_dist_now_ms();
+    int rc = 0;
+    while (rc == 0 && g->next < g->nbuckets) {
+        rc = post_bucket(g, g->next, err, errlen);
+        g->next++;
+    }
+    if (rc == 0) rc = g->tr->wait(g, err, errlen);
+    if (rc == 0 && g->dtype == AMP_DIST_BF16 &&
+        g->be->ops->widen(g->be, g->grads, g->wire, AMP_DTYPE_BF16, g->nparams) != 0) {
+        snprintf(err, errlen, "widening the summed bf16 gradients: %s", g->be->err);
+        rc = -1;
+    }
+    if (g->tr->host_timed) g->comm_ms += amp_dist_now_ms() - t0;
+    return rc;
+}

@@ -1,0 +1,145 @@
+/* Data parallel: one model trained by N ranks, each on its own slice of
+ * every global batch. MPI launches the ranks and reduces on the CPU; on the
+ * GPU, NCCL moves the gradients (its unique id travels over MPI). No
+ * home-made transport.
+ *
+ * What a training step does with N > 1 ranks (core/session.c drives it):
+ *   1. each rank runs forward/backward on its rows; the loss gradient is
+ *      divided by the GLOBAL row count, so the sum over ranks is the mean;
+ *   2. the gradients are summed across ranks in buckets (contiguous ranges
+ *      of the flat gradient array, in backward order), each posted as soon
+ *      as the model reports its tensors final (amp_model_grads_ready):
+ *      MPI_Iallreduce on the CPU, ncclAllReduce on a second CUDA stream on
+ *      the GPU. [dist] grad_dtype = bf16 sends them rounded to bf16 (the
+ *      rounding is counted in the layer's gradient telemetry);
+ *   3. after the step's one stats download, ONE small allreduce makes the
+ *      statistics common: max over ranks of the non-finite count, the
+ *      gradient sum of squares and max |g| (and of the stop signal), and the
+ *      sum of the losses, hits and rounding counts. Every rank then feeds its
+ *      scaler the same numbers, skips the same steps and holds the same
+ *      scale.
+ *
+ * Failure: every wait for the other ranks is bounded by [dist] timeout; when
+ * it runs out the rank says so and stops all ranks (MPI_Abort). Errors that
+ * every rank knows about are agreed (amp_dist_agree) so all exit with the
+ * same code and one message. A build without MPI runs single-process and
+ * refuses to be started as one of several ranks. */
+#ifndef AMP_DIST_H
+#define AMP_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+typedef struct amp_dist amp_dist;
+/* One session's gradient reduction (its buckets and transport). */
+typedef struct dist_grads amp_dist_grads;
+
+/* What the gradients travel as. */
+typedef enum amp_dist_dtype { AMP_DIST_F32 = 0, AMP_DIST_BF16 = 1 } amp_dist_dtype;
+
+typedef struct amp_dist_settings {
+    amp_dist_dtype grad_dtype;
+    size_t bucket_bytes;   /* target bucket size (of the f32 gradients) */
+    int64_t check_every;   /* compare weight/scaler checksums every K steps (0 off) */
+    double timeout_s;      /* longest wait for the other ranks */
+} amp_dist_settings;
+
+/* One tensor of the flat gradient array, in the parameter table's order. */
+typedef struct amp_dist_tensor {
+    size_t offset, numel;      /* elements */
+    amp_round_count *grad_cnt; /* (dev) its layer's gradient rounding slot */
+} amp_dist_tensor;
+
+/* Starts MPI when this process was started by an MPI launcher (mpirun,
+ * srun --mpi, ...: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or
+ * MV2_COMM_WORLD_SIZE is set); otherwise, or when built without MPI, a
+ * single-process context (rank 0 of 1) that never calls MPI. A build
+ * without MPI started as one of several ranks fails here (2 ranks writing
+ * one output folder independently would be silent garbage). On failure
+ * returns NULL with the reason in err. The caller owns the context until
+ * amp_dist_finalize, after every session using it is closed. */
+amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen);
+/* MPI_Finalize (when MPI was started) and free. NULL is fine. */
+void amp_dist_finalize(amp_dist *d);
+
+int amp_dist_rank(const amp_dist *d); /* 0 for NULL */
+int amp_dist_world(const amp_dist *d); /* 1 for NULL */
+/* 1 when this build has MPI / NCCL. */
+int amp_dist_have_mpi(void);
+int amp_dist_have_nccl(void);
+
+/* ---- agreement (all ranks call these in the same order) ---------------- */
+
+/* The largest of every rank's code (0 = fine); *who (may be NULL) is the
+ * lowest rank that holds it (-1 when all are 0). Records the result, so
+ * amp_dist_exit knows the failure is known everywhere. Single process:
+ * returns code. Never blocks longer than [dist] timeout. */
+int amp_dist_agree(amp_dist *d, int code, int *who);
+/* Rank 0's len bytes into every rank's buf. 0, or -1 with err. */
+int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen);
+/* Sums n doubles across ranks, in place. 0, or -1 with err. */
+int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen);
+
+/* Before the process ends with `code`: when several ranks run and this
+ * rank fails alone (code 1 or 2 that amp_dist_agree did not return), the
+ * others would wait for it, so this stops them all (MPI_Abort) and does not
+ * return. Otherwise returns. */
+void amp_dist_exit(amp_dist *d, int code);
+
+/* ---- the training step ------------------------------------------------- */
+
+/* Chooses this rank's CUDA device (local rank on its node) before the CUDA
+ * backend is created; refuses more ranks on a node than devices. 0, or -1
+ * with err. No-op on one rank. */
+int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen);
+
+/* Sets up the gradient reduction over grads[nparams] on be (CPU: MPI;
+ * CUDA: NCCL) for one session (several may share d, each with its own).
+ * tensors are in flat order and cover grads. *out is NULL on one rank.
+ * 0, or -1 with err. */
+int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, float *grads,
+                        const amp_dist_tensor *tensors, int ntensors, char *err, size_t errlen);
+/* Releases it (before the backend is destroyed). NULL is fine. */
+void amp_dist_grads_close(amp_dist_grads *g);
+/* Before the last micro-batch's backward of 0-based step `step`. */
+void amp_dist_grads_begin(amp_dist_grads *g, int64_t step);
+/* Tensors [first, first + count) hold their final gradient: posts every
+ * bucket that is now complete (buckets go out in one fixed order on all
+ * ranks) and lets pending ones progress. 0, or -1 with err. */
+int amp_dist_grads_ready(amp_dist_grads *g, int first, int count, char *err, size_t errlen);
+/* Posts what is left and waits until grads holds the sum over ranks (on
+ * the GPU: the backend's stream is ordered after it). 0, or -1 with err. */
+int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen);
+/* Milliseconds of this step's gradient communication that backward did not
+ * hide: host time in the calls above (MPI), or the device time from
+ * backward's end to the last bucket summed (NCCL). */
+double amp_dist_grads_comm_ms(const amp_dist_grads *g);
+/* Buckets of the last step, and how many of them were posted before
+ * backward returned (overlapped with it). */
+void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early);
+/* "mpi" or "nccl" ("none" for NULL). */
+const char *amp_dist_grads_transport(const amp_dist_grads *g);
+/* Bytes the reduction allocated on the backend (the bf16 wire copy). */
+size_t amp_dist_grads_bytes(const amp_dist_grads *g);
+
+/* The step record after its download, made common in one allreduce: the
+ * first AMP_DIST_NMAX values of v[n] take the max over ranks, the rest the
+ * sum (integer counts travel as doubles: exact below 2^53). 0, or -1 with
+ * err. */
+#define AMP_DIST_NMAX 5
+int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen);
+
+/* Compares the checksums (n values) across ranks. On any difference every
+ * rank returns 1 (a failure all ranks know of, see amp_dist_exit); rank 0's
+ * err lists every rank's values named by labels, the others' is empty. 0
+ * equal, -1 out of memory. */
+int amp_dist_compare(amp_dist *d, const uint32_t *sums, const char *const *labels, int n,
+                     int64_t step, char *err, size_t errlen);
+
+/* The [dist] settings (the session reads them); before grads_open. */
+void amp_dist_configure(amp_dist *d, const amp_dist_settings *set);
+const amp_dist_settings *amp_dist_settings_of(const amp_dist *d);
+
+#endif

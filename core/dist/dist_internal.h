@@ -1,0 +1,78 @@
+/* Shared by dist.c (control, MPI, buckets) and dist_nccl.c (the GPU
+ * gradient transport). Not for use outside core/dist/. */
+#ifndef AMP_DIST_INTERNAL_H
+#define AMP_DIST_INTERNAL_H
+
+#include "dist/dist.h"
+
+/* A contiguous range of the flat gradient array: tensors [first, first +
+ * ntensors), elements [offset, offset + count). Buckets are numbered in the
+ * order they are posted, which is backward order (the last tensors first). */
+typedef struct dist_bucket {
+    size_t offset, count;
+    int first, ntensors;
+    int ready;  /* tensors reported final this step */
+    int posted;
+} dist_bucket;
+
+typedef struct dist_grads dist_grads;
+
+/* How buckets travel: MPI on host memory, or NCCL on device memory. */
+typedef struct dist_transport {
+    const char *name;
+    /* 1: the host's time in post/wait is the communication time (MPI);
+     * 0: the host waits for GPU work too, and hidden_ms measures it. */
+    int host_timed;
+    /* Starts the sum of bucket k (its data is final: in grads, or already
+     * rounded into wire for bf16). */
+    int (*post)(dist_grads *g, int k, char *err, size_t errlen);
+    /* Lets posted buckets progress without blocking. */
+    int (*progress)(dist_grads *g, char *err, size_t errlen);
+    /* Until every posted bucket is summed and visible to the backend's
+     * next op; at most timeout_s. */
+    int (*wait)(dist_grads *g, char *err, size_t errlen);
+    /* Device milliseconds of this step's communication not hidden behind
+     * backward (from backward's end to the last bucket summed); NULL for
+     * host-timed transports. */
+    double (*hidden_ms)(dist_grads *g);
+    void (*close)(dist_grads *g);
+} dist_transport;
+
+struct dist_grads {
+    amp_backend *be;
+    float *grads;               /* (dev) [nparams] */
+    uint16_t *wire;             /* (dev) [nparams] bf16 copy, when grad_dtype = bf16 */
+    size_t nparams;
+    amp_dist_tensor *tensors;   /* [ntensors] */
+    int ntensors;
+    int *tensor_bucket;         /* [ntensors] */
+    dist_bucket *buckets;       /* [nbuckets] */
+    int nbuckets;
+    int next;                   /* the next bucket to post */
+    int early;                  /* buckets posted from grads_ready this step */
+    amp_dist_dtype dtype;
+    int rank, world, local_rank;
+    double timeout_s;
+    int64_t step;               /* for messages */
+    double comm_ms;             /* this step's host time in the calls (host-timed transports) */
+    const dist_transport *tr;
+    void *impl;
+};
+
+/* Monotonic milliseconds. */
+double amp_dist_now_ms(void);
+/* Prints "amptrain: rank R: MESSAGE; stopping all ranks" and ends every
+ * rank (MPI_Abort). For waits on other ranks that ran out of time: nothing
+ * useful can follow. */
+void amp_dist_fatal(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* The NCCL transport (dist_nccl.c, built with NCCL): creates the
+ * communicator (rank 0's unique id is broadcast over d) and the comm
+ * stream. 0, or -1 with err. */
+int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen);
+/* d's MPI transport for g (dist.c). */
+int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen);
+/* cudaSetDevice(local rank) after checking there are enough devices. */
+int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,43 @@
+# Data parallel (label mpi): the session under `mpirun -np 2` (test_dist:
+# 2 ranks equal one process with accumulate 2 bit for bit, and one process
+# at twice the batch within a stated bound; one rank's overflow; bf16 on the
+# wire; determinism; the replica check), then the CLI (rank-0 outputs,
+# kill/resume, another number of ranks refused, a killed or hung rank ends
+# the job). Each script skips (77) with a message where mpirun is missing;
+# without MPI in the build one test says so and skips.
+set(AMP_DIST_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/dist)
+set(AMP_DIST_WORK ${CMAKE_BINARY_DIR}/tests/dist_runs)
+if(AMP_HAVE_MPI)
+  set(AMP_MPIRUN "${MPIEXEC_EXECUTABLE}")
+  if(NOT AMP_MPIRUN)
+    set(AMP_MPIRUN mpirun)
+  endif()
+  add_executable(test_dist ${CMAKE_CURRENT_SOURCE_DIR}/test_dist.c)
+  target_link_libraries(test_dist PRIVATE amp_core)
+  target_compile_options(test_dist PRIVATE ${AMP_C_WARNINGS})
+  add_dependencies(test_dist amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
+                   amp_scaler_none amp_scaler_dynamic)
+  add_test(NAME dist_session COMMAND bash ${AMP_DIST_SCRIPTS}/session.sh ${AMP_MPIRUN}
+                                     $<TARGET_FILE:test_dist>)
+  add_test(NAME dist_hang COMMAND bash ${AMP_DIST_SCRIPTS}/hang.sh ${AMP_MPIRUN}
+                                  $<TARGET_FILE:test_dist>)
+  foreach(script cli resume kill)
+    add_test(NAME dist_${script}
+             COMMAND bash ${AMP_DIST_SCRIPTS}/${script}.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
+                     ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/${script})
+  endforeach()
+  set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill PROPERTIES
+                       LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # two 30000-step 2-rank runs (the step got faster on the CPU since 6000 steps
+  # took about 35 s): about 25 s here; far more under ASan with -j2
+  set_tests_properties(dist_resume PROPERTIES TIMEOUT 900)
+  # The same session checks on the CUDA backend with NCCL between 2 GPUs;
+  # skips without NCCL in the build or with fewer than 2 GPUs.
+  add_test(NAME dist_nccl COMMAND bash ${AMP_DIST_SCRIPTS}/nccl.sh ${AMP_MPIRUN}
+                                  $<TARGET_FILE:test_dist> ${AMP_HAVE_NCCL})
+  set_tests_properties(dist_nccl PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+else()
+  add_test(NAME dist_skipped
+           COMMAND sh -c "echo 'amptrain was built without MPI (AMP_MPI=OFF or no libopenmpi-dev): the mpi tests are skipped'; exit 77")
+  set_tests_properties(dist_skipped PROPERTIES LABELS "mpi" SKIP_RETURN_CODE 77)
+endif()
