@@ -393,13 +393,14 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
                                 input_dtype(p, l), NULL, (size_t)rows * L->in);
         if (!dz || !x) return -1;
         /* dW[out, in] = dZ[rows, out]^T . X[rows, in]; the gradient of a
-         * 16-bit working weight is itself 16-bit before it reaches FP32. An
-         * FP32 weight's gradient lands in grads directly. */
-        int direct = pd == AMP_DTYPE_F32 && !a->accumulate;
-        amp_gemm_desc gw = amp_gemm_plain(direct ? m->grads + L->w_off : p->f_w, dz, x,
-                                          feed_dtype(L), 1, 0, L->out, L->in, rows);
+         * 16-bit working weight is itself 16-bit before it reaches FP32. The
+         * first micro-batch's lands in grads directly (rounded there in
+         * place: one pass over the weight-sized array fewer). */
+        float *gdst = a->accumulate ? p->f_w : m->grads + L->w_off;
+        amp_gemm_desc gw = amp_gemm_plain(gdst, dz, x, feed_dtype(L), 1, 0, L->out, L->in, rows);
         CHECK(AMP_CALL(be, gemm_ex, &gw));
-        if (!direct) CHECK(op->quantize(be, m->grads + L->w_off, p->f_w, wn, pd, cnt, a->accumulate));
+        if (pd != AMP_DTYPE_F32 || a->accumulate)
+            CHECK(op->quantize(be, m->grads + L->w_off, gdst, wn, pd, cnt, a->accumulate));
         CHECK(op->col_sum(be, p->f_bias, dzf, rows, L->out));
         CHECK(op->quantize(be, m->grads + L->b_off, p->f_bias, (size_t)L->out, pd, cnt,
                            a->accumulate));

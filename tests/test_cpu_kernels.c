@@ -109,6 +109,26 @@ static void check_table(const amp_cpu_kern *k) {
         k->round16(h2, src, N, dt, NULL);
         EXPECT(memcmp(h, h2, N * sizeof *h) == 0, "%s round16 uncounted dt %d", isa, dt);
         free(h2);
+        /* round16_wide and quantize16: round16's bits and tallies plus
+         * their widened values, at tail lengths and on the lot, in place too */
+        for (size_t n = 0; n <= N; n = n < 40 ? n + 1 : N) {
+            amp_tally tw = {0, 0, 0}, tq = {0, 0, 0}, tr = {0, 0, 0};
+            uint16_t *hw = malloc((n + 1) * sizeof *hw), *hr = malloc((n + 1) * sizeof *hr);
+            float *w = malloc((n + 1) * sizeof *w), *q = malloc((n + 1) * sizeof *q);
+            k->round16(hr, src + 3, n, dt, &tr);
+            k->round16_wide(hw, w, src + 3, n, dt, &tw);
+            memcpy(q, src + 3, n * sizeof *q);
+            k->quantize16(q, q, n, dt, &tq);
+            size_t nbad = 0;
+            for (size_t i = 0; i < n; i++)
+                nbad += hw[i] != hr[i] || !same(w[i], amp_widen16(hr[i], dt)) || !same(q[i], w[i]);
+            EXPECT(nbad == 0, "%s round16_wide/quantize16 dt %d n %zu: %zu differ", isa, dt, n, nbad);
+            EXPECT(tw.nz == tr.nz && tw.uf == tr.uf && tw.of == tr.of && tq.nz == tr.nz &&
+                       tq.uf == tr.uf && tq.of == tr.of,
+                   "%s round16_wide/quantize16 tally dt %d n %zu", isa, dt, n);
+            free(hw), free(hr), free(w), free(q);
+            if (n == N) break;
+        }
         /* widening: every one of the 65536 patterns, at an odd offset */
         for (uint32_t i = 0; i < 65536; i++) h[i + 1] = (uint16_t)i;
         k->widen16(dst + 3, h + 1, 65536, dt);
@@ -163,6 +183,16 @@ static void check_table(const amp_cpu_kern *k) {
         bad = 0;
         for (size_t i = 0; i < n; i++) bad += !same(o[i], y[i] * amp_act_grad(x[i], act));
         EXPECT(bad == 0, "%s act_grad_mul %d: %zu differ", isa, act, bad);
+        /* in place (y == da), with inf/NaN in both operands and signed zeros in z */
+        for (size_t i = 0; i < n; i++) {
+            m[i] = i % 7 == 0 ? arith_float() : y[i];
+            v[i] = i % 5 == 0 ? (i % 2 ? -0.0f : 0.0f) : i % 11 == 0 ? arith_float() : x[i];
+            w[i] = m[i];
+        }
+        k->act_grad_mul(w, w, v, n, act);
+        bad = 0;
+        for (size_t i = 0; i < n; i++) bad += !same(w[i], m[i] * amp_act_grad(v[i], act));
+        EXPECT(bad == 0, "%s act_grad_mul %d in place with specials: %zu differ", isa, act, bad);
     }
     k->add(o, x, y, n);
     size_t bad = 0;

@@ -169,18 +169,16 @@ static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n,
     unsigned long long nz = 0, uf = 0, of = 0;
 #pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
     for (size_t c = 0; c < nch; c++) {
-        uint16_t h[TILE];
         float q[TILE];
         amp_tally l = {0, 0, 0};
         size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
-        for (size_t i = c * cs; i < end; i += TILE) {
-            size_t len = end - i < TILE ? end - i : TILE;
-            k->round16(h, src + i, len, (int)dt, &l);
-            if (accumulate) {
-                k->widen16(q, h, len, (int)dt);
+        if (!accumulate) {
+            k->quantize16(dst + c * cs, src + c * cs, end - c * cs, (int)dt, &l);
+        } else {
+            for (size_t i = c * cs; i < end; i += TILE) {
+                size_t len = end - i < TILE ? end - i : TILE;
+                k->quantize16(q, src + i, len, (int)dt, &l);
                 k->acc_add(dst + i, q, len);
-            } else {
-                k->widen16(dst + i, h, len, (int)dt);
             }
         }
         nz += l.nz;
@@ -240,19 +238,16 @@ static int cpu_act_backward_round(amp_backend *be, void *dz, float *dz_f32, cons
     unsigned long long nz = 0, uf = 0, of = 0;
 #pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
     for (size_t c = 0; c < nch; c++) {
-        uint16_t h[TILE];
         float q[TILE], zf[TILE];
         amp_tally l = {0, 0, 0};
         size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
         for (size_t i = c * cs; i < end; i += TILE) {
             size_t len = end - i < TILE ? end - i : TILE;
             uint16_t *out = (uint16_t *)dz + i;
-            k->round16(h, da + i, len, (int)dt, &l);
-            k->widen16(q, h, len, (int)dt);
+            k->quantize16(q, da + i, len, (int)dt, &l);
             k->widen16(zf, (const uint16_t *)z + i, len, (int)dt);
             k->act_grad_mul(q, q, zf, len, (int)act);
-            k->round16(out, q, len, (int)dt, &l);
-            if (dz_f32) k->widen16(dz_f32 + i, out, len, (int)dt);
+            k->round16_wide(out, dz_f32 ? dz_f32 + i : NULL, q, len, (int)dt, &l);
         }
         nz += l.nz;
         uf += l.uf;
@@ -472,9 +467,11 @@ static void epilogue_rows(const amp_cpu_kern *k, const epi_args *e, size_t r0, s
                 if (e->act != AMP_ACT_NONE) k->act((float *)e->act_out + off, x, len, (int)e->act);
             } else {
                 uint16_t *o = (uint16_t *)e->out + off;
-                k->round16(o, x, len, dt, t);
-                if (e->act == AMP_ACT_NONE) continue;
-                k->widen16(w, o, len, dt);
+                if (e->act == AMP_ACT_NONE) {
+                    k->round16(o, x, len, dt, t);
+                    continue;
+                }
+                k->round16_wide(o, w, x, len, dt, t);
                 k->act(w, w, len, (int)e->act);
                 k->round16((uint16_t *)e->act_out + off, w, len, dt, t);
             }

@@ -35,6 +35,11 @@ typedef struct amp_cpu_kern {
     void (*round16)(uint16_t *dst, const float *src, size_t n, int dt, amp_tally *t);
     /* dst[n] = amp_widen16(src(dt)[n]) */
     void (*widen16)(float *dst, const uint16_t *src, size_t n, int dt);
+    /* both at once: dst(dt)[n] = round(src), wide[n] = widen(dst); wide may be src */
+    void (*round16_wide)(uint16_t *dst, float *wide, const float *src, size_t n, int dt,
+                         amp_tally *t);
+    /* wide[n] = widen(round(src)), counted; wide may be src (amp_quantize per element) */
+    void (*quantize16)(float *wide, const float *src, size_t n, int dt, amp_tally *t);
     void (*add)(float *y, const float *a, const float *b, size_t n);    /* y = a + b */
     void (*act)(float *y, const float *x, size_t n, int act);           /* y = act(x) */
     void (*act_grad_mul)(float *y, const float *da, const float *z, size_t n, int act); /* da * act'(z) */

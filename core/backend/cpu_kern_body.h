@@ -67,45 +67,69 @@ static void AMPK_NAME(unscale_scalar)(float *g, size_t i0, size_t n, float inv_s
 /* ---- conversions ---------------------------------------------------------- */
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-static void AMPK_NAME(round16)(uint16_t *dst, const float *src, size_t n, int dt, amp_tally *t) {
+/* Vector counters flushed every this many vectors, so no 32-bit lane of
+ * them can overflow whatever n is. */
+#define AMPK_COUNT_BLOCK ((size_t)1 << 20)
+
+/* dst(dt)[n] = round(src) and/or wide[n] = widen(round(src)) (either may be
+ * NULL; wide may be src), counted into t unless NULL. dt is a constant at
+ * every call, so each caller gets its own loop. */
+static inline __attribute__((always_inline)) void
+AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, int dt, amp_tally *t) {
     size_t i = 0;
     const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
     const __m512i rmask = _mm512_set1_epi32(0x7fff), zero = _mm512_setzero_si512();
+    const __m512i one = _mm512_set1_epi32(1);
     const __m512i rinf = _mm512_set1_epi32(dt == AMP_DTYPE_BF16 ? 0x7f80 : 0x7c00);
     unsigned long long nz = 0, uf = 0, of = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_loadu_ps(src + i);
-        __m512i u = _mm512_castps_si512(v), r32;
-        __m256i h;
-        if (dt == AMP_DTYPE_BF16) {
-            __m512i hi = _mm512_srli_epi32(u, 16);
-            __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                            _mm512_and_si512(hi, _mm512_set1_epi32(1)));
-            r32 = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-            __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, absm), inf);
-            r32 = _mm512_mask_mov_epi32(r32, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
-            h = _mm512_cvtepi32_epi16(r32);
-        } else {
-            h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
-            r32 = _mm512_cvtepu16_epi32(h);
+    while (i + 16 <= n) {
+        size_t stop = n - i > 16 * AMPK_COUNT_BLOCK ? i + 16 * AMPK_COUNT_BLOCK : n;
+        __m512i vnz = zero, vuf = zero, vof = zero;
+        for (; i + 16 <= stop; i += 16) {
+            __m512 v = _mm512_loadu_ps(src + i);
+            __m512i u = _mm512_castps_si512(v), r32;
+            __m256i h;
+            if (dt == AMP_DTYPE_BF16) {
+                __m512i hi = _mm512_srli_epi32(u, 16);
+                __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, one));
+                r32 = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+                __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, absm), inf);
+                r32 = _mm512_mask_mov_epi32(r32, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+                h = _mm512_cvtepi32_epi16(r32);
+            } else {
+                h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+                r32 = _mm512_cvtepu16_epi32(h);
+            }
+            if (dst) _mm256_storeu_si256((__m256i *)(dst + i), h);
+            if (wide)
+                _mm512_storeu_ps(wide + i, dt == AMP_DTYPE_BF16
+                                               ? _mm512_castsi512_ps(_mm512_slli_epi32(r32, 16))
+                                               : _mm512_cvtph_ps(h));
+            if (t) {
+                __m512i a = _mm512_and_si512(u, absm);
+                __mmask16 nzm = _mm512_cmpneq_epi32_mask(a, zero);
+                __mmask16 nzfin = _mm512_mask_cmplt_epi32_mask(nzm, a, inf);
+                __m512i ra = _mm512_and_si512(r32, rmask);
+                vnz = _mm512_mask_add_epi32(vnz, nzm, vnz, one);
+                vuf = _mm512_mask_add_epi32(vuf, _mm512_mask_cmpeq_epi32_mask(nzfin, ra, zero), vuf, one);
+                vof = _mm512_mask_add_epi32(vof, _mm512_mask_cmpeq_epi32_mask(nzfin, ra, rinf), vof, one);
+            }
         }
-        _mm256_storeu_si256((__m256i *)(dst + i), h);
-        if (t) {
-            __m512i a = _mm512_and_si512(u, absm);
-            __mmask16 nzm = _mm512_cmpneq_epi32_mask(a, zero);
-            __mmask16 nzfin = _mm512_mask_cmplt_epi32_mask(nzm, a, inf);
-            __m512i ra = _mm512_and_si512(r32, rmask);
-            nz += (unsigned)__builtin_popcount(nzm);
-            uf += (unsigned)__builtin_popcount(_mm512_mask_cmpeq_epi32_mask(nzfin, ra, zero));
-            of += (unsigned)__builtin_popcount(_mm512_mask_cmpeq_epi32_mask(nzfin, ra, rinf));
-        }
+        nz += (unsigned)_mm512_reduce_add_epi32(vnz);
+        uf += (unsigned)_mm512_reduce_add_epi32(vuf);
+        of += (unsigned)_mm512_reduce_add_epi32(vof);
     }
     if (t) {
         t->nz += nz;
         t->uf += uf;
         t->of += of;
     }
-    AMPK_NAME(round_scalar)(dst + i, src + i, n - i, dt, t);
+    if (i < n) {
+        uint16_t tail[16];
+        AMPK_NAME(round_scalar)(tail, src + i, n - i, dt, t);
+        if (dst) memcpy(dst + i, tail, (n - i) * sizeof *tail);
+        if (wide) AMPK_NAME(widen_scalar)(wide + i, tail, n - i, dt);
+    }
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
@@ -154,42 +178,59 @@ static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_
 }
 
 #elif defined(__AVX2__) && defined(__F16C__)
-static inline int AMPK_NAME(popc8)(__m256i m) {
-    return __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)));
-}
+#define AMPK_COUNT_BLOCK ((size_t)1 << 20) /* as in the AVX-512 branch */
 
-static void AMPK_NAME(round16)(uint16_t *dst, const float *src, size_t n, int dt, amp_tally *t) {
+/* As the AVX-512 branch's round_body; counts go to vector lanes (a compare
+ * mask is -1 per lane, so subtracting it counts). */
+static inline __attribute__((always_inline)) void
+AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, int dt, amp_tally *t) {
     size_t i = 0;
     const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     const __m256i rmask = _mm256_set1_epi32(0x7fff), zero = _mm256_setzero_si256();
     const __m256i rinf = _mm256_set1_epi32(dt == AMP_DTYPE_BF16 ? 0x7f80 : 0x7c00);
     unsigned long long nz = 0, uf = 0, of = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(src + i);
-        __m256i u = _mm256_castps_si256(v), r32;
-        __m128i h;
-        if (dt == AMP_DTYPE_BF16) {
-            __m256i hi = _mm256_srli_epi32(u, 16);
-            __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                            _mm256_and_si256(hi, _mm256_set1_epi32(1)));
-            r32 = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-            __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
-            r32 = _mm256_blendv_epi8(r32, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
-            __m256i p = _mm256_packus_epi32(r32, r32); /* per 128-bit lane: r0-3 r0-3 | r4-7 r4-7 */
-            h = _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08));
-        } else {
-            h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
-            r32 = _mm256_cvtepu16_epi32(h);
+    while (i + 8 <= n) {
+        size_t stop = n - i > 8 * AMPK_COUNT_BLOCK ? i + 8 * AMPK_COUNT_BLOCK : n, i0 = i;
+        __m256i vz = zero, vuf = zero, vof = zero; /* zeros, underflows, overflows */
+        for (; i + 8 <= stop; i += 8) {
+            __m256 v = _mm256_loadu_ps(src + i);
+            __m256i u = _mm256_castps_si256(v), r32;
+            __m128i h;
+            if (dt == AMP_DTYPE_BF16) {
+                __m256i hi = _mm256_srli_epi32(u, 16);
+                __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                                _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+                r32 = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+                __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
+                r32 = _mm256_blendv_epi8(r32, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+                __m256i p = _mm256_packus_epi32(r32, r32); /* per 128-bit lane: r0-3 r0-3 | r4-7 r4-7 */
+                h = _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08));
+            } else {
+                h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+                r32 = _mm256_cvtepu16_epi32(h);
+            }
+            if (dst) _mm_storeu_si128((__m128i *)(dst + i), h);
+            if (wide)
+                _mm256_storeu_ps(wide + i, dt == AMP_DTYPE_BF16
+                                               ? _mm256_castsi256_ps(_mm256_slli_epi32(r32, 16))
+                                               : _mm256_cvtph_ps(h));
+            if (t) {
+                __m256i a = _mm256_and_si256(u, absm);
+                __m256i isz = _mm256_cmpeq_epi32(a, zero);
+                __m256i nzfin = _mm256_andnot_si256(isz, _mm256_cmpgt_epi32(inf, a));
+                __m256i ra = _mm256_and_si256(r32, rmask);
+                vz = _mm256_sub_epi32(vz, isz);
+                vuf = _mm256_sub_epi32(vuf, _mm256_and_si256(nzfin, _mm256_cmpeq_epi32(ra, zero)));
+                vof = _mm256_sub_epi32(vof, _mm256_and_si256(nzfin, _mm256_cmpeq_epi32(ra, rinf)));
+            }
         }
-        _mm_storeu_si128((__m128i *)(dst + i), h);
         if (t) {
-            __m256i a = _mm256_and_si256(u, absm);
-            __m256i isz = _mm256_cmpeq_epi32(a, zero);
-            __m256i nzfin = _mm256_andnot_si256(isz, _mm256_cmpgt_epi32(inf, a));
-            __m256i ra = _mm256_and_si256(r32, rmask);
-            nz += 8u - (unsigned)AMPK_NAME(popc8)(isz);
-            uf += (unsigned)AMPK_NAME(popc8)(_mm256_and_si256(nzfin, _mm256_cmpeq_epi32(ra, zero)));
-            of += (unsigned)AMPK_NAME(popc8)(_mm256_and_si256(nzfin, _mm256_cmpeq_epi32(ra, rinf)));
+            uint32_t cz[8], cu[8], co[8];
+            _mm256_storeu_si256((__m256i *)cz, vz);
+            _mm256_storeu_si256((__m256i *)cu, vuf);
+            _mm256_storeu_si256((__m256i *)co, vof);
+            nz += i - i0;
+            for (int j = 0; j < 8; j++) nz -= cz[j], uf += cu[j], of += co[j];
         }
     }
     if (t) {
@@ -197,7 +238,12 @@ static void AMPK_NAME(round16)(uint16_t *dst, const float *src, size_t n, int dt
         t->uf += uf;
         t->of += of;
     }
-    AMPK_NAME(round_scalar)(dst + i, src + i, n - i, dt, t);
+    if (i < n) {
+        uint16_t tail[8];
+        AMPK_NAME(round_scalar)(tail, src + i, n - i, dt, t);
+        if (dst) memcpy(dst + i, tail, (n - i) * sizeof *tail);
+        if (wide) AMPK_NAME(widen_scalar)(wide + i, tail, n - i, dt);
+    }
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
@@ -249,12 +295,16 @@ static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_
 }
 
 #else /* generic */
-static void AMPK_NAME(round16)(uint16_t *dst, const float *src, size_t n, int dt, amp_tally *t) {
-    /* dt is a constant in each call so the shared function's dtype test folds */
-    if (dt == AMP_DTYPE_BF16)
-        AMPK_NAME(round_scalar)(dst, src, n, AMP_DTYPE_BF16, t);
-    else
-        AMPK_NAME(round_scalar)(dst, src, n, AMP_DTYPE_F16, t);
+/* As the vector branches' round_body, over tiles of the scalar pieces. */
+static inline void AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n,
+                                         int dt, amp_tally *t) {
+    uint16_t tile[256];
+    for (size_t i = 0; i < n; i += 256) {
+        size_t len = n - i < 256 ? n - i : 256;
+        uint16_t *h = dst ? dst + i : tile;
+        AMPK_NAME(round_scalar)(h, src + i, len, dt, t);
+        if (wide) AMPK_NAME(widen_scalar)(wide + i, h, len, dt);
+    }
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
@@ -265,6 +315,29 @@ static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_
     AMPK_NAME(unscale_scalar)(g, 0, n, inv_scale, acc);
 }
 #endif
+
+/* The entry points: dt made a constant so each gets its own loop. */
+static void AMPK_NAME(round16)(uint16_t *dst, const float *src, size_t n, int dt, amp_tally *t) {
+    if (dt == AMP_DTYPE_BF16)
+        AMPK_NAME(round_body)(dst, NULL, src, n, AMP_DTYPE_BF16, t);
+    else
+        AMPK_NAME(round_body)(dst, NULL, src, n, AMP_DTYPE_F16, t);
+}
+
+static void AMPK_NAME(round16_wide)(uint16_t *dst, float *wide, const float *src, size_t n, int dt,
+                                    amp_tally *t) {
+    if (dt == AMP_DTYPE_BF16)
+        AMPK_NAME(round_body)(dst, wide, src, n, AMP_DTYPE_BF16, t);
+    else
+        AMPK_NAME(round_body)(dst, wide, src, n, AMP_DTYPE_F16, t);
+}
+
+static void AMPK_NAME(quantize16)(float *wide, const float *src, size_t n, int dt, amp_tally *t) {
+    if (dt == AMP_DTYPE_BF16)
+        AMPK_NAME(round_body)(NULL, wide, src, n, AMP_DTYPE_BF16, t);
+    else
+        AMPK_NAME(round_body)(NULL, wide, src, n, AMP_DTYPE_F16, t);
+}
 
 /* ---- plain loops, vectorised by the compiler ------------------------------ */
 
@@ -284,10 +357,35 @@ static void AMPK_NAME(act)(float *y, const float *x, size_t n, int act) {
     }
 }
 
+/* y = da * relu'(z) over the vector part of n, as the scalar loop computes
+ * it (da * 1 or da * 0, so NaN and inf give what they give there); returns
+ * how many elements it did. The compiler does not vectorise the scalar
+ * loop (y may alias da), and its branch mispredicts on random signs. */
+static size_t AMPK_NAME(relu_grad_mul_vec)(float *y, const float *da, const float *z, size_t n) {
+    size_t i = 0;
+#if defined(__AVX512F__)
+    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    for (; i + 16 <= n; i += 16) {
+        __mmask16 pos = _mm512_cmp_ps_mask(_mm512_loadu_ps(z + i), zero, _CMP_GT_OQ);
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(da + i), _mm512_maskz_mov_ps(pos, one)));
+    }
+#elif defined(__AVX2__)
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+        __m256 pos = _mm256_cmp_ps(_mm256_loadu_ps(z + i), zero, _CMP_GT_OQ);
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(da + i), _mm256_and_ps(pos, one)));
+    }
+#else
+    (void)y, (void)da, (void)z, (void)n;
+#endif
+    return i;
+}
+
 static void AMPK_NAME(act_grad_mul)(float *y, const float *da, const float *z, size_t n,
                                     int act) {
     if (act == 1) {
-        for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_relu_grad(z[i]);
+        for (size_t i = AMPK_NAME(relu_grad_mul_vec)(y, da, z, n); i < n; i++)
+            y[i] = da[i] * amp_relu_grad(z[i]);
     } else if (act == 2) {
         for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_gelu_grad(z[i]);
     } else if (act == 3) {
@@ -336,6 +434,8 @@ static const amp_cpu_kern AMPK_NAME(table) = {
     .isa = AMPK_ISA,
     .round16 = AMPK_NAME(round16),
     .widen16 = AMPK_NAME(widen16),
+    .round16_wide = AMPK_NAME(round16_wide),
+    .quantize16 = AMPK_NAME(quantize16),
     .add = AMPK_NAME(add),
     .act = AMPK_NAME(act),
     .act_grad_mul = AMPK_NAME(act_grad_mul),
