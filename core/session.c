@@ -431,7 +431,12 @@ double amp_session_lr(const amp_session *s) {
 static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
     amp_model *m = s->model;
     amp_batcher *b = s->batcher;
-    BE_CHECK(s->be->ops->upload(s->be, m->x, b->hx, (size_t)rows * b->x_row_bytes));
+    if (m->x_dtype == AMP_DTYPE_F32)
+        BE_CHECK(s->be->ops->upload(s->be, m->x, b->hx, (size_t)rows * b->x_row_bytes));
+    else /* the model asked for its batch rounded (model.h) */
+        BE_CHECK(AMP_CALL(s->be, upload_round, m->x, m->x_dtype, b->hx,
+                          (size_t)rows * b->x_row_bytes / sizeof(float),
+                          amp_model_rounds(m, m->x_round_layer, AMP_ROUND_FWD)));
     BE_CHECK(s->be->ops->upload(s->be, m->y, b->hy, (size_t)rows * b->y_row_count * sizeof(int32_t)));
     return 0;
 }

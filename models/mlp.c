@@ -42,8 +42,9 @@ typedef struct mlp {
     int nlayers;
     mlp_layer *layers;    /* [nlayers] */
     int in_features, classes;
-    void *x_in;           /* [batch, in] the batch rounded into fc1's GEMM dtype (m->x itself,
-                             rounded in place, when fc1 is F32 or wide) */
+    void *x_in;           /* [batch, in] the batch rounded into fc1's GEMM dtype (m->x itself
+                             when rounded on upload, or rounded in place when fc1 is F32 or
+                             wide) */
     amp_dtype x_dtype;    /* fc1's GEMM dtype: the values x_in holds */
     amp_dtype x_store;    /* the dtype of the x_in array */
     float *f_y, *f_t;     /* [batch, widest] FP32 scratch */
@@ -166,7 +167,13 @@ static int mlp_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         L->wide = gd != AMP_DTYPE_F32 && ((widened >> gd) & 1u);
         L->w_store = L->wide ? AMP_DTYPE_F32 : L->prec.param;
     }
-    p->x_store = p->layers[0].wide ? AMP_DTYPE_F32 : p->x_dtype;
+    /* A 16-bit fc1 takes the batch rounded on upload where the backend can
+     * (no FP32 batch); otherwise the forward rounds the FP32 batch into x_in. */
+    if (p->x_dtype != AMP_DTYPE_F32 && m->be->ops->upload_round) {
+        m->x_dtype = p->x_dtype;
+        m->x_round_layer = 0;
+    }
+    p->x_store = m->x_dtype != AMP_DTYPE_F32 || !p->layers[0].wide ? p->x_dtype : AMP_DTYPE_F32;
     return 0;
 }
 
@@ -207,7 +214,7 @@ static void mlp_layout(amp_model *m) {
         if (L->w_store != fd || (gd != AMP_DTYPE_F32 && L->prec.param != gd)) w_conversion = 1;
         if (L->prec.activation != AMP_DTYPE_F32) any16 = 1;
     }
-    p->x_in = p->x_store == AMP_DTYPE_F32
+    p->x_in = p->x_store == AMP_DTYPE_F32 || m->x_dtype != AMP_DTYPE_F32
                   ? m->x
                   : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * p->in_features * 2);
     for (int l = 0; l < p->nlayers; l++) {
@@ -335,13 +342,16 @@ static int mlp_forward(amp_model *m, const amp_forward_args *a) {
     mlp *p = m->impl;
     amp_backend *be = m->be;
     int rows = a->rows, last = p->nlayers - 1;
-    /* the batch rounded into fc1's GEMM dtype (in place, as FP32 values, when fc1 is wide) */
+    /* the batch rounded into fc1's GEMM dtype (in place, as FP32 values, when
+     * fc1 is wide), unless the upload did that (m->x_dtype) */
     amp_round_count *xc = amp_model_rounds(m, 0, AMP_ROUND_FWD);
     size_t xn = (size_t)rows * p->in_features;
-    if (p->x_store == AMP_DTYPE_F32)
-        CHECK(be->ops->quantize(be, p->x_in, m->x, xn, p->x_dtype, xc, 0));
-    else
-        CHECK(be->ops->round(be, p->x_in, p->x_dtype, m->x, xn, xc));
+    if (m->x_dtype == AMP_DTYPE_F32) {
+        if (p->x_store == AMP_DTYPE_F32)
+            CHECK(be->ops->quantize(be, p->x_in, m->x, xn, p->x_dtype, xc, 0));
+        else
+            CHECK(be->ops->round(be, p->x_in, p->x_dtype, m->x, xn, xc));
+    }
     for (int l = 0; l < p->nlayers; l++) CHECK(linear_forward(m, l, rows));
     size_t n = (size_t)rows * p->classes;
     /* softmax and loss run in FP32 whatever the policy (autocast's fp32 list) */

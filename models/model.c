@@ -88,7 +88,8 @@ static void layout(amp_model *m) {
     m->grads = amp_arena_take(&mem[AMP_MEM_GRADS], n * 4);
     for (int i = 0; i < 2; i++)
         m->opt[i] = i < m->opt_buffers ? amp_arena_take(&mem[AMP_MEM_OPTIM], n * 4) : NULL;
-    m->x = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * (size_t)m->input.features * 4);
+    m->x = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS],
+                          B * (size_t)m->input.features * (m->x_dtype == AMP_DTYPE_F32 ? 4 : 2));
     m->y = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * (size_t)m->input.targets * 4);
     m->ops->layout(m);
     m->stats = amp_arena_take(&mem[AMP_MEM_WORKSPACE], amp_model_stats_bytes(m->desc.nlayers));

@@ -140,6 +140,13 @@ struct amp_model {
     float *grads;              /* [nparams] */
     float *opt[2];             /* [nparams] each, or NULL */
     void *x;                   /* [batch, features] f32, or [batch, features] int32 tokens */
+    /* What m->x holds: F32 (or int32 tokens) unless the model's create sets
+     * a 16-bit dtype, which it may where the backend has upload_round; the
+     * batch is then rounded on its way in, counted into the forward counts
+     * of layer x_round_layer (m->x is half the size and no FP32 copy of
+     * the batch exists on the device). */
+    amp_dtype x_dtype;
+    int x_round_layer;
     int32_t *y;                /* [batch, targets] */
     amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
     void *impl;

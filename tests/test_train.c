@@ -258,7 +258,39 @@ static void test_fashion_mnist_learns(void) {
     }
 }
 
+/* Issue 13's memory target on the CPU MLP: a 16-bit policy's activations
+ * (stored activations and the input batch, which arrives rounded) are at
+ * most 0.55x FP32's, and its working copies are counted, not hidden. */
+static void test_activation_memory(void) {
+    static const char *const base[] = {"run.device=cpu", "data.dataset=tiny", "data.train_size=256",
+                                       "data.test_size=64", "data.features=784", "data.batch_size=64",
+                                       "model.hidden=256,128", "train.steps=1", NULL};
+    static const char *const pols[3][3] = {{"precision.plugin=fp32", NULL},
+                                           {"precision.plugin=fp16", "scaler.plugin=dynamic", NULL},
+                                           {"precision.plugin=bf16", NULL}};
+    size_t act[3], working[3];
+    for (int i = 0; i < 3; i++) {
+        amp_config *cfg = make_config2(base, pols[i]);
+        amp_session *s = open_or_die(cfg);
+        amp_step_record r;
+        step_or_die(s, &r);
+        act[i] = s->model->mem[AMP_MEM_ACTIVATIONS].used;
+        working[i] = s->model->mem[AMP_MEM_WORKING].used;
+        amp_session_close(s);
+        amp_config_free(cfg);
+    }
+    for (int i = 1; i < 3; i++) {
+        double ratio = (double)act[i] / (double)act[0];
+        printf("activation memory %s/fp32: %zu/%zu bytes = %.3f\n", i == 1 ? "fp16" : "bf16", act[i],
+               act[0], ratio);
+        EXPECT(ratio <= 0.55, "policy %d: activations %.3fx FP32's, over 0.55x", i, ratio);
+        EXPECT(working[i] > 0 && working[0] == 0, "policy %d: working copies %zu bytes, fp32 %zu", i,
+               working[i], working[0]);
+    }
+}
+
 int main(void) {
+    test_activation_memory();
     test_inf_step_is_skipped();
     test_gradients_match_finite_differences(AMP_ACT_RELU);
     test_gradients_match_finite_differences(AMP_ACT_GELU);

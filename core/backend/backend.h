@@ -225,6 +225,12 @@ typedef struct amp_backend_ops {
     int (*act_backward_round)(amp_backend *be, void *dz, float *dz_f32, const float *da,
                               const void *z, amp_dtype dt, size_t n, amp_act act,
                               amp_round_count *cnt);
+    /* dst_dev(dt)[n] = round(src_host[n]) for a 16-bit dt, counted into cnt
+     * (dev, may be NULL): an FP32 input batch lands in the model already
+     * rounded, with no FP32 copy of it on the device. NULL in a backend
+     * without it (CUDA: a model then keeps its input batch in FP32). */
+    int (*upload_round)(amp_backend *be, void *dst_dev, amp_dtype dt, const float *src_host,
+                        size_t n, amp_round_count *cnt);
 
     /* ---- transformer ops (the GPT). Optional: NULL where a backend lacks
      * them, so call them through AMP_CALL. Each runs its math in FP32 and

@@ -138,6 +138,13 @@ static int cpu_round(amp_backend *be, void *dst, amp_dtype dt, const float *src,
     return 0;
 }
 
+/* Host memory is the device's here, so the batch rounds straight from the
+ * caller's staging buffer. */
+static int cpu_upload_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
+                            amp_round_count *cnt) {
+    return cpu_round(be, dst, dt, src, n, cnt);
+}
+
 static int cpu_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n) {
     if (dt == AMP_DTYPE_F32) {
         if (dst != src) memmove(dst, src, n * sizeof(float));
@@ -564,6 +571,7 @@ static const amp_backend_ops cpu_ops = {
     .gemm_ex = cpu_gemm_ex,
     .round = cpu_round,
     .quantize = cpu_quantize,
+    .upload_round = cpu_upload_round,
     .widen = cpu_widen,
     .add_bias = cpu_add_bias,
     .act_forward = cpu_act_forward,
