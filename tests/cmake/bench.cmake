@@ -10,3 +10,6 @@ set_tests_properties(bench_config_smoke PROPERTIES LABELS bench)
 # Smoke run of the CNN step benchmark (every policy and the floor, tiny batch).
 add_test(NAME bench_cnn_smoke COMMAND bench_cnn --steps 1 --warmup 0 --batch 4)
 set_tests_properties(bench_cnn_smoke PROPERTIES LABELS "bench;cnn")
+# Smoke run of the instruction-ceiling benchmark (a short run per kernel).
+add_test(NAME bench_peak_smoke COMMAND bench_peak --seconds 0.02)
+set_tests_properties(bench_peak_smoke PROPERTIES LABELS bench)
