@@ -36,6 +36,13 @@
 /* Elements per chunk of element-wise work (a multiple of 64), and columns
  * per tile inside a row (stack buffers, L1-resident). */
 #define CHUNK 16384
+/* Element-wise work runs on several threads only from this many chunks
+ * (256Ki elements) up. A parallel region costs a few microseconds on an
+ * idle machine but up to a scheduler tick when another process holds a
+ * core, which once made a 16-bit step 3x slower on 2 threads than on 1; a
+ * smaller op is faster on one thread anyway. The chunks, and so the bits,
+ * do not depend on this. */
+#define PAR_MIN_CHUNKS 16
 #define TILE 1024
 #define MAX_UNSCALE_CHUNKS 4096
 
@@ -100,7 +107,7 @@ static void par_round16(amp_backend *be, uint16_t *dst, const float *src, size_t
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
     unsigned long long nz = 0, uf = 0, of = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         amp_tally l = {0, 0, 0};
@@ -119,7 +126,7 @@ static void par_round16(amp_backend *be, uint16_t *dst, const float *src, size_t
 static void par_widen16(amp_backend *be, float *dst, const uint16_t *src, size_t n, amp_dtype dt) {
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         k->widen16(dst + i0, src + i0, len, (int)dt);
@@ -162,7 +169,7 @@ static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n,
     if (dt == AMP_DTYPE_F32) { /* amp_quantize is the identity and counts nothing */
         if (accumulate) {
             size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
             for (size_t c = 0; c < nch; c++) {
                 size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
                 k->acc_add(dst + i0, src + i0, len);
@@ -174,7 +181,7 @@ static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n,
     }
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
     unsigned long long nz = 0, uf = 0, of = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         float q[TILE];
         amp_tally l = {0, 0, 0};
@@ -200,7 +207,7 @@ static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n,
 static int cpu_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols) {
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t rc = (size_t)cols, per = CHUNK / (rc ? rc : 1) + 1, nch = ((size_t)rows + per - 1) / per;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t r1 = (c + 1) * per < (size_t)rows ? (c + 1) * per : (size_t)rows;
         for (size_t r = c * per; r < r1; r++) k->add(y + r * rc, y + r * rc, bias, rc);
@@ -211,7 +218,7 @@ static int cpu_add_bias(amp_backend *be, float *y, const float *bias, int rows, 
 static int cpu_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act) {
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         k->act(out + i0, in + i0, len, (int)act);
@@ -223,7 +230,7 @@ static int cpu_act_backward(amp_backend *be, float *dz, const float *da, const f
                             amp_act act) {
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         k->act_grad_mul(dz + i0, da + i0, z + i0, len, (int)act);
@@ -243,7 +250,7 @@ static int cpu_act_backward_round(amp_backend *be, void *dz, float *dz_f32, cons
     }
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
     unsigned long long nz = 0, uf = 0, of = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         float q[TILE], zf[TILE];
         amp_tally l = {0, 0, 0};
@@ -270,7 +277,7 @@ static int cpu_col_sum(amp_backend *be, float *out, const float *in, int rows, i
     /* split the columns: every column still sums its rows in order */
     size_t per = 256, nch = ((size_t)cols + per - 1) / per;
     if ((size_t)rows * (size_t)cols < CHUNK) nch = nch > 0 ? 1 : 0, per = (size_t)cols;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t j0 = c * per, len = (size_t)cols - j0 < per ? (size_t)cols - j0 : per;
         k->col_sum(out + j0, in + j0, (size_t)rows, len, (size_t)cols);
@@ -301,7 +308,7 @@ static int cpu_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, s
     cpu_impl *im = impl_of(be);
     const amp_cpu_kern *k = im->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         amp_unscale_acc *a = &im->uacc[c];
@@ -327,7 +334,7 @@ static int cpu_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, s
 static int cpu_scale(amp_backend *be, float *x, size_t n, float s) {
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         k->scale(x + i0, len, s);
@@ -339,7 +346,7 @@ static int cpu_sgd_step(amp_backend *be, float *w, float *mom, const float *g, s
                         float momentum, float weight_decay) {
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         k->sgd(w + i0, mom ? mom + i0 : NULL, g + i0, len, lr, momentum, weight_decay);
@@ -354,7 +361,7 @@ static int cpu_adamw_step(amp_backend *be, float *w, float *m, float *v, const f
     float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
     float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, (double)t));
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch > 1)
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
     for (size_t c = 0; c < nch; c++) {
         size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
         k->adamw(w + i0, m + i0, v + i0, g + i0, len, lr, beta1, beta2, eps, weight_decay, bc1,
@@ -522,7 +529,7 @@ static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
                       d->n};
         size_t rows = (size_t)d->m, per = CHUNK / (size_t)d->n + 1, nch = (rows + per - 1) / per;
         unsigned long long nz = 0, uf = 0, of = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch > 1)
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
         for (size_t c = 0; c < nch; c++) {
             amp_tally l = {0, 0, 0};
             size_t r1 = (c + 1) * per < rows ? (c + 1) * per : rows;
