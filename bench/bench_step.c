@@ -416,6 +416,7 @@ typedef struct policy_result {
     double median_ms;
     int64_t skipped;
     size_t arena_bytes;  /* all memory categories together (exact) */
+    size_t act_bytes;    /* the activations category alone */
     size_t device_bytes; /* cudaMemGetInfo use on the GPU, 0 on the CPU */
 } policy_result;
 
@@ -469,6 +470,7 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
         res->skipped = s->skipped - skipped0;
         res->arena_bytes = 0;
         for (int c = 0; c < AMP_MEM_COUNT; c++) res->arena_bytes += s->model->mem[c].size;
+        res->act_bytes = s->model->mem[AMP_MEM_ACTIVATIONS].size;
         res->device_bytes = s->be->ops->device_bytes_used(s->be);
         res->info = s->be->info;
     } else {
@@ -577,6 +579,16 @@ int main(int argc, char **argv) {
             if (results[i].info.gemm[d][0]) printf("; %s GEMM %s", dn[d], results[i].info.gemm[d]);
         if (results[i].info.scratch_bytes)
             printf("; backend scratch %.2f MiB", (double)results[i].info.scratch_bytes / 1048576.0);
+        printf("\n");
+    }
+    /* issue 13's memory target: 16-bit activations against FP32's */
+    if (ran[0]) {
+        printf("activations:");
+        for (int i = 0; i < NPOLICIES; i++)
+            if (ran[i])
+                printf("%s %s %.2f MiB (%.3fx fp32)", i ? ";" : "", policies[i].label,
+                       (double)results[i].act_bytes / 1048576.0,
+                       (double)results[i].act_bytes / (double)results[0].act_bytes);
         printf("\n");
     }
     return failed;
