@@ -267,9 +267,19 @@ static int mlp_init_params(amp_model *m, uint64_t seed) {
     return rc;
 }
 
+static int mlp_working_copy(amp_model *m, int tensor, amp_working_copy *wc) {
+    const mlp *p = m->impl;
+    const mlp_layer *L = &p->layers[tensor / 2]; /* fcL.weight, fcL.bias */
+    if (L->prec.param == AMP_DTYPE_F32) return 0;
+    *wc = (amp_working_copy){tensor % 2 ? L->b_work : L->w_work, L->prec.param, L->wide, tensor / 2};
+    return 1;
+}
+
 static int mlp_cast_weights(amp_model *m) {
     mlp *p = m->impl;
     amp_backend *be = m->be;
+    int reused = amp_model_cast_reuse(m);
+    if (reused != 0) return reused < 0 ? -1 : 0;
     for (int l = 0; l < p->nlayers; l++) {
         mlp_layer *L = &p->layers[l];
         if (L->prec.param == AMP_DTYPE_F32) continue; /* working == master */
@@ -441,6 +451,7 @@ const amp_model_ops amp_model_mlp = {
     .destroy = mlp_destroy,
     .init_params = mlp_init_params,
     .cast_weights = mlp_cast_weights,
+    .working_copy = mlp_working_copy,
     .forward = mlp_forward,
     .backward = mlp_backward,
 };

@@ -95,6 +95,14 @@ typedef struct amp_backward_args {
     int accumulate;         /* add into m->grads instead of overwriting them */
 } amp_backward_args;
 
+/* Where a parameter tensor's working copy lives (amp_model_ops.working_copy). */
+typedef struct amp_working_copy {
+    void *ptr;      /* [numel] of dt, or of FP32 holding dt's values when f32_store */
+    amp_dtype dt;   /* the dtype the master weights round to */
+    int f32_store;
+    int layer;      /* whose forward counts the rounding goes to */
+} amp_working_copy;
+
 typedef struct amp_model_ops {
     const char *name; /* "[model] name" */
     /* Reads the model's [model] keys (through cfg, so unknown keys stay
@@ -114,8 +122,14 @@ typedef struct amp_model_ops {
      * init for the layer kinds). Host-side RNG, then one upload. */
     int (*init_params)(amp_model *m, uint64_t seed);
     /* Rounds the master weights into the working copies (counting what is
-     * lost); once per optimizer step. */
+     * lost); once per optimizer step, on a zeroed stats record. A model with
+     * working_copy starts it with amp_model_cast_reuse. */
     int (*cast_weights)(amp_model *m);
+    /* Optional: tensor i's working copy, when it has one: fills *wc and
+     * returns 1 (0: the tensor is used from the master weights). With it,
+     * and a backend with optim_step_cast, the optimizer writes the working
+     * copies in its own pass over the weights. */
+    int (*working_copy)(amp_model *m, int tensor, amp_working_copy *wc);
     /* Forward over the batch in m->x/m->y: adds the loss sum and the metric
      * (hits) to m->stats. */
     int (*forward)(amp_model *m, const amp_forward_args *a);
@@ -147,6 +161,12 @@ struct amp_model {
      * the batch exists on the device). */
     amp_dtype x_dtype;
     int x_round_layer;
+    /* The optimizer's cast (working_copy): its counts per layer (workspace,
+     * [nlayers], NULL without working_copy), and whether the working copies
+     * hold the last optimizer step's weights: set by that step, used once
+     * by the next cast_weights. */
+    amp_round_count *cast_cnt;
+    int cast_fresh;
     int32_t *y;                /* [batch, targets] */
     amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
     void *impl;
@@ -164,6 +184,12 @@ struct amp_model {
 static inline int amp_model_grads_ready(amp_model *m, int first, int count) {
     return m->grads_ready ? m->grads_ready(m->ready_ctx, first, count) : 0;
 }
+
+/* For cast_weights: when the last optimizer step already wrote the working
+ * copies (cast_fresh), adds that cast's counts to the stats record's
+ * forward counts, clears cast_fresh and returns 1; 0 when the model must
+ * cast; -1 on a backend error. */
+int amp_model_cast_reuse(amp_model *m);
 
 /* The registry: the one place that maps [model] name to a model. */
 const amp_model_ops *amp_model_find(const char *name);

@@ -376,6 +376,51 @@ static void check_backward_ops(amp_backend *be) {
         }
 }
 
+/* optim_step_cast: the optimizer step's bits (sgd_step / adamw_step) and
+ * the working copy that round or quantize would make of the result, with
+ * their counts, for both stores. */
+static void check_optim_step_cast(amp_backend *be) {
+    const char *isa = be->info.isa;
+    size_t n = 300007; /* several chunks and a tail */
+    float *w = malloc(n * 4), *s0 = malloc(n * 4), *s1 = malloc(n * 4), *g = malloc(n * 4);
+    float *w2 = malloc(n * 4), *t0 = malloc(n * 4), *t1 = malloc(n * 4), *wc = malloc(n * 4),
+          *want = malloc(n * 4);
+    for (int kind = 0; kind < 3; kind++)      /* SGD, SGD with momentum, AdamW */
+        for (int dt = 1; dt < 3; dt++)
+            for (int f32 = 0; f32 < 2; f32++) {
+                for (size_t i = 0; i < n; i++) {
+                    w[i] = w2[i] = finite_float() * (i % 5 ? 1e-3f : 1.0f);
+                    g[i] = finite_float() * 1e-2f;
+                    s0[i] = t0[i] = finite_float() * 1e-3f;
+                    s1[i] = t1[i] = fabsf(finite_float()) * 1e-4f;
+                }
+                amp_optim_step o = {kind == 2, 0.01f, kind == 1 ? 0.9f : 0.0f, 1e-4f, 0.9f, 0.999f,
+                                    1e-8f, 7};
+                amp_round_count c = {0, 0, 0}, cw = {0, 0, 0};
+                EXPECT(be->ops->optim_step_cast(be, &o, w, s0, kind == 2 ? s1 : NULL, g, n, wc,
+                                                (amp_dtype)dt, f32, &c) == 0, "optim_step_cast");
+                if (kind == 2)
+                    be->ops->adamw_step(be, w2, t0, t1, g, n, o.lr, o.beta1, o.beta2, o.eps,
+                                        o.weight_decay, o.t);
+                else
+                    be->ops->sgd_step(be, w2, t0, g, n, o.lr, o.momentum, o.weight_decay);
+                if (f32)
+                    be->ops->quantize(be, want, w2, n, (amp_dtype)dt, &cw, 0);
+                else
+                    be->ops->round(be, want, (amp_dtype)dt, w2, n, &cw);
+                size_t bad = memcmp(w, w2, n * 4) != 0 || memcmp(s0, t0, n * 4) != 0 ||
+                             (kind == 2 && memcmp(s1, t1, n * 4) != 0);
+                EXPECT(bad == 0, "%s optim_step_cast kind %d: the step differs", isa, kind);
+                EXPECT(memcmp(wc, want, n * (f32 ? 4 : 2)) == 0,
+                       "%s optim_step_cast kind %d dt %d f32 %d: the working copy differs", isa, kind,
+                       dt, f32);
+                EXPECT(c.nonzero == cw.nonzero && c.underflow == cw.underflow &&
+                           c.overflow == cw.overflow && c.nonzero > 0,
+                       "%s optim_step_cast kind %d dt %d f32 %d: counts", isa, kind, dt, f32);
+            }
+    free(w), free(s0), free(s1), free(g), free(w2), free(t0), free(t1), free(wc), free(want);
+}
+
 /* Everything element-wise at 1, 2 and 3 threads: not one bit differs. */
 static void check_threads(amp_backend *be) {
     const char *isa = be->info.isa;
@@ -431,6 +476,7 @@ int main(void) {
             check_epilogue(be);
             check_backward_ops(be);
             check_threads(be);
+            check_optim_step_cast(be);
             be->ops->destroy(be);
         }
         printf("%s: kernels, fused ops and thread counts checked\n", amp_isa_name((amp_isa)i));

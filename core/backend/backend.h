@@ -65,6 +65,14 @@ typedef struct amp_step_stats {
  * ([m, n] per batch at ldc): a caller-provided workspace, or the output
  * itself when out_dtype is F32 and out == acc. Matrices are row-major;
  * lda/ldb/ldc are row strides of the stored (untransposed) matrices. */
+/* One optimizer step's hyper-parameters (optim_step_cast). */
+typedef struct amp_optim_step {
+    int adamw;                        /* 0: SGD (as sgd_step), 1: AdamW (as adamw_step) */
+    float lr, momentum, weight_decay; /* momentum: SGD only */
+    float beta1, beta2, eps;          /* AdamW only */
+    int64_t t;                        /* AdamW: 1-based count of applied steps */
+} amp_optim_step;
+
 typedef struct amp_gemm_desc {
     int trans_a, trans_b;
     int m, n, k;
@@ -231,6 +239,15 @@ typedef struct amp_backend_ops {
      * without it (CUDA: a model then keeps its input batch in FP32). */
     int (*upload_round)(amp_backend *be, void *dst_dev, amp_dtype dt, const float *src_host,
                         size_t n, amp_round_count *cnt);
+    /* One tensor's optimizer step (o->adamw picks sgd_step's or
+     * adamw_step's math; s0/s1 are momentum or the two moments) and, in the
+     * same pass over memory, the working copy of the updated weights:
+     * wc(dt)[n] = round(w), or with wc_f32 an FP32 array of the rounded
+     * values, counted into cnt (dev). cast_weights then has nothing left to
+     * do (amp_model_cast_reuse). NULL in a backend without it (CUDA). */
+    int (*optim_step_cast)(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                           float *s1, const float *g, size_t n, void *wc, amp_dtype dt,
+                           int wc_f32, amp_round_count *cnt);
 
     /* ---- transformer ops (the GPT). Optional: NULL where a backend lacks
      * them, so call them through AMP_CALL. Each runs its math in FP32 and

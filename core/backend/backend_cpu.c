@@ -354,6 +354,41 @@ static int cpu_sgd_step(amp_backend *be, float *w, float *mom, const float *g, s
     return 0;
 }
 
+/* Per chunk: the update, then the working copy from the chunk just
+ * written (still in cache), so the master weights are read once. */
+static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                               float *s1, const float *g, size_t n, void *wc, amp_dtype dt,
+                               int wc_f32, amp_round_count *cnt) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    float bc1 = 1.0f, bc2_sqrt = 1.0f;
+    if (o->adamw) { /* as cpu_adamw_step */
+        bc1 = (float)(1.0 - pow((double)o->beta1, (double)o->t));
+        bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, (double)o->t));
+    }
+    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
+        if (o->adamw)
+            k->adamw(w + i0, s0 + i0, s1 + i0, g + i0, len, o->lr, o->beta1, o->beta2, o->eps,
+                     o->weight_decay, bc1, bc2_sqrt);
+        else
+            k->sgd(w + i0, s0 ? s0 + i0 : NULL, g + i0, len, o->lr, o->momentum, o->weight_decay);
+        amp_tally l = {0, 0, 0};
+        if (wc_f32)
+            k->quantize16((float *)wc + i0, w + i0, len, (int)dt, &l);
+        else
+            k->round16((uint16_t *)wc + i0, w + i0, len, (int)dt, &l);
+        nz += l.nz;
+        uf += l.uf;
+        of += l.of;
+    }
+    amp_tally t = {nz, uf, of};
+    tally_add(cnt, &t);
+    return 0;
+}
+
 static int cpu_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
                           float lr, float beta1, float beta2, float eps, float weight_decay,
                           int64_t t) {
@@ -579,6 +614,7 @@ static const amp_backend_ops cpu_ops = {
     .round = cpu_round,
     .quantize = cpu_quantize,
     .upload_round = cpu_upload_round,
+    .optim_step_cast = cpu_optim_step_cast,
     .widen = cpu_widen,
     .add_bias = cpu_add_bias,
     .act_forward = cpu_act_forward,
