@@ -342,26 +342,15 @@ static int cpu_scale(amp_backend *be, float *x, size_t n, float s) {
     return 0;
 }
 
-static int cpu_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
-                        float momentum, float weight_decay) {
-    const amp_cpu_kern *k = impl_of(be)->k;
-    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
-    for (size_t c = 0; c < nch; c++) {
-        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
-        k->sgd(w + i0, mom ? mom + i0 : NULL, g + i0, len, lr, momentum, weight_decay);
-    }
-    return 0;
-}
-
-/* Per chunk: the update, then the working copy from the chunk just
- * written (still in cache), so the master weights are read once. */
+/* The optimizer over chunks; with wc, each chunk's working copy follows
+ * its update while the chunk is still in cache (optim_step_cast), so the
+ * master weights are read once. */
 static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
                                float *s1, const float *g, size_t n, void *wc, amp_dtype dt,
                                int wc_f32, amp_round_count *cnt) {
     const amp_cpu_kern *k = impl_of(be)->k;
     float bc1 = 1.0f, bc2_sqrt = 1.0f;
-    if (o->adamw) { /* as cpu_adamw_step */
+    if (o->adamw) {
         bc1 = (float)(1.0 - pow((double)o->beta1, (double)o->t));
         bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, (double)o->t));
     }
@@ -375,6 +364,7 @@ static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *
                      o->weight_decay, bc1, bc2_sqrt);
         else
             k->sgd(w + i0, s0 ? s0 + i0 : NULL, g + i0, len, o->lr, o->momentum, o->weight_decay);
+        if (!wc) continue;
         amp_tally l = {0, 0, 0};
         if (wc_f32)
             k->quantize16((float *)wc + i0, w + i0, len, (int)dt, &l);
@@ -389,20 +379,17 @@ static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *
     return 0;
 }
 
+static int cpu_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
+                        float momentum, float weight_decay) {
+    amp_optim_step o = {0, lr, momentum, weight_decay, 0.0f, 0.0f, 0.0f, 0};
+    return cpu_optim_step_cast(be, &o, w, mom, NULL, g, n, NULL, AMP_DTYPE_F32, 0, NULL);
+}
+
 static int cpu_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
                           float lr, float beta1, float beta2, float eps, float weight_decay,
                           int64_t t) {
-    const amp_cpu_kern *k = impl_of(be)->k;
-    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
-    float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, (double)t));
-    size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
-#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
-    for (size_t c = 0; c < nch; c++) {
-        size_t i0 = c * cs, len = n - i0 < cs ? n - i0 : cs;
-        k->adamw(w + i0, m + i0, v + i0, g + i0, len, lr, beta1, beta2, eps, weight_decay, bc1,
-                 bc2_sqrt);
-    }
-    return 0;
+    amp_optim_step o = {1, lr, 0.0f, weight_decay, beta1, beta2, eps, t};
+    return cpu_optim_step_cast(be, &o, w, m, v, g, n, NULL, AMP_DTYPE_F32, 0, NULL);
 }
 
 /* ---- GEMMs ------------------------------------------------------------------ */
