@@ -47,3 +47,7 @@ amp_unit_test(test_gpu_cnn_parity gpu cnn)
 # layer.conv1 = f32 and op.conv = f32 reach the CNN (read from its telemetry).
 add_test(NAME cnn_precision_overrides COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cnn/overrides.sh $<TARGET_FILE:amptrain>)
 set_tests_properties(cnn_precision_overrides PROPERTIES LABELS "cnn;train")
+# Determinism of the CNN on the CPU: repeatable per path and thread count,
+# 1 against 2 threads and every ISA path within 2e-3 (tests/cnn/paths.sh).
+add_test(NAME cnn_cpu_paths COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cnn/paths.sh $<TARGET_FILE:amptrain>)
+set_tests_properties(cnn_cpu_paths PROPERTIES LABELS "cnn;train;pin")
