@@ -773,6 +773,14 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
             break;
         }
         case ST_RELU: {
+            if (t->ad != AMP_DTYPE_F32 && op->act_backward_round) {
+                /* one pass reading the 16-bit output; g holds values of the
+                 * dtype, so the op's rounding is exact (uncounted, as the
+                 * composed ops below) */
+                CHECK(op->act_backward_round(be, f1, g, g, t->out, t->ad, on, AMP_ACT_RELU, NULL));
+                dx_in = gi;
+                break;
+            }
             const float *z = wide(m, t->out, t->ad, on, f1); /* relu's output: > 0 where its input was */
             if (!z) return -1;
             CHECK(op->act_backward(be, g, g, z, on, AMP_ACT_RELU));

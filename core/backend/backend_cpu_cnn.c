@@ -118,6 +118,107 @@ static int bn_check(amp_backend *be, int n, int c, int hw, int training) {
 
 #define QTILE 1024 /* elements per stack tile of a 16-bit round trip */
 
+/* The hot loops (im2col rows, col2im planes, batch-norm channels, channel
+ * sums) are written once as inline bodies and compiled three times: with
+ * the avx512 and the avx2 path's instruction sets (function target
+ * attributes) and with the baseline's; the backend's ISA path picks one.
+ * They copy, add and multiply element by element, and their sums keep a
+ * fixed lane order whatever the vector width, with no FMA contraction
+ * (-ffp-contract=off for this file): every variant gives the same bits. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define CNN_TARGET_AVX512 \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+#define CNN_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define CNN_VARIANTS(name, params, args)                                   \
+    CNN_TARGET_AVX512 static void name##_avx512 params { name##_body args; } \
+    CNN_TARGET_AVX2 static void name##_avx2 params { name##_body args; }     \
+    static void name##_generic params { name##_body args; }
+#define CNN_PICK(name, lvl) \
+    ((lvl) == 2 ? name##_avx512 : (lvl) == 1 ? name##_avx2 : name##_generic)
+#else
+#define CNN_VARIANTS(name, params, args) \
+    static void name##_generic params { name##_body args; }
+#define CNN_PICK(name, lvl) name##_generic
+#endif
+#define CNN_INLINE static inline __attribute__((always_inline))
+
+/* 2: avx512 (and avx512_bf16), 1: avx2, 0: generic */
+static int isa_level(const amp_cpu_kern *k) {
+    return k->isa >= AMP_ISA_AVX512 ? 2 : k->isa == AMP_ISA_AVX2 ? 1 : 0;
+}
+
+/* Channel sums in FP64 as 8 partial sums by element index within each
+ * image's plane (element j into lane j % 8: the loops vectorise), combined
+ * in a fixed order; one channel per thread, so the result depends neither
+ * on the thread count nor on the vector width. */
+#define LANES 8
+static double lanes_total(const double *l) {
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* lane[j % 8] += v[j] */
+CNN_INLINE void lanes_sum_body(double *restrict lane, const float *restrict v, int n) {
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += v[j + l];
+    for (; j < n; j++) lane[j % LANES] += v[j];
+}
+CNN_VARIANTS(lanes_sum, (double *restrict lane, const float *restrict v, int n), (lane, v, n))
+
+/* lane[j % 8] += (v[j] - m)^2 */
+CNN_INLINE void lanes_sqdev_body(double *restrict lane, const float *restrict v, int n, double m) {
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            double t = (double)v[j + l] - m;
+            lane[l] += t * t;
+        }
+    for (; j < n; j++) {
+        double t = (double)v[j] - m;
+        lane[j % LANES] += t * t;
+    }
+}
+CNN_VARIANTS(lanes_sqdev, (double *restrict lane, const float *restrict v, int n, double m),
+             (lane, v, n, m))
+
+/* batch norm backward's sums: sdy += dy, sdyx += dy * xhat */
+CNN_INLINE void lanes_bn_bwd_body(double *restrict sdy, double *restrict sdyx,
+                                  const float *restrict dy, const float *restrict x, int n,
+                                  float mean, float invstd) {
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            sdy[l] += dy[j + l];
+            sdyx[l] += (double)dy[j + l] * amp_bn_xhat(x[j + l], mean, invstd);
+        }
+    for (; j < n; j++) {
+        sdy[j % LANES] += dy[j];
+        sdyx[j % LANES] += (double)dy[j] * amp_bn_xhat(x[j], mean, invstd);
+    }
+}
+CNN_VARIANTS(lanes_bn_bwd,
+             (double *restrict sdy, double *restrict sdyx, const float *restrict dy,
+              const float *restrict x, int n, float mean, float invstd),
+             (sdy, sdyx, dy, x, n, mean, invstd))
+
+CNN_INLINE void bn_apply_body(float *y, const float *x, int n, float mean, float invstd, float g,
+                              float b) {
+    for (int j = 0; j < n; j++) y[j] = amp_bn_apply(x[j], mean, invstd, g, b);
+}
+CNN_VARIANTS(bn_apply, (float *y, const float *x, int n, float mean, float invstd, float g, float b),
+             (y, x, n, mean, invstd, g, b))
+
+/* dx may equal dy (element j is read before it is written) */
+CNN_INLINE void bn_grad_body(float *dx, const float *dy, const float *x, int n, float mean,
+                             float invstd, float g, float mdy, float mdyx, int training) {
+    for (int j = 0; j < n; j++)
+        dx[j] = amp_bn_grad(dy[j], x[j], mean, invstd, g, mdy, mdyx, training);
+}
+CNN_VARIANTS(bn_grad,
+             (float *dx, const float *dy, const float *x, int n, float mean, float invstd, float g,
+              float mdy, float mdyx, int training),
+             (dx, dy, x, n, mean, invstd, g, mdy, mdyx, training))
+
 /* dst[n] = amp_quantize(src[n], dt) (+ b when add_b): through a 16-bit tile
  * with the ISA path's kernels; uncounted, as the ops' internal roundings
  * are. dst may equal src. */
@@ -244,6 +345,32 @@ static const float *weights(const conv_ws *s, const void *w, const amp_conv2d_de
     return d->dt == AMP_DTYPE_F32 ? (const float *)w : s->wf;
 }
 
+/* One row (ci, ky, kx) of one image of the column matrix: o[P] from the
+ * image's plane xp [h, w]. */
+CNN_INLINE void im2col_row_body(float *o, const float *xp, const amp_conv2d_desc *d, int p, int q,
+                                int ky, int kx) {
+    int y0, y1, x0, x1;
+    valid_range(p, d->stride_h, d->pad_h, ky, d->h, &y0, &y1);
+    valid_range(q, d->stride_w, d->pad_w, kx, d->w, &x0, &x1);
+    for (size_t i = 0; i < (size_t)y0 * q; i++) o[i] = 0.0f;
+    for (int oy = y0; oy < y1; oy++) {
+        float *ro = o + (size_t)oy * q;
+        int iy = oy * d->stride_h - d->pad_h + ky;
+        for (int ox = 0; ox < x0; ox++) ro[ox] = 0.0f;
+        const float *restrict src = xp + (size_t)iy * d->w + (x0 * d->stride_w - d->pad_w + kx);
+        float *restrict dst = ro + x0;
+        if (d->stride_w == 1) /* short rows: a loop beats a memcpy call */
+            for (int i = 0; i < x1 - x0; i++) dst[i] = src[i];
+        else
+            for (int i = 0; i < x1 - x0; i++) dst[i] = src[(size_t)i * d->stride_w];
+        for (int ox = x1; ox < q; ox++) ro[ox] = 0.0f;
+    }
+    for (size_t i = (size_t)y1 * q; i < (size_t)p * q; i++) o[i] = 0.0f;
+}
+CNN_VARIANTS(im2col_row,
+             (float *o, const float *xp, const amp_conv2d_desc *d, int p, int q, int ky, int kx),
+             (o, xp, d, p, q, ky, kx))
+
 /* col[K, g*P] for images i0 .. i0+g-1 of x (dt), side by side: entry (ci,
  * ky, kx), (oy, ox) is x[ci, oy*stride - pad + ky, ox*stride - pad + kx] as
  * FP32, 0 in the padding. A 16-bit x is widened (exactly) into xf first. */
@@ -251,7 +378,7 @@ static int im2col(amp_backend *be, const conv_ws *s, const void *x, const amp_co
                   int i0, int g) {
     const conv_geom *gm = &s->g;
     size_t cols = (size_t)g * gm->P, x_img = (size_t)d->c_in * d->h * d->w;
-    int rows = gm->K;
+    int rows = gm->K, lvl = isa_level(s->k);
     const float *xs = (const float *)x;
     if (d->dt != AMP_DTYPE_F32) {
         const uint16_t *x16 = (const uint16_t *)x + (size_t)i0 * x_img;
@@ -263,26 +390,9 @@ static int im2col(amp_backend *be, const conv_ws *s, const void *x, const amp_co
     for (int r = 0; r < rows; r++)
         for (int gi = 0; gi < g; gi++) {
             int ci = r / (d->kh * d->kw), ky = r / d->kw % d->kh, kx = r % d->kw;
-            size_t plane = (size_t)(i0 + gi) * x_img + (size_t)ci * d->h * d->w;
-            float *o = s->col + (size_t)r * cols + (size_t)gi * gm->P;
-            int y0, y1, x0, x1;
-            valid_range(gm->p, d->stride_h, d->pad_h, ky, d->h, &y0, &y1);
-            valid_range(gm->q, d->stride_w, d->pad_w, kx, d->w, &x0, &x1);
-            memset(o, 0, (size_t)y0 * gm->q * sizeof(float));
-            for (int oy = y0; oy < y1; oy++) {
-                float *ro = o + (size_t)oy * gm->q;
-                int iy = oy * d->stride_h - d->pad_h + ky;
-                for (int ox = 0; ox < x0; ox++) ro[ox] = 0.0f;
-                const float *restrict src =
-                    xs + plane + (size_t)iy * d->w + (x0 * d->stride_w - d->pad_w + kx);
-                float *restrict dst = ro + x0;
-                if (d->stride_w == 1) /* short rows: a loop beats a memcpy call */
-                    for (int i = 0; i < x1 - x0; i++) dst[i] = src[i];
-                else
-                    for (int i = 0; i < x1 - x0; i++) dst[i] = src[(size_t)i * d->stride_w];
-                for (int ox = x1; ox < gm->q; ox++) ro[ox] = 0.0f;
-            }
-            memset(o + (size_t)y1 * gm->q, 0, (size_t)(gm->p - y1) * gm->q * sizeof(float));
+            CNN_PICK(im2col_row, lvl)(s->col + (size_t)r * cols + (size_t)gi * gm->P,
+                                      xs + (size_t)(i0 + gi) * x_img + (size_t)ci * d->h * d->w,
+                                      d, gm->p, gm->q, ky, kx);
         }
     return 0;
 }
@@ -327,6 +437,33 @@ int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void 
     return 0;
 }
 
+/* One input plane [h, w] of dx from the column matrix rows (ci, ky, kx)
+ * (r: row (ci, 0, 0) at this image's columns, ld apart): each element
+ * receives its terms in (ky, kx) ascending order starting from 0, so the
+ * order of the sum is fixed by the shape. */
+CNN_INLINE void col2im_plane_body(float *plane, const float *r, size_t ld,
+                                  const amp_conv2d_desc *d, int p, int q) {
+    for (size_t i = 0; i < (size_t)d->h * d->w; i++) plane[i] = 0.0f;
+    for (int ky = 0; ky < d->kh; ky++)
+        for (int kx = 0; kx < d->kw; kx++, r += ld) {
+            int y0, y1, x0, x1;
+            valid_range(p, d->stride_h, d->pad_h, ky, d->h, &y0, &y1);
+            valid_range(q, d->stride_w, d->pad_w, kx, d->w, &x0, &x1);
+            for (int oy = y0; oy < y1; oy++) {
+                int iy = oy * d->stride_h - d->pad_h + ky;
+                float *restrict dst = plane + (size_t)iy * d->w + (x0 * d->stride_w - d->pad_w + kx);
+                const float *restrict ro = r + (size_t)oy * q;
+                if (d->stride_w == 1)
+                    for (int ox = x0; ox < x1; ox++) dst[ox - x0] += ro[ox];
+                else
+                    for (int ox = x0; ox < x1; ox++) dst[(size_t)(ox - x0) * d->stride_w] += ro[ox];
+            }
+        }
+}
+CNN_VARIANTS(col2im_plane,
+             (float *plane, const float *r, size_t ld, const amp_conv2d_desc *d, int p, int q),
+             (plane, r, ld, d, p, q))
+
 int amp_cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
                                  const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
@@ -334,69 +471,47 @@ int amp_cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, con
     const conv_geom *gm = &s.g;
     const float *wf = weights(&s, w, d);
     size_t x_img = (size_t)d->c_in * d->h * d->w, hw = (size_t)d->h * d->w;
+    int lvl = isa_level(s.k);
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
         gather_dy(&s, dy, d, i0, g);
         /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
         if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s.yc, cols, 0.0f, s.col, cols))
             return 1;
-        /* col2im as a gather per input plane: each input element receives
-         * its terms in (ky, kx) ascending order starting from 0, so the
-         * order of the sum is fixed by the shape; then the plane is rounded
-         * to dt while it is in cache. */
+        /* col2im as a gather per input plane, then the plane rounded to dt
+         * while it is in cache */
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)g * x_img > 32768)
         for (int gi = 0; gi < g; gi++)
             for (int ci = 0; ci < d->c_in; ci++) {
                 float *plane = dx + (size_t)(i0 + gi) * x_img + (size_t)ci * hw;
-                memset(plane, 0, hw * sizeof(float));
-                for (int ky = 0; ky < d->kh; ky++)
-                    for (int kx = 0; kx < d->kw; kx++) {
-                        const float *r = s.col +
-                                         ((size_t)(ci * d->kh + ky) * d->kw + kx) * cols +
-                                         (size_t)gi * gm->P;
-                        int y0, y1, x0, x1;
-                        valid_range(gm->p, d->stride_h, d->pad_h, ky, d->h, &y0, &y1);
-                        valid_range(gm->q, d->stride_w, d->pad_w, kx, d->w, &x0, &x1);
-                        for (int oy = y0; oy < y1; oy++) {
-                            int iy = oy * d->stride_h - d->pad_h + ky;
-                            float *restrict dst = plane + (size_t)iy * d->w +
-                                                  (x0 * d->stride_w - d->pad_w + kx);
-                            const float *restrict ro = r + (size_t)oy * gm->q;
-                            if (d->stride_w == 1)
-                                for (int ox = x0; ox < x1; ox++) dst[ox - x0] += ro[ox];
-                            else
-                                for (int ox = x0; ox < x1; ox++)
-                                    dst[(size_t)(ox - x0) * d->stride_w] += ro[ox];
-                        }
-                    }
+                CNN_PICK(col2im_plane, lvl)(plane, s.col + (size_t)ci * d->kh * d->kw * cols +
+                                                       (size_t)gi * gm->P,
+                                            (size_t)cols, d, gm->p, gm->q);
                 if (d->dt != AMP_DTYPE_F32) quantize_add(s.k, plane, plane, hw, (int)d->dt, 0, 0.0f);
             }
     }
     return 0;
 }
 
-/* The FP64 sum of a channel's dy over the batch: 8 partial sums by element
- * index (so the loop vectorises), combined in a fixed order. */
+/* The FP64 sum of a channel's dy over the batch (lanes as above). */
 static double channel_sum(const amp_cpu_kern *k, const void *dy, const amp_conv2d_desc *d, int co,
                           int P) {
-    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double lane[LANES] = {0, 0, 0, 0, 0, 0, 0, 0};
     float t[QTILE];
+    int lvl = isa_level(k);
     for (int i = 0; i < d->n; i++) {
         size_t base = ((size_t)i * d->c_out + co) * P;
-        for (int j0 = 0; j0 < P; j0 += QTILE) {
+        for (int j0 = 0; j0 < P; j0 += QTILE) { /* QTILE % LANES == 0: lanes by j0 + j */
             int len = P - j0 < QTILE ? P - j0 : QTILE;
             const float *v = t;
             if (d->dt == AMP_DTYPE_F32)
                 v = (const float *)dy + base + j0;
             else
                 k->widen16(t, (const uint16_t *)dy + base + j0, (size_t)len, (int)d->dt);
-            int j = 0;
-            for (; j + 8 <= len; j += 8)
-                for (int l = 0; l < 8; l++) lane[l] += v[j + l];
-            for (; j < len; j++) lane[j & 7] += v[j];
+            CNN_PICK(lanes_sum, lvl)(lane, v, len);
         }
     }
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return lanes_total(lane);
 }
 
 int amp_cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
@@ -556,13 +671,6 @@ int amp_cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, con
 
 /* ---- batch normalisation ------------------------------------------------ */
 
-/* Channel sums in FP64 as 8 partial sums by element index within each
- * image's plane (the loops vectorise), combined in a fixed order; one
- * channel per thread, so the result does not depend on the thread count. */
-#define LANES 8
-static double lanes_total(const double *l) {
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-}
 
 int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
                                float *running_mean, float *running_var, const float *x,
@@ -570,32 +678,17 @@ int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, floa
                                int training, float momentum, float eps) {
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
+    int lvl = isa_level(amp_cpu_kern_of(be));
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean, invstd;
         if (training) {
             double sum[LANES] = {0}, sq[LANES] = {0};
-            for (int i = 0; i < n; i++) {
-                const float *xp = x + ((size_t)i * c + ch) * hw;
-                int j = 0;
-                for (; j + LANES <= hw; j += LANES)
-                    for (int l = 0; l < LANES; l++) sum[l] += xp[j + l];
-                for (; j < hw; j++) sum[j % LANES] += xp[j];
-            }
+            for (int i = 0; i < n; i++)
+                CNN_PICK(lanes_sum, lvl)(sum, x + ((size_t)i * c + ch) * hw, hw);
             double m = lanes_total(sum) / count;
-            for (int i = 0; i < n; i++) {
-                const float *xp = x + ((size_t)i * c + ch) * hw;
-                int j = 0;
-                for (; j + LANES <= hw; j += LANES)
-                    for (int l = 0; l < LANES; l++) {
-                        double t = (double)xp[j + l] - m;
-                        sq[l] += t * t;
-                    }
-                for (; j < hw; j++) {
-                    double t = (double)xp[j] - m;
-                    sq[j % LANES] += t * t;
-                }
-            }
+            for (int i = 0; i < n; i++)
+                CNN_PICK(lanes_sqdev, lvl)(sq, x + ((size_t)i * c + ch) * hw, hw, m);
             double var = lanes_total(sq) / count;
             mean = (float)m;
             invstd = amp_bn_invstd(var, eps);
@@ -608,11 +701,9 @@ int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, floa
         }
         save_mean[ch] = mean;
         save_invstd[ch] = invstd;
-        float ga = gamma[ch], be_ = beta[ch];
         for (int i = 0; i < n; i++) {
             size_t base = ((size_t)i * c + ch) * hw;
-            for (int j = 0; j < hw; j++)
-                y[base + j] = amp_bn_apply(x[base + j], mean, invstd, ga, be_);
+            CNN_PICK(bn_apply, lvl)(y + base, x + base, hw, mean, invstd, gamma[ch], beta[ch]);
         }
     }
     return 0;
@@ -624,33 +715,23 @@ int amp_cpu_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, float
                                 int hw, int training) {
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
+    int lvl = isa_level(amp_cpu_kern_of(be));
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean = save_mean[ch], invstd = save_invstd[ch];
         double sdy[LANES] = {0}, sdyx[LANES] = {0};
         for (int i = 0; i < n; i++) {
             size_t base = ((size_t)i * c + ch) * hw;
-            const float *dp = dy + base, *xp = x + base;
-            int j = 0;
-            for (; j + LANES <= hw; j += LANES)
-                for (int l = 0; l < LANES; l++) {
-                    sdy[l] += dp[j + l];
-                    sdyx[l] += (double)dp[j + l] * amp_bn_xhat(xp[j + l], mean, invstd);
-                }
-            for (; j < hw; j++) {
-                sdy[j % LANES] += dp[j];
-                sdyx[j % LANES] += (double)dp[j] * amp_bn_xhat(xp[j], mean, invstd);
-            }
+            CNN_PICK(lanes_bn_bwd, lvl)(sdy, sdyx, dy + base, x + base, hw, mean, invstd);
         }
         double s1 = lanes_total(sdy), s2 = lanes_total(sdyx);
         dgamma[ch] = (float)s2;
         dbeta[ch] = (float)s1;
-        float mdy = (float)(s1 / count), mdyx = (float)(s2 / count), ga = gamma[ch];
+        float mdy = (float)(s1 / count), mdyx = (float)(s2 / count);
         for (int i = 0; i < n; i++) {
             size_t base = ((size_t)i * c + ch) * hw;
-            for (int j = 0; j < hw; j++)
-                dx[base + j] = amp_bn_grad(dy[base + j], x[base + j], mean, invstd, ga, mdy,
-                                           mdyx, training);
+            CNN_PICK(bn_grad, lvl)(dx + base, dy + base, x + base, hw, mean, invstd, gamma[ch], mdy,
+                                   mdyx, training);
         }
     }
     return 0;

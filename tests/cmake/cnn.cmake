@@ -2,6 +2,11 @@
 # forward against direct references, every backward against finite
 # differences on odd shapes.
 amp_unit_test(test_cnn_ops numerics cnn)
+# again on the avx2 path (oneDNN fixes its ISA once per process), so its
+# compiled loops are compared with the generic path's too
+add_test(NAME test_cnn_ops_avx2 COMMAND test_cnn_ops)
+set_tests_properties(test_cnn_ops_avx2 PROPERTIES LABELS "numerics;cnn" SKIP_RETURN_CODE 77
+                     ENVIRONMENT "AMPTRAIN_ISA=avx2")
 # The same ops on CUDA (cuDNN convolutions, own pooling/batch-norm kernels)
 # against the CPU, per op and dtype. Label `gpu`; 77 (skipped) without a device.
 amp_unit_test(test_gpu_cnn gpu cnn)
