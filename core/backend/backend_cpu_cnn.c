@@ -574,8 +574,19 @@ static void maxpool_plane_2x2(float *restrict y, int32_t *restrict idx, const fl
                               int h, int w, int p, int q) {
     for (int oy = 0; oy < p; oy++) {
         const float *r0 = x + (size_t)(2 * oy) * w, *r1 = r0 + w;
-        int ox = 0;
-        for (; ox + 4 <= q; ox += 4) {
+        for (int ox0 = 0; ox0 < q; ox0 += 4) {
+            /* the last group overlaps the previous one when q % 4 != 0:
+             * the shared outputs are written twice with the same values */
+            int ox = ox0 + 4 <= q || q < 4 ? ox0 : q - 4;
+            if (ox + 4 > q) { /* a row of fewer than 4 outputs */
+                for (; ox < q; ox++) {
+                    int32_t a;
+                    float v = amp_maxpool_value(&a, x, h, w, 2, 2, oy, ox, 2, 2, 0, 0);
+                    y[(size_t)oy * q + ox] = v;
+                    if (idx) idx[(size_t)oy * q + ox] = a;
+                }
+                break;
+            }
             __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
             __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
             __m128 v[4] = {_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)),
@@ -599,13 +610,6 @@ static void maxpool_plane_2x2(float *restrict y, int32_t *restrict idx, const fl
             _mm_storeu_ps(y + (size_t)oy * q + ox, best);
             if (idx) _mm_storeu_si128((__m128i *)(idx + (size_t)oy * q + ox), bi);
         }
-        if (ox < q) /* the row's last outputs */
-            for (; ox < q; ox++) {
-                int32_t a;
-                float v = amp_maxpool_value(&a, x, h, w, 2, 2, oy, ox, 2, 2, 0, 0);
-                y[(size_t)oy * q + ox] = v;
-                if (idx) idx[(size_t)oy * q + ox] = a;
-            }
     }
 }
 #endif
