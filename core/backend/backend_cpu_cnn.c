@@ -254,26 +254,31 @@ static int gemm32(amp_backend *be, int trans_a, int trans_b, int m, int n, int k
 }
 
 /* Images go through the GEMMs in chunks of G side by side (one GEMM of
- * G*p*q columns instead of G small ones); G depends on the shape alone, so
- * the summation order, and the result, are fixed. A chunk's column matrix
- * and output (1 MiB) stay in cache from im2col to the GEMM and on to the
- * epilogue or col2im: one chunk of the whole batch (29 MiB for the second
- * conv of the fashion CNN) made every pass a trip to memory. */
+ * G*p*q columns instead of G small ones). A chunk's column matrix and
+ * output (1 MiB per thread) stay in the threads' caches from im2col to the
+ * GEMM and on to the epilogue or col2im: one chunk of the whole batch
+ * (29 MiB for the second conv of the fashion CNN) made every pass a trip to
+ * memory, and 1 MiB chunks on 2 threads mean twice the parallel regions for
+ * half the work each. G depends on the shape and the thread count only, so
+ * the summation order (dW accumulates chunk by chunk) and the result are
+ * fixed for a thread count; another thread count may round dW differently. */
 #define CONV_CHUNK_FLOATS ((size_t)1 << 18)
+#define CONV_CHUNK_MAX_THREADS 16
 
 typedef struct conv_geom {
     int p, q, K, P; /* output plane, rows of the column matrix, p*q */
     int G;          /* images per chunk */
 } conv_geom;
 
-static conv_geom geom(const amp_conv2d_desc *d) {
+static conv_geom geom(const amp_conv2d_desc *d, int threads) {
     conv_geom g;
+    size_t t = threads < 1 ? 1 : threads > CONV_CHUNK_MAX_THREADS ? CONV_CHUNK_MAX_THREADS : (size_t)threads;
     g.p = amp_conv2d_out_h(d);
     g.q = amp_conv2d_out_w(d);
     g.K = d->c_in * d->kh * d->kw;
     g.P = g.p * g.q;
     size_t per = ((size_t)g.K + (size_t)d->c_out) * (size_t)g.P;
-    size_t G = per ? CONV_CHUNK_FLOATS / per : 1;
+    size_t G = per ? CONV_CHUNK_FLOATS * t / per : 1;
     if (G < 1) G = 1;
     if (G > (size_t)d->n) G = (size_t)d->n;
     g.G = (int)G;
@@ -295,8 +300,8 @@ static void valid_range(int n_out, int stride, int pad, int k, int len, int *lo,
  * gathered dy [c_out, G*P], plus for a 16-bit dt the widened weights
  * [c_out, K] and the chunk's widened images [G, c_in, h, w] (one vector
  * pass; widening the short rows of im2col one by one costs more). */
-static size_t conv_ws_floats(const amp_conv2d_desc *d, size_t *col, size_t *yc) {
-    conv_geom g = geom(d);
+static size_t conv_ws_floats(const amp_conv2d_desc *d, int threads, size_t *col, size_t *yc) {
+    conv_geom g = geom(d, threads);
     *col = (size_t)g.K * g.G * g.P;
     *yc = (size_t)d->c_out * g.G * g.P;
     size_t wf = d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * g.K;
@@ -307,7 +312,7 @@ static size_t conv_ws_floats(const amp_conv2d_desc *d, size_t *col, size_t *yc) 
 int amp_cpu_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes) {
     if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     size_t col, yc;
-    *bytes = conv_ws_floats(d, &col, &yc) * sizeof(float);
+    *bytes = conv_ws_floats(d, be->info.threads, &col, &yc) * sizeof(float);
     return 0;
 }
 
@@ -322,7 +327,7 @@ typedef struct conv_ws {
 static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, const void *w,
                       void *ws, size_t ws_bytes) {
     if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
-    size_t col, yc, need = conv_ws_floats(d, &col, &yc) * sizeof(float);
+    size_t col, yc, need = conv_ws_floats(d, be->info.threads, &col, &yc) * sizeof(float);
     if (ws_bytes < need || (need && !ws)) {
         snprintf(be->err, sizeof be->err,
                  "conv2d: workspace of %zu bytes is smaller than the %zu bytes "
@@ -330,7 +335,7 @@ static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, con
                  ws_bytes, need);
         return 1;
     }
-    s->g = geom(d);
+    s->g = geom(d, be->info.threads);
     s->k = amp_cpu_kern_of(be);
     s->col = ws;
     s->yc = s->col + col;
