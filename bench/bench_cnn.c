@@ -14,7 +14,8 @@
  * model's convolutions (forward, backward-data, backward-filter) and GEMMs
  * (forward, dW, dX) alone, issued through the same backend ops
  * (amp_cnn_conv_gemm_only); GFLOP/s is their flops over a policy's step
- * time. Medians over --steps after --warmup.
+ * time. Medians over --steps after --warmup, of the wall time and of the
+ * process's CPU time (with one thread on a shared machine, the work itself).
  *
  * Exit status: 0 ok, 1 runtime failure, 2 usage error. */
 #include <stdio.h>

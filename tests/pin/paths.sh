@@ -23,15 +23,6 @@ trap 'rm -rf "$W"' EXIT
 # (the config's dynamic scaler for all three: its keys are in the file)
 policies=("fp32:--set precision.plugin=fp32" "fp16:--set precision.plugin=fp16"
     "bf16:--set precision.plugin=bf16")
-has_isa() { # the CPU flags a path needs
-    local f need
-    case $1 in
-    avx2) need="avx2 fma f16c" ;;
-    avx512) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq" ;;
-    avx512_bf16) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512_bf16" ;;
-    esac
-    for f in $need; do grep -qw "$f" /proc/cpuinfo || return 1; done
-}
 
 run() { # DIR POLICY_ARGS [ENV=VALUE ...]
     local dir=$1 args=$2
