@@ -78,3 +78,12 @@ has_isa() {
     esac
     for f in $need; do grep -qw "$f" /proc/cpuinfo || return 1; done
 }
+
+# digest DIR: a run's metrics without timings, and its weights (for cmp)
+digest() {
+    sed -E 's/,"step_ms":[^,}]*//' "$1/metrics.jsonl"
+    sha256sum <"$1/weights.safetensors"
+}
+value() { # DIR KEY: a number from summary.json
+    sed -nE "s/^  \"$2\": ([^,]*),?$/\1/p" "$1/summary.json"
+}

@@ -16,7 +16,7 @@
 set -uo pipefail
 A=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-. "$root/tests/checkpoint/lib.sh" # fail, has_isa
+. "$root/tests/checkpoint/lib.sh" # fail, has_isa, digest, value
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
@@ -30,13 +30,6 @@ run() { # DIR POLICY_ARGS [ENV=VALUE ...]
         --set data.train_limit=256 --set data.test_limit=64 --set data.batch_size=64 \
         --set train.steps=6 --set train.log_every=1 $args --out "$dir" >/dev/null 2>"$dir.log" ||
         fail "run $dir ($*) failed: $(tail -3 "$dir.log")"
-}
-digest() { # metrics without timings, and the weights
-    sed -E 's/,"step_ms":[^,}]*//' "$1/metrics.jsonl"
-    sha256sum <"$1/weights.safetensors"
-}
-value() { # DIR KEY: a number from summary.json
-    sed -nE "s/^  \"$2\": ([^,]*),?$/\1/p" "$1/summary.json"
 }
 close() { # DIR REF_DIR: final train and test loss within 2e-3 (relative); prints the differences
     local tr te rtr rte

@@ -32,13 +32,6 @@ run() { # DIR POLICY_ARGS [ENV=VALUE ...]
         --set data.batch_size=64 $args --out "$dir" >/dev/null 2>"$dir.log" ||
         fail "run $dir ($*) failed: $(tail -3 "$dir.log")"
 }
-digest() { # metrics without timings, and the weights
-    sed -E 's/,"step_ms":[^,}]*//' "$1/metrics.jsonl"
-    sha256sum <"$1/weights.safetensors"
-}
-value() { # DIR KEY: a number from summary.json
-    sed -nE "s/^  \"$2\": ([^,]*),?$/\1/p" "$1/summary.json"
-}
 
 for p in "${policies[@]}"; do
     name=${p%%:*} args=${p#*:}
