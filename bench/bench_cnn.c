@@ -14,7 +14,8 @@
  * model's convolutions (forward, backward-data, backward-filter) and GEMMs
  * (forward, dW, dX) alone, issued through the same backend ops
  * (amp_cnn_conv_gemm_only); GFLOP/s is their flops over a policy's step
- * time. Medians over --steps after --warmup.
+ * time. Medians over --steps after --warmup, of the wall time and of the
+ * process's CPU time (with one thread on a shared machine, the work itself).
  *
  * Exit status: 0 ok, 1 runtime failure, 2 usage error. */
 #include <stdio.h>
@@ -37,6 +38,14 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* CPU time of the process (all its threads): on a shared machine, with one
+ * thread, the work a step did whatever else the machine ran meanwhile. */
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -49,13 +58,15 @@ static double median(double *v, int n) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: bench_cnn [--steps N] [--warmup N] [--batch N] [--layers STRING]\n"
-               "                 [--device cpu|cuda] [--deterministic]\n"
+               "                 [--device cpu|cuda] [--deterministic] [--policy P]...\n"
                "  --steps N      timed steps per policy, and floor repetitions (default 10)\n"
                "  --warmup N     untimed steps first (default 2)\n"
                "  --batch N      images per step (default 128)\n"
                "  --layers S     [model] layers (default: the cnn_fashion configs' network)\n"
                "  --device D     cpu (default) or cuda\n"
-               "  --deterministic  deterministic cuDNN algorithms only ([run] deterministic)\n");
+               "  --deterministic  deterministic cuDNN algorithms only ([run] deterministic)\n"
+               "  --policy P     fp32, fp16 or bf16 (repeatable; default all three); the floor\n"
+               "                 is timed with fp32 only\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -135,7 +146,7 @@ static int step(amp_model *m, int batch, amp_step_stats *host_stats) {
 }
 
 int main(int argc, char **argv) {
-    int steps = 10, warmup = 2, batch = 128, det = 0;
+    int steps = 10, warmup = 2, batch = 128, det = 0, want[3] = {0, 0, 0}, nwant = 0;
     const char *layers = DEFAULT_LAYERS, *device = "cpu";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -152,6 +163,11 @@ int main(int argc, char **argv) {
         else if (!bad && strcmp(a, "--warmup") == 0) bad = parse_int(v, 0, 100000, &warmup);
         else if (!bad && strcmp(a, "--batch") == 0) bad = parse_int(v, 1, 65536, &batch);
         else if (!bad && strcmp(a, "--layers") == 0) layers = v;
+        else if (!bad && strcmp(a, "--policy") == 0) {
+            int k = strcmp(v, "fp32") == 0 ? 0 : strcmp(v, "fp16") == 0 ? 1 : strcmp(v, "bf16") == 0 ? 2 : -1;
+            bad = k < 0;
+            if (!bad && !want[k]) want[k] = 1, nwant++;
+        }
         else if (!bad && strcmp(a, "--device") == 0) {
             device = v;
             bad = strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0;
@@ -174,49 +190,62 @@ int main(int argc, char **argv) {
     be->deterministic = det;
     static const policy policies[] = {
         {"fp32", AMP_DTYPE_F32}, {"fp16", AMP_DTYPE_F16}, {"bf16", AMP_DTYPE_BF16}};
-    double *t = calloc((size_t)steps, sizeof *t);
+    double *t = calloc((size_t)steps, sizeof *t), *tc = calloc((size_t)steps, sizeof *tc);
     amp_step_stats *hs = calloc(1, 1 << 16);
-    double floor_ms = 0.0, flops = 0.0, step_ms[3];
+    double floor_ms = 0.0, floor_cpu = 0.0, flops = 0.0, step_ms[3], step_cpu[3];
     printf("bench_cnn: %s backend%s, batch %d, %d timed steps after %d, layers '%s'\n",
            be->ops->name, det ? " (deterministic)" : "", batch, steps, warmup, layers);
+    if (!nwant) want[0] = want[1] = want[2] = 1;
     for (int p = 0; p < 3; p++) {
+        if (!want[p]) continue;
         amp_model *m = make_model(be, layers, policies[p].dt, batch, err, sizeof err);
         if (!m || m->ops->init_params(m, 1) || upload_batch(m, batch)) {
             fprintf(stderr, "bench_cnn: %s: %s\n", policies[p].label, m ? be->err : err);
             return 1;
         }
         for (int i = 0; i < warmup + steps; i++) {
-            double t0 = now_ms();
+            double t0 = now_ms(), c0 = cpu_ms();
             if (step(m, batch, hs) != 0) {
                 fprintf(stderr, "bench_cnn: %s step: %s\n", policies[p].label, be->err);
                 return 1;
             }
-            if (i >= warmup) t[i - warmup] = now_ms() - t0;
+            if (i >= warmup) t[i - warmup] = now_ms() - t0, tc[i - warmup] = cpu_ms() - c0;
         }
         step_ms[p] = median(t, steps);
+        step_cpu[p] = median(tc, steps);
         if (p == 0) { /* the floor: the FP32 model's convolutions and GEMMs alone */
             for (int i = 0; i < warmup + steps; i++) {
-                double t0 = now_ms();
+                double t0 = now_ms(), c0 = cpu_ms();
                 if (amp_cnn_conv_gemm_only(m, batch, &flops) ||
                     be->ops->download(be, hs, m->stats, sizeof *hs)) {
                     fprintf(stderr, "bench_cnn: floor: %s\n", be->err);
                     return 1;
                 }
-                if (i >= warmup) t[i - warmup] = now_ms() - t0;
+                if (i >= warmup) t[i - warmup] = now_ms() - t0, tc[i - warmup] = cpu_ms() - c0;
             }
             floor_ms = median(t, steps);
+            floor_cpu = median(tc, steps);
         }
         amp_model_free(m);
     }
-    printf("\n| policy | step ms | images/s | conv+GEMM GFLOP/s | step / FP32 floor |\n");
-    printf("|---|---|---|---|---|\n");
-    printf("| floor (FP32 conv+GEMM only) | %.2f | | %.1f | 1.00 |\n", floor_ms,
-           flops / (floor_ms * 1e6));
+    printf("\n| policy | step ms | CPU ms | images/s | conv+GEMM GFLOP/s | step / FP32 floor |\n");
+    printf("|---|---|---|---|---|---|\n");
+    if (want[0])
+        printf("| floor (FP32 conv+GEMM only) | %.2f | %.2f | | %.1f | 1.00 |\n", floor_ms,
+               floor_cpu, flops / (floor_ms * 1e6));
     for (int p = 0; p < 3; p++)
-        printf("| %s | %.2f | %.0f | %.1f | %.2f |\n", policies[p].label, step_ms[p],
-               batch / (step_ms[p] / 1e3), flops / (step_ms[p] * 1e6), step_ms[p] / floor_ms);
-    printf("\n%.3f GFLOP of convolutions and GEMMs per step\n", flops / 1e9);
+        if (want[p])
+            printf("| %s | %.2f | %.2f | %.0f | %.1f | %.2f |\n", policies[p].label, step_ms[p],
+                   step_cpu[p],
+                   batch / (step_ms[p] / 1e3), flops / (step_ms[p] * 1e6),
+                   want[0] ? step_ms[p] / floor_ms : 0.0);
+    if (be->info.isa[0])
+        printf("\namptrain path: isa %s, %d thread(s); FP32 GEMM %s\n", be->info.isa,
+               be->info.threads,
+               be->info.gemm[AMP_DTYPE_F32][0] ? be->info.gemm[AMP_DTYPE_F32] : "-");
+    if (want[0]) printf("\n%.3f GFLOP of convolutions and GEMMs per step\n", flops / 1e9);
     free(t);
+    free(tc);
     free(hs);
     be->ops->destroy(be);
     return 0;

@@ -569,16 +569,27 @@ static const float *wide(amp_model *m, const void *src, amp_dtype dt, size_t n, 
     return scratch;
 }
 
+/* The FP32 scratch buffer (f[0] or f[1]) that is not x. */
+static float *other_scratch(cnn *c, const float *x) { return x == c->f[1] ? c->f[0] : c->f[1]; }
+
 static int cnn_forward(amp_model *m, const amp_forward_args *a) {
     cnn *c = m->impl;
     amp_backend *be = m->be;
     int R = a->rows, training = a->for_backward;
     const void *prev = m->x;
     amp_dtype prev_ad = AMP_DTYPE_F32;
+    /* view: FP32 scratch holding exactly widen(prev) when a stage left one
+     * (relu and pooling are exact in any dtype, so their FP32 result is
+     * their stored output), else NULL: the next stage skips widening. An
+     * FP32 output is written in place, never copied. */
+    const float *view = NULL;
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
+        const cnn_stage *next = s + 1 < c->nst ? &c->st[s + 1] : NULL;
         size_t in_n = (size_t)R * in_elems(t), on = (size_t)R * out_elems(t);
         amp_round_count *fwd = t->layer >= 0 ? amp_model_rounds(m, t->layer, AMP_ROUND_FWD) : NULL;
+        int wide_out = t->ad == AMP_DTYPE_F32;
+        const float *out_view = NULL;
         switch (t->kind) {
         case ST_CONV: {
             /* the input rounded to the conv's dtype: counted, as autocast's cast */
@@ -587,8 +598,9 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
             if (t->b_work) bias = wide(m, t->b_work, t->cd, (size_t)t->oc, c->f_b);
             amp_conv2d_desc d = t->conv;
             d.n = R;
-            CHECK(AMP_CALL(be, conv2d_forward, c->f[1], t->x_op, t->w_work, bias, &d, c->ws, c->ws_bytes));
-            CHECK(be->ops->round(be, t->out, t->ad, c->f[1], on, fwd));
+            float *y = wide_out ? t->out : c->f[1];
+            CHECK(AMP_CALL(be, conv2d_forward, y, t->x_op, t->w_work, bias, &d, c->ws, c->ws_bytes));
+            if (!wide_out) CHECK(be->ops->round(be, t->out, t->ad, y, on, fwd));
             break;
         }
         case ST_FC: {
@@ -613,12 +625,13 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
             break;
         }
         case ST_BN: {
-            const float *x = wide(m, prev, prev_ad, in_n, c->f[0]);
+            const float *x = view ? view : wide(m, prev, prev_ad, in_n, c->f[0]);
             if (!x) return -1;
             int hw = t->h * t->w;
+            float *y = wide_out ? t->out : other_scratch(c, x);
             /* training: batch statistics, running ones updated (in the master
              * array, so checkpoints carry them); evaluation: running ones */
-            CHECK(AMP_CALL(be, batch_norm_forward, c->f[1], t->save_mean, t->save_invstd,
+            CHECK(AMP_CALL(be, batch_norm_forward, y, t->save_mean, t->save_invstd,
                            m->master + t->rm_off, m->master + t->rv_off, x, m->master + t->g_off,
                            m->master + t->be_off, R, t->c, hw, training, (float)t->momentum,
                            (float)t->eps));
@@ -629,29 +642,49 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
             }
             if (training) /* num_batches_tracked += 1 */
                 CHECK(be->ops->quantize(be, m->master + t->nbt_off, c->one, 1, AMP_DTYPE_F32, NULL, 1));
-            CHECK(be->ops->round(be, t->out, t->ad, c->f[1], on, fwd));
+            if (wide_out) break;
+            if (next && next->kind == ST_RELU && next->out == t->out) {
+                /* the relu overwrites this output in place: it only needs
+                 * the rounded values, so round (counted) in FP32 and skip
+                 * the store */
+                CHECK(be->ops->quantize(be, y, y, on, t->ad, fwd, 0));
+                out_view = y;
+            } else {
+                CHECK(be->ops->round(be, t->out, t->ad, y, on, fwd));
+            }
             break;
         }
         case ST_RELU: {
             /* in place and exact in any dtype: nothing to count */
-            const float *x = wide(m, prev, prev_ad, on, c->f[0]);
+            const float *x = view ? view : wide(m, prev, prev_ad, on, c->f[0]);
             if (!x) return -1;
-            CHECK(be->ops->act_forward(be, c->f[1], x, on, AMP_ACT_RELU));
-            CHECK(be->ops->round(be, t->out, t->ad, c->f[1], on, NULL));
+            if (wide_out) {
+                CHECK(be->ops->act_forward(be, t->out, x, on, AMP_ACT_RELU));
+                break;
+            }
+            float *y = (float *)x; /* x is scratch here: relu it in place */
+            CHECK(be->ops->act_forward(be, y, x, on, AMP_ACT_RELU));
+            CHECK(be->ops->round(be, t->out, t->ad, y, on, NULL));
+            out_view = y;
             break;
         }
         case ST_POOL: {
-            const float *x = wide(m, prev, prev_ad, in_n, c->f[0]);
+            const float *x = view ? view : wide(m, prev, prev_ad, in_n, c->f[0]);
             if (!x) return -1;
             amp_pool2d_desc d = t->pool;
             d.n = R;
-            CHECK(AMP_CALL(be, max_pool2d_forward, c->f[1], t->idx, x, &d));
-            CHECK(be->ops->round(be, t->out, t->ad, c->f[1], on, NULL)); /* exact */
+            float *y = wide_out ? t->out : other_scratch(c, x);
+            CHECK(AMP_CALL(be, max_pool2d_forward, y, t->idx, x, &d));
+            if (!wide_out) {
+                CHECK(be->ops->round(be, t->out, t->ad, y, on, NULL)); /* exact */
+                out_view = y;
+            }
             break;
         }
         }
         prev = t->out;
         prev_ad = t->ad;
+        view = out_view;
     }
     const cnn_stage *last = &c->st[c->nst - 1];
     size_t n = (size_t)R * last->oc;
@@ -740,6 +773,14 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
             break;
         }
         case ST_RELU: {
+            if (t->ad != AMP_DTYPE_F32 && op->act_backward_round) {
+                /* one pass reading the 16-bit output; g holds values of the
+                 * dtype, so the op's rounding is exact (uncounted, as the
+                 * composed ops below) */
+                CHECK(op->act_backward_round(be, f1, g, g, t->out, t->ad, on, AMP_ACT_RELU, NULL));
+                dx_in = gi;
+                break;
+            }
             const float *z = wide(m, t->out, t->ad, on, f1); /* relu's output: > 0 where its input was */
             if (!z) return -1;
             CHECK(op->act_backward(be, g, g, z, on, AMP_ACT_RELU));
@@ -758,6 +799,8 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         gi = dx_in;
         /* the input's gradient is stored in the input's dtype, counted
          * against the layer that produced the input */
+        if (t->kind == ST_RELU && pv->ad == t->ad)
+            continue; /* dy * (z > 0) of values already in the dtype: exact, uncounted */
         amp_round_count *pc = pv->layer >= 0 ? amp_model_rounds(m, pv->layer, AMP_ROUND_GRAD) : NULL;
         CHECK(op->quantize(be, c->f[gi], c->f[gi], in_n, pv->ad, t->kind == ST_RELU ? NULL : pc, 0));
     }

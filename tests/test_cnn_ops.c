@@ -9,13 +9,20 @@
  *   - batch_norm's running statistics against the closed form of PyTorch's
  *     update (momentum 0.1, unbiased variance).
  * Each finite-difference check is also run once against a gradient with one
- * element changed, and must reject it: the checker can fail. */
+ * element changed, and must reject it: the checker can fail.
+ *   - max pooling without padding (the vectorised 2x2 path among them)
+ *     against amp_maxpool_value bit for bit, with ties, NaNs, infinities and
+ *     signed zeros;
+ *   - the loops the backend compiles once per instruction-set path (batch
+ *     norm, pooling, the conv bias gradient): bit for bit equal on every path
+ *     this CPU has. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/kernels/conv.h"
 #include "backend/kernels/convert.h"
 #include "expect.h"
 #include "rng.h"
@@ -393,9 +400,107 @@ static void test_bn(int training) {
     free(x), free(gamma), free(beta), free(g), free(y), free(dx);
 }
 
+/* Pooling without padding (2x2 stride 2 runs four outputs per vector; the
+ * others the scalar select) against the shared per-element function: the
+ * same values, bit for bit, and the same indices. Values from a small set
+ * with NaN, +-inf and +-0, so windows tie, hold NaNs and hold only -inf. */
+static void test_pool_exact(const char *name, amp_pool2d_desc d) {
+    static const float vals[] = {0.0f, -0.0f, 1.0f, 1.0f, -2.0f, INFINITY, -INFINITY, NAN, 3.5f};
+    int p = amp_pool2d_out_h(&d), q = amp_pool2d_out_w(&d);
+    size_t xn = (size_t)d.n * d.c * d.h * d.w, yn = (size_t)d.n * d.c * p * q;
+    float *x = xmalloc(xn * 4), *y = xmalloc(yn * 4);
+    int32_t *idx = xmalloc(yn * 4);
+    for (size_t i = 0; i < xn; i++)
+        x[i] = i < xn / 4 ? -INFINITY : vals[amp_rng_below(&rng, sizeof vals / sizeof vals[0])];
+    ok(be->ops->max_pool2d_forward(be, y, idx, x, &d), "max_pool2d_forward");
+    int bad = 0;
+    for (int pl = 0; pl < d.n * d.c; pl++)
+        for (int oy = 0; oy < p; oy++)
+            for (int ox = 0; ox < q; ox++) {
+                int32_t a;
+                float v = amp_maxpool_value(&a, x + (size_t)pl * d.h * d.w, d.h, d.w, d.kh, d.kw, oy,
+                                            ox, d.stride_h, d.stride_w, d.pad_h, d.pad_w);
+                size_t o = (size_t)pl * p * q + (size_t)oy * q + ox;
+                if (memcmp(&v, &y[o], 4) != 0 || a != idx[o]) bad++;
+            }
+    EXPECT(bad == 0, "max_pool2d %s: %d of %zu windows differ from amp_maxpool_value", name, bad,
+           yn);
+    free(x), free(y), free(idx);
+}
+
+/* Runs batch norm (training, both directions), max pooling and the conv
+ * bias gradient on backend b into out (concatenated); returns the length. */
+static size_t isa_outputs(amp_backend *b, float *out) {
+    amp_rng r;
+    amp_rng_seed(&r, 99);
+    const int n = 4, c = 3, hw = 13 * 11;
+    size_t xn = (size_t)n * c * hw, k = 0;
+    float *x = xmalloc(xn * 4), *g = xmalloc(xn * 4), gamma[3], beta[3], rm[3] = {0}, rv[3] = {1, 1, 1};
+    for (size_t i = 0; i < xn; i++) x[i] = (float)amp_rng_normal(&r) * 3.0f + 1.0f;
+    for (size_t i = 0; i < xn; i++) g[i] = (float)amp_rng_normal(&r);
+    for (int i = 0; i < c; i++) gamma[i] = 1.0f + 0.1f * (float)i, beta[i] = 0.2f * (float)i;
+    float *y = out, *sm = y + xn, *si = sm + c, *dx = si + c, *dg = dx + xn, *db = dg + c;
+    ok(b->ops->batch_norm_forward(b, y, sm, si, rm, rv, x, gamma, beta, n, c, hw, 1, 0.1f, 1e-5f),
+       "batch_norm_forward");
+    ok(b->ops->batch_norm_backward(b, dx, dg, db, g, x, gamma, sm, si, n, c, hw, 1),
+       "batch_norm_backward");
+    k = 2 * xn + 4 * (size_t)c;
+    memcpy(out + k, rm, sizeof rm), memcpy(out + k + c, rv, sizeof rv);
+    k += 2 * (size_t)c;
+    amp_pool2d_desc pd = {n, c, 13, 11, 2, 2, 2, 2, 0, 0};
+    int32_t *idx = xmalloc(xn * 4);
+    ok(b->ops->max_pool2d_forward(b, out + k, idx, x, &pd), "max_pool2d_forward");
+    k += (size_t)n * c * 6 * 5;
+    amp_conv2d_desc cd = {n, 2, 13, 11, c, 3, 3, 1, 1, 1, 1, AMP_DTYPE_F32};
+    size_t wsb;
+    ok(b->ops->conv2d_workspace(b, &cd, &wsb), "conv2d_workspace");
+    void *ws = xmalloc(wsb);
+    float *dw = xmalloc((size_t)c * 2 * 9 * 4);
+    /* dy = g (n, c, 13, 11), x = the first 2 channels' worth of x */
+    ok(b->ops->conv2d_backward_filter(b, dw, out + k, x, g, &cd, ws, wsb), "conv2d_backward_filter");
+    k += (size_t)c;
+    free(x), free(g), free(idx), free(ws), free(dw);
+    return k;
+}
+
+static void test_isa_paths(void) {
+    static const char *const paths[] = {"generic", "avx2", "avx512"};
+    const size_t cap = 1 << 16;
+    float *ref = xmalloc(cap * 4), *got = xmalloc(cap * 4);
+    size_t n = isa_outputs(be, ref);
+    const char *keep = getenv("AMPTRAIN_ISA");
+    char saved[64] = "";
+    if (keep) snprintf(saved, sizeof saved, "%s", keep);
+    for (int i = 0; i < 3; i++) {
+        char err[512];
+        setenv("AMPTRAIN_ISA", paths[i], 1);
+        amp_backend *b = amp_backend_cpu_create(err, sizeof err);
+        if (!b) { /* a path this CPU (or build) lacks */
+            printf("isa path %s: not available here (%s)\n", paths[i], err);
+            continue;
+        }
+        size_t m = isa_outputs(b, got);
+        EXPECT(m == n && memcmp(ref, got, n * 4) == 0,
+               "batch norm / pooling / conv bias gradient: path %s differs from the default path",
+               paths[i]);
+        printf("isa path %s: batch norm, pooling, conv bias gradient bit for bit equal\n",
+               paths[i]);
+        b->ops->destroy(b);
+    }
+    if (keep)
+        setenv("AMPTRAIN_ISA", saved, 1);
+    else
+        unsetenv("AMPTRAIN_ISA");
+    free(ref), free(got);
+}
+
 int main(void) {
     char err[512];
     be = amp_backend_cpu_create(err, sizeof err);
+    if (!be && getenv("AMPTRAIN_ISA")) { /* test_cnn_ops_avx2 on a CPU without AVX2 */
+        printf("skipped: %s\n", err);
+        return 77;
+    }
     if (!be) {
         fprintf(stderr, "FAIL: %s\n", err);
         return 1;
@@ -417,6 +522,10 @@ int main(void) {
     test_pool("2x2 stride2 odd h", (amp_pool2d_desc){2, 5, 7, 6, 2, 2, 2, 2, 0, 0});
     test_pool("3x2 stride(1,2)", (amp_pool2d_desc){1, 3, 6, 7, 3, 2, 1, 2, 1, 0});
     test_pool_nan_and_checks();
+    test_pool_exact("2x2 stride2 w19", (amp_pool2d_desc){2, 3, 10, 19, 2, 2, 2, 2, 0, 0});
+    test_pool_exact("2x2 stride2 w8", (amp_pool2d_desc){1, 2, 4, 8, 2, 2, 2, 2, 0, 0});
+    test_pool_exact("3x2 stride(2,1) no pad", (amp_pool2d_desc){2, 2, 9, 10, 3, 2, 2, 1, 0, 0});
+    test_isa_paths();
     test_bn(1);
     test_bn(0);
     be->ops->destroy(be);

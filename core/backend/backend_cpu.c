@@ -63,6 +63,8 @@ typedef struct cpu_impl {
 
 static cpu_impl *impl_of(amp_backend *be) { return (cpu_impl *)be->impl; }
 
+const amp_cpu_kern *amp_cpu_kern_of(amp_backend *be) { return impl_of(be)->k; }
+
 /* Chunks for n elements: CHUNK each, or more when n is huge (so at most
  * MAX_UNSCALE_CHUNKS), always a multiple of 64. Depends on n only. */
 static size_t chunk_size(size_t n) {

@@ -9,9 +9,14 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "backend/backend.h"
 #include "backend/backend_cpu_cnn.h"
+#include "backend/cpu_internal.h"
+#include "backend/cpu_kern.h"
 #include "backend/kernels/conv.h"
 
 /* ---- shape checks ------------------------------------------------------- */
@@ -105,12 +110,135 @@ static int bn_check(amp_backend *be, int n, int c, int hw, int training) {
 
 /* ---- conv2d ------------------------------------------------------------- */
 
-/* dst[n] = elements off .. off+n-1 of src(dt) as FP32, exactly: the
- * backend's own widen op (its vector kernels). */
-static int widen_into(amp_backend *be, float *dst, const void *src, size_t off, amp_dtype dt,
-                      size_t n) {
-    const char *p = (const char *)src + off * (dt == AMP_DTYPE_F32 ? 4 : 2);
-    return be->ops->widen(be, dst, p, dt, n);
+/* The loops below split their work across OpenMP threads by output (a row
+ * of the column matrix, an input plane, a channel), each computed in a fixed
+ * order by one thread: results do not depend on the thread count. 16-bit
+ * data is converted by the kernel table of the backend's ISA path while it
+ * is packed, not in separate passes. */
+
+#define QTILE 1024 /* elements per stack tile of a 16-bit round trip */
+
+/* The hot loops (im2col rows, col2im planes, batch-norm channels, channel
+ * sums) are written once as inline bodies and compiled three times: with
+ * the avx512 and the avx2 path's instruction sets (function target
+ * attributes) and with the baseline's; the backend's ISA path picks one.
+ * They copy, add and multiply element by element, and their sums keep a
+ * fixed lane order whatever the vector width, with no FMA contraction
+ * (-ffp-contract=off for this file): every variant gives the same bits. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define CNN_TARGET_AVX512 \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+#define CNN_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define CNN_VARIANTS(name, params, args)                                   \
+    CNN_TARGET_AVX512 static void name##_avx512 params { name##_body args; } \
+    CNN_TARGET_AVX2 static void name##_avx2 params { name##_body args; }     \
+    static void name##_generic params { name##_body args; }
+#define CNN_PICK(name, lvl) \
+    ((lvl) == 2 ? name##_avx512 : (lvl) == 1 ? name##_avx2 : name##_generic)
+#else
+#define CNN_VARIANTS(name, params, args) \
+    static void name##_generic params { name##_body args; }
+#define CNN_PICK(name, lvl) name##_generic
+#endif
+#define CNN_INLINE static inline __attribute__((always_inline))
+
+/* 2: avx512 (and avx512_bf16), 1: avx2, 0: generic */
+static int isa_level(const amp_cpu_kern *k) {
+    return k->isa >= AMP_ISA_AVX512 ? 2 : k->isa == AMP_ISA_AVX2 ? 1 : 0;
+}
+
+/* Channel sums in FP64 as 8 partial sums by element index within each
+ * image's plane (element j into lane j % 8: the loops vectorise), combined
+ * in a fixed order; one channel per thread, so the result depends neither
+ * on the thread count nor on the vector width. */
+#define LANES 8
+static double lanes_total(const double *l) {
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* lane[j % 8] += v[j] */
+CNN_INLINE void lanes_sum_body(double *restrict lane, const float *restrict v, int n) {
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += v[j + l];
+    for (; j < n; j++) lane[j % LANES] += v[j];
+}
+CNN_VARIANTS(lanes_sum, (double *restrict lane, const float *restrict v, int n), (lane, v, n))
+
+/* lane[j % 8] += (v[j] - m)^2 */
+CNN_INLINE void lanes_sqdev_body(double *restrict lane, const float *restrict v, int n, double m) {
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            double t = (double)v[j + l] - m;
+            lane[l] += t * t;
+        }
+    for (; j < n; j++) {
+        double t = (double)v[j] - m;
+        lane[j % LANES] += t * t;
+    }
+}
+CNN_VARIANTS(lanes_sqdev, (double *restrict lane, const float *restrict v, int n, double m),
+             (lane, v, n, m))
+
+/* batch norm backward's sums: sdy += dy, sdyx += dy * xhat */
+CNN_INLINE void lanes_bn_bwd_body(double *restrict sdy, double *restrict sdyx,
+                                  const float *restrict dy, const float *restrict x, int n,
+                                  float mean, float invstd) {
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            sdy[l] += dy[j + l];
+            sdyx[l] += (double)dy[j + l] * amp_bn_xhat(x[j + l], mean, invstd);
+        }
+    for (; j < n; j++) {
+        sdy[j % LANES] += dy[j];
+        sdyx[j % LANES] += (double)dy[j] * amp_bn_xhat(x[j], mean, invstd);
+    }
+}
+CNN_VARIANTS(lanes_bn_bwd,
+             (double *restrict sdy, double *restrict sdyx, const float *restrict dy,
+              const float *restrict x, int n, float mean, float invstd),
+             (sdy, sdyx, dy, x, n, mean, invstd))
+
+CNN_INLINE void bn_apply_body(float *y, const float *x, int n, float mean, float invstd, float g,
+                              float b) {
+    for (int j = 0; j < n; j++) y[j] = amp_bn_apply(x[j], mean, invstd, g, b);
+}
+CNN_VARIANTS(bn_apply, (float *y, const float *x, int n, float mean, float invstd, float g, float b),
+             (y, x, n, mean, invstd, g, b))
+
+/* dx may equal dy (element j is read before it is written) */
+CNN_INLINE void bn_grad_body(float *dx, const float *dy, const float *x, int n, float mean,
+                             float invstd, float g, float mdy, float mdyx, int training) {
+    for (int j = 0; j < n; j++)
+        dx[j] = amp_bn_grad(dy[j], x[j], mean, invstd, g, mdy, mdyx, training);
+}
+CNN_VARIANTS(bn_grad,
+             (float *dx, const float *dy, const float *x, int n, float mean, float invstd, float g,
+              float mdy, float mdyx, int training),
+             (dx, dy, x, n, mean, invstd, g, mdy, mdyx, training))
+
+/* dst[n] = amp_quantize(src[n], dt) (+ b when add_b): through a 16-bit tile
+ * with the ISA path's kernels; uncounted, as the ops' internal roundings
+ * are. dst may equal src. */
+static void quantize_add(const amp_cpu_kern *k, float *dst, const float *src, size_t n, int dt,
+                         int add_b, float b) {
+    if (dt == AMP_DTYPE_F32) {
+        if (add_b)
+            for (size_t j = 0; j < n; j++) dst[j] = src[j] + b;
+        else if (dst != src)
+            memmove(dst, src, n * sizeof(float));
+        return;
+    }
+    uint16_t h[QTILE];
+    for (size_t i = 0; i < n; i += QTILE) {
+        size_t len = n - i < QTILE ? n - i : QTILE;
+        k->round16(h, src + i, len, dt, NULL);
+        k->widen16(dst + i, h, len, dt);
+        if (add_b)
+            for (size_t j = i; j < i + len; j++) dst[j] += b;
+    }
 }
 
 /* C[m, n] = alpha op(A) op(B) + beta C in FP32 through the backend's GEMM
@@ -126,34 +254,54 @@ static int gemm32(amp_backend *be, int trans_a, int trans_b, int m, int n, int k
 }
 
 /* Images go through the GEMMs in chunks of G side by side (one GEMM of
- * G*p*q columns instead of G small ones); G depends on the shape alone, so
- * the summation order, and the result, are fixed. */
-#define CONV_CHUNK_FLOATS ((size_t)16 << 20) /* col + out of one chunk: 64 MiB */
+ * G*p*q columns instead of G small ones). A chunk's column matrix and
+ * output (1 MiB per thread) stay in the threads' caches from im2col to the
+ * GEMM and on to the epilogue or col2im: one chunk of the whole batch
+ * (29 MiB for the second conv of the fashion CNN) made every pass a trip to
+ * memory, and 1 MiB chunks on 2 threads mean twice the parallel regions for
+ * half the work each. G depends on the shape and the thread count only, so
+ * the summation order (dW accumulates chunk by chunk) and the result are
+ * fixed for a thread count; another thread count may round dW differently. */
+#define CONV_CHUNK_FLOATS ((size_t)1 << 18)
+#define CONV_CHUNK_MAX_THREADS 16
 
 typedef struct conv_geom {
     int p, q, K, P; /* output plane, rows of the column matrix, p*q */
     int G;          /* images per chunk */
 } conv_geom;
 
-static conv_geom geom(const amp_conv2d_desc *d) {
+static conv_geom geom(const amp_conv2d_desc *d, int threads) {
     conv_geom g;
+    size_t t = threads < 1 ? 1 : threads > CONV_CHUNK_MAX_THREADS ? CONV_CHUNK_MAX_THREADS : (size_t)threads;
     g.p = amp_conv2d_out_h(d);
     g.q = amp_conv2d_out_w(d);
     g.K = d->c_in * d->kh * d->kw;
     g.P = g.p * g.q;
     size_t per = ((size_t)g.K + (size_t)d->c_out) * (size_t)g.P;
-    size_t G = per ? CONV_CHUNK_FLOATS / per : 1;
+    size_t G = per ? CONV_CHUNK_FLOATS * t / per : 1;
     if (G < 1) G = 1;
     if (G > (size_t)d->n) G = (size_t)d->n;
     g.G = (int)G;
     return g;
 }
 
+/* The outputs o in [*lo, *hi) of a row whose input o*stride - pad + k lies
+ * in [0, len). */
+static void valid_range(int n_out, int stride, int pad, int k, int len, int *lo, int *hi) {
+    int a = pad - k, b = len - 1 + pad - k; /* o*stride in [a, b] */
+    int l = a <= 0 ? 0 : (a + stride - 1) / stride;
+    int h = b < 0 ? 0 : b / stride + 1;
+    *lo = l < n_out ? l : n_out;
+    *hi = h < n_out ? h : n_out;
+    if (*hi < *lo) *hi = *lo;
+}
+
 /* Workspace in floats: the column matrix [K, G*P] and the chunk's output or
  * gathered dy [c_out, G*P], plus for a 16-bit dt the widened weights
- * [c_out, K] and the chunk's widened images [G, c_in, h, w]. */
-static size_t conv_ws_floats(const amp_conv2d_desc *d, size_t *col, size_t *yc) {
-    conv_geom g = geom(d);
+ * [c_out, K] and the chunk's widened images [G, c_in, h, w] (one vector
+ * pass; widening the short rows of im2col one by one costs more). */
+static size_t conv_ws_floats(const amp_conv2d_desc *d, int threads, size_t *col, size_t *yc) {
+    conv_geom g = geom(d, threads);
     *col = (size_t)g.K * g.G * g.P;
     *yc = (size_t)d->c_out * g.G * g.P;
     size_t wf = d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * g.K;
@@ -164,13 +312,14 @@ static size_t conv_ws_floats(const amp_conv2d_desc *d, size_t *col, size_t *yc) 
 int amp_cpu_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes) {
     if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     size_t col, yc;
-    *bytes = conv_ws_floats(d, &col, &yc) * sizeof(float);
+    *bytes = conv_ws_floats(d, be->info.threads, &col, &yc) * sizeof(float);
     return 0;
 }
 
 typedef struct conv_ws {
     float *col, *yc, *wf, *xf;
     conv_geom g;
+    const amp_cpu_kern *k;
 } conv_ws;
 
 /* Carves the workspace; for a 16-bit dt also widens w into wf (w may be
@@ -178,7 +327,7 @@ typedef struct conv_ws {
 static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, const void *w,
                       void *ws, size_t ws_bytes) {
     if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
-    size_t col, yc, need = conv_ws_floats(d, &col, &yc) * sizeof(float);
+    size_t col, yc, need = conv_ws_floats(d, be->info.threads, &col, &yc) * sizeof(float);
     if (ws_bytes < need || (need && !ws)) {
         snprintf(be->err, sizeof be->err,
                  "conv2d: workspace of %zu bytes is smaller than the %zu bytes "
@@ -186,14 +335,14 @@ static int conv_setup(amp_backend *be, conv_ws *s, const amp_conv2d_desc *d, con
                  ws_bytes, need);
         return 1;
     }
-    s->g = geom(d);
+    s->g = geom(d, be->info.threads);
+    s->k = amp_cpu_kern_of(be);
     s->col = ws;
     s->yc = s->col + col;
     s->wf = s->yc + yc;
     s->xf = s->wf + (d->dt == AMP_DTYPE_F32 ? 0 : (size_t)d->c_out * s->g.K);
-    if (w && d->dt != AMP_DTYPE_F32 &&
-        widen_into(be, s->wf, w, 0, d->dt, (size_t)d->c_out * s->g.K) != 0)
-        return 1;
+    if (w && d->dt != AMP_DTYPE_F32)
+        s->k->widen16(s->wf, w, (size_t)d->c_out * s->g.K, (int)d->dt);
     return 0;
 }
 
@@ -201,55 +350,72 @@ static const float *weights(const conv_ws *s, const void *w, const amp_conv2d_de
     return d->dt == AMP_DTYPE_F32 ? (const float *)w : s->wf;
 }
 
-/* col[K, g*P] for images i0 .. i0+g-1 of x, side by side: entry (ci, ky,
- * kx), (oy, ox) is x[ci, oy*stride - pad + ky, ox*stride - pad + kx], 0 in
- * the padding. A 16-bit x is widened into
- * xf first, once per element rather than once per use. */
-static int im2col(amp_backend *be, float *col, float *xf, const void *x, const amp_conv2d_desc *d,
-                  const conv_geom *gm, int i0, int g) {
-    size_t cols = (size_t)g * gm->P, x_img = (size_t)d->c_in * d->h * d->w;
-    const float *xs = (const float *)x + (size_t)i0 * x_img;
-    if (d->dt != AMP_DTYPE_F32) {
-        if (widen_into(be, xf, x, (size_t)i0 * x_img, d->dt, (size_t)g * x_img) != 0) return 1;
-        xs = xf;
+/* One row (ci, ky, kx) of one image of the column matrix: o[P] from the
+ * image's plane xp [h, w]. */
+CNN_INLINE void im2col_row_body(float *o, const float *xp, const amp_conv2d_desc *d, int p, int q,
+                                int ky, int kx) {
+    int y0, y1, x0, x1;
+    valid_range(p, d->stride_h, d->pad_h, ky, d->h, &y0, &y1);
+    valid_range(q, d->stride_w, d->pad_w, kx, d->w, &x0, &x1);
+    for (size_t i = 0; i < (size_t)y0 * q; i++) o[i] = 0.0f;
+    for (int oy = y0; oy < y1; oy++) {
+        float *ro = o + (size_t)oy * q;
+        int iy = oy * d->stride_h - d->pad_h + ky;
+        for (int ox = 0; ox < x0; ox++) ro[ox] = 0.0f;
+        const float *restrict src = xp + (size_t)iy * d->w + (x0 * d->stride_w - d->pad_w + kx);
+        float *restrict dst = ro + x0;
+        if (d->stride_w == 1) /* short rows: a loop beats a memcpy call */
+            for (int i = 0; i < x1 - x0; i++) dst[i] = src[i];
+        else
+            for (int i = 0; i < x1 - x0; i++) dst[i] = src[(size_t)i * d->stride_w];
+        for (int ox = x1; ox < q; ox++) ro[ox] = 0.0f;
     }
-    for (int ci = 0; ci < d->c_in; ci++)
-        for (int ky = 0; ky < d->kh; ky++)
-            for (int kx = 0; kx < d->kw; kx++) {
-                float *row = col + ((size_t)(ci * d->kh + ky) * d->kw + kx) * cols;
-                for (int gi = 0; gi < g; gi++) {
-                    const float *plane = xs + (size_t)gi * x_img + (size_t)ci * d->h * d->w;
-                    float *r = row + (size_t)gi * gm->P;
-                    for (int oy = 0; oy < gm->p; oy++) {
-                        float *ro = r + (size_t)oy * gm->q;
-                        int iy = oy * d->stride_h - d->pad_h + ky;
-                        if (iy < 0 || iy >= d->h) {
-                            memset(ro, 0, (size_t)gm->q * sizeof(float));
-                            continue;
-                        }
-                        const float *src = plane + (size_t)iy * d->w;
-                        for (int ox = 0; ox < gm->q; ox++) {
-                            int ix = ox * d->stride_w - d->pad_w + kx;
-                            ro[ox] = ix >= 0 && ix < d->w ? src[ix] : 0.0f;
-                        }
-                    }
-                }
-            }
+    for (size_t i = (size_t)y1 * q; i < (size_t)p * q; i++) o[i] = 0.0f;
+}
+CNN_VARIANTS(im2col_row,
+             (float *o, const float *xp, const amp_conv2d_desc *d, int p, int q, int ky, int kx),
+             (o, xp, d, p, q, ky, kx))
+
+/* col[K, g*P] for images i0 .. i0+g-1 of x (dt), side by side: entry (ci,
+ * ky, kx), (oy, ox) is x[ci, oy*stride - pad + ky, ox*stride - pad + kx] as
+ * FP32, 0 in the padding. A 16-bit x is widened (exactly) into xf first. */
+static int im2col(amp_backend *be, const conv_ws *s, const void *x, const amp_conv2d_desc *d,
+                  int i0, int g) {
+    const conv_geom *gm = &s->g;
+    size_t cols = (size_t)g * gm->P, x_img = (size_t)d->c_in * d->h * d->w;
+    int rows = gm->K, lvl = isa_level(s->k);
+    const float *xs = (const float *)x;
+    if (d->dt != AMP_DTYPE_F32) {
+        const uint16_t *x16 = (const uint16_t *)x + (size_t)i0 * x_img;
+        if (be->ops->widen(be, s->xf, x16, d->dt, (size_t)g * x_img) != 0) return 1;
+        xs = s->xf;
+        i0 = 0;
+    }
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)rows * cols > 32768)
+    for (int r = 0; r < rows; r++)
+        for (int gi = 0; gi < g; gi++) {
+            int ci = r / (d->kh * d->kw), ky = r / d->kw % d->kh, kx = r % d->kw;
+            CNN_PICK(im2col_row, lvl)(s->col + (size_t)r * cols + (size_t)gi * gm->P,
+                                      xs + (size_t)(i0 + gi) * x_img + (size_t)ci * d->h * d->w,
+                                      d, gm->p, gm->q, ky, kx);
+        }
     return 0;
 }
 
 /* yc[c_out, g*P] = dy of images i0 .. i0+g-1 (NCHW, dt), as FP32. */
-static int gather_dy(amp_backend *be, float *yc, const void *dy, const amp_conv2d_desc *d,
-                     const conv_geom *gm, int i0, int g) {
+static void gather_dy(const conv_ws *s, const void *dy, const amp_conv2d_desc *d, int i0, int g) {
+    const conv_geom *gm = &s->g;
     size_t cols = (size_t)g * gm->P;
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)d->c_out * cols > 32768)
     for (int co = 0; co < d->c_out; co++)
         for (int gi = 0; gi < g; gi++) {
-            size_t src = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
-            if (widen_into(be, yc + (size_t)co * cols + (size_t)gi * gm->P, dy, src, d->dt,
-                           (size_t)gm->P) != 0)
-                return 1;
+            float *dst = s->yc + (size_t)co * cols + (size_t)gi * gm->P;
+            size_t off = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
+            if (d->dt == AMP_DTYPE_F32)
+                memcpy(dst, (const float *)dy + off, (size_t)gm->P * sizeof(float));
+            else
+                s->k->widen16(dst, (const uint16_t *)dy + off, (size_t)gm->P, (int)d->dt);
         }
-    return 0;
 }
 
 int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
@@ -261,23 +427,47 @@ int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void 
     const float *wf = weights(&s, w, d);
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        if (im2col(be, s.col, s.xf, x, d, gm, i0, g) != 0) return 1;
+        if (im2col(be, &s, x, d, i0, g) != 0) return 1;
         /* yc[c_out, cols] = W[c_out, K] . col[K, cols] */
         if (gemm32(be, 0, 0, d->c_out, cols, gm->K, wf, gm->K, s.col, cols, 0.0f, s.yc, cols))
             return 1;
+        /* y = quantize(yc) + bias, one pass per plane */
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)d->c_out * cols > 32768)
         for (int gi = 0; gi < g; gi++)
-            for (int co = 0; co < d->c_out; co++) {
-                const float *src = s.yc + (size_t)co * cols + (size_t)gi * gm->P;
-                float *dst = y + ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
-                float b = bias ? bias[co] : 0.0f;
-                for (int j = 0; j < gm->P; j++) {
-                    float v = amp_quantize(src[j], (int)d->dt, NULL);
-                    dst[j] = bias ? v + b : v;
-                }
-            }
+            for (int co = 0; co < d->c_out; co++)
+                quantize_add(s.k, y + ((size_t)(i0 + gi) * d->c_out + co) * gm->P,
+                             s.yc + (size_t)co * cols + (size_t)gi * gm->P, (size_t)gm->P,
+                             (int)d->dt, bias != NULL, bias ? bias[co] : 0.0f);
     }
     return 0;
 }
+
+/* One input plane [h, w] of dx from the column matrix rows (ci, ky, kx)
+ * (r: row (ci, 0, 0) at this image's columns, ld apart): each element
+ * receives its terms in (ky, kx) ascending order starting from 0, so the
+ * order of the sum is fixed by the shape. */
+CNN_INLINE void col2im_plane_body(float *plane, const float *r, size_t ld,
+                                  const amp_conv2d_desc *d, int p, int q) {
+    for (size_t i = 0; i < (size_t)d->h * d->w; i++) plane[i] = 0.0f;
+    for (int ky = 0; ky < d->kh; ky++)
+        for (int kx = 0; kx < d->kw; kx++, r += ld) {
+            int y0, y1, x0, x1;
+            valid_range(p, d->stride_h, d->pad_h, ky, d->h, &y0, &y1);
+            valid_range(q, d->stride_w, d->pad_w, kx, d->w, &x0, &x1);
+            for (int oy = y0; oy < y1; oy++) {
+                int iy = oy * d->stride_h - d->pad_h + ky;
+                float *restrict dst = plane + (size_t)iy * d->w + (x0 * d->stride_w - d->pad_w + kx);
+                const float *restrict ro = r + (size_t)oy * q;
+                if (d->stride_w == 1)
+                    for (int ox = x0; ox < x1; ox++) dst[ox - x0] += ro[ox];
+                else
+                    for (int ox = x0; ox < x1; ox++) dst[(size_t)(ox - x0) * d->stride_w] += ro[ox];
+            }
+        }
+}
+CNN_VARIANTS(col2im_plane,
+             (float *plane, const float *r, size_t ld, const amp_conv2d_desc *d, int p, int q),
+             (plane, r, ld, d, p, q))
 
 int amp_cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
                                  const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
@@ -285,42 +475,48 @@ int amp_cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, con
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
     const float *wf = weights(&s, w, d);
-    size_t x_img = (size_t)d->c_in * d->h * d->w;
+    size_t x_img = (size_t)d->c_in * d->h * d->w, hw = (size_t)d->h * d->w;
+    int lvl = isa_level(s.k);
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        if (gather_dy(be, s.yc, dy, d, gm, i0, g) != 0) return 1;
+        gather_dy(&s, dy, d, i0, g);
         /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
         if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s.yc, cols, 0.0f, s.col, cols))
             return 1;
-        /* col2im as a scatter in row order (ci, ky, kx): each input element
-         * receives its terms in (ky, kx) ascending order starting from 0,
-         * so the order of the sum is fixed by the shape. */
-        float *dxc = dx + (size_t)i0 * x_img;
-        memset(dxc, 0, (size_t)g * x_img * sizeof(float));
-        for (int ci = 0; ci < d->c_in; ci++)
-            for (int ky = 0; ky < d->kh; ky++)
-                for (int kx = 0; kx < d->kw; kx++) {
-                    const float *row = s.col + ((size_t)(ci * d->kh + ky) * d->kw + kx) * cols;
-                    for (int gi = 0; gi < g; gi++) {
-                        float *plane = dxc + (size_t)gi * x_img + (size_t)ci * d->h * d->w;
-                        const float *r = row + (size_t)gi * gm->P;
-                        for (int oy = 0; oy < gm->p; oy++) {
-                            int iy = oy * d->stride_h - d->pad_h + ky;
-                            if (iy < 0 || iy >= d->h) continue;
-                            float *dst = plane + (size_t)iy * d->w;
-                            const float *ro = r + (size_t)oy * gm->q;
-                            for (int ox = 0; ox < gm->q; ox++) {
-                                int ix = ox * d->stride_w - d->pad_w + kx;
-                                if (ix >= 0 && ix < d->w) dst[ix] += ro[ox];
-                            }
-                        }
-                    }
-                }
-        if (d->dt != AMP_DTYPE_F32)
-            for (size_t i = 0; i < (size_t)g * x_img; i++)
-                dxc[i] = amp_quantize(dxc[i], (int)d->dt, NULL);
+        /* col2im as a gather per input plane, then the plane rounded to dt
+         * while it is in cache */
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)g * x_img > 32768)
+        for (int gi = 0; gi < g; gi++)
+            for (int ci = 0; ci < d->c_in; ci++) {
+                float *plane = dx + (size_t)(i0 + gi) * x_img + (size_t)ci * hw;
+                CNN_PICK(col2im_plane, lvl)(plane, s.col + (size_t)ci * d->kh * d->kw * cols +
+                                                       (size_t)gi * gm->P,
+                                            (size_t)cols, d, gm->p, gm->q);
+                if (d->dt != AMP_DTYPE_F32) quantize_add(s.k, plane, plane, hw, (int)d->dt, 0, 0.0f);
+            }
     }
     return 0;
+}
+
+/* The FP64 sum of a channel's dy over the batch (lanes as above). */
+static double channel_sum(const amp_cpu_kern *k, const void *dy, const amp_conv2d_desc *d, int co,
+                          int P) {
+    double lane[LANES] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float t[QTILE];
+    int lvl = isa_level(k);
+    for (int i = 0; i < d->n; i++) {
+        size_t base = ((size_t)i * d->c_out + co) * P;
+        for (int j0 = 0; j0 < P; j0 += QTILE) { /* QTILE % LANES == 0: lanes by j0 + j */
+            int len = P - j0 < QTILE ? P - j0 : QTILE;
+            const float *v = t;
+            if (d->dt == AMP_DTYPE_F32)
+                v = (const float *)dy + base + j0;
+            else
+                k->widen16(t, (const uint16_t *)dy + base + j0, (size_t)len, (int)d->dt);
+            CNN_PICK(lanes_sum, lvl)(lane, v, len);
+        }
+    }
+    return lanes_total(lane);
 }
 
 int amp_cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
@@ -331,37 +527,119 @@ int amp_cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, con
     const conv_geom *gm = &s.g;
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        if (im2col(be, s.col, s.xf, x, d, gm, i0, g) != 0) return 1;
-        if (gather_dy(be, s.yc, dy, d, gm, i0, g) != 0) return 1;
+        if (im2col(be, &s, x, d, i0, g) != 0) return 1;
+        gather_dy(&s, dy, d, i0, g);
         /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
         if (gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
                    gm->K))
             return 1;
     }
-    if (d->dt != AMP_DTYPE_F32)
-        for (size_t j = 0; j < (size_t)d->c_out * gm->K; j++)
-            dw[j] = amp_quantize(dw[j], (int)d->dt, NULL);
+    if (d->dt != AMP_DTYPE_F32) {
+        size_t wn = (size_t)d->c_out * gm->K;
+        quantize_add(s.k, dw, dw, wn, (int)d->dt, 0, 0.0f);
+    }
     if (dbias) {
-        for (int co = 0; co < d->c_out; co++) {
-            double sum = 0.0;
-            for (int i = 0; i < d->n; i++) {
-                size_t base = ((size_t)i * d->c_out + co) * gm->P;
-                for (int j = 0; j < gm->P; j++) sum += amp_load_dt(dy, base + j, (int)d->dt);
-            }
-            dbias[co] = (float)sum;
-        }
+#pragma omp parallel for schedule(static) if ((size_t)d->n * d->c_out * gm->P > 32768)
+        for (int co = 0; co < d->c_out; co++)
+            dbias[co] = (float)channel_sum(s.k, dy, d, co, gm->P);
     }
     return 0;
 }
 
 /* ---- max pooling -------------------------------------------------------- */
 
+/* Without padding every window lies inside the plane: amp_maxpool_value's
+ * scan (the first maximum in row-major order wins, the first NaN wins and
+ * stays) as a branch-free select, same bits and indices. */
+static inline void maxpool_plane_nopad(float *restrict y, int32_t *restrict idx,
+                                       const float *restrict x, int w, int p, int q, int kh,
+                                       int kw, int sh, int sw) {
+    for (int oy = 0; oy < p; oy++)
+        for (int ox = 0; ox < q; ox++) {
+            int32_t y0 = oy * sh, x0 = ox * sw, bi = y0 * w + x0;
+            float best = x[bi];
+            for (int ky = 0; ky < kh; ky++)
+                for (int kx = 0; kx < kw; kx++) {
+                    int32_t at = (y0 + ky) * w + x0 + kx;
+                    float v = x[at];
+                    int take = (v > best) | ((v != v) & (best == best));
+                    best = take ? v : best;
+                    bi = take ? at : bi;
+                }
+            y[(size_t)oy * q + ox] = best;
+            if (idx) idx[(size_t)oy * q + ox] = bi;
+        }
+}
+
+#ifdef __SSE2__
+/* The 2x2, stride 2 window (the common pool(2)) four outputs at a time:
+ * the same select as above on SSE2 lanes (baseline x86-64), so the same
+ * bits and indices; compare branches on random data mispredict. */
+static void maxpool_plane_2x2(float *restrict y, int32_t *restrict idx, const float *restrict x,
+                              int h, int w, int p, int q) {
+    for (int oy = 0; oy < p; oy++) {
+        const float *r0 = x + (size_t)(2 * oy) * w, *r1 = r0 + w;
+        for (int ox0 = 0; ox0 < q; ox0 += 4) {
+            /* the last group overlaps the previous one when q % 4 != 0:
+             * the shared outputs are written twice with the same values */
+            int ox = ox0 + 4 <= q || q < 4 ? ox0 : q - 4;
+            if (ox + 4 > q) { /* a row of fewer than 4 outputs */
+                for (; ox < q; ox++) {
+                    int32_t a;
+                    float v = amp_maxpool_value(&a, x, h, w, 2, 2, oy, ox, 2, 2, 0, 0);
+                    y[(size_t)oy * q + ox] = v;
+                    if (idx) idx[(size_t)oy * q + ox] = a;
+                }
+                break;
+            }
+            __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+            __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+            __m128 v[4] = {_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                           _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+            __m128i base = _mm_add_epi32(_mm_set1_epi32(2 * oy * w + 2 * ox),
+                                         _mm_setr_epi32(0, 2, 4, 6));
+            const int off[4] = {0, 1, w, w + 1};
+            __m128 best = v[0];
+            __m128i bi = base;
+            for (int k = 1; k < 4; k++) {
+                __m128 take = _mm_or_ps(_mm_cmpgt_ps(v[k], best),
+                                        _mm_and_ps(_mm_cmpunord_ps(v[k], v[k]),
+                                                   _mm_cmpord_ps(best, best)));
+                __m128i ti = _mm_castps_si128(take);
+                best = _mm_or_ps(_mm_and_ps(take, v[k]), _mm_andnot_ps(take, best));
+                __m128i at = _mm_add_epi32(base, _mm_set1_epi32(off[k]));
+                bi = _mm_or_si128(_mm_and_si128(ti, at), _mm_andnot_si128(ti, bi));
+            }
+            _mm_storeu_ps(y + (size_t)oy * q + ox, best);
+            if (idx) _mm_storeu_si128((__m128i *)(idx + (size_t)oy * q + ox), bi);
+        }
+    }
+}
+#endif
+
 int amp_cpu_max_pool2d_forward(amp_backend *be, float *y, int32_t *idx, const float *x,
                                const amp_pool2d_desc *d) {
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
     size_t planes = (size_t)d->n * d->c, in_plane = (size_t)d->h * d->w, out_plane = (size_t)p * q;
-    for (size_t pl = 0; pl < planes; pl++)
+    int nopad = d->pad_h == 0 && d->pad_w == 0;
+#pragma omp parallel for schedule(static) if (planes * out_plane > 32768)
+    for (size_t pl = 0; pl < planes; pl++) {
+        if (nopad) {
+            float *yp = y + pl * out_plane;
+            int32_t *ip = idx ? idx + pl * out_plane : NULL;
+            const float *xp = x + pl * in_plane;
+#ifdef __SSE2__
+            if (d->kh == 2 && d->kw == 2 && d->stride_h == 2 && d->stride_w == 2)
+                maxpool_plane_2x2(yp, ip, xp, d->h, d->w, p, q);
+            else
+#endif
+                maxpool_plane_nopad(yp, ip, xp, d->w, p, q, d->kh, d->kw, d->stride_h,
+                                    d->stride_w);
+            continue;
+        }
         for (int oy = 0; oy < p; oy++)
             for (int ox = 0; ox < q; ox++) {
                 int32_t a;
@@ -370,6 +648,7 @@ int amp_cpu_max_pool2d_forward(amp_backend *be, float *y, int32_t *idx, const fl
                                          d->stride_h, d->stride_w, d->pad_h, d->pad_w);
                 if (idx) idx[o] = a;
             }
+    }
     return 0;
 }
 
@@ -378,27 +657,29 @@ int amp_cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, con
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
     size_t planes = (size_t)d->n * d->c, in_plane = (size_t)d->h * d->w, out_plane = (size_t)p * q;
-    if (d->stride_h >= d->kh && d->stride_w >= d->kw) {
-        /* Windows do not overlap: each input gets at most one term, so a
-         * scatter of 0 + dy is the gather's sum, bit for bit. */
-        memset(dx, 0, planes * in_plane * sizeof(float));
-        for (size_t pl = 0; pl < planes; pl++)
-            for (size_t o = 0; o < out_plane; o++) {
-                float *t = &dx[pl * in_plane + (size_t)idx[pl * out_plane + o]];
-                *t = 0.0f + dy[pl * out_plane + o];
-            }
-        return 0;
-    }
-    for (size_t pl = 0; pl < planes; pl++)
+    int disjoint = d->stride_h >= d->kh && d->stride_w >= d->kw;
+#pragma omp parallel for schedule(static) if (planes * in_plane > 32768)
+    for (size_t pl = 0; pl < planes; pl++) {
+        if (disjoint) {
+            /* Windows do not overlap: each input gets at most one term, so a
+             * scatter of 0 + dy is the gather's sum, bit for bit. */
+            float *dp = dx + pl * in_plane;
+            memset(dp, 0, in_plane * sizeof(float));
+            for (size_t o = 0; o < out_plane; o++)
+                dp[idx[pl * out_plane + o]] = 0.0f + dy[pl * out_plane + o];
+            continue;
+        }
         for (int iy = 0; iy < d->h; iy++)
             for (int ix = 0; ix < d->w; ix++)
                 dx[pl * in_plane + (size_t)iy * d->w + ix] =
                     amp_maxpool_grad(dy + pl * out_plane, idx + pl * out_plane, d->w, p, q, d->kh,
                                      d->kw, iy, ix, d->stride_h, d->stride_w, d->pad_h, d->pad_w);
+    }
     return 0;
 }
 
 /* ---- batch normalisation ------------------------------------------------ */
+
 
 int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
                                float *running_mean, float *running_var, const float *x,
@@ -406,23 +687,18 @@ int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, floa
                                int training, float momentum, float eps) {
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
+    int lvl = isa_level(amp_cpu_kern_of(be));
+#pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean, invstd;
         if (training) {
-            double sum = 0.0, sq = 0.0;
-            for (int i = 0; i < n; i++) {
-                const float *xp = x + ((size_t)i * c + ch) * hw;
-                for (int j = 0; j < hw; j++) sum += xp[j];
-            }
-            double m = sum / count;
-            for (int i = 0; i < n; i++) {
-                const float *xp = x + ((size_t)i * c + ch) * hw;
-                for (int j = 0; j < hw; j++) {
-                    double t = (double)xp[j] - m;
-                    sq += t * t;
-                }
-            }
-            double var = sq / count;
+            double sum[LANES] = {0}, sq[LANES] = {0};
+            for (int i = 0; i < n; i++)
+                CNN_PICK(lanes_sum, lvl)(sum, x + ((size_t)i * c + ch) * hw, hw);
+            double m = lanes_total(sum) / count;
+            for (int i = 0; i < n; i++)
+                CNN_PICK(lanes_sqdev, lvl)(sq, x + ((size_t)i * c + ch) * hw, hw, m);
+            double var = lanes_total(sq) / count;
             mean = (float)m;
             invstd = amp_bn_invstd(var, eps);
             if (running_mean && running_var)
@@ -436,8 +712,7 @@ int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, floa
         save_invstd[ch] = invstd;
         for (int i = 0; i < n; i++) {
             size_t base = ((size_t)i * c + ch) * hw;
-            for (int j = 0; j < hw; j++)
-                y[base + j] = amp_bn_apply(x[base + j], mean, invstd, gamma[ch], beta[ch]);
+            CNN_PICK(bn_apply, lvl)(y + base, x + base, hw, mean, invstd, gamma[ch], beta[ch]);
         }
     }
     return 0;
@@ -449,24 +724,23 @@ int amp_cpu_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, float
                                 int hw, int training) {
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
+    int lvl = isa_level(amp_cpu_kern_of(be));
+#pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean = save_mean[ch], invstd = save_invstd[ch];
-        double sdy = 0.0, sdyx = 0.0;
+        double sdy[LANES] = {0}, sdyx[LANES] = {0};
         for (int i = 0; i < n; i++) {
             size_t base = ((size_t)i * c + ch) * hw;
-            for (int j = 0; j < hw; j++) {
-                sdy += dy[base + j];
-                sdyx += (double)dy[base + j] * amp_bn_xhat(x[base + j], mean, invstd);
-            }
+            CNN_PICK(lanes_bn_bwd, lvl)(sdy, sdyx, dy + base, x + base, hw, mean, invstd);
         }
-        dgamma[ch] = (float)sdyx;
-        dbeta[ch] = (float)sdy;
-        float mdy = (float)(sdy / count), mdyx = (float)(sdyx / count);
+        double s1 = lanes_total(sdy), s2 = lanes_total(sdyx);
+        dgamma[ch] = (float)s2;
+        dbeta[ch] = (float)s1;
+        float mdy = (float)(s1 / count), mdyx = (float)(s2 / count);
         for (int i = 0; i < n; i++) {
             size_t base = ((size_t)i * c + ch) * hw;
-            for (int j = 0; j < hw; j++)
-                dx[base + j] = amp_bn_grad(dy[base + j], x[base + j], mean, invstd, gamma[ch], mdy,
-                                           mdyx, training);
+            CNN_PICK(bn_grad, lvl)(dx + base, dy + base, x + base, hw, mean, invstd, gamma[ch], mdy,
+                                   mdyx, training);
         }
     }
     return 0;

@@ -14,6 +14,11 @@
  * NULL with be->err when out of memory. */
 const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n);
 
+/* The element-wise kernel table of the backend's ISA path (cpu_kern.h), for
+ * the ops outside backend_cpu.c (backend_cpu_cnn.c). */
+struct amp_cpu_kern;
+const struct amp_cpu_kern *amp_cpu_kern_of(amp_backend *be);
+
 int amp_cpu_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
                           const int32_t *tokens, int B, int T, int C);
 int amp_cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,

@@ -66,3 +66,24 @@ no_metrics() {
     no_outputs "$1"
     [ ! -e "$1/metrics.jsonl" ] || fail "$1/metrics.jsonl exists after a refused run"
 }
+
+# has_isa PATH: the CPU has the flags instruction-set path PATH (avx2, avx512,
+# avx512_bf16) needs.
+has_isa() {
+    local f need
+    case $1 in
+    avx2) need="avx2 fma f16c" ;;
+    avx512) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq" ;;
+    avx512_bf16) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512_bf16" ;;
+    esac
+    for f in $need; do grep -qw "$f" /proc/cpuinfo || return 1; done
+}
+
+# digest DIR: a run's metrics without timings, and its weights (for cmp)
+digest() {
+    sed -E 's/,"step_ms":[^,}]*//' "$1/metrics.jsonl"
+    sha256sum <"$1/weights.safetensors"
+}
+value() { # DIR KEY: a number from summary.json
+    sed -nE "s/^  \"$2\": ([^,]*),?$/\1/p" "$1/summary.json"
+}

@@ -2,6 +2,11 @@
 # forward against direct references, every backward against finite
 # differences on odd shapes.
 amp_unit_test(test_cnn_ops numerics cnn)
+# again on the avx2 path (oneDNN fixes its ISA once per process), so its
+# compiled loops are compared with the generic path's too
+add_test(NAME test_cnn_ops_avx2 COMMAND test_cnn_ops)
+set_tests_properties(test_cnn_ops_avx2 PROPERTIES LABELS "numerics;cnn" SKIP_RETURN_CODE 77
+                     ENVIRONMENT "AMPTRAIN_ISA=avx2")
 # The same ops on CUDA (cuDNN convolutions, own pooling/batch-norm kernels)
 # against the CPU, per op and dtype. Label `gpu`; 77 (skipped) without a device.
 amp_unit_test(test_gpu_cnn gpu cnn)
@@ -47,3 +52,7 @@ amp_unit_test(test_gpu_cnn_parity gpu cnn)
 # layer.conv1 = f32 and op.conv = f32 reach the CNN (read from its telemetry).
 add_test(NAME cnn_precision_overrides COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cnn/overrides.sh $<TARGET_FILE:amptrain>)
 set_tests_properties(cnn_precision_overrides PROPERTIES LABELS "cnn;train")
+# Determinism of the CNN on the CPU: repeatable per path and thread count,
+# 1 against 2 threads and every ISA path within 2e-3 (tests/cnn/paths.sh).
+add_test(NAME cnn_cpu_paths COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cnn/paths.sh $<TARGET_FILE:amptrain>)
+set_tests_properties(cnn_cpu_paths PROPERTIES LABELS "cnn;train;pin")

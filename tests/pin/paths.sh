@@ -23,15 +23,6 @@ trap 'rm -rf "$W"' EXIT
 # (the config's dynamic scaler for all three: its keys are in the file)
 policies=("fp32:--set precision.plugin=fp32" "fp16:--set precision.plugin=fp16"
     "bf16:--set precision.plugin=bf16")
-has_isa() { # the CPU flags a path needs
-    local f need
-    case $1 in
-    avx2) need="avx2 fma f16c" ;;
-    avx512) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq" ;;
-    avx512_bf16) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512_bf16" ;;
-    esac
-    for f in $need; do grep -qw "$f" /proc/cpuinfo || return 1; done
-}
 
 run() { # DIR POLICY_ARGS [ENV=VALUE ...]
     local dir=$1 args=$2
@@ -40,13 +31,6 @@ run() { # DIR POLICY_ARGS [ENV=VALUE ...]
         --set train.steps=40 --set train.log_every=1 --set model.hidden=96,64 \
         --set data.batch_size=64 $args --out "$dir" >/dev/null 2>"$dir.log" ||
         fail "run $dir ($*) failed: $(tail -3 "$dir.log")"
-}
-digest() { # metrics without timings, and the weights
-    sed -E 's/,"step_ms":[^,}]*//' "$1/metrics.jsonl"
-    sha256sum <"$1/weights.safetensors"
-}
-value() { # DIR KEY: a number from summary.json
-    sed -nE "s/^  \"$2\": ([^,]*),?$/\1/p" "$1/summary.json"
 }
 
 for p in "${policies[@]}"; do
