@@ -164,6 +164,21 @@ static void check_table(const amp_cpu_kern *k) {
         for (size_t i = 0; i < n; i++) bad += !same(o[i], y[i] * amp_act_grad(x[i], act));
         EXPECT(bad == 0, "%s act_grad_mul %d: %zu differ", isa, act, bad);
     }
+    /* vexp: libm's expf bit for bit (the vector path replays glibc's
+     * algorithm), in place too; every 4099th bit pattern of the whole
+     * float range, and the arguments the GELU and softmax give it */
+    {
+        size_t ne = (size_t)(0x100000000ull / 4099) + 1, bad_e = 0;
+        float *ex = malloc(ne * 4), *ey = malloc(ne * 4);
+        for (size_t i = 0; i < ne; i++) ex[i] = fb((uint32_t)(i * 4099u + 17u));
+        for (size_t i = 0; i < n; i++) ex[i] = amp_gelu_tanh_arg(x[i]);
+        for (size_t i = n; i < 2 * n; i++) ex[i] = -fabsf(z[i - n]) * 1e-3f;
+        memcpy(ey, ex, ne * 4);
+        k->vexp(ey, ey, ne);
+        for (size_t i = 0; i < ne; i++) bad_e += !same(ey[i], expf(ex[i]));
+        EXPECT(bad_e == 0, "%s vexp: %zu of %zu differ from expf", isa, bad_e, ne);
+        free(ex), free(ey);
+    }
     k->add(o, x, y, n);
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) bad += !same(o[i], x[i] + y[i]);
