@@ -13,6 +13,13 @@
  * backend's scratch slot `slot` (valid until that slot is used again).
  * NULL with be->err when out of memory. */
 const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n);
+/* Scratch slot `slot` as at least n floats (contents undefined); NULL with
+ * be->err when out of memory. Counted in be->info.scratch_bytes. */
+float *amp_cpu_scratch(amp_backend *be, int slot, size_t n);
+
+/* The element-wise kernel table of the backend's instruction-set path. */
+struct amp_cpu_kern;
+const struct amp_cpu_kern *amp_cpu_kern_of(amp_backend *be);
 
 int amp_cpu_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
                           const int32_t *tokens, int B, int T, int C);
