@@ -618,10 +618,15 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(linear_backward(m, &b->fc_proj, g->g_small, b->fc_proj.act, b->fch_gelu, b->c_fc.act,
                               rows, g->f_dx));
         amp_round_count *fc_cnt = amp_model_rounds(m, b->c_fc.layer, AMP_ROUND_GRAD);
-        CHECK(op->quantize(be, g->f_dx, g->f_dx, n4, b->c_fc.act, fc_cnt, 0));
-        CHECK(op->widen(be, g->f_t, b->fch, b->c_fc.act, n4));
-        CHECK(op->act_backward(be, g->f_dx, g->f_dx, g->f_t, n4, AMP_ACT_GELU_TANH));
-        CHECK(op->round(be, g->g_big, b->c_fc.act, g->f_dx, n4, fc_cnt));
+        if (op->act_backward_round) { /* the same bits in one pass */
+            CHECK(op->act_backward_round(be, g->g_big, NULL, g->f_dx, b->fch, b->c_fc.act, n4,
+                                         AMP_ACT_GELU_TANH, fc_cnt));
+        } else {
+            CHECK(op->quantize(be, g->f_dx, g->f_dx, n4, b->c_fc.act, fc_cnt, 0));
+            CHECK(op->widen(be, g->f_t, b->fch, b->c_fc.act, n4));
+            CHECK(op->act_backward(be, g->f_dx, g->f_dx, g->f_t, n4, AMP_ACT_GELU_TANH));
+            CHECK(op->round(be, g->g_big, b->c_fc.act, g->f_dx, n4, fc_cnt));
+        }
         CHECK(linear_backward(m, &b->c_fc, g->g_big, b->c_fc.act, b->ln2_out, b->ln2.act, rows,
                               g->f_dx));
         CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, b->ln2.act,
