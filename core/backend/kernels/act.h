@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "backend/kernels/amp_hd.h"
+#include "backend/kernels/convert.h"
 
 #define AMP_INV_SQRT2 0.70710678118654752440f
 #define AMP_INV_SQRT2PI 0.39894228040143267794f
@@ -66,12 +67,16 @@ static inline AMP_HD float amp_gelu_tanh_grad_from_exp(float x, float e) {
     float left = 0.5f * x, right = 1.0f + t;
     float left_derivative = 0.5f * right;
     float sech2 = 1.0f - t * t;
-    /* saturated (|x| large, x^2 possibly inf): the second term is 0, not
-     * 0 * inf; the derivative is 1 for x -> +inf and 0 for x -> -inf */
-    if (sech2 == 0.0f) return left_derivative;
     float right_derivative =
         left * sech2 * AMP_GELU_TANH_BETA * (1.0f + 3.0f * AMP_GELU_TANH_KAPPA * x_sq);
-    return left_derivative + right_derivative;
+    /* saturated (|x| large, x^2 possibly inf): the second term is 0, not
+     * 0 * inf; the derivative is 1 for x -> +inf and 0 for x -> -inf.
+     * Adding +0.0f there returns left_derivative itself (never -0: it is
+     * 0.5 (1 + t) with t >= -1). The second term is zeroed through its bits
+     * (an integer select, not a branch around float arithmetic), so the CPU
+     * loops vectorise on AVX2 too. */
+    uint32_t keep = sech2 == 0.0f ? 0u : 0xffffffffu;
+    return left_derivative + amp_f32_from_bits(amp_f32_bits(right_derivative) & keep);
 }
 
 static inline AMP_HD float amp_gelu_tanh_grad(float x) {
