@@ -233,7 +233,7 @@ class TorchStep:
             if self.clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
             self.opt.step()
-        return float(loss)
+        return loss.detach().item()
 
 
 def torch_ms(torch, a, model, policy):
@@ -318,10 +318,12 @@ def main(argv):
             else:
                 print("| %s | %.3f | n/a | n/a (%s) | |" % (p, am, fp16_why))
         if "fp32" in a.policies:
-            fp32 = statistics.median(res[(m, "fp32")]["amp"])
+            # per round (the policies of a round ran back to back), then the median
+            fp32 = res[(m, "fp32")]["amp"]
             print()
-            print("amptrain step / amptrain fp32 step: " + ", ".join(
-                "%s %.2f" % (p, statistics.median(res[(m, p)]["amp"]) / fp32) for p in a.policies))
+            print("amptrain step / amptrain fp32 step (median of the rounds' ratios): " + ", ".join(
+                "%s %.2f" % (p, statistics.median(x / f for x, f in zip(res[(m, p)]["amp"], fp32)))
+                for p in a.policies))
         for p in a.policies:
             print("amptrain %s kernels: %s" % (p, res[(m, p)]["kernels"]))
     return 0
