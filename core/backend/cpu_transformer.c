@@ -121,21 +121,29 @@ int amp_cpu_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, floa
     size_t es = dt_size(out_dt);
     unsigned long long nz = 0, uf = 0, of = 0;
     int fail = 0;
+    int groups = (rows + AMP_LN_ROWS - 1) / AMP_LN_ROWS;
 #pragma omp parallel reduction(+ : nz, uf, of, fail) if ((size_t)rows * C >= PAR_MIN)
     {
         float *v = malloc((size_t)C * sizeof *v);
         amp_tally t = {0, 0, 0};
         fail += v == NULL;
 #pragma omp for schedule(static)
-        for (int r = 0; r < rows; r++) {
+        for (int gi = 0; gi < groups; gi++) {
+            int r0 = gi * AMP_LN_ROWS, R = rows - r0 < AMP_LN_ROWS ? rows - r0 : AMP_LN_ROWS;
             if (!v) continue;
-            const float *xr = x + (size_t)r * C;
-            float m, s;
-            amp_ln_stats(xr, C, eps, &m, &s);
-            for (int i = 0; i < C; i++) v[i] = amp_ln_value(xr[i], m, s, w[i], b ? b[i] : 0.0f);
-            store_row(k, (char *)out + (size_t)r * C * es, v, (size_t)C, out_dt, &t);
-            mean[r] = m;
-            rstd[r] = s;
+            /* the statistics of AMP_LN_ROWS rows at once (the same bits as one by one) */
+            if (R == AMP_LN_ROWS)
+                amp_ln_stats_rows(x + (size_t)r0 * C, (size_t)C, AMP_LN_ROWS, C, eps, mean + r0,
+                                  rstd + r0);
+            else
+                for (int r = r0; r < r0 + R; r++)
+                    amp_ln_stats(x + (size_t)r * C, C, eps, mean + r, rstd + r);
+            for (int r = r0; r < r0 + R; r++) {
+                const float *xr = x + (size_t)r * C;
+                float m = mean[r], s = rstd[r];
+                for (int i = 0; i < C; i++) v[i] = amp_ln_value(xr[i], m, s, w[i], b ? b[i] : 0.0f);
+                store_row(k, (char *)out + (size_t)r * C * es, v, (size_t)C, out_dt, &t);
+            }
         }
         free(v);
         nz += t.nz;
@@ -154,10 +162,17 @@ int amp_cpu_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
                                const float *mean, const float *rstd, int rows, int C) {
     (void)be;
     int par = (size_t)rows * C >= PAR_MIN, nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
+    int groups = (rows + AMP_LN_ROWS - 1) / AMP_LN_ROWS;
 #pragma omp parallel for schedule(static) if (par)
-    for (int r = 0; r < rows; r++)
-        amp_ln_backward_row(dx + (size_t)r * C, dout + (size_t)r * C, x + (size_t)r * C, w,
-                            mean[r], rstd[r], C);
+    for (int gi = 0; gi < groups; gi++) {
+        int r0 = gi * AMP_LN_ROWS, R = rows - r0 < AMP_LN_ROWS ? rows - r0 : AMP_LN_ROWS;
+        size_t o = (size_t)r0 * C;
+        if (R == AMP_LN_ROWS) /* constant R: the sums stay in registers */
+            amp_ln_backward_rows(dx + o, dout + o, x + o, w, mean + r0, rstd + r0, (size_t)C,
+                                 AMP_LN_ROWS, C);
+        else
+            amp_ln_backward_rows(dx + o, dout + o, x + o, w, mean + r0, rstd + r0, (size_t)C, R, C);
+    }
 #pragma omp parallel for schedule(static) if (par && nblk > 1)
     for (int blk = 0; blk < nblk; blk++) {
         int c0 = blk * COL_BLOCK, n = C - c0 < COL_BLOCK ? C - c0 : COL_BLOCK;
