@@ -616,17 +616,18 @@ static int gpt_forward(amp_model *m, const amp_forward_args *a) {
 
 /* ---- backward ------------------------------------------------------------------ */
 
-/* From dy(dy_dt)[rows, out]: dW (and db) added into the FP32 gradients,
+/* From dy[rows, out] (values in dy_dt, stored as dy_store: dy_dt, or F32 for
+ * a wide L, see grad_for): dW (and db) added into the FP32 gradients,
  * rounded first to the working copy's dtype when it is 16-bit (the
  * gradient of a 16-bit weight is 16-bit); dx[rows, in] = dy W in FP32 when
  * dx is not NULL. */
-static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, amp_dtype dy_dt,
-                           const void *x, amp_dtype x_dt, int rows, float *dx) {
+static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, amp_dtype dy_store,
+                           amp_dtype dy_dt, const void *x, amp_dtype x_dt, int rows, float *dx) {
     gpt *g = m->impl;
     amp_backend *be = m->be;
     amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
     size_t wn = (size_t)L->in * L->out;
-    const void *dyg = gemm_operand(m, L, 0, dy, dy_dt, dy_dt, (size_t)rows * L->out);
+    const void *dyg = gemm_operand(m, L, 0, dy, dy_store, dy_dt, (size_t)rows * L->out);
     const void *xg = gemm_operand(m, L, 1, x, x_dt, x_dt, (size_t)rows * L->in);
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T X[rows, in] */
@@ -634,7 +635,7 @@ static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, am
     CHECK(AMP_CALL(be, gemm_ex, &dw));
     CHECK(be->ops->quantize(be, m->grads + L->w_off, g->f_w, wn, L->wdt, cnt, 1));
     if (L->b_off != NO_PARAM) {
-        CHECK(be->ops->widen(be, g->f_t, dy, dy_dt, (size_t)rows * L->out));
+        CHECK(be->ops->widen(be, g->f_t, dy, dy_store, (size_t)rows * L->out));
         CHECK(be->ops->col_sum(be, g->f_b, g->f_t, rows, L->out));
         CHECK(be->ops->quantize(be, m->grads + L->b_off, g->f_b, (size_t)L->out, L->wdt, cnt, 1));
     }
@@ -644,6 +645,26 @@ static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, am
     /* dX[rows, in] = dY[rows, out] W[out, in] */
     amp_gemm_desc dd = amp_gemm_plain(dx, dyg, wg, gemm_dtype(L), 0, 0, rows, L->in, L->out);
     return AMP_CALL(be, gemm_ex, &dd);
+}
+
+/* L's dY from its FP32 gradient src[n], rounded into dt and counted: the
+ * dt array dst, or, when L is wide, the FP32 array of the rounded values
+ * (what its GEMMs read, so they need no widening) in wide_buf (may be src).
+ * *dy and *store say which. */
+static int grad_for(amp_model *m, const gpt_linear *L, void *dst, float *wide_buf,
+                    const float *src, size_t n, amp_dtype dt, amp_round_count *cnt,
+                    const void **dy, amp_dtype *store) {
+    amp_backend *be = m->be;
+    if (L->wide && dt != AMP_DTYPE_F32) {
+        CHECK(be->ops->quantize(be, wide_buf, src, n, dt, cnt, 0));
+        *dy = wide_buf;
+        *store = AMP_DTYPE_F32;
+        return 0;
+    }
+    CHECK(be->ops->round(be, dst, dt, src, n, cnt));
+    *dy = dst;
+    *store = dt;
+    return 0;
 }
 
 /* dres += the LayerNorm's input gradient from dout (FP32, [rows, C]); its
@@ -665,9 +686,11 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
     if (!a->accumulate) CHECK(op->zero(be, m->grads, m->desc.nparams * sizeof(float)));
     /* LM head: the FP32 dlogits are the gradient of 16-bit logits */
     const gpt_linear *h = &g->lm_head;
-    CHECK(op->round(be, g->logits, h->act, g->f_dlogits, (size_t)rows * g->V,
-                    amp_model_rounds(m, h->layer, AMP_ROUND_GRAD)));
-    CHECK(linear_backward(m, h, g->logits, h->act, g->lnf_out, g->ln_f.act, rows, g->f_dx));
+    const void *dy;
+    amp_dtype dy_store;
+    CHECK(grad_for(m, h, g->logits, g->f_dlogits, g->f_dlogits, (size_t)rows * g->V, h->act,
+                   amp_model_rounds(m, h->layer, AMP_ROUND_GRAD), &dy, &dy_store));
+    CHECK(linear_backward(m, h, dy, dy_store, h->act, g->lnf_out, g->ln_f.act, rows, g->f_dx));
     CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, g->ln_f.act,
                        amp_model_rounds(m, g->ln_f.layer, AMP_ROUND_GRAD), 0));
     CHECK(op->zero(be, g->dres, nc * sizeof(float)));
@@ -676,21 +699,29 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         gpt_block *b = &g->blocks[i];
         size_t n4 = 4 * nc;
         /* MLP: dres is the gradient of its c_proj output (16-bit there) */
-        CHECK(op->round(be, g->g_small, b->fc_proj.act, g->dres, nc,
-                        amp_model_rounds(m, b->fc_proj.layer, AMP_ROUND_GRAD)));
-        CHECK(linear_backward(m, &b->fc_proj, g->g_small, b->fc_proj.act, b->fch_gelu, b->c_fc.act,
-                              rows, g->f_dx));
+        CHECK(grad_for(m, &b->fc_proj, g->g_small, g->g_small, g->dres, nc, b->fc_proj.act,
+                       amp_model_rounds(m, b->fc_proj.layer, AMP_ROUND_GRAD), &dy, &dy_store));
+        CHECK(linear_backward(m, &b->fc_proj, dy, dy_store, b->fc_proj.act, b->fch_gelu,
+                              b->c_fc.act, rows, g->f_dx));
         amp_round_count *fc_cnt = amp_model_rounds(m, b->c_fc.layer, AMP_ROUND_GRAD);
+        dy = g->g_big;
+        dy_store = b->c_fc.act;
         if (op->act_backward_round) { /* the same bits in one pass */
-            CHECK(op->act_backward_round(be, g->g_big, NULL, g->f_dx, b->fch, b->c_fc.act, n4,
-                                         AMP_ACT_GELU_TANH, fc_cnt));
+            /* wide: its FP32 widening too, which the GEMMs read */
+            int wide = b->c_fc.wide && b->c_fc.act != AMP_DTYPE_F32;
+            CHECK(op->act_backward_round(be, g->g_big, wide ? g->f_t : NULL, g->f_dx, b->fch,
+                                         b->c_fc.act, n4, AMP_ACT_GELU_TANH, fc_cnt));
+            if (wide) {
+                dy = g->f_t;
+                dy_store = AMP_DTYPE_F32;
+            }
         } else {
             CHECK(op->quantize(be, g->f_dx, g->f_dx, n4, b->c_fc.act, fc_cnt, 0));
             CHECK(op->widen(be, g->f_t, b->fch, b->c_fc.act, n4));
             CHECK(op->act_backward(be, g->f_dx, g->f_dx, g->f_t, n4, AMP_ACT_GELU_TANH));
             CHECK(op->round(be, g->g_big, b->c_fc.act, g->f_dx, n4, fc_cnt));
         }
-        CHECK(linear_backward(m, &b->c_fc, g->g_big, b->c_fc.act, b->ln2_out, b->ln2.act, rows,
+        CHECK(linear_backward(m, &b->c_fc, dy, dy_store, b->c_fc.act, b->ln2_out, b->ln2.act, rows,
                               g->f_dx));
         CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, b->ln2.act,
                            amp_model_rounds(m, b->ln2.layer, AMP_ROUND_GRAD), 0));
@@ -698,9 +729,9 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(AMP_CALL(be, residual_add, g->x_mid, b->x, b->proj, b->c_proj.act, nc));
         CHECK(norm_backward(m, &b->ln2, g->f_dx, g->x_mid, b->ln2_mean, b->ln2_rstd, rows));
         /* attention: dres is now the gradient of its c_proj output */
-        CHECK(op->round(be, g->g_small, b->c_proj.act, g->dres, nc,
-                        amp_model_rounds(m, b->c_proj.layer, AMP_ROUND_GRAD)));
-        CHECK(linear_backward(m, &b->c_proj, g->g_small, b->c_proj.act, b->atty, b->adt, rows,
+        CHECK(grad_for(m, &b->c_proj, g->g_small, g->g_small, g->dres, nc, b->c_proj.act,
+                       amp_model_rounds(m, b->c_proj.layer, AMP_ROUND_GRAD), &dy, &dy_store));
+        CHECK(linear_backward(m, &b->c_proj, dy, dy_store, b->c_proj.act, b->atty, b->adt, rows,
                               g->f_dx));
         amp_round_count *at_cnt = amp_model_rounds(m, b->attn_layer, AMP_ROUND_GRAD);
         CHECK(op->round(be, g->g_big, b->adt, g->f_dx, nc, at_cnt));
@@ -708,8 +739,8 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         if (!qkv) return -1;
         CHECK(AMP_CALL(be, attention_backward, g->g_qkv, g->att_ws, g->g_big, qkv, b->att, b->adt,
                        Bn, g->T, C, g->k.n_head, at_cnt));
-        CHECK(linear_backward(m, &b->c_attn, g->g_qkv, b->adt, b->ln1_out, b->ln1.act, rows,
-                              g->f_dx));
+        CHECK(linear_backward(m, &b->c_attn, g->g_qkv, b->adt, b->adt, b->ln1_out, b->ln1.act,
+                              rows, g->f_dx));
         CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, b->ln1.act,
                            amp_model_rounds(m, b->ln1.layer, AMP_ROUND_GRAD), 0));
         CHECK(norm_backward(m, &b->ln1, g->f_dx, b->x, b->ln1_mean, b->ln1_rstd, rows));
