@@ -107,11 +107,13 @@ def amptrain_ms(a, model, policy):
     if r.returncode != 0:
         raise RuntimeError("bench_step failed (%d): %s" % (r.returncode, r.stderr.strip()))
     kernels = ""
-    ms = None
+    ms = cpu = None
     for line in r.stdout.splitlines():
         m = re.match(r"\|\s*%s\s*\|\s*([0-9.]+)\s*\|" % re.escape(AMP_LABEL[policy]), line)
         if m:
             ms = float(m.group(1))
+            cols = [c.strip() for c in line.strip().strip("|").split("|")]
+            cpu = float(cols[7]) if len(cols) > 7 else None  # step cpu ms
         if line.startswith(AMP_LABEL[policy] + " kernels:"):
             kernels = line.split(":", 1)[1].strip()
         if model == "gpt" and line.startswith("bench_step: GPT"):
@@ -121,7 +123,7 @@ def amptrain_ms(a, model, policy):
                                    % (v.group(1), a.vocab))
     if ms is None:
         raise RuntimeError("no %s row in bench_step's output:\n%s" % (policy, r.stdout))
-    return ms, kernels
+    return ms, cpu, kernels
 
 
 def make_gpt(torch, a):
@@ -283,15 +285,16 @@ def main(argv):
           % (a.threads, a.rounds, a.steps, a.warmup))
     print("torch %s (%s); amptrain %s" % (torch.__version__, torch.backends.cpu.get_cpu_capability()
                                           if hasattr(torch.backends, "cpu") else "?", a.bench_step))
-    res = {(m, p): {"amp": [], "torch": [], "ratio": [], "kernels": ""}
+    res = {(m, p): {"amp": [], "cpu": [], "torch": [], "ratio": [], "kernels": ""}
            for m in a.models for p in a.policies}
     try:
         for r in range(a.rounds):
             for m in a.models:
                 for p in a.policies:
-                    am, kern = amptrain_ms(a, m, p)
+                    am, cpu, kern = amptrain_ms(a, m, p)
                     d = res[(m, p)]
                     d["amp"].append(am)
+                    d["cpu"].append(cpu)
                     d["kernels"] = kern
                     if p == "fp16" and not fp16_ok:
                         continue
@@ -324,6 +327,11 @@ def main(argv):
             print("amptrain step / amptrain fp32 step (median of the rounds' ratios): " + ", ".join(
                 "%s %.2f" % (p, statistics.median(x / f for x, f in zip(res[(m, p)]["amp"], fp32)))
                 for p in a.policies))
+            fcpu = res[(m, "fp32")]["cpu"]
+            if all(x is not None for p in a.policies for x in res[(m, p)]["cpu"]):
+                print("the same with amptrain's CPU time per step (bench_step's step cpu ms): " +
+                      ", ".join("%s %.2f" % (p, statistics.median(
+                          x / f for x, f in zip(res[(m, p)]["cpu"], fcpu))) for p in a.policies))
         for p in a.policies:
             print("amptrain %s kernels: %s" % (p, res[(m, p)]["kernels"]))
     return 0
