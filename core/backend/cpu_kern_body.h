@@ -18,10 +18,10 @@
 
 #define AMPK_STATIC static __attribute__((unused))
 
-/* ---- scalar pieces (the reference; also the vector loops' tails) -------- */
+/* ---- scalar pieces (the reference, and the generic path) --------------- */
 
-static void AMPK_NAME(round_scalar)(uint16_t *dst, const float *src, size_t n, int dt,
-                                    amp_tally *t) {
+AMPK_STATIC void AMPK_NAME(round_scalar)(uint16_t *dst, const float *src, size_t n, int dt,
+                                         amp_tally *t) {
     amp_tally l = {0, 0, 0};
     for (size_t i = 0; i < n; i++) {
         unsigned f = 0;
@@ -37,7 +37,7 @@ static void AMPK_NAME(round_scalar)(uint16_t *dst, const float *src, size_t n, i
     }
 }
 
-static void AMPK_NAME(widen_scalar)(float *dst, const uint16_t *src, size_t n, int dt) {
+AMPK_STATIC void AMPK_NAME(widen_scalar)(float *dst, const uint16_t *src, size_t n, int dt) {
     if (dt == AMP_DTYPE_BF16)
         for (size_t i = 0; i < n; i++) dst[i] = amp_bf16_to_float(src[i]);
     else
@@ -105,7 +105,13 @@ static void AMPK_NAME(round16)(uint16_t *dst, const float *src, size_t n, int dt
         t->uf += uf;
         t->of += of;
     }
-    AMPK_NAME(round_scalar)(dst + i, src + i, n - i, dt, t);
+    if (i < n) { /* the tail as one padded vector: zeros round to 0 and count nothing */
+        float pad[16] = {0};
+        uint16_t out[16];
+        memcpy(pad, src + i, (n - i) * sizeof *pad);
+        AMPK_NAME(round16)(out, pad, 16, dt, t);
+        memcpy(dst + i, out, (n - i) * sizeof *out);
+    }
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
@@ -117,7 +123,13 @@ static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt
                        : _mm512_cvtph_ps(h);
         _mm512_storeu_ps(dst + i, v);
     }
-    AMPK_NAME(widen_scalar)(dst + i, src + i, n - i, dt);
+    if (i < n) { /* the tail as one padded vector */
+        uint16_t pad[16] = {0};
+        float out[16];
+        memcpy(pad, src + i, (n - i) * sizeof *pad);
+        AMPK_NAME(widen16)(out, pad, 16, dt);
+        memcpy(dst + i, out, (n - i) * sizeof *out);
+    }
 }
 
 static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_acc *acc) {
@@ -197,7 +209,13 @@ static void AMPK_NAME(round16)(uint16_t *dst, const float *src, size_t n, int dt
         t->uf += uf;
         t->of += of;
     }
-    AMPK_NAME(round_scalar)(dst + i, src + i, n - i, dt, t);
+    if (i < n) { /* the tail as one padded vector: zeros round to 0 and count nothing */
+        float pad[8] = {0};
+        uint16_t out[8];
+        memcpy(pad, src + i, (n - i) * sizeof *pad);
+        AMPK_NAME(round16)(out, pad, 8, dt, t);
+        memcpy(dst + i, out, (n - i) * sizeof *out);
+    }
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
@@ -209,7 +227,13 @@ static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt
                        : _mm256_cvtph_ps(h);
         _mm256_storeu_ps(dst + i, v);
     }
-    AMPK_NAME(widen_scalar)(dst + i, src + i, n - i, dt);
+    if (i < n) { /* the tail as one padded vector */
+        uint16_t pad[8] = {0};
+        float out[8];
+        memcpy(pad, src + i, (n - i) * sizeof *pad);
+        AMPK_NAME(widen16)(out, pad, 8, dt);
+        memcpy(dst + i, out, (n - i) * sizeof *out);
+    }
 }
 
 static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_acc *acc) {
@@ -333,7 +357,12 @@ static void AMPK_NAME(vexp)(float *y, const float *x, size_t n) {
             for (int j = 0; j < 16; j++)
                 if (special & (1u << j)) y[i + j] = expf(in[j]);
     }
-    for (; i < n; i++) y[i] = expf(x[i]);
+    if (i < n) { /* the tail as one padded vector (in may be y) */
+        float pad[16] = {0}, out[16];
+        memcpy(pad, x + i, (n - i) * sizeof *pad);
+        AMPK_NAME(vexp)(out, pad, 16);
+        memcpy(y + i, out, (n - i) * sizeof *out);
+    }
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 static inline __m128 AMPK_NAME(exp4)(__m128 x) {
@@ -368,7 +397,12 @@ static void AMPK_NAME(vexp)(float *y, const float *x, size_t n) {
             for (int j = 0; j < 8; j++)
                 if (special & (1u << j)) y[i + j] = expf(in[j]);
     }
-    for (; i < n; i++) y[i] = expf(x[i]);
+    if (i < n) { /* the tail as one padded vector (in may be y) */
+        float pad[8] = {0}, out[8];
+        memcpy(pad, x + i, (n - i) * sizeof *pad);
+        AMPK_NAME(vexp)(out, pad, 8);
+        memcpy(y + i, out, (n - i) * sizeof *out);
+    }
 }
 #else
 static void AMPK_NAME(vexp)(float *y, const float *x, size_t n) {
