@@ -1,7 +1,8 @@
 /* The CPU backend's transformer ops, threaded and vectorised
- * (core/backend/cpu_transformer.c): layernorm forward and backward bit for
- * bit against the shared row functions of kernels/layernorm.h (the CUDA
- * kernels' math), with the same rounding counts; and every op (embedding,
+ * (core/backend/cpu_transformer.c): layernorm forward and backward and the
+ * attention's softmax bit for bit against the shared row functions of
+ * kernels/layernorm.h and kernels/attention.h (the CUDA kernels' math), with
+ * the same rounding counts; and every op (embedding,
  * layernorm, attention, residual add) at 1, 2 and 3 threads under FP32,
  * FP16 and BF16: not one bit and not one count differs from 1 thread. The
  * shapes are above the ops' threading threshold and not multiples of their
@@ -15,6 +16,7 @@
 #include "backend/backend.h"
 #include "backend/kernels/attention.h"
 #include "backend/kernels/layernorm.h"
+#include "backend/kernels/store.h"
 #include "expect.h"
 #include "rng.h"
 
@@ -80,6 +82,57 @@ static void ln_against_rows(amp_backend *be, amp_dtype dt, int with_bias) {
            "layernorm_backward dw/db differ from the column sums");
     free(x), free(w), free(b), free(out), free(ref), free(dout), free(dx), free(dx_ref), free(dw),
         free(db), free(dw_ref), free(db_ref);
+}
+
+/* The attention's probabilities against amp_attn_softmax_row (the CUDA
+ * kernels' row function) on the same logits: q and k packed per head, the
+ * logits from the same batched gemm_ex the op issues, then the row function
+ * over each row; att and the counts of both rounding points must match. */
+static void softmax_against_rows(amp_backend *be, amp_dtype dt) {
+    enum { SB = 2, ST = 37, SC = 48, SNH = 3 };
+    int hs = SC / SNH, bh = SB * SNH;
+    size_t N = (size_t)SB * ST, es = esz(dt), natt = (size_t)bh * ST * ST;
+    float *qf = rnd(N * 3 * SC, -3.0f, 3.0f);
+    for (int i = 0; i < hs; i++) qf[i] = qf[SC + i] = 150.0f; /* an FP16 logit overflow */
+    void *qkv = malloc(N * 3 * SC * es), *y = malloc(N * SC * es), *att = malloc(natt * es);
+    void *ref = malloc(natt * es);
+    float *ws = malloc(amp_attention_workspace_floats(SB, ST, SC, SNH) * 4);
+    float *q = malloc(N * SC * 4), *k = malloc(N * SC * 4), *S = malloc(natt * 4);
+    EXPECT(be->ops->round(be, qkv, dt, qf, N * 3 * SC, NULL) == 0, "round");
+    amp_round_count cnt = {0, 0, 0};
+    EXPECT(be->ops->attention_forward(be, y, att, ws, qkv, dt, SB, ST, SC, SNH, &cnt) == 0,
+           "attention_forward: %s", be->err);
+    /* q, k as [b, h, t, hs] FP32 (the 16-bit values widened) */
+    for (size_t r = 0; r < N; r++)
+        for (int h = 0; h < SNH; h++)
+            for (int i = 0; i < hs; i++) {
+                size_t b = r / ST, t = r % ST, at = ((b * SNH + h) * ST + t) * hs + i;
+                size_t src = r * 3 * SC + (size_t)h * hs + i;
+                q[at] = amp_load(qkv, src, (int)dt);
+                k[at] = amp_load(qkv, src + SC, (int)dt);
+            }
+    amp_gemm_desc d = amp_gemm_plain(S, q, k, AMP_DTYPE_F32, 0, 1, ST, ST, hs);
+    d.batch = bh;
+    d.stride_a = d.stride_b = (long long)ST * hs;
+    d.stride_c = (long long)ST * ST;
+    d.alpha = 1.0f / sqrtf((float)hs);
+    EXPECT(be->ops->gemm_ex(be, &d) == 0, "gemm_ex: %s", be->err);
+    amp_round_tally t = {0, 0, 0};
+    for (size_t r = 0; r < (size_t)bh * ST; r++)
+        amp_attn_softmax_row(ref, r * ST, NULL, S + r * ST, (int)(r % ST), ST, (int)dt, &t);
+    EXPECT(memcmp(att, ref, natt * es) == 0, "dt %d: the probabilities differ from amp_attn_softmax_row",
+           (int)dt);
+    /* cnt also holds the output's rounding: compare the softmax's part by
+     * counting the output alone */
+    amp_round_count yc = {0, 0, 0};
+    float *yw = malloc(N * SC * 4);
+    for (size_t i = 0; i < N * SC; i++) yw[i] = amp_load(y, i, (int)dt);
+    EXPECT(be->ops->round(be, y, dt, yw, N * SC, &yc) == 0, "round");
+    EXPECT(cnt.nonzero - yc.nonzero == t.nz && cnt.underflow - yc.underflow == t.uf &&
+               cnt.overflow - yc.overflow == t.of,
+           "dt %d: the softmax's counts differ from the row function's", (int)dt);
+    if (dt == AMP_DTYPE_F16) EXPECT(t.of > 0, "an FP16 logit overflows");
+    free(qf), free(qkv), free(y), free(att), free(ref), free(ws), free(q), free(k), free(S), free(yw);
 }
 
 /* Every op once, its outputs and counts in one record. */
@@ -185,9 +238,11 @@ int main(void) {
     for (int i = 0; i < 3; i++) {
         ln_against_rows(be, dts[i], 1);
         ln_against_rows(be, dts[i], 0);
+        softmax_against_rows(be, dts[i]);
         threads_agree(be, dts[i]);
     }
-    printf("transformer ops (%s path): layernorm = the row functions; 1, 2, 3 threads agree\n",
+    printf("transformer ops (%s path): layernorm and softmax = the row functions; 1, 2, 3 "
+           "threads agree\n",
            be->info.isa);
     omp_set_num_threads(be->info.threads);
     be->ops->destroy(be);
