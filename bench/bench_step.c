@@ -2,6 +2,12 @@
  * "floor" of the same step's GEMMs, on the CPU (OpenBLAS) or with
  * --device cuda (cuBLAS). See bench/README.md.
  *
+ * --model mlp (default) or --model gpt: the GPT of configs/gpt_shakespeare_*
+ * (nanoGPT's shakespeare_char: 4 layers, 4 heads, 128 wide, block 64, batch
+ * 12, AdamW, the shipped character corpus); its floor is the step's Linear
+ * GEMMs (forward, dW, dX; the tied LM head too) and the attention's batched
+ * GEMMs (QK^T, PV; dP, dV, dQ, dK) over [B * n_head] matrices.
+ *
  * For an MLP <features>-<hidden...>-<classes> at a given batch (ReLU, SGD
  * with momentum, synthetic `tiny` data) it runs amp_session_step for each
  * policy (fp32, fp16 + dynamic scaler, bf16 + no scaler), discards the
@@ -28,12 +34,15 @@
 #include "log.h"
 #include "rng.h"
 #include "session.h"
+#include "text.h"
 
 /* The MLP this benchmark builds: at most 15 hidden layers. */
 #define BENCH_MAX_LAYERS 16
 #define MAX_HIDDEN (BENCH_MAX_LAYERS - 1)
 
 typedef struct bench_opts {
+    int gpt; /* --model gpt */
+    int n_layer, n_head, n_embd, block_size; /* the GPT's shape */
     int steps, warmup, batch, features, classes;
     int hidden[MAX_HIDDEN];
     int nhidden;
@@ -63,6 +72,14 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* CPU time of the whole process (every thread): with one thread, the step's
+ * work without the time a busy machine kept it descheduled. */
+static double cpu_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -76,19 +93,24 @@ static double median(double *v, int n) {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: bench_step [--steps N] [--warmup N] [--batch N] [--hidden W,W,...]\n"
-            "                  [--features N] [--classes N] [--policy NAME]... [--device cpu|cuda]\n"
+            "usage: bench_step [--model mlp|gpt] [--steps N] [--warmup N] [--batch N]\n"
+            "                  [--hidden W,W,...] [--features N] [--classes N]\n"
+            "                  [--n-layer N] [--n-head N] [--n-embd N] [--block-size N]\n"
+            "                  [--policy NAME]... [--device cpu|cuda] [--no-floor]\n"
+            "  --model M      mlp (default) or gpt (nanoGPT shakespeare_char, shipped corpus)\n"
             "  --steps N      timed steps per policy and floor repetitions (default 30)\n"
             "  --warmup N     untimed steps first (default 5)\n"
-            "  --batch N      rows per step (default 256)\n"
-            "  --hidden LIST  hidden widths (default 1024,1024)\n"
-            "  --features N   input width (default 784)\n"
-            "  --classes N    output width (default 10)\n"
+            "  --batch N      rows per step (default 256; gpt: 12 windows)\n"
+            "  --hidden LIST  mlp: hidden widths (default 1024,1024)\n"
+            "  --features N   mlp: input width (default 784)\n"
+            "  --classes N    mlp: output width (default 10)\n"
+            "  --n-layer N, --n-head N, --n-embd N, --block-size N\n"
+            "                 gpt: the shape (default 4, 4, 128, 64)\n"
             "  --policy NAME  fp32, fp16, bf16 or tf32; repeat to pick several (default all;\n"
             "                 tf32 only with --device cuda)\n"
             "  --device D     cpu (default) or cuda\n"
             "  --no-floor     skip the GEMM floor (for repeated, interleaved runs)\n"
-            "Threads: OpenBLAS reads OPENBLAS_NUM_THREADS. Plugins: beside the build tree, or\n"
+            "Threads: AMPTRAIN_THREADS (CPU backend). Plugins: beside the build tree, or\n"
             "AMPTRAIN_PLUGIN_PATH.\n");
 }
 
@@ -136,9 +158,14 @@ static int parse_hidden(bench_opts *o, const char *text) {
 }
 
 static int parse_args(bench_opts *o, int argc, char **argv) {
+    o->gpt = 0;
+    o->n_layer = 4;
+    o->n_head = 4;
+    o->n_embd = 128;
+    o->block_size = 64;
     o->steps = 30;
     o->warmup = 5;
-    o->batch = 256;
+    o->batch = 0; /* the model's default */
     o->features = 784;
     o->classes = 10;
     o->device = "cpu";
@@ -151,6 +178,21 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
+        } else if (strcmp(a, "--model") == 0) {
+            rc = v && (strcmp(v, "mlp") == 0 || strcmp(v, "gpt") == 0) ? 0 : -1;
+            if (rc == 0)
+                o->gpt = strcmp(v, "gpt") == 0;
+            else
+                fprintf(stderr, "bench_step: --model '%s': expected mlp or gpt\n",
+                        v ? v : "(missing)");
+        } else if (strcmp(a, "--n-layer") == 0) {
+            rc = parse_int(a, v, 1, 1024, &o->n_layer);
+        } else if (strcmp(a, "--n-head") == 0) {
+            rc = parse_int(a, v, 1, 1024, &o->n_head);
+        } else if (strcmp(a, "--n-embd") == 0) {
+            rc = parse_int(a, v, 1, 1 << 16, &o->n_embd);
+        } else if (strcmp(a, "--block-size") == 0) {
+            rc = parse_int(a, v, 2, 1 << 16, &o->block_size);
         } else if (strcmp(a, "--steps") == 0) {
             rc = parse_int(a, v, 1, 1000000, &o->steps);
         } else if (strcmp(a, "--warmup") == 0) {
@@ -190,6 +232,12 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
         if (rc != 0) return -1;
         i++;
     }
+    if (o->batch == 0) o->batch = o->gpt ? 12 : 256;
+    if (o->gpt && o->n_embd % o->n_head != 0) {
+        fprintf(stderr, "bench_step: --n-embd %d does not split into --n-head %d heads\n",
+                o->n_embd, o->n_head);
+        return -1;
+    }
     int any = 0;
     for (int k = 0; k < NPOLICIES; k++) any |= o->run_policy[k];
     /* tf32 only means something on the GPU */
@@ -197,39 +245,149 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     return 0;
 }
 
-/* Layer l's widths: widths[l] -> widths[l + 1]. */
-static int layer_widths(const bench_opts *o, int *widths) {
-    widths[0] = o->features;
-    for (int i = 0; i < o->nhidden; i++) widths[i + 1] = o->hidden[i];
-    widths[o->nhidden + 1] = o->classes;
-    return o->nhidden + 1;
-}
-
-/* Flops of the step's GEMMs: forward and dW for every layer, dX for all but
- * the first. */
-static double step_gemm_flops(const bench_opts *o) {
-    int w[BENCH_MAX_LAYERS + 1];
-    int nl = layer_widths(o, w);
-    double flops = 0.0;
-    for (int l = 0; l < nl; l++) {
-        double mnk = 2.0 * o->batch * (double)w[l] * (double)w[l + 1];
-        flops += (l == 0 ? 2.0 : 3.0) * mnk;
-    }
-    return flops;
-}
-
 /* ---- the floor: the step's GEMMs alone, FP32, through the backend -------- */
-/* On the CPU the backend's FP32 GEMM is cblas_sgemm itself; on CUDA it is
- * cublasGemmEx with FP32 compute, so the floor is each device's own. */
+/* On the CPU the backend's FP32 GEMM is oneDNN's or cblas_sgemm; on CUDA it
+ * is cublasGemmEx with FP32 compute, so the floor is each device's own. The
+ * plan lists the step's GEMMs in the order the model issues them, each on
+ * its own buffers (the model's tensors: inputs, weights, outputs and their
+ * gradients), dense row-major; a batched GEMM is one gemm_ex call over
+ * `batch` matrices at dense strides. */
+
+#define MAX_FLOOR_GEMMS 2048
+#define MAX_FLOOR_BUFS 4096
+
+typedef struct floor_gemm {
+    int ta, tb, m, n, k, batch;
+    int a, b, c; /* buffer ids */
+} floor_gemm;
+
+typedef struct floor_plan {
+    floor_gemm g[MAX_FLOOR_GEMMS];
+    int ng;
+    size_t len[MAX_FLOOR_BUFS]; /* floats */
+    int nbuf;
+    int fail; /* the shape needs more GEMMs or buffers than the plan holds */
+    double flops;
+} floor_plan;
+
+static int plan_buf(floor_plan *p, size_t n) {
+    if (p->nbuf >= MAX_FLOOR_BUFS) {
+        p->fail = 1;
+        return 0;
+    }
+    p->len[p->nbuf] = n;
+    return p->nbuf++;
+}
+
+static void plan_gemm(floor_plan *p, int ta, int tb, int m, int n, int k, int batch, int a, int b,
+                      int c) {
+    if (p->ng >= MAX_FLOOR_GEMMS) {
+        p->fail = 1;
+        return;
+    }
+    p->g[p->ng++] = (floor_gemm){ta, tb, m, n, k, batch, a, b, c};
+    p->flops += 2.0 * m * (double)n * (double)k * batch;
+}
+
+/* A Linear's tensors, [rows, in] -> [rows, out]. */
+typedef struct plan_linear {
+    int rows, in, out;
+    int x, w, y, dw, dx;
+} plan_linear;
+
+static plan_linear plan_linear_make(floor_plan *p, int rows, int in, int out) {
+    plan_linear L = {rows, in, out, 0, 0, 0, 0, 0};
+    L.x = plan_buf(p, (size_t)rows * in);
+    L.w = plan_buf(p, (size_t)out * in);
+    L.y = plan_buf(p, (size_t)rows * out);
+    L.dw = plan_buf(p, (size_t)out * in);
+    L.dx = plan_buf(p, (size_t)rows * in);
+    return L;
+}
+
+/* forward Y[rows, out] = X W^T */
+static void plan_linear_fwd(floor_plan *p, const plan_linear *L) {
+    plan_gemm(p, 0, 1, L->rows, L->out, L->in, 1, L->x, L->w, L->y);
+}
+
+/* dW[out, in] = dY^T X and, with_dx, dX[rows, in] = dY W (dY reuses Y) */
+static void plan_linear_bwd(floor_plan *p, const plan_linear *L, int with_dx) {
+    plan_gemm(p, 1, 0, L->out, L->in, L->rows, 1, L->y, L->x, L->dw);
+    if (with_dx) plan_gemm(p, 0, 0, L->rows, L->in, L->out, 1, L->y, L->w, L->dx);
+}
+
+/* The MLP's GEMMs as models/mlp.c issues them: forward and dW for every
+ * layer, dX for all but the first. */
+static void plan_mlp(floor_plan *p, const bench_opts *o) {
+    int w[BENCH_MAX_LAYERS + 1], nl = o->nhidden + 1;
+    plan_linear L[BENCH_MAX_LAYERS];
+    w[0] = o->features;
+    for (int i = 0; i < o->nhidden; i++) w[i + 1] = o->hidden[i];
+    w[nl] = o->classes;
+    for (int l = 0; l < nl; l++) L[l] = plan_linear_make(p, o->batch, w[l], w[l + 1]);
+    for (int l = 0; l < nl; l++) plan_linear_fwd(p, &L[l]);
+    for (int l = nl - 1; l >= 0; l--) plan_linear_bwd(p, &L[l], l > 0);
+}
+
+/* The GPT's GEMMs as models/gpt.c and the attention ops issue them: per
+ * block c_attn, attention (QK^T, PV over B * n_head matrices), c_proj,
+ * c_fc, mlp.c_proj; then the LM head; the backward in reverse with the
+ * attention's dP = dY V^T, dV = P^T dY, dQ = dS K, dK = dS^T Q. */
+static void plan_gpt(floor_plan *p, const bench_opts *o) {
+    int N = o->batch * o->block_size, C = o->n_embd, T = o->block_size;
+    int hs = C / o->n_head, bh = o->batch * o->n_head;
+    typedef struct plan_block {
+        plan_linear lin[4]; /* c_attn, c_proj, c_fc, mlp.c_proj */
+        int att[5];         /* q, k, v, s (the [T, T] scores), o */
+    } plan_block;
+    plan_block *blk = calloc((size_t)o->n_layer, sizeof *blk);
+    if (!blk) {
+        p->fail = 1;
+        return;
+    }
+    for (int l = 0; l < o->n_layer; l++) {
+        plan_block *k = &blk[l];
+        k->lin[0] = plan_linear_make(p, N, C, 3 * C);
+        k->lin[1] = plan_linear_make(p, N, C, C);
+        k->lin[2] = plan_linear_make(p, N, C, 4 * C);
+        k->lin[3] = plan_linear_make(p, N, 4 * C, C);
+        for (int j = 0; j < 5; j++) k->att[j] = plan_buf(p, (size_t)bh * T * (j == 3 ? T : hs));
+    }
+    plan_linear head = plan_linear_make(p, N, C, o->classes);
+    for (int l = 0; l < o->n_layer; l++) {
+        const int *A = blk[l].att;
+        plan_linear_fwd(p, &blk[l].lin[0]);
+        plan_gemm(p, 0, 1, T, T, hs, bh, A[0], A[1], A[3]); /* S = Q K^T */
+        plan_gemm(p, 0, 0, T, hs, T, bh, A[3], A[2], A[4]); /* Y = P V */
+        for (int j = 1; j < 4; j++) plan_linear_fwd(p, &blk[l].lin[j]);
+    }
+    plan_linear_fwd(p, &head);
+    plan_linear_bwd(p, &head, 1);
+    for (int l = o->n_layer - 1; l >= 0; l--) {
+        const int *A = blk[l].att;
+        for (int j = 3; j >= 1; j--) plan_linear_bwd(p, &blk[l].lin[j], 1);
+        plan_gemm(p, 0, 1, T, T, hs, bh, A[4], A[2], A[3]); /* dP = dY V^T */
+        plan_gemm(p, 1, 0, T, hs, T, bh, A[3], A[4], A[2]); /* dV = P^T dY */
+        plan_gemm(p, 0, 0, T, hs, T, bh, A[3], A[1], A[0]); /* dQ = dS K */
+        plan_gemm(p, 1, 0, T, hs, T, bh, A[3], A[0], A[1]); /* dK = dS^T Q */
+        plan_linear_bwd(p, &blk[l].lin[0], 1);
+    }
+    free(blk);
+}
+
+static int make_plan(floor_plan *p, const bench_opts *o) {
+    memset(p, 0, sizeof *p);
+    if (o->gpt) plan_gpt(p, o);
+    else plan_mlp(p, o);
+    if (p->fail) fprintf(stderr, "bench_step: the shape has more GEMMs than the floor's plan holds\n");
+    return p->fail ? -1 : 0;
+}
 
 typedef struct floor_bufs {
     amp_backend *be;
-    int nl, w[BENCH_MAX_LAYERS + 1];
-    float *x[BENCH_MAX_LAYERS];  /* [B, in]: layer input (activation) */
-    float *wt[BENCH_MAX_LAYERS]; /* [out, in] */
-    float *y[BENCH_MAX_LAYERS];  /* [B, out]: forward output, reused as dZ */
-    float *dw[BENCH_MAX_LAYERS]; /* [out, in] */
-    float *dx[BENCH_MAX_LAYERS]; /* [B, in] */
+    const floor_plan *p;
+    float *buf[MAX_FLOOR_BUFS];
+    uint16_t *h[2]; /* BF16 operands for the BF16 floor (host: CPU only) */
 } floor_bufs;
 
 /* Backend buffer of n random floats in [-1, 1). */
@@ -248,27 +406,21 @@ static float *rand_buf(amp_backend *be, size_t n, amp_rng *rng) {
 }
 
 static void floor_free(floor_bufs *f) {
-    float **all[] = {f->x, f->wt, f->y, f->dw, f->dx};
-    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-        for (int l = 0; l < BENCH_MAX_LAYERS; l++)
-            if (all[k][l]) f->be->ops->release(f->be, all[k][l]);
+    for (int i = 0; i < f->p->nbuf; i++)
+        if (f->buf[i]) f->be->ops->release(f->be, f->buf[i]);
+    free(f->h[0]);
+    free(f->h[1]);
 }
 
-static int floor_alloc(floor_bufs *f, amp_backend *be, const bench_opts *o) {
+static int floor_alloc(floor_bufs *f, amp_backend *be, const floor_plan *p) {
     memset(f, 0, sizeof *f);
     f->be = be;
-    f->nl = layer_widths(o, f->w);
+    f->p = p;
     amp_rng rng;
     amp_rng_seed(&rng, 12345);
-    size_t B = (size_t)o->batch;
-    for (int l = 0; l < f->nl; l++) {
-        size_t in = (size_t)f->w[l], out = (size_t)f->w[l + 1];
-        f->x[l] = rand_buf(be, B * in, &rng);
-        f->wt[l] = rand_buf(be, out * in, &rng);
-        f->y[l] = rand_buf(be, B * out, &rng);
-        f->dw[l] = rand_buf(be, out * in, &rng);
-        f->dx[l] = rand_buf(be, B * in, &rng);
-        if (!f->x[l] || !f->wt[l] || !f->y[l] || !f->dw[l] || !f->dx[l]) {
+    for (int i = 0; i < p->nbuf; i++) {
+        f->buf[i] = rand_buf(be, p->len[i], &rng);
+        if (!f->buf[i]) {
             floor_free(f);
             return -1;
         }
@@ -276,26 +428,26 @@ static int floor_alloc(floor_bufs *f, amp_backend *be, const bench_opts *o) {
     return 0;
 }
 
-/* One step's GEMMs in the order and form models/mlp.c issues them; the
- * final 4-byte download waits for the device. */
-static int floor_step(floor_bufs *f, int B) {
+/* One step's GEMMs; with BF16 operands (h, CPU only) from two shared
+ * buffers instead. The final 4-byte download waits for the device. */
+static int floor_step(floor_bufs *f, int bf16) {
     amp_backend *be = f->be;
     int rc = 0;
-    for (int l = 0; l < f->nl; l++) {
-        int in = f->w[l], out = f->w[l + 1];
-        rc |= be->ops->gemm(be, f->y[l], f->x[l], f->wt[l], AMP_DTYPE_F32, 0, 1, B, out, in, in,
-                            in, out, 1.0f, 0.0f);
-    }
-    for (int l = f->nl - 1; l >= 0; l--) {
-        int in = f->w[l], out = f->w[l + 1];
-        rc |= be->ops->gemm(be, f->dw[l], f->y[l], f->x[l], AMP_DTYPE_F32, 1, 0, out, in, B, out,
-                            in, in, 1.0f, 0.0f);
-        if (l == 0) break;
-        rc |= be->ops->gemm(be, f->dx[l], f->y[l], f->wt[l], AMP_DTYPE_F32, 0, 0, B, in, out, out,
-                            in, in, 1.0f, 0.0f);
+    for (int i = 0; i < f->p->ng && rc == 0; i++) {
+        const floor_gemm *g = &f->p->g[i];
+        const void *a = bf16 ? (const void *)f->h[0] : f->buf[g->a];
+        const void *b = bf16 ? (const void *)f->h[1] : f->buf[g->b];
+        amp_gemm_desc d = amp_gemm_plain(f->buf[g->c], a, b,
+                                         bf16 ? AMP_DTYPE_BF16 : AMP_DTYPE_F32, g->ta, g->tb, g->m,
+                                         g->n, g->k);
+        d.batch = g->batch;
+        d.stride_a = (long long)g->m * g->k;
+        d.stride_b = (long long)g->k * g->n;
+        d.stride_c = (long long)g->m * g->n;
+        rc = be->ops->gemm_ex(be, &d);
     }
     float sink;
-    rc |= be->ops->download(be, &sink, f->dw[0], sizeof sink);
+    rc |= be->ops->download(be, &sink, f->buf[f->p->g[0].c], sizeof sink);
     return rc;
 }
 
@@ -307,38 +459,28 @@ static amp_backend *open_backend(const char *device) {
     return be;
 }
 
-/* The floor's GEMMs again with BF16 inputs (same shapes): what the
- * backend's 16-bit GEMM costs, native or widened. */
-static int floor_step_bf16(floor_bufs *f, int B, uint16_t *const *h) {
-    amp_backend *be = f->be;
+/* Median wall time of `steps` calls of floor_step after `warmup`; -1 on
+ * failure. */
+static double time_floor(floor_bufs *f, const bench_opts *o, int bf16, double *t) {
     int rc = 0;
-    for (int l = 0; l < f->nl; l++) {
-        int in = f->w[l], out = f->w[l + 1];
-        rc |= be->ops->gemm(be, f->y[l], h[0], h[1], AMP_DTYPE_BF16, 0, 1, B, out, in, in, in, out,
-                            1.0f, 0.0f);
+    for (int i = 0; rc == 0 && i < o->warmup; i++) rc = floor_step(f, bf16);
+    for (int i = 0; rc == 0 && i < o->steps; i++) {
+        double t0 = now_ms();
+        rc = floor_step(f, bf16);
+        t[i] = now_ms() - t0;
     }
-    for (int l = f->nl - 1; l >= 0; l--) {
-        int in = f->w[l], out = f->w[l + 1];
-        rc |= be->ops->gemm(be, f->dw[l], h[2], h[0], AMP_DTYPE_BF16, 1, 0, out, in, B, out, in,
-                            in, 1.0f, 0.0f);
-        if (l == 0) break;
-        rc |= be->ops->gemm(be, f->dx[l], h[2], h[1], AMP_DTYPE_BF16, 0, 0, B, in, out, out, in,
-                            in, 1.0f, 0.0f);
-    }
-    float sink;
-    rc |= be->ops->download(be, &sink, f->dw[0], sizeof sink);
-    return rc;
+    return rc == 0 ? median(t, o->steps) : -1.0;
 }
 
 /* Median of the floor, and of one bare stats-record download (the one
  * device->host sync a training step makes); the BF16 floor into *bf16_ms
  * (CPU only, else 0); the backend's info into *info. */
-static int measure_floor(const bench_opts *o, double *out_ms, double *sync_ms, double *bf16_ms,
-                         amp_backend_info *info) {
+static int measure_floor(const bench_opts *o, const floor_plan *p, double *out_ms,
+                         double *sync_ms, double *bf16_ms, amp_backend_info *info) {
     amp_backend *be = open_backend(o->device);
     if (!be) return -1;
     floor_bufs f;
-    if (floor_alloc(&f, be, o) != 0) {
+    if (floor_alloc(&f, be, p) != 0) {
         fprintf(stderr, "bench_step: allocating the floor's matrices: %s\n", be->err);
         be->ops->destroy(be);
         return -1;
@@ -346,13 +488,8 @@ static int measure_floor(const bench_opts *o, double *out_ms, double *sync_ms, d
     double *t = malloc((size_t)o->steps * sizeof *t);
     amp_step_stats host_stats;
     int rc = t ? 0 : -1;
-    for (int i = 0; rc == 0 && i < o->warmup; i++) rc = floor_step(&f, o->batch);
-    for (int i = 0; rc == 0 && i < o->steps; i++) {
-        double t0 = now_ms();
-        rc = floor_step(&f, o->batch);
-        t[i] = now_ms() - t0;
-    }
-    if (rc == 0) *out_ms = median(t, o->steps);
+    if (rc == 0) *out_ms = time_floor(&f, o, 0, t);
+    if (rc == 0 && *out_ms < 0) rc = -1;
     void *stats_dev = rc == 0 ? be->ops->alloc(be, sizeof host_stats) : NULL;
     rc = stats_dev && be->ops->zero(be, stats_dev, sizeof host_stats) == 0 ? rc : -1;
     for (int i = 0; rc == 0 && i < o->steps; i++) {
@@ -364,25 +501,18 @@ static int measure_floor(const bench_opts *o, double *out_ms, double *sync_ms, d
     if (rc == 0) *sync_ms = median(t, o->steps);
     *bf16_ms = 0.0;
     if (rc == 0 && be->device == AMP_DEVICE_CPU) {
-        /* BF16 operands: the widest matrix each of A, B and dZ could be */
-        size_t big = 0;
-        for (int l = 0; l <= f.nl; l++)
-            if ((size_t)f.w[l] > big) big = (size_t)f.w[l];
-        size_t n = big * (big > (size_t)o->batch ? big : (size_t)o->batch);
-        uint16_t *h[3];
-        for (int i = 0; i < 3; i++) {
-            h[i] = malloc(n * sizeof(uint16_t));
-            for (size_t j = 0; h[i] && j < n; j++) h[i][j] = (uint16_t)(0x3c00u + (j * 7u + (unsigned)i) % 1024u);
-            if (!h[i]) rc = -1;
+        /* BF16 operands: as large as the largest buffer, any finite pattern */
+        size_t n = 0;
+        for (int i = 0; i < p->nbuf; i++)
+            if (p->len[i] > n) n = p->len[i];
+        for (int i = 0; i < 2; i++) {
+            f.h[i] = malloc(n * sizeof(uint16_t));
+            for (size_t j = 0; f.h[i] && j < n; j++)
+                f.h[i][j] = (uint16_t)(0x3c00u + (j * 7u + (unsigned)i) % 1024u);
+            if (!f.h[i]) rc = -1;
         }
-        for (int i = 0; rc == 0 && i < o->warmup; i++) rc = floor_step_bf16(&f, o->batch, h);
-        for (int i = 0; rc == 0 && i < o->steps; i++) {
-            double t0 = now_ms();
-            rc = floor_step_bf16(&f, o->batch, h);
-            t[i] = now_ms() - t0;
-        }
-        if (rc == 0) *bf16_ms = median(t, o->steps);
-        for (int i = 0; i < 3; i++) free(h[i]);
+        if (rc == 0) *bf16_ms = time_floor(&f, o, 1, t);
+        if (rc == 0 && *bf16_ms < 0) rc = -1;
     }
     *info = be->info;
     if (rc != 0) fprintf(stderr, "bench_step: floor: %s\n", be->err);
@@ -414,6 +544,7 @@ static int set_int(amp_config *cfg, const char *key, long long value) {
 typedef struct policy_result {
     amp_backend_info info; /* what ran: ISA path, threads, GEMM kernels */
     double median_ms;
+    double cpu_ms; /* median process CPU time per step */
     int64_t skipped;
     size_t arena_bytes;  /* all memory categories together (exact) */
     size_t act_bytes;    /* the activations category alone */
@@ -432,17 +563,26 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
     char name[64];
     snprintf(name, sizeof name, "bench_%s", p->precision);
     int bad = set_str(cfg, "run.name", name) || set_str(cfg, "run.device", o->device) ||
-              set_str(cfg, "run.seed", "1") || set_str(cfg, "data.dataset", "tiny") ||
-              set_int(cfg, "data.features", o->features) ||
-              set_int(cfg, "data.classes", o->classes) || set_int(cfg, "data.train_size", train) ||
-              set_int(cfg, "data.test_size", o->batch) ||
-              set_int(cfg, "data.batch_size", o->batch) ||
-              set_str(cfg, "model.hidden", o->hidden_text) ||
-              set_str(cfg, "model.activation", "relu") || set_str(cfg, "optim.name", "sgd") ||
-              set_str(cfg, "optim.lr", "0.01") || set_str(cfg, "optim.momentum", "0.9") ||
+              set_str(cfg, "run.seed", "1") || set_int(cfg, "data.batch_size", o->batch) ||
               set_str(cfg, "precision.plugin", p->precision) ||
               set_str(cfg, "scaler.plugin", p->scaler) ||
               (strcmp(p->label, "tf32") == 0 && set_str(cfg, "precision.tf32", "1"));
+    if (o->gpt) /* configs/gpt_shakespeare_*.ini, on the shipped corpus */
+        bad = bad || set_str(cfg, "data.dataset", "text") || set_str(cfg, "model.name", "gpt") ||
+              set_int(cfg, "model.n_layer", o->n_layer) || set_int(cfg, "model.n_head", o->n_head) ||
+              set_int(cfg, "model.n_embd", o->n_embd) ||
+              set_int(cfg, "model.block_size", o->block_size) ||
+              set_str(cfg, "model.bias", "false") || set_str(cfg, "optim.name", "adamw") ||
+              set_str(cfg, "optim.lr", "1e-3") || set_str(cfg, "optim.beta2", "0.99") ||
+              set_str(cfg, "optim.weight_decay", "0.1") || set_str(cfg, "optim.grad_clip", "1.0");
+    else
+        bad = bad || set_str(cfg, "data.dataset", "tiny") ||
+              set_int(cfg, "data.features", o->features) ||
+              set_int(cfg, "data.classes", o->classes) || set_int(cfg, "data.train_size", train) ||
+              set_int(cfg, "data.test_size", o->batch) ||
+              set_str(cfg, "model.hidden", o->hidden_text) ||
+              set_str(cfg, "model.activation", "relu") || set_str(cfg, "optim.name", "sgd") ||
+              set_str(cfg, "optim.lr", "0.01") || set_str(cfg, "optim.momentum", "0.9");
     if (bad) {
         amp_config_free(cfg);
         return -1;
@@ -454,19 +594,21 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
         amp_config_free(cfg);
         return -1;
     }
-    double *t = malloc((size_t)o->steps * sizeof *t);
-    int rc = t ? 0 : -1;
-    if (!t) snprintf(err, sizeof err, "out of memory");
+    double *t = malloc((size_t)o->steps * sizeof *t), *ct = malloc((size_t)o->steps * sizeof *ct);
+    int rc = t && ct ? 0 : -1;
+    if (rc != 0) snprintf(err, sizeof err, "out of memory");
     amp_step_record rec;
     for (int i = 0; rc == 0 && i < o->warmup; i++) rc = amp_session_step(s, &rec, err, sizeof err);
     int64_t skipped0 = s->skipped;
     for (int i = 0; rc == 0 && i < o->steps; i++) {
-        double t0 = now_ms();
+        double c0 = cpu_now_ms(), t0 = now_ms();
         rc = amp_session_step(s, &rec, err, sizeof err);
         t[i] = now_ms() - t0;
+        ct[i] = cpu_now_ms() - c0;
     }
     if (rc == 0) {
         res->median_ms = median(t, o->steps);
+        res->cpu_ms = median(ct, o->steps);
         res->skipped = s->skipped - skipped0;
         res->arena_bytes = 0;
         for (int c = 0; c < AMP_MEM_COUNT; c++) res->arena_bytes += s->model->mem[c].size;
@@ -477,6 +619,7 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
         fprintf(stderr, "bench_step: %s: %s\n", p->label, err);
     }
     free(t);
+    free(ct);
     amp_session_close(s);
     amp_config_free(cfg);
     return rc;
@@ -508,22 +651,42 @@ int main(int argc, char **argv) {
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
     const char *corename = openblas_get_corename();
-    char shape[300];
-    snprintf(shape, sizeof shape, "%s", o.hidden_text);
-    for (char *c = shape; *c; c++)
-        if (*c == ',') *c = '-';
-    printf("bench_step: MLP %d-%s-%d, batch %d, ReLU, SGD momentum, tiny data; median of %d "
-           "steps after %d warm-up\n",
-           o.features, shape, o.classes, o.batch, o.steps, o.warmup);
+    if (o.gpt) {
+        /* the vocabulary is the shipped corpus's, as the session will load it */
+        char path[4096], err[512];
+        amp_text text;
+        if (amp_text_shipped_path(path, sizeof path) != 0 ||
+            amp_text_load(&text, path, NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "bench_step: --model gpt needs the shipped corpus (data/%s)\n",
+                    AMP_TEXT_DEFAULT_FILE);
+            return 1;
+        }
+        o.classes = text.vocab;
+        amp_text_free(&text);
+        printf("bench_step: GPT %d layers, %d heads, %d wide, block %d, vocab %d, batch %d, AdamW, "
+               "shipped corpus; median of %d steps after %d warm-up\n",
+               o.n_layer, o.n_head, o.n_embd, o.block_size, o.classes, o.batch, o.steps, o.warmup);
+    } else {
+        char shape[300];
+        snprintf(shape, sizeof shape, "%s", o.hidden_text);
+        for (char *c = shape; *c; c++)
+            if (*c == ',') *c = '-';
+        printf("bench_step: MLP %d-%s-%d, batch %d, ReLU, SGD momentum, tiny data; median of %d "
+               "steps after %d warm-up\n",
+               o.features, shape, o.classes, o.batch, o.steps, o.warmup);
+    }
     printf("cpu: %s; OpenBLAS %d thread(s), core %s\n", cpu, openblas_get_num_threads(),
            corename ? corename : "?");
     fflush(stdout);
 
-    double flops = step_gemm_flops(&o);
+    floor_plan *plan = calloc(1, sizeof *plan);
+    if (!plan || make_plan(plan, &o) != 0) return 1;
+    double flops = plan->flops;
     double floor_ms = 0.0, sync_ms = 0.0, bf16_ms = 0.0;
     amp_backend_info info;
     memset(&info, 0, sizeof info);
-    if (!o.no_floor && measure_floor(&o, &floor_ms, &sync_ms, &bf16_ms, &info) != 0) return 1;
+    if (!o.no_floor && measure_floor(&o, plan, &floor_ms, &sync_ms, &bf16_ms, &info) != 0) return 1;
+    free(plan);
 
     if (info.isa[0])
         printf("amptrain path: isa %s, %d thread(s); FP32 GEMM %s; BF16 GEMM %s\n", info.isa,
@@ -541,10 +704,10 @@ int main(int argc, char **argv) {
                bf16_ms, flops / (bf16_ms * 1e6), bf16_ms / floor_ms);
     if (!o.no_floor) printf("the step's one sync (stats record download): %.4f ms median\n", sync_ms);
     printf("\n");
-    printf("| %-13s | %15s | %9s | %10s | %8s | %12s | %12s |\n", "policy", "median step ms",
-           "floor ms", "step/floor", "GFLOP/s", "arena MiB", "device MiB");
-    printf("|%s|%s|%s|%s|%s|%s|%s|\n", "---------------", "----------------:", "----------:",
-           "-----------:", "---------:", "-------------:", "-------------:");
+    printf("| %-13s | %15s | %9s | %10s | %8s | %12s | %12s | %11s |\n", "policy", "median step ms",
+           "floor ms", "step/floor", "GFLOP/s", "arena MiB", "device MiB", "step cpu ms");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "---------------", "----------------:", "----------:",
+           "-----------:", "---------:", "-------------:", "-------------:", "------------:");
     fflush(stdout);
     int failed = 0, ran[NPOLICIES] = {0};
     policy_result results[NPOLICIES];
@@ -563,6 +726,7 @@ int main(int argc, char **argv) {
             printf("| %-13s | %15.3f | %9.3f | %10.2f | %8.1f | %12.2f | %12.2f |", policies[i].label,
                    r.median_ms, floor_ms, r.median_ms / floor_ms, flops / (r.median_ms * 1e6),
                    (double)r.arena_bytes / 1048576.0, (double)r.device_bytes / 1048576.0);
+        printf(" %11.3f |", r.cpu_ms);
         if (r.skipped) printf(" %lld of the timed steps skipped (overflow)", (long long)r.skipped);
         printf("\n");
         fflush(stdout);

@@ -11,12 +11,21 @@ process, so a drift in the machine's speed hits both alike:
   fp16  torch.autocast("cpu", float16)  | amptrain fp16 plugin, dynamic scaler
         + torch.amp.GradScaler("cpu")     (n/a where this torch lacks CPU fp16)
 
-The step is the MLP of bench_step: Linear-ReLU-...-Linear, cross-entropy,
-SGD with momentum 0.9, lr 0.01, on random data. The GPT is not measured:
-amptrain has no GPT model yet (add it here once it has).
+Two models (--models, default both), each bench_step's:
 
-It prints one table: per policy the median over rounds of each side's
-median step time, and the median over rounds of the ratio
+  mlp  Linear-ReLU-...-Linear, cross-entropy, SGD with momentum 0.9, lr 0.01,
+       on random data;
+  gpt  nanoGPT's model.py at the shakespeare_char shape (4 layers, 4 heads,
+       128 wide, block 64, batch 12, vocab 65, no biases): embeddings,
+       pre-LN blocks with causal self-attention (F.scaled_dot_product_attention,
+       is_causal, as nanoGPT runs it) and a tanh-GELU MLP, ln_f, the LM head
+       tied to the token embedding, cross-entropy; AdamW (lr 1e-3, betas 0.9,
+       0.99, weight decay 0.1 on the 2-D weights only) with the gradient norm
+       clipped at 1.0, as configs/gpt_shakespeare_*.ini train it; random
+       tokens.
+
+It prints one table per model: per policy the median over rounds of each
+side's median step time, and the median over rounds of the ratio
 torch_ms / amptrain_ms (above 1: amptrain is faster).
 
 PyTorch is a benchmark dependency only (pip install torch); nothing in the
@@ -37,10 +46,18 @@ def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     p.add_argument("--bench-step", default=os.path.join(here, "..", "build", "bench", "bench_step"),
                    help="path to amptrain's bench_step (default: build/bench/bench_step)")
-    p.add_argument("--features", type=int, default=784)
-    p.add_argument("--hidden", default="1024,1024")
-    p.add_argument("--classes", type=int, default=10)
-    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--models", default="mlp,gpt", help="mlp, gpt or both (default)")
+    p.add_argument("--features", type=int, default=784, help="mlp: input width")
+    p.add_argument("--hidden", default="1024,1024", help="mlp: hidden widths")
+    p.add_argument("--classes", type=int, default=10, help="mlp: output width")
+    p.add_argument("--batch", type=int, default=0,
+                   help="rows per step (default: mlp 256, gpt 12 windows)")
+    p.add_argument("--n-layer", type=int, default=4, help="gpt: layers")
+    p.add_argument("--n-head", type=int, default=4, help="gpt: heads")
+    p.add_argument("--n-embd", type=int, default=128, help="gpt: width")
+    p.add_argument("--block-size", type=int, default=64, help="gpt: context")
+    p.add_argument("--vocab", type=int, default=65,
+                   help="gpt: vocabulary (bench_step's is the shipped corpus's, 65)")
     p.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
@@ -53,80 +70,176 @@ def parse_args(argv):
     except ValueError:
         p.error("--hidden: expected comma-separated integers")
     a.policies = [x for x in a.policies.split(",") if x]
+    a.models = [x for x in a.models.split(",") if x]
+    for x in a.models:
+        if x not in ("mlp", "gpt"):
+            p.error("--models: unknown model %r (mlp, gpt)" % x)
+    if a.n_embd % a.n_head:
+        p.error("--n-embd must split into --n-head heads")
     for x in a.policies:
         if x not in ("fp32", "bf16", "fp16"):
             p.error("--policies: unknown policy %r (fp32, bf16, fp16)" % x)
     if a.threads <= 0:
         env = os.environ.get("AMPTRAIN_THREADS")
         a.threads = int(env) if env else (os.cpu_count() or 1)
-    if min(a.steps, a.rounds, a.batch) < 1 or a.warmup < 0:
-        p.error("--steps, --rounds, --batch >= 1, --warmup >= 0")
+    if min(a.steps, a.rounds) < 1 or a.batch < 0 or a.warmup < 0:
+        p.error("--steps, --rounds >= 1, --batch, --warmup >= 0")
     return a
 
 
 AMP_LABEL = {"fp32": "fp32", "bf16": "bf16+none", "fp16": "fp16+dynamic"}
 
 
-def amptrain_ms(a, policy):
+def batch_of(a, model):
+    return a.batch or (12 if model == "gpt" else 256)
+
+
+def amptrain_ms(a, model, policy):
     env = dict(os.environ, AMPTRAIN_THREADS=str(a.threads))
-    cmd = [a.bench_step, "--no-floor", "--policy", policy, "--steps", str(a.steps),
-           "--warmup", str(a.warmup), "--batch", str(a.batch), "--hidden", a.hidden,
-           "--features", str(a.features), "--classes", str(a.classes)]
+    cmd = [a.bench_step, "--model", model, "--no-floor", "--policy", policy, "--steps",
+           str(a.steps), "--warmup", str(a.warmup), "--batch", str(batch_of(a, model))]
+    if model == "gpt":
+        cmd += ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd",
+                str(a.n_embd), "--block-size", str(a.block_size)]
+    else:
+        cmd += ["--hidden", a.hidden, "--features", str(a.features), "--classes", str(a.classes)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("bench_step failed (%d): %s" % (r.returncode, r.stderr.strip()))
     kernels = ""
-    ms = None
+    ms = cpu = None
     for line in r.stdout.splitlines():
         m = re.match(r"\|\s*%s\s*\|\s*([0-9.]+)\s*\|" % re.escape(AMP_LABEL[policy]), line)
         if m:
             ms = float(m.group(1))
+            cols = [c.strip() for c in line.strip().strip("|").split("|")]
+            cpu = float(cols[7]) if len(cols) > 7 else None  # step cpu ms
         if line.startswith(AMP_LABEL[policy] + " kernels:"):
             kernels = line.split(":", 1)[1].strip()
+        if model == "gpt" and line.startswith("bench_step: GPT"):
+            v = re.search(r"vocab (\d+)", line)
+            if v and int(v.group(1)) != a.vocab:
+                raise RuntimeError("bench_step's GPT has vocab %s, torch's %d (--vocab)"
+                                   % (v.group(1), a.vocab))
     if ms is None:
         raise RuntimeError("no %s row in bench_step's output:\n%s" % (policy, r.stdout))
-    return ms, kernels
+    return ms, cpu, kernels
+
+
+def make_gpt(torch, a):
+    """nanoGPT's GPT (model.py) without dropout or biases, tanh GELU."""
+    nn, F = torch.nn, torch.nn.functional
+    C, nh = a.n_embd, a.n_head
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(C, 3 * C, bias=False)
+            self.c_proj = nn.Linear(C, C, bias=False)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q, k, v = (t.view(B, T, nh, C // nh).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(C, bias=False)
+            self.attn = Attention()
+            self.ln_2 = nn.LayerNorm(C, bias=False)
+            self.mlp = nn.Sequential(nn.Linear(C, 4 * C, bias=False), nn.GELU(approximate="tanh"),
+                                     nn.Linear(4 * C, C, bias=False))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(a.vocab, C)
+            self.wpe = nn.Embedding(a.block_size, C)
+            self.h = nn.ModuleList(Block() for _ in range(a.n_layer))
+            self.ln_f = nn.LayerNorm(C, bias=False)
+            self.lm_head = nn.Linear(C, a.vocab, bias=False)
+            self.lm_head.weight = self.wte.weight  # tied
+
+        def forward(self, idx, targets):
+            T = idx.shape[1]
+            x = self.wte(idx) + self.wpe(torch.arange(T))
+            for b in self.h:
+                x = b(x)
+            logits = self.lm_head(self.ln_f(x))
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+    return GPT()
 
 
 class TorchStep:
-    def __init__(self, torch, a, policy):
-        self.torch, self.policy = torch, policy
+    def __init__(self, torch, a, model, policy):
+        self.torch, self.policy, self.model_name = torch, policy, model
         nn = torch.nn
         torch.manual_seed(1)
-        widths = [a.features] + a.hidden_list + [a.classes]
-        layers = []
-        for i, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:])):
-            layers.append(nn.Linear(w_in, w_out))
-            if i < len(widths) - 2:
-                layers.append(nn.ReLU())
-        self.model = nn.Sequential(*layers)
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
-        self.x = torch.randn(a.batch, a.features)
-        self.y = torch.randint(0, a.classes, (a.batch,))
+        batch = batch_of(a, model)
+        if model == "gpt":
+            self.model = make_gpt(torch, a)
+            decay = [p for p in self.model.parameters() if p.dim() >= 2]
+            other = [p for p in self.model.parameters() if p.dim() < 2]
+            self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                          {"params": other, "weight_decay": 0.0}],
+                                         lr=1e-3, betas=(0.9, 0.99), eps=1e-8)
+            self.x = torch.randint(0, a.vocab, (batch, a.block_size))
+            self.y = torch.randint(0, a.vocab, (batch, a.block_size))
+            self.clip = 1.0
+        else:
+            widths = [a.features] + a.hidden_list + [a.classes]
+            layers = []
+            for i, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:])):
+                layers.append(nn.Linear(w_in, w_out))
+                if i < len(widths) - 2:
+                    layers.append(nn.ReLU())
+            self.model = nn.Sequential(*layers)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+            self.x = torch.randn(batch, a.features)
+            self.y = torch.randint(0, a.classes, (batch,))
+            self.clip = None
         self.loss = nn.CrossEntropyLoss()
         self.dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[policy]
         self.scaler = torch.amp.GradScaler("cpu") if policy == "fp16" else None
+
+    def forward(self):
+        if self.model_name == "gpt":
+            return self.model(self.x, self.y)
+        return self.loss(self.model(self.x), self.y)
 
     def step(self):
         torch = self.torch
         self.opt.zero_grad(set_to_none=True)
         if self.dtype is None:
-            loss = self.loss(self.model(self.x), self.y)
+            loss = self.forward()
         else:
             with torch.autocast("cpu", dtype=self.dtype):
-                loss = self.loss(self.model(self.x), self.y)
+                loss = self.forward()
         if self.scaler:
             self.scaler.scale(loss).backward()
+            if self.clip:
+                self.scaler.unscale_(self.opt)
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
             self.scaler.step(self.opt)
             self.scaler.update()
         else:
             loss.backward()
+            if self.clip:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
             self.opt.step()
-        return float(loss)
+        return loss.detach().item()
 
 
-def torch_ms(torch, a, policy):
-    s = TorchStep(torch, a, policy)
+def torch_ms(torch, a, model, policy):
+    s = TorchStep(torch, a, model, policy)
     for _ in range(a.warmup):
         s.step()
     t = []
@@ -135,6 +248,14 @@ def torch_ms(torch, a, policy):
         s.step()
         t.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(t)
+
+
+def describe(a, model):
+    if model == "gpt":
+        return ("GPT %d layers, %d heads, %d wide, block %d, vocab %d, batch %d, AdamW + clip"
+                % (a.n_layer, a.n_head, a.n_embd, a.block_size, a.vocab, batch_of(a, model)))
+    return "MLP %d-%s-%d, batch %d, SGD momentum" % (a.features, a.hidden.replace(",", "-"),
+                                                    a.classes, batch_of(a, model))
 
 
 def main(argv):
@@ -151,52 +272,68 @@ def main(argv):
               file=sys.stderr)
         return 2
     fp16_ok = True
+    fp16_why = ""
     try:
-        torch_ms(torch, argparse.Namespace(**dict(vars(a), steps=1, warmup=0, batch=2)), "fp16")
+        small = argparse.Namespace(**dict(vars(a), steps=1, warmup=0, batch=2))
+        for m in a.models:
+            torch_ms(torch, small, m, "fp16")
     except Exception as e:  # this torch has no CPU fp16 autocast/GradScaler
         fp16_ok = False
         fp16_why = str(e).splitlines()[0][:80]
-    print("compare_torch: MLP %d-%s-%d, batch %d, %d thread(s) each; %d rounds of (amptrain, torch) "
-          "per policy, each the median of %d steps after %d warm-up"
-          % (a.features, a.hidden.replace(",", "-"), a.classes, a.batch, a.threads, a.rounds,
-             a.steps, a.warmup))
+    print("compare_torch: %d thread(s) each; %d rounds of (amptrain, torch) per model and policy, "
+          "each the median of %d steps after %d warm-up"
+          % (a.threads, a.rounds, a.steps, a.warmup))
     print("torch %s (%s); amptrain %s" % (torch.__version__, torch.backends.cpu.get_cpu_capability()
                                           if hasattr(torch.backends, "cpu") else "?", a.bench_step))
-    res = {p: {"amp": [], "torch": [], "ratio": [], "kernels": ""} for p in a.policies}
+    res = {(m, p): {"amp": [], "cpu": [], "torch": [], "ratio": [], "kernels": ""}
+           for m in a.models for p in a.policies}
     try:
         for r in range(a.rounds):
-            for p in a.policies:
-                am, kern = amptrain_ms(a, p)
-                res[p]["amp"].append(am)
-                res[p]["kernels"] = kern
-                if p == "fp16" and not fp16_ok:
-                    continue
-                tm = torch_ms(torch, a, p)
-                res[p]["torch"].append(tm)
-                res[p]["ratio"].append(tm / am)
+            for m in a.models:
+                for p in a.policies:
+                    am, cpu, kern = amptrain_ms(a, m, p)
+                    d = res[(m, p)]
+                    d["amp"].append(am)
+                    d["cpu"].append(cpu)
+                    d["kernels"] = kern
+                    if p == "fp16" and not fp16_ok:
+                        continue
+                    tm = torch_ms(torch, a, m, p)
+                    d["torch"].append(tm)
+                    d["ratio"].append(tm / am)
             print("  round %d/%d done" % (r + 1, a.rounds), file=sys.stderr)
     except RuntimeError as e:
         print("compare_torch: %s" % e, file=sys.stderr)
         return 1
-    print()
-    print("| policy | amptrain ms | torch ms | torch/amptrain (median of rounds) | min-max ratio |")
-    print("|---|---:|---:|---:|---:|")
-    for p in a.policies:
-        d = res[p]
-        am = statistics.median(d["amp"])
-        if d["torch"]:
-            tm, ra = statistics.median(d["torch"]), statistics.median(d["ratio"])
-            print("| %s | %.3f | %.3f | %.2f | %.2f-%.2f |" % (p, am, tm, ra, min(d["ratio"]),
-                                                             max(d["ratio"])))
-        else:
-            print("| %s | %.3f | n/a | n/a (%s) | |" % (p, am, fp16_why))
-    fp32 = statistics.median(res["fp32"]["amp"]) if "fp32" in res else None
-    if fp32:
+    for m in a.models:
         print()
-        print("amptrain step / amptrain fp32 step: " + ", ".join(
-            "%s %.2f" % (p, statistics.median(res[p]["amp"]) / fp32) for p in a.policies))
-    for p in a.policies:
-        print("amptrain %s kernels: %s" % (p, res[p]["kernels"]))
+        print(describe(a, m))
+        print()
+        print("| policy | amptrain ms | torch ms | torch/amptrain (median of rounds) | min-max ratio |")
+        print("|---|---:|---:|---:|---:|")
+        for p in a.policies:
+            d = res[(m, p)]
+            am = statistics.median(d["amp"])
+            if d["torch"]:
+                tm, ra = statistics.median(d["torch"]), statistics.median(d["ratio"])
+                print("| %s | %.3f | %.3f | %.2f | %.2f-%.2f |" % (p, am, tm, ra, min(d["ratio"]),
+                                                                 max(d["ratio"])))
+            else:
+                print("| %s | %.3f | n/a | n/a (%s) | |" % (p, am, fp16_why))
+        if "fp32" in a.policies:
+            # per round (the policies of a round ran back to back), then the median
+            fp32 = res[(m, "fp32")]["amp"]
+            print()
+            print("amptrain step / amptrain fp32 step (median of the rounds' ratios): " + ", ".join(
+                "%s %.2f" % (p, statistics.median(x / f for x, f in zip(res[(m, p)]["amp"], fp32)))
+                for p in a.policies))
+            fcpu = res[(m, "fp32")]["cpu"]
+            if all(x is not None for p in a.policies for x in res[(m, p)]["cpu"]):
+                print("the same with amptrain's CPU time per step (bench_step's step cpu ms): " +
+                      ", ".join("%s %.2f" % (p, statistics.median(
+                          x / f for x, f in zip(res[(m, p)]["cpu"], fcpu))) for p in a.policies))
+        for p in a.policies:
+            print("amptrain %s kernels: %s" % (p, res[(m, p)]["kernels"]))
     return 0
 
 

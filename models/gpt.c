@@ -17,6 +17,12 @@
  *   - every Linear is one descriptor GEMM in its layer's GEMM dtype with
  *     FP32 accumulation and a bias/GELU/rounding epilogue into the
  *     activation dtype, on a working copy of the weights in the param dtype;
+ *     where the backend would widen 16-bit GEMM inputs to FP32 anyway
+ *     (be->info.widened_gemm) the working copy is an FP32 array of the
+ *     rounded values (cast once per step, not widened at every GEMM) and
+ *     each 16-bit activation operand is widened once here, so the backward's
+ *     dY serves its dW and dX GEMMs from one widening; the values, and so
+ *     the bits, are those of the 16-bit GEMM;
  *   - attention runs its two GEMMs in the attention dtype, softmax in FP32,
  *     with the logits and the probabilities as rounding points;
  *   - cross-entropy runs in FP32 on the widened logits.
@@ -57,7 +63,9 @@ typedef struct gpt_linear {
     int in, out;
     size_t w_off, b_off;      /* b_off == NO_PARAM without a bias */
     amp_dtype gemm, act;      /* the layer's GEMM and activation dtypes */
-    amp_dtype wdt;            /* the working copy's dtype */
+    amp_dtype wdt;            /* the working copy's dtype (of its values) */
+    int wide;                 /* the GEMM dtype is 16-bit and the backend widens it */
+    amp_dtype wstore;         /* the working copy's array: F32 when wide, else wdt */
     int cast_layer;           /* whose FWD slot counts the working-copy rounding */
     void *w_work, *b_work;    /* aliases of the master weights when wdt is F32 */
 } gpt_linear;
@@ -114,6 +122,7 @@ typedef struct gpt {
     float *op_f32[2];         /* operand conversions (only when a policy mixes dtypes) */
     void *op_16[2];
     size_t op_len;
+    unsigned widened_gemm;    /* be->info.widened_gemm at create */
 } gpt;
 
 static size_t dsize(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
@@ -246,6 +255,11 @@ static void init_linear(const amp_model *m, gpt_linear *L, const char *name, int
     L->wdt = pr->param;
 }
 
+static void set_wide(const gpt *g, gpt_linear *L) {
+    L->wide = L->gemm != AMP_DTYPE_F32 && ((g->widened_gemm >> L->gemm) & 1u);
+    L->wstore = L->wide && L->wdt != AMP_DTYPE_F32 ? AMP_DTYPE_F32 : L->wdt;
+}
+
 static void init_norm(const amp_model *m, gpt_norm *n, const char *name) {
     char p[AMP_MODEL_NAME_MAX + 16];
     n->layer = layer_index(m, name);
@@ -275,6 +289,7 @@ static int gpt_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
     g->C = g->k.n_embd;
     g->V = m->input.classes;
     g->N = g->B * g->T;
+    g->widened_gemm = m->be->info.widened_gemm;
     int C = g->C;
     g->wte_off = param_off(m, "transformer.wte.weight");
     g->wpe_off = param_off(m, "transformer.wpe.weight");
@@ -292,6 +307,10 @@ static int gpt_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         init_linear(m, &b->fc_proj, NAME("mlp.c_proj"), 4 * C, C);
 #undef NAME
         b->adt = m->prec[b->attn_layer].compute[AMP_OP_ATTENTION];
+        set_wide(g, &b->c_attn);
+        set_wide(g, &b->c_proj);
+        set_wide(g, &b->c_fc);
+        set_wide(g, &b->fc_proj);
     }
     init_norm(m, &g->ln_f, "transformer.ln_f");
     /* The LM head runs in its own layer's GEMM dtype on the tied weight,
@@ -306,6 +325,7 @@ static int gpt_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
     h->act = m->prec[h->layer].activation;
     h->wdt = m->prec[g->wte_layer].param;
     h->cast_layer = g->wte_layer;
+    set_wide(g, h);
     return 0;
 }
 
@@ -324,8 +344,9 @@ static void take_working(amp_model *m, gpt_linear *L) {
         L->w_work = m->master ? m->master + L->w_off : NULL;
         L->b_work = m->master && L->b_off != NO_PARAM ? m->master + L->b_off : NULL;
     } else {
-        L->w_work = amp_arena_take(&mem[AMP_MEM_WORKING], wn * 2);
-        L->b_work = L->b_off != NO_PARAM ? amp_arena_take(&mem[AMP_MEM_WORKING], (size_t)L->out * 2)
+        size_t es = dsize(L->wstore);
+        L->w_work = amp_arena_take(&mem[AMP_MEM_WORKING], wn * es);
+        L->b_work = L->b_off != NO_PARAM ? amp_arena_take(&mem[AMP_MEM_WORKING], (size_t)L->out * es)
                                          : NULL;
     }
 }
@@ -397,7 +418,12 @@ static void gpt_layout(amp_model *m) {
     g->g_big = amp_arena_take(W, N * 4 * C * 4);
     g->g_qkv = amp_arena_take(W, N * 3 * C * 4);
     g->att_ws = amp_arena_take(W, amp_attention_workspace_floats(g->B, g->T, g->C, g->k.n_head) * 4);
-    g->op_len = mixed_dtypes(g) ? (N * wide > largest ? N * wide : largest) : 0;
+    int any_wide = g->lm_head.wide;
+    for (int i = 0; i < g->k.n_layer; i++) {
+        const gpt_block *b = &g->blocks[i];
+        any_wide |= b->c_attn.wide | b->c_proj.wide | b->c_fc.wide | b->fc_proj.wide;
+    }
+    g->op_len = mixed_dtypes(g) || any_wide ? (N * wide > largest ? N * wide : largest) : 0;
     for (int i = 0; i < 2; i++) {
         g->op_f32[i] = amp_arena_take(W, g->op_len * 4);
         g->op_16[i] = amp_arena_take(W, g->op_len * 2);
@@ -446,7 +472,15 @@ static int cast_linear(amp_model *m, const gpt_linear *L) {
     amp_backend *be = m->be;
     if (L->wdt == AMP_DTYPE_F32) return 0; /* working == master */
     amp_round_count *cnt = amp_model_rounds(m, L->cast_layer, AMP_ROUND_FWD);
-    CHECK(be->ops->round(be, L->w_work, L->wdt, m->master + L->w_off, (size_t)L->in * L->out, cnt));
+    size_t wn = (size_t)L->in * L->out;
+    if (L->wstore == AMP_DTYPE_F32) { /* wide: the rounded values, widened once */
+        CHECK(be->ops->quantize(be, L->w_work, m->master + L->w_off, wn, L->wdt, cnt, 0));
+        if (L->b_off != NO_PARAM)
+            CHECK(be->ops->quantize(be, L->b_work, m->master + L->b_off, (size_t)L->out, L->wdt,
+                                    cnt, 0));
+        return 0;
+    }
+    CHECK(be->ops->round(be, L->w_work, L->wdt, m->master + L->w_off, wn, cnt));
     if (L->b_off != NO_PARAM)
         CHECK(be->ops->round(be, L->b_work, L->wdt, m->master + L->b_off, (size_t)L->out, cnt));
     return 0;
@@ -488,17 +522,46 @@ static const void *operand(amp_model *m, int slot, const void *src, amp_dtype ha
     return g->op_16[slot];
 }
 
+/* A GEMM operand of L: src stored as `store` holding values of dtype
+ * `vals`. Without L->wide, operand() into L->gemm. With it, the GEMM runs
+ * on FP32 arrays of values rounded through L->gemm (what the backend's
+ * widening would give): src itself when it is such an array, else its
+ * widening (and, under a policy that mixes dtypes, rounding) into the FP32
+ * scratch of `slot`. */
+static const void *gemm_operand(amp_model *m, const gpt_linear *L, int slot, const void *src,
+                                amp_dtype store, amp_dtype vals, size_t n) {
+    gpt *g = m->impl;
+    amp_backend *be = m->be;
+    if (!L->wide) return operand(m, slot, src, store, L->gemm, n);
+    if (store == AMP_DTYPE_F32 && vals == L->gemm) return src;
+    if (n > g->op_len) {
+        snprintf(be->err, sizeof be->err, "gpt: operand widening of %zu elements exceeds the "
+                 "scratch of %zu", n, g->op_len);
+        return NULL;
+    }
+    float *f = g->op_f32[slot];
+    if (store != AMP_DTYPE_F32) {
+        if (be->ops->widen(be, f, src, store, n) != 0) return NULL;
+        src = f;
+    }
+    if (vals == L->gemm) return src;
+    if (be->ops->quantize(be, f, src, n, L->gemm, NULL, 0) != 0) return NULL;
+    return f;
+}
+
+static amp_dtype gemm_dtype(const gpt_linear *L) { return L->wide ? AMP_DTYPE_F32 : L->gemm; }
+
 /* out(L->act)[rows, out] = round(x W^T + b), and act_out = round(act(out))
  * when act != NONE: one GEMM with the epilogue. */
 static int linear_forward(amp_model *m, const gpt_linear *L, const void *x, amp_dtype x_dt,
                           int rows, void *out, amp_act act, void *act_out) {
     gpt *g = m->impl;
-    const void *xg = operand(m, 0, x, x_dt, L->gemm, (size_t)rows * L->in);
-    const void *wg = operand(m, 1, L->w_work, L->wdt, L->gemm, (size_t)L->in * L->out);
+    const void *xg = gemm_operand(m, L, 0, x, x_dt, x_dt, (size_t)rows * L->in);
+    const void *wg = gemm_operand(m, L, 1, L->w_work, L->wstore, L->wdt, (size_t)L->in * L->out);
     if (!xg || !wg) return -1;
-    amp_gemm_desc d = amp_gemm_plain(g->f_acc, xg, wg, L->gemm, 0, 1, rows, L->out, L->in);
+    amp_gemm_desc d = amp_gemm_plain(g->f_acc, xg, wg, gemm_dtype(L), 0, 1, rows, L->out, L->in);
     d.bias = L->b_work;
-    d.bias_dtype = L->wdt;
+    d.bias_dtype = L->wstore;
     d.act = act;
     d.out = out;
     d.act_out = act_out;
@@ -553,34 +616,55 @@ static int gpt_forward(amp_model *m, const amp_forward_args *a) {
 
 /* ---- backward ------------------------------------------------------------------ */
 
-/* From dy(dy_dt)[rows, out]: dW (and db) added into the FP32 gradients,
+/* From dy[rows, out] (values in dy_dt, stored as dy_store: dy_dt, or F32 for
+ * a wide L, see grad_for): dW (and db) added into the FP32 gradients,
  * rounded first to the working copy's dtype when it is 16-bit (the
  * gradient of a 16-bit weight is 16-bit); dx[rows, in] = dy W in FP32 when
  * dx is not NULL. */
-static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, amp_dtype dy_dt,
-                           const void *x, amp_dtype x_dt, int rows, float *dx) {
+static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, amp_dtype dy_store,
+                           amp_dtype dy_dt, const void *x, amp_dtype x_dt, int rows, float *dx) {
     gpt *g = m->impl;
     amp_backend *be = m->be;
     amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
     size_t wn = (size_t)L->in * L->out;
-    const void *dyg = operand(m, 0, dy, dy_dt, L->gemm, (size_t)rows * L->out);
-    const void *xg = operand(m, 1, x, x_dt, L->gemm, (size_t)rows * L->in);
+    const void *dyg = gemm_operand(m, L, 0, dy, dy_store, dy_dt, (size_t)rows * L->out);
+    const void *xg = gemm_operand(m, L, 1, x, x_dt, x_dt, (size_t)rows * L->in);
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T X[rows, in] */
-    amp_gemm_desc dw = amp_gemm_plain(g->f_w, dyg, xg, L->gemm, 1, 0, L->out, L->in, rows);
+    amp_gemm_desc dw = amp_gemm_plain(g->f_w, dyg, xg, gemm_dtype(L), 1, 0, L->out, L->in, rows);
     CHECK(AMP_CALL(be, gemm_ex, &dw));
     CHECK(be->ops->quantize(be, m->grads + L->w_off, g->f_w, wn, L->wdt, cnt, 1));
     if (L->b_off != NO_PARAM) {
-        CHECK(be->ops->widen(be, g->f_t, dy, dy_dt, (size_t)rows * L->out));
+        CHECK(be->ops->widen(be, g->f_t, dy, dy_store, (size_t)rows * L->out));
         CHECK(be->ops->col_sum(be, g->f_b, g->f_t, rows, L->out));
         CHECK(be->ops->quantize(be, m->grads + L->b_off, g->f_b, (size_t)L->out, L->wdt, cnt, 1));
     }
     if (!dx) return 0;
-    const void *wg = operand(m, 1, L->w_work, L->wdt, L->gemm, wn);
+    const void *wg = gemm_operand(m, L, 1, L->w_work, L->wstore, L->wdt, wn);
     if (!wg) return -1;
     /* dX[rows, in] = dY[rows, out] W[out, in] */
-    amp_gemm_desc dd = amp_gemm_plain(dx, dyg, wg, L->gemm, 0, 0, rows, L->in, L->out);
+    amp_gemm_desc dd = amp_gemm_plain(dx, dyg, wg, gemm_dtype(L), 0, 0, rows, L->in, L->out);
     return AMP_CALL(be, gemm_ex, &dd);
+}
+
+/* L's dY from its FP32 gradient src[n], rounded into dt and counted: the
+ * dt array dst, or, when L is wide, the FP32 array of the rounded values
+ * (what its GEMMs read, so they need no widening) in wide_buf (may be src).
+ * *dy and *store say which. */
+static int grad_for(amp_model *m, const gpt_linear *L, void *dst, float *wide_buf,
+                    const float *src, size_t n, amp_dtype dt, amp_round_count *cnt,
+                    const void **dy, amp_dtype *store) {
+    amp_backend *be = m->be;
+    if (L->wide && dt != AMP_DTYPE_F32) {
+        CHECK(be->ops->quantize(be, wide_buf, src, n, dt, cnt, 0));
+        *dy = wide_buf;
+        *store = AMP_DTYPE_F32;
+        return 0;
+    }
+    CHECK(be->ops->round(be, dst, dt, src, n, cnt));
+    *dy = dst;
+    *store = dt;
+    return 0;
 }
 
 /* dres += the LayerNorm's input gradient from dout (FP32, [rows, C]); its
@@ -602,9 +686,11 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
     if (!a->accumulate) CHECK(op->zero(be, m->grads, m->desc.nparams * sizeof(float)));
     /* LM head: the FP32 dlogits are the gradient of 16-bit logits */
     const gpt_linear *h = &g->lm_head;
-    CHECK(op->round(be, g->logits, h->act, g->f_dlogits, (size_t)rows * g->V,
-                    amp_model_rounds(m, h->layer, AMP_ROUND_GRAD)));
-    CHECK(linear_backward(m, h, g->logits, h->act, g->lnf_out, g->ln_f.act, rows, g->f_dx));
+    const void *dy;
+    amp_dtype dy_store;
+    CHECK(grad_for(m, h, g->logits, g->f_dlogits, g->f_dlogits, (size_t)rows * g->V, h->act,
+                   amp_model_rounds(m, h->layer, AMP_ROUND_GRAD), &dy, &dy_store));
+    CHECK(linear_backward(m, h, dy, dy_store, h->act, g->lnf_out, g->ln_f.act, rows, g->f_dx));
     CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, g->ln_f.act,
                        amp_model_rounds(m, g->ln_f.layer, AMP_ROUND_GRAD), 0));
     CHECK(op->zero(be, g->dres, nc * sizeof(float)));
@@ -613,16 +699,29 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         gpt_block *b = &g->blocks[i];
         size_t n4 = 4 * nc;
         /* MLP: dres is the gradient of its c_proj output (16-bit there) */
-        CHECK(op->round(be, g->g_small, b->fc_proj.act, g->dres, nc,
-                        amp_model_rounds(m, b->fc_proj.layer, AMP_ROUND_GRAD)));
-        CHECK(linear_backward(m, &b->fc_proj, g->g_small, b->fc_proj.act, b->fch_gelu, b->c_fc.act,
-                              rows, g->f_dx));
+        CHECK(grad_for(m, &b->fc_proj, g->g_small, g->g_small, g->dres, nc, b->fc_proj.act,
+                       amp_model_rounds(m, b->fc_proj.layer, AMP_ROUND_GRAD), &dy, &dy_store));
+        CHECK(linear_backward(m, &b->fc_proj, dy, dy_store, b->fc_proj.act, b->fch_gelu,
+                              b->c_fc.act, rows, g->f_dx));
         amp_round_count *fc_cnt = amp_model_rounds(m, b->c_fc.layer, AMP_ROUND_GRAD);
-        CHECK(op->quantize(be, g->f_dx, g->f_dx, n4, b->c_fc.act, fc_cnt, 0));
-        CHECK(op->widen(be, g->f_t, b->fch, b->c_fc.act, n4));
-        CHECK(op->act_backward(be, g->f_dx, g->f_dx, g->f_t, n4, AMP_ACT_GELU_TANH));
-        CHECK(op->round(be, g->g_big, b->c_fc.act, g->f_dx, n4, fc_cnt));
-        CHECK(linear_backward(m, &b->c_fc, g->g_big, b->c_fc.act, b->ln2_out, b->ln2.act, rows,
+        dy = g->g_big;
+        dy_store = b->c_fc.act;
+        if (op->act_backward_round) { /* the same bits in one pass */
+            /* wide: its FP32 widening too, which the GEMMs read */
+            int wide = b->c_fc.wide && b->c_fc.act != AMP_DTYPE_F32;
+            CHECK(op->act_backward_round(be, g->g_big, wide ? g->f_t : NULL, g->f_dx, b->fch,
+                                         b->c_fc.act, n4, AMP_ACT_GELU_TANH, fc_cnt));
+            if (wide) {
+                dy = g->f_t;
+                dy_store = AMP_DTYPE_F32;
+            }
+        } else {
+            CHECK(op->quantize(be, g->f_dx, g->f_dx, n4, b->c_fc.act, fc_cnt, 0));
+            CHECK(op->widen(be, g->f_t, b->fch, b->c_fc.act, n4));
+            CHECK(op->act_backward(be, g->f_dx, g->f_dx, g->f_t, n4, AMP_ACT_GELU_TANH));
+            CHECK(op->round(be, g->g_big, b->c_fc.act, g->f_dx, n4, fc_cnt));
+        }
+        CHECK(linear_backward(m, &b->c_fc, dy, dy_store, b->c_fc.act, b->ln2_out, b->ln2.act, rows,
                               g->f_dx));
         CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, b->ln2.act,
                            amp_model_rounds(m, b->ln2.layer, AMP_ROUND_GRAD), 0));
@@ -630,9 +729,9 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(AMP_CALL(be, residual_add, g->x_mid, b->x, b->proj, b->c_proj.act, nc));
         CHECK(norm_backward(m, &b->ln2, g->f_dx, g->x_mid, b->ln2_mean, b->ln2_rstd, rows));
         /* attention: dres is now the gradient of its c_proj output */
-        CHECK(op->round(be, g->g_small, b->c_proj.act, g->dres, nc,
-                        amp_model_rounds(m, b->c_proj.layer, AMP_ROUND_GRAD)));
-        CHECK(linear_backward(m, &b->c_proj, g->g_small, b->c_proj.act, b->atty, b->adt, rows,
+        CHECK(grad_for(m, &b->c_proj, g->g_small, g->g_small, g->dres, nc, b->c_proj.act,
+                       amp_model_rounds(m, b->c_proj.layer, AMP_ROUND_GRAD), &dy, &dy_store));
+        CHECK(linear_backward(m, &b->c_proj, dy, dy_store, b->c_proj.act, b->atty, b->adt, rows,
                               g->f_dx));
         amp_round_count *at_cnt = amp_model_rounds(m, b->attn_layer, AMP_ROUND_GRAD);
         CHECK(op->round(be, g->g_big, b->adt, g->f_dx, nc, at_cnt));
@@ -640,8 +739,8 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         if (!qkv) return -1;
         CHECK(AMP_CALL(be, attention_backward, g->g_qkv, g->att_ws, g->g_big, qkv, b->att, b->adt,
                        Bn, g->T, C, g->k.n_head, at_cnt));
-        CHECK(linear_backward(m, &b->c_attn, g->g_qkv, b->adt, b->ln1_out, b->ln1.act, rows,
-                              g->f_dx));
+        CHECK(linear_backward(m, &b->c_attn, g->g_qkv, b->adt, b->adt, b->ln1_out, b->ln1.act,
+                              rows, g->f_dx));
         CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, b->ln1.act,
                            amp_model_rounds(m, b->ln1.layer, AMP_ROUND_GRAD), 0));
         CHECK(norm_backward(m, &b->ln1, g->f_dx, b->x, b->ln1_mean, b->ln1_rstd, rows));

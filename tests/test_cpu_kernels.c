@@ -137,6 +137,15 @@ static void check_table(const amp_cpu_kern *k) {
             if (!same(dst[3 + i], amp_widen16((uint16_t)i, dt)) && bad++ < 5)
                 EXPECT(0, "%s widen16 dt %d: %#x -> %#x", isa, dt, i, bits(dst[3 + i]));
         EXPECT(bad == 0, "%s widen16 dt %d: %zu patterns differ", isa, dt, bad);
+        /* every length 0..40 at odd offsets (the padded tails); nothing past n is written */
+        for (size_t len = 0; len <= 40; len++) {
+            for (size_t j = 0; j < 48; j++) dst[j] = -7.0f;
+            k->widen16(dst + 1, h + 3 + len, len, dt);
+            size_t off = 0;
+            for (size_t j = 0; j < len; j++) off += !same(dst[1 + j], amp_widen16(h[3 + len + j], dt));
+            EXPECT(off == 0 && dst[0] == -7.0f && dst[1 + len] == -7.0f, "%s widen16 dt %d length %zu",
+                   isa, dt, len);
+        }
     }
 
     /* unscale: the scalar function's element results, and the lane sums
@@ -193,6 +202,29 @@ static void check_table(const amp_cpu_kern *k) {
         bad = 0;
         for (size_t i = 0; i < n; i++) bad += !same(w[i], m[i] * amp_act_grad(v[i], act));
         EXPECT(bad == 0, "%s act_grad_mul %d in place with specials: %zu differ", isa, act, bad);
+    }
+    /* vexp: libm's expf bit for bit (the vector path replays glibc's
+     * algorithm), in place too; every 4099th bit pattern of the whole
+     * float range, and the arguments the GELU and softmax give it */
+    {
+        size_t ne = (size_t)(0x100000000ull / 4099) + 1, bad_e = 0;
+        float *ex = malloc(ne * 4), *ey = malloc(ne * 4);
+        for (size_t i = 0; i < ne; i++) ex[i] = fb((uint32_t)(i * 4099u + 17u));
+        for (size_t i = 0; i < n; i++) ex[i] = amp_gelu_tanh_arg(x[i]);
+        for (size_t i = n; i < 2 * n; i++) ex[i] = -fabsf(z[i - n]) * 1e-3f;
+        memcpy(ey, ex, ne * 4);
+        k->vexp(ey, ey, ne);
+        for (size_t len = 0; len <= 40; len++) { /* the padded tails, in place and not */
+            float a[48], b2[48];
+            for (size_t j = 0; j < 48; j++) a[j] = ex[j * 7 + len], b2[j] = -7.0f;
+            k->vexp(b2 + 1, a, len);
+            size_t off = 0;
+            for (size_t j = 0; j < len; j++) off += !same(b2[1 + j], expf(a[j]));
+            EXPECT(off == 0 && b2[0] == -7.0f && b2[1 + len] == -7.0f, "%s vexp length %zu", isa, len);
+        }
+        for (size_t i = 0; i < ne; i++) bad_e += !same(ey[i], expf(ex[i]));
+        EXPECT(bad_e == 0, "%s vexp: %zu of %zu differ from expf", isa, bad_e, ne);
+        free(ex), free(ey);
     }
     k->add(o, x, y, n);
     size_t bad = 0;

@@ -409,20 +409,32 @@ static void note_gemm(amp_backend *be, amp_dtype dt, const char *what) {
     snprintf(s + len, cap - len, "%s%s", len ? "," : "", what);
 }
 
-/* Widened copy of a stored 16-bit matrix in scratch slot `slot`. */
-static const float *widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
+/* be->info.scratch_bytes: the peak of oneDNN's scratchpad and our slots. */
+static void note_scratch(amp_backend *be) {
+    cpu_impl *im = impl_of(be);
+    size_t bytes = amp_dnnl_scratch_bytes(im->dnnl);
+    for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) bytes += im->scratch_len[i] * sizeof(float);
+    if (bytes > be->info.scratch_bytes) be->info.scratch_bytes = bytes;
+}
+
+float *amp_cpu_scratch(amp_backend *be, int slot, size_t n) {
     cpu_impl *im = impl_of(be);
     if (im->scratch_len[slot] < n) {
         free(im->scratch[slot]);
         im->scratch[slot] = cpu_alloc(be, n * sizeof(float));
         im->scratch_len[slot] = im->scratch[slot] ? n : 0;
         if (!im->scratch[slot]) return NULL;
-        size_t bytes = amp_dnnl_scratch_bytes(im->dnnl);
-        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) bytes += im->scratch_len[i] * sizeof(float);
-        if (bytes > be->info.scratch_bytes) be->info.scratch_bytes = bytes;
+        note_scratch(be);
     }
-    par_widen16(be, im->scratch[slot], src, n, dt);
     return im->scratch[slot];
+}
+
+
+/* Widened copy of a stored 16-bit matrix in scratch slot `slot`. */
+static const float *widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
+    float *w = amp_cpu_scratch(be, slot, n);
+    if (w) par_widen16(be, w, src, n, dt);
+    return w;
 }
 
 const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
@@ -443,9 +455,7 @@ static int gemm_run(amp_backend *be, float *c, const void *a, const void *b, amp
         if (amp_dnnl_gemm(im->dnnl, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha,
                           beta, &impl, be->err, sizeof be->err) != 0)
             return 1;
-        size_t s = amp_dnnl_scratch_bytes(im->dnnl);
-        for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) s += im->scratch_len[i] * sizeof(float);
-        if (s > be->info.scratch_bytes) be->info.scratch_bytes = s;
+        note_scratch(be);
         snprintf(what, sizeof what, "%sonednn-%s %s", prefix, dt == AMP_DTYPE_BF16 ? "bf16" : "f32",
                  impl);
     } else {
@@ -536,12 +546,30 @@ static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     }
     int rc = 0;
     amp_tally t = {0, 0, 0};
+    /* a batch through oneDNN is one call (its own threads split the
+     * matrices); otherwise one GEMM per matrix */
+    cpu_impl *im = impl_of(be);
+    int one_call = d->batch > 1 && im->lib == GEMM_ONEDNN &&
+                   (d->in_dtype == AMP_DTYPE_F32 || (d->in_dtype == AMP_DTYPE_BF16 && im->native_bf16));
+    if (one_call) {
+        const char *impl = "?";
+        char what[128];
+        rc = amp_dnnl_gemm_batched(im->dnnl, d->acc, d->a, d->b, d->in_dtype, d->trans_a,
+                                   d->trans_b, d->m, d->n, d->k, d->lda, d->ldb, d->ldc, d->batch,
+                                   d->stride_a, d->stride_b, d->stride_c, d->alpha, d->beta, &impl,
+                                   be->err, sizeof be->err);
+        snprintf(what, sizeof what, "onednn-%s %s", d->in_dtype == AMP_DTYPE_BF16 ? "bf16" : "f32",
+                 impl);
+        if (rc == 0) note_gemm(be, d->in_dtype, what);
+        note_scratch(be);
+    }
     for (int i = 0; i < d->batch && rc == 0; i++) {
         const char *a = (const char *)d->a + (size_t)i * (size_t)d->stride_a * in_size;
         const char *b = (const char *)d->b + (size_t)i * (size_t)d->stride_b * in_size;
         float *acc = d->acc + (size_t)i * (size_t)d->stride_c;
-        rc = cpu_gemm(be, acc, a, b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k, d->lda,
-                      d->ldb, d->ldc, d->alpha, d->beta);
+        if (!one_call)
+            rc = cpu_gemm(be, acc, a, b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k,
+                          d->lda, d->ldb, d->ldc, d->alpha, d->beta);
         if (rc != 0 || !has_epilogue) continue;
         size_t off = (size_t)i * (size_t)d->stride_c * out_size;
         epi_args e = {acc,

@@ -23,6 +23,8 @@
 typedef struct dnnl_key {
     int dt, ta, tb, m, n, k, lda, ldb, ldc, threads;
     float alpha, beta;
+    int batch; /* 1: a 2-D matmul; else 3-D with these strides between matrices */
+    long long sa, sb, sc;
 } dnnl_key;
 
 typedef struct dnnl_entry {
@@ -123,9 +125,15 @@ size_t amp_dnnl_scratch_bytes(const amp_dnnl *d) { return d ? d->scratch_peak : 
         }                                                                              \
     } while (0)
 
-/* A matrix [rows, cols] stored row-major with row stride ld, or transposed. */
+/* A matrix [rows, cols] stored row-major with row stride ld, or transposed;
+ * with batch > 1, `batch` of them `stride` elements apart. */
 static dnnl_status_t md_init(dnnl_memory_desc_t *md, int rows, int cols, int ld, int trans,
-                             dnnl_data_type_t dt) {
+                             dnnl_data_type_t dt, int batch, long long stride) {
+    if (batch > 1) {
+        dnnl_dims_t dims = {batch, rows, cols};
+        dnnl_dims_t strides = {stride, trans ? 1 : ld, trans ? ld : 1};
+        return dnnl_memory_desc_init_by_strides(md, 3, dims, dt, strides);
+    }
     dnnl_dims_t dims = {rows, cols};
     dnnl_dims_t strides = {trans ? 1 : ld, trans ? ld : 1};
     return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides);
@@ -138,9 +146,9 @@ static int entry_make(amp_dnnl *d, dnnl_entry *e, const dnnl_key *key, char *err
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
     memset(e, 0, sizeof *e);
-    DN(md_init(&amd, key->m, key->k, key->lda, key->ta, dt));
-    DN(md_init(&bmd, key->k, key->n, key->ldb, key->tb, dt));
-    DN(md_init(&cmd, key->m, key->n, key->ldc, 0, dnnl_f32));
+    DN(md_init(&amd, key->m, key->k, key->lda, key->ta, dt, key->batch, key->sa));
+    DN(md_init(&bmd, key->k, key->n, key->ldb, key->tb, dt, key->batch, key->sb));
+    DN(md_init(&cmd, key->m, key->n, key->ldc, 0, dnnl_f32, key->batch, key->sc));
     dnnl_matmul_desc_t mm;
     DN(dnnl_matmul_desc_init(&mm, &amd, &bmd, NULL, &cmd));
     DN(dnnl_primitive_attr_create(&attr));
@@ -180,6 +188,14 @@ static int gemm_cached(amp_dnnl *d, const dnnl_key *key, float *c, const void *a
 int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt, int trans_a,
                   int trans_b, int m, int n, int k, int lda, int ldb, int ldc, float alpha,
                   float beta, const char **impl, char *err, size_t errlen) {
+    return amp_dnnl_gemm_batched(d, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, 1, 0, 0,
+                                 0, alpha, beta, impl, err, errlen);
+}
+
+int amp_dnnl_gemm_batched(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt,
+                          int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                          int batch, long long sa, long long sb, long long sc, float alpha,
+                          float beta, const char **impl, char *err, size_t errlen) {
     dnnl_key kv;
     memset(&kv, 0, sizeof kv); /* the key is compared as bytes */
     kv.dt = (int)dt;
@@ -193,11 +209,15 @@ int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype
     kv.ldc = ldc;
     kv.alpha = alpha;
     kv.beta = beta;
+    kv.batch = batch > 1 ? batch : 1;
+    kv.sa = batch > 1 ? sa : 0;
+    kv.sb = batch > 1 ? sb : 0;
+    kv.sc = batch > 1 ? sc : 0;
     int max_threads = 1;
 #ifdef _OPENMP
     max_threads = omp_get_max_threads();
 #endif
-    double flops = 2.0 * (double)m * (double)n * (double)k;
+    double flops = 2.0 * (double)m * (double)n * (double)k * (double)kv.batch;
     kv.threads = flops < FLOPS_PER_THREAD * max_threads ? (int)(flops / FLOPS_PER_THREAD) : max_threads;
     if (kv.threads < 1) kv.threads = 1;
     const dnnl_key *key = &kv;
@@ -268,6 +288,13 @@ size_t amp_dnnl_scratch_bytes(const amp_dnnl *d) { return 0; }
 int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt, int trans_a,
                   int trans_b, int m, int n, int k, int lda, int ldb, int ldc, float alpha,
                   float beta, const char **impl, char *err, size_t errlen) {
+    snprintf(err, errlen, "this amptrain was built without oneDNN");
+    return -1;
+}
+int amp_dnnl_gemm_batched(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt,
+                          int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                          int batch, long long sa, long long sb, long long sc, float alpha,
+                          float beta, const char **impl, char *err, size_t errlen) {
     snprintf(err, errlen, "this amptrain was built without oneDNN");
     return -1;
 }

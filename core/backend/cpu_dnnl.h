@@ -26,6 +26,12 @@ void amp_dnnl_destroy(amp_dnnl *d);
 int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt, int trans_a,
                   int trans_b, int m, int n, int k, int lda, int ldb, int ldc, float alpha,
                   float beta, const char **impl, char *err, size_t errlen);
+/* The same for `batch` matrices of each operand, sa, sb and sc elements
+ * apart (one oneDNN call; batch 1 is amp_dnnl_gemm). */
+int amp_dnnl_gemm_batched(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt,
+                          int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+                          int batch, long long sa, long long sb, long long sc, float alpha,
+                          float beta, const char **impl, char *err, size_t errlen);
 /* Peak scratchpad bytes so far. */
 size_t amp_dnnl_scratch_bytes(const amp_dnnl *d);
 /* oneDNN's version as "2.6.3". */

@@ -13,9 +13,12 @@
  * backend's scratch slot `slot` (valid until that slot is used again).
  * NULL with be->err when out of memory. */
 const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n);
+/* Scratch slot `slot` as at least n floats (contents undefined); NULL with
+ * be->err when out of memory. Counted in be->info.scratch_bytes. */
+float *amp_cpu_scratch(amp_backend *be, int slot, size_t n);
 
 /* The element-wise kernel table of the backend's ISA path (cpu_kern.h), for
- * the ops outside backend_cpu.c (backend_cpu_cnn.c). */
+ * the ops outside backend_cpu.c (the transformer and CNN ops). */
 struct amp_cpu_kern;
 const struct amp_cpu_kern *amp_cpu_kern_of(amp_backend *be);
 

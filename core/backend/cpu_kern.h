@@ -43,6 +43,8 @@ typedef struct amp_cpu_kern {
     void (*add)(float *y, const float *a, const float *b, size_t n);    /* y = a + b */
     void (*act)(float *y, const float *x, size_t n, int act);           /* y = act(x) */
     void (*act_grad_mul)(float *y, const float *da, const float *z, size_t n, int act); /* da * act'(z) */
+    /* y[n] = expf(x[n]) with libm's bits (y may equal x) */
+    void (*vexp)(float *y, const float *x, size_t n);
     /* dst = dst + q, a NaN q winning whatever dst is (backend_cpu.c: accumulate_add) */
     void (*acc_add)(float *dst, const float *q, size_t n);
     /* out[j] = sum over r < rows of in[r * ld + j], in row order, for j < cols */

@@ -18,10 +18,10 @@
 
 #define AMPK_STATIC static __attribute__((unused))
 
-/* ---- scalar pieces (the reference; also the vector loops' tails) -------- */
+/* ---- scalar pieces (the reference, and the generic path) --------------- */
 
-static void AMPK_NAME(round_scalar)(uint16_t *dst, const float *src, size_t n, int dt,
-                                    amp_tally *t) {
+AMPK_STATIC void AMPK_NAME(round_scalar)(uint16_t *dst, const float *src, size_t n, int dt,
+                                         amp_tally *t) {
     amp_tally l = {0, 0, 0};
     for (size_t i = 0; i < n; i++) {
         unsigned f = 0;
@@ -37,7 +37,7 @@ static void AMPK_NAME(round_scalar)(uint16_t *dst, const float *src, size_t n, i
     }
 }
 
-static void AMPK_NAME(widen_scalar)(float *dst, const uint16_t *src, size_t n, int dt) {
+AMPK_STATIC void AMPK_NAME(widen_scalar)(float *dst, const uint16_t *src, size_t n, int dt) {
     if (dt == AMP_DTYPE_BF16)
         for (size_t i = 0; i < n; i++) dst[i] = amp_bf16_to_float(src[i]);
     else
@@ -141,7 +141,13 @@ static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt
                        : _mm512_cvtph_ps(h);
         _mm512_storeu_ps(dst + i, v);
     }
-    AMPK_NAME(widen_scalar)(dst + i, src + i, n - i, dt);
+    if (i < n) { /* the tail as one padded vector */
+        uint16_t pad[16] = {0};
+        float out[16];
+        memcpy(pad, src + i, (n - i) * sizeof *pad);
+        AMPK_NAME(widen16)(out, pad, 16, dt);
+        memcpy(dst + i, out, (n - i) * sizeof *out);
+    }
 }
 
 static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_acc *acc) {
@@ -255,7 +261,13 @@ static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt
                        : _mm256_cvtph_ps(h);
         _mm256_storeu_ps(dst + i, v);
     }
-    AMPK_NAME(widen_scalar)(dst + i, src + i, n - i, dt);
+    if (i < n) { /* the tail as one padded vector */
+        uint16_t pad[8] = {0};
+        float out[8];
+        memcpy(pad, src + i, (n - i) * sizeof *pad);
+        AMPK_NAME(widen16)(out, pad, 8, dt);
+        memcpy(dst + i, out, (n - i) * sizeof *out);
+    }
 }
 
 static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_acc *acc) {
@@ -339,11 +351,135 @@ static void AMPK_NAME(quantize16)(float *wide, const float *src, size_t n, int d
         AMPK_NAME(round_body)(NULL, wide, src, n, AMP_DTYPE_F16, t);
 }
 
+/* ---- expf over an array, with libm's bits --------------------------------- */
+/* glibc's expf (2.28 and later, sysdeps/ieee754/flt-32/e_expf.c) as its
+ * x86-64 FMA build (__expf_fma, what libm's resolver picks on every CPU
+ * with AVX2 and FMA) computes it, in vector registers: in double, k = round(x
+ * 32/ln2) through the 1.5*2^52 shift, r = x 32/ln2 - k (one FMA), 2^(k/32)
+ * from a 32-entry table, a cubic in r with three FMAs, one product, one
+ * rounding to float. The same operations in the same order give the same
+ * bits as the scalar call (tests/test_cpu_kernels.c checks it against
+ * expf); |x| >= 88 and NaN lanes (where glibc branches) take the scalar
+ * call. */
+#if (defined(__AVX512F__) && defined(__AVX512DQ__)) || (defined(__AVX2__) && defined(__FMA__))
+static const uint64_t AMPK_NAME(exp_tab)[32] __attribute__((aligned(64))) = {
+    0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full, 0x3fef9301d0125b51ull,
+    0x3fef72b83c7d517bull, 0x3fef54873168b9aaull, 0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull,
+    0x3fef06fe0a31b715ull, 0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,
+    0x3feebfdad5362a27ull, 0x3feeb42b569d4f82ull, 0x3feeab07dd485429ull, 0x3feea47eb03a5585ull,
+    0x3feea09e667f3bcdull, 0x3fee9f75e8ec5f74ull, 0x3feea11473eb0187ull, 0x3feea589994cce13ull,
+    0x3feeace5422aa0dbull, 0x3feeb737b0cdc5e5ull, 0x3feec49182a3f090ull, 0x3feed503b23e255dull,
+    0x3feee89f995ad3adull, 0x3feeff76f2fb5e47ull, 0x3fef199bdd85529cull, 0x3fef3720dcef9069ull,
+    0x3fef5818dcfba487ull, 0x3fef7c97337b9b5full, 0x3fefa4afa2a490daull, 0x3fefd0765b6e4540ull,
+};
+#define AMPK_EXP_INVLN2N 0x1.71547652b82fep+5
+#define AMPK_EXP_SHIFT 0x1.8p+52
+#define AMPK_EXP_C0 0x1.c6af84b912394p-20
+#define AMPK_EXP_C1 0x1.ebfce50fac4f3p-13
+#define AMPK_EXP_C2 0x1.62e42ff0c52d6p-6
+#define AMPK_EXP_TOP_88 0x42bu /* top12(88.0f): from here on glibc branches */
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+static inline __m256 AMPK_NAME(exp8)(__m256 x) {
+    const __m512i *tab = (const __m512i *)AMPK_NAME(exp_tab);
+    __m512d xd = _mm512_cvtps_pd(x);
+    __m512d kd = _mm512_fmadd_pd(_mm512_set1_pd(AMPK_EXP_INVLN2N), xd, _mm512_set1_pd(AMPK_EXP_SHIFT));
+    __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, _mm512_set1_pd(AMPK_EXP_SHIFT));
+    __m512d r = _mm512_fmsub_pd(_mm512_set1_pd(AMPK_EXP_INVLN2N), xd, kd);
+    __m512i idx = _mm512_and_si512(ki, _mm512_set1_epi64(31));
+    __m512i lo = _mm512_permutex2var_epi64(_mm512_load_si512(tab), idx, _mm512_load_si512(tab + 1));
+    __m512i hi = _mm512_permutex2var_epi64(_mm512_load_si512(tab + 2), idx, _mm512_load_si512(tab + 3));
+    __mmask8 upper = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
+    __m512i t = _mm512_mask_mov_epi64(lo, upper, hi);
+    __m512d sc = _mm512_castsi512_pd(_mm512_add_epi64(t, _mm512_slli_epi64(ki, 47)));
+    __m512d z = _mm512_fmadd_pd(_mm512_set1_pd(AMPK_EXP_C0), r, _mm512_set1_pd(AMPK_EXP_C1));
+    __m512d r2 = _mm512_mul_pd(r, r);
+    __m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(AMPK_EXP_C2), _mm512_set1_pd(1.0));
+    y = _mm512_fmadd_pd(z, r2, y);
+    return _mm512_cvtpd_ps(_mm512_mul_pd(y, sc));
+}
+
+static void AMPK_NAME(vexp)(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    const __m512i top = _mm512_set1_epi32((int)AMPK_EXP_TOP_88), m11 = _mm512_set1_epi32(0x7ff);
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __m512i abstop = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 20), m11);
+        __mmask16 special = _mm512_cmpge_epu32_mask(abstop, top);
+        __m256 lo = AMPK_NAME(exp8)(_mm512_castps512_ps256(v));
+        __m256 hi = AMPK_NAME(exp8)(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        __m512 e = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+        float in[16]; /* x may be y: keep the inputs for the scalar lanes */
+        if (special) _mm512_storeu_ps(in, v);
+        _mm512_storeu_ps(y + i, e);
+        if (special)
+            for (int j = 0; j < 16; j++)
+                if (special & (1u << j)) y[i + j] = expf(in[j]);
+    }
+    if (i < n) { /* the tail as one padded vector (in may be y) */
+        float pad[16] = {0}, out[16];
+        memcpy(pad, x + i, (n - i) * sizeof *pad);
+        AMPK_NAME(vexp)(out, pad, 16);
+        memcpy(y + i, out, (n - i) * sizeof *out);
+    }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+static inline __m128 AMPK_NAME(exp4)(__m128 x) {
+    __m256d xd = _mm256_cvtps_pd(x);
+    __m256d kd = _mm256_fmadd_pd(_mm256_set1_pd(AMPK_EXP_INVLN2N), xd, _mm256_set1_pd(AMPK_EXP_SHIFT));
+    __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, _mm256_set1_pd(AMPK_EXP_SHIFT));
+    __m256d r = _mm256_fmsub_pd(_mm256_set1_pd(AMPK_EXP_INVLN2N), xd, kd);
+    __m256i idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
+    __m256i t = _mm256_i64gather_epi64((const long long *)AMPK_NAME(exp_tab), idx, 8);
+    __m256d sc = _mm256_castsi256_pd(_mm256_add_epi64(t, _mm256_slli_epi64(ki, 47)));
+    __m256d z = _mm256_fmadd_pd(_mm256_set1_pd(AMPK_EXP_C0), r, _mm256_set1_pd(AMPK_EXP_C1));
+    __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(AMPK_EXP_C2), _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(z, r2, y);
+    return _mm256_cvtpd_ps(_mm256_mul_pd(y, sc));
+}
+
+static void AMPK_NAME(vexp)(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    const __m256i top = _mm256_set1_epi32((int)AMPK_EXP_TOP_88 - 1), m11 = _mm256_set1_epi32(0x7ff);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256i abstop = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 20), m11);
+        unsigned special = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(abstop, top)));
+        __m128 lo = AMPK_NAME(exp4)(_mm256_castps256_ps128(v));
+        __m128 hi = AMPK_NAME(exp4)(_mm256_extractf128_ps(v, 1));
+        float in[8]; /* x may be y: keep the inputs for the scalar lanes */
+        if (special) _mm256_storeu_ps(in, v);
+        _mm256_storeu_ps(y + i, _mm256_set_m128(hi, lo));
+        if (special)
+            for (int j = 0; j < 8; j++)
+                if (special & (1u << j)) y[i + j] = expf(in[j]);
+    }
+    if (i < n) { /* the tail as one padded vector (in may be y) */
+        float pad[8] = {0}, out[8];
+        memcpy(pad, x + i, (n - i) * sizeof *pad);
+        AMPK_NAME(vexp)(out, pad, 8);
+        memcpy(y + i, out, (n - i) * sizeof *out);
+    }
+}
+#else
+static void AMPK_NAME(vexp)(float *y, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = expf(x[i]);
+}
+#endif
+
 /* ---- plain loops, vectorised by the compiler ------------------------------ */
 
 static void AMPK_NAME(add)(float *restrict y, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
+
+/* Tiles of the tanh-GELU: the argument of expf, vexp over the tile, the
+ * rest; each step is the per-element function's, so the bits are too. */
+#define AMPK_ACT_TILE 256
 
 static void AMPK_NAME(act)(float *y, const float *x, size_t n, int act) {
     if (act == 1) {
@@ -351,7 +487,13 @@ static void AMPK_NAME(act)(float *y, const float *x, size_t n, int act) {
     } else if (act == 2) {
         for (size_t i = 0; i < n; i++) y[i] = amp_gelu(x[i]);
     } else if (act == 3) {
-        for (size_t i = 0; i < n; i++) y[i] = amp_gelu_tanh(x[i]);
+        float e[AMPK_ACT_TILE];
+        for (size_t i0 = 0; i0 < n; i0 += AMPK_ACT_TILE) {
+            size_t len = n - i0 < AMPK_ACT_TILE ? n - i0 : AMPK_ACT_TILE;
+            for (size_t i = 0; i < len; i++) e[i] = amp_gelu_tanh_arg(x[i0 + i]);
+            AMPK_NAME(vexp)(e, e, len);
+            for (size_t i = 0; i < len; i++) y[i0 + i] = amp_gelu_tanh_from_exp(x[i0 + i], e[i]);
+        }
     } else if (y != x) {
         memmove(y, x, n * sizeof *y);
     }
@@ -389,7 +531,14 @@ static void AMPK_NAME(act_grad_mul)(float *y, const float *da, const float *z, s
     } else if (act == 2) {
         for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_gelu_grad(z[i]);
     } else if (act == 3) {
-        for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_gelu_tanh_grad(z[i]);
+        float e[AMPK_ACT_TILE];
+        for (size_t i0 = 0; i0 < n; i0 += AMPK_ACT_TILE) {
+            size_t len = n - i0 < AMPK_ACT_TILE ? n - i0 : AMPK_ACT_TILE;
+            for (size_t i = 0; i < len; i++) e[i] = amp_gelu_tanh_grad_arg(z[i0 + i]);
+            AMPK_NAME(vexp)(e, e, len);
+            for (size_t i = 0; i < len; i++)
+                y[i0 + i] = da[i0 + i] * amp_gelu_tanh_grad_from_exp(z[i0 + i], e[i]);
+        }
     } else {
         for (size_t i = 0; i < n; i++) y[i] = da[i] * 1.0f;
     }
@@ -439,6 +588,7 @@ static const amp_cpu_kern AMPK_NAME(table) = {
     .add = AMPK_NAME(add),
     .act = AMPK_NAME(act),
     .act_grad_mul = AMPK_NAME(act_grad_mul),
+    .vexp = AMPK_NAME(vexp),
     .acc_add = AMPK_NAME(acc_add),
     .col_sum = AMPK_NAME(col_sum),
     .unscale = AMPK_NAME(unscale),

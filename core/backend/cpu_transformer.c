@@ -1,25 +1,44 @@
 /* CPU backend: the transformer ops (embedding, layernorm, causal attention,
- * residual add). Plain loops over the shared row/element functions of
- * kernels/ (the same ones the CUDA kernels call) and OpenBLAS sgemm for the
- * attention GEMMs, one (batch, head) at a time; 16-bit operands are widened
- * exactly to FP32 first, so accumulation is FP32. Single-threaded loops keep
- * results deterministic. */
-#include <cblas.h>
+ * residual add), on the per-element and per-row functions of kernels/ (the
+ * same ones the CUDA kernels call) and the backend's ISA kernel table
+ * (cpu_kern.h: vector rounding with telemetry, widening, expf with libm's
+ * bits).
+ *
+ * Threads: OpenMP over rows (layernorm, softmax, embedding, residual,
+ * packing) or over column blocks (the column sums of the layernorm's
+ * parameter gradients and of the embedding's gradient, each column still
+ * summed over rows in row order). No floating-point sum crosses a thread
+ * boundary and the rounding counts are integers, so every result here is
+ * the same bits for every thread count and every ISA path, and the same as
+ * the scalar row functions give.
+ *
+ * Attention: q, k and v are packed (widened for 16-bit dtypes) into dense
+ * [B, nh, T, hs] FP32 blocks, so each of its GEMMs is one batched gemm_ex
+ * over the B * nh matrices (one oneDNN call); accumulation is FP32. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_internal.h"
+#include "backend/cpu_kern.h"
 #include "backend/kernels/attention.h"
 #include "backend/kernels/embed.h"
 #include "backend/kernels/layernorm.h"
 #include "backend/kernels/store.h"
 
-static void tally_flush(amp_round_count *cnt, const amp_round_tally *t) {
+/* Work below this many elements stays on the calling thread: a parallel
+ * region costs more than it saves there. Results do not depend on it. */
+#define PAR_MIN 16384
+/* Columns per block of a column-sum (a multiple of 16: whole vectors). */
+#define COL_BLOCK 64
+
+static void count_flush(amp_round_count *cnt, unsigned long long nz, unsigned long long uf,
+                        unsigned long long of) {
     if (!cnt) return;
-    cnt->nonzero += t->nz;
-    cnt->underflow += t->uf;
-    cnt->overflow += t->of;
+    cnt->nonzero += nz;
+    cnt->underflow += uf;
+    cnt->overflow += of;
 }
 
 static int check_heads(amp_backend *be, const char *op, int C, int nh) {
@@ -28,23 +47,68 @@ static int check_heads(amp_backend *be, const char *op, int C, int nh) {
     return 1;
 }
 
+static int out_of_memory(amp_backend *be, const char *op) {
+    snprintf(be->err, sizeof be->err, "%s: out of host memory for a thread's row buffer", op);
+    return 1;
+}
+
+/* dst(dt)[n] = round(src[n]) counted into *t, or a copy for F32. */
+static void store_row(const amp_cpu_kern *k, void *dst, const float *src, size_t n, amp_dtype dt,
+                      amp_tally *t) {
+    if (dt == AMP_DTYPE_F32)
+        memcpy(dst, src, n * sizeof(float));
+    else
+        k->round16(dst, src, n, (int)dt, t);
+}
+
+/* dst[n] = widen(src(dt)[n]), or a copy for F32. */
+static void load_row(const amp_cpu_kern *k, float *dst, const void *src, size_t n, amp_dtype dt) {
+    if (dt == AMP_DTYPE_F32)
+        memcpy(dst, src, n * sizeof(float));
+    else
+        k->widen16(dst, src, n, (int)dt);
+}
+
+/* v[n] = widen(round_dt(v[n])) counted into *t (the rounding point of an
+ * FP32 value kept in FP32 after it); nothing for F32. tmp: n uint16_t. */
+static void round_in_place(const amp_cpu_kern *k, float *v, size_t n, amp_dtype dt, uint16_t *tmp,
+                           amp_tally *t) {
+    if (dt == AMP_DTYPE_F32) return;
+    k->round16(tmp, v, n, (int)dt, t);
+    k->widen16(v, tmp, n, (int)dt);
+}
+
+static size_t dt_size(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
+
 int amp_cpu_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
                           const int32_t *tokens, int B, int T, int C) {
-    size_t n = (size_t)B * T * C;
-    for (size_t i = 0; i < n; i++) out[i] = amp_embed_element(wte, wpe, tokens, T, C, i);
+    (void)be;
+    int rows = B * T;
+#pragma omp parallel for schedule(static) if ((size_t)rows * C >= PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        float *o = out + (size_t)r * C;
+        const float *w = wte + (size_t)tokens[r] * C, *p = wpe + (size_t)(r % T) * C;
+        for (int c = 0; c < C; c++) o[c] = w[c] + p[c];
+    }
     return 0;
 }
 
-/* Rows in order: the GPU kernels sum in the same order, so both are exact
- * twins (and deterministic). */
+/* Rows in order for every column (the GPU kernels sum in the same order,
+ * so both are exact twins); threads take blocks of columns. */
 int amp_cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
                            const int32_t *tokens, int B, int T, int C) {
-    for (int r = 0; r < B * T; r++) {
-        const float *d = dout + (size_t)r * C;
-        float *w = dwte + (size_t)tokens[r] * C, *p = dwpe + (size_t)(r % T) * C;
-        for (int c = 0; c < C; c++) {
-            w[c] += d[c];
-            p[c] += d[c];
+    (void)be;
+    int rows = B * T, nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)rows * C >= PAR_MIN && nblk > 1)
+    for (int blk = 0; blk < nblk; blk++) {
+        int c0 = blk * COL_BLOCK, c1 = c0 + COL_BLOCK < C ? c0 + COL_BLOCK : C;
+        for (int r = 0; r < rows; r++) {
+            const float *d = dout + (size_t)r * C;
+            float *w = dwte + (size_t)tokens[r] * C, *p = dwpe + (size_t)(r % T) * C;
+            for (int c = c0; c < c1; c++) {
+                w[c] += d[c];
+                p[c] += d[c];
+            }
         }
     }
     return 0;
@@ -53,98 +117,286 @@ int amp_cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const floa
 int amp_cpu_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
                               float *rstd, const float *x, const float *w, const float *b,
                               int rows, int C, float eps, amp_round_count *cnt) {
-    amp_round_tally t = {0, 0, 0};
-    size_t es = out_dt == AMP_DTYPE_F32 ? 4 : 2;
-    for (int r = 0; r < rows; r++)
-        amp_ln_forward_row((char *)out + (size_t)r * C * es, (int)out_dt, &mean[r], &rstd[r],
-                           x + (size_t)r * C, w, b, C, eps, &t);
-    tally_flush(cnt, &t);
+    const amp_cpu_kern *k = amp_cpu_kern_of(be);
+    size_t es = dt_size(out_dt);
+    unsigned long long nz = 0, uf = 0, of = 0;
+    int fail = 0;
+    int groups = (rows + AMP_LN_ROWS - 1) / AMP_LN_ROWS;
+#pragma omp parallel reduction(+ : nz, uf, of, fail) if ((size_t)rows * C >= PAR_MIN)
+    {
+        float *v = malloc((size_t)C * sizeof *v);
+        amp_tally t = {0, 0, 0};
+        fail += v == NULL;
+#pragma omp for schedule(static)
+        for (int gi = 0; gi < groups; gi++) {
+            int r0 = gi * AMP_LN_ROWS, R = rows - r0 < AMP_LN_ROWS ? rows - r0 : AMP_LN_ROWS;
+            if (!v) continue;
+            /* the statistics of AMP_LN_ROWS rows at once (the same bits as one by one) */
+            if (R == AMP_LN_ROWS)
+                amp_ln_stats_rows(x + (size_t)r0 * C, (size_t)C, AMP_LN_ROWS, C, eps, mean + r0,
+                                  rstd + r0);
+            else
+                for (int r = r0; r < r0 + R; r++)
+                    amp_ln_stats(x + (size_t)r * C, C, eps, mean + r, rstd + r);
+            for (int r = r0; r < r0 + R; r++) {
+                const float *xr = x + (size_t)r * C;
+                float m = mean[r], s = rstd[r];
+                for (int i = 0; i < C; i++) v[i] = amp_ln_value(xr[i], m, s, w[i], b ? b[i] : 0.0f);
+                store_row(k, (char *)out + (size_t)r * C * es, v, (size_t)C, out_dt, &t);
+            }
+        }
+        free(v);
+        nz += t.nz;
+        uf += t.uf;
+        of += t.of;
+    }
+    if (fail) return out_of_memory(be, "layernorm_forward");
+    count_flush(cnt, nz, uf, of);
     return 0;
 }
 
+/* dx by rows; dw and db by column blocks, each column summed over rows in
+ * row order from 0 as amp_ln_param_grad_col does. */
 int amp_cpu_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
                                const float *dout, const float *x, const float *w,
                                const float *mean, const float *rstd, int rows, int C) {
-    for (int r = 0; r < rows; r++)
-        amp_ln_backward_row(dx + (size_t)r * C, dout + (size_t)r * C, x + (size_t)r * C, w,
-                            mean[r], rstd[r], C);
-    for (int j = 0; j < C; j++) amp_ln_param_grad_col(dw, db, dout, x, mean, rstd, rows, C, j);
+    (void)be;
+    int par = (size_t)rows * C >= PAR_MIN, nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
+    int groups = (rows + AMP_LN_ROWS - 1) / AMP_LN_ROWS;
+#pragma omp parallel for schedule(static) if (par)
+    for (int gi = 0; gi < groups; gi++) {
+        int r0 = gi * AMP_LN_ROWS, R = rows - r0 < AMP_LN_ROWS ? rows - r0 : AMP_LN_ROWS;
+        size_t o = (size_t)r0 * C;
+        if (R == AMP_LN_ROWS) /* constant R: the sums stay in registers */
+            amp_ln_backward_rows(dx + o, dout + o, x + o, w, mean + r0, rstd + r0, (size_t)C,
+                                 AMP_LN_ROWS, C);
+        else
+            amp_ln_backward_rows(dx + o, dout + o, x + o, w, mean + r0, rstd + r0, (size_t)C, R, C);
+    }
+#pragma omp parallel for schedule(static) if (par && nblk > 1)
+    for (int blk = 0; blk < nblk; blk++) {
+        int c0 = blk * COL_BLOCK, n = C - c0 < COL_BLOCK ? C - c0 : COL_BLOCK;
+        float sw[COL_BLOCK], sb[COL_BLOCK];
+        for (int j = 0; j < n; j++) sw[j] = sb[j] = 0.0f;
+        for (int r = 0; r < rows; r++) {
+            const float *d = dout + (size_t)r * C + c0, *xr = x + (size_t)r * C + c0;
+            float m = mean[r], s = rstd[r];
+            for (int j = 0; j < n; j++) {
+                sw[j] += d[j] * amp_ln_xhat(xr[j], m, s);
+                sb[j] += d[j];
+            }
+        }
+        for (int j = 0; j < n; j++) {
+            dw[c0 + j] += sw[j];
+            if (db) db[c0 + j] += sb[j];
+        }
+    }
     return 0;
+}
+
+/* ---- attention ---------------------------------------------------------------- */
+
+/* Packs `parts` [rows, parts * C] blocks of src (dt, row stride parts * C)
+ * into dense FP32 [parts][B, nh, T, hs] at dst (widening 16-bit values). */
+static void pack_heads(const amp_cpu_kern *k, float *dst, const void *src, amp_dtype dt, int parts,
+                       int B, int T, int C, int nh) {
+    int hs = C / nh, rows = B * T;
+    size_t es = dt_size(dt), nc = (size_t)rows * C;
+#pragma omp parallel for schedule(static) if ((size_t)rows * parts * C >= PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        int b = r / T, t = r % T;
+        for (int part = 0; part < parts; part++)
+            for (int h = 0; h < nh; h++) {
+                const char *s = (const char *)src + ((size_t)r * parts * C + (size_t)part * C +
+                                                     (size_t)h * hs) * es;
+                float *d = dst + part * nc + (((size_t)b * nh + h) * T + t) * hs;
+                load_row(k, d, s, (size_t)hs, dt);
+            }
+    }
+}
+
+/* The inverse, rounding into dt with the counts: dense FP32 [parts][B, nh,
+ * T, hs] at src into dst (dt) [rows, parts * C]. */
+static void unpack_heads(const amp_cpu_kern *k, void *dst, const float *src, amp_dtype dt,
+                         int parts, int B, int T, int C, int nh, amp_round_count *cnt) {
+    int hs = C / nh, rows = B * T;
+    size_t es = dt_size(dt), nc = (size_t)rows * C;
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) \
+    if ((size_t)rows * parts * C >= PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        int b = r / T, t = r % T;
+        amp_tally tl = {0, 0, 0};
+        for (int part = 0; part < parts; part++)
+            for (int h = 0; h < nh; h++) {
+                char *d = (char *)dst + ((size_t)r * parts * C + (size_t)part * C + (size_t)h * hs) * es;
+                const float *s = src + part * nc + (((size_t)b * nh + h) * T + t) * hs;
+                store_row(k, d, s, (size_t)hs, dt, &tl);
+            }
+        nz += tl.nz;
+        uf += tl.uf;
+        of += tl.of;
+    }
+    if (dt != AMP_DTYPE_F32) count_flush(cnt, nz, uf, of);
+}
+
+/* C[i] = alpha A[i] B[i] (op per trans) for the B * nh dense matrices of
+ * the attention, as one batched gemm_ex. */
+static int heads_gemm(amp_backend *be, float *c, const float *a, const float *b, int ta, int tb,
+                      int m, int n, int kk, int batch, float alpha) {
+    amp_gemm_desc d = amp_gemm_plain(c, a, b, AMP_DTYPE_F32, ta, tb, m, n, kk);
+    d.batch = batch;
+    d.stride_a = (long long)m * kk;
+    d.stride_b = (long long)kk * n;
+    d.stride_c = (long long)m * n;
+    d.alpha = alpha;
+    return be->ops->gemm_ex(be, &d);
+}
+
+/* One softmax row as amp_attn_softmax_row computes it: s[T] holds the
+ * scaled FP32 logits and receives the FP32 widening of the rounded
+ * probabilities; att row (dt) from `base`. e: T floats, u: T uint16_t. */
+static void softmax_row(const amp_cpu_kern *k, void *att, size_t base, float *s, int tq, int T,
+                        amp_dtype dt, float *e, uint16_t *u, amp_tally *t) {
+    int n = tq + 1;
+    round_in_place(k, s, (size_t)n, dt, u, t); /* the logits' rounding point */
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (s[j] > mx) mx = s[j];
+    for (int j = 0; j < n; j++) e[j] = s[j] - mx;
+    k->vexp(e, e, (size_t)n);
+    float sum = 0.0f;
+    for (int j = 0; j < n; j++) sum += e[j];
+    float inv = 1.0f / sum;
+    for (int j = 0; j < n; j++) e[j] = e[j] * inv;
+    for (int j = n; j < T; j++) e[j] = 0.0f;
+    if (dt == AMP_DTYPE_F32) {
+        memcpy((float *)att + base, e, (size_t)T * sizeof(float));
+        memcpy(s, e, (size_t)T * sizeof(float));
+    } else {
+        k->round16((uint16_t *)att + base, e, (size_t)T, (int)dt, t);
+        k->widen16(s, (uint16_t *)att + base, (size_t)T, (int)dt);
+    }
+}
+
+/* One row of the softmax backward as amp_attn_softmax_backward_row (wide)
+ * computes it: dp[T] (FP32, rounded into dt here), p[T] the widened
+ * probabilities; ds[T] receives the widened rounded gradient of the logits. */
+static void softmax_back_row(const amp_cpu_kern *k, float *ds, float *dp, const float *p, int tq,
+                             int T, amp_dtype dt, float *e, uint16_t *u, amp_tally *t) {
+    int n = tq + 1;
+    round_in_place(k, dp, (size_t)n, dt, u, t);
+    float dot = 0.0f;
+    for (int j = 0; j < n; j++) dot += p[j] * dp[j];
+    for (int j = 0; j < n; j++) e[j] = p[j] * (dp[j] - dot);
+    for (int j = n; j < T; j++) e[j] = 0.0f;
+    round_in_place(k, e, (size_t)T, dt, u, t);
+    memcpy(ds, e, (size_t)T * sizeof(float));
 }
 
 int amp_cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
                               amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt) {
     if (check_heads(be, "attention_forward", C, nh)) return 1;
-    int hs = C / nh, C3 = 3 * C;
+    const amp_cpu_kern *k = amp_cpu_kern_of(be);
+    int hs = C / nh, bh = B * nh;
+    size_t tt = (size_t)T * T, nc = (size_t)B * T * C;
     float scale = 1.0f / sqrtf((float)hs);
-    const float *q = amp_cpu_widened(be, 2, qkv, dt, (size_t)B * T * C3);
-    if (!q) return 1;
-    size_t tt = (size_t)T * T;
-    float *S = ws, *Y = ws + 2 * (size_t)B * nh * tt;
-    amp_round_tally t = {0, 0, 0};
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < nh; h++) {
-            const float *Q = q + (size_t)b * T * C3 + (size_t)h * hs, *K = Q + C, *V = Q + 2 * C;
-            size_t bh = ((size_t)b * nh + h) * tt;
-            float *Sbh = S + bh;
-            /* logits[T, T] = scale * Q[T, hs] K[T, hs]^T */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, C3, K, C3,
-                        0.0f, Sbh, T);
-            /* probabilities rounded into att and, widened, back into Sbh */
-            for (int r = 0; r < T; r++)
-                amp_attn_softmax_row(att, bh + (size_t)r * T, Sbh + (size_t)r * T,
-                                     Sbh + (size_t)r * T, r, T, (int)dt, &t);
-            /* y[T, hs] = P[T, T] V[T, hs] */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, Sbh, T, V, C3,
-                        0.0f, Y + (size_t)b * T * C + (size_t)h * hs, C);
-        }
+    float *qp = amp_cpu_scratch(be, 2, 3 * nc);
+    if (!qp) return 1;
+    pack_heads(k, qp, qkv, dt, 3, B, T, C, nh);
+    float *S = ws, *Y = ws + 2 * (size_t)bh * tt;
+    /* logits[T, T] = scale * Q K^T for every (batch, head) */
+    if (heads_gemm(be, S, qp, qp + nc, 0, 1, T, T, hs, bh, scale) != 0) return 1;
+    /* probabilities rounded into att and, widened, back into S */
+    unsigned long long nz = 0, uf = 0, of = 0;
+    int fail = 0, rows = bh * T;
+#pragma omp parallel reduction(+ : nz, uf, of, fail) if ((size_t)rows * T >= PAR_MIN)
+    {
+        float *e = malloc((size_t)T * sizeof *e);
+        uint16_t *u = malloc((size_t)T * sizeof *u);
+        amp_tally t = {0, 0, 0};
+        fail += !e || !u;
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; r++)
+            if (e && u) softmax_row(k, att, (size_t)r * T, S + (size_t)r * T, r % T, T, dt, e, u, &t);
+        free(e);
+        free(u);
+        nz += t.nz;
+        uf += t.uf;
+        of += t.of;
     }
-    tally_flush(cnt, &t);
-    /* the output's rounding: the backend's specialised round loop (the
-     * same amp_round16 per element) */
-    return be->ops->round(be, out, dt, Y, (size_t)B * T * C, cnt);
+    if (fail) return out_of_memory(be, "attention_forward");
+    count_flush(cnt, nz, uf, of);
+    /* y[T, hs] = P[T, T] V[T, hs], then rounded into out [B, T, C] */
+    if (heads_gemm(be, Y, S, qp + 2 * nc, 0, 0, T, hs, T, bh, 1.0f) != 0) return 1;
+    unpack_heads(k, out, Y, dt, 1, B, T, C, nh, cnt);
+    return 0;
 }
 
 int amp_cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
                                const void *qkv, const void *att, amp_dtype dt, int B, int T,
                                int C, int nh, amp_round_count *cnt) {
     if (check_heads(be, "attention_backward", C, nh)) return 1;
-    int hs = C / nh, C3 = 3 * C;
+    const amp_cpu_kern *k = amp_cpu_kern_of(be);
+    int hs = C / nh, bh = B * nh;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t tt = (size_t)T * T, nbh = (size_t)B * nh;
-    const float *dy = amp_cpu_widened(be, 2, dout, dt, (size_t)B * T * C);
-    const float *q = amp_cpu_widened(be, 3, qkv, dt, (size_t)B * T * C3);
-    const float *p = amp_cpu_widened(be, 4, att, dt, nbh * tt);
-    if (!dy || !q || !p) return 1;
-    float *dP = ws, *dS = ws + nbh * tt, *dacc = ws + 2 * nbh * tt;
-    amp_round_tally t = {0, 0, 0};
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < nh; h++) {
-            size_t bh = ((size_t)b * nh + h) * tt;
-            const float *Q = q + (size_t)b * T * C3 + (size_t)h * hs, *K = Q + C, *V = Q + 2 * C;
-            const float *dY = dy + (size_t)b * T * C + (size_t)h * hs;
-            float *dQ = dacc + (size_t)b * T * C3 + (size_t)h * hs, *dK = dQ + C, *dV = dQ + 2 * C;
-            /* dP[T, T] = dY[T, hs] V[T, hs]^T ; dV[T, hs] = P^T dY */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dY, C, V, C3,
-                        0.0f, dP + bh, T);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, p + bh, T, dY, C,
-                        0.0f, dV, C3);
-            for (int r = 0; r < T; r++)
-                amp_attn_softmax_backward_row(dS, bh + (size_t)r * T, 1, dP + bh + (size_t)r * T,
-                                              att, bh + (size_t)r * T, r, T, (int)dt, &t);
-            /* dQ = scale dS K ; dK = scale dS^T Q */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dS + bh, T, K,
-                        C3, 0.0f, dQ, C3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dS + bh, T, Q,
-                        C3, 0.0f, dK, C3);
-        }
+    size_t tt = (size_t)T * T, nc = (size_t)B * T * C;
+    float *qp = amp_cpu_scratch(be, 2, 3 * nc);
+    float *dyp = qp ? amp_cpu_scratch(be, 3, nc) : NULL;
+    const float *p = dyp ? amp_cpu_widened(be, 4, att, dt, (size_t)bh * tt) : NULL;
+    if (!p) return 1;
+    pack_heads(k, qp, qkv, dt, 3, B, T, C, nh);
+    pack_heads(k, dyp, dout, dt, 1, B, T, C, nh);
+    const float *Q = qp, *K = qp + nc, *V = qp + 2 * nc;
+    float *dP = ws, *dS = ws + (size_t)bh * tt, *dacc = ws + 2 * (size_t)bh * tt;
+    /* dP = dY V^T ; dV = P^T dY */
+    if (heads_gemm(be, dP, dyp, V, 0, 1, T, T, hs, bh, 1.0f) != 0 ||
+        heads_gemm(be, dacc + 2 * nc, p, dyp, 1, 0, T, hs, T, bh, 1.0f) != 0)
+        return 1;
+    unsigned long long nz = 0, uf = 0, of = 0;
+    int fail = 0, rows = bh * T;
+#pragma omp parallel reduction(+ : nz, uf, of, fail) if ((size_t)rows * T >= PAR_MIN)
+    {
+        float *e = malloc((size_t)T * sizeof *e);
+        uint16_t *u = malloc((size_t)T * sizeof *u);
+        amp_tally t = {0, 0, 0};
+        fail += !e || !u;
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; r++)
+            if (e && u)
+                softmax_back_row(k, dS + (size_t)r * T, dP + (size_t)r * T, p + (size_t)r * T,
+                                 r % T, T, dt, e, u, &t);
+        free(e);
+        free(u);
+        nz += t.nz;
+        uf += t.uf;
+        of += t.of;
     }
-    tally_flush(cnt, &t);
-    return be->ops->round(be, dqkv, dt, dacc, (size_t)B * T * C3, cnt);
+    if (fail) return out_of_memory(be, "attention_backward");
+    count_flush(cnt, nz, uf, of);
+    /* dQ = scale dS K ; dK = scale dS^T Q */
+    if (heads_gemm(be, dacc, dS, K, 0, 0, T, hs, T, bh, scale) != 0 ||
+        heads_gemm(be, dacc + nc, dS, Q, 1, 0, T, hs, T, bh, scale) != 0)
+        return 1;
+    unpack_heads(k, dqkv, dacc, dt, 3, B, T, C, nh, cnt);
+    return 0;
 }
 
 int amp_cpu_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
                          size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = amp_residual_element(x[i], d, i, (int)dt);
+    const amp_cpu_kern *k = amp_cpu_kern_of(be);
+    enum { TILE_N = 1024 };
+    size_t ntile = (n + TILE_N - 1) / TILE_N;
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (size_t c = 0; c < ntile; c++) {
+        size_t i0 = c * TILE_N, len = n - i0 < TILE_N ? n - i0 : TILE_N;
+        float w[TILE_N];
+        if (dt == AMP_DTYPE_F32)
+            for (size_t i = 0; i < len; i++) out[i0 + i] = x[i0 + i] + ((const float *)d)[i0 + i];
+        else {
+            k->widen16(w, (const uint16_t *)d + i0, len, (int)dt);
+            for (size_t i = 0; i < len; i++) out[i0 + i] = x[i0 + i] + w[i];
+        }
+    }
     return 0;
 }

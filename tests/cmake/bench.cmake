@@ -4,6 +4,11 @@
 add_test(NAME bench_step_smoke
          COMMAND bench_step --steps 2 --warmup 0 --batch 16 --hidden 32,32 --features 64)
 set_tests_properties(bench_step_smoke PROPERTIES LABELS bench)
+# The GPT mode on a small shape (the shipped corpus, every policy and the floor).
+add_test(NAME bench_step_gpt_smoke
+         COMMAND bench_step --model gpt --steps 2 --warmup 0 --batch 2 --n-layer 1 --n-head 2
+                 --n-embd 32 --block-size 16)
+set_tests_properties(bench_step_gpt_smoke PROPERTIES LABELS bench)
 # The INI benchmark on small sizes: it parses, reads back and checks every key.
 add_test(NAME bench_config_smoke COMMAND bench_config 100 2000)
 set_tests_properties(bench_config_smoke PROPERTIES LABELS bench)

@@ -19,6 +19,10 @@ endforeach()
 # of the generic one, a resume on another thread count warns.
 add_test(NAME cpu_paths COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/paths.sh $<TARGET_FILE:amptrain>)
 set_tests_properties(cpu_paths PROPERTIES LABELS "train;pin")
+# The same for the GPT (the transformer ops): bitwise per thread count, 1 vs 2
+# threads and every ISA path within a stated tolerance.
+add_test(NAME gpt_cpu_paths COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/gpt_paths.sh $<TARGET_FILE:amptrain>)
+set_tests_properties(gpt_cpu_paths PROPERTIES LABELS "train;pin" TIMEOUT 300)
 
 # The model interface with a test-only model that is not the MLP
 # (tests/testmodel/): amptrain_testmodels is amptrain plus that model.

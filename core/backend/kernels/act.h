@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "backend/kernels/amp_hd.h"
+#include "backend/kernels/convert.h"
 
 #define AMP_INV_SQRT2 0.70710678118654752440f
 #define AMP_INV_SQRT2PI 0.39894228040143267794f
@@ -31,28 +32,55 @@ static inline AMP_HD float amp_gelu_grad(float x) {
 /* tanh(u) = 1 - 2/(e^(2u) + 1) through expf: several times cheaper than
  * libm's tanhf (an expm1f) and within ~1e-7 absolute of it, which is all
  * GELU needs (it uses 1 + tanh and 1 - tanh^2); saturates to +-1 without
- * overflow (e^(2u) = inf gives 1, e^(2u) = 0 gives -1). */
-static inline AMP_HD float amp_tanh_fast(float u) { return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f); }
+ * overflow (e^(2u) = inf gives 1, e^(2u) = 0 gives -1). Split into the
+ * exponent's argument, expf, and the rest, so the CPU's vector kernels can
+ * run expf over a tile in between and give the same bits. */
+static inline AMP_HD float amp_tanh_from_exp(float e2u) { return 1.0f - 2.0f / (e2u + 1.0f); }
+static inline AMP_HD float amp_tanh_fast(float u) { return amp_tanh_from_exp(expf(2.0f * u)); }
 
-/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-static inline AMP_HD float amp_gelu_tanh(float x) {
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): the argument of expf,
+ * then the value from x and expf of it. */
+static inline AMP_HD float amp_gelu_tanh_arg(float x) {
     float inner = AMP_GELU_TANH_BETA * (x + AMP_GELU_TANH_KAPPA * x * x * x);
-    return 0.5f * x * (1.0f + amp_tanh_fast(inner));
+    return 2.0f * inner;
 }
 
-static inline AMP_HD float amp_gelu_tanh_grad(float x) {
+static inline AMP_HD float amp_gelu_tanh_from_exp(float x, float e) {
+    return 0.5f * x * (1.0f + amp_tanh_from_exp(e));
+}
+
+static inline AMP_HD float amp_gelu_tanh(float x) {
+    return amp_gelu_tanh_from_exp(x, expf(amp_gelu_tanh_arg(x)));
+}
+
+/* The derivative, split the same way (its argument rounds x^3 as x_sq * x,
+ * as PyTorch's backward writes it, so it is not the forward's). */
+static inline AMP_HD float amp_gelu_tanh_grad_arg(float x) {
     float x_sq = x * x;
     float inner = AMP_GELU_TANH_BETA * (x + AMP_GELU_TANH_KAPPA * x_sq * x);
-    float t = amp_tanh_fast(inner);
+    return 2.0f * inner;
+}
+
+static inline AMP_HD float amp_gelu_tanh_grad_from_exp(float x, float e) {
+    float x_sq = x * x;
+    float t = amp_tanh_from_exp(e);
     float left = 0.5f * x, right = 1.0f + t;
     float left_derivative = 0.5f * right;
     float sech2 = 1.0f - t * t;
-    /* saturated (|x| large, x^2 possibly inf): the second term is 0, not
-     * 0 * inf; the derivative is 1 for x -> +inf and 0 for x -> -inf */
-    if (sech2 == 0.0f) return left_derivative;
     float right_derivative =
         left * sech2 * AMP_GELU_TANH_BETA * (1.0f + 3.0f * AMP_GELU_TANH_KAPPA * x_sq);
-    return left_derivative + right_derivative;
+    /* saturated (|x| large, x^2 possibly inf): the second term is 0, not
+     * 0 * inf; the derivative is 1 for x -> +inf and 0 for x -> -inf.
+     * Adding +0.0f there returns left_derivative itself (never -0: it is
+     * 0.5 (1 + t) with t >= -1). The second term is zeroed through its bits
+     * (an integer select, not a branch around float arithmetic), so the CPU
+     * loops vectorise on AVX2 too. */
+    uint32_t keep = sech2 == 0.0f ? 0u : 0xffffffffu;
+    return left_derivative + amp_f32_from_bits(amp_f32_bits(right_derivative) & keep);
+}
+
+static inline AMP_HD float amp_gelu_tanh_grad(float x) {
+    return amp_gelu_tanh_grad_from_exp(x, expf(amp_gelu_tanh_grad_arg(x)));
 }
 
 /* act: 0 none, 1 relu, 2 gelu, 3 gelu_tanh (amp_act values). */

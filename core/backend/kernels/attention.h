@@ -1,6 +1,8 @@
-/* The row-wise part of causal self-attention, shared by the CPU loops and
- * the CUDA kernels; the GEMMs around it are the backend's (OpenBLAS /
- * cuBLAS strided-batched). Softmax runs in FP32 whatever the policy
+/* The row-wise part of causal self-attention: the CUDA kernels call these
+ * rows; the CPU's threaded rows (cpu_transformer.c) do the same operations
+ * in the same order with the ISA kernels (vexp has expf's bits), which
+ * test_transformer_threads checks bit for bit. The GEMMs around it are the
+ * backend's batched ones (oneDNN / cuBLAS strided-batched). Softmax runs in FP32 whatever the policy
  * (autocast's fp32 list); the logits (the QK^T GEMM's output) and the
  * probabilities (the PV GEMM's input) are rounding points into the
  * attention dtype dt, counted like every other rounding.
