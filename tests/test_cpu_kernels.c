@@ -111,7 +111,7 @@ static void check_table(const amp_cpu_kern *k) {
         free(h2);
         /* round16_wide and quantize16: round16's bits and tallies plus
          * their widened values, at tail lengths and on the lot, in place too */
-        for (size_t n = 0; n <= N; n = n < 40 ? n + 1 : N) {
+        for (size_t n = 0; n <= N - 3; n = n < 40 ? n + 1 : N - 3) { /* from src + 3 */
             amp_tally tw = {0, 0, 0}, tq = {0, 0, 0}, tr = {0, 0, 0};
             uint16_t *hw = malloc((n + 1) * sizeof *hw), *hr = malloc((n + 1) * sizeof *hr);
             float *w = malloc((n + 1) * sizeof *w), *q = malloc((n + 1) * sizeof *q);
@@ -127,7 +127,7 @@ static void check_table(const amp_cpu_kern *k) {
                        tq.uf == tr.uf && tq.of == tr.of,
                    "%s round16_wide/quantize16 tally dt %d n %zu", isa, dt, n);
             free(hw), free(hr), free(w), free(q);
-            if (n == N) break;
+            if (n == N - 3) break;
         }
         /* widening: every one of the 65536 patterns, at an odd offset */
         for (uint32_t i = 0; i < 65536; i++) h[i + 1] = (uint16_t)i;
