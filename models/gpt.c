@@ -486,8 +486,34 @@ static int cast_linear(amp_model *m, const gpt_linear *L) {
     return 0;
 }
 
+/* The linear whose working copy holds tensor `off` (weight or bias), or NULL. */
+static const gpt_linear *linear_of(const gpt *g, size_t off, int *is_bias) {
+    for (int i = 0; i <= g->k.n_layer; i++) {
+        const gpt_block *b = i < g->k.n_layer ? &g->blocks[i] : NULL;
+        const gpt_linear *Ls[4] = {b ? &b->c_attn : &g->lm_head, b ? &b->c_proj : NULL,
+                                   b ? &b->c_fc : NULL, b ? &b->fc_proj : NULL};
+        for (int j = 0; j < 4 && Ls[j]; j++) {
+            if (Ls[j]->w_off == off) return *is_bias = 0, Ls[j];
+            if (Ls[j]->b_off != NO_PARAM && Ls[j]->b_off == off) return *is_bias = 1, Ls[j];
+        }
+    }
+    return NULL;
+}
+
+/* The tied transformer.wte's working copy is the LM head's. */
+static int gpt_working_copy(amp_model *m, int tensor, amp_working_copy *wc) {
+    int bias = 0;
+    const gpt_linear *L = linear_of(m->impl, m->desc.params[tensor].offset, &bias);
+    if (!L || L->wdt == AMP_DTYPE_F32) return 0;
+    *wc = (amp_working_copy){bias ? L->b_work : L->w_work, L->wdt, L->wstore == AMP_DTYPE_F32,
+                             L->cast_layer};
+    return 1;
+}
+
 static int gpt_cast_weights(amp_model *m) {
     gpt *g = m->impl;
+    int reused = amp_model_cast_reuse(m);
+    if (reused != 0) return reused < 0 ? -1 : 0;
     for (int i = 0; i < g->k.n_layer; i++) {
         gpt_block *b = &g->blocks[i];
         CHECK(cast_linear(m, &b->c_attn));
@@ -766,6 +792,7 @@ const amp_model_ops amp_model_gpt = {
     .destroy = gpt_destroy,
     .init_params = gpt_init_params,
     .cast_weights = gpt_cast_weights,
+    .working_copy = gpt_working_copy,
     .forward = gpt_forward,
     .backward = gpt_backward,
     .logits = gpt_logits,
