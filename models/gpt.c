@@ -661,8 +661,12 @@ static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, am
     CHECK(AMP_CALL(be, gemm_ex, &dw));
     CHECK(be->ops->quantize(be, m->grads + L->w_off, g->f_w, wn, L->wdt, cnt, 1));
     if (L->b_off != NO_PARAM) {
-        CHECK(be->ops->widen(be, g->f_t, dy, dy_store, (size_t)rows * L->out));
-        CHECK(be->ops->col_sum(be, g->f_b, g->f_t, rows, L->out));
+        const float *dyf = dy; /* an FP32 dY is summed where it is, not copied first */
+        if (dy_store != AMP_DTYPE_F32) {
+            CHECK(be->ops->widen(be, g->f_t, dy, dy_store, (size_t)rows * L->out));
+            dyf = g->f_t;
+        }
+        CHECK(be->ops->col_sum(be, g->f_b, dyf, rows, L->out));
         CHECK(be->ops->quantize(be, m->grads + L->b_off, g->f_b, (size_t)L->out, L->wdt, cnt, 1));
     }
     if (!dx) return 0;
