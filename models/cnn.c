@@ -76,7 +76,7 @@ typedef struct cnn_stage {
     void *x_op;            /* conv/fc: the input in cd (aliases the input when stored in cd) */
     void *w_work, *b_work; /* conv/fc working weights in cd (alias master for F32) */
     float *save_mean, *save_invstd; /* bn: [c] for the backward */
-    int32_t *idx;          /* pool: [batch, oc*oh*ow] argmax indices */
+    uint16_t *idx;         /* pool: [batch, oc*oh*ow] argmax offsets in their windows */
 } cnn_stage;
 
 typedef struct cnn {
@@ -288,6 +288,8 @@ static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char
                                 tok.kind == ST_CONV ? "conv" : "pool");
             if (tok.kind == ST_POOL && 2 * tok.pad > tok.k)
                 return tok_fail(&p, &tok, "pad must be at most half the window (as in PyTorch)%s", NULL);
+            if (tok.kind == ST_POOL && tok.k > 256) /* the argmax is kept as a 2-byte window offset */
+                return tok_fail(&p, &tok, "the pooling window is at most 256x256%s", NULL);
             int oh = (h + 2 * tok.pad - tok.k) / tok.stride + 1, ow = (w + 2 * tok.pad - tok.k) / tok.stride + 1;
             if (h + 2 * tok.pad < tok.k || w + 2 * tok.pad < tok.k || oh < 1 || ow < 1) {
                 char d[128];
@@ -482,7 +484,7 @@ static void cnn_layout(amp_model *m) {
             t->save_mean = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], (size_t)t->oc * 4);
             t->save_invstd = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], (size_t)t->oc * 4);
         }
-        if (t->kind == ST_POOL) t->idx = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], on * 4);
+        if (t->kind == ST_POOL) t->idx = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], on * 2);
         /* relu works in place: its backward needs only out > 0 */
         t->out = t->kind == ST_RELU ? prev : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], on * dsize(t->ad));
         prev = t->out;

@@ -260,7 +260,7 @@ static void test_pool(const char *name, amp_pool2d_desc d) {
         x[j] = t;
     }
     float *g = randn(yn, 1.0f), *y = xmalloc(yn * 4), *dx = xmalloc(xn * 4);
-    int32_t *idx = xmalloc(yn * 4);
+    uint16_t *idx = xmalloc(yn * 2);
     ok(be->ops->max_pool2d_forward(be, y, idx, x, &d), "max_pool2d_forward");
     /* forward against a brute-force maximum over the clipped window */
     int bad = 0;
@@ -277,7 +277,10 @@ static void test_pool(const char *name, amp_pool2d_desc d) {
                         if (v > best) best = v, bi = iy * d.w + ix;
                     }
                 size_t o = (size_t)pl * p * q + (size_t)oy * q + ox;
-                if (y[o] != best || idx[o] != bi) bad++;
+                /* the window offset, as PyTorch's flat index */
+                int at = amp_maxpool_arg_index(idx[o], d.w, d.kw, oy, ox, d.stride_h, d.stride_w,
+                                               d.pad_h, d.pad_w);
+                if (y[o] != best || at != bi || idx[o] >= d.kh * d.kw) bad++;
             }
     EXPECT(bad == 0, "max_pool2d %s forward: %d windows wrong", name, bad);
     ok(be->ops->max_pool2d_backward(be, dx, g, idx, &d), "max_pool2d_backward");
@@ -305,13 +308,17 @@ static void test_pool_nan_and_checks(void) {
     /* A NaN wins its window and stays, as in PyTorch. */
     amp_pool2d_desc d = {1, 1, 2, 2, 2, 2, 2, 2, 0, 0};
     float x[4] = {1.0f, NAN, 5.0f, 2.0f}, y[1];
-    int32_t idx[1];
+    uint16_t idx[1];
     ok(be->ops->max_pool2d_forward(be, y, idx, x, &d), "max_pool2d_forward");
     EXPECT(isnan(y[0]) && idx[0] == 1, "NaN must win the window: y %g idx %d", y[0], idx[0]);
     amp_pool2d_desc bad = d;
     bad.pad_h = 2;
     EXPECT(be->ops->max_pool2d_forward(be, y, idx, x, &bad) != 0 && strstr(be->err, "half"),
            "padding over half the window must be refused, got '%s'", be->err);
+    /* the argmax is a 2-byte offset in its window: a window over 65536 is refused */
+    amp_pool2d_desc huge = {1, 1, 300, 300, 257, 257, 257, 257, 0, 0};
+    EXPECT(be->ops->max_pool2d_forward(be, y, idx, x, &huge) != 0 && strstr(be->err, "65536"),
+           "a 257x257 window must be refused, got '%s'", be->err);
 }
 
 /* ---- batch norm -------------------------------------------------------------- */
@@ -409,7 +416,7 @@ static void test_pool_exact(const char *name, amp_pool2d_desc d) {
     int p = amp_pool2d_out_h(&d), q = amp_pool2d_out_w(&d);
     size_t xn = (size_t)d.n * d.c * d.h * d.w, yn = (size_t)d.n * d.c * p * q;
     float *x = xmalloc(xn * 4), *y = xmalloc(yn * 4);
-    int32_t *idx = xmalloc(yn * 4);
+    uint16_t *idx = xmalloc(yn * 2);
     for (size_t i = 0; i < xn; i++)
         x[i] = i < xn / 4 ? -INFINITY : vals[amp_rng_below(&rng, sizeof vals / sizeof vals[0])];
     ok(be->ops->max_pool2d_forward(be, y, idx, x, &d), "max_pool2d_forward");
@@ -417,7 +424,7 @@ static void test_pool_exact(const char *name, amp_pool2d_desc d) {
     for (int pl = 0; pl < d.n * d.c; pl++)
         for (int oy = 0; oy < p; oy++)
             for (int ox = 0; ox < q; ox++) {
-                int32_t a;
+                uint16_t a;
                 float v = amp_maxpool_value(&a, x + (size_t)pl * d.h * d.w, d.h, d.w, d.kh, d.kw, oy,
                                             ox, d.stride_h, d.stride_w, d.pad_h, d.pad_w);
                 size_t o = (size_t)pl * p * q + (size_t)oy * q + ox;
@@ -448,7 +455,7 @@ static size_t isa_outputs(amp_backend *b, float *out) {
     memcpy(out + k, rm, sizeof rm), memcpy(out + k + c, rv, sizeof rv);
     k += 2 * (size_t)c;
     amp_pool2d_desc pd = {n, c, 13, 11, 2, 2, 2, 2, 0, 0};
-    int32_t *idx = xmalloc(xn * 4);
+    uint16_t *idx = xmalloc(xn * 2);
     ok(b->ops->max_pool2d_forward(b, out + k, idx, x, &pd), "max_pool2d_forward");
     k += (size_t)n * c * 6 * 5;
     amp_conv2d_desc cd = {n, 2, 13, 11, c, 3, 3, 1, 1, 1, 1, AMP_DTYPE_F32};

@@ -318,13 +318,13 @@ typedef struct amp_backend_ops {
     int (*conv2d_backward_filter)(amp_backend *be, float *dw, float *dbias, const void *x,
                                   const void *dy, const amp_conv2d_desc *d, void *ws,
                                   size_t ws_bytes);
-    /* Max pooling as F.max_pool2d, FP32: y[n, c, p, q] and idx (the flat
-     * index iy*w + ix of each window's maximum in its input plane, PyTorch's
-     * `indices`; may be NULL when no backward follows). */
-    int (*max_pool2d_forward)(amp_backend *be, float *y, int32_t *idx, const float *x,
+    /* Max pooling as F.max_pool2d, FP32: y[n, c, p, q] and idx (each
+     * window's maximum as its offset in the window, amp_maxpool_value; may
+     * be NULL when no backward follows). */
+    int (*max_pool2d_forward)(amp_backend *be, float *y, uint16_t *idx, const float *x,
                               const amp_pool2d_desc *d);
     /* dx[n, c, h, w] (FP32, overwritten) from dy [n, c, p, q] and idx. */
-    int (*max_pool2d_backward)(amp_backend *be, float *dx, const float *dy, const int32_t *idx,
+    int (*max_pool2d_backward)(amp_backend *be, float *dx, const float *dy, const uint16_t *idx,
                                const amp_pool2d_desc *d);
     /* Batch normalisation as nn.BatchNorm2d over x [n, c, hw] in FP32 with
      * FP64 channel sums. training = 1: normalises with the batch's mean and

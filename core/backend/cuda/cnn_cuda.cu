@@ -69,19 +69,19 @@ __device__ double cnn_block_sum(double v) {
 
 /* ---- max pooling --------------------------------------------------------- */
 
-__global__ void amp_k_maxpool_fwd(float *y, int32_t *idx, const float *x, size_t total, int h,
+__global__ void amp_k_maxpool_fwd(float *y, uint16_t *idx, const float *x, size_t total, int h,
                                   int w, int p, int q, int kh, int kw, int sh, int sw, int ph,
                                   int pw) {
     CNN_GRID_LOOP(o, total) {
         size_t plane = o / ((size_t)p * q);
         int r = (int)(o % ((size_t)p * q));
-        int32_t a;
+        uint16_t a;
         y[o] = amp_maxpool_value(&a, x + plane * h * w, h, w, kh, kw, r / q, r % q, sh, sw, ph, pw);
         if (idx) idx[o] = a;
     }
 }
 
-__global__ void amp_k_maxpool_bwd(float *dx, const float *dy, const int32_t *idx, size_t total,
+__global__ void amp_k_maxpool_bwd(float *dx, const float *dy, const uint16_t *idx, size_t total,
                                   int h, int w, int p, int q, int kh, int kw, int sh, int sw,
                                   int ph, int pw) {
     CNN_GRID_LOOP(i, total) {
@@ -92,7 +92,7 @@ __global__ void amp_k_maxpool_bwd(float *dx, const float *dy, const int32_t *idx
     }
 }
 
-int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, int32_t *idx, const float *x,
+int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const float *x,
                                 const amp_pool2d_desc *d) {
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
@@ -104,7 +104,7 @@ int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, int32_t *idx, const f
     return 0;
 }
 
-int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const int32_t *idx,
+int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const uint16_t *idx,
                                  const amp_pool2d_desc *d) {
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);

@@ -115,9 +115,9 @@ int amp_cuda_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, co
 int amp_cuda_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
                                     const void *dy, const amp_conv2d_desc *d, void *ws,
                                     size_t ws_bytes);
-int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, int32_t *idx, const float *x,
+int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const float *x,
                                 const amp_pool2d_desc *d);
-int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const int32_t *idx,
+int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const uint16_t *idx,
                                  const amp_pool2d_desc *d);
 int amp_cuda_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
                                 float *running_mean, float *running_var, const float *x,

@@ -30,38 +30,49 @@ static inline AMP_HD float amp_load_dt(const void *p, size_t i, int dt) {
 /* Max over the window of output (oy, ox) of one plane x [h, w] (FP32), as
  * PyTorch's max_pool2d: padding never wins (it is -inf), the first maximum
  * in row-major window order wins ties, and a NaN wins and stays. *arg is
- * the flat index iy * w + ix of the winner in the plane (PyTorch's
- * `indices`); a window of only -inf reports its first in-bounds element. */
-static inline AMP_HD float amp_maxpool_value(int32_t *arg, const float *x, int h, int w, int kh,
+ * the winner's offset in its window, (iy - wy) * kw + (ix - wx) with (wy, wx)
+ * the window's corner (padding included): under kh * kw <= 65536
+ * (amp_pool2d_desc_check), so 2 bytes per output where PyTorch's flat
+ * `indices` take 8 (amp_maxpool_arg_index gives that flat index). A window
+ * of only -inf reports its first in-bounds element. */
+static inline AMP_HD float amp_maxpool_value(uint16_t *arg, const float *x, int h, int w, int kh,
                                              int kw, int oy, int ox, int stride_h, int stride_w,
                                              int pad_h, int pad_w) {
-    int y0 = oy * stride_h - pad_h, x0 = ox * stride_w - pad_w;
+    int wy = oy * stride_h - pad_h, wx = ox * stride_w - pad_w;
+    int y0 = wy, x0 = wx;
     int y1 = y0 + kh < h ? y0 + kh : h, x1 = x0 + kw < w ? x0 + kw : w;
     if (y0 < 0) y0 = 0;
     if (x0 < 0) x0 = 0;
     float best = -INFINITY;
-    int32_t bi = y0 * w + x0;
+    int bi = (y0 - wy) * kw + (x0 - wx);
     for (int iy = y0; iy < y1; iy++) {
         for (int ix = x0; ix < x1; ix++) {
             float v = x[(size_t)iy * w + ix];
             if (v > best || v != v) {
                 best = v;
-                bi = iy * w + ix;
+                bi = (iy - wy) * kw + (ix - wx);
                 if (v != v) {
-                    *arg = bi;
+                    *arg = (uint16_t)bi;
                     return v;
                 }
             }
         }
     }
-    *arg = bi;
+    *arg = (uint16_t)bi;
     return best;
+}
+
+/* The flat index iy * w + ix in its plane of window offset `off` of output
+ * (oy, ox) (PyTorch's `indices`). */
+static inline AMP_HD int amp_maxpool_arg_index(unsigned off, int w, int kw, int oy, int ox,
+                                               int stride_h, int stride_w, int pad_h, int pad_w) {
+    return (oy * stride_h - pad_h + (int)off / kw) * w + ox * stride_w - pad_w + (int)off % kw;
 }
 
 /* Gradient of input element (iy, ix) of one plane: the sum, over the
  * outputs whose window covers it and chose it, of their gradient, in
  * (oy, ox) ascending order. dy and idx are the plane's [p, q]. */
-static inline AMP_HD float amp_maxpool_grad(const float *dy, const int32_t *idx, int w, int p,
+static inline AMP_HD float amp_maxpool_grad(const float *dy, const uint16_t *idx, int w, int p,
                                             int q, int kh, int kw, int iy, int ix, int stride_h,
                                             int stride_w, int pad_h, int pad_w) {
     /* oy covers iy when oy*s - pad <= iy < oy*s - pad + kh */
@@ -71,11 +82,13 @@ static inline AMP_HD float amp_maxpool_grad(const float *dy, const int32_t *idx,
     int oy1 = (iy + pad_h) / stride_h, ox1 = (ix + pad_w) / stride_w;
     if (oy1 > p - 1) oy1 = p - 1;
     if (ox1 > q - 1) ox1 = q - 1;
-    int32_t me = iy * w + ix;
+    (void)w;
     float s = 0.0f;
     for (int oy = oy0; oy <= oy1; oy++)
-        for (int ox = ox0; ox <= ox1; ox++)
+        for (int ox = ox0; ox <= ox1; ox++) {
+            int me = (iy - (oy * stride_h - pad_h)) * kw + (ix - (ox * stride_w - pad_w));
             if (idx[(size_t)oy * q + ox] == me) s += dy[(size_t)oy * q + ox];
+        }
     return s;
 }
 
