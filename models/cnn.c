@@ -537,9 +537,26 @@ static int cnn_init_params(amp_model *m, uint64_t seed) {
     return rc;
 }
 
+/* A conv or fc stage's 16-bit working weight or bias. */
+static int cnn_working_copy(amp_model *m, int tensor, amp_working_copy *wc) {
+    const cnn *c = m->impl;
+    size_t off = m->desc.params[tensor].offset;
+    for (int s = 0; s < c->nst; s++) {
+        const cnn_stage *t = &c->st[s];
+        if ((t->kind != ST_CONV && t->kind != ST_FC) || t->cd == AMP_DTYPE_F32) continue;
+        void *p = t->w_off == off ? t->w_work : t->b_work && t->b_off == off ? t->b_work : NULL;
+        if (!p) continue;
+        *wc = (amp_working_copy){p, t->cd, 0, t->layer};
+        return 1;
+    }
+    return 0;
+}
+
 static int cnn_cast_weights(amp_model *m) {
     cnn *c = m->impl;
     amp_backend *be = m->be;
+    int reused = amp_model_cast_reuse(m);
+    if (reused != 0) return reused < 0 ? -1 : 0;
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
         if ((t->kind != ST_CONV && t->kind != ST_FC) || t->cd == AMP_DTYPE_F32) continue;
@@ -869,6 +886,7 @@ const amp_model_ops amp_model_cnn = {
     .destroy = cnn_destroy,
     .init_params = cnn_init_params,
     .cast_weights = cnn_cast_weights,
+    .working_copy = cnn_working_copy,
     .forward = cnn_forward,
     .backward = cnn_backward,
 };
