@@ -87,3 +87,18 @@ digest() {
 value() { # DIR KEY: a number from summary.json
     sed -nE "s/^  \"$2\": ([^,]*),?$/\1/p" "$1/summary.json"
 }
+# losses_close DIR REF TOL KEY: DIR's final_train_loss and KEY (test_loss or
+# val_loss) within TOL of REF's (relative, or absolute below 1); prints the
+# two differences; non-zero when either is over TOL or a loss is missing.
+losses_close() {
+    local tr te rr re
+    tr=$(value "$1" final_train_loss) te=$(value "$1" "$4")
+    rr=$(value "$2" final_train_loss) re=$(value "$2" "$4")
+    if [ -z "$tr" ] || [ -z "$te" ] || [ -z "$rr" ] || [ -z "$re" ]; then
+        echo "no final_train_loss/$4 in $1 or $2"
+        return 1
+    fi
+    awk -v a="$tr" -v b="$rr" -v c="$te" -v d="$re" -v t="$3" 'BEGIN {
+        ea = (a > b ? a - b : b - a) / (b > 1 ? b : 1); ec = (c > d ? c - d : d - c) / (d > 1 ? d : 1);
+        printf "%.3g %.3g", ea, ec; exit !(ea <= t && ec <= t) }'
+}

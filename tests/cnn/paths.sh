@@ -16,7 +16,7 @@
 set -uo pipefail
 A=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-. "$root/tests/checkpoint/lib.sh" # fail, has_isa, digest, value
+. "$root/tests/checkpoint/lib.sh" # fail, has_isa, digest, value, losses_close
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
@@ -32,13 +32,7 @@ run() { # DIR POLICY_ARGS [ENV=VALUE ...]
         fail "run $dir ($*) failed: $(tail -3 "$dir.log")"
 }
 close() { # DIR REF_DIR: final train and test loss within 2e-3 (relative); prints the differences
-    local tr te rtr rte
-    tr=$(value "$1" final_train_loss) te=$(value "$1" test_loss)
-    rtr=$(value "$2" final_train_loss) rte=$(value "$2" test_loss)
-    [ -n "$tr" ] && [ -n "$te" ] && [ -n "$rtr" ] && [ -n "$rte" ] || fail "no losses in $1 or $2"
-    awk -v a="$tr" -v b="$rtr" -v c="$te" -v d="$rte" 'BEGIN {
-        ea = (a > b ? a - b : b - a) / (b > 1 ? b : 1); ec = (c > d ? c - d : d - c) / (d > 1 ? d : 1);
-        printf "%.3g %.3g", ea, ec; exit !(ea <= 2e-3 && ec <= 2e-3) }'
+    losses_close "$1" "$2" 2e-3 test_loss
 }
 
 for p in "${policies[@]}"; do

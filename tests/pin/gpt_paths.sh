@@ -17,23 +17,13 @@ set -uo pipefail
 A=$1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-. "$root/tests/checkpoint/lib.sh"
+. "$root/tests/checkpoint/lib.sh" # fail, has_isa, digest, value, losses_close
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
 policies=("fp32:--set precision.plugin=fp32 --set scaler.plugin=none"
     "fp16:--set precision.plugin=fp16 --set scaler.plugin=dynamic"
     "bf16:--set precision.plugin=bf16 --set scaler.plugin=none")
-has_isa() { # the CPU flags a path needs
-    local f need
-    case $1 in
-    avx2) need="avx2 fma f16c" ;;
-    avx512) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq" ;;
-    avx512_bf16) need="avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512_bf16" ;;
-    esac
-    for f in $need; do grep -qw "$f" /proc/cpuinfo || return 1; done
-}
-
 run() { # DIR POLICY_ARGS [ENV=VALUE ...]
     local dir=$1 args=$2
     shift 2
@@ -44,22 +34,9 @@ run() { # DIR POLICY_ARGS [ENV=VALUE ...]
         --set data.batch_size=8 $args --out "$dir" >/dev/null 2>"$dir.log" ||
         fail "run $dir ($*) failed: $(tail -3 "$dir.log")"
 }
-digest() { # metrics without timings, and the weights
-    sed -E 's/,"step_ms":[^,}]*//' "$1/metrics.jsonl"
-    sha256sum <"$1/weights.safetensors"
-}
-value() { # DIR KEY: a number from summary.json
-    sed -nE "s/^  \"$2\": ([^,]*),?$/\1/p" "$1/summary.json"
-}
 close() { # DIR REF TOL: final train and validation loss within TOL (relative)
-    local tr te rr re
-    tr=$(value "$1" final_train_loss) te=$(value "$1" val_loss)
-    rr=$(value "$2" final_train_loss) re=$(value "$2" val_loss)
-    [ -n "$tr" ] && [ -n "$te" ] || fail "$1/summary.json has no final_train_loss/val_loss"
-    awk -v a="$tr" -v b="$rr" -v c="$te" -v d="$re" -v t="$3" 'BEGIN {
-        ea = (a > b ? a - b : b - a) / (b > 1 ? b : 1); ec = (c > d ? c - d : d - c) / (d > 1 ? d : 1);
-        printf "%.3g %.3g", ea, ec; exit !(ea <= t && ec <= t) }' >"$W/diff" ||
-        fail "$1 ends at train loss $tr / val loss $te, $2 at $rr / $re (over $3)"
+    losses_close "$1" "$2" "$3" val_loss >"$W/diff" ||
+        fail "$1 and $2 differ in train/val loss by $(cat "$W/diff") (over $3)"
     cat "$W/diff"
 }
 
