@@ -441,64 +441,52 @@ static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
     return 0;
 }
 
-/* The step tensor by tensor, each with its working copy written in the same
- * pass (amp_model_ops.working_copy, amp_backend_ops.optim_step_cast). */
-static int optimizer_step_cast(amp_model *m, const amp_settings *st, double lr, int64_t t) {
-    amp_backend *be = m->be;
-    const amp_model_desc *d = &m->desc;
-    amp_optim_step o = {st->optim != AMP_OPTIM_SGD, (float)lr, (float)st->momentum, 0.0f,
-                        (float)st->beta1, (float)st->beta2, (float)st->eps, t};
-    m->cast_fresh = 0;
-    if (be->ops->zero(be, m->cast_cnt, (size_t)d->nlayers * sizeof *m->cast_cnt) != 0) return -1;
-    for (int i = 0; i < d->nparam_tensors && !d->params[i].buffer; i++) {
-        const amp_param_desc *p = &d->params[i];
-        size_t off = p->offset, n = p->numel;
-        o.weight_decay = p->decay ? (float)st->weight_decay : 0.0f;
-        float *s0 = m->opt[0] ? m->opt[0] + off : NULL, *s1 = m->opt[1] ? m->opt[1] + off : NULL;
-        amp_working_copy wc;
-        int rc;
-        if (m->ops->working_copy(m, i, &wc))
-            rc = be->ops->optim_step_cast(be, &o, m->master + off, s0, s1, m->grads + off, n, wc.ptr,
-                                          wc.dt, wc.f32_store, &m->cast_cnt[wc.layer]);
-        else if (o.adamw)
-            rc = be->ops->adamw_step(be, m->master + off, s0, s1, m->grads + off, n, o.lr, o.beta1,
-                                     o.beta2, o.eps, o.weight_decay, t);
-        else
-            rc = be->ops->sgd_step(be, m->master + off, s0, m->grads + off, n, o.lr, o.momentum,
-                                   o.weight_decay);
-        if (rc != 0) return -1;
-    }
-    m->cast_fresh = 1;
-    return 0;
+/* Whether tensor i is stepped together with its working copy
+ * (amp_model_ops.working_copy, amp_backend_ops.optim_step_cast). */
+static int with_copy(amp_model *m, int fused, int i, amp_working_copy *wc) {
+    return fused && m->ops->working_copy(m, i, wc);
 }
 
 int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, int64_t t) {
     amp_backend *be = m->be;
     const amp_model_desc *d = &m->desc;
-    if (m->ops->working_copy && be->ops->optim_step_cast) return optimizer_step_cast(m, st, lr, t);
+    amp_optim_step o = {st->optim != AMP_OPTIM_SGD, (float)lr, (float)st->momentum, 0.0f,
+                        (float)st->beta1, (float)st->beta2, (float)st->eps, t};
+    int fused = m->ops->working_copy && be->ops->optim_step_cast;
+    if (fused) {
+        m->cast_fresh = 0;
+        if (be->ops->zero(be, m->cast_cnt, (size_t)d->nlayers * sizeof *m->cast_cnt) != 0)
+            return -1;
+    }
     /* Runs of consecutive tensors with the same decay flag: one call each
-     * (a model whose tensors all decay, like the MLP, makes one call). The
-     * buffers after desc.ntrained (batch norm's running statistics) are not
+     * (a model whose tensors all decay, like the MLP, makes one call). A
+     * tensor with a working copy to write is a run of its own. The buffers
+     * after desc.ntrained (batch norm's running statistics) are not
      * trained. */
     for (int i = 0; i < d->nparam_tensors && !d->params[i].buffer;) {
-        int j = i + 1;
-        while (j < d->nparam_tensors && !d->params[j].buffer &&
-               d->params[j].decay == d->params[i].decay)
+        amp_working_copy wc, other;
+        int copy = with_copy(m, fused, i, &wc), j = i + 1;
+        while (!copy && j < d->nparam_tensors && !d->params[j].buffer &&
+               d->params[j].decay == d->params[i].decay && !with_copy(m, fused, j, &other))
             j++;
         size_t off = d->params[i].offset;
         size_t n = d->params[j - 1].offset + d->params[j - 1].numel - off;
-        float wd = d->params[i].decay ? (float)st->weight_decay : 0.0f;
+        float *w = m->master + off, *g = m->grads + off;
+        float *s0 = m->opt[0] ? m->opt[0] + off : NULL, *s1 = m->opt[1] ? m->opt[1] + off : NULL;
+        o.weight_decay = d->params[i].decay ? (float)st->weight_decay : 0.0f;
         int rc;
-        if (st->optim == AMP_OPTIM_SGD)
-            rc = be->ops->sgd_step(be, m->master + off, m->opt[0] ? m->opt[0] + off : NULL,
-                                   m->grads + off, n, (float)lr, (float)st->momentum, wd);
+        if (copy)
+            rc = be->ops->optim_step_cast(be, &o, w, s0, s1, g, n, wc.ptr, wc.dt, wc.f32_store,
+                                          &m->cast_cnt[wc.layer]);
+        else if (o.adamw)
+            rc = be->ops->adamw_step(be, w, s0, s1, g, n, o.lr, o.beta1, o.beta2, o.eps,
+                                     o.weight_decay, t);
         else
-            rc = be->ops->adamw_step(be, m->master + off, m->opt[0] + off, m->opt[1] + off,
-                                     m->grads + off, n, (float)lr, (float)st->beta1,
-                                     (float)st->beta2, (float)st->eps, wd, t);
+            rc = be->ops->sgd_step(be, w, s0, g, n, o.lr, o.momentum, o.weight_decay);
         if (rc != 0) return -1;
         i = j;
     }
+    m->cast_fresh = fused;
     return 0;
 }
 

@@ -55,6 +55,14 @@ typedef struct amp_step_stats {
     unsigned long long correct;   /* softmax_xent: rows whose argmax is the label */
 } amp_step_stats;
 
+/* One optimizer step's hyper-parameters (optim_step_cast). */
+typedef struct amp_optim_step {
+    int adamw;                        /* 0: SGD (as sgd_step), 1: AdamW (as adamw_step) */
+    float lr, momentum, weight_decay; /* momentum: SGD only */
+    float beta1, beta2, eps;          /* AdamW only */
+    int64_t t;                        /* AdamW: 1-based count of applied steps */
+} amp_optim_step;
+
 /* One GEMM call: C = alpha * op(A) op(B) + beta * C for `batch` matrices
  * at fixed strides, then an optional epilogue over the FP32 result, one
  * pass per element:
@@ -65,14 +73,6 @@ typedef struct amp_step_stats {
  * ([m, n] per batch at ldc): a caller-provided workspace, or the output
  * itself when out_dtype is F32 and out == acc. Matrices are row-major;
  * lda/ldb/ldc are row strides of the stored (untransposed) matrices. */
-/* One optimizer step's hyper-parameters (optim_step_cast). */
-typedef struct amp_optim_step {
-    int adamw;                        /* 0: SGD (as sgd_step), 1: AdamW (as adamw_step) */
-    float lr, momentum, weight_decay; /* momentum: SGD only */
-    float beta1, beta2, eps;          /* AdamW only */
-    int64_t t;                        /* AdamW: 1-based count of applied steps */
-} amp_optim_step;
-
 typedef struct amp_gemm_desc {
     int trans_a, trans_b;
     int m, n, k;
