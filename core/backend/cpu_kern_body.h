@@ -44,6 +44,17 @@ AMPK_STATIC void AMPK_NAME(widen_scalar)(float *dst, const uint16_t *src, size_t
         for (size_t i = 0; i < n; i++) dst[i] = amp_half_to_float(src[i]);
 }
 
+/* round_body's elements [i, n) past its last full vector (fewer than 16):
+ * the scalar pieces through a 16-bit tile. */
+static inline void AMPK_NAME(round_tail)(uint16_t *dst, float *wide, const float *src, size_t i,
+                                         size_t n, int dt, amp_tally *t) {
+    uint16_t tail[16];
+    if (i >= n) return;
+    AMPK_NAME(round_scalar)(tail, src + i, n - i, dt, t);
+    if (dst) memcpy(dst + i, tail, (n - i) * sizeof *tail);
+    if (wide) AMPK_NAME(widen_scalar)(wide + i, tail, n - i, dt);
+}
+
 /* amp_unscale_element with the square going to lane[i % 8]: a non-finite
  * element, or a finite one whose product is not (stored, as there), adds 0
  * (which leaves a lane's non-negative sum unchanged). */
@@ -124,12 +135,7 @@ AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, in
         t->uf += uf;
         t->of += of;
     }
-    if (i < n) {
-        uint16_t tail[16];
-        AMPK_NAME(round_scalar)(tail, src + i, n - i, dt, t);
-        if (dst) memcpy(dst + i, tail, (n - i) * sizeof *tail);
-        if (wide) AMPK_NAME(widen_scalar)(wide + i, tail, n - i, dt);
-    }
+    AMPK_NAME(round_tail)(dst, wide, src, i, n, dt, t);
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
@@ -244,12 +250,7 @@ AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, in
         t->uf += uf;
         t->of += of;
     }
-    if (i < n) {
-        uint16_t tail[8];
-        AMPK_NAME(round_scalar)(tail, src + i, n - i, dt, t);
-        if (dst) memcpy(dst + i, tail, (n - i) * sizeof *tail);
-        if (wide) AMPK_NAME(widen_scalar)(wide + i, tail, n - i, dt);
-    }
+    AMPK_NAME(round_tail)(dst, wide, src, i, n, dt, t);
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
