@@ -486,16 +486,21 @@ static int cast_linear(amp_model *m, const gpt_linear *L) {
     return 0;
 }
 
+/* Linear layer i of the 4 n_layer + 1: c_attn, c_proj, c_fc, fc_proj of
+ * each block, then the LM head. */
+static const gpt_linear *nth_linear(const gpt *g, int i) {
+    if (i == 4 * g->k.n_layer) return &g->lm_head;
+    const gpt_block *b = &g->blocks[i / 4];
+    const gpt_linear *Ls[4] = {&b->c_attn, &b->c_proj, &b->c_fc, &b->fc_proj};
+    return Ls[i % 4];
+}
+
 /* The linear whose working copy holds tensor `off` (weight or bias), or NULL. */
 static const gpt_linear *linear_of(const gpt *g, size_t off, int *is_bias) {
-    for (int i = 0; i <= g->k.n_layer; i++) {
-        const gpt_block *b = i < g->k.n_layer ? &g->blocks[i] : NULL;
-        const gpt_linear *Ls[4] = {b ? &b->c_attn : &g->lm_head, b ? &b->c_proj : NULL,
-                                   b ? &b->c_fc : NULL, b ? &b->fc_proj : NULL};
-        for (int j = 0; j < 4 && Ls[j]; j++) {
-            if (Ls[j]->w_off == off) return *is_bias = 0, Ls[j];
-            if (Ls[j]->b_off != NO_PARAM && Ls[j]->b_off == off) return *is_bias = 1, Ls[j];
-        }
+    for (int i = 0; i <= 4 * g->k.n_layer; i++) {
+        const gpt_linear *L = nth_linear(g, i);
+        if (L->w_off == off) return *is_bias = 0, L;
+        if (L->b_off != NO_PARAM && L->b_off == off) return *is_bias = 1, L;
     }
     return NULL;
 }
@@ -514,14 +519,8 @@ static int gpt_cast_weights(amp_model *m) {
     gpt *g = m->impl;
     int reused = amp_model_cast_reuse(m);
     if (reused != 0) return reused < 0 ? -1 : 0;
-    for (int i = 0; i < g->k.n_layer; i++) {
-        gpt_block *b = &g->blocks[i];
-        CHECK(cast_linear(m, &b->c_attn));
-        CHECK(cast_linear(m, &b->c_proj));
-        CHECK(cast_linear(m, &b->c_fc));
-        CHECK(cast_linear(m, &b->fc_proj));
-    }
-    return cast_linear(m, &g->lm_head);
+    for (int i = 0; i <= 4 * g->k.n_layer; i++) CHECK(cast_linear(m, nth_linear(g, i)));
+    return 0;
 }
 
 /* ---- forward ------------------------------------------------------------------ */
