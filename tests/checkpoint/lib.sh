@@ -37,10 +37,11 @@ newest_ckpt() {
     ls "$1"/checkpoints/ckpt-*.amp 2>/dev/null | sort | tail -n 1
 }
 
-# wait_for_ckpt DIR PID: polls until a checkpoint exists (or PID exits)
+# wait_for_ckpt DIR PID: polls until a checkpoint exists (or PID exits), at
+# most CKPT_WAIT_POLLS times 10 ms (default 2000)
 wait_for_ckpt() {
     local i
-    for i in $(seq 1 2000); do
+    for i in $(seq 1 "${CKPT_WAIT_POLLS:-2000}"); do
         [ -n "$(newest_ckpt "$1")" ] && return 0
         kill -0 "$2" 2>/dev/null || return 1
         sleep 0.01

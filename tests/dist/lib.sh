@@ -8,10 +8,10 @@
 export LSAN_OPTIONS="suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 [ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
 
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
+# fail, same_outputs, newest_ckpt, wait_for_ckpt, no_outputs
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../checkpoint" && pwd)/lib.sh"
+# mpirun starts slower than one process: wait up to 30 s for a checkpoint
+CKPT_WAIT_POLLS=3000
 
 # need_mpirun MPIRUN: skip (77) with a message when mpirun is missing.
 need_mpirun() {
@@ -56,51 +56,8 @@ mpi_cleanup() {
 }
 trap mpi_cleanup EXIT
 
-# The outputs with the wall-clock fields masked.
+# The outputs with the wall-clock fields masked (same_outputs uses it): the
+# checkpoint tests' fields and the time spent communicating.
 mask() {
     sed -E 's/"step_ms":[0-9.eE+-]+/"step_ms":T/; s/"(wall_seconds|median_step_ms|median_comm_ms)": [0-9.eE+-]+/"\1": T/' "$1"
-}
-
-# same_outputs REF DIR: metrics.jsonl and summary.json (timing masked),
-# weights.safetensors and config.ini byte for byte.
-same_outputs() {
-    local ref=$1 dir=$2 f
-    for f in metrics.jsonl summary.json; do
-        [ -f "$dir/$f" ] || fail "$dir/$f is missing"
-        if ! cmp -s <(mask "$ref/$f") <(mask "$dir/$f"); then
-            diff <(mask "$ref/$f") <(mask "$dir/$f") | head -20 >&2
-            fail "$dir/$f differs from $ref/$f"
-        fi
-    done
-    cmp "$ref/weights.safetensors" "$dir/weights.safetensors" || fail "$dir/weights.safetensors differs from $ref's"
-    cmp "$ref/config.ini" "$dir/config.ini" || fail "$dir/config.ini differs from $ref's"
-    [ "$(wc -l <"$ref/metrics.jsonl")" -gt 2 ] || fail "$ref/metrics.jsonl is nearly empty"
-}
-
-newest_ckpt() {
-    ls "$1"/checkpoints/ckpt-*.amp 2>/dev/null | sort | tail -n 1
-}
-
-# wait_for FILE_GLOB PID: polls until a file matches (or PID exits)
-wait_for_ckpt() {
-    local i
-    for i in $(seq 1 3000); do
-        [ -n "$(newest_ckpt "$1")" ] && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.01
-    done
-    return 1
-}
-
-# no_outputs DIR: a stopped or failed run leaves nothing that looks finished:
-# no result file and no temporary. (metrics.jsonl may be there: once a run
-# has a checkpoint it is the history the checkpoints point into.)
-no_outputs() {
-    local f
-    for f in config.ini summary.json weights.safetensors; do
-        [ ! -e "$1/$f" ] || fail "$1/$f exists after a run that did not finish"
-    done
-    for f in "$1"/.*.partial "$1"/*.partial "$1"/checkpoints/.*.partial; do
-        [ ! -e "$f" ] || fail "$f was left behind"
-    done
 }
