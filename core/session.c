@@ -133,8 +133,10 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
             double mx = used[i] == AMP_DTYPE_F16 ? 65504.0 : used[i] == AMP_DTYPE_BF16 ? 3.3895313892515355e38 : s->dtype_max;
             if (mx < s->dtype_max) s->dtype_max = mx;
         }
-        amp_log(AMP_LOG_DEBUG, "layer %s: gemm %s, activations %s, weights %s", layer,
-                dtype_name(p.compute[AMP_OP_GEMM]), dtype_name(p.activation), dtype_name(p.param));
+        amp_log(AMP_LOG_DEBUG, "layer %s: gemm %s, activations %s, weights %s (conv %s, attention %s, pointwise %s)",
+                layer, dtype_name(p.compute[AMP_OP_GEMM]), dtype_name(p.activation),
+                dtype_name(p.param), dtype_name(p.compute[AMP_OP_CONV]),
+                dtype_name(p.compute[AMP_OP_ATTENTION]), dtype_name(p.compute[AMP_OP_POINTWISE]));
     }
     return 0;
 }

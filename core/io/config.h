@@ -11,10 +11,17 @@
  * Syntax: [section] headers (letters, digits, '_' and '-'), `key = value`
  * lines (inih also accepts `key: value`), full-line comments starting with
  * ';' or '#', inline comments starting with " ;" or " #" (whitespace before
- * the mark). Leading whitespace is ignored (no multi-line values). Keys and
- * section names are case-sensitive. A line longer than inih's buffer is an
- * error, never split silently; a line is never held in memory past that
+ * the mark). Keys take letters, digits, '_', '.', '-' and the glob
+ * characters * ? [ ] ! ^ (plugins match "layer.fc*" against layer names),
+ * never '[' first. Leading whitespace is ignored (no multi-line values). Keys
+ * and section names are case-sensitive. A line longer than inih's buffer is
+ * an error, never split silently; a line is never held in memory past that
  * buffer, however long it is.
+ *
+ * Every value is one an INI line can hold, so the resolved config.ini reads
+ * back as the same configuration: a value starting with ';' or '#', holding
+ * ';' or '#' after a blank, or too long for a line is refused (by --set, and
+ * by the parser for `key =;x`), naming the key.
  *
  * Cost: sections and keys are hashed, so loading, reading, checking and
  * writing n keys takes O(n) time (amp_config_compares counts the string
