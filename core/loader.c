@@ -533,7 +533,7 @@ int amp_plugin_probe(const char *path, amp_plugin_info *entry, char *err, size_t
     return 0;
 }
 
-static int looks_like_path(const char *spec) {
+int amp_plugin_spec_is_path(const char *spec) {
     size_t n = strlen(spec);
     return strchr(spec, '/') != NULL || (n > 3 && strcmp(spec + n - 3, ".so") == 0);
 }
@@ -544,7 +544,7 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
     p->kind = kind;
     const char *kname = amp_plugin_kind_name(kind);
     char path[PATH_MAX];
-    if (looks_like_path(spec)) {
+    if (amp_plugin_spec_is_path(spec)) {
         if (spec[0] == '/' || !base_dir || !base_dir[0])
             snprintf(path, sizeof path, "%s", spec);
         else
@@ -624,7 +624,7 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
         amp_plugin_kind has = (amp_plugin_kind)p->entry->kind;
         char want[256] = "";
         /* Found by name, the file is named for the wrong kind: say so. */
-        if (!looks_like_path(spec)) amp_plugin_file_name(want, sizeof want, has, p->entry->name);
+        if (!amp_plugin_spec_is_path(spec)) amp_plugin_file_name(want, sizeof want, has, p->entry->name);
         snprintf(err, errlen, "%s: '%s' is a %s plugin, but a %s plugin is needed here%s%s", path,
                  p->entry->name, amp_plugin_kind_name(has), kname,
                  want[0] ? "; its file name is wrong: rename it to " : "", want);
@@ -633,7 +633,7 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
     }
     /* Found by name: the entry must carry that name, or the run's records
      * (summary.json, `amptrain plugins`) would name another plugin. */
-    if (!looks_like_path(spec) && strcmp(p->entry->name, spec) != 0) {
+    if (!amp_plugin_spec_is_path(spec) && strcmp(p->entry->name, spec) != 0) {
         char want[256];
         amp_plugin_file_name(want, sizeof want, kind, p->entry->name);
         snprintf(err, errlen, "%s: its entry names the plugin '%s', not '%s'; rename the file to %s",

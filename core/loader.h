@@ -61,6 +61,9 @@ int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max);
 void amp_plugin_file_name(char *out, size_t outlen, amp_plugin_kind kind, const char *name);
 const char *amp_plugin_kind_name(amp_plugin_kind kind);
 
+/* Whether a plugin spec is a path (it contains '/' or ends in .so), not a name. */
+int amp_plugin_spec_is_path(const char *spec);
+
 /* Opens `spec` (a name, or a path when it contains '/' or ends in .so;
  * relative paths are taken relative to base_dir) and checks its entry. The
  * file's ELF constructors run (dlopen), after the trust checks; no vtable

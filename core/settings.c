@@ -1,12 +1,16 @@
 #include "settings.h"
 
+#include "loader.h"
 #include "model.h"
 #include "text.h"
 
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GET(call)                   \
     do {                            \
@@ -33,6 +37,36 @@ static int check_name(amp_config *cfg, const char *name, char *err, size_t errle
     return -1;
 }
 
+/* A relative path in a config is relative to the config's folder: made
+ * absolute here, in the resolved config too, so config.ini (written to the
+ * output folder) names the same file. */
+static int absolute_path(amp_config *cfg, const char *section, const char *key, const char **path,
+                         char *err, size_t errlen) {
+    if (!*path || !(*path)[0] || (*path)[0] == '/') return 0;
+    char tmp[PATH_MAX], cwd[PATH_MAX], abs[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", amp_config_path(cfg));
+    const char *dir = dirname(tmp);
+    int n;
+    if (dir[0] == '/') {
+        n = snprintf(abs, sizeof abs, "%s/%s", dir, *path);
+    } else if (getcwd(cwd, sizeof cwd)) {
+        n = strcmp(dir, ".") == 0 ? snprintf(abs, sizeof abs, "%s/%s", cwd, *path)
+                                  : snprintf(abs, sizeof abs, "%s/%s/%s", cwd, dir, *path);
+    } else {
+        snprintf(err, errlen, "[%s] %s = '%s': cannot tell the current folder: %s", section, key,
+                 *path, strerror(errno));
+        return -1;
+    }
+    if (n < 0 || (size_t)n >= sizeof abs) {
+        snprintf(err, errlen, "[%s] %s = '%s': the path is too long", section, key, *path);
+        return -1;
+    }
+    const char *stored = amp_config_rewrite(cfg, section, key, abs, err, errlen);
+    if (!stored) return -1;
+    *path = stored;
+    return 0;
+}
+
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     int64_t i64;
@@ -56,6 +90,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     if (s->dataset == AMP_DATA_FASHION_MNIST) {
         GET(amp_config_get_string(cfg, "data", "path", "/usr/share/datasets/fashion-mnist", &s->path,
                                   err, errlen));
+        GET(absolute_path(cfg, "data", "path", &s->path, err, errlen));
         GET(amp_config_get_int(cfg, "data", "train_limit", 0, 0, INT64_MAX, &s->train_limit, err,
                                errlen));
         GET(amp_config_get_int(cfg, "data", "test_limit", 0, 0, INT64_MAX, &s->test_limit, err,
@@ -65,6 +100,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
                                           &s->path, err, errlen);
         if (found < 0) return -1;
         s->path_given = found;
+        if (found) GET(absolute_path(cfg, "data", "path", &s->path, err, errlen));
         GET(amp_config_get_int(cfg, "data", "eval_iters", 200, 1, 1 << 20, &s->eval_iters, err,
                                errlen));
         /* the model's context is the data's window (nanoGPT's block_size) */
@@ -89,6 +125,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     GET(amp_config_get_choice(cfg, "model", "name", models[0], models, &idx, err, errlen));
     s->model = models[idx];
     GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
+    if (strcmp(s->init, "default") != 0) GET(absolute_path(cfg, "model", "init", &s->init, err, errlen));
 
     static const char *const optims[] = {"sgd", "adamw", NULL};
     GET(amp_config_get_choice(cfg, "optim", "name", "sgd", optims, &idx, err, errlen));
@@ -141,6 +178,10 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     int found = amp_config_get_string(cfg, "scaler", "plugin", "", &scaler, err, errlen);
     if (found < 0) return -1;
     s->scaler_plugin = found ? scaler : NULL;
+    if (amp_plugin_spec_is_path(s->precision_plugin))
+        GET(absolute_path(cfg, "precision", "plugin", &s->precision_plugin, err, errlen));
+    if (s->scaler_plugin && amp_plugin_spec_is_path(s->scaler_plugin))
+        GET(absolute_path(cfg, "scaler", "plugin", &s->scaler_plugin, err, errlen));
 
     static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
     GET(amp_config_get_choice(cfg, "dist", "grad_dtype", "f32", grad_dtypes, &idx, err, errlen));

@@ -199,10 +199,11 @@ static const char *value_unwritable(const char *key, const char *value, char *wh
             return why;
         }
     }
-    size_t n = strlen(key) + 1 + strlen(value); /* key=value, the shortest line */
+    size_t n = strlen(key) + 3 + strlen(value); /* as config.ini writes it */
     if (n > LINE_MAX_CHARS) {
-        snprintf(why, cap, "too long for an INI line (%zu characters as 'key=value'; the limit is %d)",
-                 n, LINE_MAX_CHARS);
+        snprintf(why, cap,
+                 "too long for an INI line (%zu characters as 'key = value'; the limit is %d)", n,
+                 LINE_MAX_CHARS);
         return why;
     }
     return NULL;
@@ -1174,6 +1175,35 @@ void amp_config_declare_section(amp_config *cfg, const char *section)
     known_note(cfg, section, NULL, NULL, NULL);
 }
 
+const char *amp_config_rewrite(amp_config *cfg, const char *section, const char *key,
+                               const char *value, char *err, size_t errlen)
+{
+    size_t sec = sec_find(cfg, section);
+    size_t ki = sec == NONE ? NONE : known_find(cfg, sec, key);
+    if (ki == NONE || !cfg->known[ki].value) {
+        amp_set_err(err, errlen, "[%s] %s: rewritten before it was read (a bug)", section, key);
+        return NULL;
+    }
+    char why[160];
+    char *origin = strdup(cfg->known[ki].origin);
+    if (!origin) {
+        amp_set_err(err, errlen, "%s: out of memory", cfg->path);
+        return NULL;
+    }
+    const char *stored = NULL;
+    if (value_unwritable(key, value, why, sizeof why)) {
+        amp_set_err(err, errlen, "%s: [%s] %s = '%s': %s", origin, section, key, value, why);
+    } else {
+        known_note(cfg, section, key, value, origin);
+        if (cfg->oom)
+            amp_set_err(err, errlen, "%s: out of memory", cfg->path);
+        else
+            stored = cfg->known[ki].value;
+    }
+    free(origin);
+    return stored;
+}
+
 /* ------------------------------------------------------------- checking */
 
 int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
@@ -1255,7 +1285,7 @@ static void comment_text(char *buf, size_t cap, const char *fmt, ...)
 }
 
 /* "key = value  ; origin" on one line when it fits, else the origin on the
- * line before; "key=value" when even "key = value" is too long. */
+ * line before ("key = value" fits: value_unwritable). */
 static void write_entry(FILE *out, const char *key, const char *value, const char *origin,
                         const char *note)
 {
@@ -1267,7 +1297,7 @@ static void write_entry(FILE *out, const char *key, const char *value, const cha
         return;
     }
     fprintf(out, "; %s\n", o);
-    fprintf(out, kv <= LINE_MAX_CHARS ? "%s = %s\n" : "%s=%s\n", key, value);
+    fprintf(out, "%s = %s\n", key, value);
 }
 
 /* The lookups only count comparisons: cfg is otherwise left as it is. */

@@ -110,6 +110,14 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen);
  * Returns 0, or -1 with errno set when writing failed. */
 int amp_config_write_resolved(const amp_config *cfg, FILE *out);
 
+/* Replaces what (section, key), already read, resolved to (a relative path
+ * made absolute), keeping where it came from, so config.ini names the same
+ * file from any folder. Returns the stored copy (valid until
+ * amp_config_free), or NULL with "where: [section] key = 'value': why" in err
+ * when no INI line can hold the value or memory ran out. */
+const char *amp_config_rewrite(amp_config *cfg, const char *section, const char *key,
+                               const char *value, char *err, size_t errlen);
+
 /* The string comparisons the hash lookups of cfg made so far (each lookup
  * compares the few entries whose hash matches). For tests. */
 size_t amp_config_compares(const amp_config *cfg);

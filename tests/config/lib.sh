@@ -2,7 +2,7 @@
 # Usage of every script: SCRIPT AMPTRAIN WORK_DIR
 . "$(dirname "${BASH_SOURCE[0]}")/../checkpoint/lib.sh" # fail
 
-A=$1 W=$2
+A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") W=$2
 rm -rf "$W" && mkdir -p "$W" || exit 1
 TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 

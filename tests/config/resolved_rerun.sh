@@ -52,6 +52,18 @@ nl_cfg="$W/new
 line.ini"
 cp "$GPT" "$nl_cfg"
 rerun newline "$nl_cfg" --set "data.path=$corpus"
+# relative paths (to the config's folder), the config named relative to the
+# current folder: config.ini, in another folder, must name the same files
+mkdir -p "$W/rel/sub"
+cp "$corpus" "$W/rel/sub/corpus.txt"
+plugin=$(realpath --relative-to="$W/rel" "$(dirname "$A")/plugins/amp_precision_fp16.so")
+[ -f "$W/rel/$plugin" ] || fail "no $W/rel/$plugin"
+sed "s|^plugin = fp16\$|plugin = $plugin|; s|^dataset = text\$|dataset = text\npath = sub/corpus.txt|" \
+    "$GPT" >"$W/rel/rel.ini"
+(cd "$W" && rerun relative rel/rel.ini) || exit 1
+grep -Fxq "path = $W/rel/sub/corpus.txt  ; rel/rel.ini:9" "$W/relative/config.ini" &&
+    grep -Fxq "plugin = $W/rel/$plugin  ; rel/rel.ini:36" "$W/relative/config.ini" ||
+    fail "relative paths: $(grep -E '^(path|plugin)' "$W/relative/config.ini")"
 echo "ok  config.ini re-runs the same configuration and trains the same weights"
 
 # Values no INI line can hold: refused, naming the key, nothing written.
@@ -65,7 +77,7 @@ refuse "$W/x ;y" "a value cannot hold ';' after a blank"
 refuse "$W/x	#y" "a value cannot hold '#' after a blank"
 refuse ";x" "a value cannot start with ';'"
 refuse "#x" "a value cannot start with '#'"
-refuse "/$(printf 'y%.0s' $(seq 1 200))" "too long for an INI line \(206 characters as 'key=value'. the limit is 197\)"
+refuse "/$(printf 'y%.0s' $(seq 1 200))" "too long for an INI line \(208 characters as 'key = value'. the limit is 197\)"
 cfg=$(printf '[data]\npath =;x\n' | ini semicolon)
 expect 2 "^amptrain: $cfg:2: \[data\] path = ';x': a value cannot start with ';'" "$A" train "$cfg" --out "$W/refused"
 echo "ok  values an INI line cannot hold are refused up front"
