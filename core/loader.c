@@ -33,42 +33,60 @@ static int is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int add_dir(char dirs[][PATH_MAX], int n, int max, const char *dir) {
-    if (n >= max || !dir[0] || !is_dir(dir)) return n;
+/* Appends dir's real path unless it is no folder or already listed; -1
+ * when out of memory. No limit on the count: an entry is never dropped. */
+static int add_dir(amp_plugin_dirs *d, const char *dir) {
+    if (!dir[0] || !is_dir(dir)) return 0;
     char real[PATH_MAX];
-    if (!realpath(dir, real)) return n;
-    for (int i = 0; i < n; i++)
-        if (strcmp(dirs[i], real) == 0) return n;
-    snprintf(dirs[n], PATH_MAX, "%s", real);
-    return n + 1;
+    if (!realpath(dir, real)) return 0;
+    for (int i = 0; i < d->n; i++)
+        if (strcmp(d->dir[i], real) == 0) return 0;
+    char **grown = realloc(d->dir, ((size_t)d->n + 1) * sizeof *grown);
+    if (!grown) return -1;
+    d->dir = grown;
+    if (!(d->dir[d->n] = strdup(real))) return -1;
+    d->n++;
+    return 0;
 }
 
-int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max) {
-    int n = 0;
+int amp_plugin_search_dirs(amp_plugin_dirs *d) {
+    d->dir = NULL;
+    d->n = 0;
+    int bad = 0;
     const char *env = getenv("AMPTRAIN_PLUGIN_PATH");
     if (env) {
         char *copy = strdup(env), *save = NULL;
-        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
+        bad = !copy;
+        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok && !bad;
              tok = strtok_r(NULL, ":", &save))
-            n = add_dir(dirs, n, max, tok);
+            bad = add_dir(d, tok) != 0;
         free(copy);
     }
     /* Beside the executable: the build tree keeps plugins in <build>/plugins,
      * tests and benchmarks sit one level down, an install uses its libdir. */
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
+    if (len > 0 && !bad) {
         exe[len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
         char cand[PATH_MAX + 64];
         static const char *const rel[] = {"plugins", "../plugins", "../" AMP_PLUGIN_INSTALL_SUBDIR};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !bad; i++) {
             snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
-            if (strlen(cand) < PATH_MAX) n = add_dir(dirs, n, max, cand);
+            if (strlen(cand) < PATH_MAX) bad = add_dir(d, cand) != 0;
         }
     }
-    return n;
+    if (!bad) return 0;
+    amp_plugin_dirs_free(d);
+    return -1;
+}
+
+void amp_plugin_dirs_free(amp_plugin_dirs *d) {
+    for (int i = 0; i < d->n; i++) free(d->dir[i]);
+    free(d->dir);
+    d->dir = NULL;
+    d->n = 0;
 }
 
 /* ------------------------------------------------------------- trust */
@@ -538,6 +556,76 @@ int amp_plugin_spec_is_path(const char *spec) {
     return strchr(spec, '/') != NULL || (n > 3 && strcmp(spec + n - 3, ".so") == 0);
 }
 
+/* Finds the file of plugin `spec` (a name) in the search folders: exactly
+ * one folder must hold it. 0 with path set, or -1 with err. */
+static int find_by_name(amp_plugin_kind kind, const char *spec, const amp_plugin_dirs *d,
+                        char path[PATH_MAX], char *err, size_t errlen) {
+    const char *kname = amp_plugin_kind_name(kind);
+    char file[256], other[256];
+    amp_plugin_file_name(file, sizeof file, kind, spec);
+    amp_plugin_file_name(other, sizeof other,
+                         kind == AMP_PLUGIN_KIND_SCALER ? AMP_PLUGIN_KIND_PRECISION
+                                                        : AMP_PLUGIN_KIND_SCALER,
+                         spec);
+    path[0] = '\0';
+    /* The same name in two folders is ambiguous: which one runs would
+     * depend on the search order, so refuse and list them all. */
+    int found = 0;
+    char dup[2048] = "";
+    size_t dlen = 0;
+    for (int i = 0; i < d->n; i++) {
+        char cand[PATH_MAX + 300];
+        snprintf(cand, sizeof cand, "%s/%s", d->dir[i], file);
+        if (access(cand, F_OK) != 0) continue;
+        if (!found++) snprintf(path, PATH_MAX, "%s", cand);
+        if (dlen < sizeof dup)
+            dlen += (size_t)snprintf(dup + dlen, sizeof dup - dlen, "%s%s", found > 1 ? ", " : "", cand);
+    }
+    if (found > 1) {
+        snprintf(err, errlen,
+                 "%s plugin '%s' is ambiguous: %s is in %d folders of the search path (%s); "
+                 "remove all but one, or give the path in the INI (plugin = /path/to/%s)",
+                 kname, spec, file, found, dup, file);
+        return -1;
+    }
+    if (!path[0]) {
+        for (int i = 0; i < d->n; i++) {
+            char cand[PATH_MAX + 300];
+            snprintf(cand, sizeof cand, "%s/%s", d->dir[i], other);
+            if (access(cand, F_OK) != 0) continue;
+            /* Only the file name says it is of the other kind; its entry
+             * may say otherwise (a misnamed file), so read it. */
+            amp_plugin_info e;
+            char why[512];
+            if (amp_plugin_probe(cand, &e, why, sizeof why) == 0 && e.kind == (uint32_t)kind) {
+                char want[256];
+                amp_plugin_file_name(want, sizeof want, kind, e.name);
+                snprintf(err, errlen,
+                         "no %s plugin file %s, but %s declares a %s plugin '%s': its file "
+                         "name says %s; rename it to %s",
+                         kname, file, cand, kname, e.name,
+                         kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", want);
+            } else {
+                snprintf(err, errlen,
+                         "'%s' is a %s plugin (%s), but a %s plugin is needed here; run "
+                         "`amptrain plugins` to list the %s plugins",
+                         spec, kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", cand,
+                         kname, kname);
+            }
+            return -1;
+        }
+        int off = snprintf(err, errlen, "no %s plugin '%s': %s not found in", kname, spec, file);
+        if (d->n == 0) off += snprintf(err + off, errlen > (size_t)off ? errlen - off : 0, " any directory (none exists)");
+        for (int i = 0; i < d->n && (size_t)off < errlen; i++)
+            off += snprintf(err + off, errlen - off, "%s %s", i ? "," : "", d->dir[i]);
+        if ((size_t)off < errlen)
+            snprintf(err + off, errlen - off,
+                     "; set AMPTRAIN_PLUGIN_PATH or give a path, and see `amptrain plugins`");
+        return -1;
+    }
+    return 0;
+}
+
 int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const char *base_dir,
                     char *err, size_t errlen) {
     memset(p, 0, sizeof *p);
@@ -554,70 +642,14 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
             return -1;
         }
     } else {
-        char dirs[AMP_MAX_PLUGIN_DIRS][PATH_MAX];
-        int nd = amp_plugin_search_dirs(dirs, AMP_MAX_PLUGIN_DIRS);
-        char file[256], other[256];
-        amp_plugin_file_name(file, sizeof file, kind, spec);
-        amp_plugin_file_name(other, sizeof other,
-                             kind == AMP_PLUGIN_KIND_SCALER ? AMP_PLUGIN_KIND_PRECISION
-                                                            : AMP_PLUGIN_KIND_SCALER,
-                             spec);
-        path[0] = '\0';
-        /* The same name in two folders is ambiguous: which one runs would
-         * depend on the search order, so refuse and list them all. */
-        int found = 0;
-        char dup[2048] = "";
-        size_t dlen = 0;
-        for (int i = 0; i < nd; i++) {
-            char cand[PATH_MAX + 300];
-            snprintf(cand, sizeof cand, "%s/%s", dirs[i], file);
-            if (access(cand, F_OK) != 0) continue;
-            if (!found++) snprintf(path, sizeof path, "%s", cand);
-            if (dlen < sizeof dup)
-                dlen += (size_t)snprintf(dup + dlen, sizeof dup - dlen, "%s%s", found > 1 ? ", " : "", cand);
-        }
-        if (found > 1) {
-            snprintf(err, errlen,
-                     "%s plugin '%s' is ambiguous: %s is in %d folders of the search path (%s); "
-                     "remove all but one, or give the path in the INI (plugin = /path/to/%s)",
-                     kname, spec, file, found, dup, file);
+        amp_plugin_dirs sd;
+        if (amp_plugin_search_dirs(&sd) != 0) {
+            snprintf(err, errlen, "%s plugin '%s': out of memory listing the plugin folders", kname, spec);
             return -1;
         }
-        if (!path[0]) {
-            for (int i = 0; i < nd; i++) {
-                char cand[PATH_MAX + 300];
-                snprintf(cand, sizeof cand, "%s/%s", dirs[i], other);
-                if (access(cand, F_OK) != 0) continue;
-                /* Only the file name says it is of the other kind; its entry
-                 * may say otherwise (a misnamed file), so read it. */
-                amp_plugin_info e;
-                char why[512];
-                if (amp_plugin_probe(cand, &e, why, sizeof why) == 0 && e.kind == (uint32_t)kind) {
-                    char want[256];
-                    amp_plugin_file_name(want, sizeof want, kind, e.name);
-                    snprintf(err, errlen,
-                             "no %s plugin file %s, but %s declares a %s plugin '%s': its file "
-                             "name says %s; rename it to %s",
-                             kname, file, cand, kname, e.name,
-                             kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", want);
-                } else {
-                    snprintf(err, errlen,
-                             "'%s' is a %s plugin (%s), but a %s plugin is needed here; run "
-                             "`amptrain plugins` to list the %s plugins",
-                             spec, kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", cand,
-                             kname, kname);
-                }
-                return -1;
-            }
-            int off = snprintf(err, errlen, "no %s plugin '%s': %s not found in", kname, spec, file);
-            if (nd == 0) off += snprintf(err + off, errlen > (size_t)off ? errlen - off : 0, " any directory (none exists)");
-            for (int i = 0; i < nd && (size_t)off < errlen; i++)
-                off += snprintf(err + off, errlen - off, "%s %s", i ? "," : "", dirs[i]);
-            if ((size_t)off < errlen)
-                snprintf(err + off, errlen - off,
-                         "; set AMPTRAIN_PLUGIN_PATH or give a path, and see `amptrain plugins`");
-            return -1;
-        }
+        int rc = find_by_name(kind, spec, &sd, path, err, errlen);
+        amp_plugin_dirs_free(&sd);
+        if (rc != 0) return -1;
     }
     if (open_file(p, path, err, errlen) != 0) return -1;
     if (p->entry->kind != (uint32_t)kind) {

@@ -20,7 +20,6 @@
 #include "amptrain/plugin.h"
 #include "io/config.h"
 
-#define AMP_MAX_PLUGIN_DIRS 16
 /* The longest entry string (name, version, description, keys) believed. */
 #define AMP_PLUGIN_TEXT_MAX 4096
 /* The largest vtable struct_size believed (a few dozen pointers today). */
@@ -53,9 +52,17 @@ typedef struct amp_plugin {
     } vt;
 } amp_plugin;
 
-/* The directories searched, in order: AMPTRAIN_PLUGIN_PATH entries, then the
- * build tree's plugins/ beside the executable, or <prefix>/lib/amptrain/plugins. */
-int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max);
+/* The directories searched, in order, each once: AMPTRAIN_PLUGIN_PATH
+ * entries (as many as it has), then the build tree's plugins/ beside the
+ * executable, or <prefix>/lib/amptrain/plugins. Entries that are no folder
+ * are skipped here (the CLI refuses them first: amp_env_check). */
+typedef struct amp_plugin_dirs {
+    char **dir; /* [n] real paths, malloc'd */
+    int n;
+} amp_plugin_dirs;
+/* 0, or -1 when out of memory (d then empty). Free with amp_plugin_dirs_free. */
+int amp_plugin_search_dirs(amp_plugin_dirs *d);
+void amp_plugin_dirs_free(amp_plugin_dirs *d);
 
 /* The file name a plugin of this kind and name has: amp_<kind>_<name>.so */
 void amp_plugin_file_name(char *out, size_t outlen, amp_plugin_kind kind, const char *name);

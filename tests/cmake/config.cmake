@@ -14,3 +14,7 @@ amp_config_cli_test(precision_globs)
 # config.ini re-runs the run exactly (awkward values, long lines, a config
 # path with a newline); values no INI line can hold are refused up front.
 amp_config_cli_test(resolved_rerun)
+# Every AMPTRAIN_* variable is checked: a bad value is exit 2 naming it.
+amp_config_cli_test(env_vars)
+# AMPTRAIN_PLUGIN_PATH with 40 entries still searches every folder.
+amp_config_cli_test(plugin_path_entries)
