@@ -678,10 +678,61 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
 
 /* ------------------------------------------------------------ host services */
 
-static amp_plugin_host *host_of(void *ctx) { return (amp_plugin_host *)ctx; }
+/* Every service checks its arguments first: a plugin's NULL format, key or
+ * out pointer, or a ctx that is not its host->ctx, is recorded as misuse
+ * (amp_plugin_misuse) and the call does nothing, instead of reaching
+ * undefined behaviour in the host. */
+
+/* Plugins between init and close; ctx is looked up here by address only,
+ * so a garbage ctx is never followed. */
+static amp_plugin_host *live_hosts;
+
+static void host_misuse(amp_plugin_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void host_misuse(amp_plugin_host *h, const char *fmt, ...) {
+    char what[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (!h->misuse[0])
+        snprintf(h->misuse, sizeof h->misuse, "%s plugin '%s' %s (a bug in the plugin)", h->section,
+                 h->plugin, what);
+    /* what a failing call then returns with */
+    snprintf(h->err, sizeof h->err, "%s", h->misuse);
+}
+
+/* The host behind ctx, or NULL (after recording the misuse on every live
+ * plugin: which one called cannot be known). */
+static amp_plugin_host *host_of(void *ctx, const char *service) {
+    for (amp_plugin_host *h = live_hosts; h; h = h->next_live)
+        if (h == ctx) return h;
+    for (amp_plugin_host *h = live_hosts; h; h = h->next_live)
+        host_misuse(h, "(or a plugin loaded with it) called host->%s with a ctx (%p) that is "
+                       "not host->ctx", service, ctx);
+    amp_log(AMP_LOG_ERROR, "a plugin called host->%s with a ctx (%p) that is not host->ctx",
+            service, ctx);
+    return NULL;
+}
+
+/* h, or NULL when ctx is bad or the named argument is NULL. */
+static amp_plugin_host *host_args(void *ctx, const char *service, const char *arg,
+                                  const void *value) {
+    amp_plugin_host *h = host_of(ctx, service);
+    if (h && !value) {
+        host_misuse(h, "called host->%s with a NULL %s", service, arg);
+        return NULL;
+    }
+    return h;
+}
 
 static void host_log(void *ctx, int level, const char *fmt, ...) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "log", "format", fmt);
+    if (!h) return;
+    if (level < AMP_LOG_ERROR || level > AMP_LOG_DEBUG) {
+        host_misuse(h, "called host->log with level %d (AMP_LOG_ERROR..AMP_LOG_DEBUG are 0..3)",
+                    level);
+        return;
+    }
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -691,7 +742,8 @@ static void host_log(void *ctx, int level, const char *fmt, ...) {
 }
 
 static void host_error(void *ctx, const char *fmt, ...) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "error", "format", fmt);
+    if (!h) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(h->err, sizeof h->err, fmt, ap);
@@ -705,7 +757,8 @@ static const char *where_of(amp_plugin_host *h, const char *key) {
 }
 
 static void host_key_error(void *ctx, const char *key, const char *fmt, ...) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "key_error", "key", key);
+    if (!h || !host_args(ctx, "key_error", "format", fmt)) return;
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
@@ -714,11 +767,22 @@ static void host_key_error(void *ctx, const char *key, const char *fmt, ...) {
     snprintf(h->err, sizeof h->err, "%s: [%s] %s: %s", where_of(h, key), h->section, key, msg);
 }
 
+/* The value of key for a getter, after checking its arguments: 1 with *v
+ * set, 0 absent, -1 misuse. */
+static int host_get(void *ctx, const char *service, const char *key, const void *out,
+                    amp_plugin_host **hp, const char **v, const char **where) {
+    amp_plugin_host *h = host_args(ctx, service, "key", key);
+    if (!h || !host_args(ctx, service, "out pointer", out)) return -1;
+    *hp = h;
+    *v = amp_config_lookup(h->cfg, h->section, key, where);
+    return *v != NULL;
+}
+
 static int host_get_double(void *ctx, const char *key, double *out) {
-    amp_plugin_host *h = host_of(ctx);
-    const char *where = NULL;
-    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
-    if (!v) return 0;
+    amp_plugin_host *h;
+    const char *v, *where = NULL;
+    int got = host_get(ctx, "get_double", key, out, &h, &v, &where);
+    if (got <= 0) return got;
     char *end = NULL;
     errno = 0;
     double d = strtod(v, &end);
@@ -732,10 +796,10 @@ static int host_get_double(void *ctx, const char *key, double *out) {
 }
 
 static int host_get_int(void *ctx, const char *key, int64_t *out) {
-    amp_plugin_host *h = host_of(ctx);
-    const char *where = NULL;
-    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
-    if (!v) return 0;
+    amp_plugin_host *h;
+    const char *v, *where = NULL;
+    int got = host_get(ctx, "get_int", key, out, &h, &v, &where);
+    if (got <= 0) return got;
     char *end = NULL;
     errno = 0;
     long long x = strtoll(v, &end, 10);
@@ -749,10 +813,10 @@ static int host_get_int(void *ctx, const char *key, int64_t *out) {
 }
 
 static int host_get_string(void *ctx, const char *key, const char **out) {
-    amp_plugin_host *h = host_of(ctx);
-    const char *where = NULL;
-    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
-    if (!v) return 0;
+    amp_plugin_host *h;
+    const char *v, *where = NULL;
+    int got = host_get(ctx, "get_string", key, out, &h, &v, &where);
+    if (got <= 0) return got;
     *out = v;
     return 1;
 }
@@ -767,18 +831,35 @@ static int each_trampoline(void *user, const char *key, const char *value, const
     return a->fn(a->user, key, value);
 }
 
+/* A NULL prefix is "": every key. */
 static int host_each_key(void *ctx, const char *prefix,
                          int (*fn)(void *user, const char *key, const char *value), void *user) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "each_key", "callback", fn ? (const void *)&fn : NULL);
+    if (!h) return -1;
     each_adapter a = {fn, user};
-    return amp_config_each(h->cfg, h->section, prefix, each_trampoline, &a);
+    return amp_config_each(h->cfg, h->section, prefix ? prefix : "", each_trampoline, &a);
 }
 
-static int host_layer_count(void *ctx) { return host_of(ctx)->layer_count; }
+static int host_layer_count(void *ctx) {
+    amp_plugin_host *h = host_of(ctx, "layer_count");
+    return h ? h->layer_count : 0;
+}
 
 static const char *host_layer_name(void *ctx, int index) {
-    amp_plugin_host *h = host_of(ctx);
-    return index >= 0 && index < h->layer_count ? h->layers[index] : NULL;
+    amp_plugin_host *h = host_of(ctx, "layer_name");
+    return h && index >= 0 && index < h->layer_count ? h->layers[index] : NULL;
+}
+
+const char *amp_plugin_misuse(const amp_plugin *p) {
+    return p && p->host.misuse[0] ? p->host.misuse : NULL;
+}
+
+static void live_remove(amp_plugin_host *h) {
+    for (amp_plugin_host **l = &live_hosts; *l; l = &(*l)->next_live)
+        if (*l == h) {
+            *l = h->next_live;
+            return;
+        }
 }
 
 int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
@@ -790,6 +871,10 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
     h->layers = layers;
     h->layer_count = layer_count;
     h->err[0] = '\0';
+    h->misuse[0] = '\0';
+    live_remove(h);
+    h->next_live = live_hosts;
+    live_hosts = h;
     amp_host_api *api = &h->api;
     memset(api, 0, sizeof *api);
     api->struct_size = sizeof *api;
@@ -812,11 +897,17 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
                  p->entry->name, p->path, h->err[0] ? h->err : "(the plugin gave no reason)");
         return -1;
     }
+    if (h->misuse[0]) { /* init succeeded on a call the host refused */
+        snprintf(err, errlen, "%s (%s), during init", h->misuse, p->path);
+        return -1;
+    }
     return 0;
 }
 
 void amp_plugin_close(amp_plugin *p) {
-    if (!p || !p->handle) return;
+    if (!p) return;
+    live_remove(&p->host);
+    if (!p->handle) return;
     if (p->self) {
         if (p->kind == AMP_PLUGIN_KIND_PRECISION)
             amp_plugin_precision(p)->fini(p->self);

@@ -33,6 +33,8 @@ typedef struct amp_plugin_host {
     const char *const *layers;
     int layer_count;
     char err[1024];         /* last message from host->error / key_error / a getter */
+    char misuse[512];       /* the first host call with a NULL or bad argument, or "" */
+    struct amp_plugin_host *next_live; /* the hosts of plugins between init and close */
     amp_host_api api;
 } amp_plugin_host;
 
@@ -121,6 +123,14 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
                     const char *const *layers, int layer_count, char *err, size_t errlen);
 
 void amp_plugin_close(amp_plugin *p);
+
+/* The first host service call of p's plugin with a NULL or bad argument
+ * (a NULL format or key, a NULL out pointer, a ctx that is not host->ctx, a
+ * log level out of range), naming the plugin and the service; NULL when
+ * there was none. The host refuses such a call without touching the bad
+ * argument; amp_plugin_init fails on it, the session checks it after each
+ * plugin call. */
+const char *amp_plugin_misuse(const amp_plugin *p);
 
 static inline const amp_precision_vtable *amp_plugin_precision(const amp_plugin *p) {
     return &p->vt.precision;

@@ -108,6 +108,10 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
                      s->precision.entry->name, layer, s->precision.host.err);
             return -1;
         }
+        if (amp_plugin_misuse(&s->precision)) {
+            snprintf(err, errlen, "%s, resolving layer '%s'", amp_plugin_misuse(&s->precision), layer);
+            return -1;
+        }
         int bad = (unsigned)p.activation >= AMP_DTYPE_COUNT || (unsigned)p.param >= AMP_DTYPE_COUNT;
         for (int c = 0; c < AMP_OP_COUNT; c++) bad |= (unsigned)p.compute[c] >= AMP_DTYPE_COUNT;
         if (bad) {
@@ -716,6 +720,13 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     if (sv->update(s->scaler.self, &ss, &skip) != 0) {
         snprintf(err, errlen, "scaler plugin '%s' failed at step %lld: %s", s->scaler.entry->name,
                  (long long)s->step, s->scaler.host.err);
+        return -1;
+    }
+    if (amp_plugin_misuse(&s->scaler) || amp_plugin_misuse(&s->precision)) {
+        snprintf(err, errlen, "%s, at step %lld",
+                 amp_plugin_misuse(&s->scaler) ? amp_plugin_misuse(&s->scaler)
+                                               : amp_plugin_misuse(&s->precision),
+                 (long long)s->step);
         return -1;
     }
     skip = skip || ss.found_inf; /* never step on non-finite gradients */
