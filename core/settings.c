@@ -67,6 +67,49 @@ static int absolute_path(amp_config *cfg, const char *section, const char *key, 
     return 0;
 }
 
+/* The keys that only some choices read: a set key of another choice than
+ * the one made is explained ("not used by dataset=tiny (used by:
+ * fashion_mnist, text)"), not called unknown. */
+typedef struct choice_keys {
+    const char *choice;
+    const char *const *keys; /* NULL-terminated */
+} choice_keys;
+
+static const choice_keys dataset_keys[] = {
+    {"fashion_mnist", (const char *const[]){"path", "train_limit", "test_limit", NULL}},
+    {"tiny", (const char *const[]){"train_size", "test_size", "features", "classes", "input_scale", NULL}},
+    {"text", (const char *const[]){"path", "eval_iters", NULL}},
+    {NULL, NULL}};
+static const choice_keys optim_keys[] = {
+    {"sgd", (const char *const[]){"momentum", NULL}},
+    {"adamw", (const char *const[]){"beta1", "beta2", "eps", NULL}},
+    {NULL, NULL}};
+static const choice_keys schedule_keys[] = {
+    {"cosine", (const char *const[]){"min_lr", NULL}},
+    {NULL, NULL}};
+
+static void explain_other_choices(amp_config *cfg, const char *section, const char *what,
+                                  const char *chosen, const choice_keys *table) {
+    char because[128];
+    snprintf(because, sizeof because, "%s=%s", what, chosen);
+    for (const choice_keys *c = table; c->choice; c++)
+        if (strcmp(c->choice, chosen) != 0)
+            for (const char *const *k = c->keys; *k; k++)
+                amp_config_explain_unused(cfg, section, *k, because, c->choice);
+}
+
+/* The other models' own [model] keys (amp_model_ops.keys). */
+static void explain_other_models(amp_config *cfg, const char *chosen) {
+    char because[128];
+    snprintf(because, sizeof because, "name=%s", chosen);
+    for (const char *const *n = amp_model_names(); *n; n++) {
+        const amp_model_ops *ops = amp_model_find(*n);
+        if (!ops || strcmp(*n, chosen) == 0 || !ops->keys) continue;
+        for (const char *const *k = ops->keys; *k; k++)
+            amp_config_explain_unused(cfg, "model", *k, because, *n);
+    }
+}
+
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     int64_t i64;
@@ -84,6 +127,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     static const char *const datasets[] = {"fashion_mnist", "tiny", "text", NULL};
     GET(amp_config_get_choice(cfg, "data", "dataset", "fashion_mnist", datasets, &idx, err, errlen));
     s->dataset = (amp_dataset_kind)idx;
+    explain_other_choices(cfg, "data", "dataset", datasets[idx], dataset_keys);
     GET(amp_config_get_int(cfg, "data", "batch_size", 128, 1, 65536, &i64, err, errlen));
     s->batch_size = (int)i64;
     GET(amp_config_get_bool(cfg, "data", "shuffle", 1, &s->shuffle, err, errlen));
@@ -124,12 +168,14 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     /* the registry's first model is the default */
     GET(amp_config_get_choice(cfg, "model", "name", models[0], models, &idx, err, errlen));
     s->model = models[idx];
+    explain_other_models(cfg, s->model);
     GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
     if (strcmp(s->init, "default") != 0) GET(absolute_path(cfg, "model", "init", &s->init, err, errlen));
 
     static const char *const optims[] = {"sgd", "adamw", NULL};
     GET(amp_config_get_choice(cfg, "optim", "name", "sgd", optims, &idx, err, errlen));
     s->optim = (amp_optim_kind)idx;
+    explain_other_choices(cfg, "optim", "name", optims[idx], optim_keys);
     GET(amp_config_get_double(cfg, "optim", "lr", s->optim == AMP_OPTIM_SGD ? 0.05 : 1e-3, 1e-12,
                               1e6, &s->lr, err, errlen));
     GET(amp_config_get_double(cfg, "optim", "weight_decay", s->optim == AMP_OPTIM_SGD ? 0.0 : 0.01,
@@ -147,6 +193,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     static const char *const schedules[] = {"constant", "cosine", NULL};
     GET(amp_config_get_choice(cfg, "optim", "schedule", "constant", schedules, &idx, err, errlen));
     s->schedule = (amp_schedule_kind)idx;
+    explain_other_choices(cfg, "optim", "schedule", schedules[idx], schedule_keys);
     GET(amp_config_get_int(cfg, "optim", "warmup_steps", 0, 0, INT64_MAX / 2, &s->warmup_steps, err,
                            errlen));
     if (s->schedule == AMP_SCHED_COSINE) {

@@ -66,8 +66,16 @@ typedef struct cfg_index {
     size_t cap, n;
 } cfg_index;
 
+/* Why a key is not read in this run (amp_config_explain_unused). */
+typedef struct cfg_unused {
+    char *section, *key, *chosen;
+    char *used_by; /* "cosine" or "fashion_mnist, text" */
+} cfg_unused;
+
 struct amp_config {
     char *path;
+    cfg_unused *unused; /* few (the core's conditional keys): scanned */
+    size_t n_unused;
     cfg_item *items;
     size_t n_items, cap_items;
     cfg_known *known;
@@ -880,6 +888,13 @@ void amp_config_free(amp_config *cfg)
     }
     for (size_t i = 0; i < cfg->n_secs; i++)
         free(cfg->secs[i].name);
+    for (size_t i = 0; i < cfg->n_unused; i++) {
+        free(cfg->unused[i].section);
+        free(cfg->unused[i].key);
+        free(cfg->unused[i].chosen);
+        free(cfg->unused[i].used_by);
+    }
+    free(cfg->unused);
     free(cfg->items);
     free(cfg->known);
     free(cfg->secs);
@@ -1204,6 +1219,41 @@ const char *amp_config_rewrite(amp_config *cfg, const char *section, const char 
     return stored;
 }
 
+static cfg_unused *unused_find(amp_config *cfg, const char *section, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_unused; i++)
+        if (strcmp(cfg->unused[i].section, section) == 0 && strcmp(cfg->unused[i].key, key) == 0)
+            return &cfg->unused[i];
+    return NULL;
+}
+
+void amp_config_explain_unused(amp_config *cfg, const char *section, const char *key,
+                               const char *chosen, const char *used_by)
+{
+    cfg_unused *u = unused_find(cfg, section, key);
+    if (u) {
+        char *more = str_printf("%s, %s", u->used_by, used_by);
+        if (more) {
+            free(u->used_by);
+            u->used_by = more;
+        }
+        return;
+    }
+    cfg_unused *p = realloc(cfg->unused, (cfg->n_unused + 1) * sizeof *p);
+    if (!p)
+        return;
+    cfg->unused = p;
+    cfg_unused n = {strdup(section), strdup(key), strdup(chosen), strdup(used_by)};
+    if (!n.section || !n.key || !n.chosen || !n.used_by) {
+        free(n.section);
+        free(n.key);
+        free(n.chosen);
+        free(n.used_by);
+        return;
+    }
+    cfg->unused[cfg->n_unused++] = n;
+}
+
 /* ------------------------------------------------------------- checking */
 
 int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
@@ -1239,6 +1289,12 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
         }
         if (it->read || cfg->secs[it->sec].known_head == NONE)
             continue;
+        const cfg_unused *u = unused_find(cfg, it->section, it->key);
+        if (u) {
+            amp_set_err(err, errlen, "%s: '%s' in [%s] is not used by %s (used by: %s)", it->where,
+                        it->key, it->section, u->chosen, u->used_by);
+            return -1;
+        }
         suggester sg;
         suggest_init(&sg, it->key);
         char known[256] = "";

@@ -99,6 +99,15 @@ int amp_config_each(amp_config *cfg, const char *section, const char *prefix,
 /* Declares a section known even when none of its keys is asked for. */
 void amp_config_declare_section(amp_config *cfg, const char *section);
 
+/* Says that (section, key) is not used in this run because of a choice
+ * made ("schedule=constant") and that another choice uses it ("cosine"):
+ * when the key is set and nobody reads it, check_unread then reports
+ * "'min_lr' in [optim] is not used by schedule=constant (used by: cosine)"
+ * instead of an unknown key. Calls for the same key add to its used-by
+ * list. Out of memory only drops the explanation. */
+void amp_config_explain_unused(amp_config *cfg, const char *section, const char *key,
+                               const char *chosen, const char *used_by);
+
 /* After everything was read: the first problem in file order (then --set
  * order): an unknown section, or a key nobody read, with a suggestion among
  * the known names. Returns 0 when clean, -1 with the message in err. */
