@@ -40,25 +40,34 @@ static int check_name(amp_config *cfg, const char *name, char *err, size_t errle
 /* A relative path in a config is relative to the config's folder: made
  * absolute here, in the resolved config too, so config.ini (written to the
  * output folder) names the same file. */
-static int absolute_path(amp_config *cfg, const char *section, const char *key, const char **path,
-                         char *err, size_t errlen) {
-    if (!*path || !(*path)[0] || (*path)[0] == '/') return 0;
-    char tmp[PATH_MAX], cwd[PATH_MAX], abs[PATH_MAX];
+int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, size_t cap) {
+    char tmp[PATH_MAX], cwd[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", amp_config_path(cfg));
     const char *dir = dirname(tmp);
     int n;
-    if (dir[0] == '/') {
-        n = snprintf(abs, sizeof abs, "%s/%s", dir, *path);
-    } else if (getcwd(cwd, sizeof cwd)) {
-        n = strcmp(dir, ".") == 0 ? snprintf(abs, sizeof abs, "%s/%s", cwd, *path)
-                                  : snprintf(abs, sizeof abs, "%s/%s/%s", cwd, dir, *path);
-    } else {
-        snprintf(err, errlen, "[%s] %s = '%s': cannot tell the current folder: %s", section, key,
-                 *path, strerror(errno));
+    if (p[0] == '/')
+        n = snprintf(out, cap, "%s", p);
+    else if (dir[0] == '/')
+        n = snprintf(out, cap, "%s/%s", dir, p);
+    else if (getcwd(cwd, sizeof cwd))
+        n = strcmp(dir, ".") == 0 ? snprintf(out, cap, "%s/%s", cwd, p)
+                                  : snprintf(out, cap, "%s/%s/%s", cwd, dir, p);
+    else
+        return -1;
+    if (n < 0 || (size_t)n >= cap) {
+        errno = ENAMETOOLONG;
         return -1;
     }
-    if (n < 0 || (size_t)n >= sizeof abs) {
-        snprintf(err, errlen, "[%s] %s = '%s': the path is too long", section, key, *path);
+    return 0;
+}
+
+static int absolute_path(amp_config *cfg, const char *section, const char *key, const char **path,
+                         char *err, size_t errlen) {
+    if (!*path || !(*path)[0] || (*path)[0] == '/') return 0;
+    char abs[PATH_MAX];
+    if (amp_settings_absolute_path(cfg, *path, abs, sizeof abs) != 0) {
+        snprintf(err, errlen, "[%s] %s = '%s': cannot make it an absolute path: %s", section, key,
+                 *path, strerror(errno));
         return -1;
     }
     const char *stored = amp_config_rewrite(cfg, section, key, abs, err, errlen);
