@@ -108,6 +108,10 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
                      s->precision.entry->name, layer, s->precision.host.err);
             return -1;
         }
+        if (amp_plugin_misuse(&s->precision)) {
+            snprintf(err, errlen, "%s, resolving layer '%s'", amp_plugin_misuse(&s->precision), layer);
+            return -1;
+        }
         int bad = (unsigned)p.activation >= AMP_DTYPE_COUNT || (unsigned)p.param >= AMP_DTYPE_COUNT;
         for (int c = 0; c < AMP_OP_COUNT; c++) bad |= (unsigned)p.compute[c] >= AMP_DTYPE_COUNT;
         if (bad) {
@@ -133,8 +137,10 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
             double mx = used[i] == AMP_DTYPE_F16 ? 65504.0 : used[i] == AMP_DTYPE_BF16 ? 3.3895313892515355e38 : s->dtype_max;
             if (mx < s->dtype_max) s->dtype_max = mx;
         }
-        amp_log(AMP_LOG_DEBUG, "layer %s: gemm %s, activations %s, weights %s", layer,
-                dtype_name(p.compute[AMP_OP_GEMM]), dtype_name(p.activation), dtype_name(p.param));
+        amp_log(AMP_LOG_DEBUG, "layer %s: gemm %s, activations %s, weights %s (conv %s, attention %s, pointwise %s)",
+                layer, dtype_name(p.compute[AMP_OP_GEMM]), dtype_name(p.activation),
+                dtype_name(p.param), dtype_name(p.compute[AMP_OP_CONV]),
+                dtype_name(p.compute[AMP_OP_ATTENTION]), dtype_name(p.compute[AMP_OP_POINTWISE]));
     }
     return 0;
 }
@@ -714,6 +720,13 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     if (sv->update(s->scaler.self, &ss, &skip) != 0) {
         snprintf(err, errlen, "scaler plugin '%s' failed at step %lld: %s", s->scaler.entry->name,
                  (long long)s->step, s->scaler.host.err);
+        return -1;
+    }
+    if (amp_plugin_misuse(&s->scaler) || amp_plugin_misuse(&s->precision)) {
+        snprintf(err, errlen, "%s, at step %lld",
+                 amp_plugin_misuse(&s->scaler) ? amp_plugin_misuse(&s->scaler)
+                                               : amp_plugin_misuse(&s->precision),
+                 (long long)s->step);
         return -1;
     }
     skip = skip || ss.found_inf; /* never step on non-finite gradients */

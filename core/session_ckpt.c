@@ -4,6 +4,7 @@
  * resumed run continues bit for bit. The data order is not stored: it is a
  * function of (seed, epoch) and is rebuilt. Gradients, working weights and
  * activations are rewritten by every step before they are read. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,6 +323,15 @@ static int free_to_differ(const conf_entry *e) {
     return 0;
 }
 
+/* A checkpoint written before relative paths were resolved holds the path
+ * as the config gave it; the config now resolves it to an absolute one. */
+static int same_value(const amp_config *cfg, const char *saved, const char *now) {
+    if (strcmp(saved, now) == 0) return 1;
+    char abs[PATH_MAX];
+    return saved[0] && saved[0] != '/' && now[0] == '/' &&
+           amp_settings_absolute_path(cfg, saved, abs, sizeof abs) == 0 && strcmp(abs, now) == 0;
+}
+
 static const conf_entry *conf_find(const conf_entry *v, size_t n, const conf_entry *e) {
     for (size_t i = 0; i < n; i++)
         if (strcmp(v[i].section, e->section) == 0 && strcmp(v[i].key, e->key) == 0) return &v[i];
@@ -351,7 +361,9 @@ static int config_diff(const char *saved, size_t saved_len, const amp_config *cf
             size_t nv = pass ? nb : na, nw = pass ? na : nb;
             for (size_t i = 0; i < nv; i++) {
                 const conf_entry *o = conf_find(w, nw, &v[i]);
-                if (free_to_differ(&v[i]) || (o && strcmp(o->value, v[i].value) == 0)) continue;
+                if (free_to_differ(&v[i]) || (o && same_value(cfg, pass ? o->value : v[i].value,
+                                                             pass ? v[i].value : o->value)))
+                    continue;
                 if (pass && o) continue; /* reported in the first pass */
                 const char *ck_val = pass ? "(not set)" : v[i].value;
                 const char *cf_val = pass ? v[i].value : o ? o->value : "(not set)";

@@ -880,6 +880,7 @@ int amp_cnn_conv_gemm_only(amp_model *m, int rows, double *flops) {
 
 const amp_model_ops amp_model_cnn = {
     .name = "cnn",
+    .keys = (const char *const[]){"layers", NULL},
     .describe = cnn_describe,
     .create = cnn_create,
     .layout = cnn_layout,

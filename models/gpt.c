@@ -789,6 +789,7 @@ static int gpt_logits(amp_model *m, int row, int pos, float *host) {
 
 const amp_model_ops amp_model_gpt = {
     .name = "gpt",
+    .keys = (const char *const[]){"n_layer", "n_head", "n_embd", "block_size", "bias", NULL},
     .describe = gpt_describe,
     .create = gpt_create,
     .layout = gpt_layout,

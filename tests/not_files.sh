@@ -30,16 +30,7 @@ fail() {
     [ -f "$W/log" ] && { echo "--- output:" >&2; cat "$W/log" >&2; }
     exit 1
 }
-# expect CODE REGEX COMMAND...: exit status and a line of its output
-expect() {
-    local code=$1 re=$2
-    shift 2
-    timeout 60 "$@" >"$W/log" 2>&1
-    local rc=$?
-    [ "$rc" != 124 ] || fail "timed out (a blocking open or read?): $*"
-    [ "$rc" = "$code" ] || fail "exit $rc (expected $code) from: $*"
-    grep -Eq -- "$re" "$W/log" || fail "output does not match '$re' for: $*"
-}
+. "$(dirname "$0")/expect.sh"
 fifo_re='cannot read: it is a FIFO \(named pipe\), not a regular file'
 
 case $case in

@@ -27,6 +27,7 @@
 #include "backend/backend.h"
 #include "backend/backend_cpu_cnn.h"
 #include "backend/cpu_dnnl.h"
+#include "env.h"
 #include "backend/cpu_internal.h"
 #include "backend/cpu_kern.h"
 #include "backend/kernels/act.h"
@@ -665,14 +666,10 @@ static const amp_backend_ops cpu_ops = {
 /* AMPTRAIN_THREADS (1..1024), else OpenMP's default (OMP_NUM_THREADS, else
  * the cores). 0 or -1 with err. */
 static int thread_count(int *out, char *err, size_t errlen) {
-    const char *v = getenv("AMPTRAIN_THREADS");
-    if (v && *v) {
-        char *end = NULL;
-        long t = strtol(v, &end, 10);
-        if (end == v || *end != '\0' || t < 1 || t > 1024) {
-            snprintf(err, errlen, "AMPTRAIN_THREADS=%s: expected an integer in [1, 1024]", v);
-            return -1;
-        }
+    long t;
+    int got = amp_env_int("AMPTRAIN_THREADS", 1, 1024, &t, err, errlen);
+    if (got < 0) return -1;
+    if (got) {
         *out = (int)t;
         return 0;
     }
@@ -698,11 +695,13 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
         return NULL;
     }
     gemm_lib lib = amp_dnnl_available() && isa != AMP_ISA_GENERIC ? GEMM_ONEDNN : GEMM_OPENBLAS;
-    const char *want = getenv("AMPTRAIN_GEMM");
-    if (want && *want) {
-        if (strcmp(want, "openblas") == 0) {
+    int want;
+    int got = amp_env_choice("AMPTRAIN_GEMM", amp_env_gemm_libs, &want, err, errlen);
+    if (got < 0) return NULL;
+    if (got) {
+        if (want == AMP_ENV_GEMM_OPENBLAS) {
             lib = GEMM_OPENBLAS;
-        } else if (strcmp(want, "onednn") == 0) {
+        } else {
             if (!amp_dnnl_available()) {
                 snprintf(err, errlen, "AMPTRAIN_GEMM=onednn: this amptrain was built without "
                                       "oneDNN (install libdnnl-dev and rebuild)");
@@ -714,9 +713,6 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
                 return NULL;
             }
             lib = GEMM_ONEDNN;
-        } else {
-            snprintf(err, errlen, "AMPTRAIN_GEMM=%s: expected onednn or openblas", want);
-            return NULL;
         }
     }
     amp_backend *be = calloc(1, sizeof *be);

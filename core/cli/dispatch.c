@@ -6,6 +6,7 @@
 
 #include "amptrain/plugin.h"
 #include "cli/cli.h"
+#include "env.h"
 #include "log.h"
 
 static void usage(FILE *f) {
@@ -36,12 +37,14 @@ int amp_cli_main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    /* AMPTRAIN_LOG=debug shows each layer's resolved precision and more. */
-    const char *lvl = getenv("AMPTRAIN_LOG");
-    if (lvl) {
-        static const char *const names[] = {"error", "warn", "info", "debug"};
-        for (int i = 0; i < 4; i++)
-            if (strcmp(lvl, names[i]) == 0) amp_log_set_level(i);
+    /* AMPTRAIN_LOG=debug shows each layer's resolved precision and more.
+     * Every AMPTRAIN_* value is checked here, whichever command runs. */
+    int lvl = amp_env_log_level();
+    if (lvl >= 0) amp_log_set_level(lvl);
+    char err[1024];
+    if (amp_env_check(err, sizeof err) != 0) {
+        fprintf(stderr, "amptrain: %s\n", err);
+        return 2;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "train") == 0) return amp_cmd_train(argc - 1, argv + 1);
