@@ -403,20 +403,20 @@ int64_t amp_session_rows_per_step(const amp_session *s) {
     return (int64_t)s->set.batch_size * s->set.accumulate * s->model->input.targets * s->world;
 }
 
+/* nanoGPT's get_lr(it), with it = the applied steps so far (a skipped step
+ * does not advance it) and lr_decay_iters = the run's steps: a linear
+ * warm-up lr (it + 1) / (W + 1) for it < W, then a cosine from lr at it = W
+ * down to min_lr at the last step. */
 double amp_session_lr(const amp_session *s) {
     const amp_settings *st = &s->set;
-    double t = (double)s->applied;
-    if (st->warmup_steps > 0 && s->applied < st->warmup_steps)
-        return st->lr * (t + 1.0) / (double)st->warmup_steps;
-    if (st->schedule == AMP_SCHED_COSINE) {
-        double span = (double)(s->total_steps - st->warmup_steps);
-        double progress = span > 0 ? (t - (double)st->warmup_steps) / span : 1.0;
-        if (progress > 1.0) progress = 1.0;
-        if (st->min_lr > 0.0) /* nanoGPT's get_lr: from lr down to min_lr */
-            return st->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (st->lr - st->min_lr);
-        return st->lr * 0.5 * (1.0 + cos(M_PI * progress));
-    }
-    return st->lr;
+    double it = (double)s->applied, warmup = (double)st->warmup_steps;
+    if (s->applied < st->warmup_steps) return st->lr * (it + 1.0) / (warmup + 1.0);
+    if (st->schedule != AMP_SCHED_COSINE) return st->lr;
+    if (s->applied > s->total_steps) return st->min_lr;
+    double span = (double)s->total_steps - warmup;
+    double decay_ratio = span > 0 ? (it - warmup) / span : 1.0;
+    double coeff = 0.5 * (1.0 + cos(M_PI * decay_ratio));
+    return st->min_lr + coeff * (st->lr - st->min_lr);
 }
 
 #define BE_CHECK(expr)                                      \
