@@ -6,8 +6,9 @@
  *     batcher at step k draws what a running one drew at step k), y is x
  *     shifted by one, windows stay in their split, the validation windows
  *     are the same for every seed;
- *   - the GPT without biases (the reference test covers bias = true):
- *     every parameter's FP32 gradient against central finite differences;
+ *   - the GPT without biases (the reference test covers bias = true), with
+ *     each activation (gelu, gelu_tanh): every parameter's FP32 gradient
+ *     against central finite differences;
  *   - a GPT session: the LR equal to nanoGPT's get_lr at every step, the decay flags (2-D
  *     tensors only), and the loss going down on Shakespeare in a few steps. */
 #include <math.h>
@@ -151,12 +152,13 @@ static void test_batcher(void) {
 /* Whole-model FP32 gradients of a 1-layer GPT without biases against
  * central differences of the mean loss, weights drawn wide enough that
  * every gradient is well above the differences' noise. */
-static void test_gpt_finite_differences(void) {
-    char err[512];
+static void test_gpt_finite_differences(const char *activation) {
+    char err[512], act_key[64];
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
-    static const char *const sets[] = {"model.name=gpt", "model.n_layer=2", "model.n_head=2",
-                                       "model.n_embd=8", "model.block_size=5", "model.bias=false",
-                                       NULL};
+    snprintf(act_key, sizeof act_key, "model.activation=%s", activation);
+    const char *const sets[] = {"model.name=gpt", "model.n_layer=2", "model.n_head=2",
+                                "model.n_embd=8", "model.block_size=5", "model.bias=false",
+                                act_key, NULL};
     amp_config *cfg = make_config(sets);
     amp_model_input in;
     memset(&in, 0, sizeof in);
@@ -199,7 +201,9 @@ static void test_gpt_finite_differences(void) {
         }
     }
     EXPECT(bad == 0, "%d of %zu GPT gradients differ from finite differences", bad, n);
-    if (!bad) printf("ok  GPT (2 layers, no bias) %zu gradients vs finite differences, max diff %.2e\n", n, worst);
+    if (!bad)
+        printf("ok  GPT (2 layers, no bias, %s) %zu gradients vs finite differences, max diff %.2e\n",
+               activation, n, worst);
     free(g);
     amp_model_free(m);
     amp_config_free(cfg);
@@ -262,7 +266,8 @@ int main(void) {
     test_sha256();
     test_corpus();
     test_batcher();
-    test_gpt_finite_differences();
+    test_gpt_finite_differences("gelu");
+    test_gpt_finite_differences("gelu_tanh");
     test_session();
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);
     return amp_test_failures ? 1 : 0;
