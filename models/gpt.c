@@ -208,9 +208,11 @@ static int gpt_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
     }
     int C = k.n_embd, V = in->classes;
     builder b = {d, k.bias, 0};
-    /* transformer.wte is also the LM head's weight (tied) */
+    /* transformer.wte is also the LM head's weight (tied; nanoGPT's state_dict
+     * holds it under both names, safetensors' save_model under lm_head.weight) */
     int wte = add_layer(&b, "transformer.wte", (1u << AMP_OP_POINTWISE) | (1u << AMP_OP_GEMM));
     add_param(&b, "transformer.wte", "weight", wte, 1, 2, V, C);
+    if (!b.fail) amp_model_desc_tie_last(d, "lm_head.weight");
     int wpe = add_layer(&b, "transformer.wpe", 1u << AMP_OP_POINTWISE);
     add_param(&b, "transformer.wpe", "weight", wpe, 1, 2, k.block_size, C);
     for (int i = 0; i < k.n_layer; i++) {

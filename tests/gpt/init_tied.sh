@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A nanoGPT state_dict through [model] init (usage: init_tied.sh AMPTRAIN
+# MAKE_TIED_INIT WORK_DIR). The GPT ties lm_head.weight to
+# transformer.wte.weight; make_tied_init writes, from a run's weights, the
+# tie under both names (the state_dict), under lm_head.weight alone
+# (safetensors' save_model) and under both with different values:
+#   - both names and lm_head.weight alone train exactly as the run's own
+#     weights.safetensors does (metrics and weights bit for bit), one of
+#     them named by [model] init in a config file;
+#   - two different copies are refused, naming both tensors, before anything
+#     is written: exit 1, like every other [model] init file that does not
+#     fit the model (tests/cmake/bad_inputs.cmake).
+set -euo pipefail
+amptrain=$1
+make_init=$2
+work=$3
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../checkpoint/lib.sh"
+cfg=$here/tiny_gpt.ini
+rm -rf "$work"
+mkdir -p "$work"
+
+train() { # DIR CONFIG ARGS...: a run that must succeed
+    local dir=$1 config=$2
+    shift 2
+    "$amptrain" train "$config" --set train.steps=6 --set train.checkpoint_every=0 "$@" \
+        --out "$dir" >/dev/null 2>"$dir.log" || { cat "$dir.log" >&2; fail "run $dir ($*)"; }
+}
+
+train "$work/base" "$cfg"
+"$make_init" "$work/base/weights.safetensors" "$work"
+train "$work/own" "$cfg" --set model.init="$work/base/weights.safetensors"
+
+# the state_dict, named in a config file (relative to it)
+sed '/^\[model\]/a init = state_dict.safetensors' "$cfg" >"$work/state_dict.ini"
+train "$work/both" "$work/state_dict.ini"
+same_outputs "$work/own" "$work/both" noconfig
+echo "ok  lm_head.weight and transformer.wte.weight, equal: trains as the run's own weights"
+train "$work/head_only" "$cfg" --set model.init="$work/save_model.safetensors"
+same_outputs "$work/own" "$work/head_only" noconfig
+echo "ok  lm_head.weight alone: trains as the run's own weights"
+
+rc=0
+"$amptrain" train "$cfg" --set model.init="$work/differ.safetensors" --out "$work/differ" \
+    >/dev/null 2>"$work/differ.log" || rc=$?
+[ $rc -eq 1 ] || fail "two different tied copies: exit $rc: $(cat "$work/differ.log")"
+grep -q "holds both 'transformer.wte.weight' and 'lm_head.weight'.*they differ (element 1:" \
+    "$work/differ.log" || fail "two different tied copies: $(cat "$work/differ.log")"
+no_metrics "$work/differ"
+echo "ok  two different copies refused (exit 1): $(head -1 "$work/differ.log")"
