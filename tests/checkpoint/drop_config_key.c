@@ -13,16 +13,18 @@
 static char *without_key(const char *config, size_t len, const char *section, const char *key,
                          size_t *outlen) {
     char *out = malloc(len + 1), head[256], line_start[256];
+    if (!out) return NULL;
     snprintf(head, sizeof head, "[%s]", section);
     snprintf(line_start, sizeof line_start, "%s = ", key);
     size_t o = 0;
     int in_section = 0, dropped = 0;
-    for (size_t i = 0; out && i < len;) {
+    for (size_t i = 0; i < len;) {
         const char *nl = memchr(config + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (config + i)) + 1 : len - i;
         const char *line = config + i;
-        if (line[0] == '[') in_section = strncmp(line, head, strlen(head)) == 0;
-        if (in_section && strncmp(line, line_start, strlen(line_start)) == 0) {
+        size_t hl = strlen(head), kl = strlen(line_start);
+        if (line[0] == '[') in_section = n >= hl && memcmp(line, head, hl) == 0;
+        if (in_section && n >= kl && memcmp(line, line_start, kl) == 0) {
             dropped = 1;
         } else {
             memcpy(out + o, line, n);
