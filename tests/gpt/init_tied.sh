@@ -7,9 +7,9 @@
 #   - both names and lm_head.weight alone train exactly as the run's own
 #     weights.safetensors does (metrics and weights bit for bit), one of
 #     them named by [model] init in a config file;
-#   - two different copies are refused, naming both tensors, before anything
-#     is written: exit 1, like every other [model] init file that does not
-#     fit the model (tests/cmake/bad_inputs.cmake).
+#   - two different copies, and a file with neither name, are refused, naming
+#     both tensors, before anything is written: exit 1, like every other
+#     [model] init file that does not fit the model (tests/cmake/bad_inputs.cmake).
 set -euo pipefail
 amptrain=$1
 make_init=$2
@@ -40,11 +40,13 @@ train "$work/head_only" "$cfg" --set model.init="$work/save_model.safetensors"
 same_outputs "$work/own" "$work/head_only" noconfig
 echo "ok  lm_head.weight alone: trains as the run's own weights"
 
-rc=0
-"$amptrain" train "$cfg" --set model.init="$work/differ.safetensors" --out "$work/differ" \
-    >/dev/null 2>"$work/differ.log" || rc=$?
-[ $rc -eq 1 ] || fail "two different tied copies: exit $rc: $(cat "$work/differ.log")"
-grep -q "holds both 'transformer.wte.weight' and 'lm_head.weight'.*they differ (element 1:" \
-    "$work/differ.log" || fail "two different tied copies: $(cat "$work/differ.log")"
-no_metrics "$work/differ"
-echo "ok  two different copies refused (exit 1): $(head -1 "$work/differ.log")"
+refused() { # NAME REGEX: init from NAME.safetensors is refused, saying REGEX
+    local rc=0
+    "$amptrain" train "$cfg" --set model.init="$work/$1.safetensors" --out "$work/$1" \
+        >/dev/null 2>"$work/$1.log" || rc=$?
+    [ $rc -eq 1 ] && grep -q "$2" "$work/$1.log" || fail "$1: exit $rc: $(cat "$work/$1.log")"
+    no_metrics "$work/$1"
+    echo "ok  $1 refused (exit 1): $(head -1 "$work/$1.log")"
+}
+refused differ "holds both 'transformer.wte.weight' and 'lm_head.weight'.*they differ (element 1:"
+refused no_head "no tensor 'transformer.wte.weight' nor 'lm_head.weight'"

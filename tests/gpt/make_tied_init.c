@@ -6,7 +6,8 @@
  *                           state_dict: both names);
  *   save_model.safetensors  the tie under lm_head.weight alone (what
  *                           safetensors.torch.save_model keeps);
- *   differ.safetensors      both names, lm_head.weight[0][1] changed by 0.5. */
+ *   differ.safetensors      both names, lm_head.weight[0][1] changed by 0.5;
+ *   no_head.safetensors     neither name. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,11 @@ int main(int argc, char **argv) {
     write_file(argv[2], "differ.safetensors", t, n + 1);
     t[wte].name = "lm_head.weight";
     write_file(argv[2], "save_model.safetensors", t, n);
+    amp_st_tensor rest[MAX_TENSORS];
+    int nrest = 0;
+    for (int i = 0; i < n; i++)
+        if (i != wte) rest[nrest++] = t[i];
+    write_file(argv[2], "no_head.safetensors", rest, nrest);
     for (int i = 0; i < n; i++) free((void *)t[i].data);
     free(changed);
     amp_safetensors_close(st);
