@@ -12,7 +12,7 @@
 extern char **environ;
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL}; /* AMP_LOG_* */
-const char *const amp_env_gemm_libs[] = {"onednn", "openblas", NULL};
+const char *const amp_env_gemm_libs[] = {"onednn", "openblas", "reference", NULL};
 const char *const amp_env_zero_one[] = {"0", "1", NULL};
 
 const char *amp_env_get(const char *name) {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 /* AMPTRAIN_GEMM's and AMPTRAIN_CUDA_SYNC's choices (NULL-terminated). */
-enum { AMP_ENV_GEMM_ONEDNN = 0, AMP_ENV_GEMM_OPENBLAS = 1 };
+enum { AMP_ENV_GEMM_ONEDNN = 0, AMP_ENV_GEMM_OPENBLAS = 1, AMP_ENV_GEMM_REFERENCE = 2 };
 extern const char *const amp_env_gemm_libs[];
 extern const char *const amp_env_zero_one[];
 

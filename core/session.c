@@ -180,6 +180,45 @@ static void param_at(const amp_model_desc *d, size_t i, char *out, size_t outlen
     }
 }
 
+static int st_has(const amp_safetensors *st, const char *name) {
+    for (int i = 0; i < amp_safetensors_count(st); i++)
+        if (strcmp(amp_safetensors_name(st, i), name) == 0) return 1;
+    return 0;
+}
+
+/* Tensor P of [model] init into host. A tied weight (P->tied) may be stored
+ * under either name, or under both (a PyTorch state_dict of the tied model)
+ * when the two hold the same values; *both counts those. */
+static int load_tensor(const amp_safetensors *st, const char *path, const amp_param_desc *P,
+                       float *host, int *both, char *err, size_t errlen) {
+    float *dst = host + P->offset;
+    int has_name = st_has(st, P->name), has_tied = P->tied[0] && st_has(st, P->tied);
+    const char *from = has_name || !has_tied ? P->name : P->tied;
+    if (P->tied[0] && !has_name && !has_tied) {
+        snprintf(err, errlen, "%s: no tensor '%s' nor '%s' (the same weight, tied)", path, P->name,
+                 P->tied);
+        return -1;
+    }
+    if (amp_safetensors_get_f32(st, from, P->ndim, P->shape, dst, err, errlen) != 0) return -1;
+    if (!has_name || !has_tied) return 0;
+    float *other = malloc((P->numel ? P->numel : 1) * sizeof *other);
+    if (!other) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    int rc = amp_safetensors_get_f32(st, P->tied, P->ndim, P->shape, other, err, errlen);
+    for (size_t i = 0; rc == 0 && i < P->numel; i++)
+        if (memcmp(&dst[i], &other[i], sizeof *dst) != 0) {
+            snprintf(err, errlen, "%s: holds both '%s' and '%s', which the model ties into one "
+                     "tensor, and they differ (element %zu: %.9g vs %.9g); keep one of them, or "
+                     "two equal copies", path, P->name, P->tied, i, (double)dst[i], (double)other[i]);
+            rc = -1;
+        }
+    free(other);
+    *both += rc == 0;
+    return rc;
+}
+
 static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
     if (strcmp(s->set.init, "default") == 0) {
@@ -197,10 +236,9 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
     float *host = malloc(d->nparams * sizeof(float));
     int rc = host ? 0 : -1;
     if (!host) snprintf(err, errlen, "out of host memory");
-    for (int i = 0; i < d->nparam_tensors && rc == 0; i++) {
-        const amp_param_desc *P = &d->params[i];
-        rc = amp_safetensors_get_f32(st, P->name, P->ndim, P->shape, host + P->offset, err, errlen);
-    }
+    int both = 0; /* tied tensors the file holds under both names */
+    for (int i = 0; i < d->nparam_tensors && rc == 0; i++)
+        rc = load_tensor(st, path, &d->params[i], host, &both, err, errlen);
     /* Training from inf/NaN would skip every step (or worse): refuse it here. */
     for (size_t i = 0; rc == 0 && i < d->nparams; i++)
         if (!isfinite(host[i])) {
@@ -210,9 +248,9 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
                      (double)host[i]);
             rc = -1;
         }
-    if (rc == 0 && amp_safetensors_count(st) != d->nparam_tensors) {
+    if (rc == 0 && amp_safetensors_count(st) != d->nparam_tensors + both) {
         snprintf(err, errlen, "%s: holds %d tensors but the model has %d (%s, ...)", path,
-                 amp_safetensors_count(st), d->nparam_tensors, d->params[0].name);
+                 amp_safetensors_count(st), d->nparam_tensors + both, d->params[0].name);
         rc = -1;
     }
     if (rc == 0 && s->be->ops->upload(s->be, m->master, host, d->nparams * sizeof(float)) != 0) {
@@ -409,20 +447,20 @@ int64_t amp_session_rows_per_step(const amp_session *s) {
     return (int64_t)s->set.batch_size * s->set.accumulate * s->model->input.targets * s->world;
 }
 
+/* nanoGPT's get_lr(it), with it = the applied steps so far (a skipped step
+ * does not advance it) and lr_decay_iters = the run's steps: a linear
+ * warm-up lr (it + 1) / (W + 1) for it < W, then a cosine from lr at it = W
+ * down to min_lr at the last step. */
 double amp_session_lr(const amp_session *s) {
     const amp_settings *st = &s->set;
-    double t = (double)s->applied;
-    if (st->warmup_steps > 0 && s->applied < st->warmup_steps)
-        return st->lr * (t + 1.0) / (double)st->warmup_steps;
-    if (st->schedule == AMP_SCHED_COSINE) {
-        double span = (double)(s->total_steps - st->warmup_steps);
-        double progress = span > 0 ? (t - (double)st->warmup_steps) / span : 1.0;
-        if (progress > 1.0) progress = 1.0;
-        if (st->min_lr > 0.0) /* nanoGPT's get_lr: from lr down to min_lr */
-            return st->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (st->lr - st->min_lr);
-        return st->lr * 0.5 * (1.0 + cos(M_PI * progress));
-    }
-    return st->lr;
+    double it = (double)s->applied, warmup = (double)st->warmup_steps;
+    if (s->applied < st->warmup_steps) return st->lr * (it + 1.0) / (warmup + 1.0);
+    if (st->schedule != AMP_SCHED_COSINE) return st->lr;
+    if (s->applied > s->total_steps) return st->min_lr;
+    double span = (double)s->total_steps - warmup;
+    double decay_ratio = span > 0 ? (it - warmup) / span : 1.0;
+    double coeff = 0.5 * (1.0 + cos(M_PI * decay_ratio));
+    return st->min_lr + coeff * (st->lr - st->min_lr);
 }
 
 #define BE_CHECK(expr)                                      \

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "implied_keys.h"
 #include "log.h"
 #include "session.h"
 
@@ -338,6 +339,26 @@ static const conf_entry *conf_find(const conf_entry *v, size_t n, const conf_ent
     return NULL;
 }
 
+/* Adds the implied keys (implied_keys.h) an older checkpoint's config lacks. */
+static conf_entry *conf_add_implied(conf_entry *v, size_t *n) {
+    conf_entry name = {"model", "name", NULL};
+    const conf_entry *model = conf_find(v, *n, &name);
+    for (size_t i = 0; model && i < amp_implied_key_count; i++) {
+        const amp_implied_key *k = &amp_implied_keys[i];
+        conf_entry e = {k->section, k->key, k->value};
+        if (strcmp(model->value, k->model) != 0 || conf_find(v, *n, &e)) continue;
+        conf_entry *q = realloc(v, (*n + 1) * sizeof *v);
+        if (!q) {
+            free(v);
+            return NULL;
+        }
+        v = q;
+        model = conf_find(v, *n, &name);
+        v[(*n)++] = e;
+    }
+    return v;
+}
+
 /* Appends "[s] k: checkpoint 'a', config 'b'" for every key that differs. */
 static int config_diff(const char *saved, size_t saved_len, const amp_config *cfg, char *out,
                        size_t outlen) {
@@ -351,6 +372,7 @@ static int config_diff(const char *saved, size_t saved_len, const amp_config *cf
         memcpy(then, saved, saved_len);
         then[saved_len] = '\0';
         a = conf_parse(then, &na);
+        if (a) a = conf_add_implied(a, &na);
         b = conf_parse(now, &nb);
     }
     if (a && b) {

@@ -22,6 +22,7 @@
 #include "io/checkpoint.h"
 #include "io/checkpoint_store.h"
 #include "io/config.h"
+#include "implied_keys.h"
 #include "rng.h"
 #include "session.h"
 #include "text.h"
@@ -248,7 +249,8 @@ int amp_cmd_sample(int argc, char **argv) {
     int32_t *x = NULL, *ctx = NULL;
     if (!cfg) goto fail;
     /* one sequence; the data from where vocab.json says; the weights by name */
-    if (set_key(cfg, "data.path", data, err, sizeof err) ||
+    if (amp_config_set_implied(cfg, err, sizeof err) != 0 ||
+        set_key(cfg, "data.path", data, err, sizeof err) ||
         set_key(cfg, "data.batch_size", "1", err, sizeof err) ||
         set_key(cfg, "train.accumulate", "1", err, sizeof err) ||
         (finished && set_key(cfg, "model.init", wpath, err, sizeof err)))

@@ -16,3 +16,21 @@ add_dependencies(test_gpu_gpt_parity amp_precision_fp32 amp_precision_fp16 amp_p
 add_test(NAME gpt_parity_cpu_vs_cpu COMMAND test_gpu_gpt_parity)
 set_tests_properties(gpt_parity_cpu_vs_cpu PROPERTIES ENVIRONMENT AMP_PARITY_SECOND_DEVICE=cpu
                      LABELS train)
+# [model] activation: both GELUs train, a bad value is exit 2, a checkpoint
+# (also one from before the key) resumes only with the GELU it ran.
+add_executable(drop_config_key ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/drop_config_key.c)
+target_link_libraries(drop_config_key PRIVATE amp_core)
+target_compile_options(drop_config_key PRIVATE ${AMP_C_WARNINGS})
+add_test(NAME gpt_activation
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/activation.sh $<TARGET_FILE:amptrain>
+                 $<TARGET_FILE:drop_config_key> ${CMAKE_BINARY_DIR}/tests/gpt_activation)
+set_tests_properties(gpt_activation PROPERTIES LABELS "train;cli;checkpoint" TIMEOUT 300)
+# [model] init with a nanoGPT state_dict: the tied LM head under either name,
+# or both when equal; two different copies refused.
+add_executable(make_tied_init ${CMAKE_CURRENT_SOURCE_DIR}/gpt/make_tied_init.c)
+target_link_libraries(make_tied_init PRIVATE amp_core)
+target_compile_options(make_tied_init PRIVATE ${AMP_C_WARNINGS})
+add_test(NAME gpt_init_tied
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/init_tied.sh $<TARGET_FILE:amptrain>
+                 $<TARGET_FILE:make_tied_init> ${CMAKE_BINARY_DIR}/tests/gpt_init_tied)
+set_tests_properties(gpt_init_tied PROPERTIES LABELS "train;cli" TIMEOUT 300)
