@@ -21,7 +21,7 @@ bad AMPTRAIN_LOG DEBUG 'AMPTRAIN_LOG=DEBUG: expected error, warn, info or debug$
 bad AMPTRAIN_THREADS 0 'AMPTRAIN_THREADS=0: expected an integer in \[1, 1024\]$'
 bad AMPTRAIN_THREADS 4x 'AMPTRAIN_THREADS=4x: expected an integer in \[1, 1024\]$'
 bad AMPTRAIN_ISA sse2 'AMPTRAIN_ISA=sse2: expected generic, avx2, avx512 or avx512_bf16$'
-bad AMPTRAIN_GEMM mkl 'AMPTRAIN_GEMM=mkl: expected onednn or openblas$'
+bad AMPTRAIN_GEMM mkl 'AMPTRAIN_GEMM=mkl: expected onednn, openblas or reference$'
 # read only by the CUDA backend: still refused on a CPU run
 bad AMPTRAIN_CUDA_SYNC yes 'AMPTRAIN_CUDA_SYNC=yes: expected 0 or 1$'
 bad AMPTRAIN_PLUGIN_PATH "$W/no-such-folder" "AMPTRAIN_PLUGIN_PATH: entry '$W/no-such-folder': No such file or directory. expected folders separated by ':'$"
