@@ -348,8 +348,9 @@ static const char *const output_names[] = {"config.ini", "metrics.jsonl", "summa
  * shows one run's summary beside another history. summary.json, the last
  * file a run writes, goes first. */
 static void remove_results(const char *outdir) {
-    static const char *const results[] = {"summary.json", "weights.safetensors", "config.ini"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const results[] = {"summary.json", "weights.safetensors", "config.ini",
+                                          "vocab.json"};
+    for (int i = 0; i < 4; i++) {
         char p[PATH_MAX + 32];
         snprintf(p, sizeof p, "%s/%s", outdir, results[i]);
         unlink(p);
@@ -994,6 +995,15 @@ static int write_outputs(amp_session *s, const amp_config *cfg, run_ctx *c, cons
     }
     if (amp_session_save_weights(s, wpath, err, errlen) != 0) return 1;
     if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->outdir, err, errlen) != 0) return 1;
+    if (s->set.dataset != AMP_DATA_TEXT) { /* an earlier text run's, never this run's */
+        char vpath[PATH_MAX + 32];
+        snprintf(vpath, sizeof vpath, "%s/vocab.json", c->outdir);
+        if (unlink(vpath) != 0 && errno != ENOENT) {
+            snprintf(err, errlen, "%s: cannot remove an earlier run's vocabulary: %s", vpath,
+                     strerror(errno));
+            return 1;
+        }
+    }
     if (amp_out_commit(conf, err, errlen) || amp_out_commit(&c->metrics, err, errlen) ||
         amp_out_commit(summary, err, errlen))
         return 1;
