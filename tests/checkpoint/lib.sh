@@ -9,7 +9,7 @@ fail() {
 # The output files with the wall-clock fields masked: everything else must
 # match bit for bit between an interrupted+resumed and an uninterrupted run.
 mask() {
-    sed -E 's/"step_ms":[0-9.eE+-]+/"step_ms":T/; s/"(wall_seconds|median_step_ms)": [0-9.eE+-]+/"\1": T/' "$1"
+    sed -E 's/"step_ms":[0-9.eE+-]+/"step_ms":T/; s/"(wall_seconds|median_step_ms|median_comm_ms)": ([0-9.eE+-]+|null)/"\1": T/' "$1"
 }
 
 # same_outputs REF DIR [noconfig]: metrics.jsonl and summary.json (timing
