@@ -103,3 +103,13 @@ losses_close() {
         ea = (a > b ? a - b : b - a) / (b > 1 ? b : 1); ec = (c > d ? c - d : d - c) / (d > 1 ? d : 1);
         printf "%.3g %.3g", ea, ec; exit !(ea <= t && ec <= t) }'
 }
+
+# expect CODE REGEX LOG -- command...: exit status and an output line
+expect() {
+    local code=$1 re=$2 log=$3
+    shift 4
+    "$@" >"$log" 2>&1
+    local rc=$?
+    [ "$rc" = "$code" ] || fail "exit $rc (expected $code) from: $* -- $(tail -3 "$log")"
+    grep -Eq -- "$re" "$log" || fail "stderr does not match '$re' for: $* -- $(tail -3 "$log")"
+}
