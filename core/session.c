@@ -440,6 +440,7 @@ void amp_session_close(amp_session *s) {
     free(s->layer_ptrs);
     free(s->totals);
     free(s->hstats);
+    free(s->data_id);
     free(s);
 }
 

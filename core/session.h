@@ -63,6 +63,7 @@ typedef struct amp_session {
      * a signal that reached any of them in the same step. */
     const volatile sig_atomic_t *stop_flag;
     int stop_agreed;
+    char *data_id;           /* the data's fingerprint (data_id.h), once asked for */
 } amp_session;
 
 /* Builds everything from a parsed config. On failure *out is NULL and err

@@ -348,8 +348,9 @@ static const char *const output_names[] = {"config.ini", "metrics.jsonl", "summa
  * shows one run's summary beside another history. summary.json, the last
  * file a run writes, goes first. */
 static void remove_results(const char *outdir) {
-    static const char *const results[] = {"summary.json", "weights.safetensors", "config.ini"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const results[] = {"summary.json", "weights.safetensors", "config.ini",
+                                          "vocab.json"};
+    for (int i = 0; i < 4; i++) {
         char p[PATH_MAX + 32];
         snprintf(p, sizeof p, "%s/%s", outdir, results[i]);
         unlink(p);
@@ -386,6 +387,7 @@ typedef struct run_ctx {
     double *losses;          /* [total_steps], by step */
     char last_ckpt[PATH_MAX + 32];
     int stop_signal;         /* the signal all ranks agreed to stop on */
+    int complete;            /* --resume of a finished run: nothing to do */
 } run_ctx;
 
 /* Appends text to the metrics file, or to `pending` once a write failed
@@ -678,11 +680,12 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
         double sum = 0.0;
         for (int64_t i = s->total_steps - tail; i < s->total_steps; i++) sum += c->losses[i];
         res->final_loss = sum / (double)tail;
-        /* the median of the steps this process ran */
+        /* the median of the steps this process ran; none (a resume from
+         * the last step's checkpoint): not measured, null in summary.json */
         qsort(ms, (size_t)nrun, sizeof(double), cmp_double);
-        res->median_ms = nrun ? ms[nrun / 2] : 0.0;
+        res->median_ms = nrun ? ms[nrun / 2] : NAN;
         qsort(comm, (size_t)nrun, sizeof(double), cmp_double);
-        res->median_comm_ms = nrun ? comm[nrun / 2] : 0.0;
+        res->median_comm_ms = nrun ? comm[nrun / 2] : NAN;
     }
     free(ms);
     free(comm);
@@ -885,6 +888,20 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
             }
         }
     }
+    /* The last step's checkpoint beside summary.json (a run's last file):
+     * the run is finished and its results stay as they are. */
+    char done_path[PATH_MAX + 32];
+    snprintf(done_path, sizeof done_path, "%s/summary.json", c->outdir);
+    struct stat st;
+    int complete = s->rank == 0 && s->step == s->total_steps && stat(done_path, &st) == 0 &&
+                   S_ISREG(st.st_mode);
+    if (s->world > 1) amp_dist_bcast(s->dist, &complete, sizeof complete, err, errlen);
+    if (complete) {
+        c->complete = 1;
+        snprintf(c->last_ckpt, sizeof c->last_ckpt, "%s", path);
+        free(buf);
+        return 0;
+    }
     if (s->rank == 0) {
         /* The folder now continues this checkpoint's run: results of a
          * finished run there describe another history. */
@@ -994,6 +1011,15 @@ static int write_outputs(amp_session *s, const amp_config *cfg, run_ctx *c, cons
     }
     if (amp_session_save_weights(s, wpath, err, errlen) != 0) return 1;
     if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->outdir, err, errlen) != 0) return 1;
+    if (s->set.dataset != AMP_DATA_TEXT) { /* an earlier text run's, never this run's */
+        char vpath[PATH_MAX + 32];
+        snprintf(vpath, sizeof vpath, "%s/vocab.json", c->outdir);
+        if (unlink(vpath) != 0 && errno != ENOENT) {
+            snprintf(err, errlen, "%s: cannot remove an earlier run's vocabulary: %s", vpath,
+                     strerror(errno));
+            return 1;
+        }
+    }
     if (amp_out_commit(conf, err, errlen) || amp_out_commit(&c->metrics, err, errlen) ||
         amp_out_commit(summary, err, errlen))
         return 1;
@@ -1070,6 +1096,13 @@ int amp_cmd_train(int argc, char **argv) {
         code = agree(dist, code, err);
     }
     if (code != 0) goto done;
+    if (ctx.complete) {
+        if (lead)
+            fprintf(stderr, "amptrain: %s: the run is already complete (%s is step %lld of %lld); "
+                    "its results in %s are left as they are\n", s->set.name, ctx.last_ckpt,
+                    (long long)s->step, (long long)s->total_steps, outdir);
+        goto done;
+    }
     code = 1;
     if (s->world > 1)
         amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %d ranks (%s, gradients as %s), %lld steps (%lld "

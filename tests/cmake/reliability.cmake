@@ -64,7 +64,8 @@ amp_expect_fail(output_empty_new_plugin_dir LABELS output cli CODE 2
 
 # ------------------------------------------------------------ checkpoints
 # make_old_ckpt rewrites a checkpoint as amptrain wrote them before MPOS
-# (every metrics line in METR), for the compatibility case of history.sh.
+# (every metrics line in METR), for the compatibility case of history.sh, or
+# before DATA (the data's fingerprint), for data_changed.sh.
 add_executable(make_old_ckpt ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/make_old_ckpt.c)
 target_link_libraries(make_old_ckpt PRIVATE amp_core)
 target_compile_options(make_old_ckpt PRIVATE ${AMP_C_WARNINGS})
@@ -72,6 +73,12 @@ add_test(NAME checkpoint_history
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/history.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/history $<TARGET_FILE:make_old_ckpt>)
 set_tests_properties(checkpoint_history PROPERTIES LABELS "checkpoint;cli" TIMEOUT 300)
+# --resume on other data (an edited corpus, another IDX file) is refused by
+# the checkpoint's data fingerprint; one without it resumes with a warning.
+add_test(NAME checkpoint_data_changed
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/data_changed.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/data_changed $<TARGET_FILE:make_old_ckpt>)
+set_tests_properties(checkpoint_data_changed PROPERTIES LABELS "checkpoint;cli" TIMEOUT 300)
 # Every length a scaler's state_save reports is checked (ASan saw the host
 # read 4096 bytes of an 8-byte buffer).
 amp_expect_fail(checkpoint_state_save_grows ENV ${AMP_REL_ENV} LABELS checkpoint plugins
