@@ -114,6 +114,12 @@ add_test(NAME signals_streams
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/signals.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/signals ${AMP_BAD_PLUGIN_DIR})
 set_tests_properties(signals_streams PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
+# Readers racing a running train: `checkpoints` while it prunes, `ab` stopped
+# while its child starts (the child wrote nothing; ab must not claim a checkpoint).
+add_test(NAME checkpoint_races
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/races.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/races ${AMP_BAD_PLUGIN_DIR})
+set_tests_properties(checkpoint_races PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
 
 # ------------------------------------------------------------- the stress test
 # 8 concurrent train processes on 3 folders with random SIGINT/SIGTERM/SIGHUP/
