@@ -30,7 +30,7 @@ for i in $(seq 1 400); do
         fail "prune: listing $i (exit $rc) while the run pruned: $out"
     fi
     grep -q "  gone: " <<<"$out" && gone=$((gone + 1))
-    [ "$gone" -ge 3 ] && break
+    [ "$gone" -ge 2 ] && break
     [ $(($(date +%s) - t0)) -lt 120 ] || break
     kill -0 "$pid" 2>/dev/null || fail "prune: the run ended early: $(tail -3 "$W/prune.log")"
 done

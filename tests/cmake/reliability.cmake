@@ -120,6 +120,17 @@ add_test(NAME checkpoint_races
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/races.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/races ${AMP_BAD_PLUGIN_DIR})
 set_tests_properties(checkpoint_races PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
+# A signal during an evaluation: said at once, the evaluation ends at its next
+# batch, and --resume runs the evaluation that was cut short.
+add_test(NAME checkpoint_stop_eval
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/stop_eval.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/stop_eval ${AMP_BAD_PLUGIN_DIR})
+# Nothing grows with [train] steps: 10^12 steps start, train and checkpoint.
+add_test(NAME checkpoint_huge_steps
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/huge_steps.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/huge_steps)
+set_tests_properties(checkpoint_stop_eval checkpoint_huge_steps PROPERTIES
+                     LABELS "checkpoint;cli;signals" TIMEOUT 300)
 
 # ------------------------------------------------------------- the stress test
 # 8 concurrent train processes on 3 folders with random SIGINT/SIGTERM/SIGHUP/
