@@ -1100,11 +1100,24 @@ int amp_cmd_train(int argc, char **argv) {
     if (prc != 0) return prc > 0 ? 0 : 2;
     if (check_paths(&a) != 0) return 2;
     char err[2048] = "";
+    amp_config *cfg = amp_config_load(a.config, err, sizeof err);
+    int code = cfg ? 0 : 2;
+    for (int i = 0; code == 0 && i < a.nsets; i++)
+        if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
+    free(a.sets);
+    /* How long MPI_Init may wait for the other ranks: [dist] timeout, read
+     * here already (a bad value is reported with the other settings). */
+    char ignored[256];
+    double join_s = 300.0;
+    if (code == 0 && amp_config_get_double(cfg, "dist", "timeout", 300.0, 1.0, 1e7, &join_s,
+                                           ignored, sizeof ignored) < 0)
+        join_s = 300.0;
     /* Under an MPI launcher MPI starts here, and every rank runs what follows. */
-    amp_dist *dist = amp_dist_init(&argc, &argv, err, sizeof err);
+    char derr[512];
+    amp_dist *dist = amp_dist_init(&argc, &argv, join_s, derr, sizeof derr);
     if (!dist) {
-        fprintf(stderr, "amptrain: %s\n", err);
-        free(a.sets);
+        fprintf(stderr, "amptrain: %s\n", derr);
+        amp_config_free(cfg);
         return 2;
     }
     amp_log_set_rank(amp_dist_rank(dist));
@@ -1123,12 +1136,9 @@ int amp_cmd_train(int argc, char **argv) {
     int say_stop = 0; /* stopped before the first step: say so */
     signal_guard guard;
     signals_install(&guard);
-    amp_config *cfg = amp_config_load(a.config, err, sizeof err);
-    int code = cfg ? 0 : 2;
-    for (int i = 0; code == 0 && i < a.nsets; i++)
-        if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
-    free(a.sets);
     if (code == 0) code = amp_session_open_ex(&s, cfg, dist, err, sizeof err);
+    /* every rank, failed or not, at the start line before the first collective */
+    amp_dist_join(dist);
     if ((code = agree(dist, code, err)) != 0) goto done;
     if ((code = agree(dist, amp_session_check_ranks(s, err, sizeof err), err)) != 0) goto done;
     if (a.resume)
