@@ -30,6 +30,7 @@
 #include "io/checkpoint_file.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/mem_limit.h"
 #include "io/json.h"
 #include "log.h"
 #include "median.h"
@@ -1137,6 +1138,11 @@ int amp_cmd_train(int argc, char **argv) {
     signal_guard guard;
     signals_install(&guard);
     if (code == 0) code = amp_session_open_ex(&s, cfg, dist, err, sizeof err);
+    /* Under an address-space limit, refuse now what would fail (or crash a
+     * library) mid-run. */
+    if (code == 0 && amp_mem_check_room(amp_mem_run_reserve(s->model->desc.nparams), err,
+                                         sizeof err) != 0)
+        code = 1;
     /* every rank, failed or not, at the start line before the first collective */
     amp_dist_join(dist);
     if ((code = agree(dist, code, err)) != 0) goto done;

@@ -141,3 +141,11 @@ add_test(NAME stress_concurrent_signals
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/stress.sh $<TARGET_FILE:amptrain>
                  ${AMP_REL_TINY} ${AMP_REL_OUT}/stress)
 set_tests_properties(stress_concurrent_signals PROPERTIES LABELS "stress;checkpoint" TIMEOUT 900)
+# Under an address-space limit, from the lowest at which amptrain starts up
+# 400 MB in steps of 20 (tiny and GPT runs): trained or exit 1 with a message,
+# no hang, no signal death, no temporary (tests/stress/mem_limit.sh).
+add_test(NAME stress_mem_limit
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/mem_limit.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/mem_limit 20 400)
+set_tests_properties(stress_mem_limit PROPERTIES LABELS "stress;cli" TIMEOUT 900
+                     SKIP_RETURN_CODE 77)
