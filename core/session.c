@@ -842,6 +842,8 @@ int amp_session_check_ranks(amp_session *s, char *err, size_t errlen) {
     return 2;
 }
 
+#define AMP_EVAL_MAX_SIGNAL 32
+
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen) {
     amp_model *m = s->model;
     amp_backend *be = s->be;
@@ -852,7 +854,9 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
     int64_t n = s->batcher->eval_rows;
     /* rank r evaluates rows [n r / world, n (r + 1) / world) */
     int64_t lo = n * s->rank / s->world, hi = n * (s->rank + 1) / s->world;
+    int stopped = 0;
     for (int64_t start = lo; start < hi; start += B) {
+        if (s->stop_flag && (stopped = (int)*s->stop_flag) != 0) break;
         int rows = (int)(hi - start < B ? hi - start : B);
         s->batcher->ops->eval(s->batcher, start, rows);
         if (upload_batch(s, rows, err, errlen) != 0) return -1;
@@ -860,8 +864,14 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
         BE_CHECK(m->ops->forward(m, &fa));
     }
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes));
-    double sums[2] = {s->hstats->loss_sum, (double)s->hstats->correct};
-    if (s->world > 1 && amp_dist_sum(s->dist, sums, 2, err, errlen) != 0) return -1;
+    /* [2 + k]: the ranks that signal k stopped (the largest k wins, as for a step) */
+    double sums[2 + AMP_EVAL_MAX_SIGNAL] = {s->hstats->loss_sum, (double)s->hstats->correct};
+    if (stopped > 0 && stopped < AMP_EVAL_MAX_SIGNAL) sums[2 + stopped] = 1.0;
+    if (s->world > 1 && amp_dist_sum(s->dist, sums, 2 + AMP_EVAL_MAX_SIGNAL, err, errlen) != 0)
+        return -1;
+    s->eval_stopped = 0;
+    for (int k = 1; k < AMP_EVAL_MAX_SIGNAL; k++)
+        if (sums[2 + k] > 0) s->eval_stopped = k;
     double count = (double)n * m->input.targets;
     *loss = sums[0] / count;
     *acc = sums[1] / count;

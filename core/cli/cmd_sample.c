@@ -133,14 +133,14 @@ static int newest_checkpoint(const char *ckdir, uint8_t **buf, amp_checkpoint *c
         size_t len = 0;
         char why[512];
         amp_ckpt_store_path(path, pathlen, ckdir, steps[i]);
-        if (amp_ckpt_store_read(path, buf, &len, why, sizeof why) == 0 &&
-            amp_checkpoint_parse(*buf, len, ck, why, sizeof why) == 0) {
+        int lr = amp_ckpt_store_load(path, steps[i], buf, &len, ck, why, sizeof why);
+        if (lr == 0) {
             free(steps);
             return 0;
         }
-        fprintf(stderr, "amptrain sample: warning: %s: %s; trying the previous one\n", path, why);
-        free(*buf);
-        *buf = NULL;
+        /* one pruned since listed is no damage: the next older is tried quietly */
+        if (lr != AMP_CKPT_GONE)
+            fprintf(stderr, "amptrain sample: warning: %s: %s; trying the previous one\n", path, why);
     }
     free(steps);
     snprintf(err, errlen, "%s: no valid checkpoint", ckdir);

@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "amptrain/plugin.h"
 #include "cli/cli.h"
+#include "cli/mem_limit.h"
 #include "env.h"
 #include "log.h"
 
@@ -32,7 +34,19 @@ static void usage(FILE *f) {
             "exit codes: 0 ok, 1 runtime failure, 2 usage or config error\n");
 }
 
+static int run_command(int argc, char **argv);
+
 int amp_cli_main(int argc, char **argv) {
+    amp_mem_limit_prepare(argv);
+    int code = run_command(argc, argv);
+    if (amp_mem_limited()) { /* every output is written and closed by now */
+        fflush(NULL);
+        _exit(code);
+    }
+    return code;
+}
+
+static int run_command(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;

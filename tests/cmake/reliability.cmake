@@ -121,6 +121,23 @@ add_test(NAME signals_streams
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/signals.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/signals ${AMP_BAD_PLUGIN_DIR})
 set_tests_properties(signals_streams PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
+# Readers racing a running train: `checkpoints` while it prunes, `ab` stopped
+# while its child starts (the child wrote nothing; ab must not claim a checkpoint).
+add_test(NAME checkpoint_races
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/races.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/races ${AMP_BAD_PLUGIN_DIR})
+set_tests_properties(checkpoint_races PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
+# A signal during an evaluation: said at once, the evaluation ends at its next
+# batch, and --resume runs the evaluation that was cut short.
+add_test(NAME checkpoint_stop_eval
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/stop_eval.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/stop_eval ${AMP_BAD_PLUGIN_DIR})
+# Nothing grows with [train] steps: 10^12 steps start, train and checkpoint.
+add_test(NAME checkpoint_huge_steps
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/huge_steps.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/huge_steps)
+set_tests_properties(checkpoint_stop_eval checkpoint_huge_steps PROPERTIES
+                     LABELS "checkpoint;cli;signals" TIMEOUT 300)
 
 # ------------------------------------------------------------- the stress test
 # 8 concurrent train processes on 3 folders with random SIGINT/SIGTERM/SIGHUP/
@@ -131,3 +148,11 @@ add_test(NAME stress_concurrent_signals
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/stress.sh $<TARGET_FILE:amptrain>
                  ${AMP_REL_TINY} ${AMP_REL_OUT}/stress)
 set_tests_properties(stress_concurrent_signals PROPERTIES LABELS "stress;checkpoint" TIMEOUT 900)
+# Under an address-space limit, from the lowest at which amptrain starts up
+# 400 MB in steps of 20 (tiny and GPT runs): trained or exit 1 with a message,
+# no hang, no signal death, no temporary (tests/stress/mem_limit.sh).
+add_test(NAME stress_mem_limit
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/mem_limit.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/mem_limit 20 400)
+set_tests_properties(stress_mem_limit PROPERTIES LABELS "stress;cli" TIMEOUT 900
+                     SKIP_RETURN_CODE 77)
