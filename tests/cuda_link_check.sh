@@ -4,7 +4,7 @@
 # links ONE CUDA runtime, the shared libcudart (no cudart_static copied in
 # beside it), and carries a RUNPATH naming the toolkit's library folder, in
 # the build tree and after `cmake --install`, so libcudart and cuBLAS load
-# with no LD_LIBRARY_PATH. Needs no GPU. POSIX sh; binutils' nm and readelf.
+# with no LD_LIBRARY_PATH; no RUNPATH has an empty entry. Needs no GPU. POSIX sh; binutils' nm and readelf.
 set -u
 [ $# -eq 3 ] || { echo "usage: cuda_link_check.sh BUILD_DIR CMAKE TOOLKIT_LIBDIR" >&2; exit 2; }
 build=$1 cmake=$2 libdir=$3
@@ -47,5 +47,17 @@ for bin in "$build/amptrain" "$tmp/prefix/bin/amptrain"; do
         echo "$libs" | grep -E "^[[:space:]]*$lib\.so" | grep -q "not found" && bad "$bin: $lib not found without LD_LIBRARY_PATH"
     done
     [ "$fail" = 0 ] && echo "ok  $bin: shared libcudart + libcublas, RUNPATH $runpath"
+done
+
+# No RUNPATH (amptrain, the built-in plugins; build tree and installed) has
+# an empty entry: ld.so reads one as the current directory, so a library in
+# whatever folder amptrain is started from would be loaded.
+for bin in "$build/amptrain" "$tmp/prefix/bin/amptrain" "$build"/plugins/*.so \
+           $(find "$tmp/prefix" -name 'amp_*.so'); do
+    runpath=$(readelf -d "$bin" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+    case ":$runpath:" in
+    *::*) bad "$bin: RUNPATH '$runpath' has an empty entry (the current directory)" ;;
+    *) echo "ok  $bin: RUNPATH '$runpath' has no empty entry" ;;
+    esac
 done
 exit "$fail"

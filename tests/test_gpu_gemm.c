@@ -180,6 +180,26 @@ static void check_true_fp32(amp_backend *g) {
     g->ops->release(g, dc);
 }
 
+/* An input dtype the GEMM does not know is an error naming it, on the plain
+ * and the strided-batched path alike (never a silent FP32 GEMM). */
+static void check_unknown_dtype(amp_backend *g) {
+    float *da = g->ops->alloc(g, 2 * 4 * 4 * sizeof(float));
+    float *dc = g->ops->alloc(g, 2 * 4 * 4 * sizeof(float));
+    EXPECT(da && dc, "alloc failed: %s", g->err);
+    if (!da || !dc) return;
+    for (int batch = 1; batch <= 2; batch++) {
+        amp_gemm_desc d = amp_gemm_plain(dc, da, da, (amp_dtype)99, 0, 0, 4, 4, 4);
+        d.batch = batch;
+        d.stride_a = d.stride_b = d.stride_c = 16;
+        g->err[0] = 0;
+        int rc = g->ops->gemm_ex(g, &d);
+        EXPECT(rc != 0 && strstr(g->err, "unknown input dtype 99"),
+               "gemm_ex batch %d with dtype 99 returned %d, error '%s'", batch, rc, g->err);
+    }
+    g->ops->release(g, da);
+    g->ops->release(g, dc);
+}
+
 int main(void) {
     if (!amp_backend_cuda_available()) {
         printf("no CUDA device visible (%s): skipped\n", amp_backend_cuda_unavailable_reason());
@@ -214,6 +234,7 @@ int main(void) {
         for (int tb = 0; tb < 2; tb++)
             run_case(g, &r, AMP_DTYPE_F32, ta, tb, 256, 384, 512, 0, 1.0f, 0.0f, 1);
     check_true_fp32(g);
+    check_unknown_dtype(g);
 
     g->ops->destroy(g);
     if (amp_test_failures) {

@@ -172,6 +172,25 @@ static int cuda_zero(amp_backend *be, void *dst_dev, size_t bytes) {
     return 0;
 }
 
+/* The cuBLAS input type and compute type of a GEMM on dt inputs (FP32
+ * accumulation; TF32 only for F32 inputs when the policy allows it). An
+ * unknown dtype is an error, never a silent FP32. */
+static int cuda_gemm_types(amp_backend *be, amp_dtype dt, cudaDataType_t *in_type,
+                           cublasComputeType_t *compute, const char *op) {
+    *compute = CUBLAS_COMPUTE_32F;
+    switch (dt) {
+    case AMP_DTYPE_F32:
+        *in_type = CUDA_R_32F;
+        if (be->allow_tf32) *compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+        return 0;
+    case AMP_DTYPE_F16: *in_type = CUDA_R_16F; return 0;
+    case AMP_DTYPE_BF16: *in_type = CUDA_R_16BF; return 0;
+    default:
+        snprintf(be->err, sizeof be->err, "cuda %s: unknown input dtype %d", op, (int)dt);
+        return 1;
+    }
+}
+
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
  * row-major matrix with row stride ld is its own transpose in column-major
  * with leading dimension ld: so swap A/B and m/n and keep each transpose
@@ -182,18 +201,8 @@ static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, am
                      int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
                      float alpha, float beta) {
     cudaDataType_t in_type;
-    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-    switch (dt) {
-    case AMP_DTYPE_F32:
-        in_type = CUDA_R_32F;
-        if (be->allow_tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-        break;
-    case AMP_DTYPE_F16: in_type = CUDA_R_16F; break;
-    case AMP_DTYPE_BF16: in_type = CUDA_R_16BF; break;
-    default:
-        snprintf(be->err, sizeof be->err, "cuda gemm: unknown dtype %d", (int)dt);
-        return 1;
-    }
+    cublasComputeType_t compute;
+    if (cuda_gemm_types(be, dt, &in_type, &compute, "gemm") != 0) return 1;
     if (m <= 0 || n <= 0) return 0;
     AMP_CHECK_CUBLAS(cublasGemmEx(amp_cuda_im(be)->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
@@ -213,12 +222,9 @@ static int cuda_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
                       d->lda, d->ldb, d->ldc, d->alpha, d->beta) != 0)
             return 1;
     } else if (d->batch > 1 && d->m > 0 && d->n > 0) {
-        cudaDataType_t in_type = d->in_dtype == AMP_DTYPE_F16    ? CUDA_R_16F
-                                 : d->in_dtype == AMP_DTYPE_BF16 ? CUDA_R_16BF
-                                                                 : CUDA_R_32F;
-        cublasComputeType_t compute = d->in_dtype == AMP_DTYPE_F32 && be->allow_tf32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+        cudaDataType_t in_type;
+        cublasComputeType_t compute;
+        if (cuda_gemm_types(be, d->in_dtype, &in_type, &compute, "batched gemm") != 0) return 1;
         /* row-major as column-major: swap A/B and m/n (see cuda_gemm) */
         AMP_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
             amp_cuda_im(be)->blas, d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,

@@ -114,6 +114,8 @@ static int amp_copy_f32(amp_backend *be, void *dst, const void *src, size_t n, c
         return 1;
     }
     AMP_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, amp_stream(be)));
+    /* like a kernel launch: synchronised and checked under AMPTRAIN_CUDA_SYNC=1 */
+    if (amp_cuda_after_launch(be, "cudaMemcpyAsync (f32 copy)", __FILE__, __LINE__)) return 1;
     return 0;
 }
 
