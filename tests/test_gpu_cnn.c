@@ -9,9 +9,10 @@
  *   batch_norm forward/backward in training and evaluation mode, running
  *   statistics included.
  * Outputs are poisoned with NaN first, so an element the GPU never writes is
- * caught. Tolerances are written next to each comparison. Skips (77)
- * without a visible device, or when the CUDA backend has no conv2d ops
- * (built without cuDNN; that is reported). */
+ * caught. Tolerances are written next to each comparison. Each op and
+ * shape is a row (op_rows.h): a failure is listed and the next row runs.
+ * Skips (77) without a visible device; with one, a CUDA backend without
+ * conv2d ops (built without cuDNN) fails every conv row, saying so. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "backend/backend.h"
 #include "backend/kernels/convert.h"
 #include "expect.h"
+#include "op_rows.h"
 #include "rng.h"
 
 static amp_backend *cpu, *gpu;
@@ -31,11 +33,9 @@ static void *xmalloc(size_t bytes) {
     return p;
 }
 
+/* A failed call ends the current op row (op_rows.h), not the test. */
 static void ok(int rc, amp_backend *be, const char *what) {
-    if (rc != 0) {
-        fprintf(stderr, "FAIL: %s on %s: %s\n", what, be->ops->name, be->err);
-        exit(1);
-    }
+    if (rc != 0) amp_op_abort("%s on %s: %s", what, be->ops->name, be->err);
 }
 
 static void *to_gpu(const void *host, size_t bytes) {
@@ -104,6 +104,9 @@ static const char *dt_name(amp_dtype dt) {
 /* ---- conv2d ---------------------------------------------------------------- */
 
 static void test_conv(const char *name, amp_conv2d_desc d) {
+    if (!gpu->ops->conv2d_forward)
+        amp_op_abort("the CUDA backend has no conv2d ops: built without cuDNN (see the build's "
+                     "'amptrain: cuDNN' line)");
     int p = amp_conv2d_out_h(&d), q = amp_conv2d_out_w(&d);
     size_t xn = (size_t)d.n * d.c_in * d.h * d.w, wn = (size_t)d.c_out * d.c_in * d.kh * d.kw;
     size_t yn = (size_t)d.n * d.c_out * p * q, K = (size_t)d.c_in * d.kh * d.kw;
@@ -291,30 +294,34 @@ int main(void) {
         return 1;
     }
     amp_rng_seed(&rng, 2024);
-    if (!gpu->ops->conv2d_forward) {
-        printf("the CUDA backend has no conv2d ops (built without cuDNN): conv checks skipped\n");
-    } else {
-        static const amp_dtype dts[] = {AMP_DTYPE_F32, AMP_DTYPE_F16, AMP_DTYPE_BF16};
-        for (int t = 0; t < 3; t++) {
-            /* n, c_in, h, w, c_out, kh, kw, stride_h, stride_w, pad_h, pad_w */
-            test_conv("s2p1 3x3 c3->5", (amp_conv2d_desc){2, 3, 9, 7, 5, 3, 3, 2, 2, 1, 1, dts[t]});
-            test_conv("s(2,1)p(0,2) 2x3 c10->6",
-                      (amp_conv2d_desc){3, 10, 8, 11, 6, 2, 3, 2, 1, 0, 2, dts[t]});
-            test_conv("p1 3x3 c1->32 28x28", (amp_conv2d_desc){16, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1, dts[t]});
-            test_conv("p1 3x3 c32->64 14x14", (amp_conv2d_desc){16, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1, dts[t]});
+    /* n, c_in, h, w, c_out, kh, kw, stride_h, stride_w, pad_h, pad_w */
+    static const struct {
+        const char *name;
+        int n, c_in, h, w, c_out, kh, kw, sh, sw, ph, pw;
+    } convs[] = {
+        {"s2p1 3x3 c3->5", 2, 3, 9, 7, 5, 3, 3, 2, 2, 1, 1},
+        {"s(2,1)p(0,2) 2x3 c10->6", 3, 10, 8, 11, 6, 2, 3, 2, 1, 0, 2},
+        {"p1 3x3 c1->32 28x28", 16, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1},
+        {"p1 3x3 c32->64 14x14", 16, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1},
+    };
+    static const amp_dtype dts[] = {AMP_DTYPE_F32, AMP_DTYPE_F16, AMP_DTYPE_BF16};
+    static const char *const dt_names[] = {"f32", "f16", "bf16"};
+    /* volatile: the rows' setjmp (op_rows.h) must not clobber the loops */
+    for (volatile int t = 0; t < 3; t++)
+        for (volatile size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
+            amp_conv2d_desc d = {convs[i].n,  convs[i].c_in, convs[i].h,  convs[i].w,
+                                 convs[i].c_out, convs[i].kh, convs[i].kw, convs[i].sh,
+                                 convs[i].sw, convs[i].ph,   convs[i].pw, dts[t]};
+            AMP_OP_ROW(test_conv(convs[i].name, d), "conv2d %s %s", convs[i].name, dt_names[t]);
         }
-    }
-    test_pool("3x3 s2 p1", (amp_pool2d_desc){2, 3, 9, 7, 3, 3, 2, 2, 1, 1});
-    test_pool("2x2 s2 28x28", (amp_pool2d_desc){16, 32, 28, 28, 2, 2, 2, 2, 0, 0});
-    test_bn(3, 5, 35, 1);
-    test_bn(3, 5, 35, 0);
-    test_bn(64, 32, 196, 1);
+    AMP_OP_ROW(test_pool("3x3 s2 p1", (amp_pool2d_desc){2, 3, 9, 7, 3, 3, 2, 2, 1, 1}),
+               "max_pool2d 3x3 s2 p1");
+    AMP_OP_ROW(test_pool("2x2 s2 28x28", (amp_pool2d_desc){16, 32, 28, 28, 2, 2, 2, 2, 0, 0}),
+               "max_pool2d 2x2 s2 28x28");
+    AMP_OP_ROW(test_bn(3, 5, 35, 1), "batch_norm [3,5,35] training");
+    AMP_OP_ROW(test_bn(3, 5, 35, 0), "batch_norm [3,5,35] evaluation");
+    AMP_OP_ROW(test_bn(64, 32, 196, 1), "batch_norm [64,32,196] training");
     gpu->ops->destroy(gpu);
     cpu->ops->destroy(cpu);
-    if (amp_test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
-        return 1;
-    }
-    printf("all GPU CNN op checks passed\n");
-    return 0;
+    return amp_op_finish("test_gpu_cnn");
 }

@@ -20,6 +20,7 @@
 #include "backend/kernels/unscale.h"
 #include "rng.h"
 #include "expect.h"
+#include "op_rows.h"
 #if AMP_HAVE_CUDA
 #include "backend/cuda/cuda_testing.h"
 #endif
@@ -69,23 +70,18 @@ static float *random_f32(size_t n, float lo, float hi) {
     return p;
 }
 
-/* Copies host data into a fresh GPU buffer (aborts the test on failure). */
+/* Copies host data into a fresh GPU buffer (a failure ends the op row, op_rows.h). */
 static void *to_gpu(const void *host, size_t bytes) {
     void *d = gpu->ops->alloc(gpu, bytes);
-    if (!d || gpu->ops->upload(gpu, d, host, bytes)) {
-        fprintf(stderr, "FAIL: GPU alloc/upload of %zu bytes: %s\n", bytes, gpu->err);
-        exit(1);
-    }
+    if (!d || gpu->ops->upload(gpu, d, host, bytes))
+        amp_op_abort("GPU alloc/upload of %zu bytes: %s", bytes, gpu->err);
     return d;
 }
 
 /* Downloads a GPU buffer into a new host buffer and frees the GPU one. */
 static void *from_gpu(void *dev, size_t bytes) {
     void *h = xmalloc(bytes);
-    if (gpu->ops->download(gpu, h, dev, bytes)) {
-        fprintf(stderr, "FAIL: GPU download: %s\n", gpu->err);
-        exit(1);
-    }
+    if (gpu->ops->download(gpu, h, dev, bytes)) amp_op_abort("GPU download: %s", gpu->err);
     gpu->ops->release(gpu, dev);
     return h;
 }
@@ -651,34 +647,29 @@ int main(void) {
     /* Large n also exercises the grid-stride loops (the grid is capped at
      * 8 blocks per SM) and many per-block atomics. */
     const size_t big = (1u << 21) + 17;
-    test_memory();
-    test_sum_partials();
-    test_round(big);
-    test_round(1000);
-    test_quantize(big);
-    test_widen();
-    test_add_bias_col_sum(1000, 300);
-    test_add_bias_col_sum(3, 1);
-    test_act(100003);
-    test_softmax_xent(1000, 10, 1.0f / 1000.0f);
-    test_softmax_xent(64, 1000, 65536.0f / 64.0f);
-    test_softmax_xent(1, 1, 1.0f);
-    test_unscale_check(big, 1.0f / 65536.0f, 1, 0.0f);
-    test_unscale_check(big, 1.0f, 0, 0.0f);
-    test_unscale_check(1000, 0.5f, 0, 1e30f);
+    AMP_OP_CALL(test_memory());
+    AMP_OP_CALL(test_sum_partials());
+    AMP_OP_CALL(test_round(big));
+    AMP_OP_CALL(test_round(1000));
+    AMP_OP_CALL(test_quantize(big));
+    AMP_OP_CALL(test_widen());
+    AMP_OP_CALL(test_add_bias_col_sum(1000, 300));
+    AMP_OP_CALL(test_add_bias_col_sum(3, 1));
+    AMP_OP_CALL(test_act(100003));
+    AMP_OP_CALL(test_softmax_xent(1000, 10, 1.0f / 1000.0f));
+    AMP_OP_CALL(test_softmax_xent(64, 1000, 65536.0f / 64.0f));
+    AMP_OP_CALL(test_softmax_xent(1, 1, 1.0f));
+    AMP_OP_CALL(test_unscale_check(big, 1.0f / 65536.0f, 1, 0.0f));
+    AMP_OP_CALL(test_unscale_check(big, 1.0f, 0, 0.0f));
+    AMP_OP_CALL(test_unscale_check(1000, 0.5f, 0, 1e30f));
     /* inv_scale 2^100 overflows the larger gradients: both must count them */
-    test_unscale_check(big, 0x1p100f, 0, 0.0f);
-    test_scale(big);
-    test_sgd(100003, 0.9f, 1e-4f);
-    test_sgd(100003, 0.0f, 0.0f);
-    test_adamw(100003);
+    AMP_OP_CALL(test_unscale_check(big, 0x1p100f, 0, 0.0f));
+    AMP_OP_CALL(test_scale(big));
+    AMP_OP_CALL(test_sgd(100003, 0.9f, 1e-4f));
+    AMP_OP_CALL(test_sgd(100003, 0.0f, 0.0f));
+    AMP_OP_CALL(test_adamw(100003));
 
     gpu->ops->destroy(gpu);
     cpu->ops->destroy(cpu);
-    if (amp_test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
-        return 1;
-    }
-    printf("all GPU kernel checks passed\n");
-    return 0;
+    return amp_op_finish("test_gpu_kernels");
 }

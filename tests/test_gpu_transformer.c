@@ -17,6 +17,7 @@
 #include "backend/kernels/attention.h"
 #include "backend/kernels/convert.h"
 #include "expect.h"
+#include "op_rows.h"
 #include "rng.h"
 
 static amp_backend *cpu, *gpu;
@@ -44,28 +45,21 @@ static void *poisoned(size_t bytes) {
 
 static void *to_gpu(const void *host, size_t bytes) {
     void *d = gpu->ops->alloc(gpu, bytes);
-    if (!d || gpu->ops->upload(gpu, d, host, bytes)) {
-        fprintf(stderr, "FAIL: GPU alloc/upload of %zu bytes: %s\n", bytes, gpu->err);
-        exit(1);
-    }
+    if (!d || gpu->ops->upload(gpu, d, host, bytes))
+        amp_op_abort("GPU alloc/upload of %zu bytes: %s", bytes, gpu->err);
     return d;
 }
 
 static void *from_gpu(void *dev, size_t bytes) {
     void *h = xmalloc(bytes);
-    if (gpu->ops->download(gpu, h, dev, bytes)) {
-        fprintf(stderr, "FAIL: GPU download: %s\n", gpu->err);
-        exit(1);
-    }
+    if (gpu->ops->download(gpu, h, dev, bytes)) amp_op_abort("GPU download: %s", gpu->err);
     gpu->ops->release(gpu, dev);
     return h;
 }
 
+/* A failed call ends the current op row (op_rows.h), not the test. */
 static void op_ok(int rc, amp_backend *be, const char *what) {
-    if (rc != 0) {
-        fprintf(stderr, "FAIL: %s on %s: %s\n", what, be->ops->name, be->err);
-        exit(1);
-    }
+    if (rc != 0) amp_op_abort("%s on %s: %s", what, be->ops->name, be->err);
 }
 
 static float elem(const void *p, size_t i, amp_dtype dt) {
@@ -255,24 +249,22 @@ int main(void) {
         return 1;
     }
     amp_rng_seed(&rng, 17);
-    test_embed(12, 64, 128, 65);
-    test_embed(2, 3, 5, 7);
+    AMP_OP_ROW(test_embed(12, 64, 128, 65), "embedding B12 T64 C128 V65");
+    AMP_OP_ROW(test_embed(2, 3, 5, 7), "embedding B2 T3 C5 V7");
     const amp_dtype dts[3] = {AMP_DTYPE_F32, AMP_DTYPE_F16, AMP_DTYPE_BF16};
-    for (int d = 0; d < 3; d++) {
-        test_layernorm(768, 128, dts[d], 1);
-        test_layernorm(5, 3, dts[d], 0);
-        test_attention(12, 64, 128, 4, dts[d], 1.0f);
-        test_attention(2, 5, 8, 2, dts[d], 2.0f);
-        test_residual(100003, dts[d]);
+    static const char *const dt_names[3] = {"f32", "f16", "bf16"};
+    /* volatile: the rows' setjmp (op_rows.h) must not clobber the loop */
+    for (volatile int d = 0; d < 3; d++) {
+        AMP_OP_ROW(test_layernorm(768, 128, dts[d], 1), "layernorm 768x128 bias %s", dt_names[d]);
+        AMP_OP_ROW(test_layernorm(5, 3, dts[d], 0), "layernorm 5x3 no bias %s", dt_names[d]);
+        AMP_OP_ROW(test_attention(12, 64, 128, 4, dts[d], 1.0f), "attention B12 T64 C128 h4 %s",
+                   dt_names[d]);
+        AMP_OP_ROW(test_attention(2, 5, 8, 2, dts[d], 2.0f), "attention B2 T5 C8 h2 %s", dt_names[d]);
+        AMP_OP_ROW(test_residual(100003, dts[d]), "residual n100003 %s", dt_names[d]);
     }
     /* FP16 logits past 65504: both backends count the overflow */
-    test_attention(2, 8, 16, 2, AMP_DTYPE_F16, 300.0f);
+    AMP_OP_ROW(test_attention(2, 8, 16, 2, AMP_DTYPE_F16, 300.0f), "attention f16 logits past 65504");
     gpu->ops->destroy(gpu);
     cpu->ops->destroy(cpu);
-    if (amp_test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
-        return 1;
-    }
-    printf("all GPU transformer-op checks passed\n");
-    return 0;
+    return amp_op_finish("test_gpu_transformer");
 }

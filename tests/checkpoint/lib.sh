@@ -8,8 +8,11 @@ fail() {
 
 # The output files with the wall-clock fields masked: everything else must
 # match bit for bit between an interrupted+resumed and an uninterrupted run.
+# device_used is cudaMemGetInfo's whole-device figure, which other processes
+# on the GPU move: masked too; the process's own exact accounting (every
+# memory_peak_bytes category and their total) is compared.
 mask() {
-    sed -E 's/"step_ms":[0-9.eE+-]+/"step_ms":T/; s/"(wall_seconds|median_step_ms|median_comm_ms)": ([0-9.eE+-]+|null)/"\1": T/' "$1"
+    sed -E 's/"step_ms":[0-9.eE+-]+/"step_ms":T/; s/"(wall_seconds|median_step_ms|median_comm_ms)": ([0-9.eE+-]+|null)/"\1": T/; s/"device_used": [0-9]+/"device_used": M/' "$1"
 }
 
 # same_outputs REF DIR [noconfig]: metrics.jsonl and summary.json (timing

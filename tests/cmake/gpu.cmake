@@ -3,3 +3,13 @@
 # or amptrain was built without CUDA.
 amp_unit_test(test_gpu_gemm gpu)
 amp_unit_test(test_gpu_kernels gpu)
+
+# The op-row harness the GPU op tests share (tests/op_rows.h), checked on the
+# CPU, and once more built with one row broken on purpose (AMP_TEST_BREAK_OP:
+# tests/CMakeLists.txt builds the `gpu` tests so when it is set).
+amp_unit_test(test_op_rows cli)
+add_executable(test_op_rows_break ${CMAKE_CURRENT_SOURCE_DIR}/test_op_rows.c)
+target_compile_options(test_op_rows_break PRIVATE ${AMP_C_WARNINGS})
+target_compile_definitions(test_op_rows_break PRIVATE AMP_TEST_BREAK_OP="pass first")
+add_test(NAME test_op_rows_break COMMAND test_op_rows_break)
+set_tests_properties(test_op_rows_break PROPERTIES LABELS cli)
