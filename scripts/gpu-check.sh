@@ -1,51 +1,68 @@
 #!/usr/bin/env bash
-# gpu-check.sh: every GPU check in one short run on a bare CUDA machine
-# (written for an H200, sm_90), and the two steps that make that run work on
-# its first try, done here beforehand.
+# gpu-check.sh: every GPU check in one short run on a bare, offline CUDA
+# host (the vendor's CUDA image: nvcc, CMake, Python; none of our Debian
+# packages; written for an H200, sm_90), and the steps that make that run
+# count on its first try, done beforehand on a machine of ours.
 #
 # usage: scripts/gpu-check.sh [--debs DIR] [--build-dir DIR] [--budget SECONDS] [-j N] [--build-only]
+#        scripts/gpu-check.sh --dry-run [--build-dir DIR] [--budget SECONDS]
 #        scripts/gpu-check.sh --prepare [--debs DIR]
 #        scripts/gpu-check.sh --rehearse [--debs DIR] [--build-dir DIR] [-j N]
-#   (no mode)   on the GPU machine: unpack DIR's .deb files into a prefix
-#               under /tmp, then
-#                 build     -DCMAKE_CUDA_ARCHITECTURES=90, all cores
-#                 ctest     ctest -L gpu (a gpu test that skips there fails,
-#                           except dist_nccl with one GPU)
-#                 nccl      dist_nccl's result: 2 ranks under mpirun, one GPU
-#                           each, NCCL gradients (tests/dist/nccl.sh); with
-#                           one GPU the table says it needs two (NCCL refuses
-#                           two ranks on one device); needs MPI in the build
+#   (no mode)   on the GPU host: unpack DIR's .deb files into a prefix under
+#               /tmp, then the parts, most valuable first, each under
+#               `timeout` and capped so the whole run ends within the budget
+#               (default 450 s):
+#                 gpu       nvidia-smi -L (the run goes on without a GPU)
+#                 prefix    the unpacked packages and a probe program
+#                 build     the host's build: Ninja when present, sm_90,
+#                           AMP_WERROR=OFF (warnings logged and counted),
+#                           only the targets below, keep-going
+#                 gemm      ctest test_gpu_gemm (cuBLAS against FP64)
+#                 kernels   ctest test_gpu_kernels (every kernel vs the CPU)
+#                 ctest     the other `gpu` tests (a gpu test that skips on a
+#                           GPU host fails, except dist_nccl with one GPU)
+#                 nccl      dist_nccl's result (2 ranks, 2 GPUs, MPI build)
 #                 parity    CPU-vs-GPU training parity (tests/test_gpu_parity)
-#                 bench     bench_step --device cuda, every policy, then the
-#                           GPT step time per policy (50 steps of each
-#                           configs/gpt_shakespeare_*.ini on CUDA)
-#                 cnn       bench_cnn --device cuda: the CNN step per policy on
-#                           cuDNN against its FP32 convolution/GEMM floor, with
-#                           default and deterministic algorithms (in bench.log)
-#                 torch     scripts/torch_amp_bench.py with the machine's python3
-#                 memcheck  compute-sanitizer on a 5-step run with
-#                           AMPTRAIN_CUDA_SYNC=1 (n/a, with the reason, where
-#                           the runtime does not support it)
-#               and a table. Each part runs under `timeout`, capped so the
-#               whole run ends within the budget (default 450 s).
+#                 memcheck_mlp racecheck_mlp memcheck_gpt racecheck_gpt
+#                 memcheck_cnn racecheck_cnn
+#                           compute-sanitizer memcheck and racecheck on each
+#                           model's short run, AMPTRAIN_CUDA_SYNC=1 (n/a with
+#                           the reason where the runtime does not support it)
+#                 bench     bench_step --device cuda, every policy
+#                 cnn       bench_cnn --device cuda, default then
+#                           deterministic algorithms (each runs)
+#                 gpt       the GPT step time per policy (50 steps each)
+#                 torch     scripts/torch_amp_bench.py (PyTorch's AMP)
+#               summary.md lists every part with its status or the reason it
+#               did not run; it is rewritten after each part and on a stop
+#               (TERM, INT, HUP), so a stopped run still leaves it.
+#   --dry-run   here, without a GPU: the environment part for real, every
+#               other part listed with what it would run and its cap, in
+#               the run's order, in summary.md; builds nothing.
 #   --prepare   on a Debian machine of ours: apt-get download the packages of
 #               AMP_GPU_DEBS (scripts/gpu_prefix.sh) into DIR and check that
 #               their dependencies are complete.
-#   --rehearse  here, without a GPU: unpack DIR into a prefix, hide the
-#               system's copies of those packages (a private mount
-#               namespace), then compile a probe, build amptrain and the gpu
-#               tests from the prefix alone, run ctest -L gpu (they skip) and
-#               a 3-step CPU run. A missing package fails it, named.
+#   --rehearse  here, without a GPU: the host's build exactly: unpack DIR
+#               into a prefix; in a private mount namespace hide the
+#               system's copies of those packages and make absent what the
+#               CUDA image lacks (oneDNN, OpenMPI, NCCL, cuDNN: the CMake
+#               summary lines in build.log show it); cuDNN as a pip wheel's
+#               nvidia/cudnn (libcudnn.so.9, no libcudnn.so) faked from the
+#               system's copy and found through Python's nvidia.cudnn; then
+#               the probe, the host's build (same options and targets), the
+#               leak checks, ctest -L gpu (they skip), a 3-step CPU run and a
+#               --dry-run. A missing package fails it, named.
 #   --debs DIR       the .deb folder (default .gpu-debs in the repository;
-#                    git-ignored; carry it to the GPU machine)
+#                    git-ignored; carry it to the GPU host)
 #   --build-dir DIR  build here (default ${TMPDIR:-/tmp}/amptrain-gpu-check,
 #                    -rehearse for --rehearse); it is deleted first
 #   --build-only     only the prefix and the build (needs no GPU)
-# Logs and the table (summary.md) go to $OUT/gpu-check/ when $OUT is set
-# (at most 8 files), else to the build folder's gpu-check-logs/.
+# Logs and summary.md go to $OUT/gpu-check/ when $OUT is set, else to the
+# build folder's gpu-check-logs/.
 # Exit status: 0 every part passed or was not applicable, 1 a part failed,
 # 2 usage error.
 set -u
+umask 022
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/scripts/gpu_prefix.sh"
@@ -65,6 +82,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --prepare) MODE=prepare; shift ;;
     --rehearse) MODE=rehearse; shift ;;
+    --dry-run) MODE=dry; shift ;;
     --debs) [ $# -ge 2 ] || usage; DEBS=$2; shift 2 ;;
     --build-dir) [ $# -ge 2 ] || usage; BUILD=$2; shift 2 ;;
     --budget) [ $# -ge 2 ] || usage; BUDGET=$2; shift 2 ;;
@@ -86,15 +104,32 @@ fi
 [ -n "$BUILD" ] || BUILD=${TMPDIR:-/tmp}/amptrain-gpu-check$([ "$MODE" = rehearse ] && echo -rehearse)
 case $BUILD in / | "$ROOT") echo "gpu-check: refusing to use $BUILD as the build dir" >&2; exit 2 ;; esac
 
-# cmake_build TARGETS...: configure (prefix packages, sm_90, CUDA required)
-# and build; no targets means all.
+# What the check needs built, and nothing else: amptrain and its plugins,
+# the `gpu` tests' programs, the benchmarks.
+AMP_GPU_TARGETS="amptrain amp_precision_fp32 amp_precision_fp16 amp_precision_bf16 amp_scaler_none
+  amp_scaler_dynamic amp_scaler_static amp_scaler_hysteresis
+  test_gpu_gemm test_gpu_kernels test_gpu_parity test_gpu_transformer test_gpu_gpt_parity
+  test_gpu_cnn test_cnn_reference test_gpu_cnn_parity bench_step bench_cnn"
+
+# cmake_build: the GPU host's configure and build, the same here in the
+# rehearsal: Ninja when present, sm_90, CUDA required, AMP_WERROR=OFF (a
+# compiler the code was never built with must not end the run on a
+# warning; CI keeps -Werror), the prefix's pkg-config, AMP_CUDNN_ROOT when
+# set, only AMP_GPU_TARGETS, keep-going (a target that fails leaves the
+# others built, and the parts that need only those still run).
 cmake_build() {
-    local targets=()
-    [ $# -gt 0 ] && targets=(--target "$@")
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DAMP_CUDA=ON -DAMP_TESTS=ON ${PKG_CONFIG:+-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG"} &&
-        cmake --build "$BUILD" -j "$JOBS" "${targets[@]}"
+    local gen=() keep=(-- -k)
+    if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); keep=(-- -k 0); fi
+    # shellcheck disable=SC2086 # a list of target names
+    cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DAMP_CUDA=ON -DAMP_TESTS=ON -DAMP_WERROR=OFF ${PKG_CONFIG:+-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG"} \
+        ${AMP_CUDNN_ROOT:+-DAMP_CUDNN_ROOT="$AMP_CUDNN_ROOT"} &&
+        cmake --build "$BUILD" -j "$JOBS" --target $AMP_GPU_TARGETS "${keep[@]}"
 }
+
+# The CMake summary lines that say what the build found (oneDNN, cuDNN,
+# CUDA, MPI, NCCL).
+build_found() { grep -E -- '-- amptrain: (oneDNN|cuDNN|no cuDNN|CUDA backend|MPI)' "$1"; }
 
 # ---------------------------------------------------------------------------
 # --rehearse: the device's build from the prefix alone, here.
@@ -140,39 +175,69 @@ if [ "$MODE" = rehearse ]; then
             echo "gpu-check --rehearse: $hdr still compiles after hiding it" >&2
             exit 1
         fi
+        # What the image lacks is absent, as there.
+        step absent amp_gpu_make_absent "$BUILD/absent"
+        cat "$LOGS/absent.log"
+        step cudnn_wheel amp_gpu_fake_cudnn_wheel "$BUILD/site" "$BUILD/absent/absent.tsv"
     else
         # No namespace: list what would have been hidden, for the leak checks.
         step hide amp_gpu_hide "$BUILD/hidden" --map-only
+        step cudnn_wheel amp_gpu_fake_cudnn_wheel "$BUILD/site"
     fi
+    # The image's cuDNN wheel is found through Python, as there.
+    export PYTHONPATH=$BUILD/site${PYTHONPATH:+:$PYTHONPATH}
+    wheel=$(tail -n 1 "$LOGS/cudnn_wheel.log")
+    echo "   cuDNN as a pip wheel: $wheel ($(ls "$wheel/lib" | tr '\n' ' '))"
     step probe amp_gpu_probe "$BUILD/probe"
     cat "$LOGS/probe.log"
-    step build cmake_build amptrain test_gpu_gemm test_gpu_kernels test_gpu_parity \
-        test_gpu_transformer test_gpu_gpt_parity \
-        test_gpu_cnn test_cnn_reference test_gpu_cnn_parity \
-        amp_precision_fp32 amp_precision_fp16 amp_precision_bf16 amp_scaler_none amp_scaler_dynamic \
-        amp_scaler_static amp_scaler_hysteresis
+    step build cmake_build
+    # The proof: what CMake found.
+    build_found "$LOGS/build.log" | sed 's/^/   /'
+    warnings=$(grep -c 'warning:' "$LOGS/build.log")
+    echo "   $warnings compiler warning(s) (AMP_WERROR=OFF: logged in build.log, not fatal)"
+    build_found "$LOGS/build.log" | grep -qF "cuDNN 9" && build_found "$LOGS/build.log" | grep -qF "($wheel/lib/libcudnn.so.9)" || {
+        echo "gpu-check --rehearse: the build did not take cuDNN from the wheel $wheel (see build.log)" >&2
+        exit 1
+    }
+    if [ "${AMP_GPU_IN_NAMESPACE:-0}" = 1 ]; then
+        build_found "$LOGS/build.log" | grep -qE -- '-- amptrain: oneDNN *$' &&
+            build_found "$LOGS/build.log" | grep -qF -- '-- amptrain: MPI OFF, NCCL OFF' || {
+            echo "gpu-check --rehearse: the build found oneDNN or MPI, which the CUDA image lacks (see build.log)" >&2
+            exit 1
+        }
+    fi
     step leaks amp_gpu_leaks "$BUILD/amptrain" "$BUILD"
     # The gpu tests skip here (no GPU); the no-GPU CLI check and the skip
     # messages run against the prefix's libraries.
-    step ctest ctest --test-dir "$BUILD" -L gpu --output-on-failure
+    step ctest timeout 600 ctest --test-dir "$BUILD" -L gpu --output-on-failure
     grep -E 'tests passed|Skipped' "$LOGS/ctest.log" | sed 's/^/   /'
-    step cpu_run "$BUILD/amptrain" train "$ROOT/configs/tiny_fp16_dynamic.ini" --set run.device=cpu \
+    step cpu_run timeout 120 "$BUILD/amptrain" train "$ROOT/configs/tiny_fp16_dynamic.ini" --set run.device=cpu \
         --set train.steps=3 --out "$BUILD/cpu-run"
     grep -E 'test_acc' "$LOGS/cpu_run.log" | tail -n 1 | sed 's/^/   /'
-    echo "rehearsal passed: amptrain and the gpu tests built and ran from the prefix alone$(
+    # The device run's plan, dry: every part in order with its reason.
+    step dry_run env -u OUT bash "${BASH_SOURCE[0]}" --dry-run --build-dir "$BUILD/dry-run"
+    sed -n '/^| part/,$p' "$BUILD/dry-run/gpu-check-logs/summary.md" | sed 's/^/   /'
+    echo "rehearsal passed: the host's build (no oneDNN, MPI, NCCL; cuDNN from a wheel) built and ran from the prefix$(
         [ "${AMP_GPU_IN_NAMESPACE:-0}" = 1 ] || echo ' (the system copies were not hidden: leak checks only)')"
     exit 0
 fi
 
 # ---------------------------------------------------------------------------
-# The GPU machine's run.
+# The GPU host's run (and --dry-run, its plan without running it).
 # ---------------------------------------------------------------------------
 START=$(date +%s)
 ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}
+DRY=$([ "$MODE" = dry ] && echo 1 || echo 0)
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then LOGS=$OUT/gpu-check; else LOGS=$BUILD/gpu-check-logs; fi
 rm -rf "$BUILD" && mkdir -p "$BUILD" "$LOGS" || exit 1
-SUMMARY=()
+# The parts, most valuable first: the order they run and are listed in.
+PARTS="gpu prefix build gemm kernels ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
+  racecheck_gpt memcheck_cnn racecheck_cnn bench cnn gpt torch"
+declare -A ST=() SEC=() NOTE=()
 FAILED=0
+CURRENT=
+PART_PID=
+DRY_T=0
 
 # Seconds a part may take: its cap, or what is left of the budget (minus a
 # few seconds for the summary) when that is less. 0 when nothing is left.
@@ -183,20 +248,83 @@ part_limit() {
     [ "$cap" -lt "$left" ] && echo "$cap" || echo "$left"
 }
 
-# record NAME STATUS SECONDS NOTE
+# write_summary [WHY]: summary.md with every part of PARTS: its status, or
+# "not run" and WHY (default: not reached yet).
+write_summary() {
+    local why=${1:-not reached (the run is still going, or was killed)} p
+    {
+        echo "# gpu-check $(date -u '+%Y-%m-%d %H:%M UTC')$([ "$DRY" = 1 ] && echo ' (dry run: no GPU used)')"
+        echo
+        echo "$(grep -m1 -E '^GPU 0' "$LOGS/env.log" 2>/dev/null || echo 'no GPU listed'); $(($(date +%s) - START)) s of a ${BUDGET} s budget"
+        echo
+        printf '| %-13s | %-6s | %5s | %s |\n' part status s note
+        echo "|---------------|--------|------:|------|"
+        for p in $PARTS; do
+            if [ -n "${ST[$p]:-}" ]; then
+                printf '| %-13s | %-6s | %5s | %s |\n' "$p" "${ST[$p]}" "${SEC[$p]}" "${NOTE[$p]}"
+            else
+                printf '| %-13s | %-6s | %5s | %s |\n' "$p" "-" 0 "not run: $why"
+            fi
+        done
+        for f in parity bench torch; do
+            [ -s "$LOGS/$f.log" ] || continue
+            if [ "$f" = parity ]; then
+                lines=$(grep -E '^(policy|fp32|fp16|bf16)' "$LOGS/parity.log")
+            else
+                lines=$(grep '^|' "$LOGS/$f.log")
+            fi
+            [ -n "$lines" ] || continue
+            echo
+            echo "$f:"
+            echo
+            [ "$f" = parity ] && echo '```'
+            echo "$lines"
+            [ "$f" = parity ] && echo '```'
+        done
+    } >"$LOGS/summary.md.tmp" && mv "$LOGS/summary.md.tmp" "$LOGS/summary.md"
+}
+
+# A stop (the caller's time limit) still leaves the table: the part that
+# was running is marked so, the rest say they were not reached.
+on_stop() {
+    # ignored from here on: a second signal (timeout(1) signals its whole
+    # process group too) must not cut the table short
+    trap '' TERM INT HUP
+    [ -n "${PART_PID:-}" ] && kill -TERM "$PART_PID" 2>/dev/null
+    [ -n "$CURRENT" ] && [ -z "${ST[$CURRENT]:-}" ] &&
+        ST[$CURRENT]=FAIL SEC[$CURRENT]=0 NOTE[$CURRENT]="stopped while running (signal)"
+    write_summary "the run was stopped (signal) before this part"
+    echo "gpu-check: stopped; the table so far is in $LOGS/summary.md" >&2
+    exit 1
+}
+trap on_stop TERM INT HUP
+
+# record NAME STATUS SECONDS NOTE, and the table rewritten.
 record() {
-    SUMMARY+=("$(printf '| %-8s | %-6s | %5s | %s |' "$1" "$2" "$3" "$4")")
+    ST[$1]=$2 SEC[$1]=$3 NOTE[$1]=$4
     [ "$2" = FAIL ] && FAILED=1
     echo "== $1: $2 ($3 s) $4"
+    write_summary
 }
 
 # run_part NAME CAP LOGFILE CMD...: runs CMD under timeout, output to the
-# terminal and LOGFILE (appended); sets PART_RC (124 = timed out) and PART_S.
+# terminal and LOGFILE (appended); sets PART_RC (124 = timed out, 125 = no
+# budget left, 126 = dry run) and PART_S. A dry run records what would run.
 run_part() {
     local name=$1 cap=$2 log=$3 limit t0
     shift 3
-    limit=$(part_limit "$cap")
+    CURRENT=$name
     PART_S=0
+    if [ "$DRY" = 1 ]; then
+        # what it would run, and when it would start if every part before it
+        # took its whole cap
+        PART_RC=126
+        record "$name" dry 0 "would run at worst from ${DRY_T} s$([ "$DRY_T" -ge "$BUDGET" ] && echo ' (past the budget if every part before it ran to its cap)') for up to ${cap} s: ${DRY_WHAT:-$(echo "$*" | sed "s#$BUILD#\$BUILD#g; s#$ROOT/##g" | one_line)}"
+        DRY_T=$((DRY_T + cap))
+        DRY_WHAT=
+        return
+    fi
+    limit=$(part_limit "$cap")
     if [ "$limit" -lt 10 ]; then
         PART_RC=125
         echo "== $name: no time left in the ${BUDGET} s budget" | tee -a "$log"
@@ -204,8 +332,13 @@ run_part() {
     fi
     echo "== $name (limit ${limit} s): $*" | tee -a "$log"
     t0=$(date +%s)
-    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$log"
-    PART_RC=${PIPESTATUS[0]}
+    # In the background and waited for: a stop signal runs on_stop at once
+    # (bash defers traps until a foreground command ends).
+    timeout --kill-after=10 "$limit" "$@" > >(tee -a "$log") 2>&1 &
+    PART_PID=$!
+    wait "$PART_PID"
+    PART_RC=$?
+    PART_PID=
     PART_S=$(($(date +%s) - t0))
 }
 
@@ -226,42 +359,69 @@ part_note() {
     [ "$1" = 0 ] || [ "$1" = 125 ] || n="$n: $(grep -v '^== ' "$2" | grep -v '^[[:space:]]*$' | tail -n 1 | one_line)"
     echo "$n"
 }
+# finish_part NAME LOG [NOTE]: records the part that run_part ran (a dry
+# run recorded itself).
+finish_part() {
+    [ "$PART_RC" = 126 ] && return
+    record "$1" "$(status_of "$PART_RC")" "$PART_S" "${3:-$(part_note "$PART_RC" "$2")}"
+}
+# needs NAME FILE...: records NAME as failed, not run, when a file it runs
+# was not built (the build keeps going past a failed target); 1 then.
+needs() {
+    local name=$1 f
+    shift
+    [ "$DRY" = 1 ] && return 0
+    for f in "$@"; do
+        [ -x "$f" ] && continue
+        record "$name" FAIL 0 "not run: ${f#"$BUILD"/} was not built (see build.log)"
+        return 1
+    done
+}
 
-# --- the machine ---------------------------------------------------------------
+# --- the machine (every external call under timeout) -----------------------------
+CURRENT=gpu
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "uname: $(uname -srm)"
     grep -m1 'model name' /proc/cpuinfo 2>/dev/null
     echo "cores: $(nproc)"
     if command -v nvidia-smi >/dev/null 2>&1; then
-        nvidia-smi -L 2>&1
-        nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,temperature.gpu \
+        timeout 20 nvidia-smi -L 2>&1
+        timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,temperature.gpu \
             --format=csv 2>&1
     else
         echo "nvidia-smi: not found"
     fi
-    command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2
-    [ -x /usr/local/cuda/bin/nvcc ] && /usr/local/cuda/bin/nvcc --version | tail -n 2
-    cmake --version | head -n 1
-    echo "python3: $(command -v python3) $(python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -n 1)"
+    command -v nvcc >/dev/null 2>&1 && timeout 20 nvcc --version | tail -n 2
+    [ -x /usr/local/cuda/bin/nvcc ] && timeout 20 /usr/local/cuda/bin/nvcc --version | tail -n 2
+    timeout 20 cmake --version | head -n 1
+    command -v ninja >/dev/null 2>&1 && echo "ninja: $(timeout 20 ninja --version)"
+    echo "python3: $(command -v python3) $(timeout 60 python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -n 1)"
+    echo "cuDNN wheel: $(timeout 30 python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>&1 | tail -n 1)"
     command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>&1
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}"
 } >"$LOGS/env.log" 2>&1
 cat "$LOGS/env.log"
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    record gpu PASS 0 "$(nvidia-smi -L 2>&1 | head -n 1 | one_line)"
+GPUS=0
+if command -v nvidia-smi >/dev/null 2>&1 && timeout 20 nvidia-smi -L >/dev/null 2>&1; then
+    GPUS=$(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    record gpu PASS 0 "$(timeout 20 nvidia-smi -L 2>&1 | head -n 1 | one_line)"
 else
     # Go on: the build and the tests' skip messages say what CUDA sees.
     if command -v nvidia-smi >/dev/null 2>&1; then
-        why=$(nvidia-smi -L 2>&1 | head -n 1 | one_line)
+        why=$(timeout 20 nvidia-smi -L 2>&1 | head -n 1 | one_line)
     else
         why="nvidia-smi is not installed"
     fi
-    record gpu FAIL 0 "no GPU visible: $why"
+    record gpu "$([ "$DRY" = 1 ] && echo n/a || echo FAIL)" 0 "no GPU visible: ${why:-nvidia-smi timed out}"
 fi
 
 # --- prefix + build ----------------------------------------------------------------
-if ls "$DEBS"/*.deb >/dev/null 2>&1; then
+CURRENT=prefix
+if [ "$DRY" = 1 ]; then
+    record prefix dry 0 "would unpack the $(echo $AMP_GPU_DEBS | wc -w) .deb files of .gpu-debs into \$BUILD/prefix and run the probe (up to 60 s)"
+    DRY_T=60
+elif ls "$DEBS"/*.deb >/dev/null 2>&1; then
     t0=$(date +%s)
     # In this shell: its exports are the build's environment.
     if amp_gpu_prefix "$DEBS" "$BUILD/prefix" >>"$LOGS/build.log" 2>&1; then
@@ -279,156 +439,174 @@ else
     record prefix n/a 0 "no .deb files in $DEBS: using the machine's own packages (--prepare, carry .gpu-debs)"
 fi
 export -f cmake_build
-export ROOT BUILD JOBS
+export ROOT BUILD JOBS AMP_GPU_TARGETS
+DRY_WHAT="cmake $(command -v ninja >/dev/null 2>&1 && echo '-G Ninja ')-DCMAKE_CUDA_ARCHITECTURES=90 -DAMP_CUDA=ON -DAMP_WERROR=OFF, then cmake --build --target (the $(echo $AMP_GPU_TARGETS | wc -w) targets the check runs) $(command -v ninja >/dev/null 2>&1 && echo '-- -k 0' || echo '-- -k')"
 run_part build 240 "$LOGS/build.log" bash -c cmake_build
-record build "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/build.log")"
-BUILD_OK=$((PART_RC == 0))
+if [ "$PART_RC" != 126 ]; then
+    note=$(part_note $PART_RC "$LOGS/build.log")
+    found=$(build_found "$LOGS/build.log" | sed 's/^-- amptrain: //' | tr '\n' ';' | one_line)
+    record build "$(status_of $PART_RC)" "$PART_S" "${note:+$note; }${found}; $(grep -c 'warning:' "$LOGS/build.log") warning(s) in build.log"
+fi
+[ "$BUILD_ONLY" = 1 ] && { write_summary "--build-only"; exit "$FAILED"; }
 
-if [ "$BUILD_ONLY" = 1 ]; then
-    :
-elif [ "$BUILD_OK" = 0 ]; then
-    for p in ctest nccl parity bench cnn gpt torch memcheck; do record "$p" FAIL 0 "not run: the build failed"; done
-else
-    # --- ctest -L gpu ------------------------------------------------------------
-    run_part ctest 150 "$LOGS/ctest.log" ctest --test-dir "$BUILD" -L gpu -E '^test_gpu_parity$' \
-        --output-on-failure -V
+# --- the basic tests first, then the other gpu tests --------------------------------
+# ctest_part NAME CAP CTEST-ARGS...: on a GPU host only the no-GPU CLI check
+# may skip, and dist_nccl with one GPU; any other skip fails, with its reason.
+ctest_part() {
+    local name=$1 cap=$2 st note skipped why may_skip=train_cuda_without_gpu
+    shift 2
+    run_part "$name" "$cap" "$LOGS/ctest.log" ctest --test-dir "$BUILD" --output-on-failure -V "$@"
+    [ "$PART_RC" = 126 ] && return
     st=$(status_of $PART_RC)
     note=$(part_note $PART_RC "$LOGS/ctest.log")
-    # On a GPU machine only the no-GPU CLI check may skip, and the NCCL test
-    # (dist_nccl) when there is one GPU; any other skip fails, and its reason
-    # (amp_backend_cuda_unavailable_reason) is shown.
-    GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-    may_skip=train_cuda_without_gpu
     [ "${GPUS:-0}" -lt 2 ] && may_skip="$may_skip|dist_nccl"
-    skipped=$(grep -E '\*\*\*Skipped' "$LOGS/ctest.log" | grep -Ev "$may_skip" |
+    skipped=$(sed -n "/^== $name /,\$p" "$LOGS/ctest.log" | grep -E '\*\*\*Skipped' | grep -Ev "$may_skip" |
         sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' ')
     if [ -n "$skipped" ]; then
         st=FAIL
         why=$(grep -m1 -E 'no CUDA device (is )?visible' "$LOGS/ctest.log" | sed -E 's/.*visible:? //' | one_line)
         note="${note:+$note; }skipped with a GPU present: ${skipped% } (why: $why)"
     fi
-    totals=$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -n 1)
-    record ctest "$st" "$PART_S" "${note:-$totals}"
-    # --- nccl: the 2-process NCCL smoke test (dist_nccl) ran inside ctest -----
-    nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" | tail -n 1)
-    if [ "${GPUS:-0}" -lt 2 ]; then
-        record nccl n/a 0 "${GPUS:-0} GPU: the 2-process NCCL smoke test (dist_nccl) needs 2 GPUs, one per rank"
-    elif [ -z "$nccl_line" ]; then
-        record nccl n/a 0 "dist_nccl not built: no MPI in this build (libopenmpi-dev openmpi-bin)"
-    elif echo "$nccl_line" | grep -q Passed; then
-        record nccl PASS 0 "dist_nccl: 2 ranks on 2 GPUs, NCCL gradients"
-    else
-        record nccl FAIL 0 "dist_nccl: $(echo "$nccl_line" | sed -E 's/.*dist_nccl *\.*//') (see ctest.log)"
-    fi
+    record "$name" "$st" "$PART_S" "${note:-$(sed -n "/^== $name /,\$p" "$LOGS/ctest.log" | grep -E 'tests passed' | tail -n 1)}"
+}
+ctest_part gemm 40 -R '^test_gpu_gemm$'
+ctest_part kernels 40 -R '^test_gpu_kernels$'
+ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_parity)$'
+# --- nccl: the 2-process NCCL smoke test (dist_nccl) ran inside ctest -----
+nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" 2>/dev/null | tail -n 1)
+if [ "$DRY" = 1 ]; then
+    record nccl dry 0 "dist_nccl's line of the ctest part (needs 2 GPUs and MPI in the build)"
+elif [ "${GPUS:-0}" -lt 2 ]; then
+    record nccl n/a 0 "${GPUS:-0} GPU: the 2-process NCCL smoke test (dist_nccl) needs 2 GPUs, one per rank"
+elif [ -z "$nccl_line" ]; then
+    record nccl n/a 0 "dist_nccl not built: no MPI in this build (libopenmpi-dev openmpi-bin)"
+elif echo "$nccl_line" | grep -q Passed; then
+    record nccl PASS 0 "dist_nccl: 2 ranks on 2 GPUs, NCCL gradients"
+else
+    record nccl FAIL 0 "dist_nccl: $(echo "$nccl_line" | sed -E 's/.*dist_nccl *\.*//') (see ctest.log)"
+fi
 
-    # --- CPU vs GPU parity -------------------------------------------------------
+# --- CPU vs GPU parity -------------------------------------------------------
+if needs parity "$BUILD/tests/test_gpu_parity"; then
     run_part parity 90 "$LOGS/parity.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
         "$BUILD/tests/test_gpu_parity"
-    note=$(part_note $PART_RC "$LOGS/parity.log")
-    [ "$PART_RC" = 77 ] && note="skipped: $(grep -m1 'skipped' "$LOGS/parity.log" | one_line)"
-    record parity "$(status_of $PART_RC)" "$PART_S" "${note:-$(tail -n 1 "$LOGS/parity.log" | one_line)}"
+    [ "$PART_RC" = 77 ] && note="skipped: $(grep -m1 'skipped' "$LOGS/parity.log" | one_line)" || note=
+    finish_part parity "$LOGS/parity.log" "$note"
+fi
 
-    # --- bench_step --------------------------------------------------------------
+# --- compute-sanitizer: memcheck and racecheck on each model's short run ------------
+SAN=$(command -v compute-sanitizer || true)
+for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    [ -z "$SAN" ] && [ -x "$c" ] && SAN=$c
+done
+[ -z "$SAN" ] && [ "$DRY" = 1 ] && SAN=compute-sanitizer
+SAN_UNSUPPORTED=
+# sanitize TOOL MODEL BINARY ARGS...
+sanitize() {
+    local tool=$1 model=$2 name=${1}_$2 st note extra=()
+    shift 2
+    if [ -z "$SAN" ]; then
+        record "$name" n/a 0 "compute-sanitizer not found"
+        return
+    fi
+    if [ -n "$SAN_UNSUPPORTED" ]; then
+        record "$name" n/a 0 "the sanitizer does not support this runtime (see $SAN_UNSUPPORTED)"
+        return
+    fi
+    needs "$name" "$1" || return
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    run_part "$name" 45 "$LOGS/sanitizer.log" env AMPTRAIN_CUDA_SYNC=1 AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
+        "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 9 "$@"
+    [ "$PART_RC" = 126 ] && return
+    st=$(status_of $PART_RC)
+    note=$(part_note $PART_RC "$LOGS/sanitizer.log")
+    unsupported=$(sed -n "/^== $name /,\$p" "$LOGS/sanitizer.log" |
+        grep -m1 -iE 'device not supported|not supported on this (platform|device)|unsupported (device|platform)' | one_line)
+    if [ "$PART_RC" != 0 ] && [ -n "$unsupported" ]; then
+        st=n/a
+        note="the sanitizer does not support this runtime: $unsupported"
+        SAN_UNSUPPORTED=$name
+    elif [ "$PART_RC" = 9 ]; then
+        note="$tool reported errors (see sanitizer.log)"
+    elif [ "$PART_RC" = 0 ]; then
+        note=$(sed -n "/^== $name /,\$p" "$LOGS/sanitizer.log" | grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' | tail -n 1 | sed 's/^=* *//')
+    fi
+    record "$name" "$st" "$PART_S" "$note"
+}
+for tool in memcheck racecheck; do
+    sanitize "$tool" mlp "$BUILD/amptrain" train "$ROOT/configs/tiny_fp16_dynamic.ini" --set run.device=cuda \
+        --set train.steps=5 --out "$BUILD/$tool-mlp"
+done
+for tool in memcheck racecheck; do
+    sanitize "$tool" gpt "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_fp16_dynamic.ini" \
+        --set run.device=cuda --set train.steps=2 --set train.eval_every=0 --set data.eval_iters=1 \
+        --out "$BUILD/$tool-gpt"
+done
+# The CNN's short run: its PyTorch reference on CUDA (5 SGD steps; conv,
+# batch norm, pooling, linear), as no Fashion-MNIST is on the host.
+for tool in memcheck racecheck; do
+    sanitize "$tool" cnn "$BUILD/tests/test_cnn_reference" --device cuda
+done
+
+# --- benchmarks ----------------------------------------------------------------
+if needs bench "$BUILD/bench/bench_step"; then
     run_part bench 90 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
         "$BUILD/bench/bench_step" --device cuda --steps 30 --warmup 5 \
         --batch 1024 --features 784 --hidden 4096,4096 --classes 10
-    record bench "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
-
-    # --- the CNN's step per policy on cuDNN (its tables go to bench.log) ------------
-    run_part cnn 60 "$LOGS/bench.log" bash -c \
-        '"$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 &&
-         "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 --deterministic' \
-        cnn "$BUILD"
-    record cnn "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
-
-    # --- the GPT's step time per policy (its table goes to bench.log) ----------------
-    gpt_steps() {
-        local p rc=0 sum
-        echo "| GPT policy | median step ms (CUDA) | final train loss |"
-        echo "|---|---:|---:|"
-        for p in fp32 fp16_dynamic bf16; do
-            "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
-                --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
-                --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
-            sum=$BUILD/gpt-$p/summary.json
-            echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
-                "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") |"
-        done
-        return $rc
-    }
-    export -f gpt_steps
-    export BUILD ROOT
-    run_part gpt 60 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" bash -c gpt_steps
-    record gpt "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/bench.log")"
-
-    # --- PyTorch AMP reference, with the machine's own libraries ------------------
-    if ! env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 -c 'import torch' >/dev/null 2>&1; then
-        record torch n/a 0 "python3 has no torch"
-    else
-        run_part torch 90 "$LOGS/torch.log" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
-            PYTHONUNBUFFERED=1 python3 "$ROOT/scripts/torch_amp_bench.py" \
-            --batch 1024 --features 784 --hidden 4096,4096 --classes 10 --steps 50 --warmup 10
-        if [ "$PART_RC" = 3 ]; then
-            record torch n/a "$PART_S" "torch sees no CUDA device"
-        else
-            record torch "$(status_of $PART_RC)" "$PART_S" "$(part_note $PART_RC "$LOGS/torch.log")"
-        fi
-    fi
-
-    # --- compute-sanitizer memcheck (last: the slowest, and unsupported on
-    # some runtimes) --------------------------------------------------------------
-    SAN=$(command -v compute-sanitizer || true)
-    for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-        [ -z "$SAN" ] && [ -x "$c" ] && SAN=$c
+    finish_part bench "$LOGS/bench.log"
+fi
+# The CNN's step per policy on cuDNN: default, then deterministic algorithms;
+# each runs whatever the other did.
+cnn_both() {
+    local rc=0
+    "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 || rc=1
+    "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 --deterministic || rc=1
+    return $rc
+}
+export -f cnn_both
+if needs cnn "$BUILD/bench/bench_cnn"; then
+    run_part cnn 60 "$LOGS/bench.log" bash -c 'cnn_both "$1"' cnn "$BUILD"
+    finish_part cnn "$LOGS/bench.log"
+fi
+# The GPT's step time per policy (its table goes to bench.log).
+gpt_steps() {
+    local p rc=0 sum
+    echo "| GPT policy | median step ms (CUDA) | final train loss |"
+    echo "|---|---:|---:|"
+    for p in fp32 fp16_dynamic bf16; do
+        "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
+            --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
+            --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
+        sum=$BUILD/gpt-$p/summary.json
+        echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
+            "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") |"
     done
-    if [ -z "$SAN" ]; then
-        record memcheck n/a 0 "compute-sanitizer not found"
+    return $rc
+}
+export -f gpt_steps
+if needs gpt "$BUILD/amptrain"; then
+    run_part gpt 60 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" bash -c gpt_steps
+    finish_part gpt "$LOGS/bench.log"
+fi
+
+# --- PyTorch AMP reference, last, with the machine's own libraries ---------------
+CURRENT=torch
+if [ "$DRY" = 0 ] && ! env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout 60 python3 -c 'import torch' >/dev/null 2>&1; then
+    record torch n/a 0 "python3 has no torch (or its import took over 60 s)"
+else
+    run_part torch 90 "$LOGS/torch.log" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
+        PYTHONUNBUFFERED=1 python3 "$ROOT/scripts/torch_amp_bench.py" \
+        --batch 1024 --features 784 --hidden 4096,4096 --classes 10 --steps 50 --warmup 10
+    if [ "$PART_RC" = 3 ]; then
+        record torch n/a "$PART_S" "torch sees no CUDA device"
     else
-        run_part memcheck 120 "$LOGS/memcheck.log" env AMPTRAIN_CUDA_SYNC=1 "$SAN" --tool memcheck \
-            --error-exitcode 9 --leak-check full "$BUILD/amptrain" train \
-            "$ROOT/configs/tiny_fp16_dynamic.ini" --set run.device=cuda --set train.steps=5 \
-            --out "$BUILD/memcheck-run"
-        st=$(status_of $PART_RC)
-        note=$(part_note $PART_RC "$LOGS/memcheck.log")
-        unsupported=$(grep -m1 -iE 'device not supported|not supported on this (platform|device)|unsupported (device|platform)' \
-            "$LOGS/memcheck.log" | one_line)
-        if [ "$PART_RC" != 0 ] && [ -n "$unsupported" ]; then
-            st=n/a
-            note="the sanitizer does not support this runtime: $unsupported"
-        elif [ "$PART_RC" = 9 ]; then
-            note="memcheck reported errors (see memcheck.log)"
-        elif [ "$PART_RC" = 0 ]; then
-            note=$(grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -n 1 | sed 's/^=* *//')
-        fi
-        record memcheck "$st" "$PART_S" "$note"
+        finish_part torch "$LOGS/torch.log"
     fi
 fi
 
 # --- summary -------------------------------------------------------------------
-{
-    echo "# gpu-check $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo
-    echo "$(grep -m1 -E '^GPU 0' "$LOGS/env.log" || echo 'no GPU listed'); $(($(date +%s) - START)) s of a ${BUDGET} s budget"
-    echo
-    printf '| %-8s | %-6s | %5s | %s |\n' part status s note
-    echo "|----------|--------|------:|------|"
-    for line in "${SUMMARY[@]}"; do echo "$line"; done
-    for f in parity bench torch; do
-        [ -s "$LOGS/$f.log" ] || continue
-        if [ "$f" = parity ]; then
-            lines=$(grep -E '^(policy|fp32|fp16|bf16)' "$LOGS/parity.log")
-        else
-            lines=$(grep '^|' "$LOGS/$f.log")
-        fi
-        [ -n "$lines" ] || continue
-        echo
-        echo "$f:"
-        echo
-        [ "$f" = parity ] && echo '```'
-        echo "$lines"
-        [ "$f" = parity ] && echo '```'
-    done
-} >"$LOGS/summary.md"
+trap - TERM INT HUP
+write_summary "not reached"
 echo
 cat "$LOGS/summary.md"
 echo

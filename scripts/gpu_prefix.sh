@@ -31,6 +31,21 @@ AMP_GPU_DEBS_LISTED=$AMP_GPU_DEBS
 # zlib1g-dev's libz.so points at this version's file.
 AMP_GPU_IMAGE_HAS="libc6 libc6-dev libc-dev libgcc-s1 gcc-12-base libstdc++6 zlib1g"
 
+# What the bare CUDA image lacks and no .deb brings: the rehearsal makes
+# these absent (not stubbed: CMake's AUTO searches must come up empty, as
+# there), so the build is the image's OpenBLAS-only, MPI-less one. Debian
+# packages (the installed ones of the list) and the toolkit's own cuDNN and
+# NCCL files (globs); the image has cuDNN only as a pip wheel, which the
+# rehearsal fakes from the system's copy (amp_gpu_fake_cudnn_wheel).
+AMP_GPU_HOST_LACKS="libdnnl-dev libdnnl2 libdnnl3 libopenmpi-dev libopenmpi3 openmpi-bin
+  openmpi-common mpi-default-dev mpi-default-bin libnccl-dev libnccl2 nvidia-cudnn libcudnn9-dev-cuda-12
+  libcudnn9-cuda-12 libcudnn9-dev-cuda-13 libcudnn9-cuda-13"
+AMP_GPU_HOST_LACKS_GLOBS="/usr/local/cuda*/lib*/libcudnn* /usr/local/cuda*/lib*/libnccl*
+  /usr/local/cuda*/targets/*/lib/libcudnn* /usr/local/cuda*/targets/*/lib/libnccl*
+  /usr/local/cuda*/include/cudnn*.h /usr/local/cuda*/include/nccl*.h
+  /usr/local/cuda*/targets/*/include/cudnn*.h /usr/local/cuda*/targets/*/include/nccl*.h
+  /usr/local/include/cudnn*.h /usr/local/include/nccl*.h /usr/local/lib/libcudnn* /usr/local/lib/libnccl*"
+
 # Never hidden by the rehearsal: the host's own compiler and CMake load them.
 AMP_GPU_HOST_KEEP="zlib1g"
 
@@ -321,4 +336,99 @@ $(find "$build" -name '*.d' -exec cat {} + 2>/dev/null | tr ' \\' '\n\n' | grep 
         fi
     done <"$AMP_GPU_HIDDEN_MAP"
     return "$bad"
+}
+
+# amp_gpu_lacked_files: the files of AMP_GPU_HOST_LACKS (installed packages)
+# and AMP_GPU_HOST_LACKS_GLOBS, one per line, links included.
+amp_gpu_lacked_files() {
+    local pkg path
+    for pkg in $AMP_GPU_HOST_LACKS; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || continue
+        dpkg-query -L "$pkg" | while IFS= read -r path; do
+            [ -L "$path" ] || [ -f "$path" ] && echo "$path"
+        done
+    done
+    for path in $AMP_GPU_HOST_LACKS_GLOBS; do
+        [ -L "$path" ] || [ -f "$path" ] && echo "$path"
+    done
+    return 0
+}
+
+# amp_gpu_make_absent STUBDIR: in the private mount namespace, makes every
+# file of amp_gpu_lacked_files absent: each library or header folder holding
+# one is covered by a folder of links to its other entries (its original
+# stays reachable under STUBDIR/orig, for amp_gpu_fake_cudnn_wheel); any
+# other file (a program, a man page) by a stub. Deepest folders first, the
+# originals bound recursively, so no cover hides another. Writes
+# STUBDIR/absent.tsv (PATH<tab>ORIGINAL FOLDER) and prints a count.
+amp_gpu_make_absent() {
+    local stubs=$1 path dir n=0 k=0 orig farm e name
+    mkdir -p "$stubs/orig" "$stubs/farm" || return 1
+    : >"$stubs/absent.tsv"
+    declare -A gone=()
+    local dirs=()
+    while IFS= read -r path; do
+        dir=$(readlink -f "$(dirname "$path")")
+        gone["$dir/${path##*/}"]=1
+        case $dir in
+        */lib | */lib/* | */lib64 | */lib64/* | */include | */include/*)
+            case " ${dirs[*]} " in *" $dir "*) ;; *) dirs+=("$dir") ;; esac ;;
+        *)
+            if [ -f "$path" ] && [ ! -L "$path" ]; then
+                echo "absent on the CUDA image: $path" >"$stubs/stub.txt"
+                mount --bind "$stubs/stub.txt" "$path" || return 1
+            fi ;;
+        esac
+        n=$((n + 1))
+    done < <(amp_gpu_lacked_files)
+    while IFS= read -r dir; do
+        [ -n "$dir" ] || continue
+        k=$((k + 1))
+        orig=$stubs/orig/$k farm=$stubs/farm/$k
+        mkdir -p "$orig" "$farm" || return 1
+        mount --rbind "$dir" "$orig" || return 1
+        for e in "$orig"/* "$orig"/.[!.]*; do
+            [ -e "$e" ] || [ -L "$e" ] || continue
+            name=${e##*/}
+            if [ -n "${gone["$dir/$name"]:-}" ]; then
+                printf '%s\t%s\n' "$dir/$name" "$orig" >>"$stubs/absent.tsv"
+                continue
+            fi
+            ln -s "$e" "$farm/$name" || return 1
+        done
+        mount --bind "$farm" "$dir" || return 1
+    done < <(printf '%s\n' "${dirs[@]}" | awk '{ print gsub("/", "/"), $0 }' | sort -rn | cut -d' ' -f2-)
+    echo "made $n files of packages the CUDA image lacks absent ($AMP_GPU_HOST_LACKS_SUMMARY) in ${#dirs[@]} folders"
+}
+AMP_GPU_HOST_LACKS_SUMMARY="oneDNN, OpenMPI, NCCL, cuDNN"
+
+# amp_gpu_fake_cudnn_wheel SITE [ABSENT_TSV]: the pip wheel's layout of
+# cuDNN (SITE/nvidia/cudnn/lib/libcudnn*.so.<major>, no unversioned
+# libcudnn.so; SITE/nvidia/cudnn/include) as links to the system's copy
+# (its hidden original, per ABSENT_TSV, where the rehearsal made it absent).
+# Prints the folder; Python finds it as nvidia.cudnn with SITE on PYTHONPATH.
+amp_gpu_fake_cudnn_wheel() {
+    local site=$1 tsv=${2:-} root=$1/nvidia/cudnn f path orig n=0
+    rm -rf "$site/nvidia" && mkdir -p "$root/lib" "$root/include" || return 1
+    local srcs=()
+    if [ -n "$tsv" ] && [ -s "$tsv" ]; then
+        while IFS=$'\t' read -r path orig; do srcs+=("$orig/${path##*/}"); done < <(grep -E '/(libcudnn[^/]*\.so\.[0-9]+|cudnn[^/]*\.h)'$'\t' "$tsv")
+    else
+        for f in $AMP_GPU_HOST_LACKS_GLOBS; do
+            case ${f##*/} in libcudnn*.so.[0-9] | libcudnn*.so.[0-9][0-9] | cudnn*.h) srcs+=("$f") ;; esac
+        done
+    fi
+    for f in "${srcs[@]}"; do
+        [ -e "$f" ] || continue
+        case ${f##*/} in
+        *.h) [ -e "$root/include/${f##*/}" ] || ln -s "$f" "$root/include/" ;;
+        *) [ -e "$root/lib/${f##*/}" ] || ln -s "$f" "$root/lib/" ;;
+        esac
+        n=$((n + 1))
+    done
+    [ -e "$root/lib/libcudnn.so.9" ] || [ -e "$root/lib/libcudnn.so.8" ] || {
+        amp_gpu_err "no libcudnn.so.<major> on this machine to fake the wheel from"
+        return 1
+    }
+    echo "$root"
 }

@@ -18,3 +18,10 @@ if(AMP_HAVE_CUDA)
     endif()
   endforeach()
 endif()
+
+# The device run stopped by a signal mid-part still leaves summary.md with
+# every part; --dry-run lists every part in order (tests/gpu_check_stop.sh).
+add_test(NAME gpu_check_stop
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu_check_stop.sh ${PROJECT_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/tests/gpu_check_stop)
+set_tests_properties(gpu_check_stop PROPERTIES LABELS "rehearse;cli" TIMEOUT 180)
