@@ -23,7 +23,7 @@ parts_in() { sed -n 's/^| \([a-z_]*\) *|.*/\1/p' "$1" | grep -vx part | tr '\n' 
 PATH=$work/bin:$PATH OUT=$work/out timeout 120 bash "$src/scripts/gpu-check.sh" --debs "$work/debs" \
     --build-dir "$work/build" >"$work/run.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 200); do
+for _ in $(seq 1 900); do  # the environment part alone takes ~20 s here
     grep -q '^== build (limit' "$work/run.log" 2>/dev/null && break
     sleep 0.1
 done
