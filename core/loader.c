@@ -71,7 +71,8 @@ int amp_plugin_search_dirs(amp_plugin_dirs *d) {
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
         char cand[PATH_MAX + 64];
-        static const char *const rel[] = {"plugins", "../plugins", "../" AMP_PLUGIN_INSTALL_SUBDIR};
+        static const char installed[] = "../" AMP_PLUGIN_INSTALL_SUBDIR;
+        static const char *const rel[] = {"plugins", "../plugins", installed};
         for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !bad; i++) {
             snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
             if (strlen(cand) < PATH_MAX) bad = add_dir(d, cand) != 0;
