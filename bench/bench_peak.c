@@ -73,8 +73,6 @@ __attribute__((target("avx512f,avx512bf16"))) static float dpbf16(long iters) {
     return _mm512_reduce_add_ps(s);
 }
 
-#if defined(__GNUC__) && __GNUC__ >= 12
-#define HAVE_FP16_KERNEL 1
 /* AVX512-FP16 from CPUID (leaf 7, EDX bit 23): clang 14's
  * __builtin_cpu_supports does not know "avx512fp16". The OS's AVX-512 state
  * is what the avx512f check covers. */
@@ -84,6 +82,8 @@ static int have_avx512fp16(void) {
     return __builtin_cpu_supports("avx512f") && ((d >> 23) & 1u);
 }
 
+#if defined(__GNUC__) && __GNUC__ >= 12
+#define HAVE_FP16_KERNEL 1
 __attribute__((target("avx512f,avx512fp16"))) static float fmaph(long iters) {
     __m512h acc[CHAINS], a = _mm512_set1_ph((_Float16)1.0f), b = _mm512_set1_ph((_Float16)0.5f);
     for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ph((_Float16)0.0f);
