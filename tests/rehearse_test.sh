@@ -5,7 +5,9 @@
 #                    SOURCE_DIR/.gpu-debs when that is complete, else
 #                    `gpu-check.sh --prepare` (apt-get download)
 #   full             the rehearsal passes: amptrain and the gpu tests build
-#                    and run from the prefix alone
+#                    and run from the prefix alone, with no oneDNN, MPI, NCCL
+#                    or system cuDNN visible and cuDNN from a wheel layout
+#                    (the script checks CMake's summary lines), then a dry run
 #   missing_deb      libinih1's .deb taken out of the folder: fails at once,
 #                    naming libinih1
 #   missing_package  libgfortran5 left out of AMP_GPU_DEBS and the folder:
