@@ -18,6 +18,7 @@
 typedef struct amp_ab_point { /* one metrics.jsonl step line */
     int64_t step;
     double loss, scale, step_ms; /* loss NAN when it was not finite */
+    double cpu_ms;               /* process CPU time of the step; NAN in older files */
     int skipped;
     double underflow, overflow;
 } amp_ab_point;
@@ -41,6 +42,10 @@ typedef struct amp_ab_run {
     char device[32], precision[64], scaler[64];
     double steps, skipped, final_loss, test_loss, test_acc, final_scale, wall_s, median_ms;
     double world_size, median_comm_ms; /* data parallel: 1 and 0 when the summary has none */
+    double median_cpu_ms;         /* process CPU time per step; NAN in older summaries */
+    double load_start, load_end;  /* 1-minute load average around the steps; NAN if unknown */
+    int has_val_loss;             /* summary.json has val_loss: a language model */
+    int order;                    /* 0-based position of the run within its seed's round */
     double underflow, overflow, rounded;
     double mem[AMP_AB_MAX_MEM]; /* indexed like amp_ab_study.mem_names */
     amp_ab_layer *layers; /* [nlayers], owned */
@@ -59,14 +64,27 @@ typedef struct amp_ab_arm {
     amp_ab_run *runs;      /* [nruns], in seed order */
     int nruns;
     /* across seeds, filled by amp_ab_arm_stats */
-    amp_ab_summary final_loss, test_loss, test_acc, median_ms, wall_s, skipped, underflow,
-        overflow, mem[AMP_AB_MAX_MEM];
+    amp_ab_summary final_loss, test_loss, test_acc, median_ms, cpu_ms, wall_s, skipped,
+        underflow, overflow, mem[AMP_AB_MAX_MEM];
 } amp_ab_arm;
 
 typedef struct amp_ab_diff { /* a setting that is not the same in every arm */
     char section[64], key[128];
     char **values; /* [narms] resolved values ("(unset)" when an arm has none) */
 } amp_ab_diff;
+
+/* What the verdict compares: accuracy for classifiers, validation loss (and
+ * perplexity) for language models. */
+typedef enum amp_ab_metric { AMP_AB_METRIC_AUTO, AMP_AB_METRIC_ACC, AMP_AB_METRIC_LOSS } amp_ab_metric;
+
+/* Whether the timing can carry a speed verdict (ab_speed.c). */
+typedef struct amp_ab_timing {
+    int cpu_basis;        /* the speedup compares CPU time per step, not wall time */
+    int disturbed;        /* other work on the machine changed the wall times */
+    double ratio_lo, ratio_hi; /* wall / CPU time per step, extremes over runs */
+    double load_max;      /* highest 1-minute load average seen at a run's start or end */
+    char why[256];        /* what showed the disturbance; "" when none */
+} amp_ab_timing;
 
 typedef struct amp_ab_study {
     amp_ab_arm *arms; /* arms[0] is the baseline */
@@ -84,13 +102,29 @@ typedef struct amp_ab_study {
     char host[128], cpu[160], device[32];
     int ncpu;
     double wall_s;
+    amp_ab_metric metric; /* resolved: ACC or LOSS */
+    int metric_forced;    /* chosen by --metric, not from the model */
+    amp_ab_timing timing;
 } amp_ab_study;
+
+/* Speed of b against a, paired by seed: the geometric mean over seeds of
+ * a's step time / b's on the study's basis (wall or CPU), with a t interval
+ * on the log ratios. significant is never set when the timing was disturbed
+ * or the seeds disagree. */
+typedef struct amp_ab_speed {
+    double speedup, lo, hi; /* > 1 means b is faster */
+    int n, has_ci, significant;
+    double seed_lo, seed_hi; /* smallest and largest per-seed ratio */
+    int noisy;               /* the per-seed ratios spread too far to judge */
+} amp_ab_speed;
 
 /* Baseline (a) against another arm (b): b - a with Welch intervals. */
 typedef struct amp_ab_cmp {
     int a, b;
     amp_ab_welch final_loss, test_loss, test_acc, median_ms;
-    double speedup;   /* mean median step time of a / of b: > 1 means b is faster */
+    amp_ab_welch verdict; /* test_acc or test_loss, after st->metric */
+    amp_ab_speed speed;
+    double speedup;   /* = speed.speedup */
     double mem_ratio; /* mean total memory of b / of a */
 } amp_ab_cmp;
 
@@ -102,6 +136,15 @@ void amp_ab_run_free(amp_ab_run *r);
 /* Fills the arm's across-seed summaries. */
 void amp_ab_arm_stats(amp_ab_arm *arm, int nmem);
 void amp_ab_compare(amp_ab_cmp *out, const amp_ab_study *st, int a, int b);
+/* Fills st->timing from the loaded runs (call after amp_ab_arm_stats). */
+void amp_ab_timing_check(amp_ab_study *st);
+void amp_ab_speed_compare(amp_ab_speed *out, const amp_ab_study *st, int a, int b);
+/* A run's step time on the study's basis, ms. */
+double amp_ab_run_step_ms(const amp_ab_study *st, const amp_ab_run *r);
+/* "CPU" or "wall". */
+const char *amp_ab_speed_basis(const amp_ab_study *st);
+/* "validation loss" or "test accuracy"; the short form for table heads. */
+const char *amp_ab_metric_name(const amp_ab_study *st);
 /* Index of "total" in mem_names, or -1. */
 int amp_ab_mem_total(const amp_ab_study *st);
 

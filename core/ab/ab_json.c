@@ -77,7 +77,7 @@ static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
         const amp_ab_run *r = &arm->runs[i];
         fprintf(f, "%s\n        {\"seed\": %llu, \"dir\": ", i ? "," : "", (unsigned long long)r->seed);
         amp_json_str(f, r->dir);
-        fputs(", \"process_seconds\": ", f);
+        fprintf(f, ", \"order\": %d, \"process_seconds\": ", r->order);
         amp_json_num(f, r->parent_wall_s);
         fputs(", \"summary\": ", f);
         write_value(f, r->summary, 8);
@@ -85,12 +85,12 @@ static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
     }
     fputs("\n      ],\n      \"stats\": {", f);
     static const char *const names[] = {"final_train_loss", "test_loss",     "test_acc",
-                                        "median_step_ms",   "wall_seconds",  "skipped_steps",
-                                        "underflow",        "overflow"};
+                                        "median_step_ms",   "median_cpu_ms", "wall_seconds",
+                                        "skipped_steps",    "underflow",     "overflow"};
     const amp_ab_summary *vals[] = {&arm->final_loss, &arm->test_loss, &arm->test_acc,
-                                    &arm->median_ms,  &arm->wall_s,    &arm->skipped,
-                                    &arm->underflow,  &arm->overflow};
-    for (int k = 0; k < 8; k++) {
+                                    &arm->median_ms,  &arm->cpu_ms,    &arm->wall_s,
+                                    &arm->skipped,    &arm->underflow, &arm->overflow};
+    for (int k = 0; k < 9; k++) {
         fprintf(f, "%s\n        \"%s\": ", k ? "," : "", names[k]);
         write_summary_stats(f, vals[k]);
     }
@@ -118,7 +118,20 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
     fputs(",\n  \"seeds\": [", f);
     for (int i = 0; i < st->nseeds; i++)
         fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)st->seeds[i]);
-    fputs("],\n  \"order\": \"interleaved\",\n  \"baseline\": ", f);
+    fputs("],\n  \"order\": \"interleaved, rotating per seed\",\n  \"metric\": ", f);
+    amp_json_str(f, st->metric == AMP_AB_METRIC_LOSS ? "val_loss" : "test_acc");
+    fprintf(f, ", \"metric_from\": \"%s\"", st->metric_forced ? "--metric" : "model");
+    const amp_ab_timing *t = &st->timing;
+    fprintf(f, ",\n  \"timing\": {\"basis\": \"%s\", \"disturbed\": %s, \"why\": ",
+            t->cpu_basis ? "cpu" : "wall", t->disturbed ? "true" : "false");
+    amp_json_str(f, t->why);
+    fputs(", \"wall_cpu_ratio\": [", f);
+    amp_json_num(f, t->ratio_lo);
+    fputs(", ", f);
+    amp_json_num(f, t->ratio_hi);
+    fputs("], \"load_avg_max\": ", f);
+    amp_json_num(f, t->load_max);
+    fputs("},\n  \"baseline\": ", f);
     amp_json_str(f, st->arms[0].name);
     fputs(",\n  \"overrides\": [", f);
     for (int i = 0; i < st->nsets; i++) {
@@ -166,6 +179,26 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
             write_welch(f, &c.final_loss);
             fputs(",\n     \"median_step_ms\": ", f);
             write_welch(f, &c.median_ms);
+            fputs(",\n     \"verdict\": ", f);
+            write_welch(f, &c.verdict);
+            fputs(",\n     \"speed\": {\"speedup\": ", f);
+            amp_json_num(f, c.speed.speedup);
+            fputs(", \"ci95\": ", f);
+            if (c.speed.has_ci) {
+                fputc('[', f);
+                amp_json_num(f, c.speed.lo);
+                fputs(", ", f);
+                amp_json_num(f, c.speed.hi);
+                fputc(']', f);
+            } else {
+                fputs("null", f);
+            }
+            fprintf(f, ", \"seeds\": %d, \"per_seed\": [", c.speed.n);
+            amp_json_num(f, c.speed.seed_lo);
+            fputs(", ", f);
+            amp_json_num(f, c.speed.seed_hi);
+            fprintf(f, "], \"noisy\": %s, \"significant\": %s}", c.speed.noisy ? "true" : "false",
+                    c.speed.has_ci ? (c.speed.significant ? "true" : "false") : "null");
             fputs(",\n     \"speedup\": ", f);
             amp_json_num(f, c.speedup);
             fputs(", \"memory_ratio\": ", f);

@@ -4,8 +4,9 @@
  * A/B test of precision policies: every config (an arm) runs with the same
  * seeds; a seed fixes the initial weights and the data order (a model's
  * init_params and the batcher take only the seed, the epoch and the step),
- * so arms see the same start and the same batches. Runs are interleaved (A1 B1 A2 B2 ...) so
- * that drift in the machine's speed hits every arm alike.
+ * so arms see the same start and the same batches. Runs are interleaved, the
+ * order rotating per seed (A1 B1, B2 A2, ...), so that drift in the machine's
+ * speed hits every arm alike and no arm always runs first.
  *
  * Each run is a child process, `amptrain train` itself (/proc/self/exe), with
  * its files kept in DIR/runs/<arm>/seed-<S>/ and its stderr in train.log
@@ -41,10 +42,12 @@
 
 static const char usage_text[] =
     "usage: amptrain ab A.ini B.ini [C.ini ...] [--seeds N] [--set section.key=value]...\n"
-    "                   [--allow-diff] [--out DIR]\n"
+    "                   [--allow-diff] [--metric auto|loss|acc] [--out DIR]\n"
     "  runs every config with the same N seeds (default 3), interleaved, and writes\n"
     "  DIR/ab.json and DIR/report.html (DIR defaults to runs/ab); the first config is\n"
-    "  the baseline\n";
+    "  the baseline\n"
+    "  --metric  the verdict: validation loss (language models) or test accuracy\n"
+    "            (classifiers); auto (default) follows the model\n";
 
 typedef struct ab_args {
     const char *configs[MAX_ARMS];
@@ -53,6 +56,7 @@ typedef struct ab_args {
     int nsets;
     int seeds;
     int allow_diff;
+    amp_ab_metric metric;
     const char *out;
 } ab_args;
 
@@ -83,6 +87,15 @@ static int ab_opt(void *user, int opt, const char *arg) {
     case 'd':
         a->allow_diff = 1;
         return 0;
+    case 'm':
+        if (strcmp(arg, "auto") == 0) a->metric = AMP_AB_METRIC_AUTO;
+        else if (strcmp(arg, "loss") == 0) a->metric = AMP_AB_METRIC_LOSS;
+        else if (strcmp(arg, "acc") == 0) a->metric = AMP_AB_METRIC_ACC;
+        else {
+            fprintf(stderr, "amptrain ab: --metric '%s': expected auto, loss or acc\n", arg);
+            return -1;
+        }
+        return 0;
     case 1:
         if (!arg[0]) {
             fprintf(stderr, "amptrain ab: a config path is empty\n%s", usage_text);
@@ -105,6 +118,7 @@ static int parse_args(ab_args *a, int argc, char **argv) {
                                          {"out", required_argument, NULL, 'o'},
                                          {"seeds", required_argument, NULL, 'n'},
                                          {"allow-diff", no_argument, NULL, 'd'},
+                                         {"metric", required_argument, NULL, 'm'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
@@ -636,13 +650,14 @@ int amp_cmd_ab(int argc, char **argv) {
 
     machine_info(&st);
     int total = st.nseeds * st.narms, k = 0;
-    fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved; baseline %s; output in %s\n",
+    fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved (order rotating per seed); baseline %s; output in %s\n",
             st.narms, st.nseeds, (unsigned long long)st.seeds[0],
             (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, a.out);
     double t_all = now_s();
     catch_stop_signals();
     for (int s = 0; s < st.nseeds; s++)
-        for (int i = 0; i < st.narms; i++) {
+        for (int j = 0; j < st.narms; j++) {
+            int i = (j + s) % st.narms; /* each seed starts with another arm */
             if (stop_signal) {
                 snprintf(err, sizeof err, "stopped by %s before run %d of %d",
                          ab_signal_name(stop_signal), k + 1, total);
@@ -651,6 +666,7 @@ int amp_cmd_ab(int argc, char **argv) {
             amp_ab_arm *arm = &st.arms[i];
             amp_ab_run *r = &arm->runs[s];
             r->seed = st.seeds[s];
+            r->order = j;
             snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed-%llu", a.out, arm->slug,
                      (unsigned long long)r->seed);
             fprintf(stderr, "[%d/%d] %s seed %llu ... ", ++k, total, arm->name,
@@ -690,11 +706,16 @@ int amp_cmd_ab(int argc, char **argv) {
                 goto fail;
             }
             arm->nruns = s + 1;
-            fprintf(stderr, "test_acc %.4f (%.1f s)\n", r->test_acc, r->parent_wall_s);
+            fprintf(stderr, "test_acc %.4f test_loss %.4f (%.1f s)\n", r->test_acc, r->test_loss,
+                    r->parent_wall_s);
         }
     st.wall_s = now_s() - t_all;
     for (int i = 0; i < st.narms; i++) amp_ab_arm_stats(&st.arms[i], st.nmem);
     snprintf(st.device, sizeof st.device, "%s", st.arms[0].runs[0].device);
+    st.metric_forced = a.metric != AMP_AB_METRIC_AUTO;
+    st.metric = st.metric_forced ? a.metric
+                : st.arms[0].runs[0].has_val_loss ? AMP_AB_METRIC_LOSS : AMP_AB_METRIC_ACC;
+    amp_ab_timing_check(&st);
     if (write_atomic(a.out, "ab.json", amp_ab_write_json, &st, err, sizeof err) != 0 ||
         write_atomic(a.out, "report.html", amp_ab_write_report, &st, err, sizeof err) != 0)
         goto fail;

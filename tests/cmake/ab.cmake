@@ -91,3 +91,16 @@ add_test(NAME ab_deep_heat
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/deep_heat.sh $<TARGET_FILE:amptrain>
                  ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_OUT}/deep)
 set_tests_properties(ab_deep_heat PROPERTIES LABELS ab)
+
+# Identical arms, a CPU hog during one arm's runs only: the timing is flagged
+# as disturbed, the speedup compares CPU time, and nothing is called a
+# significant speed difference.
+add_test(NAME ab_busy_machine
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/busy_check.sh $<TARGET_FILE:amptrain>
+                 ${AMP_AB_DYN} ${AMP_AB_OUT}/busy)
+set_tests_properties(ab_busy_machine PROPERTIES LABELS ab TIMEOUT 180)
+# Bad --metric: exit 2, naming the flag and the choices.
+amp_expect_fail(ab_bad_metric LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --metric 'ppl': expected auto, loss or acc]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --metric ppl)
