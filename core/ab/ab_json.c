@@ -72,6 +72,10 @@ static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
     amp_json_str(f, arm->precision);
     fputs(",\n      \"scaler\": ", f);
     amp_json_str(f, arm->scaler);
+    if (arm->sample) {
+        fputs(",\n      \"sample\": ", f);
+        amp_json_str(f, arm->sample);
+    }
     fputs(",\n      \"runs\": [", f);
     for (int i = 0; i < arm->nruns; i++) {
         const amp_ab_run *r = &arm->runs[i];

@@ -824,6 +824,25 @@ static void verdict_table(FILE *f, const amp_ab_study *st) {
             amp_ab_speed_basis(st));
 }
 
+/* A language model's text per arm: what the numbers mean to a reader. */
+static void samples_panel(FILE *f, const amp_ab_study *st) {
+    int any = 0;
+    for (int a = 0; a < st->narms; a++) any |= st->arms[a].sample != NULL;
+    if (!any) return;
+    fputs("<h2>Samples</h2>\n<div class=\"grid2\" id=\"samples\">\n", f);
+    for (int a = 0; a < st->narms; a++) {
+        if (!st->arms[a].sample) continue;
+        fprintf(f, "<figure><figcaption><b><i style=\"background:%s\"></i> ", color(a));
+        esc(f, st->arms[a].name);
+        fprintf(f, "</b> <span class=\"note\">seed %llu, <code>amptrain sample</code>, 200 "
+                   "characters</span></figcaption><pre class=\"sample\">",
+                (unsigned long long)st->arms[a].runs[0].seed);
+        esc(f, st->arms[a].sample);
+        fputs("</pre></figure>\n", f);
+    }
+    fputs("</div>\n", f);
+}
+
 /* Wall and CPU time per arm, and whether the machine let them be compared. */
 static void speed_panel(FILE *f, const amp_ab_study *st) {
     const amp_ab_timing *t = &st->timing;
@@ -896,6 +915,8 @@ static void runs_table(FILE *f, const amp_ab_study *st) {
 }
 
 static const char css[] =
+    "pre.sample{white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace;background:#fff;"
+    "border:1px solid #d8dee4;border-radius:6px;padding:8px;margin:4px 0}"
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;"
     "color:#1d232b;background:#f4f6f8;margin:0}"
     "main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}"
@@ -1018,6 +1039,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
 
     verdict_table(f, st);
     speed_panel(f, st);
+    samples_panel(f, st);
     fputs("<h2>Training</h2>\n<div class=\"grid2\">\n", f);
     chart_loss(f, st);
     chart_eval(f, st);

@@ -493,6 +493,42 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     return rc;
 }
 
+/* A short text from the arm's first-seed model, `amptrain sample` run as a
+ * child into DIR/sample.txt; read back into arm->sample. A sample that
+ * fails leaves the reason in sample.log and the study without a sample. */
+#define AB_SAMPLE_TOKENS "200"
+static void sample_arm(amp_ab_arm *arm) {
+    const char *dir = arm->runs[0].dir;
+    char out[PATH_MAX + 16], log[PATH_MAX + 16];
+    snprintf(out, sizeof out, "%s/sample.txt", dir);
+    snprintf(log, sizeof log, "%s/sample.log", dir);
+    char *const argv[] = {"amptrain", "sample", (char *)dir, "--tokens", AB_SAMPLE_TOKENS,
+                          "--seed", "1", "--prompt", "\n", NULL};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fl = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fo < 0 || fl < 0 || dup2(fo, 1) < 0 || dup2(fl, 2) < 0) _exit(126);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "amptrain ab: no sample for arm '%s': see %s\n", arm->name, log);
+        return;
+    }
+    char err[256];
+    size_t n = 0;
+    if (amp_file_read_all(out, 1 << 16, &arm->sample, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "amptrain ab: no sample for arm '%s': %s\n", arm->name, err);
+        arm->sample = NULL;
+    }
+}
+
 static void machine_info(amp_ab_study *st) {
     time_t t = time(NULL);
     struct tm tm;
@@ -525,6 +561,7 @@ static void study_free(amp_ab_study *st) {
     for (int a = 0; a < st->narms; a++) {
         for (int r = 0; r < st->arms[a].nruns; r++) amp_ab_run_free(&st->arms[a].runs[r]);
         free(st->arms[a].runs);
+        free(st->arms[a].sample);
     }
     for (int d = 0; d < st->ndiffs; d++) {
         for (int a = 0; a < st->narms; a++) free(st->diffs[d].values[a]);
@@ -716,6 +753,8 @@ int amp_cmd_ab(int argc, char **argv) {
     st.metric = st.metric_forced ? a.metric
                 : st.arms[0].runs[0].has_val_loss ? AMP_AB_METRIC_LOSS : AMP_AB_METRIC_ACC;
     amp_ab_timing_check(&st);
+    if (st.arms[0].runs[0].has_val_loss)
+        for (int i = 0; i < st.narms && !stop_signal; i++) sample_arm(&st.arms[i]);
     if (write_atomic(a.out, "ab.json", amp_ab_write_json, &st, err, sizeof err) != 0 ||
         write_atomic(a.out, "report.html", amp_ab_write_report, &st, err, sizeof err) != 0)
         goto fail;

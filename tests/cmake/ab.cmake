@@ -104,3 +104,11 @@ amp_expect_fail(ab_bad_metric LABELS ab
   CODE 2
   REGEX [=[^amptrain ab: --metric 'ppl': expected auto, loss or acc]=]
   COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --metric ppl)
+
+# A GPT study's verdict is the validation loss (and perplexity); --metric acc
+# overrides it; a run evaluated once gets a note, not a curve.
+add_test(NAME ab_gpt_verdict
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/gpt_verdict.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini $<TARGET_FILE:test_ab_check>
+                 ${AMP_AB_OUT}/gpt)
+set_tests_properties(ab_gpt_verdict PROPERTIES LABELS ab TIMEOUT 300)
