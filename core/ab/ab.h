@@ -14,6 +14,8 @@
 
 #define AMP_AB_MAX_MEM 16    /* memory categories read from summary.json */
 #define AMP_AB_LEVEL 0.95    /* confidence level of every interval */
+#define AMP_AB_MAX_ARMS 64   /* arms of one study (a scan's groups + 2) */
+#define AMP_AB_MAX_SCAN (AMP_AB_MAX_ARMS - 2)
 
 typedef struct amp_ab_point { /* one metrics.jsonl step line */
     int64_t step;
@@ -106,6 +108,7 @@ typedef struct amp_ab_study {
     amp_ab_metric metric; /* resolved: ACC or LOSS */
     int metric_forced;    /* chosen by --metric, not from the model */
     amp_ab_timing timing;
+    const struct amp_ab_scan *scan; /* --scan: the ranking; NULL otherwise */
 } amp_ab_study;
 
 /* Speed of b against a, paired by seed: the geometric mean over seeds of

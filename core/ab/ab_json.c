@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_scan.h"
 #include "io/json.h"
 
 /* Re-serialises a parsed value (an embedded summary.json). */
@@ -45,15 +46,22 @@ static void write_summary_stats(FILE *f, const amp_ab_summary *s) {
     fputc('}', f);
 }
 
+/* "[lo, hi]" (null for a non-finite end). */
+static void write_pair(FILE *f, double lo, double hi) {
+    fputc('[', f);
+    amp_json_num(f, lo);
+    fputs(", ", f);
+    amp_json_num(f, hi);
+    fputc(']', f);
+}
+
 static void write_welch(FILE *f, const amp_ab_welch *w) {
     fputs("{\"diff\": ", f);
     amp_json_num(f, w->diff);
     if (w->has_ci) {
-        fputs(", \"ci95\": [", f);
-        amp_json_num(f, w->lo);
-        fputs(", ", f);
-        amp_json_num(f, w->hi);
-        fputs("], \"df\": ", f);
+        fputs(", \"ci95\": ", f);
+        write_pair(f, w->lo, w->hi);
+        fputs(", \"df\": ", f);
         amp_json_num(f, w->df);
         fputs(", \"se\": ", f);
         amp_json_num(f, w->se);
@@ -108,6 +116,36 @@ static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
     fputs("\n        }\n      }\n    }", f);
 }
 
+static void write_scan(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f) {
+    fputs(",\n  \"scan\": {\"baseline\": ", f);
+    amp_json_str(f, st->arms[0].name);
+    fputs(", \"candidate\": ", f);
+    amp_json_str(f, st->arms[1].name);
+    fputs(", \"gap\": ", f);
+    write_welch(f, &sc->gap);
+    fprintf(f, ", \"gap_to_close\": %s, \"groups\": [", amp_ab_scan_has_gap(sc) ? "true" : "false");
+    for (int i = 0; i < sc->ngroups; i++) {
+        const amp_ab_scan_row *r = &sc->rows[i];
+        const amp_ab_group *g = amp_ab_scan_group(sc, r);
+        fprintf(f, "%s\n    {\"rank\": %d, \"group\": ", i ? "," : "", i + 1);
+        amp_json_str(f, g->label);
+        fputs(", \"arm\": ", f);
+        amp_json_str(f, st->arms[r->arm].name);
+        fprintf(f, ", \"layers\": %d, \"dtype\": ", g->nmembers);
+        amp_json_str(f, amp_ab_scan_dtype(sc, r));
+        fputs(", \"gain\": ", f);
+        amp_json_num(f, r->gain);
+        fputs(", \"gain_ci95\": ", f);
+        write_pair(f, r->lo, r->hi);
+        fputs(", \"gap_closed\": ", f);
+        amp_json_num(f, r->closed);
+        fputs(", \"gap_closed_ci95\": ", f);
+        write_pair(f, r->closed_lo, r->closed_hi);
+        fprintf(f, ", \"significant\": %s}", r->significant ? "true" : "false");
+    }
+    fputs("]}", f);
+}
+
 int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
     fputs("{\n  \"schema\": \"amptrain-ab/1\",\n  \"created\": ", f);
     amp_json_str(f, st->created);
@@ -129,11 +167,9 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
     fprintf(f, ",\n  \"timing\": {\"basis\": \"%s\", \"disturbed\": %s, \"why\": ",
             t->cpu_basis ? "cpu" : "wall", t->disturbed ? "true" : "false");
     amp_json_str(f, t->why);
-    fputs(", \"wall_cpu_ratio\": [", f);
-    amp_json_num(f, t->ratio_lo);
-    fputs(", ", f);
-    amp_json_num(f, t->ratio_hi);
-    fputs("], \"load_avg_max\": ", f);
+    fputs(", \"wall_cpu_ratio\": ", f);
+    write_pair(f, t->ratio_lo, t->ratio_hi);
+    fputs(", \"load_avg_max\": ", f);
     amp_json_num(f, t->load_max);
     fputs("},\n  \"baseline\": ", f);
     amp_json_str(f, st->arms[0].name);
@@ -188,20 +224,11 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
             fputs(",\n     \"speed\": {\"speedup\": ", f);
             amp_json_num(f, c.speed.speedup);
             fputs(", \"ci95\": ", f);
-            if (c.speed.has_ci) {
-                fputc('[', f);
-                amp_json_num(f, c.speed.lo);
-                fputs(", ", f);
-                amp_json_num(f, c.speed.hi);
-                fputc(']', f);
-            } else {
-                fputs("null", f);
-            }
-            fprintf(f, ", \"seeds\": %d, \"per_seed\": [", c.speed.n);
-            amp_json_num(f, c.speed.seed_lo);
-            fputs(", ", f);
-            amp_json_num(f, c.speed.seed_hi);
-            fprintf(f, "], \"noisy\": %s, \"significant\": %s}", c.speed.noisy ? "true" : "false",
+            if (c.speed.has_ci) write_pair(f, c.speed.lo, c.speed.hi);
+            else fputs("null", f);
+            fprintf(f, ", \"seeds\": %d, \"per_seed\": ", c.speed.n);
+            write_pair(f, c.speed.seed_lo, c.speed.seed_hi);
+            fprintf(f, ", \"noisy\": %s, \"significant\": %s}", c.speed.noisy ? "true" : "false",
                     c.speed.has_ci ? (c.speed.significant ? "true" : "false") : "null");
             fputs(",\n     \"speedup\": ", f);
             amp_json_num(f, c.speedup);
@@ -209,6 +236,8 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
             amp_json_num(f, c.mem_ratio);
             fputc('}', f);
         }
-    fputs(first ? "]\n}\n" : "\n  ]\n}\n", f);
+    fputs(first ? "]" : "\n  ]", f);
+    if (st->scan) write_scan(st->scan, st, f);
+    fputs("\n}\n", f);
     return ferror(f) ? -1 : 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_scan.h"
 
 static const char *const palette[] = {"#3566b0", "#e0672a", "#27955a", "#b5338a",
                                       "#8a6d3b", "#149cb0", "#6f42c1", "#c0392b"};
@@ -578,22 +579,6 @@ typedef struct heat_row {
     double lost[4], rounded[4];
 } heat_row;
 
-static void layer_group(char *out, size_t cap, const char *name) {
-    snprintf(out, cap, "%s", name);
-    for (char *p = out; *p;) {
-        char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        int digits = n > 0;
-        for (size_t i = 0; i < n; i++) digits &= p[i] >= '0' && p[i] <= '9';
-        if (digits) {
-            p[n] = '\0';
-            return;
-        }
-        if (!dot) return;
-        p = dot + 1;
-    }
-}
-
 /* Folds consecutive rows into ranges ("fc1 .. fc3") until at most
  * HEAT_MAX_ROWS remain. */
 static int heat_collapse(heat_row *rows, int nrows) {
@@ -621,7 +606,7 @@ static int heat_rows(heat_row *rows, const amp_ab_arm *arm, int nl) {
     for (int l = 0; l < nl; l++) {
         char key[96];
         if (group)
-            layer_group(key, sizeof key, arm->runs[0].layers[l].name);
+            amp_ab_layer_block(key, sizeof key, arm->runs[0].layers[l].name);
         else
             snprintf(key, sizeof key, "%s", arm->runs[0].layers[l].name);
         int k = nrows - 1;
@@ -822,6 +807,49 @@ static void verdict_table(FILE *f, const amp_ab_study *st) {
             : lm              ? "the model is a language model; --metric acc chooses accuracy"
                               : "the model is a classifier; --metric loss chooses the loss",
             amp_ab_speed_basis(st));
+}
+
+/* The scan's ranking: which groups of layers close the candidate's gap. */
+static void scan_panel(FILE *f, const amp_ab_study *st) {
+    const amp_ab_scan *sc = st->scan;
+    if (!sc) return;
+    int gap = amp_ab_scan_has_gap(sc), nsig = 0;
+    fputs("<h2>Layer sensitivity</h2>\n<table class=\"runs\" id=\"scan\"><thead><tr><th>rank</th>"
+          "<th>group kept at the baseline's precision</th><th>layers</th><th>gain over the "
+          "candidate<br><span class=\"sub\">95% CI, paired by seed</span></th><th>gap closed<br>"
+          "<span class=\"sub\">95% CI</span></th><th>significant?</th></tr></thead><tbody>\n", f);
+    for (int i = 0; i < sc->ngroups; i++) {
+        const amp_ab_scan_row *r = &sc->rows[i];
+        nsig += r->significant;
+        fprintf(f, "<tr><td class=\"num\">%d</td><td><code>", i + 1);
+        esc(f, amp_ab_scan_group(sc, r)->label);
+        fprintf(f, "</code></td><td class=\"num\">%d</td><td class=\"num\">%+.4f [%+.4f, %+.4f]</td>"
+                   "<td class=\"num\">",
+                amp_ab_scan_group(sc, r)->nmembers, r->gain, r->lo, r->hi);
+        if (gap) fprintf(f, "%.0f%% [%.0f%%, %.0f%%]", 100 * r->closed, 100 * r->closed_lo, 100 * r->closed_hi);
+        else fputs("n/a", f);
+        fprintf(f, "</td><td>%s</td></tr>\n", r->significant ? "yes" : "no");
+    }
+    fprintf(f, "</tbody></table>\n<p class=\"note\">The gain is how much better the %s (for a "
+               "loss: lower) of <b>", amp_ab_metric_name(st));
+    esc(f, st->arms[1].name);
+    fputs("</b> gets with the group kept at <b>", f);
+    esc(f, st->arms[0].name);
+    fputs("</b>'s precision, per seed; the gap closed divides it by the mean gap between the two "
+          "policies.", f);
+    if (!gap) fputs(" The candidate has no significant gap to the baseline: nothing to close.", f);
+    fputs("</p>\n", f);
+    if (gap && nsig) {
+        fputs("<p>Overrides that keep the groups that help significantly (the candidate's "
+              "<code>[precision]</code> section):</p>\n<pre class=\"sample\" id=\"scan-overrides\">", f);
+        for (int i = 0; i < sc->ngroups; i++)
+            if (sc->rows[i].significant) {
+                fputs("layer.", f);
+                esc(f, amp_ab_scan_group(sc, &sc->rows[i])->label);
+                fprintf(f, " = %s\n", amp_ab_scan_dtype(sc, &sc->rows[i]));
+            }
+        fputs("</pre>\n", f);
+    }
 }
 
 /* A language model's text per arm: what the numbers mean to a reader. */
@@ -1039,6 +1067,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
 
     verdict_table(f, st);
     speed_panel(f, st);
+    scan_panel(f, st);
     samples_panel(f, st);
     fputs("<h2>Training</h2>\n<div class=\"grid2\">\n", f);
     chart_loss(f, st);

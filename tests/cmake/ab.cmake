@@ -112,3 +112,25 @@ add_test(NAME ab_gpt_verdict
                  ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini $<TARGET_FILE:test_ab_check>
                  ${AMP_AB_OUT}/gpt)
 set_tests_properties(ab_gpt_verdict PROPERTIES LABELS ab TIMEOUT 300)
+
+# Layer scan: ranks the groups, and its suggested overrides close at least
+# half of the gap in a follow-up; identical policies give nothing significant.
+add_test(NAME ab_scan
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/scan_check.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE} ${AMP_AB_OUT}/scan)
+set_tests_properties(ab_scan PROPERTIES LABELS ab TIMEOUT 300)
+# --scan's bad inputs: three configs, a glob that matches no layer, an empty group.
+amp_expect_fail(ab_scan_three LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --scan takes two configs, the baseline policy and the candidate. got 3]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_LR} --scan blocks)
+amp_expect_fail(ab_scan_no_match LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --scan: 'attn\*' matches no layer. the model's layers: fc1 fc2$]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE}
+          --scan "fc1,attn*" --set run.device=cpu --out ${AMP_AB_OUT}/scan_bad)
+amp_expect_fail(ab_scan_empty LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --scan 'fc1,,fc2': an empty group. expected blocks, layers or comma-separated layer globs]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE}
+          --scan "fc1,,fc2" --set run.device=cpu --out ${AMP_AB_OUT}/scan_bad)
