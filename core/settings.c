@@ -140,7 +140,8 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     const char *scaler = NULL;
     int found = amp_config_get_string(cfg, "scaler", "plugin", "", &scaler, err, errlen);
     if (found < 0) return -1;
-    s->scaler_plugin = found ? scaler : NULL;
+    /* empty is the default written back into a run's config.ini: no choice made */
+    s->scaler_plugin = found && scaler[0] ? scaler : NULL;
 
     static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
     GET(amp_config_get_choice(cfg, "dist", "grad_dtype", "f32", grad_dtypes, &idx, err, errlen));
