@@ -543,7 +543,7 @@ static void sample_arm(amp_ab_arm *arm) {
     snprintf(out, sizeof out, "%s/sample.txt", dir);
     snprintf(log, sizeof log, "%s/sample.log", dir);
     char *const argv[] = {"amptrain", "sample", (char *)dir, "--tokens", AB_SAMPLE_TOKENS,
-                          "--seed", "1", "--prompt", "\n", NULL};
+                          "--seed", "1", NULL}; /* the default prompt: a newline */
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return;
