@@ -43,6 +43,7 @@
 typedef struct bench_opts {
     int gpt; /* --model gpt */
     int n_layer, n_head, n_embd, block_size; /* the GPT's shape */
+    const char *activation;                  /* the GPT's [model] activation */
     int steps, warmup, batch, features, classes;
     int hidden[MAX_HIDDEN];
     int nhidden;
@@ -96,6 +97,7 @@ static void usage(FILE *f) {
             "usage: bench_step [--model mlp|gpt] [--steps N] [--warmup N] [--batch N]\n"
             "                  [--hidden W,W,...] [--features N] [--classes N]\n"
             "                  [--n-layer N] [--n-head N] [--n-embd N] [--block-size N]\n"
+            "                  [--activation gelu|gelu_tanh]\n"
             "                  [--policy NAME]... [--device cpu|cuda] [--no-floor]\n"
             "  --model M      mlp (default) or gpt (nanoGPT shakespeare_char, shipped corpus)\n"
             "  --steps N      timed steps per policy and floor repetitions (default 30)\n"
@@ -106,6 +108,7 @@ static void usage(FILE *f) {
             "  --classes N    mlp: output width (default 10)\n"
             "  --n-layer N, --n-head N, --n-embd N, --block-size N\n"
             "                 gpt: the shape (default 4, 4, 128, 64)\n"
+            "  --activation A gpt: [model] activation (default gelu)\n"
             "  --policy NAME  fp32, fp16, bf16 or tf32; repeat to pick several (default all;\n"
             "                 tf32 only with --device cuda)\n"
             "  --device D     cpu (default) or cuda\n"
@@ -163,6 +166,7 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     o->n_head = 4;
     o->n_embd = 128;
     o->block_size = 64;
+    o->activation = "gelu";
     o->steps = 30;
     o->warmup = 5;
     o->batch = 0; /* the model's default */
@@ -193,6 +197,13 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
             rc = parse_int(a, v, 1, 1 << 16, &o->n_embd);
         } else if (strcmp(a, "--block-size") == 0) {
             rc = parse_int(a, v, 2, 1 << 16, &o->block_size);
+        } else if (strcmp(a, "--activation") == 0) {
+            rc = v && (strcmp(v, "gelu") == 0 || strcmp(v, "gelu_tanh") == 0) ? 0 : -1;
+            if (rc == 0)
+                o->activation = v;
+            else
+                fprintf(stderr, "bench_step: --activation '%s': expected gelu or gelu_tanh\n",
+                        v ? v : "(missing)");
         } else if (strcmp(a, "--steps") == 0) {
             rc = parse_int(a, v, 1, 1000000, &o->steps);
         } else if (strcmp(a, "--warmup") == 0) {
@@ -572,6 +583,7 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
               set_int(cfg, "model.n_layer", o->n_layer) || set_int(cfg, "model.n_head", o->n_head) ||
               set_int(cfg, "model.n_embd", o->n_embd) ||
               set_int(cfg, "model.block_size", o->block_size) ||
+              set_str(cfg, "model.activation", o->activation) ||
               set_str(cfg, "model.bias", "false") || set_str(cfg, "optim.name", "adamw") ||
               set_str(cfg, "optim.lr", "1e-3") || set_str(cfg, "optim.beta2", "0.99") ||
               set_str(cfg, "optim.weight_decay", "0.1") || set_str(cfg, "optim.grad_clip", "1.0");
@@ -663,9 +675,10 @@ int main(int argc, char **argv) {
         }
         o.classes = text.vocab;
         amp_text_free(&text);
-        printf("bench_step: GPT %d layers, %d heads, %d wide, block %d, vocab %d, batch %d, AdamW, "
-               "shipped corpus; median of %d steps after %d warm-up\n",
-               o.n_layer, o.n_head, o.n_embd, o.block_size, o.classes, o.batch, o.steps, o.warmup);
+        printf("bench_step: GPT %d layers, %d heads, %d wide, block %d, vocab %d, batch %d, %s, "
+               "AdamW, shipped corpus; median of %d steps after %d warm-up\n",
+               o.n_layer, o.n_head, o.n_embd, o.block_size, o.classes, o.batch, o.activation,
+               o.steps, o.warmup);
     } else {
         char shape[300];
         snprintf(shape, sizeof shape, "%s", o.hidden_text);

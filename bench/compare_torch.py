@@ -100,7 +100,8 @@ def amptrain_ms(a, model, policy):
            str(a.steps), "--warmup", str(a.warmup), "--batch", str(batch_of(a, model))]
     if model == "gpt":
         cmd += ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd",
-                str(a.n_embd), "--block-size", str(a.block_size)]
+                str(a.n_embd), "--block-size", str(a.block_size),
+                "--activation", "gelu_tanh"]  # the tanh GELU of make_gpt, like for like
     else:
         cmd += ["--hidden", a.hidden, "--features", str(a.features), "--classes", str(a.classes)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)

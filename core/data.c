@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "data_id.h"
 #include "io/file.h"
 #include "log.h"
 #include "rng.h"
@@ -38,6 +39,7 @@ typedef struct idx_file {
     uint32_t magic;
     uint32_t dims[3];
     int64_t header_bytes;
+    amp_data_source src; /* the file as opened */
 } idx_file;
 
 /* Reads up to len bytes; returns the count read (short only at the end of
@@ -142,11 +144,13 @@ static int idx_open(idx_file *fi, const char *path, uint32_t magic, char *err, s
     }
     /* Regular files only: a FIFO would block the open, a device never end. */
     char why[4200];
-    int fd = amp_file_open_read(fi->path, NULL, why, sizeof why);
+    struct stat st;
+    int fd = amp_file_open_read(fi->path, &st, why, sizeof why);
     if (fd < 0) {
         amp_set_err(err, errlen, "%s; give [data] path a folder of IDX files", why);
         return -1;
     }
+    amp_data_source_note(&fi->src, fi->path, &st);
     errno = 0;
     fi->f = gzdopen(fd, "rb");
     if (!fi->f) {
@@ -359,6 +363,8 @@ int amp_dataset_load_idx(amp_dataset *out, const char *images_path, const char *
     idx_close(&img);
     idx_close(&lab);
     free(scratch);
+    out->src[0] = img.src;
+    out->src[1] = lab.src;
     out->n = keep;
     out->features = features;
     out->classes = AMP_FMNIST_CLASSES;

@@ -15,6 +15,15 @@ extern "C" {
 /* Where Debian's dataset-fashion-mnist package installs the files. */
 #define AMP_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 
+/* A file a dataset was read from, as fstat saw it when it was opened: the
+ * data's fingerprint (data_id.h) hashes it later and checks that it is
+ * still that file. */
+typedef struct amp_data_source {
+    char path[4096];  /* "" for generated data */
+    uint64_t size, dev, ino;
+    int64_t mtime_ns;
+} amp_data_source;
+
 typedef struct amp_dataset {
     int64_t n;    /* examples */
     int features; /* floats per example (784 for Fashion-MNIST) */
@@ -23,6 +32,7 @@ typedef struct amp_dataset {
     int cols;     /* image width when the examples are images, else 0 */
     float *x;     /* [n, features], host memory, owned */
     int32_t *y;   /* [n], owned, each in [0, classes) */
+    amp_data_source src[2]; /* the images and labels files (IDX) */
 } amp_dataset;
 
 /* Loads Fashion-MNIST from dir (NULL = AMP_FASHION_MNIST_DIR).

@@ -33,42 +33,60 @@ static int is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int add_dir(char dirs[][PATH_MAX], int n, int max, const char *dir) {
-    if (n >= max || !dir[0] || !is_dir(dir)) return n;
+/* Appends dir's real path unless it is no folder or already listed; -1
+ * when out of memory. No limit on the count: an entry is never dropped. */
+static int add_dir(amp_plugin_dirs *d, const char *dir) {
+    if (!dir[0] || !is_dir(dir)) return 0;
     char real[PATH_MAX];
-    if (!realpath(dir, real)) return n;
-    for (int i = 0; i < n; i++)
-        if (strcmp(dirs[i], real) == 0) return n;
-    snprintf(dirs[n], PATH_MAX, "%s", real);
-    return n + 1;
+    if (!realpath(dir, real)) return 0;
+    for (int i = 0; i < d->n; i++)
+        if (strcmp(d->dir[i], real) == 0) return 0;
+    char **grown = realloc(d->dir, ((size_t)d->n + 1) * sizeof *grown);
+    if (!grown) return -1;
+    d->dir = grown;
+    if (!(d->dir[d->n] = strdup(real))) return -1;
+    d->n++;
+    return 0;
 }
 
-int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max) {
-    int n = 0;
+int amp_plugin_search_dirs(amp_plugin_dirs *d) {
+    d->dir = NULL;
+    d->n = 0;
+    int bad = 0;
     const char *env = getenv("AMPTRAIN_PLUGIN_PATH");
     if (env) {
         char *copy = strdup(env), *save = NULL;
-        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
+        bad = !copy;
+        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok && !bad;
              tok = strtok_r(NULL, ":", &save))
-            n = add_dir(dirs, n, max, tok);
+            bad = add_dir(d, tok) != 0;
         free(copy);
     }
     /* Beside the executable: the build tree keeps plugins in <build>/plugins,
      * tests and benchmarks sit one level down, an install uses its libdir. */
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
+    if (len > 0 && !bad) {
         exe[len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
         char cand[PATH_MAX + 64];
         static const char *const rel[] = {"plugins", "../plugins", "../" AMP_PLUGIN_INSTALL_SUBDIR};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !bad; i++) {
             snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
-            if (strlen(cand) < PATH_MAX) n = add_dir(dirs, n, max, cand);
+            if (strlen(cand) < PATH_MAX) bad = add_dir(d, cand) != 0;
         }
     }
-    return n;
+    if (!bad) return 0;
+    amp_plugin_dirs_free(d);
+    return -1;
+}
+
+void amp_plugin_dirs_free(amp_plugin_dirs *d) {
+    for (int i = 0; i < d->n; i++) free(d->dir[i]);
+    free(d->dir);
+    d->dir = NULL;
+    d->n = 0;
 }
 
 /* ------------------------------------------------------------- trust */
@@ -533,9 +551,79 @@ int amp_plugin_probe(const char *path, amp_plugin_info *entry, char *err, size_t
     return 0;
 }
 
-static int looks_like_path(const char *spec) {
+int amp_plugin_spec_is_path(const char *spec) {
     size_t n = strlen(spec);
     return strchr(spec, '/') != NULL || (n > 3 && strcmp(spec + n - 3, ".so") == 0);
+}
+
+/* Finds the file of plugin `spec` (a name) in the search folders: exactly
+ * one folder must hold it. 0 with path set, or -1 with err. */
+static int find_by_name(amp_plugin_kind kind, const char *spec, const amp_plugin_dirs *d,
+                        char path[PATH_MAX], char *err, size_t errlen) {
+    const char *kname = amp_plugin_kind_name(kind);
+    char file[256], other[256];
+    amp_plugin_file_name(file, sizeof file, kind, spec);
+    amp_plugin_file_name(other, sizeof other,
+                         kind == AMP_PLUGIN_KIND_SCALER ? AMP_PLUGIN_KIND_PRECISION
+                                                        : AMP_PLUGIN_KIND_SCALER,
+                         spec);
+    path[0] = '\0';
+    /* The same name in two folders is ambiguous: which one runs would
+     * depend on the search order, so refuse and list them all. */
+    int found = 0;
+    char dup[2048] = "";
+    size_t dlen = 0;
+    for (int i = 0; i < d->n; i++) {
+        char cand[PATH_MAX + 300];
+        snprintf(cand, sizeof cand, "%s/%s", d->dir[i], file);
+        if (access(cand, F_OK) != 0) continue;
+        if (!found++) snprintf(path, PATH_MAX, "%s", cand);
+        if (dlen < sizeof dup)
+            dlen += (size_t)snprintf(dup + dlen, sizeof dup - dlen, "%s%s", found > 1 ? ", " : "", cand);
+    }
+    if (found > 1) {
+        snprintf(err, errlen,
+                 "%s plugin '%s' is ambiguous: %s is in %d folders of the search path (%s); "
+                 "remove all but one, or give the path in the INI (plugin = /path/to/%s)",
+                 kname, spec, file, found, dup, file);
+        return -1;
+    }
+    if (!path[0]) {
+        for (int i = 0; i < d->n; i++) {
+            char cand[PATH_MAX + 300];
+            snprintf(cand, sizeof cand, "%s/%s", d->dir[i], other);
+            if (access(cand, F_OK) != 0) continue;
+            /* Only the file name says it is of the other kind; its entry
+             * may say otherwise (a misnamed file), so read it. */
+            amp_plugin_info e;
+            char why[512];
+            if (amp_plugin_probe(cand, &e, why, sizeof why) == 0 && e.kind == (uint32_t)kind) {
+                char want[256];
+                amp_plugin_file_name(want, sizeof want, kind, e.name);
+                snprintf(err, errlen,
+                         "no %s plugin file %s, but %s declares a %s plugin '%s': its file "
+                         "name says %s; rename it to %s",
+                         kname, file, cand, kname, e.name,
+                         kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", want);
+            } else {
+                snprintf(err, errlen,
+                         "'%s' is a %s plugin (%s), but a %s plugin is needed here; run "
+                         "`amptrain plugins` to list the %s plugins",
+                         spec, kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", cand,
+                         kname, kname);
+            }
+            return -1;
+        }
+        int off = snprintf(err, errlen, "no %s plugin '%s': %s not found in", kname, spec, file);
+        if (d->n == 0) off += snprintf(err + off, errlen > (size_t)off ? errlen - off : 0, " any directory (none exists)");
+        for (int i = 0; i < d->n && (size_t)off < errlen; i++)
+            off += snprintf(err + off, errlen - off, "%s %s", i ? "," : "", d->dir[i]);
+        if ((size_t)off < errlen)
+            snprintf(err + off, errlen - off,
+                     "; set AMPTRAIN_PLUGIN_PATH or give a path, and see `amptrain plugins`");
+        return -1;
+    }
+    return 0;
 }
 
 int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const char *base_dir,
@@ -544,7 +632,7 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
     p->kind = kind;
     const char *kname = amp_plugin_kind_name(kind);
     char path[PATH_MAX];
-    if (looks_like_path(spec)) {
+    if (amp_plugin_spec_is_path(spec)) {
         if (spec[0] == '/' || !base_dir || !base_dir[0])
             snprintf(path, sizeof path, "%s", spec);
         else
@@ -554,77 +642,21 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
             return -1;
         }
     } else {
-        char dirs[AMP_MAX_PLUGIN_DIRS][PATH_MAX];
-        int nd = amp_plugin_search_dirs(dirs, AMP_MAX_PLUGIN_DIRS);
-        char file[256], other[256];
-        amp_plugin_file_name(file, sizeof file, kind, spec);
-        amp_plugin_file_name(other, sizeof other,
-                             kind == AMP_PLUGIN_KIND_SCALER ? AMP_PLUGIN_KIND_PRECISION
-                                                            : AMP_PLUGIN_KIND_SCALER,
-                             spec);
-        path[0] = '\0';
-        /* The same name in two folders is ambiguous: which one runs would
-         * depend on the search order, so refuse and list them all. */
-        int found = 0;
-        char dup[2048] = "";
-        size_t dlen = 0;
-        for (int i = 0; i < nd; i++) {
-            char cand[PATH_MAX + 300];
-            snprintf(cand, sizeof cand, "%s/%s", dirs[i], file);
-            if (access(cand, F_OK) != 0) continue;
-            if (!found++) snprintf(path, sizeof path, "%s", cand);
-            if (dlen < sizeof dup)
-                dlen += (size_t)snprintf(dup + dlen, sizeof dup - dlen, "%s%s", found > 1 ? ", " : "", cand);
-        }
-        if (found > 1) {
-            snprintf(err, errlen,
-                     "%s plugin '%s' is ambiguous: %s is in %d folders of the search path (%s); "
-                     "remove all but one, or give the path in the INI (plugin = /path/to/%s)",
-                     kname, spec, file, found, dup, file);
+        amp_plugin_dirs sd;
+        if (amp_plugin_search_dirs(&sd) != 0) {
+            snprintf(err, errlen, "%s plugin '%s': out of memory listing the plugin folders", kname, spec);
             return -1;
         }
-        if (!path[0]) {
-            for (int i = 0; i < nd; i++) {
-                char cand[PATH_MAX + 300];
-                snprintf(cand, sizeof cand, "%s/%s", dirs[i], other);
-                if (access(cand, F_OK) != 0) continue;
-                /* Only the file name says it is of the other kind; its entry
-                 * may say otherwise (a misnamed file), so read it. */
-                amp_plugin_info e;
-                char why[512];
-                if (amp_plugin_probe(cand, &e, why, sizeof why) == 0 && e.kind == (uint32_t)kind) {
-                    char want[256];
-                    amp_plugin_file_name(want, sizeof want, kind, e.name);
-                    snprintf(err, errlen,
-                             "no %s plugin file %s, but %s declares a %s plugin '%s': its file "
-                             "name says %s; rename it to %s",
-                             kname, file, cand, kname, e.name,
-                             kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", want);
-                } else {
-                    snprintf(err, errlen,
-                             "'%s' is a %s plugin (%s), but a %s plugin is needed here; run "
-                             "`amptrain plugins` to list the %s plugins",
-                             spec, kind == AMP_PLUGIN_KIND_SCALER ? "precision" : "scaler", cand,
-                             kname, kname);
-                }
-                return -1;
-            }
-            int off = snprintf(err, errlen, "no %s plugin '%s': %s not found in", kname, spec, file);
-            if (nd == 0) off += snprintf(err + off, errlen > (size_t)off ? errlen - off : 0, " any directory (none exists)");
-            for (int i = 0; i < nd && (size_t)off < errlen; i++)
-                off += snprintf(err + off, errlen - off, "%s %s", i ? "," : "", dirs[i]);
-            if ((size_t)off < errlen)
-                snprintf(err + off, errlen - off,
-                         "; set AMPTRAIN_PLUGIN_PATH or give a path, and see `amptrain plugins`");
-            return -1;
-        }
+        int rc = find_by_name(kind, spec, &sd, path, err, errlen);
+        amp_plugin_dirs_free(&sd);
+        if (rc != 0) return -1;
     }
     if (open_file(p, path, err, errlen) != 0) return -1;
     if (p->entry->kind != (uint32_t)kind) {
         amp_plugin_kind has = (amp_plugin_kind)p->entry->kind;
         char want[256] = "";
         /* Found by name, the file is named for the wrong kind: say so. */
-        if (!looks_like_path(spec)) amp_plugin_file_name(want, sizeof want, has, p->entry->name);
+        if (!amp_plugin_spec_is_path(spec)) amp_plugin_file_name(want, sizeof want, has, p->entry->name);
         snprintf(err, errlen, "%s: '%s' is a %s plugin, but a %s plugin is needed here%s%s", path,
                  p->entry->name, amp_plugin_kind_name(has), kname,
                  want[0] ? "; its file name is wrong: rename it to " : "", want);
@@ -633,7 +665,7 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
     }
     /* Found by name: the entry must carry that name, or the run's records
      * (summary.json, `amptrain plugins`) would name another plugin. */
-    if (!looks_like_path(spec) && strcmp(p->entry->name, spec) != 0) {
+    if (!amp_plugin_spec_is_path(spec) && strcmp(p->entry->name, spec) != 0) {
         char want[256];
         amp_plugin_file_name(want, sizeof want, kind, p->entry->name);
         snprintf(err, errlen, "%s: its entry names the plugin '%s', not '%s'; rename the file to %s",
@@ -646,10 +678,61 @@ int amp_plugin_open(amp_plugin *p, amp_plugin_kind kind, const char *spec, const
 
 /* ------------------------------------------------------------ host services */
 
-static amp_plugin_host *host_of(void *ctx) { return (amp_plugin_host *)ctx; }
+/* Every service checks its arguments first: a plugin's NULL format, key or
+ * out pointer, or a ctx that is not its host->ctx, is recorded as misuse
+ * (amp_plugin_misuse) and the call does nothing, instead of reaching
+ * undefined behaviour in the host. */
+
+/* Plugins between init and close; ctx is looked up here by address only,
+ * so a garbage ctx is never followed. */
+static amp_plugin_host *live_hosts;
+
+static void host_misuse(amp_plugin_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void host_misuse(amp_plugin_host *h, const char *fmt, ...) {
+    char what[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (!h->misuse[0])
+        snprintf(h->misuse, sizeof h->misuse, "%s plugin '%s' %s (a bug in the plugin)", h->section,
+                 h->plugin, what);
+    /* what a failing call then returns with */
+    snprintf(h->err, sizeof h->err, "%s", h->misuse);
+}
+
+/* The host behind ctx, or NULL (after recording the misuse on every live
+ * plugin: which one called cannot be known). */
+static amp_plugin_host *host_of(void *ctx, const char *service) {
+    for (amp_plugin_host *h = live_hosts; h; h = h->next_live)
+        if (h == ctx) return h;
+    for (amp_plugin_host *h = live_hosts; h; h = h->next_live)
+        host_misuse(h, "(or a plugin loaded with it) called host->%s with a ctx (%p) that is "
+                       "not host->ctx", service, ctx);
+    amp_log(AMP_LOG_ERROR, "a plugin called host->%s with a ctx (%p) that is not host->ctx",
+            service, ctx);
+    return NULL;
+}
+
+/* h, or NULL when ctx is bad or the named argument is NULL. */
+static amp_plugin_host *host_args(void *ctx, const char *service, const char *arg,
+                                  const void *value) {
+    amp_plugin_host *h = host_of(ctx, service);
+    if (h && !value) {
+        host_misuse(h, "called host->%s with a NULL %s", service, arg);
+        return NULL;
+    }
+    return h;
+}
 
 static void host_log(void *ctx, int level, const char *fmt, ...) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "log", "format", fmt);
+    if (!h) return;
+    if (level < AMP_LOG_ERROR || level > AMP_LOG_DEBUG) {
+        host_misuse(h, "called host->log with level %d (AMP_LOG_ERROR..AMP_LOG_DEBUG are 0..3)",
+                    level);
+        return;
+    }
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -659,7 +742,8 @@ static void host_log(void *ctx, int level, const char *fmt, ...) {
 }
 
 static void host_error(void *ctx, const char *fmt, ...) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "error", "format", fmt);
+    if (!h) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(h->err, sizeof h->err, fmt, ap);
@@ -673,7 +757,8 @@ static const char *where_of(amp_plugin_host *h, const char *key) {
 }
 
 static void host_key_error(void *ctx, const char *key, const char *fmt, ...) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "key_error", "key", key);
+    if (!h || !host_args(ctx, "key_error", "format", fmt)) return;
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
@@ -682,11 +767,22 @@ static void host_key_error(void *ctx, const char *key, const char *fmt, ...) {
     snprintf(h->err, sizeof h->err, "%s: [%s] %s: %s", where_of(h, key), h->section, key, msg);
 }
 
+/* The value of key for a getter, after checking its arguments: 1 with *v
+ * set, 0 absent, -1 misuse. */
+static int host_get(void *ctx, const char *service, const char *key, const void *out,
+                    amp_plugin_host **hp, const char **v, const char **where) {
+    amp_plugin_host *h = host_args(ctx, service, "key", key);
+    if (!h || !host_args(ctx, service, "out pointer", out)) return -1;
+    *hp = h;
+    *v = amp_config_lookup(h->cfg, h->section, key, where);
+    return *v != NULL;
+}
+
 static int host_get_double(void *ctx, const char *key, double *out) {
-    amp_plugin_host *h = host_of(ctx);
-    const char *where = NULL;
-    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
-    if (!v) return 0;
+    amp_plugin_host *h;
+    const char *v, *where = NULL;
+    int got = host_get(ctx, "get_double", key, out, &h, &v, &where);
+    if (got <= 0) return got;
     char *end = NULL;
     errno = 0;
     double d = strtod(v, &end);
@@ -700,10 +796,10 @@ static int host_get_double(void *ctx, const char *key, double *out) {
 }
 
 static int host_get_int(void *ctx, const char *key, int64_t *out) {
-    amp_plugin_host *h = host_of(ctx);
-    const char *where = NULL;
-    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
-    if (!v) return 0;
+    amp_plugin_host *h;
+    const char *v, *where = NULL;
+    int got = host_get(ctx, "get_int", key, out, &h, &v, &where);
+    if (got <= 0) return got;
     char *end = NULL;
     errno = 0;
     long long x = strtoll(v, &end, 10);
@@ -717,10 +813,10 @@ static int host_get_int(void *ctx, const char *key, int64_t *out) {
 }
 
 static int host_get_string(void *ctx, const char *key, const char **out) {
-    amp_plugin_host *h = host_of(ctx);
-    const char *where = NULL;
-    const char *v = amp_config_lookup(h->cfg, h->section, key, &where);
-    if (!v) return 0;
+    amp_plugin_host *h;
+    const char *v, *where = NULL;
+    int got = host_get(ctx, "get_string", key, out, &h, &v, &where);
+    if (got <= 0) return got;
     *out = v;
     return 1;
 }
@@ -735,18 +831,35 @@ static int each_trampoline(void *user, const char *key, const char *value, const
     return a->fn(a->user, key, value);
 }
 
+/* A NULL prefix is "": every key. */
 static int host_each_key(void *ctx, const char *prefix,
                          int (*fn)(void *user, const char *key, const char *value), void *user) {
-    amp_plugin_host *h = host_of(ctx);
+    amp_plugin_host *h = host_args(ctx, "each_key", "callback", fn ? (const void *)&fn : NULL);
+    if (!h) return -1;
     each_adapter a = {fn, user};
-    return amp_config_each(h->cfg, h->section, prefix, each_trampoline, &a);
+    return amp_config_each(h->cfg, h->section, prefix ? prefix : "", each_trampoline, &a);
 }
 
-static int host_layer_count(void *ctx) { return host_of(ctx)->layer_count; }
+static int host_layer_count(void *ctx) {
+    amp_plugin_host *h = host_of(ctx, "layer_count");
+    return h ? h->layer_count : 0;
+}
 
 static const char *host_layer_name(void *ctx, int index) {
-    amp_plugin_host *h = host_of(ctx);
-    return index >= 0 && index < h->layer_count ? h->layers[index] : NULL;
+    amp_plugin_host *h = host_of(ctx, "layer_name");
+    return h && index >= 0 && index < h->layer_count ? h->layers[index] : NULL;
+}
+
+const char *amp_plugin_misuse(const amp_plugin *p) {
+    return p && p->host.misuse[0] ? p->host.misuse : NULL;
+}
+
+static void live_remove(amp_plugin_host *h) {
+    for (amp_plugin_host **l = &live_hosts; *l; l = &(*l)->next_live)
+        if (*l == h) {
+            *l = h->next_live;
+            return;
+        }
 }
 
 int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
@@ -758,6 +871,10 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
     h->layers = layers;
     h->layer_count = layer_count;
     h->err[0] = '\0';
+    h->misuse[0] = '\0';
+    live_remove(h);
+    h->next_live = live_hosts;
+    live_hosts = h;
     amp_host_api *api = &h->api;
     memset(api, 0, sizeof *api);
     api->struct_size = sizeof *api;
@@ -780,11 +897,17 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
                  p->entry->name, p->path, h->err[0] ? h->err : "(the plugin gave no reason)");
         return -1;
     }
+    if (h->misuse[0]) { /* init succeeded on a call the host refused */
+        snprintf(err, errlen, "%s (%s), during init", h->misuse, p->path);
+        return -1;
+    }
     return 0;
 }
 
 void amp_plugin_close(amp_plugin *p) {
-    if (!p || !p->handle) return;
+    if (!p) return;
+    live_remove(&p->host);
+    if (!p->handle) return;
     if (p->self) {
         if (p->kind == AMP_PLUGIN_KIND_PRECISION)
             amp_plugin_precision(p)->fini(p->self);

@@ -20,7 +20,6 @@
 #include "amptrain/plugin.h"
 #include "io/config.h"
 
-#define AMP_MAX_PLUGIN_DIRS 16
 /* The longest entry string (name, version, description, keys) believed. */
 #define AMP_PLUGIN_TEXT_MAX 4096
 /* The largest vtable struct_size believed (a few dozen pointers today). */
@@ -34,6 +33,8 @@ typedef struct amp_plugin_host {
     const char *const *layers;
     int layer_count;
     char err[1024];         /* last message from host->error / key_error / a getter */
+    char misuse[512];       /* the first host call with a NULL or bad argument, or "" */
+    struct amp_plugin_host *next_live; /* the hosts of plugins between init and close */
     amp_host_api api;
 } amp_plugin_host;
 
@@ -53,13 +54,24 @@ typedef struct amp_plugin {
     } vt;
 } amp_plugin;
 
-/* The directories searched, in order: AMPTRAIN_PLUGIN_PATH entries, then the
- * build tree's plugins/ beside the executable, or <prefix>/lib/amptrain/plugins. */
-int amp_plugin_search_dirs(char dirs[][PATH_MAX], int max);
+/* The directories searched, in order, each once: AMPTRAIN_PLUGIN_PATH
+ * entries (as many as it has), then the build tree's plugins/ beside the
+ * executable, or <prefix>/lib/amptrain/plugins. Entries that are no folder
+ * are skipped here (the CLI refuses them first: amp_env_check). */
+typedef struct amp_plugin_dirs {
+    char **dir; /* [n] real paths, malloc'd */
+    int n;
+} amp_plugin_dirs;
+/* 0, or -1 when out of memory (d then empty). Free with amp_plugin_dirs_free. */
+int amp_plugin_search_dirs(amp_plugin_dirs *d);
+void amp_plugin_dirs_free(amp_plugin_dirs *d);
 
 /* The file name a plugin of this kind and name has: amp_<kind>_<name>.so */
 void amp_plugin_file_name(char *out, size_t outlen, amp_plugin_kind kind, const char *name);
 const char *amp_plugin_kind_name(amp_plugin_kind kind);
+
+/* Whether a plugin spec is a path (it contains '/' or ends in .so), not a name. */
+int amp_plugin_spec_is_path(const char *spec);
 
 /* Opens `spec` (a name, or a path when it contains '/' or ends in .so;
  * relative paths are taken relative to base_dir) and checks its entry. The
@@ -111,6 +123,14 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
                     const char *const *layers, int layer_count, char *err, size_t errlen);
 
 void amp_plugin_close(amp_plugin *p);
+
+/* The first host service call of p's plugin with a NULL or bad argument
+ * (a NULL format or key, a NULL out pointer, a ctx that is not host->ctx, a
+ * log level out of range), naming the plugin and the service; NULL when
+ * there was none. The host refuses such a call without touching the bad
+ * argument; amp_plugin_init fails on it, the session checks it after each
+ * plugin call. */
+const char *amp_plugin_misuse(const amp_plugin *p);
 
 static inline const amp_precision_vtable *amp_plugin_precision(const amp_plugin *p) {
     return &p->vt.precision;

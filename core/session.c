@@ -108,6 +108,10 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
                      s->precision.entry->name, layer, s->precision.host.err);
             return -1;
         }
+        if (amp_plugin_misuse(&s->precision)) {
+            snprintf(err, errlen, "%s, resolving layer '%s'", amp_plugin_misuse(&s->precision), layer);
+            return -1;
+        }
         int bad = (unsigned)p.activation >= AMP_DTYPE_COUNT || (unsigned)p.param >= AMP_DTYPE_COUNT;
         for (int c = 0; c < AMP_OP_COUNT; c++) bad |= (unsigned)p.compute[c] >= AMP_DTYPE_COUNT;
         if (bad) {
@@ -133,8 +137,10 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
             double mx = used[i] == AMP_DTYPE_F16 ? 65504.0 : used[i] == AMP_DTYPE_BF16 ? 3.3895313892515355e38 : s->dtype_max;
             if (mx < s->dtype_max) s->dtype_max = mx;
         }
-        amp_log(AMP_LOG_DEBUG, "layer %s: gemm %s, activations %s, weights %s", layer,
-                dtype_name(p.compute[AMP_OP_GEMM]), dtype_name(p.activation), dtype_name(p.param));
+        amp_log(AMP_LOG_DEBUG, "layer %s: gemm %s, activations %s, weights %s (conv %s, attention %s, pointwise %s)",
+                layer, dtype_name(p.compute[AMP_OP_GEMM]), dtype_name(p.activation),
+                dtype_name(p.param), dtype_name(p.compute[AMP_OP_CONV]),
+                dtype_name(p.compute[AMP_OP_ATTENTION]), dtype_name(p.compute[AMP_OP_POINTWISE]));
     }
     return 0;
 }
@@ -174,6 +180,45 @@ static void param_at(const amp_model_desc *d, size_t i, char *out, size_t outlen
     }
 }
 
+static int st_has(const amp_safetensors *st, const char *name) {
+    for (int i = 0; i < amp_safetensors_count(st); i++)
+        if (strcmp(amp_safetensors_name(st, i), name) == 0) return 1;
+    return 0;
+}
+
+/* Tensor P of [model] init into host. A tied weight (P->tied) may be stored
+ * under either name, or under both (a PyTorch state_dict of the tied model)
+ * when the two hold the same values; *both counts those. */
+static int load_tensor(const amp_safetensors *st, const char *path, const amp_param_desc *P,
+                       float *host, int *both, char *err, size_t errlen) {
+    float *dst = host + P->offset;
+    int has_name = st_has(st, P->name), has_tied = P->tied[0] && st_has(st, P->tied);
+    const char *from = has_name || !has_tied ? P->name : P->tied;
+    if (P->tied[0] && !has_name && !has_tied) {
+        snprintf(err, errlen, "%s: no tensor '%s' nor '%s' (the same weight, tied)", path, P->name,
+                 P->tied);
+        return -1;
+    }
+    if (amp_safetensors_get_f32(st, from, P->ndim, P->shape, dst, err, errlen) != 0) return -1;
+    if (!has_name || !has_tied) return 0;
+    float *other = malloc((P->numel ? P->numel : 1) * sizeof *other);
+    if (!other) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    int rc = amp_safetensors_get_f32(st, P->tied, P->ndim, P->shape, other, err, errlen);
+    for (size_t i = 0; rc == 0 && i < P->numel; i++)
+        if (memcmp(&dst[i], &other[i], sizeof *dst) != 0) {
+            snprintf(err, errlen, "%s: holds both '%s' and '%s', which the model ties into one "
+                     "tensor, and they differ (element %zu: %.9g vs %.9g); keep one of them, or "
+                     "two equal copies", path, P->name, P->tied, i, (double)dst[i], (double)other[i]);
+            rc = -1;
+        }
+    free(other);
+    *both += rc == 0;
+    return rc;
+}
+
 static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
     if (strcmp(s->set.init, "default") == 0) {
@@ -191,10 +236,9 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
     float *host = malloc(d->nparams * sizeof(float));
     int rc = host ? 0 : -1;
     if (!host) snprintf(err, errlen, "out of host memory");
-    for (int i = 0; i < d->nparam_tensors && rc == 0; i++) {
-        const amp_param_desc *P = &d->params[i];
-        rc = amp_safetensors_get_f32(st, P->name, P->ndim, P->shape, host + P->offset, err, errlen);
-    }
+    int both = 0; /* tied tensors the file holds under both names */
+    for (int i = 0; i < d->nparam_tensors && rc == 0; i++)
+        rc = load_tensor(st, path, &d->params[i], host, &both, err, errlen);
     /* Training from inf/NaN would skip every step (or worse): refuse it here. */
     for (size_t i = 0; rc == 0 && i < d->nparams; i++)
         if (!isfinite(host[i])) {
@@ -204,9 +248,9 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
                      (double)host[i]);
             rc = -1;
         }
-    if (rc == 0 && amp_safetensors_count(st) != d->nparam_tensors) {
+    if (rc == 0 && amp_safetensors_count(st) != d->nparam_tensors + both) {
         snprintf(err, errlen, "%s: holds %d tensors but the model has %d (%s, ...)", path,
-                 amp_safetensors_count(st), d->nparam_tensors, d->params[0].name);
+                 amp_safetensors_count(st), d->nparam_tensors + both, d->params[0].name);
         rc = -1;
     }
     if (rc == 0 && s->be->ops->upload(s->be, m->master, host, d->nparams * sizeof(float)) != 0) {
@@ -396,6 +440,7 @@ void amp_session_close(amp_session *s) {
     free(s->layer_ptrs);
     free(s->totals);
     free(s->hstats);
+    free(s->data_id);
     free(s);
 }
 
@@ -403,20 +448,20 @@ int64_t amp_session_rows_per_step(const amp_session *s) {
     return (int64_t)s->set.batch_size * s->set.accumulate * s->model->input.targets * s->world;
 }
 
+/* nanoGPT's get_lr(it), with it = the applied steps so far (a skipped step
+ * does not advance it) and lr_decay_iters = the run's steps: a linear
+ * warm-up lr (it + 1) / (W + 1) for it < W, then a cosine from lr at it = W
+ * down to min_lr at the last step. */
 double amp_session_lr(const amp_session *s) {
     const amp_settings *st = &s->set;
-    double t = (double)s->applied;
-    if (st->warmup_steps > 0 && s->applied < st->warmup_steps)
-        return st->lr * (t + 1.0) / (double)st->warmup_steps;
-    if (st->schedule == AMP_SCHED_COSINE) {
-        double span = (double)(s->total_steps - st->warmup_steps);
-        double progress = span > 0 ? (t - (double)st->warmup_steps) / span : 1.0;
-        if (progress > 1.0) progress = 1.0;
-        if (st->min_lr > 0.0) /* nanoGPT's get_lr: from lr down to min_lr */
-            return st->min_lr + 0.5 * (1.0 + cos(M_PI * progress)) * (st->lr - st->min_lr);
-        return st->lr * 0.5 * (1.0 + cos(M_PI * progress));
-    }
-    return st->lr;
+    double it = (double)s->applied, warmup = (double)st->warmup_steps;
+    if (s->applied < st->warmup_steps) return st->lr * (it + 1.0) / (warmup + 1.0);
+    if (st->schedule != AMP_SCHED_COSINE) return st->lr;
+    if (s->applied > s->total_steps) return st->min_lr;
+    double span = (double)s->total_steps - warmup;
+    double decay_ratio = span > 0 ? (it - warmup) / span : 1.0;
+    double coeff = 0.5 * (1.0 + cos(M_PI * decay_ratio));
+    return st->min_lr + coeff * (st->lr - st->min_lr);
 }
 
 #define BE_CHECK(expr)                                      \
@@ -716,6 +761,13 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
                  (long long)s->step, s->scaler.host.err);
         return -1;
     }
+    if (amp_plugin_misuse(&s->scaler) || amp_plugin_misuse(&s->precision)) {
+        snprintf(err, errlen, "%s, at step %lld",
+                 amp_plugin_misuse(&s->scaler) ? amp_plugin_misuse(&s->scaler)
+                                               : amp_plugin_misuse(&s->precision),
+                 (long long)s->step);
+        return -1;
+    }
     skip = skip || ss.found_inf; /* never step on non-finite gradients */
     double lr = 0.0;
     if (!skip) {
@@ -790,6 +842,8 @@ int amp_session_check_ranks(amp_session *s, char *err, size_t errlen) {
     return 2;
 }
 
+#define AMP_EVAL_MAX_SIGNAL 32
+
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen) {
     amp_model *m = s->model;
     amp_backend *be = s->be;
@@ -800,7 +854,9 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
     int64_t n = s->batcher->eval_rows;
     /* rank r evaluates rows [n r / world, n (r + 1) / world) */
     int64_t lo = n * s->rank / s->world, hi = n * (s->rank + 1) / s->world;
+    int stopped = 0;
     for (int64_t start = lo; start < hi; start += B) {
+        if (s->stop_flag && (stopped = (int)*s->stop_flag) != 0) break;
         int rows = (int)(hi - start < B ? hi - start : B);
         s->batcher->ops->eval(s->batcher, start, rows);
         if (upload_batch(s, rows, err, errlen) != 0) return -1;
@@ -808,8 +864,14 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
         BE_CHECK(m->ops->forward(m, &fa));
     }
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes));
-    double sums[2] = {s->hstats->loss_sum, (double)s->hstats->correct};
-    if (s->world > 1 && amp_dist_sum(s->dist, sums, 2, err, errlen) != 0) return -1;
+    /* [2 + k]: the ranks that signal k stopped (the largest k wins, as for a step) */
+    double sums[2 + AMP_EVAL_MAX_SIGNAL] = {s->hstats->loss_sum, (double)s->hstats->correct};
+    if (stopped > 0 && stopped < AMP_EVAL_MAX_SIGNAL) sums[2 + stopped] = 1.0;
+    if (s->world > 1 && amp_dist_sum(s->dist, sums, 2 + AMP_EVAL_MAX_SIGNAL, err, errlen) != 0)
+        return -1;
+    s->eval_stopped = 0;
+    for (int k = 1; k < AMP_EVAL_MAX_SIGNAL; k++)
+        if (sums[2 + k] > 0) s->eval_stopped = k;
     double count = (double)n * m->input.targets;
     *loss = sums[0] / count;
     *acc = sums[1] / count;

@@ -63,6 +63,11 @@ typedef struct amp_session {
      * a signal that reached any of them in the same step. */
     const volatile sig_atomic_t *stop_flag;
     int stop_agreed;
+    char *data_id;           /* the data's fingerprint (data_id.h), once asked for */
+    /* The last evaluation was cut short by that signal (the largest any
+     * rank had; all ranks agree), its loss and accuracy partial: 0 when it
+     * covered the whole split. */
+    int eval_stopped;
 } amp_session;
 
 /* Builds everything from a parsed config. On failure *out is NULL and err
@@ -88,7 +93,9 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
 int amp_session_check_ranks(amp_session *s, char *err, size_t errlen);
 
 /* Loss and accuracy over the whole test split under the policy (each rank
- * takes a slice; the sums are reduced). */
+ * takes a slice; the sums are reduced). A stop signal (*stop_flag) ends it
+ * between batches, so a long evaluation does not hold a stop back: then
+ * eval_stopped is the signal and the numbers are partial. */
 int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, size_t errlen);
 
 /* The learning rate of the next applied step. */

@@ -4,10 +4,13 @@
  * resumed run continues bit for bit. The data order is not stored: it is a
  * function of (seed, epoch) and is rebuilt. Gradients, working weights and
  * activations are rewritten by every step before they are read. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_id.h"
+#include "implied_keys.h"
 #include "log.h"
 #include "session.h"
 
@@ -92,6 +95,47 @@ static void warn_exec_change(const amp_session *s, const amp_checkpoint *ck) {
     free(now);
 }
 
+/* The data's fingerprint (data_id.h), made once: the text corpus was
+ * hashed as it was loaded; the IDX files are hashed when first asked (a run
+ * without checkpoints never pays for it). NULL with err. */
+static const char *data_id(amp_session *s, char *err, size_t errlen) {
+    if (s->data_id) return s->data_id;
+    const amp_settings *st = &s->set;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        snprintf(err, errlen, "out of host memory");
+        return NULL;
+    }
+    int rc = 0;
+    if (st->dataset == AMP_DATA_TEXT) {
+        fprintf(f, "file %s %lld %s\n", s->text.sha256, (long long)s->text.n, s->text.path);
+    } else if (st->dataset == AMP_DATA_FASHION_MNIST) {
+        const amp_dataset *split[2] = {&s->train, &s->test};
+        for (int k = 0; rc == 0 && k < 4; k++) {
+            const amp_data_source *src = &split[k / 2]->src[k % 2];
+            char hex[65];
+            rc = amp_data_source_sha256(src, hex, err, errlen);
+            if (rc == 0) fprintf(f, "file %s %llu %s\n", hex, (unsigned long long)src->size, src->path);
+        }
+    } else { /* generated: its parameters are its identity */
+        fprintf(f, "generated tiny-gradient train=%lld test=%lld features=%d classes=%d "
+                "input_scale=%.17g seed=%llu\n", (long long)st->tiny_train, (long long)st->tiny_test,
+                st->tiny_features, st->tiny_classes, st->input_scale, (unsigned long long)st->seed);
+    }
+    if (fclose(f) != 0 && rc == 0) {
+        snprintf(err, errlen, "out of host memory");
+        rc = -1;
+    }
+    if (rc != 0) {
+        free(text);
+        return NULL;
+    }
+    s->data_id = text;
+    return text;
+}
+
 int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen) {
     memset(ck, 0, sizeof *ck);
     const amp_model *m = s->model;
@@ -148,6 +192,9 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     }
     ck->exec = exec;
     ck->exec_len = strlen(exec);
+    ck->data_id = data_id(s, err, errlen); /* the session's: not freed with the snapshot */
+    if (!ck->data_id) goto fail;
+    ck->data_id_len = strlen(ck->data_id);
     size_t nparams = d->nparams;
     ck->master = download_le(s, m->master, nparams, err, errlen);
     ck->master_len = nparams * 4;
@@ -322,10 +369,39 @@ static int free_to_differ(const conf_entry *e) {
     return 0;
 }
 
+/* A checkpoint written before relative paths were resolved holds the path
+ * as the config gave it; the config now resolves it to an absolute one. */
+static int same_value(const amp_config *cfg, const char *saved, const char *now) {
+    if (strcmp(saved, now) == 0) return 1;
+    char abs[PATH_MAX];
+    return saved[0] && saved[0] != '/' && now[0] == '/' &&
+           amp_settings_absolute_path(cfg, saved, abs, sizeof abs) == 0 && strcmp(abs, now) == 0;
+}
+
 static const conf_entry *conf_find(const conf_entry *v, size_t n, const conf_entry *e) {
     for (size_t i = 0; i < n; i++)
         if (strcmp(v[i].section, e->section) == 0 && strcmp(v[i].key, e->key) == 0) return &v[i];
     return NULL;
+}
+
+/* Adds the implied keys (implied_keys.h) an older checkpoint's config lacks. */
+static conf_entry *conf_add_implied(conf_entry *v, size_t *n) {
+    conf_entry name = {"model", "name", NULL};
+    const conf_entry *model = conf_find(v, *n, &name);
+    for (size_t i = 0; model && i < amp_implied_key_count; i++) {
+        const amp_implied_key *k = &amp_implied_keys[i];
+        conf_entry e = {k->section, k->key, k->value};
+        if (strcmp(model->value, k->model) != 0 || conf_find(v, *n, &e)) continue;
+        conf_entry *q = realloc(v, (*n + 1) * sizeof *v);
+        if (!q) {
+            free(v);
+            return NULL;
+        }
+        v = q;
+        model = conf_find(v, *n, &name);
+        v[(*n)++] = e;
+    }
+    return v;
 }
 
 /* Appends "[s] k: checkpoint 'a', config 'b'" for every key that differs. */
@@ -341,6 +417,7 @@ static int config_diff(const char *saved, size_t saved_len, const amp_config *cf
         memcpy(then, saved, saved_len);
         then[saved_len] = '\0';
         a = conf_parse(then, &na);
+        if (a) a = conf_add_implied(a, &na);
         b = conf_parse(now, &nb);
     }
     if (a && b) {
@@ -351,7 +428,9 @@ static int config_diff(const char *saved, size_t saved_len, const amp_config *cf
             size_t nv = pass ? nb : na, nw = pass ? na : nb;
             for (size_t i = 0; i < nv; i++) {
                 const conf_entry *o = conf_find(w, nw, &v[i]);
-                if (free_to_differ(&v[i]) || (o && strcmp(o->value, v[i].value) == 0)) continue;
+                if (free_to_differ(&v[i]) || (o && same_value(cfg, pass ? o->value : v[i].value,
+                                                             pass ? v[i].value : o->value)))
+                    continue;
                 if (pass && o) continue; /* reported in the first pass */
                 const char *ck_val = pass ? "(not set)" : v[i].value;
                 const char *cf_val = pass ? v[i].value : o ? o->value : "(not set)";
@@ -434,6 +513,19 @@ static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err,
         snprintf(err, errlen, "optimizer differs: the checkpoint holds %s state (%u arrays), the config gives %s (%u)",
                  ck->optim ? "adamw" : "sgd", (unsigned)ck->opt_buffers,
                  s->set.optim == AMP_OPTIM_ADAMW ? "adamw" : "sgd", (unsigned)opt_buffers);
+        return -1;
+    }
+    /* The same data. A checkpoint from before DATA existed cannot tell,
+     * except of generated data: its parameters are in the config compared
+     * below. */
+    const char *now = data_id(s, err, errlen);
+    if (!now) return -1;
+    if (!ck->data_id && s->set.dataset != AMP_DATA_TINY) {
+        int text = s->set.dataset == AMP_DATA_TEXT;
+        amp_log(AMP_LOG_WARN, "the checkpoint records no fingerprint of its data (written by an "
+                "older amptrain): the resume cannot check that %s%s is the data the run trained on",
+                text ? s->text.path : s->train.src[0].path, text ? "" : " (and the IDX files beside it)");
+    } else if (ck->data_id && amp_data_id_compare(ck->data_id, ck->data_id_len, now, err, errlen) != 0) {
         return -1;
     }
     if (ck->train_examples != s->train.n || ck->seed != s->set.seed || ck->total_steps != s->total_steps) {

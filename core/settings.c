@@ -1,12 +1,16 @@
 #include "settings.h"
 
+#include "loader.h"
 #include "model.h"
 #include "text.h"
 
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GET(call)                   \
     do {                            \
@@ -33,6 +37,88 @@ static int check_name(amp_config *cfg, const char *name, char *err, size_t errle
     return -1;
 }
 
+/* A relative path in a config is relative to the config's folder: made
+ * absolute here, in the resolved config too, so config.ini (written to the
+ * output folder) names the same file. */
+int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, size_t cap) {
+    char tmp[PATH_MAX], cwd[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", amp_config_path(cfg));
+    const char *dir = dirname(tmp);
+    int n;
+    if (p[0] == '/')
+        n = snprintf(out, cap, "%s", p);
+    else if (dir[0] == '/')
+        n = snprintf(out, cap, "%s/%s", dir, p);
+    else if (getcwd(cwd, sizeof cwd))
+        n = strcmp(dir, ".") == 0 ? snprintf(out, cap, "%s/%s", cwd, p)
+                                  : snprintf(out, cap, "%s/%s/%s", cwd, dir, p);
+    else
+        return -1;
+    if (n < 0 || (size_t)n >= cap) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+static int absolute_path(amp_config *cfg, const char *section, const char *key, const char **path,
+                         char *err, size_t errlen) {
+    if (!*path || !(*path)[0] || (*path)[0] == '/') return 0;
+    char abs[PATH_MAX];
+    if (amp_settings_absolute_path(cfg, *path, abs, sizeof abs) != 0) {
+        snprintf(err, errlen, "[%s] %s = '%s': cannot make it an absolute path: %s", section, key,
+                 *path, strerror(errno));
+        return -1;
+    }
+    const char *stored = amp_config_rewrite(cfg, section, key, abs, err, errlen);
+    if (!stored) return -1;
+    *path = stored;
+    return 0;
+}
+
+/* The keys that only some choices read: a set key of another choice than
+ * the one made is explained ("not used by dataset=tiny (used by:
+ * fashion_mnist, text)"), not called unknown. */
+typedef struct choice_keys {
+    const char *choice;
+    const char *const *keys; /* NULL-terminated */
+} choice_keys;
+
+static const choice_keys dataset_keys[] = {
+    {"fashion_mnist", (const char *const[]){"path", "train_limit", "test_limit", NULL}},
+    {"tiny", (const char *const[]){"train_size", "test_size", "features", "classes", "input_scale", NULL}},
+    {"text", (const char *const[]){"path", "eval_iters", NULL}},
+    {NULL, NULL}};
+static const choice_keys optim_keys[] = {
+    {"sgd", (const char *const[]){"momentum", NULL}},
+    {"adamw", (const char *const[]){"beta1", "beta2", "eps", NULL}},
+    {NULL, NULL}};
+static const choice_keys schedule_keys[] = {
+    {"cosine", (const char *const[]){"min_lr", NULL}},
+    {NULL, NULL}};
+
+static void explain_other_choices(amp_config *cfg, const char *section, const char *what,
+                                  const char *chosen, const choice_keys *table) {
+    char because[128];
+    snprintf(because, sizeof because, "%s=%s", what, chosen);
+    for (const choice_keys *c = table; c->choice; c++)
+        if (strcmp(c->choice, chosen) != 0)
+            for (const char *const *k = c->keys; *k; k++)
+                amp_config_explain_unused(cfg, section, *k, because, c->choice);
+}
+
+/* The other models' own [model] keys (amp_model_ops.keys). */
+static void explain_other_models(amp_config *cfg, const char *chosen) {
+    char because[128];
+    snprintf(because, sizeof because, "name=%s", chosen);
+    for (const char *const *n = amp_model_names(); *n; n++) {
+        const amp_model_ops *ops = amp_model_find(*n);
+        if (!ops || strcmp(*n, chosen) == 0 || !ops->keys) continue;
+        for (const char *const *k = ops->keys; *k; k++)
+            amp_config_explain_unused(cfg, "model", *k, because, *n);
+    }
+}
+
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     int64_t i64;
@@ -50,12 +136,14 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     static const char *const datasets[] = {"fashion_mnist", "tiny", "text", NULL};
     GET(amp_config_get_choice(cfg, "data", "dataset", "fashion_mnist", datasets, &idx, err, errlen));
     s->dataset = (amp_dataset_kind)idx;
+    explain_other_choices(cfg, "data", "dataset", datasets[idx], dataset_keys);
     GET(amp_config_get_int(cfg, "data", "batch_size", 128, 1, 65536, &i64, err, errlen));
     s->batch_size = (int)i64;
     GET(amp_config_get_bool(cfg, "data", "shuffle", 1, &s->shuffle, err, errlen));
     if (s->dataset == AMP_DATA_FASHION_MNIST) {
         GET(amp_config_get_string(cfg, "data", "path", "/usr/share/datasets/fashion-mnist", &s->path,
                                   err, errlen));
+        GET(absolute_path(cfg, "data", "path", &s->path, err, errlen));
         GET(amp_config_get_int(cfg, "data", "train_limit", 0, 0, INT64_MAX, &s->train_limit, err,
                                errlen));
         GET(amp_config_get_int(cfg, "data", "test_limit", 0, 0, INT64_MAX, &s->test_limit, err,
@@ -65,6 +153,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
                                           &s->path, err, errlen);
         if (found < 0) return -1;
         s->path_given = found;
+        if (found) GET(absolute_path(cfg, "data", "path", &s->path, err, errlen));
         GET(amp_config_get_int(cfg, "data", "eval_iters", 200, 1, 1 << 20, &s->eval_iters, err,
                                errlen));
         /* the model's context is the data's window (nanoGPT's block_size) */
@@ -88,11 +177,14 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     /* the registry's first model is the default */
     GET(amp_config_get_choice(cfg, "model", "name", models[0], models, &idx, err, errlen));
     s->model = models[idx];
+    explain_other_models(cfg, s->model);
     GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
+    if (strcmp(s->init, "default") != 0) GET(absolute_path(cfg, "model", "init", &s->init, err, errlen));
 
     static const char *const optims[] = {"sgd", "adamw", NULL};
     GET(amp_config_get_choice(cfg, "optim", "name", "sgd", optims, &idx, err, errlen));
     s->optim = (amp_optim_kind)idx;
+    explain_other_choices(cfg, "optim", "name", optims[idx], optim_keys);
     GET(amp_config_get_double(cfg, "optim", "lr", s->optim == AMP_OPTIM_SGD ? 0.05 : 1e-3, 1e-12,
                               1e6, &s->lr, err, errlen));
     GET(amp_config_get_double(cfg, "optim", "weight_decay", s->optim == AMP_OPTIM_SGD ? 0.0 : 0.01,
@@ -110,6 +202,7 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     static const char *const schedules[] = {"constant", "cosine", NULL};
     GET(amp_config_get_choice(cfg, "optim", "schedule", "constant", schedules, &idx, err, errlen));
     s->schedule = (amp_schedule_kind)idx;
+    explain_other_choices(cfg, "optim", "schedule", schedules[idx], schedule_keys);
     GET(amp_config_get_int(cfg, "optim", "warmup_steps", 0, 0, INT64_MAX / 2, &s->warmup_steps, err,
                            errlen));
     if (s->schedule == AMP_SCHED_COSINE) {
@@ -142,6 +235,10 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     if (found < 0) return -1;
     /* empty is the default written back into a run's config.ini: no choice made */
     s->scaler_plugin = found && scaler[0] ? scaler : NULL;
+    if (amp_plugin_spec_is_path(s->precision_plugin))
+        GET(absolute_path(cfg, "precision", "plugin", &s->precision_plugin, err, errlen));
+    if (s->scaler_plugin && amp_plugin_spec_is_path(s->scaler_plugin))
+        GET(absolute_path(cfg, "scaler", "plugin", &s->scaler_plugin, err, errlen));
 
     static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
     GET(amp_config_get_choice(cfg, "dist", "grad_dtype", "f32", grad_dtypes, &idx, err, errlen));

@@ -60,4 +60,8 @@ typedef struct amp_settings {
  * 0, or -1 with a "file:line: ..." message. */
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen);
 
+/* p made absolute as amp_settings_read makes the config's relative paths
+ * (relative to the config's folder): 0, or -1 with errno set. */
+int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, size_t cap);
+
 #endif

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/file.h"
 #include "io/json.h"
 #include "io/json_read.h"
 #include "log.h"
@@ -16,27 +17,6 @@
 
 #define AMP_STREAM_TEXT_TRAIN 0x54585454524e0000ULL /* "TXTTRN", step in the stream */
 #define AMP_TEXT_EVAL_SEED 0x5458545645414cULL      /* "TXTVAL": one set for every run */
-
-int amp_file_sha256(const char *path, char hex[65], char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        amp_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    amp_sha256 s;
-    amp_sha256_init(&s);
-    unsigned char buf[1 << 16];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) amp_sha256_update(&s, buf, got);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        amp_set_err(err, errlen, "%s: read error", path);
-        return -1;
-    }
-    amp_sha256_final_hex(&s, hex);
-    return 0;
-}
 
 int amp_same_file(const char *a, const char *b) {
     struct stat sa, sb;
@@ -69,39 +49,19 @@ void amp_text_free(amp_text *t) {
 int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
                   size_t errlen) {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* Regular files only (a FIFO would block, /dev/zero never end), and a
+     * bounded size, refused before anything is read. */
+    char *text = NULL;
+    size_t n = 0;
+    char why[4400];
+    if (amp_file_read_all(path, AMP_TEXT_MAX_BYTES, &text, &n, why, sizeof why) != 0) {
         amp_set_err(err, errlen,
-                    "%s: cannot open: %s; set [data] path to a text file (the default, "
-                    "data/" AMP_TEXT_DEFAULT_FILE ", ships with amptrain)",
-                    path, strerror(errno));
+                    "%s; [data] path of a text run names a regular file of at most %d MiB (the "
+                    "default, data/" AMP_TEXT_DEFAULT_FILE ", ships with amptrain)",
+                    why, AMP_TEXT_MAX_BYTES >> 20);
         return -1;
     }
-    unsigned char *bytes = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : (1u << 20);
-            unsigned char *nb = realloc(bytes, cap);
-            if (!nb) {
-                free(bytes);
-                fclose(f);
-                amp_set_err(err, errlen, "%s: out of host memory reading it", path);
-                return -1;
-            }
-            bytes = nb;
-        }
-        size_t got = fread(bytes + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(bytes);
-        amp_set_err(err, errlen, "%s: read error", path);
-        return -1;
-    }
+    const unsigned char *bytes = (const unsigned char *)text;
     amp_sha256 s;
     char hex[65];
     amp_sha256_init(&s);
@@ -111,7 +71,7 @@ int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char
     if (!realpath(path, t->path)) snprintf(t->path, sizeof t->path, "%s", path);
     if (expect_sha256) {
         if (strcmp(hex, expect_sha256) != 0) {
-            free(bytes);
+            free(text);
             amp_set_err(err, errlen,
                         "%s: sha256 %s, but the shipped " AMP_TEXT_DEFAULT_FILE " has %s; the "
                         "file is damaged or was replaced: restore it (git checkout data/"
@@ -131,12 +91,12 @@ int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char
     }
     t->tokens = malloc((n ? n : 1) * sizeof *t->tokens);
     if (!t->tokens) {
-        free(bytes);
+        free(text);
         amp_set_err(err, errlen, "%s: out of host memory", path);
         return -1;
     }
     for (size_t i = 0; i < n; i++) t->tokens[i] = t->ids[bytes[i]];
-    free(bytes);
+    free(text);
     t->n = (int64_t)n;
     t->n_train = (int64_t)(0.9 * (double)n); /* nanoGPT: int(n * 0.9) */
     return 0;

@@ -17,6 +17,9 @@
 #define AMP_TEXT_DEFAULT_FILE "tinyshakespeare.txt"
 /* [model] block_size when not set: nanoGPT's shakespeare_char value. */
 #define AMP_TEXT_DEFAULT_BLOCK 256
+/* The largest corpus read (bytes): it is held twice in memory (the bytes,
+ * then 4-byte token ids), so 1 GiB costs 5 GiB of host memory at load. */
+#define AMP_TEXT_MAX_BYTES (1 << 30)
 #define AMP_TEXT_DEFAULT_SHA256 "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 
 typedef struct amp_text {
@@ -30,7 +33,8 @@ typedef struct amp_text {
     char sha256[65];        /* its SHA-256 */
 } amp_text;
 
-/* Loads path. expect_sha256 (64 hex digits) or NULL: when given, the file's
+/* Loads path: a regular file of at most AMP_TEXT_MAX_BYTES (io/file.h).
+ * expect_sha256 (64 hex digits) or NULL: when given, the file's
  * SHA-256 must equal it (the shipped corpus is checked before use). On
  * failure *t is zeroed and err names the file and what to do. */
 int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
@@ -47,9 +51,6 @@ int amp_text_write_vocab(const amp_text *t, FILE *f);
  * the file. */
 int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char *data,
                         size_t datalen, char sha[65], char *err, size_t errlen);
-
-/* SHA-256 of a file as 64 hex digits; -1 with err when it cannot be read. */
-int amp_file_sha256(const char *path, char hex[65], char *err, size_t errlen);
 
 /* The shipped corpus: <prefix>/share/amptrain/data/ beside an installed
  * amptrain, else the source tree's data/ (build tree). 0 and the path, or

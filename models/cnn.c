@@ -32,7 +32,9 @@
  * dtype they came in. Gradients are stored in the dtype of the tensor they
  * belong to. Every rounding that can lose something is counted in the
  * owning layer's telemetry slot. */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,10 @@
 #include "rng.h"
 
 #define CNN_MAX_STAGES 64
+#define CNN_MAX_KERNEL 64 /* conv: k, stride and pad */
+/* pool: k and stride; pad at most k/2. The argmax is kept as a 2-byte
+ * offset in the window, so 256x256 is the largest window. */
+#define CNN_MAX_POOL 256
 #define CNN_DEFAULT_LAYERS \
     "conv(32,3,pad=1) bn relu pool(2) conv(64,3,pad=1) bn relu pool(2) fc(128) relu fc"
 #define CNN_SYNTAX                                                                          \
@@ -188,7 +194,7 @@ static int parse_token(const parse_ctx *p, int *i, cnn_stage *s) {
             if (npos >= want_pos)
                 return tok_fail(p, s, "too many arguments; the layers are: %s", CNN_SYNTAX);
             const char *nm = kind == ST_CONV ? (npos == 0 ? "out" : "k") : kind == ST_POOL ? "k" : "out";
-            double hi = strcmp(nm, "k") == 0 ? 64 : 65536;
+            double hi = strcmp(nm, "k") != 0 ? 65536 : kind == ST_POOL ? CNN_MAX_POOL : CNN_MAX_KERNEL;
             if (arg_number(p, s, nm, args + b0, (size_t)(b1 - b0), 1, hi, 1, &v)) return -1;
             if (strcmp(nm, "out") == 0)
                 s->width = (int)v;
@@ -205,11 +211,13 @@ static int parse_token(const parse_ctx *p, int *i, cnn_stage *s) {
             snprintf(key, sizeof key, "%.*s", kl < 31 ? kl : 31, args + b0);
             int known = 0;
             if (kind == ST_CONV || kind == ST_POOL) {
+                /* a pool's stride and padding go with its window (pad <= k/2) */
+                int most = kind == ST_POOL ? CNN_MAX_POOL : CNN_MAX_KERNEL;
                 if (strcmp(key, "stride") == 0) {
-                    if (arg_number(p, s, key, vs, vl, 1, 64, 1, &v)) return -1;
+                    if (arg_number(p, s, key, vs, vl, 1, most, 1, &v)) return -1;
                     s->stride = (int)v, known = 1;
                 } else if (strcmp(key, "pad") == 0) {
-                    if (arg_number(p, s, key, vs, vl, 0, 64, 1, &v)) return -1;
+                    if (arg_number(p, s, key, vs, vl, 0, kind == ST_POOL ? most / 2 : most, 1, &v)) return -1;
                     s->pad = (int)v, known = 1;
                 }
             }
@@ -241,6 +249,36 @@ static int parse_token(const parse_ctx *p, int *i, cnn_stage *s) {
     return 0;
 }
 
+/* The largest tensor the network may hold, in elements: a layer's output
+ * per example, and each weight. The backends index planes and GEMM sizes
+ * with int, so a shape past this is refused here, not wrapped around. */
+#define CNN_MAX_ELEMS INT_MAX
+
+/* d[0] x .. x d[n-1] without overflow; a product past CNN_MAX_ELEMS is
+ * refused at the token: "its output, 65536x284x284 = 5285871616 values per
+ * example, is more than ...". */
+static int checked_size(const parse_ctx *p, const cnn_stage *s, const char *what,
+                        const int64_t *d, int n, int64_t *out) {
+    int64_t v = 1;
+    int over = 0;
+    char dims[128] = "";
+    for (int i = 0; i < n; i++) {
+        over |= d[i] < 1 || __builtin_mul_overflow(v, d[i], &v) || v > CNN_MAX_ELEMS;
+        size_t len = strlen(dims);
+        snprintf(dims + len, sizeof dims - len, "%s%lld", i ? "x" : "", (long long)d[i]);
+    }
+    if (!over) {
+        *out = v;
+        return 0;
+    }
+    double exact = 1.0;
+    for (int i = 0; i < n; i++) exact *= (double)d[i];
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s is %s = %.0f values, more than the %d a tensor may hold",
+             what, dims, exact, CNN_MAX_ELEMS);
+    return tok_fail(p, s, "%s", detail);
+}
+
 /* Parses the layers string and walks the shapes from the input image. */
 static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char *err,
                         size_t errlen) {
@@ -260,7 +298,10 @@ static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char
                  where, in->features);
         return -1;
     }
-    int ch = in->channels, h = in->height, w = in->width, flat = 0;
+    /* every shape in 64 bits, checked against CNN_MAX_ELEMS before it is
+     * stored in the stage's int fields */
+    int64_t ch = in->channels, h = in->height, w = in->width, elems = 0;
+    int flat = 0;
     int nconv = 0, nbn = 0, nfc = 0, layer = -1;
     c->nst = 0;
     int i = 0;
@@ -272,14 +313,15 @@ static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char
         if (parse_token(&p, &i, &tok) != 0) return -1;
         if (tok.kind == ST_FLATTEN) {
             flat = 1;
-            ch = ch * h * w, h = w = 1;
+            ch = ch * h * w, h = w = 1; /* each stage's output was checked */
             continue;
         }
         if (c->nst == CNN_MAX_STAGES)
             return tok_fail(&p, &tok, "more than 64 layers%s", NULL);
         if (c->nst > 0 && c->st[c->nst - 1].kind == ST_FC && c->st[c->nst - 1].width == 0)
             return tok_fail(&p, &tok, "comes after the classifier `fc`, which must be last%s", NULL);
-        tok.c = ch, tok.h = h, tok.w = w;
+        tok.c = (int)ch, tok.h = (int)h, tok.w = (int)w;
+        int64_t oc = ch, oh = h, ow = w;
         switch (tok.kind) {
         case ST_CONV:
         case ST_POOL: {
@@ -288,34 +330,41 @@ static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char
                                 tok.kind == ST_CONV ? "conv" : "pool");
             if (tok.kind == ST_POOL && 2 * tok.pad > tok.k)
                 return tok_fail(&p, &tok, "pad must be at most half the window (as in PyTorch)%s", NULL);
-            if (tok.kind == ST_POOL && tok.k > 256) /* the argmax is kept as a 2-byte window offset */
-                return tok_fail(&p, &tok, "the pooling window is at most 256x256%s", NULL);
-            int oh = (h + 2 * tok.pad - tok.k) / tok.stride + 1, ow = (w + 2 * tok.pad - tok.k) / tok.stride + 1;
+            oh = (h + 2 * tok.pad - tok.k) / tok.stride + 1, ow = (w + 2 * tok.pad - tok.k) / tok.stride + 1;
             if (h + 2 * tok.pad < tok.k || w + 2 * tok.pad < tok.k || oh < 1 || ow < 1) {
                 char d[128];
-                snprintf(d, sizeof d, "the %dx%d window does not fit the %dx%d input here", tok.k,
-                         tok.k, h, w);
+                snprintf(d, sizeof d, "the %dx%d window does not fit the %lldx%lld input here",
+                         tok.k, tok.k, (long long)h, (long long)w);
                 return tok_fail(&p, &tok, "%s", d);
             }
-            tok.oc = tok.kind == ST_CONV ? tok.width : ch, tok.oh = oh, tok.ow = ow;
-            if (tok.kind == ST_CONV) layer = nconv + nbn + nfc, nconv++;
+            if (tok.kind == ST_CONV) {
+                int64_t wd[4] = {tok.width, ch, tok.k, tok.k};
+                if (checked_size(&p, &tok, "its weight", wd, 4, &elems)) return -1;
+                oc = tok.width;
+                layer = nconv + nbn + nfc, nconv++;
+            }
             break;
         }
         case ST_BN:
             if (flat) return tok_fail(&p, &tok, "bn after fc or flatten (BatchNorm1d) is not supported%s", NULL);
-            tok.oc = ch, tok.oh = h, tok.ow = w;
             layer = nconv + nbn + nfc, nbn++;
             break;
-        case ST_RELU: tok.oc = ch, tok.oh = h, tok.ow = w; break;
-        case ST_FC:
+        case ST_RELU: break;
+        case ST_FC: {
             flat = 1;
-            tok.c = ch * h * w, tok.h = tok.w = 1;
-            tok.oc = tok.width ? tok.width : in->classes, tok.oh = tok.ow = 1;
+            tok.c = (int)(ch * h * w), tok.h = tok.w = 1;
+            oc = tok.width ? tok.width : in->classes, oh = ow = 1;
+            int64_t wd[2] = {oc, tok.c};
+            if (checked_size(&p, &tok, "its weight", wd, 2, &elems)) return -1;
             layer = nconv + nbn + nfc, nfc++;
             break;
         }
+        }
+        int64_t od[3] = {oc, oh, ow};
+        if (checked_size(&p, &tok, "its output per example", od, 3, &elems)) return -1;
+        tok.oc = (int)oc, tok.oh = (int)oh, tok.ow = (int)ow;
         tok.layer = layer;
-        ch = tok.oc, h = tok.oh, w = tok.ow;
+        ch = oc, h = oh, w = ow;
         c->st[c->nst++] = tok;
     }
     cnn_stage *last = c->nst ? &c->st[c->nst - 1] : NULL;
@@ -880,6 +929,7 @@ int amp_cnn_conv_gemm_only(amp_model *m, int rows, double *flops) {
 
 const amp_model_ops amp_model_cnn = {
     .name = "cnn",
+    .keys = (const char *const[]){"layers", NULL},
     .describe = cnn_describe,
     .create = cnn_create,
     .layout = cnn_layout,

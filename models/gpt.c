@@ -1,13 +1,14 @@
 /* GPT-2 as nanoGPT's model.py writes it, on the backend op table: token and
  * position embeddings, pre-LN blocks (ln_1, causal self-attention with
- * c_attn/c_proj, ln_2, MLP c_fc -> GELU (tanh) -> c_proj), ln_f and an LM
+ * c_attn/c_proj, ln_2, MLP c_fc -> GELU -> c_proj), ln_f and an LM
  * head tied to the token embedding. Parameter names and layouts are
  * nanoGPT's state_dict ones (transformer.h.0.attn.c_attn.weight is
  * [3C, C]); lm_head.weight is transformer.wte.weight and is stored once.
  *
  * [model] keys: n_layer, n_head, n_embd, block_size (the context; the text
  * data cuts windows of this length), bias (biases in the Linears and
- * LayerNorms).
+ * LayerNorms), activation (gelu: the exact erf form of nanoGPT's nn.GELU(),
+ * the default; gelu_tanh: GPT-2's tanh approximation).
  *
  * Precision follows PyTorch autocast (llm.c's layout of buffers):
  *   - the embeddings, the residual stream and LayerNorm run in FP32 on the
@@ -55,6 +56,7 @@
 
 typedef struct gpt_keys {
     int n_layer, n_head, n_embd, block_size, bias;
+    amp_act act; /* the MLP's GELU: AMP_ACT_GELU or AMP_ACT_GELU_TANH */
 } gpt_keys;
 
 /* One Linear (or the LM head): its layer, shape, parameters and working copies. */
@@ -140,6 +142,12 @@ static int read_keys(amp_config *cfg, gpt_keys *k, char *err, size_t errlen) {
         return -1;
     k->block_size = (int)v;
     if (amp_config_get_bool(cfg, "model", "bias", 0, &k->bias, err, errlen) < 0) return -1;
+    /* nanoGPT's MLP is nn.GELU(), the erf form: its state_dict computes that function */
+    static const char *const acts[] = {"gelu", "gelu_tanh", NULL};
+    int idx = 0;
+    if (amp_config_get_choice(cfg, "model", "activation", "gelu", acts, &idx, err, errlen) < 0)
+        return -1;
+    k->act = idx == 0 ? AMP_ACT_GELU : AMP_ACT_GELU_TANH;
     if (k->n_embd % k->n_head != 0) {
         const char *where = NULL;
         amp_config_lookup(cfg, "model", "n_head", &where);
@@ -200,9 +208,11 @@ static int gpt_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
     }
     int C = k.n_embd, V = in->classes;
     builder b = {d, k.bias, 0};
-    /* transformer.wte is also the LM head's weight (tied) */
+    /* transformer.wte is also the LM head's weight (tied; nanoGPT's state_dict
+     * holds it under both names, safetensors' save_model under lm_head.weight) */
     int wte = add_layer(&b, "transformer.wte", (1u << AMP_OP_POINTWISE) | (1u << AMP_OP_GEMM));
     add_param(&b, "transformer.wte", "weight", wte, 1, 2, V, C);
+    if (!b.fail) amp_model_desc_tie_last(d, "lm_head.weight");
     int wpe = add_layer(&b, "transformer.wpe", 1u << AMP_OP_POINTWISE);
     add_param(&b, "transformer.wpe", "weight", wpe, 1, 2, k.block_size, C);
     for (int i = 0; i < k.n_layer; i++) {
@@ -623,7 +633,7 @@ static int gpt_forward(amp_model *m, const amp_forward_args *a) {
         CHECK(linear_forward(m, &b->c_proj, b->atty, b->adt, rows, b->proj, AMP_ACT_NONE, NULL));
         CHECK(AMP_CALL(be, residual_add, g->x_mid, b->x, b->proj, b->c_proj.act, nc));
         CHECK(norm_forward(m, &b->ln2, b->ln2_out, b->ln2_mean, b->ln2_rstd, g->x_mid, rows));
-        CHECK(linear_forward(m, &b->c_fc, b->ln2_out, b->ln2.act, rows, b->fch, AMP_ACT_GELU_TANH,
+        CHECK(linear_forward(m, &b->c_fc, b->ln2_out, b->ln2.act, rows, b->fch, g->k.act,
                              b->fch_gelu));
         CHECK(linear_forward(m, &b->fc_proj, b->fch_gelu, b->c_fc.act, rows, g->g_small,
                              AMP_ACT_NONE, NULL));
@@ -739,7 +749,7 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
             /* wide: its FP32 widening too, which the GEMMs read */
             int wide = b->c_fc.wide && b->c_fc.act != AMP_DTYPE_F32;
             CHECK(op->act_backward_round(be, g->g_big, wide ? g->f_t : NULL, g->f_dx, b->fch,
-                                         b->c_fc.act, n4, AMP_ACT_GELU_TANH, fc_cnt));
+                                         b->c_fc.act, n4, g->k.act, fc_cnt));
             if (wide) {
                 dy = g->f_t;
                 dy_store = AMP_DTYPE_F32;
@@ -747,7 +757,7 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         } else {
             CHECK(op->quantize(be, g->f_dx, g->f_dx, n4, b->c_fc.act, fc_cnt, 0));
             CHECK(op->widen(be, g->f_t, b->fch, b->c_fc.act, n4));
-            CHECK(op->act_backward(be, g->f_dx, g->f_dx, g->f_t, n4, AMP_ACT_GELU_TANH));
+            CHECK(op->act_backward(be, g->f_dx, g->f_dx, g->f_t, n4, g->k.act));
             CHECK(op->round(be, g->g_big, b->c_fc.act, g->f_dx, n4, fc_cnt));
         }
         CHECK(linear_backward(m, &b->c_fc, dy, dy_store, b->c_fc.act, b->ln2_out, b->ln2.act, rows,
@@ -789,6 +799,7 @@ static int gpt_logits(amp_model *m, int row, int pos, float *host) {
 
 const amp_model_ops amp_model_gpt = {
     .name = "gpt",
+    .keys = (const char *const[]){"n_layer", "n_head", "n_embd", "block_size", "bias", "activation", NULL},
     .describe = gpt_describe,
     .create = gpt_create,
     .layout = gpt_layout,

@@ -445,6 +445,7 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
 
 const amp_model_ops amp_model_mlp = {
     .name = "mlp",
+    .keys = (const char *const[]){"hidden", "activation", NULL},
     .describe = mlp_describe,
     .create = mlp_create,
     .layout = mlp_layout,

@@ -62,6 +62,11 @@ int amp_model_desc_add_buffer(amp_model_desc *d, const char *name, int layer, in
     return add_tensor(d, name, layer, 0, 1, ndim, shape);
 }
 
+void amp_model_desc_tie_last(amp_model_desc *d, const char *tied) {
+    if (d->nparam_tensors > 0)
+        snprintf(d->params[d->nparam_tensors - 1].tied, sizeof d->params[0].tied, "%s", tied);
+}
+
 int amp_model_desc_find(const amp_model_desc *d, const char *name) {
     for (int i = 0; i < d->nparam_tensors; i++)
         if (strcmp(d->params[i].name, name) == 0) return i;

@@ -50,6 +50,11 @@ typedef struct amp_param_desc {
                     * tensor, so checkpoints and safetensors carry it, but it has
                     * no gradient and the optimizer, unscale and clipping stop at
                     * desc.ntrained. The model updates it in forward(). */
+    char tied[AMP_MODEL_NAME_MAX]; /* the name a tied weight also has in a PyTorch
+                                    * state_dict (the GPT's lm_head.weight for
+                                    * transformer.wte.weight); "" for none. [model] init
+                                    * takes the tensor under either name, or both when
+                                    * equal (one tensor here, stored once) */
 } amp_param_desc;
 
 /* One layer: the unit a precision policy decides for and telemetry counts. */
@@ -105,6 +110,9 @@ typedef struct amp_working_copy {
 
 typedef struct amp_model_ops {
     const char *name; /* "[model] name" */
+    /* Its own [model] keys (beside name and init), NULL-terminated, or NULL:
+     * such a key set for another model is explained, not called unknown. */
+    const char *const *keys;
     /* Reads the model's [model] keys (through cfg, so unknown keys stay
      * errors) and fills desc for the data in `in`. Allocates only host
      * memory owned by desc. 0, or -1 with a "file:line: ..." message. */
@@ -209,6 +217,8 @@ int amp_model_desc_add_param(amp_model_desc *d, const char *name, int layer, int
  * parameter: add_param after add_buffer fails (-1). */
 int amp_model_desc_add_buffer(amp_model_desc *d, const char *name, int layer, int ndim,
                               const int64_t *shape);
+/* Names the last tensor added also by `tied` (amp_param_desc.tied). */
+void amp_model_desc_tie_last(amp_model_desc *d, const char *tied);
 /* Index of the tensor called name, or -1. */
 int amp_model_desc_find(const amp_model_desc *d, const char *name);
 

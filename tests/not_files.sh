@@ -4,9 +4,10 @@
 # A FIFO used to hang the process (open or read waits for a writer that
 # never comes, and SIGTERM was ignored meanwhile), /dev/zero as the config
 # trained with defaults, a huge sparse ckpt-*.amp was read whole before its
-# 32-byte header was looked at. Each command runs under `timeout 60`, so a
-# hang fails the case instead of stalling the suite; each must exit with its
-# code and say what the path is.
+# 32-byte header was looked at. Each command runs under `timeout 60` (and
+# SIGKILL 10 s later, for one that ignores SIGTERM), so a hang fails the case
+# instead of stalling the suite; each must exit with its code and say what
+# the path is.
 #   config    FIFO, /dev/zero and a directory as CONFIG.ini      (exit 2)
 #   data      FIFOs as the IDX files of [data] path               (exit 1)
 #   init      a FIFO as [model] init                              (exit 1)
@@ -19,6 +20,10 @@
 #   resume    `train --resume` skips the same four with warnings and
 #             resumes from the newest valid checkpoint             (exit 0)
 #   ab        a FIFO as one of the A/B configs                    (exit 2)
+#   text      a FIFO, /dev/zero, a directory and a sparse file one byte
+#             over the 1 GiB limit as [data] path of a text run   (exit 1)
+#   sample    `sample` of a text run whose corpus (vocab.json's data) was
+#             replaced by a FIFO, then by a directory             (exit 1)
 set -u
 [ $# -eq 5 ] || { echo "usage: not_files.sh CASE AMPTRAIN CONFIG_DIR PLUGIN.so WORK_DIR" >&2; exit 2; }
 case=$1 A=$2 CONFIGS=$3 PLUGIN=$4 W=$5/$1
@@ -30,16 +35,7 @@ fail() {
     [ -f "$W/log" ] && { echo "--- output:" >&2; cat "$W/log" >&2; }
     exit 1
 }
-# expect CODE REGEX COMMAND...: exit status and a line of its output
-expect() {
-    local code=$1 re=$2
-    shift 2
-    timeout 60 "$@" >"$W/log" 2>&1
-    local rc=$?
-    [ "$rc" != 124 ] || fail "timed out (a blocking open or read?): $*"
-    [ "$rc" = "$code" ] || fail "exit $rc (expected $code) from: $*"
-    grep -Eq -- "$re" "$W/log" || fail "output does not match '$re' for: $*"
-}
+. "$(dirname "$0")/expect.sh"
 fifo_re='cannot read: it is a FIFO \(named pipe\), not a regular file'
 
 case $case in
@@ -109,6 +105,30 @@ ckpt | resume)
 ab)
     mkfifo "$W/b.ini" || exit 2
     expect 2 "$W/b\\.ini: $fifo_re" "$A" ab "$CFG" "$W/b.ini" --seeds 1 --out "$W/ab"
+    ;;
+text)
+    GPT=$CONFIGS/../tests/gpt/tiny_gpt.ini
+    mkfifo "$W/fifo.txt" && mkdir "$W/dir.txt" || exit 2
+    truncate -s $(((1 << 30) + 1)) "$W/huge.txt" || exit 2
+    expect 1 "$W/fifo\\.txt: $fifo_re" "$A" train "$GPT" --set data.path="$W/fifo.txt" --out "$W/run"
+    expect 1 "^amptrain: /dev/zero: cannot read: it is a character device, not a regular file" \
+        "$A" train "$GPT" --set data.path=/dev/zero --out "$W/run"
+    expect 1 "$W/dir\\.txt: cannot read: it is a directory, not a regular file" \
+        "$A" train "$GPT" --set data.path="$W/dir.txt" --out "$W/run"
+    expect 1 "$W/huge\\.txt: 1073741825 bytes, more than the 1073741824 this file may have; \\[data\\] path of a text run names a regular file of at most 1024 MiB" \
+        "$A" train "$GPT" --set data.path="$W/huge.txt" --out "$W/run"
+    ;;
+sample)
+    # not the shipped corpus byte for byte: sample would fall back to that
+    { cat "$CONFIGS/../data/tinyshakespeare.txt" && echo "EXEUNT"; } >"$W/corpus.txt" || exit 2
+    "$A" train "$CONFIGS/../tests/gpt/tiny_gpt.ini" --set data.path="$W/corpus.txt" \
+        --set train.steps=2 --set train.checkpoint_every=0 --out "$W/run" >"$W/log" 2>&1 ||
+        fail "the text run failed"
+    rm "$W/corpus.txt" && mkfifo "$W/corpus.txt" || exit 2
+    expect 1 "^amptrain sample: $W/corpus\\.txt: $fifo_re" "$A" sample "$W/run" --tokens 3
+    rm "$W/corpus.txt" && mkdir "$W/corpus.txt" || exit 2
+    expect 1 "^amptrain sample: $W/corpus\\.txt: cannot read: it is a directory, not a regular file" \
+        "$A" sample "$W/run" --tokens 3
     ;;
 *)
     echo "not_files.sh: unknown case '$case'" >&2

@@ -78,7 +78,8 @@ static void test_parse_errors(void)
     expect_load_error("[opt im]\n", ":1: bad section name [opt im]: use letters, digits, '_' and '-'");
     expect_load_error("[optim] x\n", ":1: unexpected 'x' after the section header");
     expect_load_error("[optim]\nlr rate = 1\n",
-                      ":2: bad key name 'lr rate': use letters, digits, '_', '.' and '-'");
+                      ":2: bad key name 'lr rate': use letters, digits, '_', '.', '-' and the glob "
+                      "characters * ? [ ] ! ^ (not first: '[')");
     expect_load_error("[optim]\n= 1\n", ":2: missing key name before '='");
     /* Error on the last line, without a final newline. */
     expect_load_error("[optim]\nlr = 1\nbroken", ":3: cannot parse 'broken': expected '[section]', "

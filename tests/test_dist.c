@@ -333,7 +333,7 @@ static int fail_alone(void) {
 
 int main(int argc, char **argv) {
     char err[2048];
-    g_dist = amp_dist_init(&argc, &argv, err, sizeof err);
+    g_dist = amp_dist_init(&argc, &argv, 300.0, err, sizeof err);
     if (!g_dist) {
         fprintf(stderr, "test_dist: %s\n", err);
         return 1;

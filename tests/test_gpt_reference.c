@@ -166,7 +166,8 @@ static void compare_grads(amp_model *m, const char *prefix, float scale, double 
 static amp_config *gpt_config(void) {
     static const char *const sets[] = {"model.name=gpt", "model.n_layer=2", "model.n_head=2",
                                        "model.n_embd=32", "model.block_size=16", "model.bias=true",
-                                       NULL};
+                                       /* the reference ran F.gelu(approximate="tanh") */
+                                       "model.activation=gelu_tanh", NULL};
     char err[512];
     amp_config *cfg = amp_config_new_empty("test_gpt_reference");
     for (int i = 0; sets[i]; i++)

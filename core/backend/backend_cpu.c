@@ -3,7 +3,9 @@
  * element-wise kernel table (cpu_kern.h) and caps the GEMM library.
  *
  * GEMMs: oneDNN's matmul (cpu_dnnl.h) when the build has it, else OpenBLAS
- * sgemm; AMPTRAIN_GEMM=openblas|onednn overrides. FP32 accumulation always.
+ * sgemm; AMPTRAIN_GEMM=openblas|onednn overrides. FP32 accumulation always,
+ * except AMPTRAIN_GEMM=reference (cpu_gemm_ref.h: FP64 sums in a fixed order,
+ * the bits pinned tests compare, on every CPU).
  * 16-bit inputs run natively only for BF16 on the avx512_bf16 path (oneDNN
  * bf16 x bf16 -> f32); otherwise they are widened exactly to FP32 first, and
  * be->info.widened_gemm says so, so models keep FP32 copies of their
@@ -27,6 +29,8 @@
 #include "backend/backend.h"
 #include "backend/backend_cpu_cnn.h"
 #include "backend/cpu_dnnl.h"
+#include "backend/cpu_gemm_ref.h"
+#include "env.h"
 #include "backend/cpu_internal.h"
 #include "backend/cpu_kern.h"
 #include "backend/kernels/act.h"
@@ -46,7 +50,7 @@
 #define TILE 1024
 #define MAX_UNSCALE_CHUNKS 4096
 
-typedef enum gemm_lib { GEMM_OPENBLAS = 0, GEMM_ONEDNN = 1 } gemm_lib;
+typedef enum gemm_lib { GEMM_OPENBLAS = 0, GEMM_ONEDNN = 1, GEMM_REFERENCE = 2 } gemm_lib;
 
 typedef struct cpu_impl {
     amp_isa isa;
@@ -458,6 +462,12 @@ static int gemm_run(amp_backend *be, float *c, const void *a, const void *b, amp
         note_scratch(be);
         snprintf(what, sizeof what, "%sonednn-%s %s", prefix, dt == AMP_DTYPE_BF16 ? "bf16" : "f32",
                  impl);
+    } else if (im->lib == GEMM_REFERENCE) {
+        if (amp_gemm_ref(c, a, b, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta) != 0) {
+            snprintf(be->err, sizeof be->err, "out of host memory in the reference GEMM");
+            return 1;
+        }
+        snprintf(what, sizeof what, "%sreference-f64", prefix);
     } else {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                     trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
@@ -665,14 +675,10 @@ static const amp_backend_ops cpu_ops = {
 /* AMPTRAIN_THREADS (1..1024), else OpenMP's default (OMP_NUM_THREADS, else
  * the cores). 0 or -1 with err. */
 static int thread_count(int *out, char *err, size_t errlen) {
-    const char *v = getenv("AMPTRAIN_THREADS");
-    if (v && *v) {
-        char *end = NULL;
-        long t = strtol(v, &end, 10);
-        if (end == v || *end != '\0' || t < 1 || t > 1024) {
-            snprintf(err, errlen, "AMPTRAIN_THREADS=%s: expected an integer in [1, 1024]", v);
-            return -1;
-        }
+    long t;
+    int got = amp_env_int("AMPTRAIN_THREADS", 1, 1024, &t, err, errlen);
+    if (got < 0) return -1;
+    if (got) {
         *out = (int)t;
         return 0;
     }
@@ -698,11 +704,15 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
         return NULL;
     }
     gemm_lib lib = amp_dnnl_available() && isa != AMP_ISA_GENERIC ? GEMM_ONEDNN : GEMM_OPENBLAS;
-    const char *want = getenv("AMPTRAIN_GEMM");
-    if (want && *want) {
-        if (strcmp(want, "openblas") == 0) {
+    int want;
+    int got = amp_env_choice("AMPTRAIN_GEMM", amp_env_gemm_libs, &want, err, errlen);
+    if (got < 0) return NULL;
+    if (got) {
+        if (want == AMP_ENV_GEMM_OPENBLAS) {
             lib = GEMM_OPENBLAS;
-        } else if (strcmp(want, "onednn") == 0) {
+        } else if (want == AMP_ENV_GEMM_REFERENCE) {
+            lib = GEMM_REFERENCE;
+        } else {
             if (!amp_dnnl_available()) {
                 snprintf(err, errlen, "AMPTRAIN_GEMM=onednn: this amptrain was built without "
                                       "oneDNN (install libdnnl-dev and rebuild)");
@@ -714,9 +724,6 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
                 return NULL;
             }
             lib = GEMM_ONEDNN;
-        } else {
-            snprintf(err, errlen, "AMPTRAIN_GEMM=%s: expected onednn or openblas", want);
-            return NULL;
         }
     }
     amp_backend *be = calloc(1, sizeof *be);

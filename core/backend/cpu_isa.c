@@ -1,5 +1,6 @@
 /* CPUID dispatch for the CPU backend (see cpu_isa.h). */
 #include "backend/cpu_isa.h"
+#include "env.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -13,10 +14,11 @@
 #define AMP_X86 0
 #endif
 
-static const char *const isa_names[AMP_ISA_COUNT] = {"generic", "avx2", "avx512", "avx512_bf16"};
+const char *const amp_isa_names[AMP_ISA_COUNT + 1] = {"generic", "avx2", "avx512",
+                                                      "avx512_bf16", NULL};
 
 const char *amp_isa_name(amp_isa isa) {
-    return isa >= 0 && isa < AMP_ISA_COUNT ? isa_names[isa] : "?";
+    return isa >= 0 && isa < AMP_ISA_COUNT ? amp_isa_names[isa] : "?";
 }
 
 typedef struct cpu_features {
@@ -74,30 +76,25 @@ void amp_isa_features(char *out, size_t len) {
 
 int amp_isa_select(amp_isa *out, char *err, size_t errlen) {
     amp_isa best = amp_isa_detect();
-    const char *want = getenv("AMPTRAIN_ISA");
-    if (!want || !*want) {
+    int want;
+    int got = amp_env_choice("AMPTRAIN_ISA", amp_isa_names, &want, err, errlen);
+    if (got < 0) return -1;
+    if (!got) {
         /* avx512_bf16 only on request: its native bf16 GEMM measured slower
          * than widening into FP32 FMA GEMMs on our AVX512_BF16 machines
          * (vdpbf16ps at about half the FMA rate there; bench/README.md) */
         *out = best > AMP_ISA_AVX512 ? AMP_ISA_AVX512 : best;
         return 0;
     }
-    for (int i = 0; i < AMP_ISA_COUNT; i++) {
-        if (strcmp(want, isa_names[i]) != 0) continue;
-        if ((amp_isa)i > best) {
-            char feat[160];
-            amp_isa_features(feat, sizeof feat);
-            snprintf(err, errlen,
-                     "AMPTRAIN_ISA=%s: this CPU supports up to '%s' (it has: %s); unset "
-                     "AMPTRAIN_ISA or choose a lower path",
-                     want, amp_isa_name(best), feat);
-            return -1;
-        }
-        *out = (amp_isa)i;
-        return 0;
+    if ((amp_isa)want > best) {
+        char feat[160];
+        amp_isa_features(feat, sizeof feat);
+        snprintf(err, errlen,
+                 "AMPTRAIN_ISA=%s: this CPU supports up to '%s' (it has: %s); unset "
+                 "AMPTRAIN_ISA or choose a lower path",
+                 amp_isa_names[want], amp_isa_name(best), feat);
+        return -1;
     }
-    snprintf(err, errlen, "AMPTRAIN_ISA=%s: unknown path; expected generic, avx2, avx512 or "
-                          "avx512_bf16",
-             want);
-    return -1;
+    *out = (amp_isa)want;
+    return 0;
 }

@@ -24,6 +24,8 @@ typedef enum amp_isa {
 
 /* "generic", "avx2", "avx512", "avx512_bf16". */
 const char *amp_isa_name(amp_isa isa);
+/* The names of the paths, by amp_isa, NULL-terminated (AMPTRAIN_ISA's choices). */
+extern const char *const amp_isa_names[AMP_ISA_COUNT + 1];
 /* The best path this CPU and OS support (CPUID + XGETBV). */
 amp_isa amp_isa_detect(void);
 /* The CPU's relevant features as text ("avx2 fma f16c avx512f ..."). */

@@ -34,6 +34,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "io/config.h"
+#include "io/checkpoint_store.h"
 #include "io/file.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
@@ -428,6 +429,35 @@ static void catch_stop_signals(void) {
     sigaction(SIGCHLD, &sc, NULL);
 }
 
+/* What a child stopped by ab's signal left, from its folder, not its exit
+ * status alone: a child signalled while it starts exits 128 + the signal
+ * too, having written nothing. */
+static void stopped_message(int status, int forwarded, const char *dir, char *err,
+                            size_t errlen) {
+    const char *sig = ab_signal_name(stop_signal);
+    char cdir[PATH_MAX + 16], why[512] = "";
+    snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+    int64_t step = 0;
+    int has = amp_ckpt_store_newest_valid(cdir, &step, why, sizeof why);
+    char left[PATH_MAX + 700];
+    if (has > 0)
+        snprintf(left, sizeof left, "its checkpoint of step %lld and its log are in %s",
+                 (long long)step, dir);
+    else if (has == 0)
+        snprintf(left, sizeof left, "it wrote no checkpoint; its log is in %s", dir);
+    else
+        snprintf(left, sizeof left, "%s; its log is in %s", why, dir);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        snprintf(err, errlen, "stopped by %s as the run finished; its files are in %s", sig, dir);
+    else if (WIFEXITED(status) && WEXITSTATUS(status) == 128 + stop_signal)
+        snprintf(err, errlen, "stopped by %s; %s", sig, left);
+    else
+        snprintf(err, errlen, "stopped by %s%s; the run ended with %s %d: %s", sig,
+                 forwarded > 1 ? " and a second signal" : "",
+                 WIFSIGNALED(status) ? "signal" : "exit status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), left);
+}
+
 /* Runs `amptrain train` for one (arm, seed) as a child; 0 when it exited 0. */
 static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, char *err,
                      size_t errlen) {
@@ -505,20 +535,7 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     }
     sigprocmask(SIG_SETMASK, &orig, NULL);
     if (stop_signal) {
-        int stopped_with_ckpt = WIFEXITED(status) && WEXITSTATUS(status) == 128 + stop_signal;
-        if (stopped_with_ckpt)
-            snprintf(err, errlen, "stopped by %s; the run's checkpoint and log are in %s",
-                     ab_signal_name(stop_signal), dir);
-        else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-            snprintf(err, errlen, "stopped by %s as the run finished; its files are in %s",
-                     ab_signal_name(stop_signal), dir);
-        else
-            snprintf(err, errlen,
-                     "stopped by %s%s; the run ended without a checkpoint of its last step "
-                     "(%s %d): its earlier checkpoints, if any, and its log are in %s",
-                     ab_signal_name(stop_signal), forwarded > 1 ? " and a second signal" : "",
-                     WIFSIGNALED(status) ? "killed by signal" : "exit status",
-                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), dir);
+        stopped_message(status, forwarded, dir, err, errlen);
         return -1;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;

@@ -1,7 +1,9 @@
 /* `amptrain checkpoints DIR`: lists a run's checkpoints (DIR/checkpoints, or
  * DIR itself when it holds them) newest first, validating each one fully
  * (header, every section's CRC, the counters and shapes). Exit 0 when every
- * checkpoint is valid, 1 when one is damaged or there is none, 2 on usage. */
+ * checkpoint is valid, 1 when one is damaged or there is none, 2 on usage.
+ * One that a running train pruned between the listing and the read is
+ * listed as gone, not damaged. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,32 @@ static int ckpt_opt(void *user, int opt, const char *arg) {
     return -1;
 }
 
+/* Validates and prints one checkpoint; 1 when it was gone (pruned since
+ * listed), else 0 (*damaged counts the bad ones). */
+static int show(const char *dir, int64_t step, size_t *damaged) {
+    char path[PATH_MAX + 32], err[512];
+    amp_ckpt_store_path(path, sizeof path, dir, step);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    amp_checkpoint ck;
+    int lr = amp_ckpt_store_load(path, step, &buf, &len, &ck, err, sizeof err);
+    if (lr == AMP_CKPT_GONE) {
+        printf("%s  gone: %s\n", path, err);
+        return 1;
+    }
+    if (lr != 0) {
+        printf("%s  DAMAGED: %s\n", path, err);
+        ++*damaged;
+        return 0;
+    }
+    printf("%s  ok  step %lld/%lld epoch %lld  %s %s + %s %s  %llu params  %u rank%s  %zu bytes\n",
+           path, (long long)ck.step, (long long)ck.total_steps, (long long)ck.epoch, ck.precision,
+           ck.precision_version, ck.scaler, ck.scaler_version, (unsigned long long)ck.nparams,
+           (unsigned)ck.world_size, ck.world_size == 1 ? "" : "s", len);
+    free(buf);
+    return 0;
+}
+
 int amp_cmd_checkpoints(int argc, char **argv) {
     static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *run = NULL;
@@ -47,40 +75,32 @@ int amp_cmd_checkpoints(int argc, char **argv) {
     struct stat st;
     snprintf(dir, sizeof dir, "%s/checkpoints", run);
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(dir, sizeof dir, "%s", run);
-    int64_t *steps = NULL;
-    size_t n = 0;
-    if (amp_ckpt_store_list(dir, &steps, &n, err, sizeof err) != 0) {
-        fprintf(stderr, "amptrain: %s\n", err);
-        return 1;
-    }
-    if (n == 0) {
-        fprintf(stderr, "amptrain: %s: no checkpoints (ckpt-<step>.amp)\n", dir);
-        free(steps);
-        return 1;
-    }
-    size_t damaged = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 32];
-        amp_ckpt_store_path(path, sizeof path, dir, steps[i]);
-        uint8_t *buf = NULL;
-        size_t len = 0;
-        amp_checkpoint ck;
-        if (amp_ckpt_store_load(path, steps[i], &buf, &len, &ck, err, sizeof err) != 0) {
-            printf("%s  DAMAGED: %s\n", path, err);
-            damaged++;
-        } else {
-            printf("%s  ok  step %lld/%lld epoch %lld  %s %s + %s %s  %llu params  %u rank%s  %zu "
-                   "bytes\n",
-                   path, (long long)ck.step, (long long)ck.total_steps, (long long)ck.epoch,
-                   ck.precision, ck.precision_version, ck.scaler, ck.scaler_version,
-                   (unsigned long long)ck.nparams, (unsigned)ck.world_size,
-                   ck.world_size == 1 ? "" : "s", len);
+    /* Every listed one gone: a running train wrote newer ones and pruned
+     * these meanwhile, so look again (a few times, then say so). */
+    size_t n = 0, damaged = 0, gone = 0;
+    for (int round = 0; round < 8 && (round == 0 || gone == n); round++) {
+        int64_t *steps = NULL;
+        if (amp_ckpt_store_list(dir, &steps, &n, err, sizeof err) != 0) {
+            fprintf(stderr, "amptrain: %s\n", err);
+            return 1;
         }
-        free(buf);
+        if (n == 0) {
+            fprintf(stderr, "amptrain: %s: no checkpoints (ckpt-<step>.amp)\n", dir);
+            free(steps);
+            return 1;
+        }
+        damaged = gone = 0;
+        for (size_t i = 0; i < n; i++) gone += show(dir, steps[i], &damaged);
+        free(steps);
     }
-    free(steps);
+    if (gone == n) {
+        fprintf(stderr, "amptrain: %s: no checkpoints (every one listed was removed meanwhile)\n",
+                dir);
+        return 1;
+    }
     if (damaged) {
-        fprintf(stderr, "amptrain: %zu of %zu checkpoints in %s are damaged\n", damaged, n, dir);
+        fprintf(stderr, "amptrain: %zu of %zu checkpoints in %s are damaged\n", damaged, n - gone,
+                dir);
         return 1;
     }
     return 0;

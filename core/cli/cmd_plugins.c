@@ -42,8 +42,13 @@ int amp_cmd_plugins(int argc, char **argv) {
     int verbose = 0;
     int rc = amp_cli_parse("plugins", argc, argv, "vh", opts, plugins_opt, &verbose, plugins_usage);
     if (rc != 0) return rc > 0 ? 0 : 2;
-    char dirs[AMP_MAX_PLUGIN_DIRS][PATH_MAX];
-    int nd = amp_plugin_search_dirs(dirs, AMP_MAX_PLUGIN_DIRS);
+    amp_plugin_dirs sd;
+    if (amp_plugin_search_dirs(&sd) != 0) {
+        fprintf(stderr, "amptrain: out of memory listing the plugin folders\n");
+        return 1;
+    }
+    char **dirs = sd.dir;
+    int nd = sd.n;
     if (verbose) {
         printf("search order (AMPTRAIN_PLUGIN_PATH, then beside the executable):\n");
         for (int i = 0; i < nd; i++) printf("  %s\n", dirs[i]);
@@ -88,6 +93,7 @@ int amp_cmd_plugins(int argc, char **argv) {
         }
         free(names);
     }
+    amp_plugin_dirs_free(&sd);
     if (!found) fprintf(stderr, "amptrain: no plugins found; set AMPTRAIN_PLUGIN_PATH\n");
     return found ? 0 : 1;
 }

@@ -19,9 +19,11 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_store.h"
 #include "io/config.h"
+#include "implied_keys.h"
 #include "rng.h"
 #include "session.h"
 #include "text.h"
@@ -35,68 +37,85 @@ typedef struct sample_args {
     unsigned long long seed;
 } sample_args;
 
-static int usage(const char *why) {
-    if (why) fprintf(stderr, "amptrain sample: %s\n", why);
-    fprintf(stderr, "usage: amptrain sample DIR [--prompt TEXT] [--tokens N] [--temperature T] "
-                    "[--top-k K] [--seed S]\n"
-                    "  DIR: the output folder of a text run (finished, or with a checkpoint)\n"
-                    "  defaults: prompt \"\\n\", 500 tokens, temperature 0.8, top-k 200, seed 1337\n");
-    return 2;
-}
+static const char usage_text[] =
+    "usage: amptrain sample DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] "
+    "[--seed S]\n"
+    "  DIR: the output folder of a text run (finished, or with a checkpoint)\n"
+    "  defaults: prompt \"\\n\", 500 tokens, temperature 0.8, top-k 200, seed 1337\n";
 
-static int parse_num(const char *opt, const char *s, double lo, double hi, double *out) {
+static int parse_num(const char *opt, const char *s, double lo, double hi, int integer,
+                     double *out) {
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (!s[0] || *end || errno == ERANGE || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "amptrain sample: %s '%s': expected a number in [%g, %g]\n", opt, s, lo, hi);
+    if (!s[0] || *end || errno == ERANGE || !(v >= lo && v <= hi) || (integer && v != floor(v))) {
+        fprintf(stderr, "amptrain sample: %s '%s': expected %s in [%g, %g]\n%s", opt, s,
+                integer ? "an integer" : "a number", lo, hi, usage_text);
         return -1;
     }
     *out = v;
     return 0;
 }
 
+static int sample_opt(void *user, int opt, const char *arg) {
+    sample_args *a = user;
+    double v;
+    switch (opt) {
+    case 'h':
+        fputs(usage_text, stdout);
+        return 1;
+    case 1:
+        if (a->dir || !arg[0]) {
+            fprintf(stderr, "amptrain sample: %s\n%s", a->dir ? "one DIR only" : "DIR is empty",
+                    usage_text);
+            return -1;
+        }
+        a->dir = arg;
+        return 0;
+    case 'p':
+        a->prompt = arg;
+        return 0;
+    case 'n':
+        if (parse_num("--tokens", arg, 0, 1e7, 1, &v)) return -1;
+        a->tokens = (long)v;
+        return 0;
+    case 't':
+        if (parse_num("--temperature", arg, 1e-6, 1e6, 0, &v)) return -1;
+        a->temperature = v;
+        return 0;
+    case 'k':
+        if (parse_num("--top-k", arg, 0, 1e9, 1, &v)) return -1;
+        a->top_k = (long)v;
+        return 0;
+    case 's':
+        if (parse_num("--seed", arg, 0, 9007199254740992.0, 1, &v)) return -1;
+        a->seed = (unsigned long long)v;
+        return 0;
+    }
+    return -1;
+}
+
+/* 0, 1 (--help printed) or -1 (a usage error, printed). */
 static int parse_args(sample_args *a, int argc, char **argv) {
+    static const struct option opts[] = {{"prompt", required_argument, NULL, 'p'},
+                                         {"tokens", required_argument, NULL, 'n'},
+                                         {"temperature", required_argument, NULL, 't'},
+                                         {"top-k", required_argument, NULL, 'k'},
+                                         {"seed", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->prompt = "\n";
     a->tokens = 500;
     a->temperature = 0.8;
     a->top_k = 200;
     a->seed = 1337;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        double v;
-        if (o[0] != '-') {
-            if (a->dir) return usage("more than one DIR");
-            a->dir = o;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "amptrain sample: %s needs a value\n", o);
-            return usage(NULL);
-        }
-        const char *val = argv[++i];
-        if (strcmp(o, "--prompt") == 0) {
-            a->prompt = val;
-        } else if (strcmp(o, "--tokens") == 0) {
-            if (parse_num(o, val, 0, 1e7, &v) || v != floor(v)) return usage(NULL);
-            a->tokens = (long)v;
-        } else if (strcmp(o, "--temperature") == 0) {
-            if (parse_num(o, val, 1e-6, 1e6, &v)) return usage(NULL);
-            a->temperature = v;
-        } else if (strcmp(o, "--top-k") == 0) {
-            if (parse_num(o, val, 0, 1e9, &v) || v != floor(v)) return usage(NULL);
-            a->top_k = (long)v;
-        } else if (strcmp(o, "--seed") == 0) {
-            if (parse_num(o, val, 0, 9007199254740992.0, &v) || v != floor(v)) return usage(NULL);
-            a->seed = (unsigned long long)v;
-        } else {
-            fprintf(stderr, "amptrain sample: unknown option '%s'\n", o);
-            return usage(NULL);
-        }
+    int rc = amp_cli_parse("sample", argc, argv, "h", opts, sample_opt, a, usage_text);
+    if (rc == 0 && !a->dir) {
+        fprintf(stderr, "amptrain sample: no DIR given\n%s", usage_text);
+        rc = -1;
     }
-    if (!a->dir) return usage("no DIR given");
-    return 0;
+    return rc;
 }
 
 static int file_exists(const char *p) {
@@ -114,14 +133,14 @@ static int newest_checkpoint(const char *ckdir, uint8_t **buf, amp_checkpoint *c
         size_t len = 0;
         char why[512];
         amp_ckpt_store_path(path, pathlen, ckdir, steps[i]);
-        if (amp_ckpt_store_read(path, buf, &len, why, sizeof why) == 0 &&
-            amp_checkpoint_parse(*buf, len, ck, why, sizeof why) == 0) {
+        int lr = amp_ckpt_store_load(path, steps[i], buf, &len, ck, why, sizeof why);
+        if (lr == 0) {
             free(steps);
             return 0;
         }
-        fprintf(stderr, "amptrain sample: warning: %s: %s; trying the previous one\n", path, why);
-        free(*buf);
-        *buf = NULL;
+        /* one pruned since listed is no damage: the next older is tried quietly */
+        if (lr != AMP_CKPT_GONE)
+            fprintf(stderr, "amptrain sample: warning: %s: %s; trying the previous one\n", path, why);
     }
     free(steps);
     snprintf(err, errlen, "%s: no valid checkpoint", ckdir);
@@ -175,7 +194,8 @@ static int draw(const float *logits, int V, double temperature, long top_k, amp_
 
 int amp_cmd_sample(int argc, char **argv) {
     sample_args a;
-    if (parse_args(&a, argc, argv) != 0) return 2;
+    int prc = parse_args(&a, argc, argv);
+    if (prc != 0) return prc > 0 ? 0 : 2;
     char err[2048] = "", path[PATH_MAX + 64], vpath[PATH_MAX + 64], ckdir[PATH_MAX + 16];
     /* absolute: the run's config resolves relative paths against its own folder */
     char absdir[PATH_MAX];
@@ -186,44 +206,6 @@ int amp_cmd_sample(int argc, char **argv) {
     }
     a.dir = absdir;
     snprintf(ckdir, sizeof ckdir, "%s/checkpoints", a.dir);
-    /* the vocabulary first: it says whether this is a text run at all */
-    snprintf(vpath, sizeof vpath, "%s/vocab.json", a.dir);
-    if (!file_exists(vpath)) snprintf(vpath, sizeof vpath, "%s/vocab.json", ckdir);
-    if (!file_exists(vpath)) {
-        fprintf(stderr, "amptrain sample: %s has no vocab.json (nor %s/vocab.json): give the output "
-                        "folder of a [data] dataset = text run that finished or wrote a checkpoint\n",
-                a.dir, ckdir);
-        return 2;
-    }
-    unsigned char bytes[256];
-    int vocab = 0;
-    char data[PATH_MAX], sha[65];
-    if (amp_text_read_vocab(vpath, bytes, &vocab, data, sizeof data, sha, err, sizeof err) != 0) {
-        fprintf(stderr, "amptrain sample: %s\n", err);
-        return 1;
-    }
-    int16_t ids[256];
-    for (int c = 0; c < 256; c++) ids[c] = -1;
-    for (int i = 0; i < vocab; i++) ids[bytes[i]] = (int16_t)i;
-    size_t plen = strlen(a.prompt);
-    for (size_t i = 0; i < plen; i++)
-        if (ids[(unsigned char)a.prompt[i]] < 0) {
-            fprintf(stderr, "amptrain sample: --prompt: the character 0x%02x ('%c') is not in the "
-                            "run's vocabulary of %d characters\n",
-                    (unsigned char)a.prompt[i], a.prompt[i] >= 32 && a.prompt[i] < 127 ? a.prompt[i] : '?',
-                    vocab);
-            return 2;
-        }
-    if (plen == 0) {
-        fprintf(stderr, "amptrain sample: --prompt is empty; give at least one character\n");
-        return 2;
-    }
-    /* the data file the run read, else the shipped corpus when it is that one */
-    char shipped[PATH_MAX];
-    if (!file_exists(data) && strcmp(sha, AMP_TEXT_DEFAULT_SHA256) == 0 &&
-        amp_text_shipped_path(shipped, sizeof shipped) == 0)
-        snprintf(data, sizeof data, "%s", shipped);
-
     /* weights and config: a finished run, else its newest checkpoint */
     uint8_t *ckbuf = NULL;
     amp_checkpoint ck;
@@ -232,6 +214,13 @@ int amp_cmd_sample(int argc, char **argv) {
     snprintf(wpath, sizeof wpath, "%s/weights.safetensors", a.dir);
     snprintf(cpath, sizeof cpath, "%s/config.ini", a.dir);
     int finished = file_exists(wpath) && file_exists(cpath);
+    struct stat st;
+    if (!finished && (stat(ckdir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "amptrain sample: %s holds no run (no config.ini and weights.safetensors, "
+                        "no checkpoints/): give the output folder of a [data] dataset = text run "
+                        "that finished or wrote a checkpoint\n", a.dir);
+        return 2;
+    }
     if (finished) {
         cfg = amp_config_load(cpath, err, sizeof err);
     } else {
@@ -247,8 +236,52 @@ int amp_cmd_sample(int argc, char **argv) {
     double *p = NULL;
     int32_t *x = NULL, *ctx = NULL;
     if (!cfg) goto fail;
+    /* what the run trained, before anything of a text run is asked of it */
+    const char *where = NULL, *model = amp_config_lookup(cfg, "model", "name", NULL);
+    const char *dataset = amp_config_lookup(cfg, "data", "dataset", &where);
+    if (!dataset || strcmp(dataset, "text") != 0) {
+        /* a resolved config (config.ini, a checkpoint's) names both */
+        snprintf(err, sizeof err, "%s holds a [model] name = %s run on [data] dataset = %s (%s), "
+                 "not a text model: give the output folder of a [data] dataset = text run",
+                 a.dir, model ? model : "?", dataset ? dataset : "?",
+                 where ? where : finished ? cpath : path);
+        goto fail;
+    }
+    snprintf(vpath, sizeof vpath, "%s/vocab.json", a.dir);
+    if (!file_exists(vpath)) snprintf(vpath, sizeof vpath, "%s/vocab.json", ckdir);
+    if (!file_exists(vpath)) {
+        snprintf(err, sizeof err, "%s has no vocab.json (nor %s/vocab.json): give the output "
+                 "folder of a [data] dataset = text run that finished or wrote a checkpoint",
+                 a.dir, ckdir);
+        goto fail;
+    }
+    unsigned char bytes[256];
+    int vocab = 0;
+    char data[PATH_MAX], sha[65];
+    if (amp_text_read_vocab(vpath, bytes, &vocab, data, sizeof data, sha, err, sizeof err) != 0) {
+        code = 1;
+        goto fail;
+    }
+    int16_t ids[256];
+    for (int c = 0; c < 256; c++) ids[c] = -1;
+    for (int i = 0; i < vocab; i++) ids[bytes[i]] = (int16_t)i;
+    size_t plen = strlen(a.prompt);
+    for (size_t i = 0; i < plen; i++)
+        if (ids[(unsigned char)a.prompt[i]] < 0) {
+            snprintf(err, sizeof err, "--prompt: the character 0x%02x ('%c') is not in the run's "
+                     "vocabulary of %d characters",
+                     (unsigned char)a.prompt[i],
+                     a.prompt[i] >= 32 && a.prompt[i] < 127 ? a.prompt[i] : '?', vocab);
+            goto fail;
+        }
+    /* the data file the run read, else the shipped corpus when it is that one */
+    char shipped[PATH_MAX];
+    if (!file_exists(data) && strcmp(sha, AMP_TEXT_DEFAULT_SHA256) == 0 &&
+        amp_text_shipped_path(shipped, sizeof shipped) == 0)
+        snprintf(data, sizeof data, "%s", shipped);
     /* one sequence; the data from where vocab.json says; the weights by name */
-    if (set_key(cfg, "data.path", data, err, sizeof err) ||
+    if (amp_config_set_implied(cfg, err, sizeof err) != 0 ||
+        set_key(cfg, "data.path", data, err, sizeof err) ||
         set_key(cfg, "data.batch_size", "1", err, sizeof err) ||
         set_key(cfg, "train.accumulate", "1", err, sizeof err) ||
         (finished && set_key(cfg, "model.init", wpath, err, sizeof err)))

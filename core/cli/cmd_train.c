@@ -30,8 +30,10 @@
 #include "io/checkpoint_file.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/mem_limit.h"
 #include "io/json.h"
 #include "log.h"
+#include "median.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
 #include "session.h"
@@ -111,11 +113,6 @@ static int parse_args(train_args *a, int argc, char **argv) {
         a->sets = NULL;
     }
     return rc;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static double wall_now(void) {
@@ -301,10 +298,33 @@ static double since_stop_s(void) {
     return (double)(now.tv_sec - g_stop_time.tv_sec) + (now.tv_nsec - g_stop_time.tv_nsec) / 1e9;
 }
 
+/* 1 once the training loop runs (a stop then checkpoints), and whether this
+ * process speaks for the run (rank 0) */
+static volatile sig_atomic_t g_training, g_quiet;
+
+/* Says at once what the first signal will do: the step or evaluation under
+ * way may take long, and silence looks like a hang. write(2) only: this
+ * runs in the handler. */
+static void say_stopping(int sig) {
+    static const char *const names[] = {[SIGHUP] = "SIGHUP", [SIGINT] = "SIGINT",
+                                        [SIGPIPE] = "SIGPIPE", [SIGTERM] = "SIGTERM"};
+    const char *name = sig > 0 && sig <= SIGTERM && names[sig] ? names[sig] : "a signal";
+    const char *what = g_training
+        ? ": stopping after the current step (an evaluation under way stops at its next batch), "
+          "with a checkpoint; a second signal stops at once without one\n"
+        : ": stopping before the first step; a second signal stops at once\n";
+    if (g_quiet || sig == SIGPIPE) return; /* SIGPIPE: stderr may be that pipe */
+    ssize_t w = write(2, "amptrain: ", 10);
+    w = write(2, name, strlen(name));
+    w = write(2, what, strlen(what));
+    (void)w;
+}
+
 static void on_stop_signal(int sig) {
     if (!g_stop_signal) {
         clock_gettime(CLOCK_MONOTONIC, &g_stop_time);
         g_stop_signal = sig;
+        say_stopping(sig);
         return;
     }
     if (sig == SIGPIPE) return;
@@ -341,6 +361,7 @@ static void signals_install(signal_guard *g) {
     for (int i = 0; i < NSTOP; i++) sigaddset(&sa.sa_mask, stop_signals[i]);
     sa.sa_flags = SA_RESTART;
     g_stop_signal = 0;
+    g_training = 0;
     for (int i = 0; i < NSTOP; i++) {
         sigaction(stop_signals[i], NULL, &g->old[i]);
         int keep_ignored = g->old[i].sa_handler == SIG_IGN &&
@@ -370,8 +391,9 @@ static const char *const output_names[] = {"config.ini", "metrics.jsonl", "summa
  * shows one run's summary beside another history. summary.json, the last
  * file a run writes, goes first. */
 static void remove_results(const char *outdir) {
-    static const char *const results[] = {"summary.json", "weights.safetensors", "config.ini"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const results[] = {"summary.json", "weights.safetensors", "config.ini",
+                                          "vocab.json"};
+    for (int i = 0; i < 4; i++) {
         char p[PATH_MAX + 32];
         snprintf(p, sizeof p, "%s/%s", outdir, results[i]);
         unlink(p);
@@ -405,9 +427,15 @@ typedef struct run_ctx {
     double prior_losses[AMP_CKPT_MAX_LOSSES];
     size_t nprior;           /* losses of the steps just before the resume */
     double t0;
-    double *losses;          /* [total_steps], by step */
+    /* the last AMP_CKPT_MAX_LOSSES step losses (checkpoints and the final
+     * loss need no more), step i at [i % AMP_CKPT_MAX_LOSSES]: nothing here
+     * grows with [train] steps */
+    double losses[AMP_CKPT_MAX_LOSSES];
     char last_ckpt[PATH_MAX + 32];
     int stop_signal;         /* the signal all ranks agreed to stop on */
+    int complete;            /* --resume of a finished run: nothing to do */
+    int eval_owed;           /* resumed from a checkpoint whose step's evaluation a
+                              * signal cut short: it runs first */
 } run_ctx;
 
 /* Appends text to the metrics file, or to `pending` once a write failed
@@ -505,7 +533,7 @@ static int write_checkpoint(amp_session *s, run_ctx *c, size_t device_peak, char
         goto done;
     }
     for (size_t i = 0; i < nl; i++)
-        amp_ckpt_put_f64(losses, i, c->losses[(size_t)s->step - nl + i]);
+        amp_ckpt_put_f64(losses, i, c->losses[((size_t)s->step - nl + i) % AMP_CKPT_MAX_LOSSES]);
     ck.losses = losses;
     ck.nlosses = nl;
     ck.has_metrics_pos = 1;
@@ -534,44 +562,83 @@ done:
     return rc;
 }
 
+/* Whether the step just run has an evaluation (eval_every = 0: at the end
+ * of every epoch; the last step's is the final one, done after the loop). */
+static int eval_due(const amp_session *s, int64_t step) {
+    if (step >= s->total_steps) return 0;
+    return s->set.eval_every > 0 ? step % s->set.eval_every == 0 : step % s->steps_per_epoch == 0;
+}
+
+/* Evaluates and writes the line to lf, unless a signal cut the evaluation
+ * short (s->eval_stopped): that one is not logged, and a --resume from
+ * the checkpoint the stop writes runs it again (run_ctx.eval_owed). */
+static int eval_line(amp_session *s, FILE *lf, int talk, int tty, char *err, size_t errlen) {
+    double tl, ta;
+    if (amp_session_evaluate(s, &tl, &ta, err, errlen) != 0) return -1;
+    if (s->eval_stopped) return 0;
+    write_eval(lf, s, tl, ta);
+    if (talk && !tty)
+        fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n", (long long)s->step, tl,
+                ta);
+    return 0;
+}
+
+/* The evaluation a stopped run owes its checkpoint's step, before any
+ * further step, so the resumed history matches a run left alone. 0, 1
+ * stopped again (the checkpoint resumed from stays the newest), -1. */
+static int owed_eval(amp_session *s, run_ctx *c, int talk, int tty, char *err, size_t errlen) {
+    char *line = NULL;
+    size_t n = 0;
+    FILE *lf = open_memstream(&line, &n);
+    int rc = lf ? eval_line(s, lf, talk, tty, err, errlen) : -1;
+    if (lf && fclose(lf) != 0 && rc == 0) rc = -1;
+    if (rc != 0 && !err[0]) snprintf(err, errlen, "out of host memory");
+    if (rc == 0 && s->eval_stopped) {
+        c->stop_signal = s->eval_stopped;
+        rc = 1;
+    } else if (rc == 0) {
+        emit(c, line, n);
+        c->eval_owed = 0;
+    }
+    free(line);
+    return rc;
+}
+
 /* The training loop proper, from wherever the session stands; the result
  * files stay temporaries until the caller commits. 0 done, 1 stopped by a
  * signal (a checkpoint was written), -1 failed. */
 static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
     int tty = isatty(fileno(stderr)), talk = s->rank == 0;
-    int64_t todo = s->total_steps - s->step;
-    double *ms = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(double));
-    double *comm = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(double));
-    double *cpu = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(double));
-    c->losses = malloc((size_t)(s->total_steps > 0 ? s->total_steps : 1) * sizeof(double));
-    if (!ms || !comm || !cpu || !c->losses) {
-        free(ms);
-        free(comm);
-        free(cpu);
-        free(c->losses);
-        c->losses = NULL;
+    /* step times: bounded streaming medians, whatever the step count */
+    amp_median *ms = malloc(3 * sizeof *ms), *comm = ms + 1, *cpu = ms + 2;
+    if (!ms) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
+    amp_median_init(ms);
+    amp_median_init(comm);
+    amp_median_init(cpu);
     for (size_t i = 0; i < c->nprior; i++)
-        c->losses[(size_t)s->step - c->nprior + i] = c->prior_losses[i];
+        c->losses[((size_t)s->step - c->nprior + i) % AMP_CKPT_MAX_LOSSES] = c->prior_losses[i];
     c->t0 = wall_now();
     res->load_start = load_now();
     s->stop_flag = &g_stop_signal;
+    g_quiet = !talk;
+    g_training = 1;
     res->device_peak = c->prior_peak;
-    int rc = 0;
-    int64_t nrun = 0;
+    int rc = c->eval_owed ? owed_eval(s, c, talk, tty, err, errlen) : 0;
     amp_step_record last = {0};
     while (s->step < s->total_steps && rc == 0) {
         amp_step_record r;
         double cpu0 = cpu_now_ms();
         if ((rc = amp_session_step(s, &r, err, errlen)) != 0) break;
-        cpu[nrun] = cpu_now_ms() - cpu0;
+        double step_cpu = cpu_now_ms() - cpu0;
+        amp_median_add(cpu, step_cpu);
         last = r;
-        comm[nrun] = r.comm_ms;
-        ms[nrun++] = r.step_ms;
-        c->losses[r.step - 1] = r.loss;
+        amp_median_add(comm, r.comm_ms);
+        amp_median_add(ms, r.step_ms);
+        c->losses[(size_t)(r.step - 1) % AMP_CKPT_MAX_LOSSES] = r.loss;
         size_t used = s->be->ops->device_bytes_used(s->be);
         if (used > res->device_peak) res->device_peak = used;
         /* The step's lines (its record, then its evaluation) are written
@@ -585,25 +652,14 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
             break;
         }
         if (r.step % st->log_every == 0 || r.step == s->total_steps) {
-            write_metric(lf, &r, cpu[nrun - 1]);
+            write_metric(lf, &r, step_cpu);
             if (talk) progress(s, &r, tty);
         }
-        /* eval_every = 0: evaluate at the end of every epoch */
-        int epoch_end = (r.step % s->steps_per_epoch) == 0;
-        int want_eval = st->eval_every > 0 ? r.step % st->eval_every == 0 : epoch_end;
         /* Non-finite weights make every later step non-finite and skipped:
          * stop at once instead of skipping to the end. */
         if (r.skipped && !isfinite(r.loss) && amp_session_check_weights(s, err, errlen) != 0)
             rc = -1;
-        if (rc == 0 && want_eval && r.step != s->total_steps) {
-            double tl, ta;
-            if ((rc = amp_session_evaluate(s, &tl, &ta, err, errlen)) == 0) {
-                write_eval(lf, s, tl, ta);
-                if (talk && !tty)
-                    fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n",
-                            (long long)r.step, tl, ta);
-            }
-        }
+        if (rc == 0 && eval_due(s, r.step)) rc = eval_line(s, lf, talk, tty, err, errlen);
         int bad = fclose(lf) != 0;
         if (rc == 0 && bad) {
             snprintf(err, errlen, "out of host memory");
@@ -619,6 +675,7 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
          * the lines the file did not take; with several ranks rank 0 then
          * fails alone, which stops the others (amp_dist_exit). */
         c->stop_signal = s->world > 1 ? r.stop_signal : (int)g_stop_signal;
+        if (s->eval_stopped > c->stop_signal) c->stop_signal = s->eval_stopped; /* agreed too */
         int stop = c->stop_signal && r.step < s->total_steps;
         /* every rank knows of these checkpoints, and agrees on how they went */
         int common = (st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop;
@@ -660,7 +717,15 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
         rc = -1;
     }
     if (rc == 0 && amp_session_check_weights(s, err, errlen) != 0) rc = -1;
+    s->eval_stopped = 0;
     if (rc == 0) rc = amp_session_evaluate(s, &res->test_loss, &res->test_acc, err, errlen);
+    if (rc == 0 && s->eval_stopped) {
+        /* Stopped during the final evaluation: every step is done, and a
+         * checkpoint of the last one lets --resume evaluate again and finish. */
+        c->stop_signal = s->eval_stopped;
+        int wrote = s->rank == 0 ? write_checkpoint(s, c, res->device_peak, err, errlen) : 0;
+        rc = agree(s->dist, wrote ? 1 : 0, err) != 0 ? -1 : 1;
+    }
     if (rc == 0 && !isfinite(res->test_loss)) {
         snprintf(err, errlen,
                  "the final test loss is %g: the weights are finite but the model's outputs are "
@@ -701,24 +766,21 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
     }
     if (rc == 0) {
         res->wall_s = c->prior_wall + (wall_now() - c->t0);
-        int64_t tail = s->total_steps < 100 ? s->total_steps : 100;
+        int64_t tail = s->total_steps < (int64_t)AMP_CKPT_MAX_LOSSES ? s->total_steps
+                                                                : (int64_t)AMP_CKPT_MAX_LOSSES;
         double sum = 0.0;
-        for (int64_t i = s->total_steps - tail; i < s->total_steps; i++) sum += c->losses[i];
+        for (int64_t i = s->total_steps - tail; i < s->total_steps; i++)
+            sum += c->losses[(size_t)i % AMP_CKPT_MAX_LOSSES];
         res->final_loss = sum / (double)tail;
-        /* the median of the steps this process ran */
-        qsort(ms, (size_t)nrun, sizeof(double), cmp_double);
-        res->median_ms = nrun ? ms[nrun / 2] : 0.0;
-        qsort(comm, (size_t)nrun, sizeof(double), cmp_double);
-        res->median_comm_ms = nrun ? comm[nrun / 2] : 0.0;
-        qsort(cpu, (size_t)nrun, sizeof(double), cmp_double);
-        res->median_cpu_ms = nrun ? cpu[nrun / 2] : 0.0;
+        /* the median of the steps this process ran (amp_median: exact up to
+         * AMP_MEDIAN_KEEP steps, a uniform sample's beyond); none (a resume
+         * from the last step's checkpoint): not measured, null in summary.json */
+        res->median_ms = amp_median_get(ms);
+        res->median_comm_ms = amp_median_get(comm);
+        res->median_cpu_ms = amp_median_get(cpu);
         res->load_end = load_now();
     }
     free(ms);
-    free(comm);
-    free(cpu);
-    free(c->losses);
-    c->losses = NULL;
     return rc;
 }
 
@@ -835,7 +897,9 @@ static int pick_checkpoint(amp_session *s, run_ctx *c, const char *dir, uint8_t 
         amp_ckpt_store_path(path, pathlen, c->ckdir, steps[i]);
         *buf = NULL;
         *len = 0;
-        if (amp_ckpt_store_load(path, steps[i], buf, len, ck, why, sizeof why) != 0) {
+        int lr = amp_ckpt_store_load(path, steps[i], buf, len, ck, why, sizeof why);
+        if (lr == AMP_CKPT_GONE) continue; /* pruned since listed: an older one is next */
+        if (lr != 0) {
             damaged++;
             amp_log(AMP_LOG_WARN, "%s: %s; %s", path, why,
                     i + 1 < n ? "trying the previous checkpoint" : "no older checkpoint left");
@@ -876,6 +940,24 @@ static int pick_checkpoint(amp_session *s, run_ctx *c, const char *dir, uint8_t 
  * (see pick_checkpoint). Rank 0 picks it and sends the bytes to the
  * others; rank 0 alone sets up metrics.jsonl. All ranks call this. Returns
  * the exit code (0 resumed). */
+/* Whether the metrics history (rank 0's, as resume_metrics left it) ends
+ * with the evaluation line of `step`: its last line starts
+ * {"step":<step>,"epoch":<e>,"test_loss": (write_eval). */
+static int history_has_eval(const run_ctx *c, int64_t step) {
+    char tail[257];
+    size_t n = c->mlen < 256 ? (size_t)c->mlen : 256;
+    if (!c->metrics.f || n < 2 || fflush(c->metrics.f) != 0 ||
+        pread(fileno(c->metrics.f), tail, n, (off_t)(c->mlen - n)) != (ssize_t)n)
+        return 0;
+    tail[n - 1] = '\0'; /* the last line's newline */
+    char *line = strrchr(tail, '\n');
+    line = line ? line + 1 : tail;
+    long long at = -1, epoch = -1;
+    int used = 0;
+    return sscanf(line, "{\"step\":%lld,\"epoch\":%lld,\"test_loss\":%n", &at, &epoch, &used) == 2 &&
+           used > 0 && at == step;
+}
+
 static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t errlen) {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -916,6 +998,20 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
             }
         }
     }
+    /* The last step's checkpoint beside summary.json (a run's last file):
+     * the run is finished and its results stay as they are. */
+    char done_path[PATH_MAX + 32];
+    snprintf(done_path, sizeof done_path, "%s/summary.json", c->outdir);
+    struct stat st;
+    int complete = s->rank == 0 && s->step == s->total_steps && stat(done_path, &st) == 0 &&
+                   S_ISREG(st.st_mode);
+    if (s->world > 1) amp_dist_bcast(s->dist, &complete, sizeof complete, err, errlen);
+    if (complete) {
+        c->complete = 1;
+        snprintf(c->last_ckpt, sizeof c->last_ckpt, "%s", path);
+        free(buf);
+        return 0;
+    }
     if (s->rank == 0) {
         /* The folder now continues this checkpoint's run: results of a
          * finished run there describe another history. */
@@ -924,6 +1020,12 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
             if (!err[0]) snprintf(err, errlen, "out of host memory");
             code = 1;
         }
+        c->eval_owed = code == 0 && eval_due(s, s->step) && !history_has_eval(c, s->step);
+    }
+    if (s->world > 1) { /* the evaluation is collective: every rank owes it */
+        int32_t owed = c->eval_owed;
+        amp_dist_bcast(s->dist, &owed, sizeof owed, err, errlen);
+        c->eval_owed = owed;
     }
     c->nprior = ck.nlosses;
     for (size_t k = 0; k < ck.nlosses; k++) c->prior_losses[k] = amp_ckpt_f64(ck.losses, k);
@@ -1025,6 +1127,15 @@ static int write_outputs(amp_session *s, const amp_config *cfg, run_ctx *c, cons
     }
     if (amp_session_save_weights(s, wpath, err, errlen) != 0) return 1;
     if (s->set.dataset == AMP_DATA_TEXT && write_vocab(s, c->outdir, err, errlen) != 0) return 1;
+    if (s->set.dataset != AMP_DATA_TEXT) { /* an earlier text run's, never this run's */
+        char vpath[PATH_MAX + 32];
+        snprintf(vpath, sizeof vpath, "%s/vocab.json", c->outdir);
+        if (unlink(vpath) != 0 && errno != ENOENT) {
+            snprintf(err, errlen, "%s: cannot remove an earlier run's vocabulary: %s", vpath,
+                     strerror(errno));
+            return 1;
+        }
+    }
     if (amp_out_commit(conf, err, errlen) || amp_out_commit(&c->metrics, err, errlen) ||
         amp_out_commit(summary, err, errlen))
         return 1;
@@ -1045,11 +1156,24 @@ int amp_cmd_train(int argc, char **argv) {
     if (prc != 0) return prc > 0 ? 0 : 2;
     if (check_paths(&a) != 0) return 2;
     char err[2048] = "";
+    amp_config *cfg = amp_config_load(a.config, err, sizeof err);
+    int code = cfg ? 0 : 2;
+    for (int i = 0; code == 0 && i < a.nsets; i++)
+        if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
+    free(a.sets);
+    /* How long MPI_Init may wait for the other ranks: [dist] timeout, read
+     * here already (a bad value is reported with the other settings). */
+    char ignored[256];
+    double join_s = 300.0;
+    if (code == 0 && amp_config_get_double(cfg, "dist", "timeout", 300.0, 1.0, 1e7, &join_s,
+                                           ignored, sizeof ignored) < 0)
+        join_s = 300.0;
     /* Under an MPI launcher MPI starts here, and every rank runs what follows. */
-    amp_dist *dist = amp_dist_init(&argc, &argv, err, sizeof err);
+    char derr[512];
+    amp_dist *dist = amp_dist_init(&argc, &argv, join_s, derr, sizeof derr);
     if (!dist) {
-        fprintf(stderr, "amptrain: %s\n", err);
-        free(a.sets);
+        fprintf(stderr, "amptrain: %s\n", derr);
+        amp_config_free(cfg);
         return 2;
     }
     amp_log_set_rank(amp_dist_rank(dist));
@@ -1068,12 +1192,14 @@ int amp_cmd_train(int argc, char **argv) {
     int say_stop = 0; /* stopped before the first step: say so */
     signal_guard guard;
     signals_install(&guard);
-    amp_config *cfg = amp_config_load(a.config, err, sizeof err);
-    int code = cfg ? 0 : 2;
-    for (int i = 0; code == 0 && i < a.nsets; i++)
-        if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
-    free(a.sets);
     if (code == 0) code = amp_session_open_ex(&s, cfg, dist, err, sizeof err);
+    /* Under an address-space limit, refuse now what would fail (or crash a
+     * library) mid-run. */
+    if (code == 0 && amp_mem_check_room(amp_mem_run_reserve(s->model->desc.nparams), err,
+                                         sizeof err) != 0)
+        code = 1;
+    /* every rank, failed or not, at the start line before the first collective */
+    amp_dist_join(dist);
     if ((code = agree(dist, code, err)) != 0) goto done;
     if ((code = agree(dist, amp_session_check_ranks(s, err, sizeof err), err)) != 0) goto done;
     if (a.resume)
@@ -1101,6 +1227,13 @@ int amp_cmd_train(int argc, char **argv) {
         code = agree(dist, code, err);
     }
     if (code != 0) goto done;
+    if (ctx.complete) {
+        if (lead)
+            fprintf(stderr, "amptrain: %s: the run is already complete (%s is step %lld of %lld); "
+                    "its results in %s are left as they are\n", s->set.name, ctx.last_ckpt,
+                    (long long)s->step, (long long)s->total_steps, outdir);
+        goto done;
+    }
     code = 1;
     if (s->world > 1)
         amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %d ranks (%s, gradients as %s), %lld steps (%lld "

@@ -3,9 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "amptrain/plugin.h"
 #include "cli/cli.h"
+#include "cli/mem_limit.h"
+#include "env.h"
 #include "log.h"
 
 static void usage(FILE *f) {
@@ -31,17 +34,31 @@ static void usage(FILE *f) {
             "exit codes: 0 ok, 1 runtime failure, 2 usage or config error\n");
 }
 
+static int run_command(int argc, char **argv);
+
 int amp_cli_main(int argc, char **argv) {
+    amp_mem_limit_prepare(argv);
+    int code = run_command(argc, argv);
+    if (amp_mem_limited()) { /* every output is written and closed by now */
+        fflush(NULL);
+        _exit(code);
+    }
+    return code;
+}
+
+static int run_command(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
-    /* AMPTRAIN_LOG=debug shows each layer's resolved precision and more. */
-    const char *lvl = getenv("AMPTRAIN_LOG");
-    if (lvl) {
-        static const char *const names[] = {"error", "warn", "info", "debug"};
-        for (int i = 0; i < 4; i++)
-            if (strcmp(lvl, names[i]) == 0) amp_log_set_level(i);
+    /* AMPTRAIN_LOG=debug shows each layer's resolved precision and more.
+     * Every AMPTRAIN_* value is checked here, whichever command runs. */
+    int lvl = amp_env_log_level();
+    if (lvl >= 0) amp_log_set_level(lvl);
+    char err[1024];
+    if (amp_env_check(err, sizeof err) != 0) {
+        fprintf(stderr, "amptrain: %s\n", err);
+        return 2;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "train") == 0) return amp_cmd_train(argc - 1, argv + 1);

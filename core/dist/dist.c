@@ -4,13 +4,16 @@
  * half is built. See dist.h. */
 #include "dist/dist_internal.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #if AMP_HAVE_MPI
 #include <mpi.h>
@@ -149,7 +152,47 @@ static void step_op_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
     }
 }
 
-amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen) {
+/* The MPI_Init watchdog: MPI_Init waits inside the launcher's fence for
+ * every rank, with no timeout of its own. */
+typedef struct init_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    double timeout_s;
+    long world;
+} init_watch;
+
+static void *watch_init(void *arg) {
+    init_watch *w = arg;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)w->timeout_s;
+    until.tv_nsec += (long)((w->timeout_s - (double)(time_t)w->timeout_s) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->mu);
+    int rc = 0;
+    while (!w->done && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+    int late = !w->done;
+    pthread_mutex_unlock(&w->mu);
+    if (late) {
+        const char *r = getenv("OMPI_COMM_WORLD_RANK");
+        if (!r) r = getenv("PMI_RANK");
+        if (!r) r = getenv("PMIX_RANK");
+        fprintf(stderr,
+                "amptrain: rank %s: not all %ld ranks joined MPI within [dist] timeout = %g s "
+                "(MPI_Init still waits for them: a rank failed to start, is stuck before it "
+                "starts MPI, or runs on a node that cannot be reached); stopping\n",
+                r ? r : "?", w->world, w->timeout_s);
+        fflush(stderr);
+        _exit(1);
+    }
+    return NULL;
+}
+
+amp_dist *amp_dist_init(int *argc, char ***argv, double join_timeout_s, char *err, size_t errlen) {
     amp_dist *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, errlen, "out of host memory");
@@ -157,9 +200,27 @@ amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen) {
     }
     dist_defaults(d);
     const char *var = NULL;
-    if (launcher_world(&var) == 0) return d; /* a plain start: one process, no MPI */
+    long world = launcher_world(&var);
+    if (world == 0) return d; /* a plain start: one process, no MPI */
+    init_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, join_timeout_s, world};
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_t watcher;
+    int watching = pthread_create(&watcher, NULL, watch_init, &w) == 0;
     int provided = 0;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    int up = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS;
+    if (watching) {
+        pthread_mutex_lock(&w.mu);
+        w.done = 1;
+        pthread_cond_signal(&w.cv);
+        pthread_mutex_unlock(&w.mu);
+        pthread_join(watcher, NULL);
+    }
+    pthread_cond_destroy(&w.cv);
+    if (!up) {
         snprintf(err, errlen, "MPI_Init_thread failed (started by an MPI launcher: %s is set)", var);
         free(d);
         return NULL;
@@ -220,6 +281,60 @@ static int wait_all(int rank, MPI_Request *req, int n, double timeout_s, const c
             nanosleep(&ts, NULL);
         }
     }
+}
+
+#define JOIN_TAG 0x4a4f
+
+void amp_dist_join(amp_dist *d) {
+    if (!d || !d->mpi || d->world == 1) return;
+    int n = d->rank == 0 ? d->world - 1 : 2, token = d->rank;
+    int *got = calloc((size_t)d->world, sizeof *got);
+    MPI_Request *req = calloc((size_t)d->world + 1, sizeof *req);
+    if (!got || !req) amp_dist_fatal(d->rank, "out of host memory joining the other ranks");
+    if (d->rank == 0) {
+        for (int r = 1; r < d->world; r++)
+            MPI_Irecv(&got[r], 1, MPI_INT, r, JOIN_TAG, d->comm, &req[r - 1]);
+    } else {
+        MPI_Isend(&token, 1, MPI_INT, 0, JOIN_TAG, d->comm, &req[0]);
+        MPI_Irecv(&got[0], 1, MPI_INT, 0, JOIN_TAG, d->comm, &req[1]);
+    }
+    double t0 = amp_dist_now_ms();
+    for (;;) {
+        int done = 0;
+        if (MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            amp_dist_fatal(d->rank, "MPI failed joining the other ranks");
+        if (done) break;
+        if (amp_dist_now_ms() - t0 > d->set.timeout_s * 1e3) {
+            if (d->rank != 0)
+                amp_dist_fatal(d->rank,
+                               "rank 0 did not let the ranks start within [dist] timeout = %g s "
+                               "(rank 0, or a rank it waits for, has not joined)",
+                               d->set.timeout_s);
+            char missing[512] = "";
+            size_t len = 0;
+            int count = 0;
+            for (int r = 1; r < d->world; r++) {
+                int flag = 0;
+                MPI_Test(&req[r - 1], &flag, MPI_STATUS_IGNORE);
+                if (flag || len + 16 >= sizeof missing) continue;
+                len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d",
+                                        count++ ? ", " : "", r);
+            }
+            amp_dist_fatal(0,
+                           "rank%s %s of %d did not join within [dist] timeout = %g s (stuck or "
+                           "slow while starting: loading data, plugins, or the device)",
+                           count == 1 ? "" : "s", missing, d->world, d->set.timeout_s);
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (d->rank == 0) { /* all here: let them go */
+        for (int r = 1; r < d->world; r++)
+            MPI_Isend(&token, 1, MPI_INT, r, JOIN_TAG, d->comm, &req[r - 1]);
+        wait_all(0, req, d->world - 1, d->set.timeout_s, "letting the ranks start", -1);
+    }
+    free(got);
+    free(req);
 }
 
 int amp_dist_agree(amp_dist *d, int code, int *who) {
@@ -401,7 +516,8 @@ int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen
 /* ======================================================================= */
 #else /* no MPI: one process */
 
-amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen) {
+amp_dist *amp_dist_init(int *argc, char ***argv, double join_timeout_s, char *err, size_t errlen) {
+    (void)join_timeout_s; /* no MPI_Init to wait in */
     const char *var = NULL;
     long n = launcher_world(&var);
     if (n > 1) {
@@ -422,6 +538,7 @@ amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen) {
 }
 
 void amp_dist_finalize(amp_dist *d) { free(d); }
+void amp_dist_join(amp_dist *d) { (void)d; }
 
 int amp_dist_agree(amp_dist *d, int code, int *who) {
     if (who) *who = code ? 0 : -1;

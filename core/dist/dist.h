@@ -59,8 +59,11 @@ typedef struct amp_dist_tensor {
  * without MPI started as one of several ranks fails here (2 ranks writing
  * one output folder independently would be silent garbage). On failure
  * returns NULL with the reason in err. The caller owns the context until
- * amp_dist_finalize, after every session using it is closed. */
-amp_dist *amp_dist_init(int *argc, char ***argv, char *err, size_t errlen);
+ * amp_dist_finalize, after every session using it is closed. MPI_Init
+ * waits for every rank to start: after join_timeout_s ([dist] timeout) of
+ * that wait the rank says so and exits 1 (the launcher then ends the
+ * others), instead of waiting for a rank that never comes. */
+amp_dist *amp_dist_init(int *argc, char ***argv, double join_timeout_s, char *err, size_t errlen);
 /* MPI_Finalize (when MPI was started) and free. NULL is fine. */
 void amp_dist_finalize(amp_dist *d);
 
@@ -71,6 +74,12 @@ int amp_dist_have_mpi(void);
 int amp_dist_have_nccl(void);
 
 /* ---- agreement (all ranks call these in the same order) ---------------- */
+
+/* The start line, before the first collective: every rank reports to rank
+ * 0, which lets them go once all have. A rank missing after [dist]
+ * timeout (stuck or slow while it starts) is named: rank 0 says which
+ * ranks never came and stops all ranks (exit 1). Alone: returns at once. */
+void amp_dist_join(amp_dist *d);
 
 /* The largest of every rank's code (0 = fine); *who (may be NULL) is the
  * lowest rank that holds it (-1 when all are 0). Records the result, so

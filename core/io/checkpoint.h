@@ -24,7 +24,10 @@
  * backend, instruction-set path, threads).
  * Unknown tags are skipped, so later versions can add sections; DIST (u32:
  * the number of data-parallel ranks that wrote it) is one such, optional: a
- * checkpoint without it was written by one process.
+ * checkpoint without it was written by one process. DATA (text: one line
+ * per data file, "file <sha256> <bytes> <path>", or "generated ..." for
+ * synthetic data) is another, optional too: a file from before it holds
+ * no fingerprint, and a resume from it warns that the data is unchecked.
  *
  * Format 2 (this amptrain) describes the model by its parameter table
  * (name, owning layer, shape of every tensor, in flat order) and names the
@@ -112,6 +115,10 @@ typedef struct amp_checkpoint {
      * another instruction-set path or thread count can say that its bits
      * will differ */
     const char *exec;     size_t exec_len;
+    /* DATA (optional; absent in older files: NULL, 0): the fingerprint of
+     * the data the run trained on (see data_id.h), so a resume on other
+     * data is refused */
+    const char *data_id;  size_t data_id_len;
 } amp_checkpoint;
 
 /* Validates and parses buf[0..len). 0, or -1 with the reason in err (e.g.

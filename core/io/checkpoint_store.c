@@ -180,7 +180,17 @@ int amp_ckpt_store_prune(const char *dir, int64_t keep, const int64_t *valid, si
 
 int amp_ckpt_store_load(const char *path, int64_t step, uint8_t **buf, size_t *len,
                         amp_checkpoint *ck, char *why, size_t whylen) {
-    if (amp_ckpt_store_read(path, buf, len, why, whylen) != 0) return -1;
+    if (amp_ckpt_store_read(path, buf, len, why, whylen) != 0) {
+        /* Listed, then gone before the open: a run pruned it meanwhile. An
+         * open file stays readable whole after an unlink, so only a failed
+         * read whose name has since vanished can be this race. */
+        struct stat st;
+        if (lstat(path, &st) != 0 && errno == ENOENT) {
+            snprintf(why, whylen, "removed since it was listed (pruned by a running train)");
+            return AMP_CKPT_GONE;
+        }
+        return -1;
+    }
     if (amp_checkpoint_parse(*buf, *len, ck, why, whylen) != 0) goto bad;
     /* A renamed or copied file must not pass for another step's state. */
     if (ck->step != step) {
@@ -199,4 +209,25 @@ bad:
 int amp_ckpt_store_read(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen) {
     /* regular files only, header checked against the size before the body */
     return amp_checkpoint_read_file(path, buf, len, err, errlen);
+}
+
+int amp_ckpt_store_newest_valid(const char *dir, int64_t *step, char *err, size_t errlen) {
+    int64_t *steps = NULL;
+    size_t n = 0;
+    if (amp_ckpt_store_list(dir, &steps, &n, err, errlen) != 0) return -1;
+    int found = 0;
+    for (size_t i = 0; i < n && !found; i++) {
+        char path[PATH_MAX], why[512];
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        amp_checkpoint ck;
+        amp_ckpt_store_path(path, sizeof path, dir, steps[i]);
+        if (amp_ckpt_store_load(path, steps[i], &buf, &len, &ck, why, sizeof why) == 0) {
+            *step = steps[i];
+            found = 1;
+            free(buf);
+        }
+    }
+    free(steps);
+    return found;
 }

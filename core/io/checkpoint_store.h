@@ -40,8 +40,16 @@ int amp_ckpt_store_read(const char *path, uint8_t **buf, size_t *len, char *err,
 /* Reads and validates the checkpoint of `step` at path (amp_ckpt_store_path):
  * the format (amp_checkpoint_parse) and the step it holds, which must be
  * the one its file name says. 0 with *buf (the caller frees; ck points into
- * it), or -1 with the reason in why and nothing to free. */
+ * it), or -1 with the reason in why and nothing to free; AMP_CKPT_GONE
+ * (nothing to free) when the file no longer exists: a run that prunes
+ * removed it after it was listed, which is no damage. */
+#define AMP_CKPT_GONE 1
 int amp_ckpt_store_load(const char *path, int64_t step, uint8_t **buf, size_t *len,
                         amp_checkpoint *ck, char *why, size_t whylen);
+
+/* Whether dir holds a checkpoint that loads (amp_ckpt_store_load): 1 with
+ * the newest such one's step in *step, 0 when none does (or dir is
+ * missing), -1 with err when dir cannot be listed. */
+int amp_ckpt_store_newest_valid(const char *dir, int64_t *step, char *err, size_t errlen);
 
 #endif

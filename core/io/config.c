@@ -66,8 +66,16 @@ typedef struct cfg_index {
     size_t cap, n;
 } cfg_index;
 
+/* Why a key is not read in this run (amp_config_explain_unused). */
+typedef struct cfg_unused {
+    char *section, *key, *chosen;
+    char *used_by; /* "cosine" or "fashion_mnist, text" */
+} cfg_unused;
+
 struct amp_config {
     char *path;
+    cfg_unused *unused; /* few (the core's conditional keys): scanned */
+    size_t n_unused;
     cfg_item *items;
     size_t n_items, cap_items;
     cfg_known *known;
@@ -148,16 +156,21 @@ static int valid_section_name(const char *s)
     return 1;
 }
 
-/* Dots are allowed in keys for plugin sub-keys such as "layer.fc1". */
+/* Dots are allowed in keys for plugin sub-keys such as "layer.fc1", and the
+ * glob characters * ? [ ] ! ^ for patterns over them ("layer.h.*.attn",
+ * "layer.fc[12]"); a key never starts with '[' (that line would be a section
+ * header when config.ini is read back). */
 static int valid_key_name(const char *s)
 {
-    if (!*s)
+    if (!*s || *s == '[')
         return 0;
     for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
+        if (!isalnum((unsigned char)*s) && !strchr("_-.*?[]!^", *s))
             return 0;
     return 1;
 }
+
+#define KEY_CHARS "letters, digits, '_', '.', '-' and the glob characters * ? [ ] ! ^ (not first: '[')"
 
 /* Shortest "%g" text that reads back as the same double. */
 static void fmt_double(char *buf, size_t cap, double v)
@@ -167,6 +180,41 @@ static void fmt_double(char *buf, size_t cap, double v)
         if (strtod(buf, NULL) == v)
             return;
     }
+}
+
+/* ------------------------------------------------------- what a line holds */
+
+/* The longest line the reader takes (inih's buffer less "\r\n\0"); every
+ * line write_resolved writes fits, so config.ini always reads back. */
+#define LINE_MAX_CHARS (INI_MAX_LINE - 3)
+
+/* Why `key = value` cannot be written as one INI line that reads back as the
+ * same value, or NULL when it can. The reader trims blanks around values and
+ * takes ';' or '#' after a blank (or first in the value) as a comment. */
+static const char *value_unwritable(const char *key, const char *value, char *why, size_t cap)
+{
+    if (*value == ';' || *value == '#') {
+        snprintf(why, cap, "a value cannot start with '%c': after 'key = ' it reads as a comment",
+                 *value);
+        return why;
+    }
+    for (const char *p = value; *p; p++) {
+        if ((*p == ';' || *p == '#') && p > value && is_blank(p[-1])) {
+            snprintf(why, cap,
+                     "a value cannot hold '%c' after a blank: in an INI line that starts a "
+                     "comment (config.ini could not hold the value); drop the blank before it",
+                     *p);
+            return why;
+        }
+    }
+    size_t n = strlen(key) + 3 + strlen(value); /* as config.ini writes it */
+    if (n > LINE_MAX_CHARS) {
+        snprintf(why, cap,
+                 "too long for an INI line (%zu characters as 'key = value'; the limit is %d)", n,
+                 LINE_MAX_CHARS);
+        return why;
+    }
+    return NULL;
 }
 
 /* ------------------------------------------------------------ suggestions */
@@ -721,11 +769,16 @@ static int parse_handler(void *user, const char *section, const char *name, cons
         return 0;
     }
     if (!valid_key_name(name)) {
-        parse_fail(st, "bad key name '%s': use letters, digits, '_', '.' and '-'", name);
+        parse_fail(st, "bad key name '%s': use " KEY_CHARS, name);
         return 0;
     }
     if (!st->section) {
         parse_fail(st, "key '%s' comes before any [section] header", name);
+        return 0;
+    }
+    char why[160];
+    if (value_unwritable(name, value, why, sizeof why)) {
+        parse_fail(st, "[%s] %s = '%s': %s", st->section, name, value, why);
         return 0;
     }
     const cfg_item *first = find_entry(st->cfg, st->section, name);
@@ -835,6 +888,13 @@ void amp_config_free(amp_config *cfg)
     }
     for (size_t i = 0; i < cfg->n_secs; i++)
         free(cfg->secs[i].name);
+    for (size_t i = 0; i < cfg->n_unused; i++) {
+        free(cfg->unused[i].section);
+        free(cfg->unused[i].key);
+        free(cfg->unused[i].chosen);
+        free(cfg->unused[i].used_by);
+    }
+    free(cfg->unused);
     free(cfg->items);
     free(cfg->known);
     free(cfg->secs);
@@ -853,7 +913,7 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
 {
     static const char usage[] = "expected section.key=value, e.g. --set optim.lr=0.01";
     for (const char *p = assignment; *p; p++) {
-        if ((unsigned char)*p < 0x20 && *p != '\t') {
+        if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f) {
             amp_set_err(err, errlen, "--set: control character in the assignment; %s", usage);
             return -1;
         }
@@ -885,8 +945,14 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
         goto out;
     }
     if (!valid_key_name(key)) {
-        amp_set_err(err, errlen, "--set '%s': bad key name '%s': use letters, digits, '_', '.' and '-'",
+        amp_set_err(err, errlen, "--set '%s': bad key name '%s': use " KEY_CHARS,
                 assignment, key);
+        goto out;
+    }
+    char why[160];
+    if (value_unwritable(key, value, why, sizeof why)) {
+        amp_set_err(err, errlen, "--set %s.%s: [%s] %s = '%s': %s", section, key, section, key,
+                    value, why);
         goto out;
     }
     where = str_printf("--set %s.%s", section, key);
@@ -1124,6 +1190,70 @@ void amp_config_declare_section(amp_config *cfg, const char *section)
     known_note(cfg, section, NULL, NULL, NULL);
 }
 
+const char *amp_config_rewrite(amp_config *cfg, const char *section, const char *key,
+                               const char *value, char *err, size_t errlen)
+{
+    size_t sec = sec_find(cfg, section);
+    size_t ki = sec == NONE ? NONE : known_find(cfg, sec, key);
+    if (ki == NONE || !cfg->known[ki].value) {
+        amp_set_err(err, errlen, "[%s] %s: rewritten before it was read (a bug)", section, key);
+        return NULL;
+    }
+    char why[160];
+    char *origin = strdup(cfg->known[ki].origin);
+    if (!origin) {
+        amp_set_err(err, errlen, "%s: out of memory", cfg->path);
+        return NULL;
+    }
+    const char *stored = NULL;
+    if (value_unwritable(key, value, why, sizeof why)) {
+        amp_set_err(err, errlen, "%s: [%s] %s = '%s': %s", origin, section, key, value, why);
+    } else {
+        known_note(cfg, section, key, value, origin);
+        if (cfg->oom)
+            amp_set_err(err, errlen, "%s: out of memory", cfg->path);
+        else
+            stored = cfg->known[ki].value;
+    }
+    free(origin);
+    return stored;
+}
+
+static cfg_unused *unused_find(amp_config *cfg, const char *section, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_unused; i++)
+        if (strcmp(cfg->unused[i].section, section) == 0 && strcmp(cfg->unused[i].key, key) == 0)
+            return &cfg->unused[i];
+    return NULL;
+}
+
+void amp_config_explain_unused(amp_config *cfg, const char *section, const char *key,
+                               const char *chosen, const char *used_by)
+{
+    cfg_unused *u = unused_find(cfg, section, key);
+    if (u) {
+        char *more = str_printf("%s, %s", u->used_by, used_by);
+        if (more) {
+            free(u->used_by);
+            u->used_by = more;
+        }
+        return;
+    }
+    cfg_unused *p = realloc(cfg->unused, (cfg->n_unused + 1) * sizeof *p);
+    if (!p)
+        return;
+    cfg->unused = p;
+    cfg_unused n = {strdup(section), strdup(key), strdup(chosen), strdup(used_by)};
+    if (!n.section || !n.key || !n.chosen || !n.used_by) {
+        free(n.section);
+        free(n.key);
+        free(n.chosen);
+        free(n.used_by);
+        return;
+    }
+    cfg->unused[cfg->n_unused++] = n;
+}
+
 /* ------------------------------------------------------------- checking */
 
 int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
@@ -1159,6 +1289,12 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
         }
         if (it->read || cfg->secs[it->sec].known_head == NONE)
             continue;
+        const cfg_unused *u = unused_find(cfg, it->section, it->key);
+        if (u) {
+            amp_set_err(err, errlen, "%s: '%s' in [%s] is not used by %s (used by: %s)", it->where,
+                        it->key, it->section, u->chosen, u->used_by);
+            return -1;
+        }
         suggester sg;
         suggest_init(&sg, it->key);
         char known[256] = "";
@@ -1185,6 +1321,41 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
 
 /* --------------------------------------------------------------- writing */
 
+/* Every line written below reads back (config.ini must re-run the same
+ * configuration): no line is longer than the reader takes, comments carry
+ * no control bytes (a path may hold a newline), and values are the ones
+ * value_unwritable let in. */
+
+/* The text of a comment line: control bytes as '?', cut to fit a line. */
+static void comment_text(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void comment_text(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
+/* "key = value  ; origin" on one line when it fits, else the origin on the
+ * line before ("key = value" fits: value_unwritable). */
+static void write_entry(FILE *out, const char *key, const char *value, const char *origin,
+                        const char *note)
+{
+    char o[LINE_MAX_CHARS - 1]; /* "; " + o fits a line */
+    comment_text(o, sizeof o, "%s%s", origin, note);
+    size_t kv = strlen(key) + 3 + strlen(value);
+    if (kv + 4 + strlen(o) <= LINE_MAX_CHARS) {
+        fprintf(out, "%s = %s  ; %s\n", key, value, o);
+        return;
+    }
+    fprintf(out, "; %s\n", o);
+    fprintf(out, "%s = %s\n", key, value);
+}
+
 /* The lookups only count comparisons: cfg is otherwise left as it is. */
 static void write_section(const amp_config *ccfg, FILE *out, size_t sec)
 {
@@ -1195,21 +1366,27 @@ static void write_section(const amp_config *ccfg, FILE *out, size_t sec)
         const cfg_known *kn = &cfg->known[k];
         if (!kn->key)
             continue;
-        if (kn->value)
-            fprintf(out, "%s = %s  ; %s\n", kn->key, kn->value, kn->origin);
-        else
-            fprintf(out, "; %s is not set\n", kn->key);
+        if (kn->value) {
+            write_entry(out, kn->key, kn->value, kn->origin, "");
+        } else {
+            char c[LINE_MAX_CHARS - 1];
+            comment_text(c, sizeof c, "%s is not set", kn->key);
+            fprintf(out, "; %s\n", c);
+        }
     }
     for (size_t i = sc->item_head; i != NONE; i = cfg->items[i].next) {
         const cfg_item *it = &cfg->items[i];
         if (known_find(cfg, sec, it->key) == NONE)
-            fprintf(out, "%s = %s  ; %s, not read\n", it->key, it->value, it->where);
+            write_entry(out, it->key, it->value, it->where, ", not read");
     }
 }
 
 int amp_config_write_resolved(const amp_config *cfg, FILE *out)
 {
-    fprintf(out, "; amptrain resolved configuration (defaults included) from %s\n", cfg->path);
+    char head[LINE_MAX_CHARS - 1];
+    comment_text(head, sizeof head, "amptrain resolved configuration (defaults included) from %s",
+                 cfg->path);
+    fprintf(out, "; %s\n", head);
     /* Known sections in the order they were first asked for, then the file's
      * sections nobody asked for. */
     for (size_t k = 0; k < cfg->n_known; k++)

@@ -11,10 +11,17 @@
  * Syntax: [section] headers (letters, digits, '_' and '-'), `key = value`
  * lines (inih also accepts `key: value`), full-line comments starting with
  * ';' or '#', inline comments starting with " ;" or " #" (whitespace before
- * the mark). Leading whitespace is ignored (no multi-line values). Keys and
- * section names are case-sensitive. A line longer than inih's buffer is an
- * error, never split silently; a line is never held in memory past that
+ * the mark). Keys take letters, digits, '_', '.', '-' and the glob
+ * characters * ? [ ] ! ^ (plugins match "layer.fc*" against layer names),
+ * never '[' first. Leading whitespace is ignored (no multi-line values). Keys
+ * and section names are case-sensitive. A line longer than inih's buffer is
+ * an error, never split silently; a line is never held in memory past that
  * buffer, however long it is.
+ *
+ * Every value is one an INI line can hold, so the resolved config.ini reads
+ * back as the same configuration: a value starting with ';' or '#', holding
+ * ';' or '#' after a blank, or too long for a line is refused (by --set, and
+ * by the parser for `key =;x`), naming the key.
  *
  * Cost: sections and keys are hashed, so loading, reading, checking and
  * writing n keys takes O(n) time (amp_config_compares counts the string
@@ -92,6 +99,15 @@ int amp_config_each(amp_config *cfg, const char *section, const char *prefix,
 /* Declares a section known even when none of its keys is asked for. */
 void amp_config_declare_section(amp_config *cfg, const char *section);
 
+/* Says that (section, key) is not used in this run because of a choice
+ * made ("schedule=constant") and that another choice uses it ("cosine"):
+ * when the key is set and nobody reads it, check_unread then reports
+ * "'min_lr' in [optim] is not used by schedule=constant (used by: cosine)"
+ * instead of an unknown key. Calls for the same key add to its used-by
+ * list. Out of memory only drops the explanation. */
+void amp_config_explain_unused(amp_config *cfg, const char *section, const char *key,
+                               const char *chosen, const char *used_by);
+
 /* After everything was read: the first problem in file order (then --set
  * order): an unknown section, or a key nobody read, with a suggestion among
  * the known names. Returns 0 when clean, -1 with the message in err. */
@@ -102,6 +118,14 @@ int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen);
  * set but not read, each with a comment saying where its value came from.
  * Returns 0, or -1 with errno set when writing failed. */
 int amp_config_write_resolved(const amp_config *cfg, FILE *out);
+
+/* Replaces what (section, key), already read, resolved to (a relative path
+ * made absolute), keeping where it came from, so config.ini names the same
+ * file from any folder. Returns the stored copy (valid until
+ * amp_config_free), or NULL with "where: [section] key = 'value': why" in err
+ * when no INI line can hold the value or memory ran out. */
+const char *amp_config_rewrite(amp_config *cfg, const char *section, const char *key,
+                               const char *value, char *err, size_t errlen);
 
 /* The string comparisons the hash lookups of cfg made so far (each lookup
  * compares the few entries whose hash matches). For tests. */

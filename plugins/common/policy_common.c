@@ -66,6 +66,27 @@ static int on_op_key(void *user, const char *key, const char *value)
     return 0;
 }
 
+/* fnmatch takes an unclosed '[' literally, so "fc[12" would only "match no
+ * layer"; say what is wrong instead. The column of the bad '[' (1-based), or
+ * 0 when the pattern is well formed. */
+static int glob_unclosed_bracket(const char *pat)
+{
+    for (const char *p = pat; *p; p++) {
+        if (*p != '[')
+            continue;
+        const char *q = p + 1;
+        if (*q == '!' || *q == '^')
+            q++;
+        if (*q == ']') /* a ']' first in the set is a member */
+            q++;
+        q = strchr(q, ']');
+        if (!q)
+            return (int)(p - pat) + 1;
+        p = q;
+    }
+    return 0;
+}
+
 static int on_layer_key(void *user, const char *key, const char *value)
 {
     amp_policy *p = user;
@@ -78,6 +99,13 @@ static int on_layer_key(void *user, const char *key, const char *value)
      * also crosses dots): "h.*.attn.*". Keys apply in file order, so a
      * later key wins for the layers both match. */
     int glob = strpbrk(name, "*?[") != NULL, matched = 0;
+    int bad_col = glob ? glob_unclosed_bracket(name) : 0;
+    if (bad_col) {
+        h->key_error(h->ctx, key,
+                     "malformed pattern '%s': the '[' at column %d has no closing ']'", name,
+                     bad_col);
+        return 1;
+    }
     for (int i = 0; i < p->layer_count; i++) {
         const char *ln = p->layers[i].name;
         if (!ln || (glob ? fnmatch(name, ln, 0) != 0 : strcmp(name, ln) != 0))

@@ -8,7 +8,8 @@
  *   op.<class>   = f32|f16|bf16   one op class, every layer
  *   layer.<name> = f32|f16|bf16   GEMM/CONV/ATTENTION/POINTWISE compute,
  *                                 activation and param of one layer, or of
- *                                 every layer a glob matches (layer.h.*.attn.*)
+ *                                 every layer a glob matches
+ *                                 (layer.transformer.h.*.attn.*)
  * op.* applies first, layer.* wins; among layer.* keys the later one wins. */
 #ifndef AMP_PLUGINS_POLICY_COMMON_H
 #define AMP_PLUGINS_POLICY_COMMON_H

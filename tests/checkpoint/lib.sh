@@ -9,7 +9,7 @@ fail() {
 # The output files with the wall-clock fields masked: everything else must
 # match bit for bit between an interrupted+resumed and an uninterrupted run.
 mask() {
-    sed -E 's/"(step_ms|cpu_ms)":[0-9.eE+-]+/"\1":T/g; s/"(wall_seconds|median_step_ms|median_cpu_ms|load_avg_start|load_avg_end)": ([0-9.eE+-]+|null)/"\1": T/' "$1"
+    sed -E 's/"(step_ms|cpu_ms)":[0-9.eE+-]+/"\1":T/g; s/"(wall_seconds|median_step_ms|median_comm_ms|median_cpu_ms|load_avg_start|load_avg_end)": ([0-9.eE+-]+|null)/"\1": T/' "$1"
 }
 
 # same_outputs REF DIR [noconfig]: metrics.jsonl and summary.json (timing
@@ -102,4 +102,14 @@ losses_close() {
     awk -v a="$tr" -v b="$rr" -v c="$te" -v d="$re" -v t="$3" 'BEGIN {
         ea = (a > b ? a - b : b - a) / (b > 1 ? b : 1); ec = (c > d ? c - d : d - c) / (d > 1 ? d : 1);
         printf "%.3g %.3g", ea, ec; exit !(ea <= t && ec <= t) }'
+}
+
+# expect CODE REGEX LOG -- command...: exit status and an output line
+expect() {
+    local code=$1 re=$2 log=$3
+    shift 4
+    "$@" >"$log" 2>&1
+    local rc=$?
+    [ "$rc" = "$code" ] || fail "exit $rc (expected $code) from: $* -- $(tail -3 "$log")"
+    grep -Eq -- "$re" "$log" || fail "stderr does not match '$re' for: $* -- $(tail -3 "$log")"
 }

@@ -13,16 +13,6 @@ A=$1 CONFIGS=$2 W=$3
 CFG=$CONFIGS/tiny_fp16_dynamic.ini
 rm -rf "$W" && mkdir -p "$W" || exit 1
 
-# expect CODE REGEX LOG -- command...: exit status and an output line
-expect() {
-    local code=$1 re=$2 log=$3
-    shift 4
-    "$@" >"$log" 2>&1
-    local rc=$?
-    [ "$rc" = "$code" ] || fail "exit $rc (expected $code) from: $* -- $(tail -3 "$log")"
-    grep -Eq -- "$re" "$log" || fail "stderr does not match '$re' for: $* -- $(tail -3 "$log")"
-}
-
 # A finished run that kept checkpoints 110..150; drop 150 so that resuming
 # has steps left to run.
 REF=$W/ref

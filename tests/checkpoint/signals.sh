@@ -88,7 +88,7 @@ rc=$?
 clog=$S/runs/tiny_sgd/seed-5/train.log
 grep -q "stopped by SIGINT after step 1 of" "$clog" ||
     fail "ab: the child did not stop cleanly after its step: $(tail -3 "$clog")"
-grep -q "stopped by SIGINT; the run's checkpoint and log are in" "$W/ab.log" ||
+grep -q "stopped by SIGINT; its checkpoint of step 1 and its log are in" "$W/ab.log" ||
     fail "ab: no 'checkpoint and log are in' message: $(tail -3 "$W/ab.log")"
 [ -f "$S/runs/tiny_sgd/seed-5/checkpoints/ckpt-00000001.amp" ] || fail "ab: the child wrote no checkpoint"
 "$A" checkpoints "$S/runs/tiny_sgd/seed-5" >/dev/null || fail "ab: the child's checkpoint is damaged"

@@ -10,7 +10,7 @@ add_dependencies(test_checkpoint ${AMP_CKPT_PLUGINS})
 
 set(AMP_CKPT_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint)
 set(AMP_CKPT_WORK ${CMAKE_BINARY_DIR}/tests/checkpoint_runs)
-foreach(script resume_cli refusals kill9 disk_full)
+foreach(script resume_cli refusals kill9 disk_full resume_complete)
   add_test(NAME checkpoint_${script}
            COMMAND bash ${AMP_CKPT_SCRIPTS}/${script}.sh $<TARGET_FILE:amptrain>
                    ${PROJECT_SOURCE_DIR}/configs ${AMP_CKPT_WORK}/${script})

@@ -60,7 +60,7 @@ amp_args_error(checkpoints_empty [=[^amptrain checkpoints: RUN_DIR is empty]=]
 amp_args_error(new_plugin_unknown [=[^amptrain new-plugin: unknown or ambiguous option '--kind']=]
   ${AMP_EXE} new-plugin --kind scaler x)
 # --help on every command: its usage on stdout, exit 0.
-foreach(cmd train ab plugins checkpoints new-plugin)
+foreach(cmd train ab plugins checkpoints new-plugin sample)
   amp_expect_fail(cli_args_help_${cmd} LABELS cli
     CODE 0 REGEX "^usage: amptrain ${cmd}" OPTIONS --stdout COMMAND ${AMP_EXE} ${cmd} --help)
 endforeach()
@@ -70,3 +70,30 @@ amp_expect_fail(cli_args_verbose_long LABELS cli
 amp_expect_fail(cli_args_double_dash LABELS cli
   CODE 2 REGEX [=[^amptrain: --set-like\.ini: cannot read: No such file or directory]=]
   COMMAND ${AMP_EXE} train -- --set-like.ini)
+
+# sample parses with the same getopt_long as the other commands (it had its
+# own loop: `--tokens=5` "needs a value", `--help` was a usage error, no
+# prefixes). One short text run is the fixture the sample tests read.
+set(AMP_ARGS_GPT ${AMP_ARGS_OUT}/sample_gpt)
+add_test(NAME cli_args_sample_run
+         COMMAND ${AMP_EXE} train ${PROJECT_SOURCE_DIR}/tests/gpt/tiny_gpt.ini --set train.steps=2
+                 --set train.checkpoint_every=0 --set train.eval_every=0 --out ${AMP_ARGS_GPT})
+set_tests_properties(cli_args_sample_run PROPERTIES LABELS cli FIXTURES_SETUP amp_sample_gpt)
+amp_expect_fail(cli_args_sample_equals LABELS cli
+  CODE 0 REGEX [=[^ROMEO:.{5}$]=] OPTIONS --stdout
+  COMMAND ${AMP_EXE} sample ${AMP_ARGS_GPT} --prompt=ROMEO: --tokens=5 --seed=3 --temperature=0.5
+          --top-k=1)
+amp_expect_fail(cli_args_sample_prefix LABELS cli
+  CODE 0 REGEX [=[^ROMEO:.{5}$]=] OPTIONS --stdout
+  COMMAND ${AMP_EXE} sample --tok 5 --pro ROMEO: ${AMP_ARGS_GPT} --see=3 --tem 0.5 --top 1)
+amp_args_error(sample_ambiguous [=[^amptrain sample: unknown or ambiguous option '--t']=]
+  ${AMP_EXE} sample ${AMP_ARGS_GPT} --t 5)
+amp_args_error(sample_empty_prompt [=[^amptrain sample: --prompt needs a value, not an empty string]=]
+  ${AMP_EXE} sample ${AMP_ARGS_GPT} --prompt=)
+amp_args_error(sample_tokens [=[^amptrain sample: --tokens '2.5': expected an integer in \[0, 1e\+07\]]=]
+  ${AMP_EXE} sample ${AMP_ARGS_GPT} --tokens=2.5)
+amp_args_error(sample_two_dirs [=[^amptrain sample: one DIR only]=]
+  ${AMP_EXE} sample ${AMP_ARGS_GPT} ${AMP_ARGS_GPT})
+set_tests_properties(cli_args_sample_equals cli_args_sample_prefix cli_args_sample_ambiguous
+                     cli_args_sample_empty_prompt cli_args_sample_tokens cli_args_sample_two_dirs
+                     PROPERTIES FIXTURES_REQUIRED amp_sample_gpt)

@@ -35,7 +35,17 @@ foreach(case
     "tail|conv(8,3) relu|must end with the classifier `fc` \\(10 classes\\)"
     "classes|conv(8,3) fc(7)|'fc\\(7\\)' at character 11: the last fc gives the class scores: write `fc` \\(or fc\\(10\\)\\)"
     "after_fc|fc(16) conv(3,3) fc|'conv\\(3,3\\)' at character 8: conv after fc or flatten"
-    "relu_args|conv(8,3) relu(2) fc|'relu\\(2\\)' at character 11: takes no arguments")
+    "relu_args|conv(8,3) relu(2) fc|'relu\\(2\\)' at character 11: takes no arguments"
+    # shapes past 2^31 - 1 elements (they wrapped around in int: undefined
+    # behaviour, then a memory estimate of the wrapped sizes)
+    "big_output|conv(30000,1,pad=64) conv(30000,1,pad=64) fc|'conv\\(30000,1,pad=64\\)' at character 22: its output per example is 30000x284x284 = 2419680000 values, more than the 2147483647 a tensor may hold"
+    "big_conv_weight|conv(65536,64,pad=64) conv(65536,64) fc|'conv\\(65536,64\\)' at character 23: its weight is 65536x65536x64x64 = 17592186044416 values"
+    "big_fc_weight|conv(65536,1,pad=64) flatten fc|'fc' at character 30: its weight is 10x1594884096 = 15948840960 values"
+    "big_fc_width|fc(65536) fc(65536) fc|'fc\\(65536\\)' at character 11: its weight is 65536x65536 = 4294967296 values"
+    # pooling windows: up to 256 (the argmax is a 2-byte offset in the window)
+    "pool_k|pool(257) fc|'pool\\(257\\)' at character 1: k = '257' must be an integer in \\[1, 256\\]"
+    "pool_pad|pool(256,pad=129) fc|'pool\\(256,pad=129\\)' at character 1: pad = '129' must be an integer in \\[0, 128\\]"
+    "pool_stride|pool(2,stride=257) fc|'pool\\(2,stride=257\\)' at character 1: stride = '257' must be an integer in \\[1, 256\\]")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 name)
   list(GET parts 1 layers)
@@ -45,6 +55,22 @@ foreach(case
     REGEX "^amptrain: --set model\\.layers: \\[model\\] layers.*${regex}"
     COMMAND $<TARGET_FILE:amptrain> train ${AMP_CNN_BAD} --set "model.layers=${layers}"
             --out ${AMP_CNN_OUT}/${name})
+endforeach()
+# The same from a file: its file:line.
+amp_expect_fail(cnn_big_layers_file LABELS cnn cli
+  CODE 2
+  REGEX [=[^amptrain: [^ ]*/big_cnn_layers\.ini:11: \[model\] layers: 'conv\(65536,1,pad=64\)' at character 18: its output per example is 65536x284x284 = 5285871616 values]=]
+  COMMAND $<TARGET_FILE:amptrain> train ${CMAKE_CURRENT_SOURCE_DIR}/configs/big_cnn_layers.ini
+          --out ${AMP_CNN_OUT}/big_file)
+# Windows past the old limit of 64 train: pool(100, pad=50) on 28x28, and
+# the largest, pool(256, pad=128) (one step each).
+foreach(layers "pool(100,pad=50) fc" "conv(2,3) pool(256,pad=128) fc")
+  string(REGEX REPLACE "[^a-z0-9]+" "_" name "${layers}")
+  amp_expect_fail(cnn_pool_${name} LABELS cnn cli
+    CODE 0
+    REGEX [=[: test_acc [0-9.]+ test_loss [0-9.]+, 1 steps]=]
+    COMMAND $<TARGET_FILE:amptrain> train ${AMP_CNN_BAD} --set "model.layers=${layers}"
+            --set train.steps=1 --set run.device=cpu --out ${AMP_CNN_OUT}/pool_${name})
 endforeach()
 # 20 training steps of the CNN on the CPU and on CUDA, per policy, with
 # deterministic and default cuDNN algorithms (77 without a GPU).

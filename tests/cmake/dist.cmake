@@ -26,7 +26,12 @@ if(AMP_HAVE_MPI)
              COMMAND bash ${AMP_DIST_SCRIPTS}/${script}.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
                      ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/${script})
   endforeach()
-  set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill PROPERTIES
+  # a rank that never joins (before MPI_Init, or stuck while starting); the
+  # test scaler `block` is loader.cmake's (tests/bad_plugins)
+  add_test(NAME dist_join
+           COMMAND bash ${AMP_DIST_SCRIPTS}/join.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
+                   ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/join ${CMAKE_BINARY_DIR}/tests/bad_plugins)
+  set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill dist_join PROPERTIES
                        LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
   # two 30000-step 2-rank runs (the step got faster on the CPU since 6000 steps
   # took about 35 s): about 25 s here; far more under ASan with -j2

@@ -16,3 +16,42 @@ add_dependencies(test_gpu_gpt_parity amp_precision_fp32 amp_precision_fp16 amp_p
 add_test(NAME gpt_parity_cpu_vs_cpu COMMAND test_gpu_gpt_parity)
 set_tests_properties(gpt_parity_cpu_vs_cpu PROPERTIES ENVIRONMENT AMP_PARITY_SECOND_DEVICE=cpu
                      LABELS train)
+# [model] activation: both GELUs train, a bad value is exit 2, a checkpoint
+# (also one from before the key) resumes only with the GELU it ran.
+add_executable(drop_config_key ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/drop_config_key.c)
+target_link_libraries(drop_config_key PRIVATE amp_core)
+target_compile_options(drop_config_key PRIVATE ${AMP_C_WARNINGS})
+add_test(NAME gpt_activation
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/activation.sh $<TARGET_FILE:amptrain>
+                 $<TARGET_FILE:drop_config_key> ${CMAKE_BINARY_DIR}/tests/gpt_activation)
+set_tests_properties(gpt_activation PROPERTIES LABELS "train;cli;checkpoint" TIMEOUT 300)
+# [model] init with a nanoGPT state_dict: the tied LM head under either name,
+# or both when equal; two different copies refused.
+add_executable(make_tied_init ${CMAKE_CURRENT_SOURCE_DIR}/gpt/make_tied_init.c)
+target_link_libraries(make_tied_init PRIVATE amp_core)
+target_compile_options(make_tied_init PRIVATE ${AMP_C_WARNINGS})
+add_test(NAME gpt_init_tied
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/init_tied.sh $<TARGET_FILE:amptrain>
+                 $<TARGET_FILE:make_tied_init> ${CMAKE_BINARY_DIR}/tests/gpt_init_tied)
+set_tests_properties(gpt_init_tied PROPERTIES LABELS "train;cli" TIMEOUT 300)
+# sample on the folder of an MLP run (finished, or its checkpoint alone)
+# says what the folder holds; it used to blame "--set data.path", an
+# option the user never gave (here the folder held a text run before, whose
+# vocab.json the MLP run left behind).
+include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
+set(AMP_SAMPLE_MLP ${CMAKE_BINARY_DIR}/tests/gpt_runs/sample_mlp)
+amp_expect_fail(sample_not_text_finished LABELS cli
+  CODE 2
+  REGEX [=[^amptrain sample: .*/mlp holds a \[model\] name = mlp run on \[data\] dataset = tiny \(.*config\.ini:[0-9]+\), not a text model]=]
+  OPTIONS --not [=[--set]=]
+  COMMAND sh -c [=[rm -rf "$1" && "$0" train "$3" --set train.steps=2 --set train.checkpoint_every=0 --out "$1" 2>/dev/null &&
+                  "$0" train "$2" --set train.steps=2 --out "$1" 2>/dev/null && exec "$0" sample "$1"]=]
+          $<TARGET_FILE:amptrain> ${AMP_SAMPLE_MLP}/mlp ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_dynamic.ini
+          ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini)
+amp_expect_fail(sample_not_text_checkpoint LABELS cli
+  CODE 2
+  REGEX [=[^amptrain sample: .*/mlp_ckpt holds a \[model\] name = mlp run on \[data\] dataset = tiny \(.*ckpt-00000002\.amp:[0-9]+\), not a text model]=]
+  OPTIONS --not [=[--set]=]
+  COMMAND sh -c [=[rm -rf "$1" && "$0" train "$2" --set train.steps=2 --set train.checkpoint_every=2 --out "$1" 2>/dev/null &&
+                  rm "$1/config.ini" "$1/weights.safetensors" && exec "$0" sample "$1"]=]
+          $<TARGET_FILE:amptrain> ${AMP_SAMPLE_MLP}/mlp_ckpt ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_dynamic.ini)

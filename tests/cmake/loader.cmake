@@ -42,6 +42,7 @@ amp_bad_plugin(scaler negscale badscale.c)
 amp_bad_plugin(scaler zeroscale badscale.c BAD_SCALE_ZERO)
 amp_bad_plugin(scaler infscale badscale.c BAD_SCALE_INF)
 amp_bad_plugin(scaler updatefail updatefail.c)
+amp_bad_plugin(scaler hostmisuse hostmisuse.c)
 # One valid plugin in two folders of their own (not the bad folder, so the
 # other tests never see the duplicate).
 set(AMP_DUP_A ${CMAKE_BINARY_DIR}/tests/dup_plugins_a)
@@ -200,3 +201,38 @@ amp_expect_fail(loader_plugins_verbose ENV ${AMP_BAD_ENV} LABELS loader
     --also [=[^search order]=]
     --also ${AMP_SEARCH_DIR_RE}
   COMMAND $<TARGET_FILE:amptrain> plugins -v)
+
+# Host services called with NULL or bad arguments (tests/bad_plugins/hostmisuse.c,
+# case chosen by [scaler] misuse): refused without undefined behaviour, and the
+# run stops naming the plugin and the service, even when init then succeeds.
+set(AMP_MISUSE_RE [=[scaler plugin 'hostmisuse' ]=])
+foreach(case_re
+    "error_null|called host->error with a NULL format \\(a bug in the plugin\\)"
+    "error_null_init_ok|called host->error with a NULL format \\(a bug in the plugin\\) \\(.*amp_scaler_hostmisuse\\.so\\), during init"
+    "log_null|called host->log with a NULL format"
+    "log_level|called host->log with level 42 \\(AMP_LOG_ERROR\\.\\.AMP_LOG_DEBUG are 0\\.\\.3\\)"
+    "key_error_null_key|called host->key_error with a NULL key"
+    "key_error_null|called host->key_error with a NULL format"
+    "get_double_null_key|called host->get_double with a NULL key"
+    "get_int_null_out|called host->get_int with a NULL out pointer"
+    "get_string_null_out|called host->get_string with a NULL out pointer"
+    "each_key_null_fn|called host->each_key with a NULL callback"
+    "ctx_null|\\(or a plugin loaded with it\\) called host->error with a ctx \\(\\(nil\\)\\) that is not host->ctx"
+    "ctx_garbage|\\(or a plugin loaded with it\\) called host->get_double with a ctx \\(0x1234\\) that is not host->ctx")
+  string(REPLACE "|" ";" parts "${case_re}")
+  list(GET parts 0 case)
+  list(GET parts 1 re)
+  amp_expect_fail(loader_host_misuse_${case} ENV ${AMP_BAD_ENV} LABELS loader
+    CODE 2
+    REGEX "${AMP_MISUSE_RE}${re}"
+    OPTIONS --no-outputs ${AMP_BAD_OUT}/misuse_${case}
+    COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=hostmisuse --set scaler.misuse=${case}
+            --out ${AMP_BAD_OUT}/misuse_${case})
+endforeach()
+# In update: a runtime failure at that step.
+amp_expect_fail(loader_host_misuse_at_update ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 1
+  REGEX [=[scaler plugin 'hostmisuse' called host->log with a NULL format \(a bug in the plugin\), at step [0-9]+]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/misuse_at_update
+  COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=hostmisuse --set scaler.misuse=at_update
+          --out ${AMP_BAD_OUT}/misuse_at_update)

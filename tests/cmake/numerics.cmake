@@ -20,5 +20,9 @@ endforeach()
 add_test(NAME test_cpu_gemm_avx2_openblas COMMAND test_cpu_gemm)
 set_tests_properties(test_cpu_gemm_avx2_openblas PROPERTIES LABELS numerics SKIP_RETURN_CODE 77
                      ENVIRONMENT "AMPTRAIN_ISA=avx2;AMPTRAIN_GEMM=openblas")
+# The reference GEMM the pins run: one FP64 sum rounded once, at 3 threads.
+add_test(NAME test_cpu_gemm_reference COMMAND test_cpu_gemm)
+set_tests_properties(test_cpu_gemm_reference PROPERTIES LABELS numerics
+                     ENVIRONMENT "AMPTRAIN_GEMM=reference;AMPTRAIN_THREADS=3")
 # The unscale check counts what its multiply produces (issue 15).
 amp_unit_test(test_unscale numerics)

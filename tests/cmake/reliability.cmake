@@ -64,7 +64,8 @@ amp_expect_fail(output_empty_new_plugin_dir LABELS output cli CODE 2
 
 # ------------------------------------------------------------ checkpoints
 # make_old_ckpt rewrites a checkpoint as amptrain wrote them before MPOS
-# (every metrics line in METR), for the compatibility case of history.sh.
+# (every metrics line in METR), for the compatibility case of history.sh, or
+# before DATA (the data's fingerprint), for data_changed.sh.
 add_executable(make_old_ckpt ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/make_old_ckpt.c)
 target_link_libraries(make_old_ckpt PRIVATE amp_core)
 target_compile_options(make_old_ckpt PRIVATE ${AMP_C_WARNINGS})
@@ -72,6 +73,12 @@ add_test(NAME checkpoint_history
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/history.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/history $<TARGET_FILE:make_old_ckpt>)
 set_tests_properties(checkpoint_history PROPERTIES LABELS "checkpoint;cli" TIMEOUT 300)
+# --resume on other data (an edited corpus, another IDX file) is refused by
+# the checkpoint's data fingerprint; one without it resumes with a warning.
+add_test(NAME checkpoint_data_changed
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/data_changed.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/data_changed $<TARGET_FILE:make_old_ckpt>)
+set_tests_properties(checkpoint_data_changed PROPERTIES LABELS "checkpoint;cli" TIMEOUT 300)
 # Every length a scaler's state_save reports is checked (ASan saw the host
 # read 4096 bytes of an 8-byte buffer).
 amp_expect_fail(checkpoint_state_save_grows ENV ${AMP_REL_ENV} LABELS checkpoint plugins
@@ -114,6 +121,23 @@ add_test(NAME signals_streams
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/signals.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/signals ${AMP_BAD_PLUGIN_DIR})
 set_tests_properties(signals_streams PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
+# Readers racing a running train: `checkpoints` while it prunes, `ab` stopped
+# while its child starts (the child wrote nothing; ab must not claim a checkpoint).
+add_test(NAME checkpoint_races
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/races.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/races ${AMP_BAD_PLUGIN_DIR})
+set_tests_properties(checkpoint_races PROPERTIES LABELS "checkpoint;cli;signals" TIMEOUT 300)
+# A signal during an evaluation: said at once, the evaluation ends at its next
+# batch, and --resume runs the evaluation that was cut short.
+add_test(NAME checkpoint_stop_eval
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/stop_eval.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/stop_eval ${AMP_BAD_PLUGIN_DIR})
+# Nothing grows with [train] steps: 10^12 steps start, train and checkpoint.
+add_test(NAME checkpoint_huge_steps
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/huge_steps.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/huge_steps)
+set_tests_properties(checkpoint_stop_eval checkpoint_huge_steps PROPERTIES
+                     LABELS "checkpoint;cli;signals" TIMEOUT 300)
 
 # ------------------------------------------------------------- the stress test
 # 8 concurrent train processes on 3 folders with random SIGINT/SIGTERM/SIGHUP/
@@ -124,3 +148,11 @@ add_test(NAME stress_concurrent_signals
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/stress.sh $<TARGET_FILE:amptrain>
                  ${AMP_REL_TINY} ${AMP_REL_OUT}/stress)
 set_tests_properties(stress_concurrent_signals PROPERTIES LABELS "stress;checkpoint" TIMEOUT 900)
+# Under an address-space limit, from the lowest at which amptrain starts up
+# 400 MB in steps of 20 (tiny and GPT runs): trained or exit 1 with a message,
+# no hang, no signal death, no temporary (tests/stress/mem_limit.sh).
+add_test(NAME stress_mem_limit
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/mem_limit.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${AMP_REL_OUT}/mem_limit 20 400)
+set_tests_properties(stress_mem_limit PROPERTIES LABELS "stress;cli" TIMEOUT 900
+                     SKIP_RETURN_CODE 77)

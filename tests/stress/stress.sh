@@ -13,10 +13,11 @@
 #  - a folder with summary.json holds one complete run: config.ini,
 #    weights.safetensors and metrics.jsonl identical (timing fields masked)
 #    to an uninterrupted reference run's.
-# Every process ends in 0 (completed), 2 (refused: the folder is locked,
-# holds another run's checkpoints or has none to resume, each message
-# checked), 128+signal (stopped with a checkpoint, or at once by a second
-# signal), or 137 (SIGKILL). Never 1, never a crash.
+# Every process ends in 0 (completed, or found its folder's run already
+# complete), 2 (refused: the folder is locked, holds another run's
+# checkpoints or has none to resume, each message checked), 128+signal
+# (stopped with a checkpoint, or at once by a second signal), or 137
+# (SIGKILL). Never 1, never a crash.
 # At the end every folder is untouched (no run output), or holds one complete
 # run, or holds checkpoints that --resume completes into that same run.
 #
@@ -33,7 +34,7 @@ SETS=(--set run.device=cpu --set train.steps=300 --set train.checkpoint_every=10
 
 REF=$W/ref
 "$A" train "$CFG" "${SETS[@]}" --out "$REF" 2>"$W/ref.log" || fail "reference run failed: $(tail -3 "$W/ref.log")"
-mask() { sed -E 's/"(step_ms|cpu_ms)":[0-9.eE+-]+/"\1":T/g; s/"(wall_seconds|median_step_ms|median_cpu_ms|load_avg_start|load_avg_end)": ([0-9.eE+-]+|null)/"\1": T/' "$1"; }
+mask() { sed -E 's/"(step_ms|cpu_ms)":[0-9.eE+-]+/"\1":T/g; s/"(wall_seconds|median_step_ms|median_comm_ms|median_cpu_ms|load_avg_start|load_avg_end)": ([0-9.eE+-]+|null)/"\1": T/' "$1"; }
 mask "$REF/metrics.jsonl" >"$W/ref.metrics"
 mask "$REF/summary.json" >"$W/ref.summary"
 
@@ -116,7 +117,7 @@ for r in $(seq 1 "$ROUNDS"); do
         rc=$?
         log=$W/logs/r$r-p$p.log
         case $rc in
-        0) grep -q "test_acc" "$log" || fail "round $r: exit 0 without a result: $(tail -2 "$log")" ;;
+        0) grep -Eq "test_acc|the run is already complete" "$log" || fail "round $r: exit 0 without a result: $(tail -2 "$log")" ;;
         2) grep -Eq "is in use by another process \(PID [0-9]+, amptrain train|holds [0-9]+ checkpoints? of an earlier run|no checkpoint in" "$log" ||
                fail "round $r: refused for another reason: $(tail -2 "$log")" ;;
         129 | 130 | 137 | 143) ;;

@@ -13,6 +13,7 @@
 #include "backend/kernels/reduce.h"
 
 extern "C" {
+#include "env.h"
 #include "log.h"
 }
 
@@ -377,15 +378,9 @@ extern "C" void *amp_backend_cuda_stream(amp_backend *be) {
 }
 
 extern "C" amp_backend *amp_backend_cuda_create(char *err, size_t errlen) {
-    const char *sync = getenv("AMPTRAIN_CUDA_SYNC");
     int sync_each = 0;
-    if (sync && *sync && strcmp(sync, "0") != 0) {
-        if (strcmp(sync, "1") != 0) {
-            snprintf(err, errlen, "AMPTRAIN_CUDA_SYNC='%s': expected 0 or 1", sync);
-            return NULL;
-        }
-        sync_each = 1;
-    }
+    if (amp_env_choice("AMPTRAIN_CUDA_SYNC", amp_env_zero_one, &sync_each, err, errlen) < 0)
+        return NULL;
     if (!amp_backend_cuda_available()) {
         snprintf(err, errlen,
                  "device = cuda requested but no CUDA device is visible: %s. Check the driver "

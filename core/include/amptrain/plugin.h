@@ -109,6 +109,9 @@ enum amp_log_level { AMP_LOG_ERROR = 0, AMP_LOG_WARN = 1, AMP_LOG_INFO = 2, AMP_
  * `file:line:` error; the plugin should return failure from init). Asking for
  * a key marks it as read: keys no plugin asked for are reported as errors.
  * The strings returned by get_string and each_key stay valid until `fini`.
+ * A call with a NULL format, key, out pointer or callback, a log level
+ * outside AMP_LOG_ERROR..AMP_LOG_DEBUG, or a ctx that is not `ctx` below does
+ * nothing (getters return -1) and the host stops the run naming the plugin.
  */
 typedef struct amp_host_api {
     uint32_t struct_size;
