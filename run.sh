@@ -28,9 +28,9 @@ for c in configs/gpt_shakespeare_*.ini; do
 done
 case $study in
 gpt)
-    # 60 steps (10 of warm-up), validation every 20 on 4 batches
-    ./build/amptrain ab "${gpt[@]}" --seeds 3 --out runs/ab --set train.steps=60 \
-        --set optim.warmup_steps=10 --set train.eval_every=20 --set data.eval_iters=4 "$@" ;;
+    # 300 steps (30 of warm-up), validation every 50 on 10 batches
+    ./build/amptrain ab "${gpt[@]}" --seeds 3 --out runs/ab --set train.steps=300 \
+        --set optim.warmup_steps=30 --set train.eval_every=50 --set data.eval_iters=10 "$@" ;;
 full) ./build/amptrain ab "${gpt[@]}" --seeds 3 --out runs/ab "$@" ;;
 mlp)
     ./build/amptrain ab configs/fashion_fp32.ini configs/fashion_fp16_dynamic.ini \
