@@ -233,7 +233,8 @@ int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen
     const char *scaler = NULL;
     int found = amp_config_get_string(cfg, "scaler", "plugin", "", &scaler, err, errlen);
     if (found < 0) return -1;
-    s->scaler_plugin = found ? scaler : NULL;
+    /* empty is the default written back into a run's config.ini: no choice made */
+    s->scaler_plugin = found && scaler[0] ? scaler : NULL;
     if (amp_plugin_spec_is_path(s->precision_plugin))
         GET(absolute_path(cfg, "precision", "plugin", &s->precision_plugin, err, errlen));
     if (s->scaler_plugin && amp_plugin_spec_is_path(s->scaler_plugin))

@@ -29,13 +29,14 @@ static double num(const amp_jval *o, const char *key, const char *where) {
     return v ? v->num : NAN;
 }
 
-static const char *const stat_keys[] = {"final_train_loss", "test_loss", "test_acc",
-                                        "median_step_ms",   "wall_seconds", "skipped_steps",
-                                        "underflow",        "overflow"};
+enum { NSTAT = 9 };
+static const char *const stat_keys[NSTAT] = {"final_train_loss", "test_loss",    "test_acc",
+                                             "median_step_ms",   "wall_seconds", "skipped_steps",
+                                             "underflow",        "overflow",     "median_cpu_ms"};
 /* the summary.json key each statistic is computed from */
-static const char *const summary_keys[] = {"final_train_loss", "test_loss", "test_acc",
-                                           "median_step_ms",   "wall_seconds", "skipped_steps",
-                                           "underflow",        "overflow"};
+static const char *const summary_keys[NSTAT] = {"final_train_loss", "test_loss",    "test_acc",
+                                                "median_step_ms",   "wall_seconds", "skipped_steps",
+                                                "underflow",        "overflow",     "median_cpu_ms"};
 
 static void check_stat(const amp_jval *s, const double *x, int n, const char *where) {
     if (!s) return;
@@ -121,7 +122,17 @@ int main(int argc, char **argv) {
     get(machine, "device", AMP_JSTR, "machine");
     EXPECT(num(root, "confidence_level", "ab.json") == 0.95, "confidence_level");
     const amp_jval *order = get(root, "order", AMP_JSTR, "ab.json");
-    EXPECT(order && strcmp(order->str, "interleaved") == 0, "order");
+    EXPECT(order && strcmp(order->str, "interleaved, rotating per seed") == 0, "order");
+    const amp_jval *metric = get(root, "metric", AMP_JSTR, "ab.json");
+    int by_loss = metric && strcmp(metric->str, "val_loss") == 0;
+    EXPECT(metric && (by_loss || strcmp(metric->str, "test_acc") == 0), "metric");
+    get(root, "metric_from", AMP_JSTR, "ab.json");
+    const amp_jval *timing = get(root, "timing", AMP_JOBJ, "ab.json");
+    const amp_jval *basis = get(timing, "basis", AMP_JSTR, "timing");
+    int cpu_basis = basis && strcmp(basis->str, "cpu") == 0;
+    EXPECT(basis && (cpu_basis || strcmp(basis->str, "wall") == 0), "timing.basis");
+    const amp_jval *disturbed = get(timing, "disturbed", AMP_JBOOL, "timing");
+    get(timing, "why", AMP_JSTR, "timing");
     get(root, "overrides", AMP_JARR, "ab.json");
     get(root, "allow_diff", AMP_JBOOL, "ab.json");
     const amp_jval *seeds = get(root, "seeds", AMP_JARR, "ab.json");
@@ -148,7 +159,8 @@ int main(int argc, char **argv) {
     EXPECT(arms->n >= 2, "at least two arms");
     const amp_jval *baseline = get(root, "baseline", AMP_JSTR, "ab.json");
     int na = (int)arms->n;
-    double means[16][8];
+    double means[16][NSTAT];
+    double step[16][64]; /* each run's step time on the study's basis */
     double first[16][64];
     const char *prec[16];
     for (int a = 0; a < na && a < 16; a++) {
@@ -164,11 +176,12 @@ int main(int argc, char **argv) {
         if (!runs || !stats) continue;
         EXPECT((int)runs->n == nseeds, "arm %d: %zu runs, expected %d", a, runs->n, nseeds);
         if ((int)runs->n != nseeds || nseeds > 64) continue;
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < NSTAT; k++) {
             double x[64];
             for (int r = 0; r < nseeds; r++) {
                 const amp_jval *sum = get(&runs->items[r], "summary", AMP_JOBJ, "run");
                 x[r] = num(sum, summary_keys[k], "summary");
+                if (k == (cpu_basis ? 8 : 3)) step[a][r] = x[r];
             }
             const amp_jval *s = get(stats, stat_keys[k], AMP_JOBJ, "stats");
             check_stat(s, x, nseeds, stat_keys[k]);
@@ -182,6 +195,8 @@ int main(int argc, char **argv) {
             const amp_jval *run = &runs->items[r];
             EXPECT(seeds && num(run, "seed", "run") == seeds->items[r].num, "run %d seed", r);
             num(run, "process_seconds", "run");
+            /* the order rotates: seed r's round starts with arm r mod arms */
+            EXPECT(num(run, "order", "run") == (a - r % na + na) % na, "arm %d seed %d: order", a, r);
             const amp_jval *rd = get(run, "dir", AMP_JSTR, "run");
             const amp_jval *sum = get(run, "summary", AMP_JOBJ, "run");
             get(sum, "layers", AMP_JARR, "summary");
@@ -213,7 +228,18 @@ int main(int argc, char **argv) {
         check_welch(get(c, "test_loss", AMP_JOBJ, "comparison"), means[ib][1] - means[ia][1], nseeds, "test_loss");
         check_welch(get(c, "test_acc", AMP_JOBJ, "comparison"), means[ib][2] - means[ia][2], nseeds, "test_acc");
         check_welch(get(c, "median_step_ms", AMP_JOBJ, "comparison"), means[ib][3] - means[ia][3], nseeds, "median_step_ms");
-        EXPECT(near(num(c, "speedup", "comparison"), means[ia][3] / means[ib][3]), "speedup = a's / b's step time");
+        const amp_jval *verdict = get(c, "verdict", AMP_JOBJ, "comparison");
+        check_welch(verdict, means[ib][by_loss ? 1 : 2] - means[ia][by_loss ? 1 : 2], nseeds, "verdict");
+        double lsum = 0;
+        for (int r = 0; r < nseeds && r < 64; r++) lsum += log(step[ia][r] / step[ib][r]) / nseeds;
+        const amp_jval *speed = get(c, "speed", AMP_JOBJ, "comparison");
+        EXPECT(near(num(speed, "speedup", "speed"), exp(lsum)),
+               "speedup = geometric mean over seeds of a's / b's step time");
+        EXPECT(near(num(c, "speedup", "comparison"), exp(lsum)), "speedup = speed.speedup");
+        const amp_jval *sig = amp_json_get(speed, "significant");
+        if (disturbed && disturbed->b)
+            EXPECT(sig && !(sig->type == AMP_JBOOL && sig->b),
+                   "a speed difference called significant on disturbed timing");
         EXPECT(num(c, "memory_ratio", "comparison") > 0, "memory_ratio");
     }
     if (same_start) {

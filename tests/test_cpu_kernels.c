@@ -273,6 +273,51 @@ static void check_table(const amp_cpu_kern *k) {
     free(src), free(dst), free(h);
 }
 
+/* The GELUs on inputs their piecewise and saturating parts meet: every
+ * 4099th bit pattern of the float range, the erf's switch (x / sqrt 2 = 1)
+ * and clamp (= 4) and phi's underflow, each with its neighbours, large
+ * |x|, tiny x, subnormals, +-0, +-inf, NaNs; forward and gradient, at
+ * every length up to 40 (the tails) and in place. */
+static void check_gelu_specials(const amp_cpu_kern *k) {
+    const char *isa = amp_isa_name(k->isa);
+    static const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 0x1p-149f, -0x1p-149f,
+                                  0x1.fffffcp-127f, -0x1p-126f, 0x1p-100f, -0x1.8p-60f, 1e-30f, 0x1p-24f,
+                                  1.41421356f, 2.82842712f, 5.65685425f, 3.9f, 4.0f, 14.0f, 15.0f, 20.0f,
+                                  26.0f, 1e10f, 3.4028235e38f, -3.4028235e38f};
+    size_t ne = sizeof edges / sizeof *edges, n = (size_t)(0x100000000ull / 4099) + 1 + ne * 17;
+    float *x = malloc(n * 4), *da = malloc(n * 4), *o = malloc(n * 4), *w = malloc(n * 4);
+    size_t m = 0;
+    for (size_t e = 0; e < ne; e++)
+        for (int d = -8; d <= 8; d++) { /* the edge and its 8 neighbours either side, both signs */
+            uint32_t u = bits(edges[e]);
+            x[m++] = edges[e] != edges[e] ? edges[e] : fb(d < 0 ? (u ^ 0x80000000u) + (uint32_t)-d : u + (uint32_t)d);
+        }
+    for (; m < n; m++) {
+        float f = fb((uint32_t)(m * 4099u + 17u));
+        x[m] = f != f ? fb(bits(f) | 0x400000u) : f; /* signalling NaNs quieted, as arith_float does */
+    }
+    for (size_t i = 0; i < n; i++) da[i] = i % 3 ? 1.0f : arith_float();
+    for (int act = AMP_ACT_GELU; act <= AMP_ACT_GELU_TANH; act++) {
+        size_t bad_f = 0, bad_g = 0, bad_t = 0;
+        k->act(o, x, n, act);
+        for (size_t i = 0; i < n; i++) bad_f += !same(o[i], amp_act_apply(x[i], act));
+        k->act_grad_mul(o, da, x, n, act);
+        for (size_t i = 0; i < n; i++) bad_g += !same(o[i], da[i] * amp_act_grad(x[i], act));
+        for (size_t len = 0; len <= 40; len++) {
+            memcpy(w, x + 3 * len, len * 4);
+            k->act(w, w, len, act);
+            k->act_grad_mul(o, da + len, x + 5 * len, len, act);
+            for (size_t j = 0; j < len; j++)
+                bad_t += !same(w[j], amp_act_apply(x[3 * len + j], act)) +
+                         !same(o[j], da[len + j] * amp_act_grad(x[5 * len + j], act));
+        }
+        EXPECT(bad_f == 0 && bad_g == 0 && bad_t == 0,
+               "%s act %d on edges and the float range: %zu forward, %zu gradient, %zu tail results differ",
+               isa, act, bad_f, bad_g, bad_t);
+    }
+    free(x), free(da), free(o), free(w);
+}
+
 /* ---- the fused backend ops ------------------------------------------------ */
 
 static amp_backend *cpu_backend(amp_isa isa) {
@@ -503,6 +548,7 @@ int main(void) {
         EXPECT(k != NULL, "path %s is not compiled in", amp_isa_name((amp_isa)i));
         if (!k) continue;
         check_table(k);
+        check_gelu_specials(k);
         amp_backend *be = cpu_backend((amp_isa)i);
         if (be) {
             check_epilogue(be);

@@ -299,8 +299,8 @@ static void test_act(size_t n) {
     for (size_t i = 0; i < n; i += 97) in[i] = 0.0f; /* relu' at exactly 0 */
     float *gin = to_gpu(in, n * sizeof(float)), *gda = to_gpu(da, n * sizeof(float));
     for (int act = AMP_ACT_NONE; act <= AMP_ACT_GELU_TANH; act++) {
-        /* GELU goes through erff/expf: CUDA's are within 2 ulp, glibc's
-         * within 1; |x| <= 6 keeps |gelu| <= 6, so 1e-6 absolute covers the
+        /* GELU goes through expf (act.h's erf takes one too): CUDA's is
+         * within 2 ulp, glibc's within 1; |x| <= 6 keeps |gelu| <= 6, so 1e-6 absolute covers the
          * cancellation in 1 + erf(x/sqrt2) for negative x. */
         int mode = act >= AMP_ACT_GELU ? TOL : EXACT_BITS;
         char what[64];

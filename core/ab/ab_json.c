@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_scan.h"
 #include "io/json.h"
 
 /* Re-serialises a parsed value (an embedded summary.json). */
@@ -45,15 +46,22 @@ static void write_summary_stats(FILE *f, const amp_ab_summary *s) {
     fputc('}', f);
 }
 
+/* "[lo, hi]" (null for a non-finite end). */
+static void write_pair(FILE *f, double lo, double hi) {
+    fputc('[', f);
+    amp_json_num(f, lo);
+    fputs(", ", f);
+    amp_json_num(f, hi);
+    fputc(']', f);
+}
+
 static void write_welch(FILE *f, const amp_ab_welch *w) {
     fputs("{\"diff\": ", f);
     amp_json_num(f, w->diff);
     if (w->has_ci) {
-        fputs(", \"ci95\": [", f);
-        amp_json_num(f, w->lo);
-        fputs(", ", f);
-        amp_json_num(f, w->hi);
-        fputs("], \"df\": ", f);
+        fputs(", \"ci95\": ", f);
+        write_pair(f, w->lo, w->hi);
+        fputs(", \"df\": ", f);
         amp_json_num(f, w->df);
         fputs(", \"se\": ", f);
         amp_json_num(f, w->se);
@@ -72,12 +80,16 @@ static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
     amp_json_str(f, arm->precision);
     fputs(",\n      \"scaler\": ", f);
     amp_json_str(f, arm->scaler);
+    if (arm->sample) {
+        fputs(",\n      \"sample\": ", f);
+        amp_json_str(f, arm->sample);
+    }
     fputs(",\n      \"runs\": [", f);
     for (int i = 0; i < arm->nruns; i++) {
         const amp_ab_run *r = &arm->runs[i];
         fprintf(f, "%s\n        {\"seed\": %llu, \"dir\": ", i ? "," : "", (unsigned long long)r->seed);
         amp_json_str(f, r->dir);
-        fputs(", \"process_seconds\": ", f);
+        fprintf(f, ", \"order\": %d, \"process_seconds\": ", r->order);
         amp_json_num(f, r->parent_wall_s);
         fputs(", \"summary\": ", f);
         write_value(f, r->summary, 8);
@@ -85,12 +97,12 @@ static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
     }
     fputs("\n      ],\n      \"stats\": {", f);
     static const char *const names[] = {"final_train_loss", "test_loss",     "test_acc",
-                                        "median_step_ms",   "wall_seconds",  "skipped_steps",
-                                        "underflow",        "overflow"};
+                                        "median_step_ms",   "median_cpu_ms", "wall_seconds",
+                                        "skipped_steps",    "underflow",     "overflow"};
     const amp_ab_summary *vals[] = {&arm->final_loss, &arm->test_loss, &arm->test_acc,
-                                    &arm->median_ms,  &arm->wall_s,    &arm->skipped,
-                                    &arm->underflow,  &arm->overflow};
-    for (int k = 0; k < 8; k++) {
+                                    &arm->median_ms,  &arm->cpu_ms,    &arm->wall_s,
+                                    &arm->skipped,    &arm->underflow, &arm->overflow};
+    for (int k = 0; k < 9; k++) {
         fprintf(f, "%s\n        \"%s\": ", k ? "," : "", names[k]);
         write_summary_stats(f, vals[k]);
     }
@@ -102,6 +114,36 @@ static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
         write_summary_stats(f, &arm->mem[m]);
     }
     fputs("\n        }\n      }\n    }", f);
+}
+
+static void write_scan(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f) {
+    fputs(",\n  \"scan\": {\"baseline\": ", f);
+    amp_json_str(f, st->arms[0].name);
+    fputs(", \"candidate\": ", f);
+    amp_json_str(f, st->arms[1].name);
+    fputs(", \"gap\": ", f);
+    write_welch(f, &sc->gap);
+    fprintf(f, ", \"gap_to_close\": %s, \"groups\": [", amp_ab_scan_has_gap(sc) ? "true" : "false");
+    for (int i = 0; i < sc->ngroups; i++) {
+        const amp_ab_scan_row *r = &sc->rows[i];
+        const amp_ab_group *g = amp_ab_scan_group(sc, r);
+        fprintf(f, "%s\n    {\"rank\": %d, \"group\": ", i ? "," : "", i + 1);
+        amp_json_str(f, g->label);
+        fputs(", \"arm\": ", f);
+        amp_json_str(f, st->arms[r->arm].name);
+        fprintf(f, ", \"layers\": %d, \"dtype\": ", g->nmembers);
+        amp_json_str(f, amp_ab_scan_dtype(sc, r));
+        fputs(", \"gain\": ", f);
+        amp_json_num(f, r->gain);
+        fputs(", \"gain_ci95\": ", f);
+        write_pair(f, r->lo, r->hi);
+        fputs(", \"gap_closed\": ", f);
+        amp_json_num(f, r->closed);
+        fputs(", \"gap_closed_ci95\": ", f);
+        write_pair(f, r->closed_lo, r->closed_hi);
+        fprintf(f, ", \"significant\": %s}", r->significant ? "true" : "false");
+    }
+    fputs("]}", f);
 }
 
 int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
@@ -118,7 +160,18 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
     fputs(",\n  \"seeds\": [", f);
     for (int i = 0; i < st->nseeds; i++)
         fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)st->seeds[i]);
-    fputs("],\n  \"order\": \"interleaved\",\n  \"baseline\": ", f);
+    fputs("],\n  \"order\": \"interleaved, rotating per seed\",\n  \"metric\": ", f);
+    amp_json_str(f, st->metric == AMP_AB_METRIC_LOSS ? "val_loss" : "test_acc");
+    fprintf(f, ", \"metric_from\": \"%s\"", st->metric_forced ? "--metric" : "model");
+    const amp_ab_timing *t = &st->timing;
+    fprintf(f, ",\n  \"timing\": {\"basis\": \"%s\", \"disturbed\": %s, \"why\": ",
+            t->cpu_basis ? "cpu" : "wall", t->disturbed ? "true" : "false");
+    amp_json_str(f, t->why);
+    fputs(", \"wall_cpu_ratio\": ", f);
+    write_pair(f, t->ratio_lo, t->ratio_hi);
+    fputs(", \"load_avg_max\": ", f);
+    amp_json_num(f, t->load_max);
+    fputs("},\n  \"baseline\": ", f);
     amp_json_str(f, st->arms[0].name);
     fputs(",\n  \"overrides\": [", f);
     for (int i = 0; i < st->nsets; i++) {
@@ -166,12 +219,25 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
             write_welch(f, &c.final_loss);
             fputs(",\n     \"median_step_ms\": ", f);
             write_welch(f, &c.median_ms);
+            fputs(",\n     \"verdict\": ", f);
+            write_welch(f, &c.verdict);
+            fputs(",\n     \"speed\": {\"speedup\": ", f);
+            amp_json_num(f, c.speed.speedup);
+            fputs(", \"ci95\": ", f);
+            if (c.speed.has_ci) write_pair(f, c.speed.lo, c.speed.hi);
+            else fputs("null", f);
+            fprintf(f, ", \"seeds\": %d, \"per_seed\": ", c.speed.n);
+            write_pair(f, c.speed.seed_lo, c.speed.seed_hi);
+            fprintf(f, ", \"noisy\": %s, \"significant\": %s}", c.speed.noisy ? "true" : "false",
+                    c.speed.has_ci ? (c.speed.significant ? "true" : "false") : "null");
             fputs(",\n     \"speedup\": ", f);
             amp_json_num(f, c.speedup);
             fputs(", \"memory_ratio\": ", f);
             amp_json_num(f, c.mem_ratio);
             fputc('}', f);
         }
-    fputs(first ? "]\n}\n" : "\n  ]\n}\n", f);
+    fputs(first ? "]" : "\n  ]", f);
+    if (st->scan) write_scan(st->scan, st, f);
+    fputs("\n}\n", f);
     return ferror(f) ? -1 : 0;
 }

@@ -54,6 +54,12 @@ static int num_or_null(const amp_jval *obj, const char *key, double *out, const 
     return 0;
 }
 
+/* A number that older files lack: *out keeps its value when absent. */
+static int opt_num(const amp_jval *obj, const char *key, double *out, const char *file,
+                   char *err, size_t errlen) {
+    return amp_json_get(obj, key) ? num_or_null(obj, key, out, file, err, errlen) : 0;
+}
+
 static int copy_str(char *dst, size_t cap, const amp_jval *obj, const char *key, const char *file,
                     char *err, size_t errlen) {
     const amp_jval *v = need(obj, key, AMP_JSTR, file, err, errlen);
@@ -104,12 +110,18 @@ static int load_summary(amp_ab_run *r, amp_ab_study *st, const char *file, char 
         num_or_null(s, "overflow", &r->overflow, file, err, errlen) ||
         num_or_null(s, "rounded", &r->rounded, file, err, errlen))
         return -1;
+    /* written since CPU time was measured; older summaries have no CPU time */
+    r->median_cpu_ms = r->load_start = r->load_end = NAN;
+    if (opt_num(s, "median_cpu_ms", &r->median_cpu_ms, file, err, errlen) ||
+        opt_num(s, "load_avg_start", &r->load_start, file, err, errlen) ||
+        opt_num(s, "load_avg_end", &r->load_end, file, err, errlen))
+        return -1;
+    r->has_val_loss = amp_json_get(s, "val_loss") != NULL;
     /* written since data-parallel training; older summaries ran on one rank */
     r->world_size = 1;
     r->median_comm_ms = 0;
-    if ((amp_json_get(s, "world_size") && num_or_null(s, "world_size", &r->world_size, file, err, errlen)) ||
-        (amp_json_get(s, "median_comm_ms") &&
-         num_or_null(s, "median_comm_ms", &r->median_comm_ms, file, err, errlen)))
+    if (opt_num(s, "world_size", &r->world_size, file, err, errlen) ||
+        opt_num(s, "median_comm_ms", &r->median_comm_ms, file, err, errlen))
         return -1;
     const amp_jval *mem = need(s, "memory_peak_bytes", AMP_JOBJ, file, err, errlen);
     if (!mem) return -1;
@@ -208,7 +220,8 @@ static int load_metrics(amp_ab_run *r, const char *file, char *err, size_t errle
             amp_ab_point *p = &r->pts[r->npts];
             const amp_jval *sk = need(v, "skipped", AMP_JBOOL, file, err, errlen);
             p->step = (int64_t)step->num;
-            rc = !sk || num_or_null(v, "loss", &p->loss, file, err, errlen) ||
+            p->cpu_ms = NAN;
+            rc = !sk || opt_num(v, "cpu_ms", &p->cpu_ms, file, err, errlen) || num_or_null(v, "loss", &p->loss, file, err, errlen) ||
                          num_or_null(v, "scale", &p->scale, file, err, errlen) ||
                          num_or_null(v, "step_ms", &p->step_ms, file, err, errlen) ||
                          num_or_null(v, "underflow", &p->underflow, file, err, errlen) ||
@@ -265,6 +278,7 @@ void amp_ab_arm_stats(amp_ab_arm *arm, int nmem) {
     SUMMARIZE(test_loss, test_loss);
     SUMMARIZE(test_acc, test_acc);
     SUMMARIZE(median_ms, median_ms);
+    SUMMARIZE(median_cpu_ms, cpu_ms);
     SUMMARIZE(wall_s, wall_s);
     SUMMARIZE(skipped, skipped);
     SUMMARIZE(underflow, underflow);
@@ -272,6 +286,10 @@ void amp_ab_arm_stats(amp_ab_arm *arm, int nmem) {
     for (int m = 0; m < nmem; m++) SUMMARIZE(mem[m], mem[m]);
 #undef SUMMARIZE
     free(x);
+}
+
+const char *amp_ab_metric_name(const amp_ab_study *st) {
+    return st->metric == AMP_AB_METRIC_LOSS ? "validation loss" : "test accuracy";
 }
 
 int amp_ab_mem_total(const amp_ab_study *st) {
@@ -288,7 +306,9 @@ void amp_ab_compare(amp_ab_cmp *out, const amp_ab_study *st, int a, int b) {
     amp_ab_welch_ci(&out->test_loss, &A->test_loss, &B->test_loss, AMP_AB_LEVEL);
     amp_ab_welch_ci(&out->test_acc, &A->test_acc, &B->test_acc, AMP_AB_LEVEL);
     amp_ab_welch_ci(&out->median_ms, &A->median_ms, &B->median_ms, AMP_AB_LEVEL);
-    out->speedup = A->median_ms.mean / B->median_ms.mean;
+    out->verdict = st->metric == AMP_AB_METRIC_LOSS ? out->test_loss : out->test_acc;
+    amp_ab_speed_compare(&out->speed, st, a, b);
+    out->speedup = out->speed.speedup;
     int t = amp_ab_mem_total(st);
     out->mem_ratio = t >= 0 ? B->mem[t].mean / A->mem[t].mean : NAN;
 }

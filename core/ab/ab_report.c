@@ -3,10 +3,12 @@
  * chart is an <svg class="chart" id="chart-..."> whose series are elements
  * of class "data" carrying data-arm, so tests can find them in the DOM. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_scan.h"
 
 static const char *const palette[] = {"#3566b0", "#e0672a", "#27955a", "#b5338a",
                                       "#8a6d3b", "#149cb0", "#6f42c1", "#c0392b"};
@@ -240,26 +242,48 @@ static void chart_loss(FILE *f, const amp_ab_study *st) {
     free(b);
 }
 
-/* ------------------------------------------------------------ accuracy */
+/* ------------------------------------------------------------ evaluations */
 
-static void chart_acc(FILE *f, const amp_ab_study *st) {
+static double eval_value(const amp_ab_study *st, const amp_ab_eval *e) {
+    return st->metric == AMP_AB_METRIC_LOSS ? e->test_loss : e->test_acc;
+}
+
+/* The fewest evaluations any run made. */
+static size_t min_evals(const amp_ab_study *st) {
+    size_t ne = SIZE_MAX;
+    for (int a = 0; a < st->narms; a++)
+        for (int r = 0; r < st->arms[a].nruns; r++)
+            if (st->arms[a].runs[r].nevals < ne) ne = st->arms[a].runs[r].nevals;
+    return ne == SIZE_MAX ? 0 : ne;
+}
+
+static void chart_eval(FILE *f, const amp_ab_study *st) {
+    int lm = st->metric == AMP_AB_METRIC_LOSS;
+    const char *title = lm ? "Validation loss" : "Test accuracy";
+    if (min_evals(st) < 2) { /* one point per run is not a curve: say so instead of drawing a line */
+        figure_open(f, title, "", NULL);
+        fprintf(f, "<p class=\"note\" id=\"eval-too-rare\">A run evaluated only %zu time(s) (at "
+                   "its last step), too rarely to draw a curve: set <code>train.eval_every</code> "
+                   "to evaluate during training.</p>\n</figure>\n",
+                min_evals(st));
+        return;
+    }
     double lo = INFINITY, hi = -INFINITY;
     for (int a = 0; a < st->narms; a++)
         for (int r = 0; r < st->arms[a].nruns; r++)
             for (size_t e = 0; e < st->arms[a].runs[r].nevals; e++) {
-                double v = st->arms[a].runs[r].evals[e].test_acc;
+                double v = eval_value(st, &st->arms[a].runs[r].evals[e]);
                 if (v < lo) lo = v;
                 if (v > hi) hi = v;
             }
     if (!isfinite(lo)) lo = 0, hi = 1;
-    figure_open(f, "Test accuracy",
-                "at each evaluation; dots are means over seeds, bars span min to max", st);
+    figure_open(f, title, "at every evaluation the runs made; dots are means over seeds, bars span min to max", st);
     frame fr = {0, max_step(st), lo, hi, 64, 12, 476, 228};
     double ys = nice_range(&fr.y0, &fr.y1, 5);
     double xs = nice_range(&fr.x0, &fr.x1, 6);
     fr.x0 = 0;
-    svg_open(f, "chart-acc", "test accuracy per arm", 560, 290);
-    axes(f, &fr, xs, ys, "step", "test accuracy", 0);
+    svg_open(f, "chart-eval", lm ? "validation loss per arm" : "test accuracy per arm", 560, 290);
+    axes(f, &fr, xs, ys, "step", lm ? "validation loss" : "test accuracy", 0);
     for (int a = 0; a < st->narms; a++) {
         const amp_ab_arm *arm = &st->arms[a];
         size_t ne = arm->runs[0].nevals;
@@ -273,7 +297,7 @@ static void chart_acc(FILE *f, const amp_ab_study *st) {
             mn[e] = INFINITY;
             mxv[e] = -INFINITY;
             for (int r = 0; r < arm->nruns; r++) {
-                double v = arm->runs[r].evals[e].test_acc;
+                double v = eval_value(st, &arm->runs[r].evals[e]);
                 s += v;
                 if (v < mn[e]) mn[e] = v;
                 if (v > mxv[e]) mxv[e] = v;
@@ -555,22 +579,6 @@ typedef struct heat_row {
     double lost[4], rounded[4];
 } heat_row;
 
-static void layer_group(char *out, size_t cap, const char *name) {
-    snprintf(out, cap, "%s", name);
-    for (char *p = out; *p;) {
-        char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        int digits = n > 0;
-        for (size_t i = 0; i < n; i++) digits &= p[i] >= '0' && p[i] <= '9';
-        if (digits) {
-            p[n] = '\0';
-            return;
-        }
-        if (!dot) return;
-        p = dot + 1;
-    }
-}
-
 /* Folds consecutive rows into ranges ("fc1 .. fc3") until at most
  * HEAT_MAX_ROWS remain. */
 static int heat_collapse(heat_row *rows, int nrows) {
@@ -598,7 +606,7 @@ static int heat_rows(heat_row *rows, const amp_ab_arm *arm, int nl) {
     for (int l = 0; l < nl; l++) {
         char key[96];
         if (group)
-            layer_group(key, sizeof key, arm->runs[0].layers[l].name);
+            amp_ab_layer_block(key, sizeof key, arm->runs[0].layers[l].name);
         else
             snprintf(key, sizeof key, "%s", arm->runs[0].layers[l].name);
         int k = nrows - 1;
@@ -700,7 +708,8 @@ static void heat_key(FILE *f) {
 
 /* ------------------------------------------------------------ tables */
 
-static void verdict_cell(FILE *f, const amp_ab_welch *w, int baseline) {
+/* The verdict: for a loss lower is better, for accuracy higher. */
+static void verdict_cell(FILE *f, const amp_ab_welch *w, int baseline, int lower_better) {
     if (baseline) {
         fputs("<td class=\"muted\">baseline</td><td class=\"muted\">&mdash;</td>", f);
         return;
@@ -714,21 +723,49 @@ static void verdict_cell(FILE *f, const amp_ab_welch *w, int baseline) {
             w->lo, w->hi);
     if (!w->significant)
         fputs("<td><span class=\"pill same\">no significant difference</span></td>", f);
-    else if (w->diff > 0)
-        fputs("<td><span class=\"pill better\">significantly higher</span></td>", f);
+    else if ((w->diff > 0) != lower_better)
+        fprintf(f, "<td><span class=\"pill better\">significantly %s</span></td>",
+                w->diff > 0 ? "higher" : "lower");
     else
-        fputs("<td><span class=\"pill worse\">significantly lower</span></td>", f);
+        fprintf(f, "<td><span class=\"pill worse\">significantly %s</span></td>",
+                w->diff > 0 ? "higher" : "lower");
+}
+
+/* A speedup with its interval and, only where the data carry one, a verdict. */
+static void speed_cell(FILE *f, const amp_ab_study *st, const amp_ab_speed *sp, int baseline) {
+    if (baseline) {
+        fputs("<td class=\"muted\">baseline</td>", f);
+        return;
+    }
+    fprintf(f, "<td class=\"num\">%.2f&times;", sp->speedup);
+    if (sp->has_ci) fprintf(f, "<br><span class=\"ci\">[%.2f, %.2f]</span>", sp->lo, sp->hi);
+    if (!sp->has_ci)
+        fputs(" <span class=\"pill na\">n/a (1 seed)</span>", f);
+    else if (st->timing.disturbed)
+        fputs(" <span class=\"pill na\">not judged: timing disturbed</span>", f);
+    else if (sp->noisy)
+        fprintf(f, " <span class=\"pill na\">not judged: seeds range %.2f&ndash;%.2f&times;</span>",
+                sp->seed_lo, sp->seed_hi);
+    else if (!sp->significant)
+        fputs(" <span class=\"pill same\">no significant difference</span>", f);
+    else
+        fprintf(f, " <span class=\"pill %s\">significantly %s</span>",
+                sp->speedup > 1 ? "better" : "worse", sp->speedup > 1 ? "faster" : "slower");
+    fputs("</td>", f);
 }
 
 static void verdict_table(FILE *f, const amp_ab_study *st) {
-    int t = amp_ab_mem_total(st);
-    fputs("<h2>Verdict</h2>\n<table class=\"verdict\">\n<thead><tr><th>arm</th>"
-          "<th>seeds</th><th>test accuracy<br><span class=\"sub\">mean &plusmn; sd</span></th>"
-          "<th>&Delta; accuracy vs baseline<br><span class=\"sub\">95% CI (Welch)</span></th>"
-          "<th>significant?</th><th>final train loss</th><th>median step</th><th>speedup</th>"
-          "<th>memory ratio<br><span class=\"sub\">total peak</span></th><th>skipped steps</th>"
-          "<th>underflow / overflow</th></tr></thead>\n<tbody>\n",
-          f);
+    int t = amp_ab_mem_total(st), lm = st->metric == AMP_AB_METRIC_LOSS;
+    fprintf(f, "<h2>Verdict</h2>\n<table class=\"verdict\">\n<thead><tr><th>arm</th>"
+               "<th>seeds</th><th>%s<br><span class=\"sub\">mean &plusmn; sd%s</span></th>"
+               "<th>&Delta; %s vs baseline<br><span class=\"sub\">95%% CI (Welch)</span></th>"
+               "<th>significant?</th><th>final train loss</th><th>median step<br><span "
+               "class=\"sub\">wall / CPU</span></th><th>speedup (%s time)<br><span "
+               "class=\"sub\">95%% CI, paired by seed</span></th>"
+               "<th>memory ratio<br><span class=\"sub\">total peak</span></th><th>skipped steps</th>"
+               "<th>underflow / overflow</th></tr></thead>\n<tbody>\n",
+            amp_ab_metric_name(st), lm ? "; perplexity" : "", lm ? "validation loss" : "accuracy",
+            amp_ab_speed_basis(st));
     for (int a = 0; a < st->narms; a++) {
         const amp_ab_arm *arm = &st->arms[a];
         amp_ab_cmp c;
@@ -740,29 +777,139 @@ static void verdict_table(FILE *f, const amp_ab_study *st) {
         fputs(" + ", f);
         esc(f, arm->scaler);
         fprintf(f, "</span></td><td class=\"num\">%d</td>", arm->nruns);
-        if (arm->nruns > 1)
-            fprintf(f, "<td class=\"num\">%.4f &plusmn; %.4f</td>", arm->test_acc.mean, arm->test_acc.sd);
-        else
-            fprintf(f, "<td class=\"num\">%.4f</td>", arm->test_acc.mean);
-        verdict_cell(f, &c.test_acc, a == 0);
+        const amp_ab_summary *m = lm ? &arm->test_loss : &arm->test_acc;
+        fprintf(f, "<td class=\"num\">%.4f", m->mean);
+        if (arm->nruns > 1) fprintf(f, " &plusmn; %.4f", m->sd);
+        if (lm) fprintf(f, "<br><span class=\"sub\">ppl %.3f</span>", exp(m->mean));
+        fputs("</td>", f);
+        verdict_cell(f, &c.verdict, a == 0, lm);
         char mem[32] = "n/a";
         if (t >= 0) fmt_bytes(mem, sizeof mem, arm->mem[t].mean);
+        fprintf(f, "<td class=\"num\">%.4f</td><td class=\"num\">%.2f / %.2f ms</td>",
+                arm->final_loss.mean, arm->median_ms.mean, arm->cpu_ms.mean);
+        speed_cell(f, st, &c.speed, a == 0);
         fprintf(f,
-                "<td class=\"num\">%.4f</td><td class=\"num\">%.2f ms</td><td class=\"num%s\">%.2f&times;</td>"
                 "<td class=\"num%s\">%.2f&times; <span class=\"sub\">%s</span></td><td class=\"num\">%.1f</td>"
                 "<td class=\"num\">%.3g / %.3g</td></tr>\n",
-                arm->final_loss.mean, arm->median_ms.mean,
-                a && c.speedup > 1.05 ? " good" : a && c.speedup < 0.95 ? " bad" : "", c.speedup,
                 a && c.mem_ratio < 0.95 ? " good" : a && c.mem_ratio > 1.05 ? " bad" : "", c.mem_ratio, mem,
                 arm->skipped.mean, arm->underflow.mean, arm->overflow.mean);
     }
-    fputs("</tbody></table>\n<p class=\"note\">&Delta; is arm &minus; baseline. <b>Significant</b>: the "
-          "95% Welch interval excludes 0 (with one seed there is no spread to estimate, so no "
-          "interval is given). <b>Speedup</b>: the baseline's median step time / the arm's "
-          "(&gt;1 is faster). <b>Memory ratio</b>: the arm's total peak memory / the baseline's. "
-          "Skipped steps, underflow and overflow are means per run; underflow and overflow count "
-          "values flushed to zero or rounded to inf when stored in 16 bits.</p>\n",
+    fprintf(f, "</tbody></table>\n<p class=\"note\">The verdict is the %s (%s). "
+               "&Delta; is arm &minus; baseline. <b>Significant</b>: the "
+               "95%% Welch interval excludes 0 (with one seed there is no spread to estimate, so no "
+               "interval is given). <b>Speedup</b>: for each seed, the baseline's median %s time per "
+               "step / the arm's (&gt;1 is faster); the geometric mean over seeds with a t interval. "
+               "<b>Memory ratio</b>: the arm's total peak memory / the baseline's. "
+               "Skipped steps, underflow and overflow are means per run; underflow and overflow count "
+               "values flushed to zero or rounded to inf when stored in 16 bits.</p>\n",
+            amp_ab_metric_name(st),
+            st->metric_forced ? "chosen with --metric"
+            : lm              ? "the model is a language model; --metric acc chooses accuracy"
+                              : "the model is a classifier; --metric loss chooses the loss",
+            amp_ab_speed_basis(st));
+}
+
+/* The scan's ranking: which groups of layers close the candidate's gap. */
+static void scan_panel(FILE *f, const amp_ab_study *st) {
+    const amp_ab_scan *sc = st->scan;
+    if (!sc) return;
+    int gap = amp_ab_scan_has_gap(sc), nsig = 0;
+    fputs("<h2>Layer sensitivity</h2>\n<table class=\"runs\" id=\"scan\"><thead><tr><th>rank</th>"
+          "<th>group kept at the baseline's precision</th><th>layers</th><th>gain over the "
+          "candidate<br><span class=\"sub\">95% CI, paired by seed</span></th><th>gap closed<br>"
+          "<span class=\"sub\">95% CI</span></th><th>significant?</th></tr></thead><tbody>\n", f);
+    for (int i = 0; i < sc->ngroups; i++) {
+        const amp_ab_scan_row *r = &sc->rows[i];
+        nsig += r->significant;
+        fprintf(f, "<tr><td class=\"num\">%d</td><td><code>", i + 1);
+        esc(f, amp_ab_scan_group(sc, r)->label);
+        fprintf(f, "</code></td><td class=\"num\">%d</td><td class=\"num\">%+.4f [%+.4f, %+.4f]</td>"
+                   "<td class=\"num\">",
+                amp_ab_scan_group(sc, r)->nmembers, r->gain, r->lo, r->hi);
+        if (gap) fprintf(f, "%.0f%% [%.0f%%, %.0f%%]", 100 * r->closed, 100 * r->closed_lo, 100 * r->closed_hi);
+        else fputs("n/a", f);
+        fprintf(f, "</td><td>%s</td></tr>\n", r->significant ? "yes" : "no");
+    }
+    fprintf(f, "</tbody></table>\n<p class=\"note\">The gain is how much better the %s (for a "
+               "loss: lower) of <b>", amp_ab_metric_name(st));
+    esc(f, st->arms[1].name);
+    fputs("</b> gets with the group kept at <b>", f);
+    esc(f, st->arms[0].name);
+    fputs("</b>'s precision, per seed; the gap closed divides it by the mean gap between the two "
+          "policies.", f);
+    if (!gap) fputs(" The candidate has no significant gap to the baseline: nothing to close.", f);
+    fputs("</p>\n", f);
+    if (gap && nsig) {
+        fputs("<p>Overrides that keep the groups that help significantly (the candidate's "
+              "<code>[precision]</code> section):</p>\n<pre class=\"sample\" id=\"scan-overrides\">", f);
+        for (int i = 0; i < sc->ngroups; i++)
+            if (sc->rows[i].significant) {
+                fputs("layer.", f);
+                esc(f, amp_ab_scan_group(sc, &sc->rows[i])->label);
+                fprintf(f, " = %s\n", amp_ab_scan_dtype(sc, &sc->rows[i]));
+            }
+        fputs("</pre>\n", f);
+    }
+}
+
+/* A language model's text per arm: what the numbers mean to a reader. */
+static void samples_panel(FILE *f, const amp_ab_study *st) {
+    int any = 0;
+    for (int a = 0; a < st->narms; a++) any |= st->arms[a].sample != NULL;
+    if (!any) return;
+    fputs("<h2>Samples</h2>\n<div class=\"grid2\" id=\"samples\">\n", f);
+    for (int a = 0; a < st->narms; a++) {
+        if (!st->arms[a].sample) continue;
+        fprintf(f, "<figure><figcaption><b><i style=\"background:%s\"></i> ", color(a));
+        esc(f, st->arms[a].name);
+        fprintf(f, "</b> <span class=\"note\">seed %llu, <code>amptrain sample</code>, 200 "
+                   "characters</span></figcaption><pre class=\"sample\">",
+                (unsigned long long)st->arms[a].runs[0].seed);
+        esc(f, st->arms[a].sample);
+        fputs("</pre></figure>\n", f);
+    }
+    fputs("</div>\n", f);
+}
+
+/* Wall and CPU time per arm, and whether the machine let them be compared. */
+static void speed_panel(FILE *f, const amp_ab_study *st) {
+    const amp_ab_timing *t = &st->timing;
+    fputs("<h2>Speed</h2>\n", f);
+    if (t->disturbed) {
+        fputs("<div class=\"card warn\" id=\"timing-disturbed\"><b>Timing disturbed:</b> ", f);
+        esc(f, t->why);
+        fprintf(f, ". Other work on the machine shaped the wall times, so no speed difference is "
+                   "called significant%s. Rerun on a quiet machine to judge speed.</div>\n",
+                t->cpu_basis ? "; the speedup compares process CPU time, which that work cannot add to"
+                             : "");
+    }
+    fputs("<table class=\"runs\" id=\"speed\"><thead><tr><th>arm</th><th>wall ms / step</th>"
+          "<th>CPU ms / step</th><th>wall / CPU</th><th>load average<br><span class=\"sub\">at "
+          "start and end of runs</span></th></tr></thead><tbody>\n",
           f);
+    for (int a = 0; a < st->narms; a++) {
+        const amp_ab_arm *arm = &st->arms[a];
+        double qlo = INFINITY, qhi = -INFINITY, llo = INFINITY, lhi = -INFINITY;
+        for (int r = 0; r < arm->nruns; r++) {
+            const amp_ab_run *run = &arm->runs[r];
+            double q = run->median_ms / run->median_cpu_ms;
+            if (q < qlo) qlo = q;
+            if (q > qhi) qhi = q;
+            double l0 = fmin(run->load_start, run->load_end), l1 = fmax(run->load_start, run->load_end);
+            if (l0 < llo) llo = l0;
+            if (l1 > lhi) lhi = l1;
+        }
+        fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", color(a));
+        esc(f, arm->name);
+        fprintf(f, "</td><td class=\"num\">%.3f</td><td class=\"num\">%.3f</td>"
+                   "<td class=\"num\">%.2f&ndash;%.2f</td><td class=\"num\">%.1f&ndash;%.1f</td></tr>\n",
+                arm->median_ms.mean, arm->cpu_ms.mean, qlo, qhi, llo, lhi);
+    }
+    fprintf(f, "</tbody></table>\n<p class=\"note\">Medians per step, means over seeds; CPU is the "
+               "process's CPU time (all its threads), which other processes cannot add to. The "
+               "speedup uses <b>%s</b> time: wall time unless the runs' wall/CPU ratios moved or the "
+               "load average exceeded the %d CPUs.</p>\n",
+            amp_ab_speed_basis(st), st->ncpu);
 }
 
 static void runs_table(FILE *f, const amp_ab_study *st) {
@@ -796,6 +943,8 @@ static void runs_table(FILE *f, const amp_ab_study *st) {
 }
 
 static const char css[] =
+    "pre.sample{white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace;background:#fff;"
+    "border:1px solid #d8dee4;border-radius:6px;padding:8px;margin:4px 0}"
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;"
     "color:#1d232b;background:#f4f6f8;margin:0}"
     "main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}"
@@ -878,8 +1027,9 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
     fputs("</div>\n<p class=\"note\">Every arm ran the same seeds. A seed fixes the initial weights "
           "and the order of the training data (both depend only on the seed and the epoch), so for "
           "a given seed every arm starts from the same weights and sees the same batches. The runs "
-          "were interleaved (arm 1 seed 1, arm 2 seed 1, &hellip;, arm 1 seed 2, &hellip;) so a "
-          "drift in machine speed affects all arms alike.",
+          "were interleaved, the order rotating per seed (arm 1 then arm 2 for seed 1, arm 2 then "
+          "arm 1 for seed 2, &hellip;), so a drift in machine speed affects all arms alike and no "
+          "arm always runs first.",
           f);
     if (st->nsets) {
         fputs(" Applied to every arm:", f);
@@ -916,9 +1066,12 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
     }
 
     verdict_table(f, st);
+    speed_panel(f, st);
+    scan_panel(f, st);
+    samples_panel(f, st);
     fputs("<h2>Training</h2>\n<div class=\"grid2\">\n", f);
     chart_loss(f, st);
-    chart_acc(f, st);
+    chart_eval(f, st);
     chart_scale(f, st);
     chart_steptime(f, st);
     fputs("</div>\n<h2>Precision telemetry and memory</h2>\n", f);

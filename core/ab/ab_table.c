@@ -1,6 +1,7 @@
 /* The summary table `amptrain ab` prints when it is done: one row per arm,
  * each compared with the baseline (the first arm). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ab/ab.h"
@@ -26,13 +27,27 @@ static void cell(FILE *f, const char *s, int width, int right) {
     else fprintf(f, "%s%*s  ", s, pad, "");
 }
 
-enum { NCOL = 10 };
+enum { NCOL = 13 };
+
+/* The speed verdict in words: never "yes" when the timing cannot carry it. */
+static const char *speed_word(const amp_ab_study *st, const amp_ab_speed *sp) {
+    if (!sp->has_ci) return "n/a";
+    if (st->timing.disturbed) return "not judged: timing disturbed";
+    if (sp->noisy) return "not judged: seeds disagree";
+    return sp->significant ? "yes" : "no";
+}
 
 void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
-    static const char *const head[NCOL] = {"arm",      "seeds",   "test acc",   "Δacc vs baseline [95% CI]",
-                                           "signif.",  "step ms", "speedup",    "memory",
-                                           "skipped",  "underflow"};
-    static const int right[NCOL] = {0, 1, 1, 1, 0, 1, 1, 1, 1, 1};
+    int lm = st->metric == AMP_AB_METRIC_LOSS;
+    char h_metric[32], h_delta[64], h_speed[48];
+    snprintf(h_metric, sizeof h_metric, "%s", lm ? "val loss" : "test acc");
+    snprintf(h_delta, sizeof h_delta, "%s vs baseline [95%% CI]", lm ? "Δloss" : "Δacc");
+    snprintf(h_speed, sizeof h_speed, "speedup (%s) [95%% CI]", amp_ab_speed_basis(st));
+    const char *head[NCOL] = {"arm",         "seeds",      h_metric,      lm ? "ppl" : "test loss",
+                              h_delta,       "signif.",    "wall ms",     "CPU ms",
+                              h_speed,       "speed signif.", "memory",   "skipped",
+                              "underflow"};
+    static const int right[NCOL] = {0, 1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1};
     char text[64][NCOL][96];
     int nrows = st->narms < 64 ? st->narms : 64;
     int w[NCOL];
@@ -44,23 +59,36 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
         amp_ab_compare(&cmp, st, 0, a);
         snprintf(t[0], 96, "%s", arm->name);
         snprintf(t[1], 96, "%d", arm->nruns);
-        fmt_pm(t[2], 96, &arm->test_acc);
+        fmt_pm(t[2], 96, lm ? &arm->test_loss : &arm->test_acc);
+        if (lm) snprintf(t[3], 96, "%.3f", exp(arm->test_loss.mean));
+        else fmt_pm(t[3], 96, &arm->test_loss);
         if (a == 0) {
-            snprintf(t[3], 96, "(baseline)");
-            snprintf(t[4], 96, "-");
-        } else if (!cmp.test_acc.has_ci) {
-            snprintf(t[3], 96, "%+.4f [n/a: 1 seed]", cmp.test_acc.diff);
-            snprintf(t[4], 96, "n/a");
+            snprintf(t[4], 96, "(baseline)");
+            snprintf(t[5], 96, "-");
+        } else if (!cmp.verdict.has_ci) {
+            snprintf(t[4], 96, "%+.4f [n/a: 1 seed]", cmp.verdict.diff);
+            snprintf(t[5], 96, "n/a");
         } else {
-            snprintf(t[3], 96, "%+.4f [%+.4f, %+.4f]", cmp.test_acc.diff, cmp.test_acc.lo,
-                     cmp.test_acc.hi);
-            snprintf(t[4], 96, "%s", cmp.test_acc.significant ? "yes" : "no");
+            snprintf(t[4], 96, "%+.4f [%+.4f, %+.4f]", cmp.verdict.diff, cmp.verdict.lo,
+                     cmp.verdict.hi);
+            snprintf(t[5], 96, "%s", cmp.verdict.significant ? "yes" : "no");
         }
-        snprintf(t[5], 96, "%.2f", arm->median_ms.mean);
-        snprintf(t[6], 96, "%.2fx", cmp.speedup);
-        snprintf(t[7], 96, "%.2fx", cmp.mem_ratio);
-        snprintf(t[8], 96, "%.1f", arm->skipped.mean);
-        snprintf(t[9], 96, "%.3g", arm->underflow.mean);
+        snprintf(t[6], 96, "%.2f", arm->median_ms.mean);
+        snprintf(t[7], 96, "%.2f", arm->cpu_ms.mean);
+        if (a == 0) {
+            snprintf(t[8], 96, "(baseline)");
+            snprintf(t[9], 96, "-");
+        } else {
+            if (cmp.speed.has_ci)
+                snprintf(t[8], 96, "%.2fx [%.2f, %.2f]", cmp.speed.speedup, cmp.speed.lo,
+                         cmp.speed.hi);
+            else
+                snprintf(t[8], 96, "%.2fx", cmp.speed.speedup);
+            snprintf(t[9], 96, "%s", speed_word(st, &cmp.speed));
+        }
+        snprintf(t[10], 96, "%.2fx", cmp.mem_ratio);
+        snprintf(t[11], 96, "%.1f", arm->skipped.mean);
+        snprintf(t[12], 96, "%.3g", arm->underflow.mean);
         for (int c = 0; c < NCOL; c++)
             if (cols(t[c]) > w[c]) w[c] = cols(t[c]);
     }
@@ -77,8 +105,19 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
         fputc('\n', f);
     }
     fprintf(f,
-            "\ntest acc: mean ± sd over seeds. Δacc: arm - baseline, Welch %.0f%% interval; "
-            "significant when it excludes 0.\nspeedup: baseline median step time / arm's. "
-            "memory: arm's total peak memory / baseline's. skipped, underflow: mean per run.\n",
-            100 * AMP_AB_LEVEL);
+            "\n%s: mean ± sd over seeds%s. %s: arm - baseline, Welch %.0f%% interval; "
+            "significant when it excludes 0.%s\n",
+            lm ? "val loss" : "test acc", lm ? " (ppl = exp of the mean)" : "",
+            lm ? "Δloss" : "Δacc", 100 * AMP_AB_LEVEL,
+            st->metric_forced ? " (metric chosen by --metric)" : "");
+    fprintf(f,
+            "speedup (%s): per-seed ratio of the baseline's median %s time per step to the arm's, "
+            "geometric mean with a t interval over seeds.\nwall ms, CPU ms: median per step "
+            "(CPU = process CPU time, all threads). memory: arm's total peak / baseline's. "
+            "skipped, underflow: mean per run.\n",
+            amp_ab_speed_basis(st), amp_ab_speed_basis(st));
+    if (st->timing.disturbed)
+        fprintf(f, "timing disturbed: %s; other work on the machine shaped the wall times, so "
+                   "no speed difference is called significant%s.\n",
+                st->timing.why, st->timing.cpu_basis ? " and the speedup compares CPU time" : "");
 }

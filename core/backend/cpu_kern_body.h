@@ -478,23 +478,29 @@ static void AMPK_NAME(add)(float *restrict y, const float *a, const float *b, si
     for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-/* Tiles of the tanh-GELU: the argument of expf, vexp over the tile, the
- * rest; each step is the per-element function's, so the bits are too. */
+/* Tiles of the GELUs: the argument of expf, vexp over the tile, the rest;
+ * each step is the per-element function's, so the bits are too. */
 #define AMPK_ACT_TILE 256
+
+/* y[i] = FROM_EXP(x[i], expf(ARG(x[i]))), a tile at a time (y may be x) */
+#define AMPK_EXP_TILES(ARG, FROM_EXP)                                                   \
+    do {                                                                                \
+        float e[AMPK_ACT_TILE];                                                         \
+        for (size_t i0 = 0; i0 < n; i0 += AMPK_ACT_TILE) {                              \
+            size_t len = n - i0 < AMPK_ACT_TILE ? n - i0 : AMPK_ACT_TILE;               \
+            for (size_t i = 0; i < len; i++) e[i] = ARG(x[i0 + i]);                     \
+            AMPK_NAME(vexp)(e, e, len);                                                 \
+            for (size_t i = 0; i < len; i++) y[i0 + i] = FROM_EXP(x[i0 + i], e[i]);     \
+        }                                                                               \
+    } while (0)
 
 static void AMPK_NAME(act)(float *y, const float *x, size_t n, int act) {
     if (act == 1) {
         for (size_t i = 0; i < n; i++) y[i] = amp_relu(x[i]);
     } else if (act == 2) {
-        for (size_t i = 0; i < n; i++) y[i] = amp_gelu(x[i]);
+        AMPK_EXP_TILES(amp_gelu_arg, amp_gelu_from_exp);
     } else if (act == 3) {
-        float e[AMPK_ACT_TILE];
-        for (size_t i0 = 0; i0 < n; i0 += AMPK_ACT_TILE) {
-            size_t len = n - i0 < AMPK_ACT_TILE ? n - i0 : AMPK_ACT_TILE;
-            for (size_t i = 0; i < len; i++) e[i] = amp_gelu_tanh_arg(x[i0 + i]);
-            AMPK_NAME(vexp)(e, e, len);
-            for (size_t i = 0; i < len; i++) y[i0 + i] = amp_gelu_tanh_from_exp(x[i0 + i], e[i]);
-        }
+        AMPK_EXP_TILES(amp_gelu_tanh_arg, amp_gelu_tanh_from_exp);
     } else if (y != x) {
         memmove(y, x, n * sizeof *y);
     }
@@ -530,7 +536,15 @@ static void AMPK_NAME(act_grad_mul)(float *y, const float *da, const float *z, s
         for (size_t i = AMPK_NAME(relu_grad_mul_vec)(y, da, z, n); i < n; i++)
             y[i] = da[i] * amp_relu_grad(z[i]);
     } else if (act == 2) {
-        for (size_t i = 0; i < n; i++) y[i] = da[i] * amp_gelu_grad(z[i]);
+        float e[2 * AMPK_ACT_TILE]; /* erf's exponentials, then phi's */
+        for (size_t i0 = 0; i0 < n; i0 += AMPK_ACT_TILE) {
+            size_t len = n - i0 < AMPK_ACT_TILE ? n - i0 : AMPK_ACT_TILE;
+            for (size_t i = 0; i < len; i++) e[i] = amp_gelu_arg(z[i0 + i]);
+            for (size_t i = 0; i < len; i++) e[len + i] = amp_gelu_grad_pdf_arg(z[i0 + i]);
+            AMPK_NAME(vexp)(e, e, 2 * len);
+            for (size_t i = 0; i < len; i++)
+                y[i0 + i] = da[i0 + i] * amp_gelu_grad_from_exp(z[i0 + i], e[i], e[len + i]);
+        }
     } else if (act == 3) {
         float e[AMPK_ACT_TILE];
         for (size_t i0 = 0; i0 < n; i0 += AMPK_ACT_TILE) {

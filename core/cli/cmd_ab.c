@@ -4,14 +4,16 @@
  * A/B test of precision policies: every config (an arm) runs with the same
  * seeds; a seed fixes the initial weights and the data order (a model's
  * init_params and the batcher take only the seed, the epoch and the step),
- * so arms see the same start and the same batches. Runs are interleaved (A1 B1 A2 B2 ...) so
- * that drift in the machine's speed hits every arm alike.
+ * so arms see the same start and the same batches. Runs are interleaved, the
+ * order rotating per seed (A1 B1, B2 A2, ...), so that drift in the machine's
+ * speed hits every arm alike and no arm always runs first.
  *
  * Each run is a child process, `amptrain train` itself (/proc/self/exe), with
  * its files kept in DIR/runs/<arm>/seed-<S>/ and its stderr in train.log
  * there. The study is then read back from those files into ab.json and
  * report.html. Configs that differ in more than [precision]/[scaler] are
  * refused (exit 2) unless --allow-diff is given. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "ab/ab.h"
+#include "ab/ab_scan.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "io/config.h"
@@ -37,23 +40,35 @@
 #include "io/run_lock.h"
 #include "session.h"
 
-#define MAX_ARMS 16
+#define MAX_ARMS 16 /* configs a user names; a scan adds its groups' arms up to AMP_AB_MAX_ARMS */
 #define MAX_SEEDS 1000
 
 static const char usage_text[] =
     "usage: amptrain ab A.ini B.ini [C.ini ...] [--seeds N] [--set section.key=value]...\n"
-    "                   [--allow-diff] [--out DIR]\n"
+    "                   [--allow-diff] [--metric auto|loss|acc] [--scan GROUPS] [--out DIR]\n"
     "  runs every config with the same N seeds (default 3), interleaved, and writes\n"
     "  DIR/ab.json and DIR/report.html (DIR defaults to runs/ab); the first config is\n"
-    "  the baseline\n";
+    "  the baseline\n"
+    "  --metric  the verdict: validation loss (language models) or test accuracy\n"
+    "            (classifiers); auto (default) follows the model\n"
+    "  --scan    layer sensitivity: A.ini is the baseline policy, B.ini the candidate;\n"
+    "            B also runs with each group of layers kept at A's precision. GROUPS:\n"
+    "            blocks, layers, or comma-separated layer globs (`*` crosses dots)\n";
 
 typedef struct ab_args {
-    const char *configs[MAX_ARMS];
+    const char *configs[AMP_AB_MAX_ARMS];
     int nconfigs;
+    /* per arm, applied after the user's --set (a scan's layer overrides), owned */
+    char **arm_sets[AMP_AB_MAX_ARMS];
+    int narm_sets[AMP_AB_MAX_ARMS];
+    const char *scan;     /* --scan GROUPS, or NULL */
+    amp_ab_group *groups; /* the scan's groups, owned */
+    int ngroups;
     const char **sets; /* [argc]: every --set, no fixed limit */
     int nsets;
     int seeds;
     int allow_diff;
+    amp_ab_metric metric;
     const char *out;
 } ab_args;
 
@@ -84,6 +99,18 @@ static int ab_opt(void *user, int opt, const char *arg) {
     case 'd':
         a->allow_diff = 1;
         return 0;
+    case 'S':
+        a->scan = arg;
+        return 0;
+    case 'm':
+        if (strcmp(arg, "auto") == 0) a->metric = AMP_AB_METRIC_AUTO;
+        else if (strcmp(arg, "loss") == 0) a->metric = AMP_AB_METRIC_LOSS;
+        else if (strcmp(arg, "acc") == 0) a->metric = AMP_AB_METRIC_ACC;
+        else {
+            fprintf(stderr, "amptrain ab: --metric '%s': expected auto, loss or acc\n", arg);
+            return -1;
+        }
+        return 0;
     case 1:
         if (!arg[0]) {
             fprintf(stderr, "amptrain ab: a config path is empty\n%s", usage_text);
@@ -106,6 +133,8 @@ static int parse_args(ab_args *a, int argc, char **argv) {
                                          {"out", required_argument, NULL, 'o'},
                                          {"seeds", required_argument, NULL, 'n'},
                                          {"allow-diff", no_argument, NULL, 'd'},
+                                         {"metric", required_argument, NULL, 'm'},
+                                         {"scan", required_argument, NULL, 'S'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
@@ -119,6 +148,11 @@ static int parse_args(ab_args *a, int argc, char **argv) {
     int rc = amp_cli_parse("ab", argc, argv, "h", opts, ab_opt, a, usage_text);
     if (rc == 0 && a->nconfigs < 2) {
         fprintf(stderr, "amptrain ab: needs at least two configs to compare\n%s", usage_text);
+        rc = -1;
+    }
+    if (rc == 0 && a->scan && a->nconfigs != 2) {
+        fprintf(stderr, "amptrain ab: --scan takes two configs, the baseline policy and the "
+                        "candidate; got %d\n", a->nconfigs);
         rc = -1;
     }
     if (rc != 0) {
@@ -138,6 +172,9 @@ typedef struct arm_cfg { /* what validation learnt about one config */
     entry *e;
     size_t n, cap;
     uint64_t seed;
+    char **layers;    /* [nlayers] the model's layer names */
+    amp_dtype *gemm;  /* [nlayers] the GEMM dtype the policy chose for each */
+    int nlayers;
 } arm_cfg;
 
 static int add_entry(void *user, const char *section, const char *key, const char *value,
@@ -174,6 +211,22 @@ static void arm_cfg_free(arm_cfg *c) {
         free(c->e[i].origin);
     }
     free(c->e);
+    for (int l = 0; l < c->nlayers; l++) free(c->layers[l]);
+    free(c->layers);
+    free(c->gemm);
+}
+
+/* The layers and the policy's choice for each: what a scan groups and keeps. */
+static int keep_layers(arm_cfg *c, const amp_session *s) {
+    c->layers = calloc((size_t)s->nlayers + 1, sizeof *c->layers);
+    c->gemm = calloc((size_t)s->nlayers + 1, sizeof *c->gemm);
+    if (!c->layers || !c->gemm) return -1;
+    for (int l = 0; l < s->nlayers; l++) {
+        if (!(c->layers[l] = strdup(s->layer_ptrs[l]))) return -1;
+        c->gemm[l] = s->model->prec[l].compute[AMP_OP_GEMM];
+        c->nlayers = l + 1;
+    }
+    return 0;
 }
 
 static const entry *find_entry(const arm_cfg *c, const char *section, const char *key) {
@@ -198,8 +251,9 @@ static int validate(const ab_args *a, int i, amp_ab_arm *arm, arm_cfg *ac, char 
                     size_t errlen) {
     amp_config *cfg = amp_config_load(a->configs[i], err, errlen);
     if (!cfg) return 2;
-    for (int k = 0; k < a->nsets; k++)
-        if (amp_config_set(cfg, a->sets[k], err, errlen) != 0) {
+    for (int k = 0; k < a->nsets + a->narm_sets[i]; k++)
+        if (amp_config_set(cfg, k < a->nsets ? a->sets[k] : a->arm_sets[i][k - a->nsets], err,
+                           errlen) != 0) {
             amp_config_free(cfg);
             return 2;
         }
@@ -211,7 +265,7 @@ static int validate(const ab_args *a, int i, amp_ab_arm *arm, arm_cfg *ac, char 
         snprintf(arm->precision, sizeof arm->precision, "%s", s->precision.entry->name);
         snprintf(arm->scaler, sizeof arm->scaler, "%s", s->scaler.entry->name);
         ac->seed = s->set.seed;
-        if (amp_config_each_resolved(cfg, add_entry, ac) != 0) {
+        if (amp_config_each_resolved(cfg, add_entry, ac) != 0 || keep_layers(ac, s) != 0) {
             snprintf(err, errlen, "out of host memory");
             code = 1;
         }
@@ -410,7 +464,7 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     char seed_set[64], out_log[PATH_MAX + 16];
     snprintf(seed_set, sizeof seed_set, "run.seed=%llu", (unsigned long long)seed);
     snprintf(out_log, sizeof out_log, "%s/train.log", dir);
-    const char **argv = malloc((size_t)(10 + 2 * a->nsets) * sizeof *argv);
+    const char **argv = malloc((size_t)(10 + 2 * (a->nsets + a->narm_sets[arm])) * sizeof *argv);
     if (!argv) {
         snprintf(err, errlen, "cannot start a run: out of host memory");
         return -1;
@@ -419,9 +473,9 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     argv[n++] = "amptrain";
     argv[n++] = "train";
     argv[n++] = a->configs[arm];
-    for (int i = 0; i < a->nsets; i++) {
+    for (int i = 0; i < a->nsets + a->narm_sets[arm]; i++) {
         argv[n++] = "--set";
-        argv[n++] = a->sets[i];
+        argv[n++] = i < a->nsets ? a->sets[i] : a->arm_sets[arm][i - a->nsets];
     }
     /* last, so a user's --set cannot undo them */
     argv[n++] = "--set";
@@ -496,6 +550,42 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     return rc;
 }
 
+/* A short text from the arm's first-seed model, `amptrain sample` run as a
+ * child into DIR/sample.txt; read back into arm->sample. A sample that
+ * fails leaves the reason in sample.log and the study without a sample. */
+#define AB_SAMPLE_TOKENS "200"
+static void sample_arm(amp_ab_arm *arm) {
+    const char *dir = arm->runs[0].dir;
+    char out[PATH_MAX + 16], log[PATH_MAX + 16];
+    snprintf(out, sizeof out, "%s/sample.txt", dir);
+    snprintf(log, sizeof log, "%s/sample.log", dir);
+    char *const argv[] = {"amptrain", "sample", (char *)dir, "--tokens", AB_SAMPLE_TOKENS,
+                          "--seed", "1", NULL}; /* the default prompt: a newline */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fl = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fo < 0 || fl < 0 || dup2(fo, 1) < 0 || dup2(fl, 2) < 0) _exit(126);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "amptrain ab: no sample for arm '%s': see %s\n", arm->name, log);
+        return;
+    }
+    char err[256];
+    size_t n = 0;
+    if (amp_file_read_all(out, 1 << 16, &arm->sample, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "amptrain ab: no sample for arm '%s': %s\n", arm->name, err);
+        arm->sample = NULL;
+    }
+}
+
 static void machine_info(amp_ab_study *st) {
     time_t t = time(NULL);
     struct tm tm;
@@ -528,6 +618,7 @@ static void study_free(amp_ab_study *st) {
     for (int a = 0; a < st->narms; a++) {
         for (int r = 0; r < st->arms[a].nruns; r++) amp_ab_run_free(&st->arms[a].runs[r]);
         free(st->arms[a].runs);
+        free(st->arms[a].sample);
     }
     for (int d = 0; d < st->ndiffs; d++) {
         for (int a = 0; a < st->narms; a++) free(st->diffs[d].values[a]);
@@ -538,13 +629,69 @@ static void study_free(amp_ab_study *st) {
     free(st->seeds);
 }
 
-/* Validates and compares the configs; fills arms, seeds and diffs. */
-static int prepare(const ab_args *a, amp_ab_study *st, char *err, size_t errlen) {
-    arm_cfg ac[MAX_ARMS];
+static const char *const dtype_names[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+
+/* --scan: one more arm per group of the candidate's (arm 1's) layers, the
+ * candidate's config with the group's layers set to the baseline's (arm
+ * 0's) GEMM dtype. 0, 2 (a bad --scan value) or 1. */
+static int add_scan_arms(ab_args *a, const arm_cfg *ac, const char *cand_name, char *err,
+                         size_t errlen) {
+    if (amp_ab_scan_groups(&a->groups, &a->ngroups, a->scan, (const char *const *)ac[1].layers,
+                           ac[1].nlayers, AMP_AB_MAX_SCAN, err, errlen) != 0)
+        return a->groups ? 1 : 2;
+    if (ac[0].nlayers != ac[1].nlayers) {
+        snprintf(err, errlen, "--scan: the baseline's model has %d layers, the candidate's %d; a "
+                 "scan compares policies on one model", ac[0].nlayers, ac[1].nlayers);
+        return 2;
+    }
+    for (int g = 0; g < a->ngroups; g++) {
+        const amp_ab_group *gr = &a->groups[g];
+        int arm = a->nconfigs++;
+        a->configs[arm] = a->configs[1];
+        char **sets = calloc((size_t)gr->nmembers + 1, sizeof *sets);
+        a->arm_sets[arm] = sets;
+        if (!sets) return 1;
+        /* [run] name allows 64 of letters, digits and . _ - +; the number keeps
+         * names apart when the label is cut */
+        char name[65];
+        snprintf(name, sizeof name, "%s+keep%d-%s", cand_name, g + 1, gr->label);
+        for (char *p = name; *p; p++)
+            if (!isalnum((unsigned char)*p) && !strchr("._-+", *p)) *p = '_';
+        size_t need = sizeof name + 16;
+        if (!(sets[0] = malloc(need))) return 1;
+        snprintf(sets[0], need, "run.name=%s", name);
+        a->narm_sets[arm] = 1;
+        for (int m = 0; m < gr->nmembers; m++) {
+            int l = gr->members[m];
+            need = strlen(ac[1].layers[l]) + 32;
+            if (!(sets[m + 1] = malloc(need))) return 1;
+            snprintf(sets[m + 1], need, "precision.layer.%s=%s", ac[1].layers[l],
+                     dtype_names[ac[0].gemm[l]]);
+            a->narm_sets[arm] = m + 2;
+        }
+    }
+    return 0;
+}
+
+static void args_free(ab_args *a) {
+    for (int i = 0; i < a->nconfigs; i++) {
+        for (int k = 0; k < a->narm_sets[i]; k++) free(a->arm_sets[i][k]);
+        free(a->arm_sets[i]);
+    }
+    amp_ab_groups_free(a->groups, a->ngroups);
+    free(a->sets);
+}
+
+/* Validates and compares the configs (and adds a scan's arms); fills arms,
+ * seeds and diffs. */
+static int prepare(ab_args *a, amp_ab_study *st, char *err, size_t errlen) {
+    arm_cfg ac[AMP_AB_MAX_ARMS];
     memset(ac, 0, sizeof ac);
     int code = 0;
     for (int i = 0; i < a->nconfigs && code == 0; i++) {
         code = validate(a, i, &st->arms[i], &ac[i], err, errlen);
+        if (code == 0 && i == 1 && a->scan) code = add_scan_arms(a, ac, st->arms[1].name, err, errlen);
+        st->narms = a->nconfigs;
         if (code) break;
         amp_ab_arm *arm = &st->arms[i];
         make_slug(arm->slug, sizeof arm->slug, arm->name);
@@ -613,10 +760,10 @@ int amp_cmd_ab(int argc, char **argv) {
     amp_run_lock lock = {-1, ""};
     amp_ab_study st;
     memset(&st, 0, sizeof st);
-    st.arms = calloc((size_t)a.nconfigs, sizeof *st.arms);
+    st.arms = calloc(AMP_AB_MAX_ARMS, sizeof *st.arms); /* a scan adds arms */
     if (!st.arms) {
         fprintf(stderr, "amptrain ab: out of host memory\n");
-        free(a.sets);
+        args_free(&a);
         return 1;
     }
     st.narms = a.nconfigs;
@@ -627,7 +774,7 @@ int amp_cmd_ab(int argc, char **argv) {
     if (code != 0) {
         fprintf(stderr, "amptrain ab: %s\n", err);
         study_free(&st);
-        free(a.sets);
+        args_free(&a);
         return code;
     }
     code = 1;
@@ -653,13 +800,14 @@ int amp_cmd_ab(int argc, char **argv) {
 
     machine_info(&st);
     int total = st.nseeds * st.narms, k = 0;
-    fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved; baseline %s; output in %s\n",
+    fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved (order rotating per seed); baseline %s; output in %s\n",
             st.narms, st.nseeds, (unsigned long long)st.seeds[0],
             (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, a.out);
     double t_all = now_s();
     catch_stop_signals();
     for (int s = 0; s < st.nseeds; s++)
-        for (int i = 0; i < st.narms; i++) {
+        for (int j = 0; j < st.narms; j++) {
+            int i = (j + s) % st.narms; /* each seed starts with another arm */
             if (stop_signal) {
                 snprintf(err, sizeof err, "stopped by %s before run %d of %d",
                          ab_signal_name(stop_signal), k + 1, total);
@@ -668,6 +816,7 @@ int amp_cmd_ab(int argc, char **argv) {
             amp_ab_arm *arm = &st.arms[i];
             amp_ab_run *r = &arm->runs[s];
             r->seed = st.seeds[s];
+            r->order = j;
             snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed-%llu", a.out, arm->slug,
                      (unsigned long long)r->seed);
             fprintf(stderr, "[%d/%d] %s seed %llu ... ", ++k, total, arm->name,
@@ -707,15 +856,36 @@ int amp_cmd_ab(int argc, char **argv) {
                 goto fail;
             }
             arm->nruns = s + 1;
-            fprintf(stderr, "test_acc %.4f (%.1f s)\n", r->test_acc, r->parent_wall_s);
+            fprintf(stderr, "test_acc %.4f test_loss %.4f (%.1f s)\n", r->test_acc, r->test_loss,
+                    r->parent_wall_s);
         }
     st.wall_s = now_s() - t_all;
     for (int i = 0; i < st.narms; i++) amp_ab_arm_stats(&st.arms[i], st.nmem);
     snprintf(st.device, sizeof st.device, "%s", st.arms[0].runs[0].device);
+    st.metric_forced = a.metric != AMP_AB_METRIC_AUTO;
+    st.metric = st.metric_forced ? a.metric
+                : st.arms[0].runs[0].has_val_loss ? AMP_AB_METRIC_LOSS : AMP_AB_METRIC_ACC;
+    amp_ab_timing_check(&st);
+    if (st.arms[0].runs[0].has_val_loss)
+        for (int i = 0; i < st.narms && !stop_signal; i++) sample_arm(&st.arms[i]);
+    static amp_ab_scan scan; /* large: off the stack */
+    if (a.scan) {
+        memset(&scan, 0, sizeof scan);
+        scan.groups = a.groups;
+        scan.ngroups = a.ngroups;
+        scan.first_arm = 2;
+        for (int g = 0; g < a.ngroups; g++) {
+            const char *set = a.arm_sets[2 + g][1]; /* precision.layer.NAME=DTYPE */
+            snprintf(scan.base_dtype[g], sizeof scan.base_dtype[g], "%s", strrchr(set, '=') + 1);
+        }
+        amp_ab_scan_rank(&scan, &st);
+        st.scan = &scan;
+    }
     if (write_atomic(a.out, "ab.json", amp_ab_write_json, &st, err, sizeof err) != 0 ||
         write_atomic(a.out, "report.html", amp_ab_write_report, &st, err, sizeof err) != 0)
         goto fail;
     amp_ab_print_table(&st, stdout);
+    if (st.scan) amp_ab_scan_print(st.scan, &st, stdout);
     printf("\nab.json:     %s/ab.json\nreport.html: %s/report.html\n", a.out, a.out);
     code = 0;
 fail:
@@ -729,6 +899,6 @@ fail:
     }
     amp_run_lock_release(&lock);
     study_free(&st);
-    free(a.sets);
+    args_free(&a);
     return code;
 }

@@ -121,7 +121,21 @@ static double wall_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void write_metric(FILE *f, const amp_step_record *r) {
+/* Process CPU time (all threads): unlike wall time, other processes on the
+ * machine cannot add to it, so `ab` can tell a slow step from a busy host. */
+static double cpu_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The 1-minute load average, NAN where the system has none. */
+static double load_now(void) {
+    double l[1];
+    return getloadavg(l, 1) == 1 ? l[0] : NAN;
+}
+
+static void write_metric(FILE *f, const amp_step_record *r, double cpu_ms) {
     fprintf(f, "{\"step\":%lld,\"epoch\":%lld,\"loss\":", (long long)r->step, (long long)r->epoch);
     amp_json_num(f, r->loss);
     fputs(",\"lr\":", f);
@@ -130,8 +144,8 @@ static void write_metric(FILE *f, const amp_step_record *r) {
     amp_json_num(f, r->scale);
     fprintf(f, ",\"skipped\":%s,\"grad_norm\":", r->skipped ? "true" : "false");
     amp_json_num(f, r->grad_norm);
-    fprintf(f, ",\"underflow\":%llu,\"overflow\":%llu,\"step_ms\":%.4f}\n",
-            (unsigned long long)r->underflow, (unsigned long long)r->overflow, r->step_ms);
+    fprintf(f, ",\"underflow\":%llu,\"overflow\":%llu,\"step_ms\":%.4f,\"cpu_ms\":%.4f}\n",
+            (unsigned long long)r->underflow, (unsigned long long)r->overflow, r->step_ms, cpu_ms);
 }
 
 static void write_eval(FILE *f, const amp_session *s, double loss, double acc) {
@@ -155,6 +169,8 @@ static void write_plugin(FILE *f, const amp_plugin *p) {
 
 typedef struct run_result {
     double final_loss, test_loss, test_acc, wall_s, median_ms, median_comm_ms;
+    double median_cpu_ms;         /* process CPU time per step, all threads */
+    double load_start, load_end;  /* 1-minute load average around the steps */
     size_t device_peak;
 } run_result;
 
@@ -209,6 +225,12 @@ static void write_summary(FILE *f, const amp_session *s, const run_result *r) {
     amp_json_num(f, r->wall_s);
     fputs(",\n  \"median_step_ms\": ", f);
     amp_json_num(f, r->median_ms);
+    fputs(",\n  \"median_cpu_ms\": ", f);
+    amp_json_num(f, r->median_cpu_ms);
+    fputs(",\n  \"load_avg_start\": ", f);
+    amp_json_num(f, r->load_start);
+    fputs(",\n  \"load_avg_end\": ", f);
+    amp_json_num(f, r->load_end);
     fprintf(f, ",\n  \"world_size\": %d,\n  \"dist_transport\": ", s->world);
     amp_json_str(f, amp_dist_grads_transport(s->grads));
     fputs(",\n  \"median_comm_ms\": ", f);
@@ -589,16 +611,18 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
     const amp_settings *st = &s->set;
     int tty = isatty(fileno(stderr)), talk = s->rank == 0;
     /* step times: bounded streaming medians, whatever the step count */
-    amp_median *ms = malloc(2 * sizeof *ms), *comm = ms + 1;
+    amp_median *ms = malloc(3 * sizeof *ms), *comm = ms + 1, *cpu = ms + 2;
     if (!ms) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
     amp_median_init(ms);
     amp_median_init(comm);
+    amp_median_init(cpu);
     for (size_t i = 0; i < c->nprior; i++)
         c->losses[((size_t)s->step - c->nprior + i) % AMP_CKPT_MAX_LOSSES] = c->prior_losses[i];
     c->t0 = wall_now();
+    res->load_start = load_now();
     s->stop_flag = &g_stop_signal;
     g_quiet = !talk;
     g_training = 1;
@@ -607,7 +631,10 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
     amp_step_record last = {0};
     while (s->step < s->total_steps && rc == 0) {
         amp_step_record r;
+        double cpu0 = cpu_now_ms();
         if ((rc = amp_session_step(s, &r, err, errlen)) != 0) break;
+        double step_cpu = cpu_now_ms() - cpu0;
+        amp_median_add(cpu, step_cpu);
         last = r;
         amp_median_add(comm, r.comm_ms);
         amp_median_add(ms, r.step_ms);
@@ -625,7 +652,7 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
             break;
         }
         if (r.step % st->log_every == 0 || r.step == s->total_steps) {
-            write_metric(lf, &r);
+            write_metric(lf, &r, step_cpu);
             if (talk) progress(s, &r, tty);
         }
         /* Non-finite weights make every later step non-finite and skipped:
@@ -750,6 +777,8 @@ static int run(amp_session *s, run_ctx *c, run_result *res, char *err, size_t er
          * from the last step's checkpoint): not measured, null in summary.json */
         res->median_ms = amp_median_get(ms);
         res->median_comm_ms = amp_median_get(comm);
+        res->median_cpu_ms = amp_median_get(cpu);
+        res->load_end = load_now();
     }
     free(ms);
     return rc;

@@ -3,7 +3,7 @@
 # Renders an `amptrain ab` report in headless Chromium (Debian's `chromium`)
 # and checks the DOM it built: no console messages (no script errors, nothing
 # blocked), nothing fetched from outside the file, and every chart present
-# with data: chart-loss, chart-acc, chart-scale, chart-steptime, chart-memory
+# with data: chart-loss, chart-eval, chart-scale, chart-steptime, chart-memory
 # and one chart-heat-<i> per arm, each holding a series per arm whose path
 # `d` holds coordinates (or whose rects have a size).
 # Exit 77 (CTest skip) when chromium is not installed.
@@ -64,7 +64,7 @@ p = P()
 p.feed(dom)
 if p.external:
     fail.append(f"the report loads external resources: {p.external}")
-want = ["chart-loss", "chart-acc", "chart-scale", "chart-steptime", "chart-memory"]
+want = ["chart-loss", "chart-eval", "chart-scale", "chart-steptime", "chart-memory"]
 want += [f"chart-heat-{i}" for i in range(narms)]
 num = re.compile(r"-?\d+(\.\d+)?")
 for cid in want:

@@ -12,7 +12,7 @@ fail() {
 # on the GPU move: masked too; the process's own exact accounting (every
 # memory_peak_bytes category and their total) is compared.
 mask() {
-    sed -E 's/"step_ms":[0-9.eE+-]+/"step_ms":T/; s/"(wall_seconds|median_step_ms|median_comm_ms)": ([0-9.eE+-]+|null)/"\1": T/; s/"device_used": [0-9]+/"device_used": M/' "$1"
+    sed -E 's/"(step_ms|cpu_ms)":[0-9.eE+-]+/"\1":T/g; s/"(wall_seconds|median_step_ms|median_comm_ms|median_cpu_ms|load_avg_start|load_avg_end)": ([0-9.eE+-]+|null)/"\1": T/; s/"device_used": [0-9]+/"device_used": M/' "$1"
 }
 
 # same_outputs REF DIR [noconfig]: metrics.jsonl and summary.json (timing
@@ -85,7 +85,7 @@ has_isa() {
 
 # digest DIR: a run's metrics without timings, and its weights (for cmp)
 digest() {
-    sed -E 's/,"step_ms":[^,}]*//' "$1/metrics.jsonl"
+    sed -E 's/,"(step_ms|cpu_ms)":[^,}]*//g' "$1/metrics.jsonl"
     sha256sum <"$1/weights.safetensors"
 }
 value() { # DIR KEY: a number from summary.json

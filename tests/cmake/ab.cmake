@@ -91,3 +91,46 @@ add_test(NAME ab_deep_heat
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/deep_heat.sh $<TARGET_FILE:amptrain>
                  ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_OUT}/deep)
 set_tests_properties(ab_deep_heat PROPERTIES LABELS ab)
+
+# Identical arms, a CPU hog during one arm's runs only: the timing is flagged
+# as disturbed, the speedup compares CPU time, and nothing is called a
+# significant speed difference.
+add_test(NAME ab_busy_machine
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/busy_check.sh $<TARGET_FILE:amptrain>
+                 ${AMP_AB_DYN} ${AMP_AB_OUT}/busy)
+set_tests_properties(ab_busy_machine PROPERTIES LABELS ab TIMEOUT 180)
+# Bad --metric: exit 2, naming the flag and the choices.
+amp_expect_fail(ab_bad_metric LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --metric 'ppl': expected auto, loss or acc]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --metric ppl)
+
+# A GPT study's verdict is the validation loss (and perplexity); --metric acc
+# overrides it; a run evaluated once gets a note, not a curve.
+add_test(NAME ab_gpt_verdict
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/gpt_verdict.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini $<TARGET_FILE:test_ab_check>
+                 ${AMP_AB_OUT}/gpt)
+set_tests_properties(ab_gpt_verdict PROPERTIES LABELS ab TIMEOUT 300)
+
+# Layer scan: ranks the groups, and its suggested overrides close at least
+# half of the gap in a follow-up; identical policies give nothing significant.
+add_test(NAME ab_scan
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/scan_check.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE} ${AMP_AB_OUT}/scan)
+set_tests_properties(ab_scan PROPERTIES LABELS ab TIMEOUT 300)
+# --scan's bad inputs: three configs, a glob that matches no layer, an empty group.
+amp_expect_fail(ab_scan_three LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --scan takes two configs, the baseline policy and the candidate. got 3]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} ${AMP_AB_LR} --scan blocks)
+amp_expect_fail(ab_scan_no_match LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --scan: 'attn\*' matches no layer. the model's layers: fc1 fc2$]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE}
+          --scan "fc1,attn*" --set run.device=cpu --out ${AMP_AB_OUT}/scan_bad)
+amp_expect_fail(ab_scan_empty LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --scan 'fc1,,fc2': an empty group. expected blocks, layers or comma-separated layer globs]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE}
+          --scan "fc1,,fc2" --set run.device=cpu --out ${AMP_AB_OUT}/scan_bad)

@@ -6,6 +6,8 @@ amp_unit_test(test_reduce numerics)
 # bit-identical to the scalar functions, fused ops equal to the separate
 # ones, results independent of the thread count.
 amp_unit_test(test_cpu_kernels numerics)
+# amptrain's erf (the GELU's) against double-precision erf: max ulp bound.
+amp_unit_test(test_erf numerics)
 target_link_libraries(test_cpu_kernels PRIVATE OpenMP::OpenMP_C)
 # GEMMs of every instruction-set path against an FP64 reference (77 where
 # the CPU lacks the path); the generic path runs OpenBLAS, the others oneDNN.

@@ -78,7 +78,7 @@ run_case() { # name config args...
         exit 1
     }
     echo "== $name"
-    sed 's/,"step_ms":[^,}]*//' "$work/$name/metrics.jsonl"
+    sed -E 's/,"(step_ms|cpu_ms)":[^,}]*//g' "$work/$name/metrics.jsonl"
     grep -E '"(steps|skipped_steps|final_train_loss|test_loss|test_acc|final_scale|params|underflow|overflow|rounded)"|"name": "fc' \
         "$work/$name/summary.json"
     echo "weights $(sha256sum <"$work/$name/weights.safetensors" | cut -d' ' -f1)"

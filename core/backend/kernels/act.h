@@ -18,12 +18,76 @@ static inline AMP_HD float amp_relu(float x) { return x > 0.0f ? x : 0.0f; }
 /* d relu / dx at x; 0 at x == 0 like PyTorch's threshold_backward. */
 static inline AMP_HD float amp_relu_grad(float x) { return x > 0.0f ? 1.0f : 0.0f; }
 
-static inline AMP_HD float amp_gelu(float x) { return 0.5f * x * (1.0f + erff(x * AMP_INV_SQRT2)); }
+/* erf in float, amptrain's own rather than libm's erff, so the CPU's
+ * vector kernels can run the same operations per lane (and the exp part
+ * through vexp, expf's bits) and CUDA does too; plain multiplies and adds,
+ * no fma (the kernels build with -ffp-contract=off, CUDA with --fmad=false;
+ * the generic x86-64 path has no fma instruction). With t = |a|:
+ *   t < 1:  erf = t + t q(t^2)       (q: erf(t)/t - 1, degree 6)
+ *   t >= 1: erf = 1 - e^r(min(t, 4)) (r: log erfc(t) on [1, 4], degree 6;
+ *           erfc(4) < 2^-25, so the clamp gives 1.0f exactly there)
+ * and the sign of a (+-0 stays +-0, +-inf gives +-1, NaN stays NaN).
+ * Coefficients: discrete minimax fits (relative in erf(t)/t, absolute in
+ * erfc). Max error over every float below 4.5: 1.32 ulp against
+ * double-precision erf (tests/test_cpu_kernels.c sweeps and bounds it). */
+#define AMP_ERF_SPLIT 1.0f
+#define AMP_ERF_CLAMP 4.0f
+
+/* the argument of expf: r(min(|a|, 4)) */
+static inline AMP_HD float amp_erf_exp_arg(float a) {
+    float t = fabsf(a);
+    t = t > AMP_ERF_CLAMP ? AMP_ERF_CLAMP : t; /* NaN stays NaN */
+    float r = 0x1.852dbap-13f;
+    r = r * t + -0x1.814d2p-9f;
+    r = r * t + 0x1.654244p-6f;
+    r = r * t + -0x1.a60a94p-4f;
+    r = r * t + -0x1.46c582p-1f;
+    r = r * t + -0x1.2085b2p+0f;
+    return r * t + -0x1.72e3cep-12f;
+}
+
+/* erf(a) from a and e = expf(amp_erf_exp_arg(a)) */
+static inline AMP_HD float amp_erf_from_exp(float a, float e) {
+    float t = fabsf(a), s = t * t;
+    float q = 0x1.496a3p-14f;
+    q = q * s + -0x1.a3f7p-11f;
+    q = q * s + 0x1.5405b2p-8f;
+    q = q * s + -0x1.b7f90ep-6f;
+    q = q * s + 0x1.ce2cf8p-4f;
+    q = q * s + -0x1.81273ep-2f;
+    q = q * s + 0x1.06eba8p-3f;
+    float v = t < AMP_ERF_SPLIT ? t + t * q : 1.0f - e;
+    return copysignf(v, a);
+}
+
+static inline AMP_HD float amp_erf(float a) { return amp_erf_from_exp(a, expf(amp_erf_exp_arg(a))); }
+
+/* GELU = 0.5 x (1 + erf(x / sqrt 2)), split like the tanh form below: the
+ * argument of expf, then the value from x and expf of it. */
+static inline AMP_HD float amp_gelu_arg(float x) { return amp_erf_exp_arg(x * AMP_INV_SQRT2); }
+
+static inline AMP_HD float amp_gelu_from_exp(float x, float e) {
+    return 0.5f * x * (1.0f + amp_erf_from_exp(x * AMP_INV_SQRT2, e));
+}
+
+static inline AMP_HD float amp_gelu(float x) { return amp_gelu_from_exp(x, expf(amp_gelu_arg(x))); }
+
+/* The derivative Phi(x) + x phi(x) takes a second expf, of -x^2/2 (phi's);
+ * e is expf(amp_gelu_arg(x)), p expf(amp_gelu_grad_pdf_arg(x)). */
+static inline AMP_HD float amp_gelu_grad_pdf_arg(float x) { return -0.5f * x * x; }
+
+static inline AMP_HD float amp_gelu_grad_from_exp(float x, float e, float p) {
+    float cdf = 0.5f * (1.0f + amp_erf_from_exp(x * AMP_INV_SQRT2, e));
+    float pdf = AMP_INV_SQRT2PI * p;
+    /* phi underflowed (|x| >= ~14, x possibly inf): the second term is 0,
+     * not inf * 0, so the derivative is 1 at +inf and 0 at -inf as in the
+     * tanh form; zeroed through its bits so the loops vectorise */
+    uint32_t keep = pdf == 0.0f ? 0u : 0xffffffffu;
+    return cdf + amp_f32_from_bits(amp_f32_bits(x * pdf) & keep);
+}
 
 static inline AMP_HD float amp_gelu_grad(float x) {
-    float cdf = 0.5f * (1.0f + erff(x * AMP_INV_SQRT2));
-    float pdf = AMP_INV_SQRT2PI * expf(-0.5f * x * x);
-    return cdf + x * pdf;
+    return amp_gelu_grad_from_exp(x, expf(amp_gelu_arg(x)), expf(amp_gelu_grad_pdf_arg(x)));
 }
 
 #define AMP_GELU_TANH_BETA 0.79788456080286535588f /* sqrt(2/pi) */
