@@ -324,6 +324,7 @@ static amp_backend_ops cuda_make_ops(void) {
     o.scale = amp_cuda_scale;
     o.sgd_step = amp_cuda_sgd_step;
     o.adamw_step = amp_cuda_adamw_step;
+    o.optim_multi_step = amp_cuda_optim_multi_step;
     o.device_bytes_used = cuda_device_bytes_used;
     o.overcommit_limit = cuda_overcommit_limit;
     o.embed_forward = amp_cuda_embed_forward;

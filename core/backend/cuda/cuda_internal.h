@@ -93,6 +93,9 @@ int amp_cuda_sgd_step(amp_backend *be, float *w, float *mom, const float *g, siz
 int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
                         float lr, float beta1, float beta2, float eps, float weight_decay,
                         int64_t t);
+int amp_cuda_optim_multi_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                              float *s1, const float *g, const amp_optim_span *spans,
+                              int nspans);
 
 /* The transformer ops (transformer_cuda.cu). */
 int amp_cuda_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
