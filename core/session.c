@@ -507,7 +507,18 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
      * (a model whose tensors all decay, like the MLP, makes one call). A
      * tensor with a working copy to write is a run of its own. The buffers
      * after desc.ntrained (batch norm's running statistics) are not
-     * trained. */
+     * trained. With optim_multi_step the runs without a copy are gathered
+     * into spans and stepped by one call (one launch) after the loop. */
+    amp_optim_span *spans = NULL;
+    int nspans = 0;
+    if (be->ops->optim_multi_step && d->nparam_tensors > 0) {
+        spans = malloc((size_t)d->nparam_tensors * sizeof *spans);
+        if (!spans) {
+            snprintf(be->err, sizeof be->err, "optimizer step: out of memory for %d spans",
+                     d->nparam_tensors);
+            return -1;
+        }
+    }
     for (int i = 0; i < d->nparam_tensors && !d->params[i].buffer;) {
         amp_working_copy wc, other;
         int copy = with_copy(m, fused, i, &wc), j = i + 1;
@@ -519,8 +530,10 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
         float *w = m->master + off, *g = m->grads + off;
         float *s0 = m->opt[0] ? m->opt[0] + off : NULL, *s1 = m->opt[1] ? m->opt[1] + off : NULL;
         o.weight_decay = d->params[i].decay ? (float)st->weight_decay : 0.0f;
-        int rc;
-        if (copy)
+        int rc = 0;
+        if (!copy && spans)
+            spans[nspans++] = (amp_optim_span){off, n, o.weight_decay};
+        else if (copy)
             rc = be->ops->optim_step_cast(be, &o, w, s0, s1, g, n, wc.ptr, wc.dt, wc.f32_store,
                                           &m->cast_cnt[wc.layer]);
         else if (o.adamw)
@@ -528,9 +541,17 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
                                      o.weight_decay, t);
         else
             rc = be->ops->sgd_step(be, w, s0, g, n, o.lr, o.momentum, o.weight_decay);
-        if (rc != 0) return -1;
+        if (rc != 0) {
+            free(spans);
+            return -1;
+        }
         i = j;
     }
+    int rc = nspans ? be->ops->optim_multi_step(be, &o, m->master, m->opt[0], m->opt[1],
+                                                m->grads, spans, nspans)
+                    : 0;
+    free(spans);
+    if (rc != 0) return -1;
     m->cast_fresh = fused;
     return 0;
 }

@@ -63,6 +63,13 @@ typedef struct amp_optim_step {
     int64_t t;                        /* AdamW: 1-based count of applied steps */
 } amp_optim_step;
 
+/* One run of a multi-tensor optimizer step (optim_multi_step): elements
+ * [off, off + n) of the flat arrays, with its own weight decay. */
+typedef struct amp_optim_span {
+    size_t off, n;
+    float weight_decay;
+} amp_optim_span;
+
 /* One GEMM call: C = alpha * op(A) op(B) + beta * C for `batch` matrices
  * at fixed strides, then an optional epilogue over the FP32 result, one
  * pass per element:
@@ -248,6 +255,13 @@ typedef struct amp_backend_ops {
     int (*optim_step_cast)(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
                            float *s1, const float *g, size_t n, void *wc, amp_dtype dt,
                            int wc_f32, amp_round_count *cnt);
+    /* The optimizer step (o->adamw picks sgd_step's or adamw_step's math,
+     * per element the same; o->weight_decay is unused) of nspans disjoint
+     * spans of the flat arrays w, s0, s1, g in one pass: one launch for all
+     * of a model's tensors. NULL in a backend without it (CPU): the caller
+     * then makes one sgd_step/adamw_step call per span. */
+    int (*optim_multi_step)(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                            float *s1, const float *g, const amp_optim_span *spans, int nspans);
 
     /* ---- transformer ops (the GPT). Optional: NULL where a backend lacks
      * them, so call them through AMP_CALL. Each runs its math in FP32 and

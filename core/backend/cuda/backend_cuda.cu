@@ -266,12 +266,29 @@ static void cuda_warn(const char *what, cudaError_t e) {
             cudaGetErrorString(e));
 }
 
+int amp_cuda_scratch(amp_backend *be, size_t bytes, void **p) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    if (bytes > im->scratch_bytes) {
+        AMP_CHECK_CUDA(cudaStreamSynchronize(im->stream));
+        if (im->scratch) AMP_CHECK_CUDA(cudaFree(im->scratch));
+        im->scratch = NULL;
+        im->scratch_bytes = 0;
+        void *q = cuda_alloc(be, bytes);
+        if (!q) return 1;
+        im->scratch = q;
+        im->scratch_bytes = bytes;
+    }
+    *p = im->scratch;
+    return 0;
+}
+
 static void cuda_destroy(amp_backend *be) {
     if (!be) return;
     amp_cuda_impl *im = amp_cuda_im(be);
     if (im) {
         if (im->stream) cuda_warn("cudaStreamSynchronize", cudaStreamSynchronize(im->stream));
         if (im->partials) cuda_warn("cudaFree", cudaFree(im->partials));
+        if (im->scratch) cuda_warn("cudaFree", cudaFree(im->scratch));
         amp_cuda_cnn_destroy(be);
         if (im->blas) {
             cublasStatus_t st = cublasDestroy(im->blas);
@@ -313,6 +330,7 @@ static amp_backend_ops cuda_make_ops(void) {
     o.scale = amp_cuda_scale;
     o.sgd_step = amp_cuda_sgd_step;
     o.adamw_step = amp_cuda_adamw_step;
+    o.optim_multi_step = amp_cuda_optim_multi_step;
     o.device_bytes_used = cuda_device_bytes_used;
     o.overcommit_limit = cuda_overcommit_limit;
     o.embed_forward = amp_cuda_embed_forward;

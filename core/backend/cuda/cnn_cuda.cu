@@ -18,8 +18,9 @@
  *
  * Pooling, batch norm, the conv bias and its gradient are our own kernels
  * over kernels/conv.h, the per-element functions the CPU loops call. Their
- * reductions run one block per channel in a fixed order (FP64 sums), so they
- * are deterministic too. */
+ * reductions run in a fixed order (FP64 sums; batch norm over several
+ * blocks per channel, their partials added in slice order), so they are
+ * deterministic too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,70 +117,133 @@ int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, co
     return 0;
 }
 
-/* ---- batch norm: one block per channel, FP64 sums ------------------------- */
+/* ---- batch norm: FP64 sums, several blocks per channel ------------------ */
+
+/* Channel ch's n*hw values, numbered t = image*hw + pixel, are cut into
+ * `splits` slices; block (ch, s) reduces slice s in a fixed tree
+ * (cnn_block_sum) into a per-block partial, and every consumer adds a
+ * channel's partials in slice order. The slicing depends on the shape
+ * alone, so the bits do not depend on the GPU or on timing. */
+#define AMP_BN_SLICE_MIN 4096 /* values per slice before the cap */
+#define AMP_BN_MAX_SPLITS 128
+
+static int bn_splits(int n, int hw) {
+    long long total = (long long)n * hw, s = (total + AMP_BN_SLICE_MIN - 1) / AMP_BN_SLICE_MIN;
+    return (int)(s < 1 ? 1 : s > AMP_BN_MAX_SPLITS ? AMP_BN_MAX_SPLITS : s);
+}
 
 /* For each element e (its flat NCHW index) of channel ch, the block's
- * threads striding over the channel's n*hw values; the inner `for` runs
- * once and only declares e. */
+ * threads striding over the channel's n*hw values (one block per channel:
+ * the conv bias gradient); the inner `for` runs once and only declares e. */
 #define BN_LOOP(e, n, c, hw, ch)                                                      \
     for (size_t t_ = threadIdx.x; t_ < (size_t)(n) * (hw); t_ += blockDim.x)         \
         for (size_t e = ((t_ / (hw)) * (c) + (ch)) * (hw) + t_ % (hw), once_ = 0; !once_; once_ = 1)
 
-__global__ void amp_k_bn_fwd(float *y, float *save_mean, float *save_invstd, float *running_mean,
-                             float *running_var, const float *x, const float *gamma,
-                             const float *beta, int n, int c, int hw, int training,
-                             float momentum, float eps) {
-    int ch = blockIdx.x;
-    __shared__ float s_mean, s_invstd;
-    if (training) {
-        double count = (double)n * hw, s = 0.0;
-        BN_LOOP(e, n, c, hw, ch) s += x[e];
-        double m = cnn_block_sum(s) / count;
-        double sq = 0.0;
-        BN_LOOP(e, n, c, hw, ch) {
-            double t = (double)x[e] - m;
-            sq += t * t;
-        }
-        double var = cnn_block_sum(sq) / count;
-        if (threadIdx.x == 0) {
-            s_mean = (float)m;
-            s_invstd = amp_bn_invstd(var, eps);
-            if (running_mean && running_var)
-                amp_bn_running_update(&running_mean[ch], &running_var[ch], m, var, count,
-                                      momentum);
-        }
-    } else if (threadIdx.x == 0) {
-        s_mean = running_mean[ch];
-        s_invstd = amp_bn_invstd((double)running_var[ch], eps);
+/* For each element e (its flat NCHW index) of the block's slice of channel
+ * ch = blockIdx.x, the block's threads striding over the slice; the inner
+ * `for` runs once and only declares e. */
+#define BN_SLICE_LOOP(e, n, c, hw)                                                        \
+    for (size_t per_ = ((size_t)(n) * (hw) + gridDim.y - 1) / gridDim.y,                 \
+                t_ = (size_t)blockIdx.y * per_ + threadIdx.x,                            \
+                end_ = (size_t)blockIdx.y * per_ + per_ < (size_t)(n) * (hw)             \
+                           ? (size_t)blockIdx.y * per_ + per_                            \
+                           : (size_t)(n) * (hw);                                          \
+         t_ < end_; t_ += blockDim.x)                                                     \
+        for (size_t e = ((t_ / (hw)) * (c) + blockIdx.x) * (hw) + t_ % (hw), once_ = 0; !once_; \
+             once_ = 1)
+
+/* Channel ch's partials p[ch*splits ..], added in slice order. */
+__device__ static double bn_combine(const double *p, int ch, int splits) {
+    double s = 0.0;
+    for (int i = 0; i < splits; i++) s += p[(size_t)ch * splits + i];
+    return s;
+}
+
+/* Training, pass 1: the slice sums of x. */
+__global__ void amp_k_bn_sum(double *psum, const float *x, int n, int c, int hw) {
+    double s = 0.0;
+    BN_SLICE_LOOP(e, n, c, hw) s += x[e];
+    s = cnn_block_sum(s);
+    if (threadIdx.x == 0) psum[(size_t)blockIdx.x * gridDim.y + blockIdx.y] = s;
+}
+
+/* Training, pass 2: the slice sums of (x - mean)^2 (two-pass variance). */
+__global__ void amp_k_bn_sqsum(double *psq, const double *psum, const float *x, int n, int c,
+                               int hw) {
+    double m = bn_combine(psum, blockIdx.x, gridDim.y) / ((double)n * hw), sq = 0.0;
+    BN_SLICE_LOOP(e, n, c, hw) {
+        double t = (double)x[e] - m;
+        sq += t * t;
     }
-    __syncthreads();
-    float mean = s_mean, invstd = s_invstd, g = gamma[ch], b = beta[ch];
-    if (threadIdx.x == 0) {
+    sq = cnn_block_sum(sq);
+    if (threadIdx.x == 0) psq[(size_t)blockIdx.x * gridDim.y + blockIdx.y] = sq;
+}
+
+/* The statistics (from the partials in training, from the running ones in
+ * evaluation), saved and the running ones updated by block 0 of the
+ * channel, then y over the block's slice. */
+__global__ void amp_k_bn_apply(float *y, float *save_mean, float *save_invstd,
+                               float *running_mean, float *running_var, const double *psum,
+                               const double *psq, const float *x, const float *gamma,
+                               const float *beta, int n, int c, int hw, int training,
+                               float momentum, float eps) {
+    int ch = blockIdx.x;
+    float mean, invstd;
+    if (training) {
+        double count = (double)n * hw;
+        double m = bn_combine(psum, ch, gridDim.y) / count;
+        double var = bn_combine(psq, ch, gridDim.y) / count;
+        mean = (float)m;
+        invstd = amp_bn_invstd(var, eps);
+        if (blockIdx.y == 0 && threadIdx.x == 0 && running_mean && running_var)
+            amp_bn_running_update(&running_mean[ch], &running_var[ch], m, var, count, momentum);
+    } else {
+        mean = running_mean[ch];
+        invstd = amp_bn_invstd((double)running_var[ch], eps);
+    }
+    if (blockIdx.y == 0 && threadIdx.x == 0) {
         save_mean[ch] = mean;
         save_invstd[ch] = invstd;
     }
-    BN_LOOP(e, n, c, hw, ch) y[e] = amp_bn_apply(x[e], mean, invstd, g, b);
+    float g = gamma[ch], b = beta[ch];
+    BN_SLICE_LOOP(e, n, c, hw) y[e] = amp_bn_apply(x[e], mean, invstd, g, b);
 }
 
-__global__ void amp_k_bn_bwd(float *dx, float *dgamma, float *dbeta, const float *dy,
-                             const float *x, const float *gamma, const float *save_mean,
-                             const float *save_invstd, int n, int c, int hw, int training) {
+/* Backward, pass 1: the slice sums of dy and dy * xhat. */
+__global__ void amp_k_bn_grad_sums(double *pdy, double *pdyx, const float *dy, const float *x,
+                                   const float *save_mean, const float *save_invstd, int n,
+                                   int c, int hw) {
     int ch = blockIdx.x;
-    float mean = save_mean[ch], invstd = save_invstd[ch], g = gamma[ch];
+    float mean = save_mean[ch], invstd = save_invstd[ch];
     double sdy = 0.0, sdyx = 0.0;
-    BN_LOOP(e, n, c, hw, ch) {
+    BN_SLICE_LOOP(e, n, c, hw) {
         sdy += dy[e];
         sdyx += (double)dy[e] * amp_bn_xhat(x[e], mean, invstd);
     }
     sdy = cnn_block_sum(sdy);
     sdyx = cnn_block_sum(sdyx);
-    double count = (double)n * hw;
     if (threadIdx.x == 0) {
+        pdy[(size_t)ch * gridDim.y + blockIdx.y] = sdy;
+        pdyx[(size_t)ch * gridDim.y + blockIdx.y] = sdyx;
+    }
+}
+
+/* Backward, pass 2: dgamma/dbeta from block 0 of the channel, dx over the
+ * block's slice. */
+__global__ void amp_k_bn_bwd(float *dx, float *dgamma, float *dbeta, const double *pdy,
+                             const double *pdyx, const float *dy, const float *x,
+                             const float *gamma, const float *save_mean, const float *save_invstd,
+                             int n, int c, int hw, int training) {
+    int ch = blockIdx.x;
+    float mean = save_mean[ch], invstd = save_invstd[ch], g = gamma[ch];
+    double sdy = bn_combine(pdy, ch, gridDim.y), sdyx = bn_combine(pdyx, ch, gridDim.y);
+    double count = (double)n * hw;
+    if (blockIdx.y == 0 && threadIdx.x == 0) {
         dgamma[ch] = (float)sdyx;
         dbeta[ch] = (float)sdy;
     }
     float mdy = (float)(sdy / count), mdyx = (float)(sdyx / count);
-    BN_LOOP(e, n, c, hw, ch) dx[e] = amp_bn_grad(dy[e], x[e], mean, invstd, g, mdy, mdyx, training);
+    BN_SLICE_LOOP(e, n, c, hw) dx[e] = amp_bn_grad(dy[e], x[e], mean, invstd, g, mdy, mdyx, training);
 }
 
 static int bn_shape_ok(amp_backend *be, int n, int c, int hw, int training) {
@@ -197,15 +261,34 @@ static int bn_shape_ok(amp_backend *be, int n, int c, int hw, int training) {
     return 1;
 }
 
+/* Two FP64 partial arrays of c * splits in the backend's scratch. */
+static int bn_partials(amp_backend *be, int c, int splits, double **a, double **b) {
+    void *p;
+    if (amp_cuda_scratch(be, 2 * (size_t)c * splits * sizeof(double), &p)) return 1;
+    *a = (double *)p;
+    *b = *a + (size_t)c * splits;
+    return 0;
+}
+
 int amp_cuda_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
                                 float *running_mean, float *running_var, const float *x,
                                 const float *gamma, const float *beta, int n, int c, int hw,
                                 int training, float momentum, float eps) {
     if (!bn_shape_ok(be, n, c, hw, training)) return 1;
-    amp_k_bn_fwd<<<(unsigned)c, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(
-        y, save_mean, save_invstd, running_mean, running_var, x, gamma, beta, n, c, hw, training,
-        momentum, eps);
-    AMP_CHECK_LAUNCH(amp_k_bn_fwd);
+    int splits = bn_splits(n, hw);
+    dim3 grid((unsigned)c, (unsigned)splits);
+    double *psum = NULL, *psq = NULL;
+    if (training) {
+        if (bn_partials(be, c, splits, &psum, &psq)) return 1;
+        amp_k_bn_sum<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(psum, x, n, c, hw);
+        AMP_CHECK_LAUNCH(amp_k_bn_sum);
+        amp_k_bn_sqsum<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(psq, psum, x, n, c, hw);
+        AMP_CHECK_LAUNCH(amp_k_bn_sqsum);
+    }
+    amp_k_bn_apply<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(
+        y, save_mean, save_invstd, running_mean, running_var, psum, psq, x, gamma, beta, n, c, hw,
+        training, momentum, eps);
+    AMP_CHECK_LAUNCH(amp_k_bn_apply);
     return 0;
 }
 
@@ -214,8 +297,16 @@ int amp_cuda_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, floa
                                  const float *save_mean, const float *save_invstd, int n, int c,
                                  int hw, int training) {
     if (!bn_shape_ok(be, n, c, hw, training)) return 1;
-    amp_k_bn_bwd<<<(unsigned)c, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(
-        dx, dgamma, dbeta, dy, x, gamma, save_mean, save_invstd, n, c, hw, training);
+    int splits = bn_splits(n, hw);
+    dim3 grid((unsigned)c, (unsigned)splits);
+    double *pdy, *pdyx;
+    if (bn_partials(be, c, splits, &pdy, &pdyx)) return 1;
+    amp_k_bn_grad_sums<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(pdy, pdyx, dy, x, save_mean,
+                                                                  save_invstd, n, c, hw);
+    AMP_CHECK_LAUNCH(amp_k_bn_grad_sums);
+    amp_k_bn_bwd<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(dx, dgamma, dbeta, pdy, pdyx, dy, x,
+                                                            gamma, save_mean, save_invstd, n, c,
+                                                            hw, training);
     AMP_CHECK_LAUNCH(amp_k_bn_bwd);
     return 0;
 }

@@ -17,6 +17,11 @@ typedef struct amp_cuda_impl {
     /* [AMP_REDUCE_MAX_BLOCKS] per-block partials of the reductions; one
      * buffer is enough since every op is ordered on `stream`. */
     double *partials;
+    /* Grow-only device scratch of the ops that need more than `partials`
+     * (sort buffers, pointer tables, per-block column partials): see
+     * amp_cuda_scratch. One buffer, as every op is ordered on `stream`. */
+    void *scratch;
+    size_t scratch_bytes;
     int sync_each; /* AMPTRAIN_CUDA_SYNC=1: synchronise after every launch */
     struct amp_cudnn_state *dnn; /* cuDNN handle and conv plans (cnn_cuda.cu); made on first use */
 } amp_cuda_impl;
@@ -53,6 +58,12 @@ int amp_cuda_after_launch(amp_backend *be, const char *what, const char *file, i
         if (amp_cuda_after_launch(be, #kernel, __FILE__, __LINE__)) return 1;            \
     } while (0)
 
+/* *p = at least `bytes` of device scratch, valid until the next call (an op
+ * takes all it needs in one call and carves it up). Growing waits for the
+ * stream first, since queued work may still read the old buffer. 0, or 1
+ * with be->err. */
+int amp_cuda_scratch(amp_backend *be, size_t bytes, void **p);
+
 /* 0 when this build holds kernel code the current device can run; 1 with
  * be->err otherwise (kernels_cuda.cu). */
 int amp_cuda_check_kernel_image(amp_backend *be);
@@ -82,6 +93,9 @@ int amp_cuda_sgd_step(amp_backend *be, float *w, float *mom, const float *g, siz
 int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
                         float lr, float beta1, float beta2, float eps, float weight_decay,
                         int64_t t);
+int amp_cuda_optim_multi_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                              float *s1, const float *g, const amp_optim_span *spans,
+                              int nspans);
 
 /* The transformer ops (transformer_cuda.cu). */
 int amp_cuda_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_testing.h"
@@ -377,6 +378,77 @@ int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const flo
     amp_k_adamw<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(
         w, m, v, g, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt);
     AMP_CHECK_LAUNCH(amp_k_adamw);
+    return 0;
+}
+
+/* The multi-tensor step: the spans cut into chunks of at most
+ * AMP_OPTIM_CHUNK elements, one block per chunk (the chunk table lives in
+ * the backend's scratch), each element with the per-tensor kernels' math. */
+#define AMP_OPTIM_CHUNK 16384
+
+typedef struct amp_optim_chunk {
+    size_t off;
+    unsigned n;
+    float weight_decay;
+} amp_optim_chunk;
+
+__global__ void amp_k_optim_multi(const amp_optim_chunk *chunks, float *w, float *s0, float *s1,
+                                  const float *g, int adamw, float lr, float momentum,
+                                  float beta1, float beta2, float eps, float bc1,
+                                  float bc2_sqrt) {
+    amp_optim_chunk c = chunks[blockIdx.x];
+    for (unsigned k = threadIdx.x; k < c.n; k += blockDim.x) {
+        size_t i = c.off + k;
+        if (adamw)
+            amp_adamw_element(&w[i], &s0[i], &s1[i], g[i], lr, beta1, beta2, eps,
+                              c.weight_decay, bc1, bc2_sqrt);
+        else
+            amp_sgd_element(&w[i], &s0[i], g[i], lr, momentum, c.weight_decay);
+    }
+}
+
+int amp_cuda_optim_multi_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                              float *s1, const float *g, const amp_optim_span *spans,
+                              int nspans) {
+    size_t nchunks = 0;
+    for (int i = 0; i < nspans; i++) nchunks += (spans[i].n + AMP_OPTIM_CHUNK - 1) / AMP_OPTIM_CHUNK;
+    if (nchunks == 0) return 0;
+    if (nchunks > INT32_MAX) {
+        snprintf(be->err, sizeof be->err, "optim_multi_step: %zu chunks exceed the grid", nchunks);
+        return 1;
+    }
+    void *dtab;
+    if (amp_cuda_scratch(be, nchunks * sizeof(amp_optim_chunk), &dtab)) return 1;
+    amp_optim_chunk *tab = (amp_optim_chunk *)malloc(nchunks * sizeof *tab);
+    if (!tab) {
+        snprintf(be->err, sizeof be->err, "optim_multi_step: out of memory for %zu chunks",
+                 nchunks);
+        return 1;
+    }
+    size_t k = 0;
+    for (int i = 0; i < nspans; i++)
+        for (size_t c = 0; c < spans[i].n; c += AMP_OPTIM_CHUNK) {
+            size_t left = spans[i].n - c;
+            tab[k++] = {spans[i].off + c, (unsigned)(left < AMP_OPTIM_CHUNK ? left : AMP_OPTIM_CHUNK),
+                        spans[i].weight_decay};
+        }
+    /* From pageable memory the copy is staged before it returns, so tab can
+     * be freed at once. */
+    cudaError_t e = cudaMemcpyAsync(dtab, tab, nchunks * sizeof *tab, cudaMemcpyHostToDevice,
+                                    amp_stream(be));
+    free(tab);
+    AMP_CHECK_CUDA_WHAT(e, "copying the optimizer's chunk table");
+    AMP_CHECK_LAUNCH(cudaMemcpyAsync);
+    /* Bias corrections on the host in double, exactly as adamw_step. */
+    float bc1 = 1.0f, bc2_sqrt = 1.0f;
+    if (o->adamw) {
+        bc1 = (float)(1.0 - pow((double)o->beta1, (double)o->t));
+        bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, (double)o->t));
+    }
+    amp_k_optim_multi<<<(unsigned)nchunks, AMP_BLOCK, 0, amp_stream(be)>>>(
+        (const amp_optim_chunk *)dtab, w, s0, s1, g, o->adamw, o->lr, o->momentum, o->beta1,
+        o->beta2, o->eps, bc1, bc2_sqrt);
+    AMP_CHECK_LAUNCH(amp_k_optim_multi);
     return 0;
 }
 

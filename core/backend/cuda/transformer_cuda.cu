@@ -1,16 +1,21 @@
 /* CUDA backend: the transformer ops (embedding, layernorm, causal attention,
- * residual add). The math is the shared row/element functions of
- * core/backend/kernels/ -- the very ones the CPU loops call -- so each
- * kernel is indexing glue: one thread per row (layernorm, softmax), per
- * column (parameter gradients: rows summed in order, as on the CPU, so the
- * result is deterministic and equals the CPU's) or per element. The
- * attention GEMMs are cuBLAS strided-batched GEMMs (FP32 accumulation), one
- * call per head batched over the sequences. */
+ * residual add). The per-element math is the shared functions of
+ * core/backend/kernels/ -- the very ones the CPU loops call. Layout:
+ * layernorm and the attention softmax run one warp per row (lanes stride the
+ * row, so reads are coalesced; sums are warp butterflies, the same bits on
+ * every run); the layernorm parameter gradients are per-block column
+ * partials over row chunks, combined in chunk order; the token-embedding
+ * gradient sorts the rows by token (stable) and sums each token's rows in
+ * row order, as the CPU does, so it equals the CPU's bits; the attention
+ * GEMMs are one cuBLAS batched call each over batch x heads. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include <cub/cub.cuh>
+
 #include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/warp.cuh"
 #include "backend/kernels/attention.h"
 #include "backend/kernels/embed.h"
 #include "backend/kernels/layernorm.h"
@@ -22,13 +27,23 @@ static cudaStream_t tf_stream(amp_backend *be) { return amp_cuda_im(be)->stream;
 
 static unsigned tf_blocks(size_t n) { return (unsigned)((n + AMP_TF_BLOCK - 1) / AMP_TF_BLOCK); }
 
-/* Adds the thread's tally to *cnt (one atomic per nonzero field; the
- * counts are integers, so the order does not matter). */
-__device__ static void tf_flush(amp_round_count *cnt, const amp_round_tally &t) {
-    if (!cnt) return;
-    if (t.nz) atomicAdd(&cnt->nonzero, t.nz);
-    if (t.uf) atomicAdd(&cnt->underflow, t.uf);
-    if (t.of) atomicAdd(&cnt->overflow, t.of);
+/* Warps per block of the row kernels, and the grid for `rows` rows. */
+#define AMP_TF_ROWS_PER_BLOCK (AMP_TF_BLOCK / AMP_WARP)
+
+static unsigned tf_row_blocks(size_t rows) {
+    return (unsigned)((rows + AMP_TF_ROWS_PER_BLOCK - 1) / AMP_TF_ROWS_PER_BLOCK);
+}
+
+/* The row of the calling warp; every lane of a warp gets the same one. */
+__device__ static inline size_t tf_warp_row(void) {
+    return (size_t)blockIdx.x * AMP_TF_ROWS_PER_BLOCK + threadIdx.x / AMP_WARP;
+}
+
+/* Carves `bytes` off the front of *p (256-byte aligned); returns the piece. */
+static char *tf_take(char **p, size_t bytes) {
+    char *q = *p;
+    *p += (bytes + 255) / 256 * 256;
+    return q;
 }
 
 static int tf_check_heads(amp_backend *be, const char *op, int C, int nh) {
@@ -55,13 +70,27 @@ int amp_cuda_embed_forward(amp_backend *be, float *out, const float *wte, const 
     return 0;
 }
 
-/* dwte: one thread per channel walks the rows in order; dwpe: one thread per
- * (t, c) walks the sequences in order. Both orders are the CPU loop's. */
-__global__ void amp_k_embed_backward_wte(float *dwte, const float *dout, const int32_t *tokens,
-                                         int rows, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    for (int r = 0; r < rows; r++) dwte[(size_t)tokens[r] * C + c] += dout[(size_t)r * C + c];
+/* dwte: the rows sorted by token (a stable radix sort, so each token's rows
+ * stay in row order); block (i, y) starts at sorted position i when it is
+ * the first of its token and sums that token's rows, in row order, into
+ * channels y*AMP_TF_BLOCK.. -- the CPU loop's order for each element, so
+ * the same bits, with no floating-point atomics. dwpe: one thread per
+ * (t, c) walks the sequences in order. */
+__global__ void amp_k_iota(int32_t *v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] = i;
+}
+
+__global__ void amp_k_embed_backward_wte(float *dwte, const float *dout, const int32_t *tok,
+                                         const int32_t *row, int n, int C) {
+    int i = blockIdx.x;
+    int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C || (i > 0 && tok[i - 1] == tok[i])) return;
+    int id = tok[i];
+    float *d = dwte + (size_t)id * C + c;
+    float s = *d;
+    for (int k = i; k < n && tok[k] == id; k++) s += dout[(size_t)row[k] * C + c];
+    *d = s;
 }
 
 __global__ void amp_k_embed_backward_wpe(float *dwpe, const float *dout, int B, int T, int C) {
@@ -75,8 +104,30 @@ __global__ void amp_k_embed_backward_wpe(float *dwpe, const float *dout, int B, 
 int amp_cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
                             const int32_t *tokens, int B, int T, int C) {
     if (B <= 0 || T <= 0 || C <= 0) return 0;
-    amp_k_embed_backward_wte<<<tf_blocks((size_t)C), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
-        dwte, dout, tokens, B * T, C);
+    if ((long long)B * T > INT32_MAX) {
+        snprintf(be->err, sizeof be->err, "embed_backward: %d x %d rows exceed the int range", B, T);
+        return 1;
+    }
+    int n = B * T;
+    size_t sort_bytes = 0;
+    AMP_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(NULL, sort_bytes, (const int32_t *)NULL,
+                                                   (int32_t *)NULL, (const int32_t *)NULL,
+                                                   (int32_t *)NULL, n, 0, 32, tf_stream(be)));
+    size_t vec = ((size_t)n * 4 + 255) / 256 * 256;
+    void *base;
+    if (amp_cuda_scratch(be, 3 * vec + sort_bytes + 256, &base)) return 1;
+    char *p = (char *)base;
+    int32_t *tok_sorted = (int32_t *)tf_take(&p, vec), *rows = (int32_t *)tf_take(&p, vec),
+            *rows_sorted = (int32_t *)tf_take(&p, vec);
+    void *sort_tmp = tf_take(&p, sort_bytes);
+    amp_k_iota<<<tf_blocks((size_t)n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(rows, n);
+    AMP_CHECK_LAUNCH(amp_k_iota);
+    AMP_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, tokens, tok_sorted, rows,
+                                                   rows_sorted, n, 0, 32, tf_stream(be)));
+    AMP_CHECK_LAUNCH(cub::DeviceRadixSort::SortPairs);
+    dim3 grid((unsigned)n, tf_blocks((size_t)C));
+    amp_k_embed_backward_wte<<<grid, AMP_TF_BLOCK, 0, tf_stream(be)>>>(dwte, dout, tok_sorted,
+                                                                      rows_sorted, n, C);
     AMP_CHECK_LAUNCH(amp_k_embed_backward_wte);
     amp_k_embed_backward_wpe<<<tf_blocks((size_t)T * C), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
         dwpe, dout, B, T, C);
@@ -86,54 +137,141 @@ int amp_cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const flo
 
 /* ---- layernorm --------------------------------------------------------------- */
 
+/* One warp per row: the two-pass mean and biased variance of
+ * amp_ln_stats (lane sums, then a butterfly), then amp_ln_value per element. */
 __global__ void amp_k_ln_forward(void *out, int dt, float *mean, float *rstd, const float *x,
-                                 const float *w, const float *b, int rows, int C, float eps,
+                                 const float *w, const float *b, size_t rows, int C, float eps,
                                  amp_round_count *cnt) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= rows) return;
+    size_t r = tf_warp_row();
+    if (r >= rows) return; /* the whole warp */
+    int lane = threadIdx.x % AMP_WARP;
+    const float *xr = x + r * C;
+    float s = 0.0f;
+    for (int i = lane; i < C; i += AMP_WARP) s += xr[i];
+    float m = amp_warp_sum(s) / (float)C;
+    float v = 0.0f;
+    for (int i = lane; i < C; i += AMP_WARP) {
+        float d = xr[i] - m;
+        v += d * d;
+    }
+    float var = amp_warp_sum(v) / (float)C;
+    float sd = 1.0f / sqrtf(var + eps);
     amp_round_tally t = {0, 0, 0};
-    size_t es = dt == AMP_DTYPE_F32 ? 4 : 2;
-    amp_ln_forward_row((char *)out + (size_t)r * C * es, dt, &mean[r], &rstd[r], x + (size_t)r * C,
-                       w, b, C, eps, &t);
-    tf_flush(cnt, t);
+    void *o = (char *)out + r * C * (dt == AMP_DTYPE_F32 ? 4 : 2);
+    for (int i = lane; i < C; i += AMP_WARP)
+        amp_store(o, (size_t)i, dt, 0, amp_ln_value(xr[i], m, sd, w[i], b ? b[i] : 0.0f), &t);
+    if (lane == 0) {
+        mean[r] = m;
+        rstd[r] = sd;
+    }
+    amp_warp_flush(cnt, t);
 }
 
 int amp_cuda_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
                                float *rstd, const float *x, const float *w, const float *b,
                                int rows, int C, float eps, amp_round_count *cnt) {
     if (rows <= 0) return 0;
-    amp_k_ln_forward<<<tf_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
-        out, (int)out_dt, mean, rstd, x, w, b, rows, C, eps, cnt);
+    amp_k_ln_forward<<<tf_row_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
+        out, (int)out_dt, mean, rstd, x, w, b, (size_t)rows, C, eps, cnt);
     AMP_CHECK_LAUNCH(amp_k_ln_forward);
     return 0;
 }
 
+/* One warp per row: amp_ln_backward_row's two sums as butterflies. */
 __global__ void amp_k_ln_backward_rows(float *dx, const float *dout, const float *x,
                                        const float *w, const float *mean, const float *rstd,
-                                       int rows, int C) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= rows) return;
-    amp_ln_backward_row(dx + (size_t)r * C, dout + (size_t)r * C, x + (size_t)r * C, w, mean[r],
-                        rstd[r], C);
+                                       size_t rows, int C) {
+    size_t r = tf_warp_row();
+    if (r >= rows) return; /* the whole warp */
+    int lane = threadIdx.x % AMP_WARP;
+    const float *xr = x + r * C, *dr = dout + r * C;
+    float m = mean[r], sd = rstd[r], a = 0.0f, an = 0.0f;
+    for (int i = lane; i < C; i += AMP_WARP) {
+        float xhat = amp_ln_xhat(xr[i], m, sd);
+        float dnorm = w[i] * dr[i];
+        a += dnorm;
+        an += dnorm * xhat;
+    }
+    float dnorm_mean = amp_warp_sum(a) / (float)C;
+    float dnorm_norm_mean = amp_warp_sum(an) / (float)C;
+    float *dxr = dx + r * C;
+    for (int i = lane; i < C; i += AMP_WARP) {
+        float xhat = amp_ln_xhat(xr[i], m, sd);
+        float dval = w[i] * dr[i] - dnorm_mean - xhat * dnorm_norm_mean;
+        dxr[i] += dval * sd;
+    }
 }
 
-__global__ void amp_k_ln_backward_cols(float *dw, float *db, const float *dout, const float *x,
-                                       const float *mean, const float *rstd, int rows, int C) {
+/* The parameter gradients, deterministic in two passes: block (x, y) sums
+ * rows [y*per, (y+1)*per) of 32 columns (threadIdx.y strides the rows,
+ * then its 8 sums are added in y order), writing per-chunk partials; then
+ * one thread per column adds the chunks in order. The chunking depends on
+ * `rows` alone, so the bits do not depend on the GPU. */
+#define AMP_LN_COL_ROWS 8     /* threadIdx.y extent */
+#define AMP_LN_CHUNK_ROWS 256 /* rows per chunk, before the cap */
+#define AMP_LN_MAX_CHUNKS 1024
+
+__global__ void amp_k_ln_param_partials(float *pw, float *pb, const float *dout, const float *x,
+                                        const float *mean, const float *rstd, int rows, int C,
+                                        int per) {
+    __shared__ float sw[AMP_LN_COL_ROWS][AMP_WARP], sb[AMP_LN_COL_ROWS][AMP_WARP];
+    int j = blockIdx.x * AMP_WARP + threadIdx.x;
+    long long r0 = (long long)blockIdx.y * per;
+    long long r1 = r0 + per < rows ? r0 + per : rows;
+    float a = 0.0f, c = 0.0f;
+    if (j < C)
+        for (long long r = r0 + threadIdx.y; r < r1; r += AMP_LN_COL_ROWS) {
+            size_t k = (size_t)r * C + j;
+            a += dout[k] * amp_ln_xhat(x[k], mean[r], rstd[r]);
+            c += dout[k];
+        }
+    sw[threadIdx.y][threadIdx.x] = a;
+    sb[threadIdx.y][threadIdx.x] = c;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < C) {
+        for (int y = 1; y < AMP_LN_COL_ROWS; y++) {
+            a += sw[y][threadIdx.x];
+            c += sb[y][threadIdx.x];
+        }
+        pw[(size_t)blockIdx.y * C + j] = a;
+        pb[(size_t)blockIdx.y * C + j] = c;
+    }
+}
+
+__global__ void amp_k_ln_param_combine(float *dw, float *db, const float *pw, const float *pb,
+                                       int chunks, int C) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= C) return;
-    amp_ln_param_grad_col(dw, db, dout, x, mean, rstd, rows, C, j);
+    float a = 0.0f, c = 0.0f;
+    for (int y = 0; y < chunks; y++) {
+        a += pw[(size_t)y * C + j];
+        c += pb[(size_t)y * C + j];
+    }
+    dw[j] += a;
+    if (db) db[j] += c;
 }
 
 int amp_cuda_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
                                 const float *dout, const float *x, const float *w,
                                 const float *mean, const float *rstd, int rows, int C) {
     if (rows <= 0 || C <= 0) return 0;
-    amp_k_ln_backward_rows<<<tf_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
-        dx, dout, x, w, mean, rstd, rows, C);
+    amp_k_ln_backward_rows<<<tf_row_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
+        dx, dout, x, w, mean, rstd, (size_t)rows, C);
     AMP_CHECK_LAUNCH(amp_k_ln_backward_rows);
-    amp_k_ln_backward_cols<<<tf_blocks((size_t)C), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
-        dw, db, dout, x, mean, rstd, rows, C);
-    AMP_CHECK_LAUNCH(amp_k_ln_backward_cols);
+    int chunks = (rows + AMP_LN_CHUNK_ROWS - 1) / AMP_LN_CHUNK_ROWS;
+    if (chunks > AMP_LN_MAX_CHUNKS) chunks = AMP_LN_MAX_CHUNKS;
+    int per = (int)(((long long)rows + chunks - 1) / chunks);
+    void *part;
+    if (amp_cuda_scratch(be, 2 * (size_t)chunks * C * sizeof(float), &part)) return 1;
+    float *pw = (float *)part, *pb = pw + (size_t)chunks * C;
+    dim3 grid((unsigned)((C + AMP_WARP - 1) / AMP_WARP), (unsigned)chunks);
+    dim3 block(AMP_WARP, AMP_LN_COL_ROWS);
+    amp_k_ln_param_partials<<<grid, block, 0, tf_stream(be)>>>(pw, pb, dout, x, mean, rstd, rows,
+                                                              C, per);
+    AMP_CHECK_LAUNCH(amp_k_ln_param_partials);
+    amp_k_ln_param_combine<<<tf_blocks((size_t)C), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
+        dw, db, pw, pb, chunks, C);
+    AMP_CHECK_LAUNCH(amp_k_ln_param_combine);
     return 0;
 }
 
@@ -155,45 +293,108 @@ static int tf_cuda_type(amp_backend *be, amp_dtype dt, cudaDataType_t *type,
     }
 }
 
-/* Row-major C[m, n] (FP32) = alpha op(A) op(B) for `batch` matrices at the
- * given element strides; A and B hold `type` (see cuda_gemm in
- * backend_cuda.cu for the row-major/column-major swap). */
-static int tf_gemm_batched(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
-                           int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc,
-                           long long sa, long long sb, long long sc, int batch, float alpha) {
+/* An attention GEMM operand of head h of sequence b lies at
+ * base + b*sb + h*sh bytes. Q, K, V and the head columns of Y sit at two
+ * strides (sequence, head) that no single stride spans, so the GEMMs over
+ * batch x heads are pointer-array batched calls: one kernel writes the
+ * pointer tables of all of an op's GEMMs, then one cuBLAS call per GEMM. */
+typedef struct tf_operand {
+    const char *base;
+    long long sb, sh;
+} tf_operand;
+
+#define TF_MAX_OPERANDS 12 /* 4 GEMMs x (A, B, C) */
+typedef struct tf_operands {
+    tf_operand op[TF_MAX_OPERANDS];
+    int n;
+} tf_operands;
+
+__global__ void amp_k_head_pointers(const void **tab, tf_operands ops, int nbh, int nh) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)ops.n * nbh) return;
+    int o = (int)(i / nbh), bh = (int)(i % nbh);
+    const tf_operand *d = &ops.op[o];
+    tab[i] = d->base + (long long)(bh / nh) * d->sb + (long long)(bh % nh) * d->sh;
+}
+
+/* Writes the tables of ops into scratch: table o at *tab + o*nbh. */
+static int tf_head_pointers(amp_backend *be, const tf_operands *ops, int nbh, int nh,
+                            const void ***tab) {
+    void *p;
+    if (amp_cuda_scratch(be, (size_t)ops->n * nbh * sizeof(void *), &p)) return 1;
+    *tab = (const void **)p;
+    amp_k_head_pointers<<<tf_blocks((size_t)ops->n * nbh), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
+        *tab, *ops, nbh, nh);
+    AMP_CHECK_LAUNCH(amp_k_head_pointers);
+    return 0;
+}
+
+/* Row-major C[m, n] (FP32) = alpha op(A) op(B) for each of the nbh
+ * matrices of the tables tab[0..nbh) (A), tab[nbh..) (B), tab[2nbh..) (C);
+ * A and B hold dt (see cuda_gemm in backend_cuda.cu for the
+ * row-major/column-major swap). */
+static int tf_gemm_heads(amp_backend *be, const void **tab, int nbh, amp_dtype dt, int ta, int tb,
+                         int m, int n, int k, int lda, int ldb, int ldc, float alpha) {
     cudaDataType_t type;
     cublasComputeType_t compute;
     if (tf_cuda_type(be, dt, &type, &compute)) return 1;
     float beta = 0.0f;
-    AMP_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+    AMP_CHECK_CUBLAS(cublasGemmBatchedEx(
         amp_cuda_im(be)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
-        m, k, &alpha, b, type, ldb, sb, a, type, lda, sa, &beta, c, CUDA_R_32F, ldc, sc, batch,
-        compute, CUBLAS_GEMM_DEFAULT));
-    AMP_CHECK_LAUNCH(cublasGemmStridedBatchedEx);
+        m, k, &alpha, tab + nbh, type, ldb, tab, type, lda, &beta, (void *const *)(tab + 2 * nbh),
+        CUDA_R_32F, ldc, nbh, compute, CUBLAS_GEMM_DEFAULT));
+    AMP_CHECK_LAUNCH(cublasGemmBatchedEx);
     return 0;
 }
 
 static size_t tf_es(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
 
-/* One thread per query row (b, h, t); S holds the FP32 logits. */
-__global__ void amp_k_attn_softmax(void *att, float *S, int rows, int T, int dt,
+/* One warp per query row (b, h, t) of amp_attn_softmax_row (max and sum as
+ * butterflies); S holds the FP32 logits. */
+__global__ void amp_k_attn_softmax(void *att, float *S, size_t rows, int T, int dt,
                                    amp_round_count *cnt) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= rows) return;
+    size_t r = tf_warp_row();
+    if (r >= rows) return; /* the whole warp */
+    int lane = threadIdx.x % AMP_WARP, t_q = (int)(r % (size_t)T);
     amp_round_tally t = {0, 0, 0};
-    size_t base = (size_t)r * T;
-    amp_attn_softmax_row(att, base, NULL, S + base, r % T, T, dt, &t);
-    tf_flush(cnt, t);
+    size_t base = r * T;
+    float *s = S + base;
+    float mx = -INFINITY;
+    for (int j = lane; j <= t_q; j += AMP_WARP) {
+        s[j] = amp_store(s, (size_t)j, dt, 1, s[j], &t); /* the logits' rounding point */
+        if (s[j] > mx) mx = s[j];
+    }
+    mx = amp_warp_max(mx);
+    float sum = 0.0f;
+    for (int j = lane; j <= t_q; j += AMP_WARP) sum += expf(s[j] - mx);
+    float inv = 1.0f / amp_warp_sum(sum);
+    for (int j = lane; j < T; j += AMP_WARP) {
+        float p = j <= t_q ? expf(s[j] - mx) * inv : 0.0f;
+        amp_store(att, base + (size_t)j, dt, 0, p, &t);
+    }
+    amp_warp_flush(cnt, t);
 }
 
-__global__ void amp_k_attn_softmax_backward(void *dS, float *dP, const void *att, int rows, int T,
-                                            int dt, amp_round_count *cnt) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= rows) return;
+/* One warp per row of amp_attn_softmax_backward_row (the dot a butterfly). */
+__global__ void amp_k_attn_softmax_backward(void *dS, float *dP, const void *att, size_t rows,
+                                            int T, int dt, amp_round_count *cnt) {
+    size_t r = tf_warp_row();
+    if (r >= rows) return; /* the whole warp */
+    int lane = threadIdx.x % AMP_WARP, t_q = (int)(r % (size_t)T);
     amp_round_tally t = {0, 0, 0};
-    size_t base = (size_t)r * T;
-    amp_attn_softmax_backward_row(dS, base, 0, dP + base, att, base, r % T, T, dt, &t);
-    tf_flush(cnt, t);
+    size_t base = r * T;
+    float *dp = dP + base;
+    float dot = 0.0f;
+    for (int j = lane; j <= t_q; j += AMP_WARP) {
+        dp[j] = amp_store(dp, (size_t)j, dt, 1, dp[j], &t);
+        dot += amp_load(att, base + (size_t)j, dt) * dp[j];
+    }
+    dot = amp_warp_sum(dot);
+    for (int j = lane; j < T; j += AMP_WARP) {
+        float ds = j <= t_q ? amp_load(att, base + (size_t)j, dt) * (dp[j] - dot) : 0.0f;
+        amp_store(dS, base + (size_t)j, dt, 0, ds, &t);
+    }
+    amp_warp_flush(cnt, t);
 }
 
 /* dst(dt)[n] = round(src[n]), counting: the backend's round op (block-reduced
@@ -207,30 +408,31 @@ int amp_cuda_attention_forward(amp_backend *be, void *out, void *att, float *ws,
                                amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt) {
     if (tf_check_heads(be, "attention_forward", C, nh)) return 1;
     if (B <= 0 || T <= 0) return 0;
-    int hs = C / nh, C3 = 3 * C;
+    int hs = C / nh, C3 = 3 * C, nbh = B * nh;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t tt = (size_t)T * T, es = tf_es(dt);
-    float *S = ws, *Y = ws + 2 * (size_t)B * nh * tt;
-    const char *q = (const char *)qkv;
-    for (int h = 0; h < nh; h++) {
-        /* logits of head h for every sequence: [T, T] = scale Q K^T */
-        if (tf_gemm_batched(be, S + h * tt, q + (size_t)h * hs * es, q + (size_t)(C + h * hs) * es,
-                            dt, 0, 1, T, T, hs, C3, C3, T, (long long)T * C3, (long long)T * C3,
-                            (long long)nh * tt, B, scale))
-            return 1;
-    }
-    int rows = B * nh * T;
-    amp_k_attn_softmax<<<tf_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
-        att, S, rows, T, (int)dt, cnt);
+    size_t tt = (size_t)T * T;
+    long long es = (long long)tf_es(dt), sq = (long long)T * C3 * es;
+    long long ssf = (long long)((size_t)nh * tt * 4), ssp = (long long)((size_t)nh * tt) * es;
+    float *S = ws, *Y = ws + 2 * (size_t)nbh * tt;
+    const char *q = (const char *)qkv, *p = (const char *)att;
+    /* A, B, C of: S = scale Q K^T ; Y = P V (into the head's columns of Y) */
+    tf_operands ops = {{{q, sq, hs * es},
+                        {q + C * es, sq, hs * es},
+                        {(const char *)S, ssf, (long long)tt * 4},
+                        {p, ssp, (long long)tt * es},
+                        {q + 2 * C * es, sq, hs * es},
+                        {(const char *)Y, (long long)T * C * 4, (long long)hs * 4}},
+                       6};
+    const void **tab;
+    if (tf_head_pointers(be, &ops, nbh, nh, &tab) ||
+        tf_gemm_heads(be, tab, nbh, dt, 0, 1, T, T, hs, C3, C3, T, scale))
+        return 1;
+    size_t rows = (size_t)nbh * T;
+    amp_k_attn_softmax<<<tf_row_blocks(rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(att, S, rows, T,
+                                                                               (int)dt, cnt);
     AMP_CHECK_LAUNCH(amp_k_attn_softmax);
-    const char *p = (const char *)att;
-    for (int h = 0; h < nh; h++) {
-        /* y[T, hs] = P V, into columns h*hs.. of Y[B, T, C] */
-        if (tf_gemm_batched(be, Y + (size_t)h * hs, p + (size_t)h * tt * es,
-                            q + (size_t)(2 * C + h * hs) * es, dt, 0, 0, T, hs, T, T, C3, C,
-                            (long long)nh * tt, (long long)T * C3, (long long)T * C, B, 1.0f))
-            return 1;
-    }
+    if (tf_gemm_heads(be, tab + 3 * (size_t)nbh, nbh, dt, 0, 0, T, hs, T, T, C3, C, 1.0f))
+        return 1;
     return tf_store(be, out, dt, Y, (size_t)B * T * C, cnt);
 }
 
@@ -239,38 +441,36 @@ int amp_cuda_attention_backward(amp_backend *be, void *dqkv, float *ws, const vo
                                 int C, int nh, amp_round_count *cnt) {
     if (tf_check_heads(be, "attention_backward", C, nh)) return 1;
     if (B <= 0 || T <= 0) return 0;
-    int hs = C / nh, C3 = 3 * C;
+    int hs = C / nh, C3 = 3 * C, nbh = B * nh;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t tt = (size_t)T * T, nbh = (size_t)B * nh, es = tf_es(dt);
-    float *dP = ws, *dacc = ws + 2 * nbh * tt;
-    void *dS = ws + nbh * tt; /* holds dt values */
+    size_t tt = (size_t)T * T;
+    long long es = (long long)tf_es(dt), sq = (long long)T * C3 * es, sy = (long long)T * C * es;
+    long long sp = (long long)((size_t)nh * tt) * es, sacc = (long long)T * C3 * 4;
+    float *dP = ws, *dacc = ws + 2 * (size_t)nbh * tt;
+    void *dS = ws + (size_t)nbh * tt; /* holds dt values */
     const char *q = (const char *)qkv, *dy = (const char *)dout, *p = (const char *)att;
-    const char *ds = (const char *)dS;
-    long long sq = (long long)T * C3, sy = (long long)T * C, sp = (long long)nh * tt;
-    for (int h = 0; h < nh; h++) {
-        const char *V = q + (size_t)(2 * C + h * hs) * es;
-        const char *dY = dy + (size_t)h * hs * es, *P = p + (size_t)h * tt * es;
-        /* dP = dY V^T ; dV = P^T dY */
-        if (tf_gemm_batched(be, dP + h * tt, dY, V, dt, 0, 1, T, T, hs, C, C3, T, sy, sq, sp, B,
-                            1.0f) ||
-            tf_gemm_batched(be, dacc + 2 * C + h * hs, P, dY, dt, 1, 0, T, hs, T, T, C, C3, sp, sy,
-                            sq, B, 1.0f))
-            return 1;
-    }
-    int rows = B * nh * T;
-    amp_k_attn_softmax_backward<<<tf_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
+    const char *ds = (const char *)dS, *acc = (const char *)dacc;
+    const tf_operand Q = {q, sq, hs * es}, K = {q + C * es, sq, hs * es},
+                     V = {q + 2 * C * es, sq, hs * es}, dY = {dy, sy, hs * es},
+                     P = {p, sp, (long long)tt * es}, dSo = {ds, sp, (long long)tt * es},
+                     dPo = {(const char *)dP, (long long)((size_t)nh * tt * 4), (long long)tt * 4},
+                     dQ = {acc, sacc, (long long)hs * 4}, dK = {acc + C * 4, sacc, (long long)hs * 4},
+                     dV = {acc + 2 * C * 4, sacc, (long long)hs * 4};
+    /* A, B, C of: dP = dY V^T ; dV = P^T dY ; dQ = scale dS K ; dK = scale dS^T Q */
+    tf_operands ops = {{dY, V, dPo, P, dY, dV, dSo, K, dQ, dSo, Q, dK}, 12};
+    const void **tab;
+    size_t g = 3 * (size_t)nbh;
+    if (tf_head_pointers(be, &ops, nbh, nh, &tab) ||
+        tf_gemm_heads(be, tab, nbh, dt, 0, 1, T, T, hs, C, C3, T, 1.0f) ||
+        tf_gemm_heads(be, tab + g, nbh, dt, 1, 0, T, hs, T, T, C, C3, 1.0f))
+        return 1;
+    size_t rows = (size_t)nbh * T;
+    amp_k_attn_softmax_backward<<<tf_row_blocks(rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
         dS, dP, att, rows, T, (int)dt, cnt);
     AMP_CHECK_LAUNCH(amp_k_attn_softmax_backward);
-    for (int h = 0; h < nh; h++) {
-        const char *Q = q + (size_t)h * hs * es, *K = q + (size_t)(C + h * hs) * es;
-        const char *dSh = ds + (size_t)h * tt * es;
-        /* dQ = scale dS K ; dK = scale dS^T Q */
-        if (tf_gemm_batched(be, dacc + h * hs, dSh, K, dt, 0, 0, T, hs, T, T, C3, C3, sp, sq, sq, B,
-                            scale) ||
-            tf_gemm_batched(be, dacc + C + h * hs, dSh, Q, dt, 1, 0, T, hs, T, T, C3, C3, sp, sq, sq,
-                            B, scale))
-            return 1;
-    }
+    if (tf_gemm_heads(be, tab + 2 * g, nbh, dt, 0, 0, T, hs, T, T, C3, C3, scale) ||
+        tf_gemm_heads(be, tab + 3 * g, nbh, dt, 1, 0, T, hs, T, T, C3, C3, scale))
+        return 1;
     return tf_store(be, dqkv, dt, dacc, (size_t)B * T * C3, cnt);
 }
 

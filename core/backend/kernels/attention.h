@@ -1,8 +1,10 @@
-/* The row-wise part of causal self-attention: the CUDA kernels call these
- * rows; the CPU's threaded rows (cpu_transformer.c) do the same operations
- * in the same order with the ISA kernels (vexp has expf's bits), which
- * test_transformer_threads checks bit for bit. The GEMMs around it are the
- * backend's batched ones (oneDNN / cuBLAS strided-batched). Softmax runs in FP32 whatever the policy
+/* The row-wise part of causal self-attention: the reference rows. The CPU's
+ * threaded rows (cpu_transformer.c) do the same operations in the same
+ * order with the ISA kernels (vexp has expf's bits), which
+ * test_transformer_threads checks bit for bit; the CUDA kernels do them one
+ * warp per row, the max and the sums as warp butterflies (another order:
+ * test_gpu_transformer's tolerances). The GEMMs around it are the
+ * backend's batched ones (oneDNN / cuBLAS batched over batch x heads). Softmax runs in FP32 whatever the policy
  * (autocast's fp32 list); the logits (the QK^T GEMM's output) and the
  * probabilities (the PV GEMM's input) are rounding points into the
  * attention dtype dt, counted like every other rounding.

@@ -1,7 +1,9 @@
 /* LayerNorm over the last dimension, one row at a time, in FP32 whatever the
  * policy (autocast runs layer_norm in FP32), as llm.c's layernorm_forward /
  * layernorm_backward write it: biased variance, rstd = 1/sqrt(var + eps).
- * Shared by the CPU loops and the CUDA kernels. */
+ * The CPU loops call the row functions; the CUDA kernels (one warp per row,
+ * sums as warp butterflies, parameter gradients as chunk partials) share
+ * the per-element ones, amp_ln_value and amp_ln_xhat. */
 #ifndef AMP_KERNELS_LAYERNORM_H
 #define AMP_KERNELS_LAYERNORM_H
 
@@ -98,8 +100,8 @@ static inline AMP_HD void amp_ln_backward_row(float *dx, const float *dout, cons
     amp_ln_backward_rows(dx, dout, x, w, &mean, &rstd, (size_t)C, 1, C);
 }
 
-/* Column j of the parameter gradients, rows in order (the same summation
- * order on the CPU and the GPU): dw[j] += sum dout*xhat, db[j] += sum dout
+/* Column j of the parameter gradients, rows in order (the CPU's order; the
+ * GPU adds per-chunk partials in chunk order): dw[j] += sum dout*xhat, db[j] += sum dout
  * (db may be NULL). */
 static inline AMP_HD void amp_ln_param_grad_col(float *dw, float *db, const float *dout,
                                                 const float *x, const float *mean,
