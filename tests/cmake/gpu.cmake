@@ -13,3 +13,10 @@ target_compile_options(test_op_rows_break PRIVATE ${AMP_C_WARNINGS})
 target_compile_definitions(test_op_rows_break PRIVATE AMP_TEST_BREAK_OP="pass first")
 add_test(NAME test_op_rows_break COMMAND test_op_rows_break)
 set_tests_properties(test_op_rows_break PROPERTIES LABELS cli)
+
+# ptxas spills no register of any CUDA kernel at sm_90 (nvcc only, no GPU).
+if(AMP_HAVE_CUDA)
+  add_test(NAME cuda_no_spills COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/cuda-no-spills.sh 90)
+  set_tests_properties(cuda_no_spills PROPERTIES ENVIRONMENT AMP_NVCC=${CMAKE_CUDA_COMPILER}
+                       LABELS cli TIMEOUT 900)
+endif()
