@@ -8,21 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data_id.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Where Debian's dataset-fashion-mnist package installs the files. */
 #define AMP_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
-
-/* A file a dataset was read from, as fstat saw it when it was opened: the
- * data's fingerprint (data_id.h) hashes it later and checks that it is
- * still that file. */
-typedef struct amp_data_source {
-    char path[4096];  /* "" for generated data */
-    uint64_t size, dev, ino;
-    int64_t mtime_ns;
-} amp_data_source;
 
 typedef struct amp_dataset {
     int64_t n;    /* examples */

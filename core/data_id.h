@@ -9,9 +9,16 @@
 #define AMP_DATA_ID_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
-#include "data.h"
+/* A file a dataset was read from, as fstat saw it when it was opened: the
+ * fingerprint hashes it later and checks that it is still that file. */
+typedef struct amp_data_source {
+    char path[4096];  /* "" for generated data */
+    uint64_t size, dev, ino;
+    int64_t mtime_ns;
+} amp_data_source;
 
 /* Records path and what fstat said of it when it was opened. */
 void amp_data_source_note(amp_data_source *src, const char *path, const struct stat *st);

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend/cpu_isa.h"
 #include "log.h"
 
 extern char **environ;
@@ -92,12 +91,12 @@ static void warn_unknown_names(void) {
     }
 }
 
-int amp_env_check(char *err, size_t errlen) {
+int amp_env_check(const char *const *isa_names, char *err, size_t errlen) {
     int idx;
     long threads;
     if (amp_env_choice("AMPTRAIN_LOG", log_levels, &idx, err, errlen) < 0 ||
         amp_env_int("AMPTRAIN_THREADS", 1, 1024, &threads, err, errlen) < 0 ||
-        amp_env_choice("AMPTRAIN_ISA", amp_isa_names, &idx, err, errlen) < 0 ||
+        amp_env_choice("AMPTRAIN_ISA", isa_names, &idx, err, errlen) < 0 ||
         amp_env_choice("AMPTRAIN_GEMM", amp_env_gemm_libs, &idx, err, errlen) < 0 ||
         amp_env_choice("AMPTRAIN_CUDA_SYNC", amp_env_zero_one, &idx, err, errlen) < 0 ||
         check_plugin_path(err, errlen) < 0)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "amptrain/plugin.h"
+#include "backend/cpu_isa.h"
 #include "cli/cli.h"
 #include "cli/mem_limit.h"
 #include "env.h"
@@ -56,7 +57,7 @@ static int run_command(int argc, char **argv) {
     int lvl = amp_env_log_level();
     if (lvl >= 0) amp_log_set_level(lvl);
     char err[1024];
-    if (amp_env_check(err, sizeof err) != 0) {
+    if (amp_env_check(amp_isa_names, err, sizeof err) != 0) {
         fprintf(stderr, "amptrain: %s\n", err);
         return 2;
     }
