@@ -60,8 +60,13 @@ static int hm_init(const amp_host_api *host, void **self)
     else if (!strcmp(how, "at_update"))
         return 0;
     (void)i;
-    /* error_null_init_ok and log_*: init claims success anyway */
-    return strcmp(how, "error_null_init_ok") && strncmp(how, "log_", 4) ? 1 : 0;
+    /* error_null_init_ok and log_*: init claims success anyway; a failed
+     * init frees its own state (the host calls no fini after it) */
+    if (!strcmp(how, "error_null_init_ok") || !strncmp(how, "log_", 4))
+        return 0;
+    free(s);
+    *self = NULL;
+    return 1;
 }
 
 static void hm_fini(void *self) { free(self); }

@@ -11,6 +11,11 @@ set -u
 . "$(dirname "$0")/../checkpoint/lib.sh"
 A=$1 C=$2 W=$3 STEP=${4:-20} SPAN=${5:-400}
 command -v prlimit >/dev/null || { echo "SKIP: prlimit (util-linux) not found"; exit 77; }
+# AddressSanitizer reserves terabytes of address space for its shadow memory
+if ldd "$A" 2>/dev/null | grep -q 'libasan'; then
+    echo "SKIP: built with AddressSanitizer, which cannot run under an address-space limit"
+    exit 77
+fi
 rm -rf "$W" && mkdir -p "$W" || exit 1
 MB=$((1024 * 1024))
 
