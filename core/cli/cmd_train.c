@@ -292,8 +292,14 @@ static void progress(const amp_session *s, const amp_step_record *r, int tty) {
 static volatile sig_atomic_t g_stop_signal;
 static struct timespec g_stop_time; /* when the first stop signal came */
 
+/* 1 once a handler has claimed the first stop (a lock-free atomic, safe in
+ * a handler): signals to a process reach whichever thread has them
+ * unblocked, so two handlers can run at once, and only one may be first. */
+static int g_stop_claimed;
+
 static double since_stop_s(void) {
     struct timespec now; /* clock_gettime is async-signal-safe */
+    if (g_stop_time.tv_sec == 0 && g_stop_time.tv_nsec == 0) return 0.0; /* being set now */
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)(now.tv_sec - g_stop_time.tv_sec) + (now.tv_nsec - g_stop_time.tv_nsec) / 1e9;
 }
@@ -321,9 +327,11 @@ static void say_stopping(int sig) {
 }
 
 static void on_stop_signal(int sig) {
-    if (!g_stop_signal) {
-        clock_gettime(CLOCK_MONOTONIC, &g_stop_time);
+    int unclaimed = 0;
+    if (__atomic_compare_exchange_n(&g_stop_claimed, &unclaimed, 1, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
         g_stop_signal = sig;
+        clock_gettime(CLOCK_MONOTONIC, &g_stop_time);
         say_stopping(sig);
         return;
     }
@@ -361,6 +369,8 @@ static void signals_install(signal_guard *g) {
     for (int i = 0; i < NSTOP; i++) sigaddset(&sa.sa_mask, stop_signals[i]);
     sa.sa_flags = SA_RESTART;
     g_stop_signal = 0;
+    g_stop_claimed = 0;
+    g_stop_time = (struct timespec){0, 0};
     g_training = 0;
     for (int i = 0; i < NSTOP; i++) {
         sigaction(stop_signals[i], NULL, &g->old[i]);
