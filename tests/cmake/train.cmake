@@ -32,6 +32,14 @@ foreach(lib_isa ${AMP_PIN_LIBS})
   set_tests_properties(mlp_pin_${lib}_${isa} PROPERTIES LABELS "train;pin" SKIP_RETURN_CODE 77
                        ENVIRONMENT "AMPTRAIN_ISA=${isa}")
 endforeach()
+# The GPT's and the CNN's numerics (tests/pin/model_pin.sh), on the FP64
+# reference GEMM bit for bit against tests/pin/{gpt,cnn}_pin.expected: GPT
+# fp32/fp16/bf16 15 steps, CNN fp16 6 steps, at 2 threads on the default path.
+foreach(model gpt cnn)
+  add_test(NAME ${model}_pin
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/model_pin.sh $<TARGET_FILE:amptrain> ${model})
+  set_tests_properties(${model}_pin PROPERTIES LABELS "train;pin" ENVIRONMENT "AMPTRAIN_THREADS=2")
+endforeach()
 # Determinism as stated in README: repeatable on a path and thread count,
 # thread-count independent on the default path, every ISA path within 2e-3
 # of the generic one, a resume on another thread count warns.

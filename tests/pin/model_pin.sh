@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The GPT's and the CNN's training numerics pinned, like mlp_pin.sh for the
+# MLP: short CPU runs print their per-step metrics, evaluation, per-layer
+# rounding telemetry and the SHA-256 of the saved weights (timings, paths
+# and memory sizes left out), compared bit for bit with a committed digest.
+#
+# The committed digests are taken on AMPTRAIN_GEMM=reference (the FP64 GEMM
+# of core/backend/cpu_gemm_ref.h), so they hold on every CPU: everything in
+# them is amptrain's own arithmetic. `default` runs the library GEMMs the
+# machine would pick; its digest holds only on one machine, and serves to
+# compare two builds of amptrain side by side (a refactor must keep it):
+#
+#   model_pin.sh AMPTRAIN gpt|cnn                   check against the committed digest
+#   model_pin.sh AMPTRAIN gpt|cnn --write           rewrite it (say why in the commit)
+#   model_pin.sh AMPTRAIN gpt|cnn default FILE      write this machine's default-path digest
+#   model_pin.sh AMPTRAIN gpt|cnn default FILE --check   compare with one written before
+#
+# Cases: GPT (tests/gpt/tiny_gpt.ini widened to 2 layers, 2 heads, 64 wide,
+# block 32) for 15 steps under fp32, fp16 + dynamic scaling and bf16; the CNN
+# of configs/cnn_fashion_fp16_dynamic.ini for 6 steps on 512 images.
+set -euo pipefail
+amptrain=$1
+model=${2:?usage: model_pin.sh AMPTRAIN gpt|cnn [--write | default FILE [--check]]}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+expected=$here/${model}_pin.expected
+mode=check
+case ${3:-} in
+"") export AMPTRAIN_GEMM=reference ;;
+--write) export AMPTRAIN_GEMM=reference mode=write ;;
+default)
+    expected=${4:?model_pin: default needs a FILE}
+    mode=write
+    [ "${5:-}" = --check ] && mode=check ;;
+*) echo "model_pin: expected --write or default FILE, got '$3'" >&2; exit 2 ;;
+esac
+export AMPTRAIN_THREADS=${AMPTRAIN_THREADS:-2}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+run_case() { # name config args...
+    local name=$1 cfg=$2
+    shift 2
+    "$amptrain" train "$root/$cfg" --set run.device=cpu --set train.log_every=1 \
+        "$@" --out "$work/$name" >/dev/null 2>"$work/$name.log" || {
+        cat "$work/$name.log" >&2
+        echo "model_pin: case $name failed" >&2
+        exit 1
+    }
+    echo "== $name"
+    sed -E 's/,"(step_ms|cpu_ms)":[^,}]*//g' "$work/$name/metrics.jsonl"
+    grep -E '"(steps|skipped_steps|final_train_loss|test_loss|test_acc|val_loss|final_scale|params)"|"forward": \{' \
+        "$work/$name/summary.json"
+    echo "weights $(sha256sum <"$work/$name/weights.safetensors" | cut -d' ' -f1)"
+}
+
+gpt_shape=(--set model.n_layer=2 --set model.n_embd=64 --set model.block_size=32
+    --set data.batch_size=8 --set train.steps=15 --set train.eval_every=5
+    --set train.checkpoint_every=0)
+{
+    case $model in
+    gpt)
+        run_case gpt_fp32 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
+            --set precision.plugin=fp32 --set scaler.plugin=none
+        run_case gpt_fp16 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
+            --set precision.plugin=fp16 --set scaler.plugin=dynamic
+        run_case gpt_bf16 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
+            --set precision.plugin=bf16 --set scaler.plugin=none ;;
+    cnn)
+        run_case cnn_fp16 configs/cnn_fashion_fp16_dynamic.ini --set train.steps=6 \
+            --set data.train_limit=512 --set data.test_limit=256 --set data.batch_size=64 ;;
+    *) echo "model_pin: expected gpt or cnn, got '$model'" >&2; exit 2 ;;
+    esac
+} >"$work/digest.txt"
+how="AMPTRAIN_GEMM=${AMPTRAIN_GEMM:-default}, $AMPTRAIN_THREADS thread(s)"
+if [ $mode = write ]; then
+    cp "$work/digest.txt" "$expected"
+    echo "model_pin: wrote $expected ($how)"
+    exit 0
+fi
+if ! diff -u "$expected" "$work/digest.txt"; then
+    echo "model_pin: the $model's numbers moved (diff above: expected, then now; $how)" >&2
+    exit 1
+fi
+echo "model_pin: $(grep -c '^==' "$work/digest.txt") $model case(s) match bit for bit ($how)"
