@@ -13,7 +13,7 @@
 
 #include "batcher.h"
 
-/* The corpus that ships in data/ (see data/README.md). */
+/* The corpus that ships in data/ (see docs/gpt-shakespeare.md, "Data"). */
 #define AMP_TEXT_DEFAULT_FILE "tinyshakespeare.txt"
 /* [model] block_size when not set: nanoGPT's shakespeare_char value. */
 #define AMP_TEXT_DEFAULT_BLOCK 256

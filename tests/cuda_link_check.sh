@@ -1,6 +1,6 @@
 #!/bin/sh
 # cuda_link_check.sh BUILD_DIR CMAKE TOOLKIT_LIBDIR
-# How a CUDA build finds its CUDA libraries (README "Linking"): amptrain
+# How a CUDA build finds its CUDA libraries (docs/performance.md "Linking"): amptrain
 # links ONE CUDA runtime, the shared libcudart (no cudart_static copied in
 # beside it), and carries a RUNPATH naming the toolkit's library folder, in
 # the build tree and after `cmake --install`, so libcudart and cuBLAS load

@@ -8,7 +8,7 @@
  *   |c - ref| <= (k + 2) * 2^-24 * (|alpha| sum|a||b| + |beta c0|)
  * (the textbook gamma_k bound, plus the alpha/beta roundings). Every path
  * must meet it: this is the tolerance within which results across paths
- * agree (README, "Determinism"). Under AMPTRAIN_GEMM=reference every value
+ * agree (docs/performance.md, "Determinism"). Under AMPTRAIN_GEMM=reference every value
  * must also be that FP64 sum, k ascending, rounded once to FP32, bit for
  * bit (the GEMM the pinned tests run, cpu_gemm_ref.h). */
 #include <math.h>

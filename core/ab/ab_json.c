@@ -1,6 +1,6 @@
 /* ab.json: every run's summary, per-arm statistics across seeds and the
  * pairwise comparisons (b - a, Welch 95% intervals). Schema "amptrain-ab/1";
- * README.md describes it. */
+ * docs/ab-testing.md describes it. */
 #include <math.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
-/* Helpers shared by the built-in loss scalers: config reading/validation and
- * the little-endian state record. Header-only (static inline) so each plugin
- * .so carries its own copy and nothing links the core. */
+/* Helpers shared by the built-in loss scalers: config reading/validation, the
+ * start of every update and the little-endian state record. Header-only
+ * (static inline) so each plugin .so carries its own copy and nothing links
+ * the core. The GradScaler growth/backoff core is scaler_growth.h. */
 #ifndef AMP_PLUGINS_SCALER_COMMON_H
 #define AMP_PLUGINS_SCALER_COMMON_H
 
@@ -73,36 +74,23 @@ static inline int amp_scaler_check_count(const amp_host_api *host, const char *k
 }
 
 /* True when the stats struct is large enough to carry found_inf. */
-/* The GradScaler-style keys dynamic and hysteresis share. Preset the
- * defaults, then read (every key, so none is reported unread) and check. */
-typedef struct amp_scaler_growth {
-    double init_scale, growth_factor, backoff_factor;
-    int64_t growth_interval;
-} amp_scaler_growth;
-
-static inline int amp_scaler_read_growth(const amp_host_api *host, amp_scaler_growth *g)
-{
-    int bad = 0;
-    bad |= amp_scaler_read_double(host, "init_scale", &g->init_scale);
-    bad |= amp_scaler_read_double(host, "growth_factor", &g->growth_factor);
-    bad |= amp_scaler_read_double(host, "backoff_factor", &g->backoff_factor);
-    bad |= amp_scaler_read_int(host, "growth_interval", &g->growth_interval);
-    return bad;
-}
-
-static inline int amp_scaler_check_growth_keys(const amp_host_api *host, const amp_scaler_growth *g)
-{
-    int bad = 0;
-    bad |= amp_scaler_check_scale(host, "init_scale", g->init_scale);
-    bad |= amp_scaler_check_growth(host, "growth_factor", g->growth_factor);
-    bad |= amp_scaler_check_backoff(host, "backoff_factor", g->backoff_factor);
-    bad |= amp_scaler_check_count(host, "growth_interval", g->growth_interval);
-    return bad;
-}
-
 static inline int amp_scaler_stats_ok(const amp_scaler_stats *st)
 {
     return st && st->struct_size >= offsetof(amp_scaler_stats, found_inf) + sizeof(st->found_inf);
+}
+
+/* Every scaler's update starts here: refuses a call without stats or skip
+ * (-1, the host has the error naming scaler `who`), else sets *skip when the
+ * step found an inf/NaN and returns 0. */
+static inline int amp_scaler_update_begin(const amp_host_api *host, const amp_scaler_stats *st,
+                                          int *skip, const char *who)
+{
+    if (!amp_scaler_stats_ok(st) || !skip) {
+        host->error(host->ctx, "%s scaler: update called without stats/skip", who);
+        return -1;
+    }
+    *skip = st->found_inf != 0;
+    return 0;
 }
 
 /* ---- little-endian record: fixed byte order so checkpoints move between

@@ -8,30 +8,27 @@
 #include <stdlib.h>
 
 #include "amptrain/plugin.h"
-#include "scaler_common.h"
+#include "scaler_growth.h"
 
 #define DYN_STATE_VERSION 1u
-/* magic, version, scale, growth_tracker, growth, backoff, interval */
-#define DYN_STATE_SIZE (4 + 4 + 5 * 8)
+/* the tracker's head (magic, version, scale, growth_tracker), then growth,
+ * backoff, interval */
+#define DYN_STATE_SIZE (AMP_SCALER_TRACKER_HEAD + 3 * 8)
 static const char dyn_magic[4] = {'a', 'm', 'p', 'D'};
 
 typedef struct dyn_state {
     const amp_host_api *host;
-    /* PyTorch keeps the scale in a float32 tensor and the factors as double
-     * kernel arguments: the product is formed in double and rounded to
-     * float32 when stored. We do the same so trajectories match bit for bit. */
-    float scale;
-    int64_t growth_tracker; /* consecutive clean steps since the last change */
+    amp_scaler_tracker t;
+    /* PyTorch keeps the factors as double kernel arguments: the product with
+     * the float32 scale is formed in double and rounded to float32 when
+     * stored. We do the same so trajectories match bit for bit. */
     double growth;
     double backoff;
-    int64_t interval;
 } dyn_state;
 
 static int dyn_init(const amp_host_api *host, void **self)
 {
     amp_scaler_growth g = {65536.0, 2.0, 0.5, 2000};
-    /* Read every key before failing so none is reported as unread, and
-     * report every bad value, not just the first. */
     if (amp_scaler_read_growth(host, &g) || amp_scaler_check_growth_keys(host, &g))
         return -1;
     dyn_state *s = calloc(1, sizeof *s);
@@ -40,40 +37,29 @@ static int dyn_init(const amp_host_api *host, void **self)
         return -1;
     }
     s->host = host;
-    s->scale = (float)g.init_scale;
+    s->t = (amp_scaler_tracker){(float)g.init_scale, 0, g.growth_interval};
     s->growth = g.growth_factor;
     s->backoff = g.backoff_factor;
-    s->interval = g.growth_interval;
     *self = s;
     return 0;
 }
 
 static void dyn_fini(void *self) { free(self); }
 
-static double dyn_get_scale(void *self) { return ((dyn_state *)self)->scale; }
+static double dyn_get_scale(void *self) { return ((dyn_state *)self)->t.scale; }
 
 static int dyn_update(void *self, const amp_scaler_stats *stats, int *skip)
 {
     dyn_state *s = self;
-    if (!amp_scaler_stats_ok(stats) || !skip) {
-        s->host->error(s->host->ctx, "dynamic scaler: update called without stats/skip");
+    if (amp_scaler_update_begin(s->host, stats, skip, "dynamic"))
         return -1;
-    }
-    if (stats->found_inf) {
-        s->scale = (float)((double)s->scale * s->backoff);
-        s->growth_tracker = 0;
-        *skip = 1;
-        return 0;
-    }
-    *skip = 0;
-    int64_t successful = s->growth_tracker + 1;
-    if (successful == s->interval) {
-        float grown = (float)((double)s->scale * s->growth);
+    if (*skip) {
+        s->t.scale = (float)((double)s->t.scale * s->backoff);
+        amp_scaler_tracker_overflow(&s->t);
+    } else if (amp_scaler_tracker_clean(&s->t)) {
+        float grown = (float)((double)s->t.scale * s->growth);
         if (isfinite(grown)) /* never grow past float32 range to inf */
-            s->scale = grown;
-        s->growth_tracker = 0;
-    } else {
-        s->growth_tracker = successful;
+            s->t.scale = grown;
     }
     return 0;
 }
@@ -85,13 +71,10 @@ static int dyn_state_save(void *self, void *buf, size_t cap, size_t *len)
     if (rc <= 0)
         return rc;
     unsigned char *p = buf;
-    memcpy(p, dyn_magic, 4);
-    amp_le_put_u32(p + 4, DYN_STATE_VERSION);
-    amp_le_put_f64(p + 8, (double)s->scale);
-    amp_le_put_i64(p + 16, s->growth_tracker);
+    amp_scaler_tracker_put(p, dyn_magic, DYN_STATE_VERSION, &s->t);
     amp_le_put_f64(p + 24, s->growth);
     amp_le_put_f64(p + 32, s->backoff);
-    amp_le_put_i64(p + 40, s->interval);
+    amp_le_put_i64(p + 40, s->t.interval);
     return 0;
 }
 
@@ -106,8 +89,9 @@ static int dyn_state_load(void *self, const void *buf, size_t len)
                               "dynamic"))
         return -1;
     const unsigned char *p = buf;
-    double scale = amp_le_get_f64(p + 8);
-    int64_t tracker = amp_le_get_i64(p + 16);
+    double scale;
+    int64_t tracker;
+    amp_scaler_tracker_get(p, &scale, &tracker);
     double growth = amp_le_get_f64(p + 24);
     double backoff = amp_le_get_f64(p + 32);
     int64_t interval = amp_le_get_i64(p + 40);
@@ -115,24 +99,22 @@ static int dyn_state_load(void *self, const void *buf, size_t len)
      * the host stops on a zero scale either way. */
     if (!(scale >= 0.0) || !isfinite((float)scale) || (double)(float)scale != scale ||
         !isfinite(growth) || !(growth > 1.0) || !(backoff > 0.0 && backoff < 1.0) ||
-        interval < 1 || tracker < 0 || tracker >= interval) {
+        !amp_scaler_tracker_valid(tracker, interval)) {
         h->error(h->ctx,
                  "dynamic scaler state: invalid values (scale %g, growth_tracker %lld, growth "
                  "%g, backoff %g, interval %lld)",
                  scale, (long long)tracker, growth, backoff, (long long)interval);
         return -1;
     }
-    if (growth != s->growth || backoff != s->backoff || interval != s->interval)
+    if (growth != s->growth || backoff != s->backoff || interval != s->t.interval)
         h->log(h->ctx, AMP_LOG_WARN,
                "checkpoint hyper-parameters (growth_factor %g, backoff_factor %g, "
                "growth_interval %lld) replace the config's (%g, %g, %lld)",
                growth, backoff, (long long)interval, s->growth, s->backoff,
-               (long long)s->interval);
-    s->scale = (float)scale;
-    s->growth_tracker = tracker;
+               (long long)s->t.interval);
+    s->t = (amp_scaler_tracker){(float)scale, tracker, interval};
     s->growth = growth;
     s->backoff = backoff;
-    s->interval = interval;
     return 0;
 }
 

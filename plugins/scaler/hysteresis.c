@@ -10,26 +10,25 @@
 #include <stdlib.h>
 
 #include "amptrain/plugin.h"
-#include "scaler_common.h"
+#include "scaler_growth.h"
 
 #define HYS_STATE_VERSION 1u
-/* magic, version, scale, growth_tracker, hysteresis_tracker, growth, backoff,
- * interval, hysteresis, min_scale, max_scale */
-#define HYS_STATE_SIZE (4 + 4 + 9 * 8)
+/* the tracker's head (magic, version, scale, growth_tracker), then
+ * hysteresis_tracker, growth, backoff, interval, hysteresis, min_scale,
+ * max_scale */
+#define HYS_STATE_SIZE (AMP_SCALER_TRACKER_HEAD + 7 * 8)
 static const char hys_magic[4] = {'a', 'm', 'p', 'H'};
 
 typedef struct hys_state {
     const amp_host_api *host;
+    amp_scaler_tracker t;
     /* Megatron keeps scale, factors and bounds in float32 tensors, so the
      * products are float32 x float32 rounded to float32; we match that. */
-    float scale;
     float growth;
     float backoff;
     float min_scale;
     float max_scale;
-    int64_t growth_tracker;     /* consecutive clean steps */
     int64_t hysteresis_tracker; /* infs still tolerated before backing off */
-    int64_t interval;
     int64_t hysteresis;
 } hys_state;
 
@@ -71,12 +70,11 @@ static int hys_init(const amp_host_api *host, void **self)
         return -1;
     }
     s->host = host;
-    s->scale = finit;
+    s->t = (amp_scaler_tracker){finit, 0, g.growth_interval};
     s->growth = (float)g.growth_factor;
     s->backoff = (float)g.backoff_factor;
     s->min_scale = fmin;
     s->max_scale = fmax;
-    s->interval = g.growth_interval;
     s->hysteresis = hysteresis;
     s->hysteresis_tracker = hysteresis;
     *self = s;
@@ -85,30 +83,22 @@ static int hys_init(const amp_host_api *host, void **self)
 
 static void hys_fini(void *self) { free(self); }
 
-static double hys_get_scale(void *self) { return ((hys_state *)self)->scale; }
+static double hys_get_scale(void *self) { return ((hys_state *)self)->t.scale; }
 
 static int hys_update(void *self, const amp_scaler_stats *stats, int *skip)
 {
     hys_state *s = self;
-    if (!amp_scaler_stats_ok(stats) || !skip) {
-        s->host->error(s->host->ctx, "hysteresis scaler: update called without stats/skip");
+    if (amp_scaler_update_begin(s->host, stats, skip, "hysteresis"))
         return -1;
-    }
-    if (stats->found_inf) {
-        *skip = 1;
-        s->growth_tracker = 0;
+    if (*skip) {
+        amp_scaler_tracker_overflow(&s->t);
         if (s->hysteresis_tracker > 0) /* stops at 0: same decisions, no overflow */
             s->hysteresis_tracker -= 1;
         if (s->hysteresis_tracker <= 0)
-            s->scale = fmaxf(s->scale * s->backoff, s->min_scale);
-        return 0;
-    }
-    *skip = 0;
-    s->growth_tracker += 1;
-    if (s->growth_tracker == s->interval) {
-        s->growth_tracker = 0;
+            s->t.scale = fmaxf(s->t.scale * s->backoff, s->min_scale);
+    } else if (amp_scaler_tracker_clean(&s->t)) {
         s->hysteresis_tracker = s->hysteresis;
-        s->scale = fminf(s->scale * s->growth, s->max_scale);
+        s->t.scale = fminf(s->t.scale * s->growth, s->max_scale);
     }
     return 0;
 }
@@ -120,14 +110,11 @@ static int hys_state_save(void *self, void *buf, size_t cap, size_t *len)
     if (rc <= 0)
         return rc;
     unsigned char *p = buf;
-    memcpy(p, hys_magic, 4);
-    amp_le_put_u32(p + 4, HYS_STATE_VERSION);
-    amp_le_put_f64(p + 8, s->scale);
-    amp_le_put_i64(p + 16, s->growth_tracker);
+    amp_scaler_tracker_put(p, hys_magic, HYS_STATE_VERSION, &s->t);
     amp_le_put_i64(p + 24, s->hysteresis_tracker);
     amp_le_put_f64(p + 32, s->growth);
     amp_le_put_f64(p + 40, s->backoff);
-    amp_le_put_i64(p + 48, s->interval);
+    amp_le_put_i64(p + 48, s->t.interval);
     amp_le_put_i64(p + 56, s->hysteresis);
     amp_le_put_f64(p + 64, s->min_scale);
     amp_le_put_f64(p + 72, s->max_scale);
@@ -147,8 +134,9 @@ static int hys_state_load(void *self, const void *buf, size_t len)
                               "hysteresis"))
         return -1;
     const unsigned char *p = buf;
-    double scale = amp_le_get_f64(p + 8);
-    int64_t gt = amp_le_get_i64(p + 16);
+    double scale;
+    int64_t gt;
+    amp_scaler_tracker_get(p, &scale, &gt);
     int64_t ht = amp_le_get_i64(p + 24);
     double growth = amp_le_get_f64(p + 32);
     double backoff = amp_le_get_f64(p + 40);
@@ -158,8 +146,8 @@ static int hys_state_load(void *self, const void *buf, size_t len)
     double mx = amp_le_get_f64(p + 72);
     if (!hys_is_f32(scale) || !hys_is_f32(growth) || !hys_is_f32(backoff) || !hys_is_f32(mn) ||
         !hys_is_f32(mx) || !(mn > 0.0) || !(mx >= mn) || !(scale >= mn && scale <= mx) ||
-        !(growth > 1.0) || !(backoff > 0.0 && backoff < 1.0) || interval < 1 ||
-        hysteresis < 1 || gt < 0 || gt >= interval || ht < 0 || ht > hysteresis) {
+        !(growth > 1.0) || !(backoff > 0.0 && backoff < 1.0) ||
+        !amp_scaler_tracker_valid(gt, interval) || hysteresis < 1 || ht < 0 || ht > hysteresis) {
         h->error(h->ctx,
                  "hysteresis scaler state: invalid values (scale %g in [%g, %g], growth_tracker "
                  "%lld/%lld, hysteresis_tracker %lld/%lld, growth %g, backoff %g)",
@@ -167,19 +155,17 @@ static int hys_state_load(void *self, const void *buf, size_t len)
                  (long long)hysteresis, growth, backoff);
         return -1;
     }
-    if ((float)growth != s->growth || (float)backoff != s->backoff || interval != s->interval ||
+    if ((float)growth != s->growth || (float)backoff != s->backoff || interval != s->t.interval ||
         hysteresis != s->hysteresis || (float)mn != s->min_scale || (float)mx != s->max_scale)
         h->log(h->ctx, AMP_LOG_WARN,
                "checkpoint hyper-parameters (growth_factor %g, backoff_factor %g, "
                "growth_interval %lld, hysteresis %lld, min_scale %g, max_scale %g) replace the "
                "config's",
                growth, backoff, (long long)interval, (long long)hysteresis, mn, mx);
-    s->scale = (float)scale;
-    s->growth_tracker = gt;
+    s->t = (amp_scaler_tracker){(float)scale, gt, interval};
     s->hysteresis_tracker = ht;
     s->growth = (float)growth;
     s->backoff = (float)backoff;
-    s->interval = interval;
     s->hysteresis = hysteresis;
     s->min_scale = (float)mn;
     s->max_scale = (float)mx;

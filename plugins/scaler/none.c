@@ -28,12 +28,7 @@ static double none_get_scale(void *self) { return 1.0; }
 static int none_update(void *self, const amp_scaler_stats *stats, int *skip)
 {
     none_state *s = self;
-    if (!amp_scaler_stats_ok(stats) || !skip) {
-        s->host->error(s->host->ctx, "none scaler: update called without stats/skip");
-        return -1;
-    }
-    *skip = stats->found_inf != 0;
-    return 0;
+    return amp_scaler_update_begin(s->host, stats, skip, "none");
 }
 
 /* The scale is a constant, so the record is only magic + version: enough

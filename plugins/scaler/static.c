@@ -34,12 +34,7 @@ static double static_get_scale(void *self) { return ((static_state *)self)->scal
 static int static_update(void *self, const amp_scaler_stats *stats, int *skip)
 {
     static_state *s = self;
-    if (!amp_scaler_stats_ok(stats) || !skip) {
-        s->host->error(s->host->ctx, "static scaler: update called without stats/skip");
-        return -1;
-    }
-    *skip = stats->found_inf != 0;
-    return 0;
+    return amp_scaler_update_begin(s->host, stats, skip, "static");
 }
 
 /* magic, version, scale (as a double holding the float32 value) */

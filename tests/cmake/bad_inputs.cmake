@@ -1,6 +1,6 @@
 # Bad inputs through the real CLI (issue 6): every case must end with its own
 # message and exit code, never a signal (a crash exits 128+N, which fails the
-# code check) or a hang (TIMEOUT). Exit codes follow the README: 2 for config
+# code check) or a hang (TIMEOUT). Exit codes follow docs/commands.md: 2 for config
 # and usage errors, 1 for runtime failures such as a damaged dataset or
 # [model] init file. A failed run must leave no output file behind.
 #   tests/bad_inputs/ini/*.ini    committed INI files, one fault each

@@ -1,6 +1,6 @@
 # Issue 15, part B: what a hostile user found in numerics' neighbours:
 # output safety, checkpoints, signals and streams, and the stress test. The
-# README's reliability section lists each guarantee with its test here.
+# docs/reliability.md lists each guarantee with its test here.
 # (Numerics: tests/cmake/nonfinite.cmake and test_unscale.)
 include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
 

@@ -40,7 +40,7 @@ foreach(model gpt cnn)
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/model_pin.sh $<TARGET_FILE:amptrain> ${model})
   set_tests_properties(${model}_pin PROPERTIES LABELS "train;pin" ENVIRONMENT "AMPTRAIN_THREADS=2")
 endforeach()
-# Determinism as stated in README: repeatable on a path and thread count,
+# Determinism as docs/performance.md states it: repeatable on a path and thread count,
 # thread-count independent on the default path, every ISA path within 2e-3
 # of the generic one, a resume on another thread count warns.
 add_test(NAME cpu_paths COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/paths.sh $<TARGET_FILE:amptrain>)

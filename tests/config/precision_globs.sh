@@ -1,6 +1,6 @@
 #!/bin/bash
-# layer.<name> and layer.<glob> overrides through the CLI, every form the
-# README documents, in a config file and with --set: each run's resolved
+# layer.<name> and layer.<glob> overrides through the CLI, every form
+# docs/plugins.md documents, in a config file and with --set: each run's resolved
 # per-layer precision (AMPTRAIN_LOG=debug) must be the one the keys ask for;
 # a later key wins; a glob that matches no layer, or a malformed one, is
 # exit 2 naming the file:line (or --set) of the key.
@@ -81,7 +81,7 @@ expect 2 "^amptrain: .*$cfg:15: \[precision\] layer\.fc\[12: malformed pattern '
 [ ! -e "$W/malformed/config.ini" ] || fail "a refused run wrote config.ini"
 echo "ok  a glob matching no layer and a malformed glob: exit 2 at the key's line"
 
-# The GPT's README examples: every attention core, and everything in the attention blocks.
+# The GPT's examples in docs/gpt-shakespeare.md: every attention core, and everything in the attention blocks.
 gpt=$TESTS/gpt/tiny_gpt.ini
 gsets=(--set train.steps=1 --set train.eval_every=0 --set train.checkpoint_every=0)
 expect 0 'debug: layer transformer' "$A" train "$gpt" "${gsets[@]}" \

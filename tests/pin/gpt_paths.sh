@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Determinism of the GPT on the CPU (README "Determinism"), on short runs of
+# Determinism of the GPT on the CPU (docs/performance.md "Determinism"), on short runs of
 # tests/gpt/tiny_gpt.ini widened so the transformer ops' threaded loops
 # really split (2 layers, 2 heads, 64 wide, block 32, batch 8: 16384
 # elements per layernorm, 16384 attention scores per layer), under fp32,

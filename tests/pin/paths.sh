@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Determinism, as README "Determinism" states it, on short CPU runs of the
+# Determinism, as docs/performance.md "Determinism" states it, on short CPU runs of the
 # tiny task under fp32, fp16 + dynamic scaling and bf16:
 #  1. the same path and thread count twice: metrics and weights bit for bit;
 #  2. at 1, 2 and 3 threads: bit for bit on the reference GEMM
