@@ -18,6 +18,7 @@
 
 #include "backend/cpu_fp8.h"
 #include "backend/kernels/fp8.h"
+#include "backend/kernels/mx.h"
 
 #define SHOW_MAX 8
 #define CHUNK ((size_t)1 << 20)
@@ -89,6 +90,39 @@ static unsigned long long check_all(const float *x, size_t n, float scale, int f
     return nbad;
 }
 
+/* Every path's mx_quantize of x as [rows, 100] (three full blocks and a
+ * short one per row) against amp_mx_quantize_block, also on blocks scaled
+ * into every E8M0 range; returns the mismatches. */
+static unsigned long long check_mx(float *x, size_t n, uint8_t *want, uint8_t *got) {
+    enum { COLS = 100, NB = 4 };
+    size_t rows = n / COLS;
+    static uint8_t ws[(1 << 18) / COLS * NB], gs[(1 << 18) / COLS * NB];
+    unsigned long long nbad = 0;
+    for (size_t r = 0; r < rows; r++) /* spread the block amaxes over 2^-150..2^127 */
+        for (int j = 0; j < COLS; j++) x[r * COLS + j] *= ldexpf(1.0f, (int)(r % 278) - 150 + (j >= 64));
+    for (int fmt = 0; fmt < 2; fmt++) {
+        for (size_t r = 0; r < rows; r++)
+            for (int b = 0; b < NB; b++) {
+                int len = b < 3 ? 32 : COLS - 96;
+                amp_mx_quantize_block(want + r * COLS + 32 * b, ws + r * NB + b, x + r * COLS + 32 * b,
+                                      len, fmt);
+            }
+        for (int p = 0; p < npaths; p++) {
+            paths[p]->mx_quantize(got, gs, x, rows, COLS, fmt);
+            for (size_t i = 0; i < rows * COLS; i++)
+                if (got[i] != want[i] && nbad++ < SHOW_MAX)
+                    fprintf(stderr, "MISMATCH %s mx %s element %zu (x 0x%08x): 0x%02x, scalar 0x%02x\n",
+                            amp_isa_name(paths[p]->isa), fmt ? "e5m2" : "e4m3", i, amp_f32_bits(x[i]),
+                            got[i], want[i]);
+            for (size_t i = 0; i < rows * NB; i++)
+                if (gs[i] != ws[i] && nbad++ < SHOW_MAX)
+                    fprintf(stderr, "MISMATCH %s mx %s scale %zu: 0x%02x, scalar 0x%02x\n",
+                            amp_isa_name(paths[p]->isa), fmt ? "e5m2" : "e4m3", i, gs[i], ws[i]);
+        }
+    }
+    return nbad;
+}
+
 static int run_all(void) {
     unsigned long long nbad = 0;
     long long chunks = (long long)(((uint64_t)1 << 32) / CHUNK);
@@ -117,13 +151,19 @@ static int run_sample(void) {
     const float scales[] = {1.0f, 0.5f, 3.7f, 0x1p-20f, 0x1p20f, 448.0f / 3.0f, 0.0f, 1e-30f, 1e30f};
     uint64_t s = 12345;
     unsigned long long nbad = 0, elems = 0;
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) {
         for (size_t i = 0; i < N; i++) {
             uint64_t r = rng_next(&s);
             /* random patterns, or normal-ish values over 2^-30..2^30 */
-            x[i] = kind == 0 ? amp_f32_from_bits((uint32_t)r)
-                             : ldexpf((float)((r >> 40) & 0xffffff) / 0x1p24f, (int)(r % 61) - 30) *
-                                   ((r >> 39) & 1 ? -1.0f : 1.0f);
+            if (kind == 0) /* random patterns */
+                x[i] = amp_f32_from_bits((uint32_t)r);
+            else if (kind == 1) /* normal-ish values over 2^-30..2^30 */
+                x[i] = ldexpf((float)((r >> 40) & 0xffffff) / 0x1p24f, (int)(r % 61) - 30) *
+                       ((r >> 39) & 1 ? -1.0f : 1.0f);
+            else /* on and next to the rounding ties of both formats (and the max) */
+                x[i] = amp_f32_from_bits(((uint32_t)(r >> 32) & 0xfff00000u) |
+                                         ((r & 1) ? 0x80000u : 0x100000u)) *
+                       (r & 2 ? 1.0f : 1.0000001f);
         }
         for (size_t si = 0; si < sizeof scales / sizeof *scales; si++)
             for (int fmt = 0; fmt < 2; fmt++) {
@@ -132,8 +172,11 @@ static int run_sample(void) {
                 for (size_t n = 0; n < 70; n++) /* every tail length, unaligned starts */
                     nbad += check_all(x + 3 + n, n, scales[si], fmt, want, got, deq);
             }
+        nbad += check_mx(x, N, want, got);
     }
-    printf("random sample: %llu elements, %d paths: %llu mismatches\n", elems, npaths, nbad);
+    printf("random sample: %llu elements, %d paths (quantize, dequantize, mx_quantize): %llu "
+           "mismatches\n",
+           elems, npaths, nbad);
     return nbad ? 1 : 0;
 }
 
