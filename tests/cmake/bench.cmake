@@ -18,3 +18,6 @@ set_tests_properties(bench_cnn_smoke PROPERTIES LABELS "bench;cnn")
 # Smoke run of the instruction-ceiling benchmark (a short run per kernel).
 add_test(NAME bench_peak_smoke COMMAND bench_peak --seconds 0.02)
 set_tests_properties(bench_peak_smoke PROPERTIES LABELS bench)
+# Smoke run of the FP8 kernel benchmark (small array, every path).
+add_test(NAME bench_fp8_smoke COMMAND bench_fp8 --n 4096 --reps 2)
+set_tests_properties(bench_fp8_smoke PROPERTIES LABELS "bench;fp8")
