@@ -861,7 +861,6 @@ static void print_err(const amp_dist *d, const char *err) {
 }
 
 int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, size_t errlen) {
-    const amp_train_opts *a = o;
     /* How long MPI_Init may wait for the other ranks: [dist] timeout, read
      * here already (a bad value is reported with the other settings). */
     char ignored[256];
@@ -887,7 +886,7 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
     memset(&ctx, 0, sizeof ctx);
     char outdir[PATH_MAX] = "";
     ctx.outdir = outdir;
-    ctx.fresh = !a->resume;
+    ctx.fresh = !o->resume;
     ctx.hooks = o->hooks;
     ctx.writer = lead;
     int say_stop = 0; /* stopped before the first step: say so */
@@ -903,21 +902,21 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
     amp_dist_join(dist);
     if ((code = agree(dist, code, err)) != 0) goto done;
     if ((code = agree(dist, amp_session_check_ranks(s, err, errlen), err)) != 0) goto done;
-    if (a->resume)
-        snprintf(outdir, sizeof outdir, "%s", a->resume);
-    else if (a->out)
-        snprintf(outdir, sizeof outdir, "%s", a->out);
+    if (o->resume)
+        snprintf(outdir, sizeof outdir, "%s", o->resume);
+    else if (o->out)
+        snprintf(outdir, sizeof outdir, "%s", o->out);
     else
         snprintf(outdir, sizeof outdir, "runs/%s", s->set.name);
     snprintf(ctx.ckdir, sizeof ctx.ckdir, "%s/checkpoints", outdir);
     /* Only rank 0 touches the folder (and holds its lock). */
-    code = lead ? open_outputs(a, s, &ctx, &lock, err, errlen) : 0;
+    code = lead ? open_outputs(o, s, &ctx, &lock, err, errlen) : 0;
     if ((code = agree(dist, code, err)) != 0) {
         say_stop = code >= 128;
         goto done;
     }
-    if (a->resume) {
-        code = agree(dist, resume(s, &ctx, a->resume, err, errlen), err);
+    if (o->resume) {
+        code = agree(dist, resume(s, &ctx, o->resume, err, errlen), err);
     } else {
         if (lead) {
             if (amp_out_open(&ctx.metrics, outdir, "metrics.jsonl", err, errlen) != 0)
@@ -956,7 +955,7 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
                     "amptrain: stopped by %s after step %lld of %lld; checkpoint %s\n"
                     "amptrain: continue with: %samptrain train %s --resume %s\n",
                     amp_signal_name(sig), (long long)s->step, (long long)s->total_steps,
-                    ctx.last_ckpt, launch, a->config_path, outdir);
+                    ctx.last_ckpt, launch, o->config_path, outdir);
         code = 128 + sig;
         goto done;
     }
