@@ -28,23 +28,10 @@
 #include "io/config.h"
 #include "model.h"
 #include "rng.h"
+#include "clock.h"
 
 #define DEFAULT_LAYERS \
     "conv(32,3,pad=1) bn relu pool(2) conv(64,3,pad=1) bn relu pool(2) fc(128) relu fc"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* CPU time of the process (all its threads): on a shared machine, with one
- * thread, the work a step did whatever else the machine ran meanwhile. */
-static double cpu_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -204,24 +191,24 @@ int main(int argc, char **argv) {
             return 1;
         }
         for (int i = 0; i < warmup + steps; i++) {
-            double t0 = now_ms(), c0 = cpu_ms();
+            double t0 = amp_clock_ms(), c0 = amp_cpu_ms();
             if (step(m, batch, hs) != 0) {
                 fprintf(stderr, "bench_cnn: %s step: %s\n", policies[p].label, be->err);
                 return 1;
             }
-            if (i >= warmup) t[i - warmup] = now_ms() - t0, tc[i - warmup] = cpu_ms() - c0;
+            if (i >= warmup) t[i - warmup] = amp_clock_ms() - t0, tc[i - warmup] = amp_cpu_ms() - c0;
         }
         step_ms[p] = median(t, steps);
         step_cpu[p] = median(tc, steps);
         if (p == 0) { /* the floor: the FP32 model's convolutions and GEMMs alone */
             for (int i = 0; i < warmup + steps; i++) {
-                double t0 = now_ms(), c0 = cpu_ms();
+                double t0 = amp_clock_ms(), c0 = amp_cpu_ms();
                 if (amp_cnn_conv_gemm_only(m, batch, &flops) ||
                     be->ops->download(be, hs, m->stats, sizeof *hs)) {
                     fprintf(stderr, "bench_cnn: floor: %s\n", be->err);
                     return 1;
                 }
-                if (i >= warmup) t[i - warmup] = now_ms() - t0, tc[i - warmup] = cpu_ms() - c0;
+                if (i >= warmup) t[i - warmup] = amp_clock_ms() - t0, tc[i - warmup] = amp_cpu_ms() - c0;
             }
             floor_ms = median(t, steps);
             floor_cpu = median(tc, steps);

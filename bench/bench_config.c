@@ -16,12 +16,7 @@
 #include <time.h>
 
 #include "io/config.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "clock.h"
 
 static int run(long n) {
     long per = n < 200 ? n : n / 200;
@@ -33,9 +28,9 @@ static int run(long n) {
         len += (size_t)snprintf(text + len, cap - len, "key%ld = %ld\n", i, i);
     }
     char err[512];
-    double t0 = now_ms();
+    double t0 = amp_clock_ms();
     amp_config *cfg = amp_config_parse("bench.ini", text, len, err, sizeof err);
-    double t1 = now_ms();
+    double t1 = amp_clock_ms();
     free(text);
     if (!cfg) {
         fprintf(stderr, "bench_config: %s\n", err);
@@ -56,7 +51,7 @@ static int run(long n) {
         fprintf(stderr, "bench_config: %s\n", err);
         rc = 1;
     }
-    double t2 = now_ms();
+    double t2 = amp_clock_ms();
     if (!rc)
         printf("%8ld %10.1f %10.1f %10.1f %10.2f %9.1f\n", n, t1 - t0, t2 - t1, t2 - t0,
                (t2 - t0) / ((double)n / 1000.0), (double)amp_config_compares(cfg) / (double)n);

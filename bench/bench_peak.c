@@ -24,14 +24,10 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "clock.h"
+
 #define CHAINS 12 /* independent accumulators: covers a 4-cycle latency on 2 ports and more */
 #define INNER 1000
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Each kernel runs `iters` x INNER x CHAINS instructions and returns a value
  * that depends on every accumulator, so nothing is optimised away. */
@@ -115,17 +111,17 @@ static double measure(const row *r, double seconds) {
     long iters = 1;
     volatile float sink = 0.0f;
     for (;;) { /* calibrate */
-        double t0 = now_s();
+        double t0 = amp_clock_s();
         sink += r->fn(iters);
-        if (now_s() - t0 > seconds / 4 || iters > (1L << 30)) break;
+        if (amp_clock_s() - t0 > seconds / 4 || iters > (1L << 30)) break;
         iters *= 2;
     }
     iters *= 4;
     double g[5];
     for (int k = 0; k < 5; k++) {
-        double t0 = now_s();
+        double t0 = amp_clock_s();
         sink += r->fn(iters);
-        double dt = now_s() - t0;
+        double dt = amp_clock_s() - t0;
         g[k] = (double)iters * INNER * CHAINS * r->flops_per_instr / dt * 1e-9;
     }
     (void)sink;

@@ -34,7 +34,9 @@
 #include "log.h"
 #include "rng.h"
 #include "session.h"
+#include "trainer.h"
 #include "text.h"
+#include "clock.h"
 
 /* The MLP this benchmark builds: at most 15 hidden layers. */
 #define BENCH_MAX_LAYERS 16
@@ -66,20 +68,6 @@ static const policy policies[] = {
     {"tf32", "fp32", "none"}, /* fp32 with precision.tf32 = 1: CUDA only */
 };
 #define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* CPU time of the whole process (every thread): with one thread, the step's
- * work without the time a busy machine kept it descheduled. */
-static double cpu_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -476,9 +464,9 @@ static double time_floor(floor_bufs *f, const bench_opts *o, int bf16, double *t
     int rc = 0;
     for (int i = 0; rc == 0 && i < o->warmup; i++) rc = floor_step(f, bf16);
     for (int i = 0; rc == 0 && i < o->steps; i++) {
-        double t0 = now_ms();
+        double t0 = amp_clock_ms();
         rc = floor_step(f, bf16);
-        t[i] = now_ms() - t0;
+        t[i] = amp_clock_ms() - t0;
     }
     return rc == 0 ? median(t, o->steps) : -1.0;
 }
@@ -504,9 +492,9 @@ static int measure_floor(const bench_opts *o, const floor_plan *p, double *out_m
     void *stats_dev = rc == 0 ? be->ops->alloc(be, sizeof host_stats) : NULL;
     rc = stats_dev && be->ops->zero(be, stats_dev, sizeof host_stats) == 0 ? rc : -1;
     for (int i = 0; rc == 0 && i < o->steps; i++) {
-        double t0 = now_ms();
+        double t0 = amp_clock_ms();
         rc = be->ops->download(be, &host_stats, stats_dev, sizeof host_stats);
-        t[i] = now_ms() - t0;
+        t[i] = amp_clock_ms() - t0;
     }
     if (stats_dev) be->ops->release(be, stats_dev);
     if (rc == 0) *sync_ms = median(t, o->steps);
@@ -562,6 +550,26 @@ typedef struct policy_result {
     size_t device_bytes; /* cudaMemGetInfo use on the GPU, 0 on the CPU */
 } policy_result;
 
+/* The trainer's hook: the times of the steps after the warm-up. */
+typedef struct step_times {
+    double *t, *ct;   /* [steps] wall and CPU ms */
+    int warmup;
+    int64_t skipped0; /* skipped steps during the warm-up */
+} step_times;
+
+static int time_step(void *user, amp_session *s, const amp_step_record *r, double cpu_ms,
+                     char *err, size_t errlen) {
+    (void)err;
+    (void)errlen;
+    step_times *st = user;
+    if (r->step == st->warmup) st->skipped0 = s->skipped;
+    if (r->step > st->warmup) {
+        st->t[r->step - st->warmup - 1] = r->step_ms;
+        st->ct[r->step - st->warmup - 1] = cpu_ms;
+    }
+    return 0;
+}
+
 static int measure_policy(const bench_opts *o, const policy *p, policy_result *res) {
     amp_config *cfg = amp_config_new_empty("bench_step");
     if (!cfg) {
@@ -575,6 +583,10 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
     snprintf(name, sizeof name, "bench_%s", p->precision);
     int bad = set_str(cfg, "run.name", name) || set_str(cfg, "run.device", o->device) ||
               set_str(cfg, "run.seed", "1") || set_int(cfg, "data.batch_size", o->batch) ||
+              /* the trainer's loop runs the warm-up and the timed steps; its one
+               * evaluation is the final one, after them */
+              set_int(cfg, "train.steps", (long long)o->warmup + o->steps) ||
+              set_int(cfg, "train.eval_every", (long long)o->warmup + o->steps) ||
               set_str(cfg, "precision.plugin", p->precision) ||
               set_str(cfg, "scaler.plugin", p->scaler) ||
               (strcmp(p->label, "tf32") == 0 && set_str(cfg, "precision.tf32", "1"));
@@ -609,19 +621,14 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
     double *t = malloc((size_t)o->steps * sizeof *t), *ct = malloc((size_t)o->steps * sizeof *ct);
     int rc = t && ct ? 0 : -1;
     if (rc != 0) snprintf(err, sizeof err, "out of memory");
-    amp_step_record rec;
-    for (int i = 0; rc == 0 && i < o->warmup; i++) rc = amp_session_step(s, &rec, err, sizeof err);
-    int64_t skipped0 = s->skipped;
-    for (int i = 0; rc == 0 && i < o->steps; i++) {
-        double c0 = cpu_now_ms(), t0 = now_ms();
-        rc = amp_session_step(s, &rec, err, sizeof err);
-        t[i] = now_ms() - t0;
-        ct[i] = cpu_now_ms() - c0;
-    }
+    step_times times = {t, ct, o->warmup, 0};
+    amp_train_hooks hooks = {&times, time_step};
+    amp_train_result tr;
+    if (rc == 0 && amp_train_session(s, &hooks, &tr, err, sizeof err) != 0) rc = -1;
     if (rc == 0) {
         res->median_ms = median(t, o->steps);
         res->cpu_ms = median(ct, o->steps);
-        res->skipped = s->skipped - skipped0;
+        res->skipped = s->skipped - times.skipped0;
         res->arena_bytes = 0;
         for (int c = 0; c < AMP_MEM_COUNT; c++) res->arena_bytes += s->model->mem[c].size;
         res->act_bytes = s->model->mem[AMP_MEM_ACTIVATIONS].size;

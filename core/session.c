@@ -12,12 +12,7 @@
 
 #include "log.h"
 #include "io/safetensors.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "clock.h"
 
 static const char *dtype_name(amp_dtype dt) {
     return dt == AMP_DTYPE_F16 ? "f16" : dt == AMP_DTYPE_BF16 ? "bf16" : "f32";
@@ -52,43 +47,6 @@ static int open_backend(amp_session *s, char *err, size_t errlen) {
     s->be = dev == AMP_RUN_CUDA ? amp_backend_cuda_create(err, errlen)
                                 : amp_backend_cpu_create(err, errlen);
     return s->be ? 0 : -1;
-}
-
-static int load_data(amp_session *s, char *err, size_t errlen) {
-    const amp_settings *st = &s->set;
-    if (st->dataset == AMP_DATA_FASHION_MNIST) {
-        char dir[PATH_MAX];
-        resolve_path(dir, sizeof dir, s->cfg, st->path);
-        if (amp_dataset_load_fashion_mnist(&s->train, dir, "train", st->train_limit, err, errlen) ||
-            amp_dataset_load_fashion_mnist(&s->test, dir, "test", st->test_limit, err, errlen) ||
-            amp_dataset_check_splits(&s->train, &s->test, dir, err, errlen))
-            return -1;
-    } else if (st->dataset == AMP_DATA_TEXT) {
-        char path[PATH_MAX], shipped[PATH_MAX];
-        int have_shipped = amp_text_shipped_path(shipped, sizeof shipped) == 0;
-        if (st->path_given)
-            resolve_path(path, sizeof path, s->cfg, st->path);
-        else if (have_shipped)
-            snprintf(path, sizeof path, "%s", shipped);
-        else {
-            snprintf(err, errlen, "[data] dataset = text: the shipped data/" AMP_TEXT_DEFAULT_FILE
-                     " was not found beside amptrain; set [data] path to a text file");
-            return -1;
-        }
-        /* The shipped corpus is checked whichever path names it. */
-        const char *sha = have_shipped && amp_same_file(path, shipped) ? AMP_TEXT_DEFAULT_SHA256 : NULL;
-        if (amp_text_load(&s->text, path, sha, err, errlen) != 0 ||
-            amp_text_check_windows(&s->text, st->block_size, path, err, errlen) != 0)
-            return -1;
-        s->train.n = s->text.n_train; /* the size checkpoints compare */
-    } else {
-        if (amp_dataset_make_tiny(&s->train, "train", st->tiny_train, st->tiny_features,
-                                  st->tiny_classes, st->input_scale, st->seed, err, errlen) ||
-            amp_dataset_make_tiny(&s->test, "test", st->tiny_test, st->tiny_features,
-                                  st->tiny_classes, st->input_scale, st->seed, err, errlen))
-            return -1;
-    }
-    return 0;
 }
 
 /* Asks the policy for every layer's precision and checks the answers. */
@@ -267,18 +225,7 @@ static amp_model_input model_input(const amp_session *s) {
     amp_model_input in;
     memset(&in, 0, sizeof in);
     in.batch = s->set.batch_size;
-    in.features = s->train.features;
-    in.channels = s->train.rows > 0 ? 1 : 0;
-    in.height = s->train.rows;
-    in.width = s->train.cols;
-    in.classes = s->train.classes;
-    in.targets = 1;
-    if (s->set.dataset == AMP_DATA_TEXT) { /* windows of block_size tokens, a label per token */
-        in.features = in.targets = s->set.block_size;
-        in.channels = in.height = in.width = 0;
-        in.classes = s->text.vocab;
-        in.x_is_tokens = 1;
-    }
+    s->data_ops->describe(&s->data, &in);
     return in;
 }
 
@@ -355,7 +302,11 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     s->check_every = s->world > 1 ? ds.check_every : 0;
     amp_dist_configure(dist, &ds);
     /* The data first: the model's shape follows from it. */
-    if (load_data(s, err, errlen) != 0) goto runtime_error;
+    s->data_ops = amp_data_kind_of(st);
+    s->data = (amp_data_view){&s->set, &s->train, &s->test, &s->text};
+    char data_path[PATH_MAX] = ""; /* [data] path, for the kinds that read one */
+    if (st->path) resolve_path(data_path, sizeof data_path, cfg, st->path);
+    if (s->data_ops->open(&s->data, data_path, err, errlen) != 0) goto runtime_error;
     if (describe_model(s, &desc, err, errlen) != 0) goto config_error;
     if (open_plugins(s, err, errlen) != 0) goto config_error;
     if (amp_config_check_unread(cfg, err, errlen) != 0) goto config_error;
@@ -366,7 +317,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     }
     if (resolve_precision(s, prec, err, errlen) != 0) goto config_error;
     int64_t per_step = (int64_t)st->batch_size * st->accumulate * s->world;
-    int64_t train_rows = st->dataset == AMP_DATA_TEXT ? s->text.n_train / st->block_size : s->train.n;
+    int64_t train_rows = s->data_ops->train_rows(&s->data);
     s->steps_per_epoch = train_rows / per_step;
     if (s->steps_per_epoch == 0) {
         if (s->world > 1)
@@ -398,12 +349,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     /* the names now live in the model's own copy of the tables */
     for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;
     if (load_initial_weights(s, err, errlen) != 0) goto runtime_error;
-    if (st->dataset == AMP_DATA_TEXT)
-        s->batcher = amp_batcher_text_create(&s->text, st->seed, st->batch_size, st->block_size,
-                                             st->eval_iters * st->batch_size);
-    else
-        s->batcher = amp_batcher_rows_create(&s->train, &s->test, st->seed, st->shuffle,
-                                             st->batch_size);
+    s->batcher = s->data_ops->batcher(&s->data);
     if (!s->batcher) {
         snprintf(err, errlen, "out of host memory");
         goto runtime_error;
@@ -684,7 +630,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     amp_model *m = s->model;
     amp_backend *be = s->be;
     const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
-    double t0 = now_ms();
+    double t0 = amp_clock_ms();
     double scale = sv->get_scale(s->scaler.self);
     if (!isfinite(scale) || !(scale > 0.0)) {
         snprintf(err, errlen, "scaler plugin '%s' returned the invalid scale %g at step %lld (a scale must be finite and > 0)",
@@ -750,9 +696,9 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */
     BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.ntrained, inv_scale));
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
-    double t_stats = now_ms();
+    double t_stats = amp_clock_ms();
     if (dp && reduce_stats(s, err, errlen) != 0) return -1;
-    double stats_ms = dp ? now_ms() - t_stats : 0.0;
+    double stats_ms = dp ? amp_clock_ms() - t_stats : 0.0;
     const amp_step_stats hs = *s->hstats;
 
     amp_scaler_stats ss;
@@ -815,7 +761,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
         return -1;
     rec->comm_ms = amp_dist_grads_comm_ms(s->grads) + stats_ms;
     rec->stop_signal = dp ? s->stop_agreed : 0;
-    rec->step_ms = now_ms() - t0;
+    rec->step_ms = amp_clock_ms() - t0;
     return 0;
 }
 

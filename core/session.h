@@ -10,6 +10,7 @@
 
 #include "io/checkpoint.h"
 #include "data.h"
+#include "dataset.h"
 #include "dist/dist.h"
 #include "loader.h"
 #include "batcher.h"
@@ -40,6 +41,8 @@ typedef struct amp_session {
     amp_backend *be;
     const amp_model_ops *model_ops;
     amp_model *model;
+    const amp_data_kind *data_ops; /* [data] dataset (dataset.h), over `data` */
+    amp_data_view data;     /* the settings and train/test/text below, as data_ops sees them */
     amp_dataset train, test;
     amp_text text;          /* [data] dataset = text */
     amp_batcher *batcher;

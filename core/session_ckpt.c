@@ -100,7 +100,6 @@ static void warn_exec_change(const amp_session *s, const amp_checkpoint *ck) {
  * without checkpoints never pays for it). NULL with err. */
 static const char *data_id(amp_session *s, char *err, size_t errlen) {
     if (s->data_id) return s->data_id;
-    const amp_settings *st = &s->set;
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -108,22 +107,7 @@ static const char *data_id(amp_session *s, char *err, size_t errlen) {
         snprintf(err, errlen, "out of host memory");
         return NULL;
     }
-    int rc = 0;
-    if (st->dataset == AMP_DATA_TEXT) {
-        fprintf(f, "file %s %lld %s\n", s->text.sha256, (long long)s->text.n, s->text.path);
-    } else if (st->dataset == AMP_DATA_FASHION_MNIST) {
-        const amp_dataset *split[2] = {&s->train, &s->test};
-        for (int k = 0; rc == 0 && k < 4; k++) {
-            const amp_data_source *src = &split[k / 2]->src[k % 2];
-            char hex[65];
-            rc = amp_data_source_sha256(src, hex, err, errlen);
-            if (rc == 0) fprintf(f, "file %s %llu %s\n", hex, (unsigned long long)src->size, src->path);
-        }
-    } else { /* generated: its parameters are its identity */
-        fprintf(f, "generated tiny-gradient train=%lld test=%lld features=%d classes=%d "
-                "input_scale=%.17g seed=%llu\n", (long long)st->tiny_train, (long long)st->tiny_test,
-                st->tiny_features, st->tiny_classes, st->input_scale, (unsigned long long)st->seed);
-    }
+    int rc = s->data_ops->fingerprint(&s->data, f, err, errlen);
     if (fclose(f) != 0 && rc == 0) {
         snprintf(err, errlen, "out of host memory");
         rc = -1;
@@ -520,11 +504,12 @@ static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err,
      * below. */
     const char *now = data_id(s, err, errlen);
     if (!now) return -1;
-    if (!ck->data_id && s->set.dataset != AMP_DATA_TINY) {
-        int text = s->set.dataset == AMP_DATA_TEXT;
+    if (!ck->data_id && s->data_ops->source) {
+        char src[PATH_MAX + 64];
+        s->data_ops->source(&s->data, src, sizeof src);
         amp_log(AMP_LOG_WARN, "the checkpoint records no fingerprint of its data (written by an "
-                "older amptrain): the resume cannot check that %s%s is the data the run trained on",
-                text ? s->text.path : s->train.src[0].path, text ? "" : " (and the IDX files beside it)");
+                "older amptrain): the resume cannot check that %s is the data the run trained on",
+                src);
     } else if (ck->data_id && amp_data_id_compare(ck->data_id, ck->data_id_len, now, err, errlen) != 0) {
         return -1;
     }

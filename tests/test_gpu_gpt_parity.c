@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "expect.h"
 #include "session.h"
+#include "train_hooks.h"
 
 #define STEPS 20
 
@@ -60,14 +61,9 @@ static int run(const policy *p, const char *device, result *out) {
         return -1;
     }
     snprintf(out->backend, sizeof out->backend, "%s", s->be->ops->name);
-    int rc = 0;
-    for (int i = 0; i < STEPS && rc == 0; i++) {
-        amp_step_record r;
-        rc = amp_session_step(s, &r, err, sizeof err);
-        out->loss[i] = r.loss;
-    }
-    double acc;
-    if (rc == 0) rc = amp_session_evaluate(s, &out->val_loss, &acc, err, sizeof err);
+    amp_train_result res;
+    int rc = train_keeping_losses(s, out->loss, STEPS, &res, err, sizeof err);
+    out->val_loss = res.test_loss;
     if (rc != 0) fprintf(stderr, "FAIL %s on %s: %s\n", p->label, device, err);
     out->skipped = s->skipped;
     amp_session_close(s);

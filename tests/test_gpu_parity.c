@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "session.h"
+#include "train_hooks.h"
 
 #define STEPS 100
 
@@ -70,13 +71,10 @@ static int run_policy(const policy *p, const char *device, run_result *out) {
         return -1;
     }
     snprintf(out->backend, sizeof out->backend, "%s", s->be->ops->name);
-    int rc = 0;
-    for (int i = 0; i < STEPS && rc == 0; i++) {
-        amp_step_record r;
-        rc = amp_session_step(s, &r, err, sizeof err);
-        out->loss[i] = r.loss;
-    }
-    if (rc == 0) rc = amp_session_evaluate(s, &out->test_loss, &out->test_acc, err, sizeof err);
+    amp_train_result res;
+    int rc = train_keeping_losses(s, out->loss, STEPS, &res, err, sizeof err);
+    out->test_loss = res.test_loss;
+    out->test_acc = res.test_acc;
     if (rc != 0) fprintf(stderr, "FAIL %s on %s: %s\n", p->label, device, err);
     out->skipped = s->skipped;
     amp_session_close(s);

@@ -39,6 +39,7 @@
 #include "io/out_file.h"
 #include "io/run_lock.h"
 #include "session.h"
+#include "clock.h"
 
 #define MAX_ARMS 16 /* configs a user names; a scan adds its groups' arms up to AMP_AB_MAX_ARMS */
 #define MAX_SEEDS 1000
@@ -346,12 +347,6 @@ static int write_atomic(const char *dir, const char *name, int (*fn)(const amp_a
         return -1;
     }
     return amp_out_commit(&o, err, errlen);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The last non-empty line of a log, to show why a run failed. */
@@ -803,7 +798,7 @@ int amp_cmd_ab(int argc, char **argv) {
     fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved (order rotating per seed); baseline %s; output in %s\n",
             st.narms, st.nseeds, (unsigned long long)st.seeds[0],
             (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, a.out);
-    double t_all = now_s();
+    double t_all = amp_clock_s();
     catch_stop_signals();
     for (int s = 0; s < st.nseeds; s++)
         for (int j = 0; j < st.narms; j++) {
@@ -841,7 +836,7 @@ int amp_cmd_ab(int argc, char **argv) {
              * and `train --out` refuses a folder holding checkpoints. */
             remove_checkpoints(r->dir);
             amp_run_lock_release(&rl);
-            double t0 = now_s();
+            double t0 = amp_clock_s();
             char cerr[2048];
             if (run_child(&a, i, r->seed, r->dir, cerr, sizeof cerr) != 0) {
                 fprintf(stderr, "failed\n");
@@ -849,7 +844,7 @@ int amp_cmd_ab(int argc, char **argv) {
                          (unsigned long long)r->seed, cerr);
                 goto fail;
             }
-            r->parent_wall_s = now_s() - t0;
+            r->parent_wall_s = amp_clock_s() - t0;
             if (amp_ab_run_load(r, &st, err, sizeof err) != 0) {
                 fprintf(stderr, "failed\n");
                 amp_ab_run_free(r);
@@ -859,7 +854,7 @@ int amp_cmd_ab(int argc, char **argv) {
             fprintf(stderr, "test_acc %.4f test_loss %.4f (%.1f s)\n", r->test_acc, r->test_loss,
                     r->parent_wall_s);
         }
-    st.wall_s = now_s() - t_all;
+    st.wall_s = amp_clock_s() - t_all;
     for (int i = 0; i < st.narms; i++) amp_ab_arm_stats(&st.arms[i], st.nmem);
     snprintf(st.device, sizeof st.device, "%s", st.arms[0].runs[0].device);
     st.metric_forced = a.metric != AMP_AB_METRIC_AUTO;

@@ -8,7 +8,7 @@
 #include "amptrain/plugin.h"
 #include "backend/cpu_isa.h"
 #include "cli/cli.h"
-#include "cli/mem_limit.h"
+#include "mem_limit.h"
 #include "env.h"
 #include "log.h"
 

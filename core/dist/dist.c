@@ -36,12 +36,6 @@ struct amp_dist {
 #endif
 };
 
-double amp_dist_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 void amp_dist_fatal(int rank, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -260,13 +254,13 @@ void amp_dist_finalize(amp_dist *d) {
  * checkpoint) it polls every millisecond. */
 static int wait_all(int rank, MPI_Request *req, int n, double timeout_s, const char *what,
                     int64_t step) {
-    double t0 = amp_dist_now_ms();
+    double t0 = amp_clock_ms();
     for (unsigned spin = 0;; spin++) {
         int done = 0;
         if (MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
             amp_dist_fatal(rank, "MPI failed in %s", what);
         if (done) return 0;
-        double waited = amp_dist_now_ms() - t0;
+        double waited = amp_clock_ms() - t0;
         if (waited > timeout_s * 1e3)
             amp_dist_fatal(rank,
                            "no word from the other ranks for %.0f s in %s%s%lld (a rank died, "
@@ -298,13 +292,13 @@ void amp_dist_join(amp_dist *d) {
         MPI_Isend(&token, 1, MPI_INT, 0, JOIN_TAG, d->comm, &req[0]);
         MPI_Irecv(&got[0], 1, MPI_INT, 0, JOIN_TAG, d->comm, &req[1]);
     }
-    double t0 = amp_dist_now_ms();
+    double t0 = amp_clock_ms();
     for (;;) {
         int done = 0;
         if (MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
             amp_dist_fatal(d->rank, "MPI failed joining the other ranks");
         if (done) break;
-        if (amp_dist_now_ms() - t0 > d->set.timeout_s * 1e3) {
+        if (amp_clock_ms() - t0 > d->set.timeout_s * 1e3) {
             if (d->rank != 0)
                 amp_dist_fatal(d->rank,
                                "rank 0 did not let the ranks start within [dist] timeout = %g s "
@@ -703,7 +697,7 @@ static int post_bucket(dist_grads *g, int k, char *err, size_t errlen) {
 
 int amp_dist_grads_ready(amp_dist_grads *g, int first, int count, char *err, size_t errlen) {
     if (!g) return 0;
-    double t0 = amp_dist_now_ms();
+    double t0 = amp_clock_ms();
     for (int t = first; t < first + count && t < g->ntensors; t++)
         if (t >= 0) g->buckets[g->tensor_bucket[t]].ready++;
     /* Buckets leave in their fixed order, so every rank posts the same
@@ -716,13 +710,13 @@ int amp_dist_grads_ready(amp_dist_grads *g, int first, int count, char *err, siz
         g->early++;
     }
     if (rc == 0) rc = g->tr->progress(g, err, errlen);
-    if (g->tr->host_timed) g->comm_ms += amp_dist_now_ms() - t0;
+    if (g->tr->host_timed) g->comm_ms += amp_clock_ms() - t0;
     return rc;
 }
 
 int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen) {
     if (!g) return 0;
-    double t0 = amp_dist_now_ms();
+    double t0 = amp_clock_ms();
     int rc = 0;
     while (rc == 0 && g->next < g->nbuckets) {
         rc = post_bucket(g, g->next, err, errlen);
@@ -734,6 +728,6 @@ int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen) {
         snprintf(err, errlen, "widening the summed bf16 gradients: %s", g->be->err);
         rc = -1;
     }
-    if (g->tr->host_timed) g->comm_ms += amp_dist_now_ms() - t0;
+    if (g->tr->host_timed) g->comm_ms += amp_clock_ms() - t0;
     return rc;
 }

@@ -3,6 +3,7 @@
 #ifndef AMP_DIST_INTERNAL_H
 #define AMP_DIST_INTERNAL_H
 
+#include "clock.h"
 #include "dist/dist.h"
 
 /* A contiguous range of the flat gradient array: tensors [first, first +
@@ -59,8 +60,6 @@ struct dist_grads {
     void *impl;
 };
 
-/* Monotonic milliseconds. */
-double amp_dist_now_ms(void);
 /* Prints "amptrain: rank R: MESSAGE; stopping all ranks" and ends every
  * rank (MPI_Abort). For waits on other ranks that ran out of time: nothing
  * useful can follow. */

@@ -100,7 +100,7 @@ static int nccl_progress(dist_grads *g, char *err, size_t errlen) {
 static int nccl_wait(dist_grads *g, char *err, size_t errlen) {
     nccl_grads *n = g->impl;
     CUDA_TRY(cudaEventRecord(n->done, n->stream));
-    double t0 = amp_dist_now_ms();
+    double t0 = amp_clock_ms();
     for (;;) {
         cudaError_t e = cudaEventQuery(n->done);
         if (e == cudaSuccess) break;
@@ -114,7 +114,7 @@ static int nccl_wait(dist_grads *g, char *err, size_t errlen) {
                      ncclGetErrorString(async));
             return -1;
         }
-        double waited = amp_dist_now_ms() - t0;
+        double waited = amp_clock_ms() - t0;
         if (waited > g->timeout_s * 1e3) {
             ncclCommAbort(n->comm); /* frees the kernels that wait for the peer */
             n->comm = NULL;

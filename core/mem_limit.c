@@ -1,4 +1,4 @@
-#include "cli/mem_limit.h"
+#include "mem_limit.h"
 
 #include <signal.h>
 #include <stdint.h>
