@@ -219,6 +219,84 @@ void amp_settings_table_explain(const amp_setting *t, amp_config *cfg, const cha
     for (; t->key; t++) amp_config_explain_unused(cfg, t->section, t->key, because, used_by);
 }
 
+/* ------------------------------------------------------------ the table's own check */
+
+static int check_value(const amp_setting *r, const char *v, char *err, size_t errlen) {
+    char *end = NULL;
+    const char *const *names = choices(r);
+    switch (r->type) {
+    case AMP_SETTING_INT: {
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (end == v || *end || errno || x < r->imin || x > r->imax) break;
+        return r->size == sizeof(int) || r->size == sizeof(int64_t) ? 0 : -2;
+    }
+    case AMP_SETTING_DOUBLE: {
+        double x = strtod(v, &end);
+        if (end == v || *end || !(x >= r->dmin && x <= r->dmax)) break;
+        return r->size == sizeof(double) ? 0 : -2;
+    }
+    case AMP_SETTING_BOOL:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) break;
+        return r->size == sizeof(int) ? 0 : -2;
+    case AMP_SETTING_STRING: return r->size == sizeof(const char *) ? 0 : -2;
+    case AMP_SETTING_CHOICE:
+        for (int i = 0; names && names[i]; i++)
+            if (strcmp(names[i], v) == 0) return r->size == sizeof(int) ? 0 : -2;
+        break;
+    }
+    snprintf(err, errlen, "[%s] %s: the default '%s' is not a valid value of the row", r->section,
+             r->key, v);
+    return -1;
+}
+
+static int check_condition(const amp_setting *t, const amp_setting *r, const char *when, char *err,
+                           size_t errlen) {
+    const char *eq = strchr(when, '=');
+    condition c;
+    if (eq && eq[1]) {
+        condition_parse(&c, r, when);
+        const amp_setting *ch = amp_settings_table_find(t, c.section, c.key);
+        int ok = ch && ch < r && ch->type == AMP_SETTING_CHOICE;
+        for (const char *p = c.choices; ok && *p;) {
+            const char *bar = strchr(p, '|');
+            size_t len = bar ? (size_t)(bar - p) : strlen(p);
+            int found = 0;
+            for (const char *const *n = choices(ch); *n && !found; n++)
+                found = strlen(*n) == len && strncmp(*n, p, len) == 0;
+            ok = found;
+            p += len + (bar != NULL);
+        }
+        if (ok) return 0;
+    }
+    snprintf(err, errlen, "[%s] %s: the condition '%s' names no choice row above it, or a choice "
+             "that row does not have", r->section, r->key, when);
+    return -1;
+}
+
+int amp_settings_table_check(const amp_setting *t, char *err, size_t errlen) {
+    for (const amp_setting *r = t; r->key; r++) {
+        if (!r->section || !r->doc || !r->doc[0] || (r->type == AMP_SETTING_CHOICE && !choices(r)) ||
+            (!r->def && r->type != AMP_SETTING_CHOICE) || !r->alt_when != !r->alt_def) {
+            snprintf(err, errlen, "[%s] %s: a row needs a section, a doc line, a default (or "
+                     "choices) and alt_when with alt_def", r->section ? r->section : "?", r->key);
+            return -1;
+        }
+        if (amp_settings_table_find(t, r->section, r->key) != r) {
+            snprintf(err, errlen, "[%s] %s: two rows", r->section, r->key);
+            return -1;
+        }
+        int rc = check_value(r, default_of(r), err, errlen);
+        if (rc == 0 && r->alt_def) rc = check_value(r, r->alt_def, err, errlen);
+        if (rc == -2)
+            snprintf(err, errlen, "[%s] %s: the field's size does not fit the type", r->section, r->key);
+        if (rc != 0) return -1;
+        if (r->when && check_condition(t, r, r->when, err, errlen) != 0) return -1;
+        if (r->alt_when && check_condition(t, r, r->alt_when, err, errlen) != 0) return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ the reference */
 
 static const char *type_name(const amp_setting *r) {

@@ -87,6 +87,12 @@ int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, 
 const amp_setting *amp_settings_table_find(const amp_setting *t, const char *section,
                                            const char *key);
 
+/* Checks t itself: each default parses, lies in its range or among its
+ * choices and fits its field; each condition names a CHOICE row above it
+ * and choices it has; no (section, key) twice; every row has its doc.
+ * 0, or -1 with "[section] key: what is wrong" in err. */
+int amp_settings_table_check(const amp_setting *t, char *err, size_t errlen);
+
 /* The Markdown table of t's rows (a header and one line per row). Rows of
  * sections other than `section` are skipped unless section is NULL. */
 void amp_settings_table_markdown(const amp_setting *t, const char *section, FILE *out);

@@ -140,6 +140,18 @@ int amp_cmd_settings(int argc, char **argv) {
     int markdown = 0;
     int rc = amp_cli_parse("settings", argc, argv, "h", opts, settings_opt, &markdown, settings_usage);
     if (rc != 0) return rc > 0 ? 0 : 2;
+    char err[512];
+    if (amp_settings_table_check(amp_settings_core_table(), err, sizeof err) != 0) {
+        fprintf(stderr, "amptrain settings: core/settings.c: %s\n", err);
+        return 1;
+    }
+    for (const char *const *n = amp_model_names(); *n; n++) {
+        const amp_model_ops *ops = amp_model_find(*n);
+        if (ops && ops->settings && amp_settings_table_check(ops->settings, err, sizeof err) != 0) {
+            fprintf(stderr, "amptrain settings: model %s: %s\n", *n, err);
+            return 1;
+        }
+    }
     if (markdown) {
         print_markdown(stdout);
     } else {

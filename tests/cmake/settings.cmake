@@ -10,3 +10,6 @@ add_test(NAME settings_every_key_in_table
                  $<TARGET_FILE:amptrain> ${CMAKE_BINARY_DIR}/tests/settings_runs
                  ${PROJECT_SOURCE_DIR}/configs)
 set_tests_properties(settings_every_key_in_table PROPERTIES LABELS "settings;config" TIMEOUT 300)
+# The tables' own consistency (defaults in range, conditions that name a
+# choice) and that the check catches each kind of broken row.
+amp_unit_test(test_settings_table settings config)
