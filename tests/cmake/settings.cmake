@@ -13,3 +13,9 @@ set_tests_properties(settings_every_key_in_table PROPERTIES LABELS "settings;con
 # The tables' own consistency (defaults in range, conditions that name a
 # choice) and that the check catches each kind of broken row.
 amp_unit_test(test_settings_table settings config)
+# `amptrain settings` takes no argument but --markdown: anything else is a
+# usage error, exit 2.
+amp_expect_fail(settings_bad_argument LABELS settings cli
+  CODE 2
+  REGEX [=[^amptrain settings: unexpected argument 'run\.name'$]=]
+  COMMAND $<TARGET_FILE:amptrain> settings run.name)
