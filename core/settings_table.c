@@ -345,6 +345,14 @@ static void print_condition(const char *when, FILE *out) {
     fputs(":* ", out);
 }
 
+/* A '|' would end the table cell, inside backticks too (GitHub's tables). */
+static void cell(const char *text, FILE *out) {
+    for (const char *p = text; *p; p++) {
+        if (*p == '|') fputc('\\', out);
+        fputc(*p, out);
+    }
+}
+
 void amp_settings_table_markdown(const amp_setting *t, const char *section, FILE *out) {
     fputs("| key | type | default | range | meaning |\n|---|---|---|---|---|\n", out);
     for (const amp_setting *r = t; r->key; r++) {
@@ -352,13 +360,17 @@ void amp_settings_table_markdown(const amp_setting *t, const char *section, FILE
         char range[256];
         range_text(r, range, sizeof range);
         fprintf(out, "| `[%s] %s` | %s | ", r->section, r->key, type_name(r));
-        if (r->shown_default)
-            fputs(r->shown_default, out);
-        else
-            fprintf(out, "`%s`", default_of(r)[0] ? default_of(r) : "(empty)");
+        if (r->shown_default) {
+            cell(r->shown_default, out);
+        } else {
+            fputc('`', out);
+            cell(default_of(r)[0] ? default_of(r) : "(empty)", out);
+            fputc('`', out);
+        }
         if (r->alt_when) fprintf(out, "; %s: `%s`", strchr(r->alt_when, '=') + 1, r->alt_def);
         fprintf(out, " | %s | ", range);
         if (r->when) print_condition(r->when, out);
-        fprintf(out, "%s |\n", r->doc);
+        cell(r->doc, out);
+        fputs(" |\n", out);
     }
 }

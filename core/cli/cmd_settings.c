@@ -56,16 +56,16 @@ static const char *const sections[][2] = {
     {"dist", "Data-parallel training: read in every run, used with more than one rank."},
 };
 
-/* The built-in plugins document their keys here; a plugin built elsewhere
- * documents its own, and `amptrain plugins -v` shows the keys one declares
- * (amp_plugin_info.keys, plugin ABI 1.1). */
+/* The built-in plugins' keys, by hand: they declare no amp_plugin_info.keys
+ * (plugin ABI 1.1) to print from. A plugin built elsewhere documents its
+ * own, and `amptrain plugins -v` shows the keys one declares. */
 static const char plugin_keys[] =
     "## Plugin keys\n"
     "\n"
     "The keys of `[precision]` and `[scaler]` other than `plugin` are the plugin's own: the plugin\n"
     "reads them, checks them and documents them. `amptrain plugins -v` prints the keys a plugin\n"
-    "declares with their defaults (`amp_plugin_info.keys`, plugin ABI 1.1). The built-in plugins'\n"
-    "keys (kept with the plugins, in plugins/):\n"
+    "declares with their defaults (`amp_plugin_info.keys`, plugin ABI 1.1). The built-in plugins\n"
+    "declare none yet; their keys, written here by hand from their sources in plugins/:\n"
     "\n"
     "| plugin | keys |\n"
     "|---|---|\n"
