@@ -4,22 +4,17 @@
 #include "model.h"
 #include "text.h"
 
-#include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define GET(call)                   \
-    do {                            \
-        if ((call) < 0) return -1;  \
-    } while (0)
+#define AT(field) AMP_SETTING_AT(amp_settings, field)
+#define BIG (INT64_MAX / 2) /* no bound a run can reach */
 
 /* [run] name becomes the folder runs/<name> and the arm's label in ab: a
  * plain file name, never "..", a path or a hidden name. */
-static int check_name(amp_config *cfg, const char *name, char *err, size_t errlen) {
+static int check_name(const void *dst, amp_config *cfg, char *err, size_t errlen) {
+    const char *name = ((const amp_settings *)dst)->name;
     size_t n = strlen(name);
     int ok = n >= 1 && n <= 64 && name[0] != '.';
     for (size_t i = 0; ok && i < n; i++) {
@@ -37,217 +32,179 @@ static int check_name(amp_config *cfg, const char *name, char *err, size_t errle
     return -1;
 }
 
-/* A relative path in a config is relative to the config's folder: made
- * absolute here, in the resolved config too, so config.ini (written to the
- * output folder) names the same file. */
-int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, size_t cap) {
-    char tmp[PATH_MAX], cwd[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", amp_config_path(cfg));
-    const char *dir = dirname(tmp);
-    int n;
-    if (p[0] == '/')
-        n = snprintf(out, cap, "%s", p);
-    else if (dir[0] == '/')
-        n = snprintf(out, cap, "%s/%s", dir, p);
-    else if (getcwd(cwd, sizeof cwd))
-        n = strcmp(dir, ".") == 0 ? snprintf(out, cap, "%s/%s", cwd, p)
-                                  : snprintf(out, cap, "%s/%s/%s", cwd, dir, p);
-    else
-        return -1;
-    if (n < 0 || (size_t)n >= cap) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    return 0;
+/* The cosine decays from lr down to min_lr. */
+static int check_min_lr(const void *dst, amp_config *cfg, char *err, size_t errlen) {
+    const amp_settings *s = dst;
+    if (s->min_lr <= s->lr) return 0;
+    const char *where = NULL;
+    amp_config_lookup(cfg, "optim", "min_lr", &where);
+    snprintf(err, errlen, "%s: [optim] min_lr = %g is above lr = %g; the cosine decays "
+             "from lr down to min_lr", where ? where : amp_config_path(cfg), s->min_lr, s->lr);
+    return -1;
 }
 
-static int absolute_path(amp_config *cfg, const char *section, const char *key, const char **path,
-                         char *err, size_t errlen) {
-    if (!*path || !(*path)[0] || (*path)[0] == '/') return 0;
-    char abs[PATH_MAX];
-    if (amp_settings_absolute_path(cfg, *path, abs, sizeof abs) != 0) {
-        snprintf(err, errlen, "[%s] %s = '%s': cannot make it an absolute path: %s", section, key,
-                 *path, strerror(errno));
-        return -1;
-    }
-    const char *stored = amp_config_rewrite(cfg, section, key, abs, err, errlen);
-    if (!stored) return -1;
-    *path = stored;
-    return 0;
-}
+static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
+static const char *const datasets[] = {"fashion_mnist", "tiny", "text", NULL};
+static const char *const optims[] = {"sgd", "adamw", NULL};
+static const char *const schedules[] = {"constant", "cosine", NULL};
+static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
 
-/* The keys that only some choices read: a set key of another choice than
- * the one made is explained ("not used by dataset=tiny (used by:
- * fashion_mnist, text)"), not called unknown. */
-typedef struct choice_keys {
-    const char *choice;
-    const char *const *keys; /* NULL-terminated */
-} choice_keys;
+/* Every core key, in the order a run reads them (and config.ini lists them).
+ * [model] name's choices are the registry's (filled in by the reader). */
+static const amp_setting core_settings[] = {
+    {"run", "name", AMP_SETTING_STRING, "run", AT(name), .flags = AMP_SETTING_AB_FREE,
+     .check = check_name,
+     .doc = "run label; also the default output folder `runs/<name>`: 1 to 64 letters, digits and "
+            "`. _ - +`, not starting with `.`"},
+    {"run", "seed", AMP_SETTING_INT, "0", 0, INT64_MAX, AT(seed), .flags = AMP_SETTING_AB_FREE,
+     .doc = "seeds init, data order and synthetic data"},
+    {"run", "device", AMP_SETTING_CHOICE, "auto", .choices = devices, AT(device),
+     .doc = "`auto` (CUDA when built with it and a GPU is visible, else CPU), `cpu`, `cuda` (an error "
+            "without a GPU, which says why: `cudaGetDeviceCount`'s error and the driver's and "
+            "runtime's CUDA versions)"},
+    {"run", "deterministic", AMP_SETTING_BOOL, "false", AT(deterministic),
+     .doc = "`true`: only algorithms cuDNN reports as deterministic for the convolutions (the same "
+            "run gives the same bits on the GPU); `false`: cuDNN's first (fastest) choice. The CPU is "
+            "deterministic either way"},
 
-static const choice_keys dataset_keys[] = {
-    {"fashion_mnist", (const char *const[]){"path", "train_limit", "test_limit", NULL}},
-    {"tiny", (const char *const[]){"train_size", "test_size", "features", "classes", "input_scale", NULL}},
-    {"text", (const char *const[]){"path", "eval_iters", NULL}},
-    {NULL, NULL}};
-static const choice_keys optim_keys[] = {
-    {"sgd", (const char *const[]){"momentum", NULL}},
-    {"adamw", (const char *const[]){"beta1", "beta2", "eps", NULL}},
-    {NULL, NULL}};
-static const choice_keys schedule_keys[] = {
-    {"cosine", (const char *const[]){"min_lr", NULL}},
-    {NULL, NULL}};
+    {"data", "dataset", AMP_SETTING_CHOICE, "fashion_mnist", .choices = datasets, AT(dataset),
+     .doc = "`fashion_mnist`, `tiny` (synthetic) or `text` (characters of a text file, for the GPT)"},
+    {"data", "batch_size", AMP_SETTING_INT, "128", 1, 65536, AT(batch_size),
+     .doc = "rows per micro-batch"},
+    {"data", "shuffle", AMP_SETTING_BOOL, "true", AT(shuffle),
+     .doc = "reshuffle each epoch (deterministic from the seed)"},
+    {"data", "path", AMP_SETTING_STRING, "/usr/share/datasets/fashion-mnist", AT(path),
+     .when = "dataset=fashion_mnist|text", .alt_when = "dataset=text",
+     .alt_def = "data/" AMP_TEXT_DEFAULT_FILE, .path = AMP_SETTING_PATH,
+     AMP_SETTING_GIVEN(amp_settings, path_given),
+     .doc = "IDX `.gz` files (Debian `dataset-fashion-mnist`); for `text` a regular file of at most "
+            "1 GiB (the default is the copy shipped with amptrain, see the GPT on Shakespeare in the "
+            "README)"},
+    {"data", "train_limit", AMP_SETTING_INT, "0", 0, INT64_MAX, AT(train_limit),
+     .when = "dataset=fashion_mnist", .doc = "use the first N training examples (`0`: all)"},
+    {"data", "test_limit", AMP_SETTING_INT, "0", 0, INT64_MAX, AT(test_limit),
+     .when = "dataset=fashion_mnist", .doc = "use the first N test examples (`0`: all)"},
+    {"data", "eval_iters", AMP_SETTING_INT, "200", 1, 1 << 20, AT(eval_iters), .when = "dataset=text",
+     .doc = "validation batches per evaluation (a fixed set of windows)"},
+    /* the model's context is the data's window (nanoGPT's block_size) */
+    {"model", "block_size", AMP_SETTING_INT, AMP_SETTING_TEXT(AMP_TEXT_DEFAULT_BLOCK), 1, 1 << 16, AT(block_size),
+     .when = "data.dataset=text",
+     .doc = "the length of the text windows; the same key is the GPT's context (below)"},
+    {"data", "train_size", AMP_SETTING_INT, "8192", 1, 1 << 24, AT(tiny_train), .when = "dataset=tiny",
+     .doc = "training examples"},
+    {"data", "test_size", AMP_SETTING_INT, "2048", 1, 1 << 24, AT(tiny_test), .when = "dataset=tiny",
+     .doc = "test examples"},
+    {"data", "features", AMP_SETTING_INT, "64", 1, 1 << 16, AT(tiny_features), .when = "dataset=tiny",
+     .doc = "inputs per example"},
+    {"data", "classes", AMP_SETTING_INT, "10", 2, 1024, AT(tiny_classes), .when = "dataset=tiny",
+     .doc = "labels"},
+    {"data", "input_scale", AMP_SETTING_DOUBLE, "1", .dmin = 1e-30, .dmax = 1e30, AT(input_scale),
+     .when = "dataset=tiny", .doc = "multiplies every input"},
 
-static void explain_other_choices(amp_config *cfg, const char *section, const char *what,
-                                  const char *chosen, const choice_keys *table) {
-    char because[128];
-    snprintf(because, sizeof because, "%s=%s", what, chosen);
-    for (const choice_keys *c = table; c->choice; c++)
-        if (strcmp(c->choice, chosen) != 0)
-            for (const char *const *k = c->keys; *k; k++)
-                amp_config_explain_unused(cfg, section, *k, because, c->choice);
-}
+    {"model", "name", AMP_SETTING_CHOICE, NULL, .choices_of = amp_model_names, AT(model_index),
+     .doc = "the model (the registry's first is the default; see Writing a model in the README); "
+            "its other `[model]` keys are its own, below"},
+    {"model", "init", AMP_SETTING_STRING, "default", AT(init), .path = AMP_SETTING_PATH_UNLESS_DEFAULT,
+     .doc = "`default` (the model's PyTorch-style init from the seed; gpt: GPT-2's N(0, 0.02)) or a "
+            "`.safetensors` path holding exactly the model's parameter table (PyTorch names and "
+            "shapes; a missing or extra tensor is an error naming it; nanoGPT's "
+            "`transformer.h.0.attn.c_attn.weight` is `[3C, C]`; gpt: the tied head under "
+            "`transformer.wte.weight`, `lm_head.weight` or both when equal)"},
 
-/* The other models' own [model] keys (amp_model_ops.keys). */
+    {"optim", "name", AMP_SETTING_CHOICE, "sgd", .choices = optims, AT(optim),
+     .doc = "`sgd` (torch.optim.SGD) or `adamw` (torch.optim.AdamW)"},
+    {"optim", "lr", AMP_SETTING_DOUBLE, "0.05", .dmin = 1e-12, .dmax = 1e6, AT(lr),
+     .alt_when = "name=adamw", .alt_def = "0.001", .doc = "learning rate"},
+    {"optim", "weight_decay", AMP_SETTING_DOUBLE, "0", .dmin = 0.0, .dmax = 1.0, AT(weight_decay),
+     .alt_when = "name=adamw", .alt_def = "0.01", .doc = "L2 for sgd, decoupled for adamw"},
+    {"optim", "grad_clip", AMP_SETTING_DOUBLE, "0", .dmin = 0.0, .dmax = 1e12, AT(grad_clip),
+     .doc = "max global L2 norm of the unscaled gradients (`0`: off)"},
+    {"optim", "momentum", AMP_SETTING_DOUBLE, "0.9", .dmin = 0.0, .dmax = 0.999999, AT(momentum),
+     .when = "name=sgd", .doc = "SGD momentum"},
+    {"optim", "beta1", AMP_SETTING_DOUBLE, "0.9", .dmin = 0.0, .dmax = 0.999999, AT(beta1),
+     .when = "name=adamw", .doc = "AdamW's first-moment decay"},
+    {"optim", "beta2", AMP_SETTING_DOUBLE, "0.999", .dmin = 0.0, .dmax = 0.999999999, AT(beta2),
+     .when = "name=adamw", .doc = "AdamW's second-moment decay"},
+    {"optim", "eps", AMP_SETTING_DOUBLE, "1e-8", .dmin = 1e-30, .dmax = 1.0, AT(eps),
+     .when = "name=adamw", .doc = "AdamW's epsilon"},
+    {"optim", "schedule", AMP_SETTING_CHOICE, "constant", .choices = schedules, AT(schedule),
+     .doc = "`constant` or `cosine`: nanoGPT's `get_lr`, from `lr` after the warm-up to `min_lr` at "
+            "the run's last step (its `lr_decay_iters` is the run's steps: `train.steps`, else epochs "
+            "× steps per epoch)"},
+    {"optim", "warmup_steps", AMP_SETTING_INT, "0", 0, BIG, AT(warmup_steps),
+     .doc = "linear warm-up as nanoGPT's `get_lr`: `lr·(it+1)/(warmup_steps+1)` for applied step `it` "
+            "< `warmup_steps` (a skipped step does not advance `it`)"},
+    {"optim", "min_lr", AMP_SETTING_DOUBLE, "0", .dmin = 0.0, .dmax = 1e6, AT(min_lr),
+     .when = "schedule=cosine", .check = check_min_lr,
+     .doc = "the LR the cosine ends at (nanoGPT's `min_lr`); at most `lr`"},
+
+    {"train", "epochs", AMP_SETTING_INT, "1", 1, 100000, AT(epochs),
+     .doc = "epochs, used when `steps` is 0"},
+    {"train", "steps", AMP_SETTING_INT, "0", 0, BIG, AT(steps),
+     .doc = "optimizer steps; overrides `epochs` when set"},
+    {"train", "accumulate", AMP_SETTING_INT, "1", 1, 4096, AT(accumulate),
+     .doc = "micro-batches per optimizer step"},
+    {"train", "log_every", AMP_SETTING_INT, "50", 1, BIG, AT(log_every), .flags = AMP_SETTING_AB_FREE,
+     .doc = "a metrics line every N steps (`1` = every step)"},
+    {"train", "loss_weight", AMP_SETTING_DOUBLE, "1", .dmin = 1e-30, .dmax = 1e30, AT(loss_weight),
+     .doc = "multiplies the loss before backward (the tiny task uses 2^-20)"},
+    {"train", "eval_every", AMP_SETTING_INT, "0", 0, BIG, AT(eval_every),
+     .doc = "evaluate every N steps; `0` = at the end of every epoch"},
+    {"train", "checkpoint_every", AMP_SETTING_INT, "0", 0, BIG, AT(checkpoint_every),
+     .doc = "write a checkpoint every N steps (`0`: off; a signal writes one anyway)"},
+    {"train", "keep", AMP_SETTING_INT, "3", 1, 1000000, AT(keep),
+     .doc = "checkpoints kept; older ones are deleted"},
+
+    {"precision", "plugin", AMP_SETTING_STRING, "fp32", AT(precision_plugin),
+     .path = AMP_SETTING_PLUGIN_SPEC, .flags = AMP_SETTING_AB_FREE_SECTION,
+     .doc = "a precision plugin's name or a path to a `.so` (relative to the INI file); the "
+            "section's other keys are the plugin's"},
+    /* empty is the default written back into a run's config.ini: no choice made */
+    {"scaler", "plugin", AMP_SETTING_STRING, "", AT(scaler_plugin), .path = AMP_SETTING_PLUGIN_SPEC,
+     .flags = AMP_SETTING_AB_FREE_SECTION,
+     .shown_default = "`dynamic` for policies that need a scaler, else `none`",
+     .doc = "a scaler plugin's name or path; the section's other keys are the plugin's"},
+
+    {"dist", "grad_dtype", AMP_SETTING_CHOICE, "f32", .choices = grad_dtypes, AT(dist_grad_bf16),
+     .doc = "what the gradients travel as between ranks (`bf16` is counted as a rounding point)"},
+    {"dist", "bucket_kb", AMP_SETTING_INT, "1024", 1, 1 << 21, AT(dist_bucket_kb),
+     .doc = "target size of a gradient bucket (KiB of f32 gradients)"},
+    {"dist", "check_every", AMP_SETTING_INT, "0", 0, BIG, AT(dist_check_every),
+     .doc = "compare weight, optimizer and scaler checksums across ranks every N steps (`0`: off; "
+            "every 10 under `AMPTRAIN_LOG=debug`)"},
+    {"dist", "timeout", AMP_SETTING_DOUBLE, "300", .dmin = 1.0, .dmax = 1e7, AT(dist_timeout),
+     .doc = "seconds a rank waits for the others (at the start too: in `MPI_Init` and for the "
+            "slowest rank to set up) before it stops them all"},
+    {.key = NULL}};
+
+/* The other models' own [model] keys (amp_model_ops.settings). */
 static void explain_other_models(amp_config *cfg, const char *chosen) {
     char because[128];
     snprintf(because, sizeof because, "name=%s", chosen);
     for (const char *const *n = amp_model_names(); *n; n++) {
         const amp_model_ops *ops = amp_model_find(*n);
-        if (!ops || strcmp(*n, chosen) == 0 || !ops->keys) continue;
-        for (const char *const *k = ops->keys; *k; k++)
-            amp_config_explain_unused(cfg, "model", *k, because, *n);
+        if (ops && strcmp(*n, chosen) != 0 && ops->settings)
+            amp_settings_table_explain(ops->settings, cfg, because, *n);
     }
 }
 
+const amp_setting *amp_settings_core_table(void) { return core_settings; }
+
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    int64_t i64;
-    int idx;
-
-    GET(amp_config_get_string(cfg, "run", "name", "run", &s->name, err, errlen));
-    GET(check_name(cfg, s->name, err, errlen));
-    GET(amp_config_get_int(cfg, "run", "seed", 0, 0, INT64_MAX, &i64, err, errlen));
-    s->seed = (uint64_t)i64;
-    static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
-    GET(amp_config_get_choice(cfg, "run", "device", "auto", devices, &idx, err, errlen));
-    s->device = (amp_device_choice)idx;
-    GET(amp_config_get_bool(cfg, "run", "deterministic", 0, &s->deterministic, err, errlen));
-
-    static const char *const datasets[] = {"fashion_mnist", "tiny", "text", NULL};
-    GET(amp_config_get_choice(cfg, "data", "dataset", "fashion_mnist", datasets, &idx, err, errlen));
-    s->dataset = (amp_dataset_kind)idx;
-    explain_other_choices(cfg, "data", "dataset", datasets[idx], dataset_keys);
-    GET(amp_config_get_int(cfg, "data", "batch_size", 128, 1, 65536, &i64, err, errlen));
-    s->batch_size = (int)i64;
-    GET(amp_config_get_bool(cfg, "data", "shuffle", 1, &s->shuffle, err, errlen));
-    if (s->dataset == AMP_DATA_FASHION_MNIST) {
-        GET(amp_config_get_string(cfg, "data", "path", "/usr/share/datasets/fashion-mnist", &s->path,
-                                  err, errlen));
-        GET(absolute_path(cfg, "data", "path", &s->path, err, errlen));
-        GET(amp_config_get_int(cfg, "data", "train_limit", 0, 0, INT64_MAX, &s->train_limit, err,
-                               errlen));
-        GET(amp_config_get_int(cfg, "data", "test_limit", 0, 0, INT64_MAX, &s->test_limit, err,
-                               errlen));
-    } else if (s->dataset == AMP_DATA_TEXT) {
-        int found = amp_config_get_string(cfg, "data", "path", "data/" AMP_TEXT_DEFAULT_FILE,
-                                          &s->path, err, errlen);
-        if (found < 0) return -1;
-        s->path_given = found;
-        if (found) GET(absolute_path(cfg, "data", "path", &s->path, err, errlen));
-        GET(amp_config_get_int(cfg, "data", "eval_iters", 200, 1, 1 << 20, &s->eval_iters, err,
-                               errlen));
-        /* the model's context is the data's window (nanoGPT's block_size) */
-        GET(amp_config_get_int(cfg, "model", "block_size", AMP_TEXT_DEFAULT_BLOCK, 1, 1 << 16, &i64,
-                               err, errlen));
-        s->block_size = (int)i64;
-    } else {
-        GET(amp_config_get_int(cfg, "data", "train_size", 8192, 1, 1 << 24, &s->tiny_train, err,
-                               errlen));
-        GET(amp_config_get_int(cfg, "data", "test_size", 2048, 1, 1 << 24, &s->tiny_test, err,
-                               errlen));
-        GET(amp_config_get_int(cfg, "data", "features", 64, 1, 1 << 16, &i64, err, errlen));
-        s->tiny_features = (int)i64;
-        GET(amp_config_get_int(cfg, "data", "classes", 10, 2, 1024, &i64, err, errlen));
-        s->tiny_classes = (int)i64;
-        GET(amp_config_get_double(cfg, "data", "input_scale", 1.0, 1e-30, 1e30,
-                                  &s->input_scale, err, errlen));
-    }
-
-    const char *const *models = amp_model_names();
-    /* the registry's first model is the default */
-    GET(amp_config_get_choice(cfg, "model", "name", models[0], models, &idx, err, errlen));
-    s->model = models[idx];
+    if (amp_settings_table_read(core_settings, s, cfg, err, errlen) != 0) return -1;
+    s->model = amp_model_names()[s->model_index];
     explain_other_models(cfg, s->model);
-    GET(amp_config_get_string(cfg, "model", "init", "default", &s->init, err, errlen));
-    if (strcmp(s->init, "default") != 0) GET(absolute_path(cfg, "model", "init", &s->init, err, errlen));
+    if (!s->scaler_plugin[0]) s->scaler_plugin = NULL; /* no choice made */
+    return 0;
+}
 
-    static const char *const optims[] = {"sgd", "adamw", NULL};
-    GET(amp_config_get_choice(cfg, "optim", "name", "sgd", optims, &idx, err, errlen));
-    s->optim = (amp_optim_kind)idx;
-    explain_other_choices(cfg, "optim", "name", optims[idx], optim_keys);
-    GET(amp_config_get_double(cfg, "optim", "lr", s->optim == AMP_OPTIM_SGD ? 0.05 : 1e-3, 1e-12,
-                              1e6, &s->lr, err, errlen));
-    GET(amp_config_get_double(cfg, "optim", "weight_decay", s->optim == AMP_OPTIM_SGD ? 0.0 : 0.01,
-                              0.0, 1.0, &s->weight_decay, err, errlen));
-    GET(amp_config_get_double(cfg, "optim", "grad_clip", 0.0, 0.0, 1e12, &s->grad_clip, err, errlen));
-    if (s->optim == AMP_OPTIM_SGD) {
-        GET(amp_config_get_double(cfg, "optim", "momentum", 0.9, 0.0, 0.999999, &s->momentum, err,
-                                  errlen));
-    } else {
-        GET(amp_config_get_double(cfg, "optim", "beta1", 0.9, 0.0, 0.999999, &s->beta1, err, errlen));
-        GET(amp_config_get_double(cfg, "optim", "beta2", 0.999, 0.0, 0.999999999, &s->beta2, err,
-                                  errlen));
-        GET(amp_config_get_double(cfg, "optim", "eps", 1e-8, 1e-30, 1.0, &s->eps, err, errlen));
-    }
-    static const char *const schedules[] = {"constant", "cosine", NULL};
-    GET(amp_config_get_choice(cfg, "optim", "schedule", "constant", schedules, &idx, err, errlen));
-    s->schedule = (amp_schedule_kind)idx;
-    explain_other_choices(cfg, "optim", "schedule", schedules[idx], schedule_keys);
-    GET(amp_config_get_int(cfg, "optim", "warmup_steps", 0, 0, INT64_MAX / 2, &s->warmup_steps, err,
-                           errlen));
-    if (s->schedule == AMP_SCHED_COSINE) {
-        GET(amp_config_get_double(cfg, "optim", "min_lr", 0.0, 0.0, 1e6, &s->min_lr, err, errlen));
-        if (s->min_lr > s->lr) {
-            const char *where = NULL;
-            amp_config_lookup(cfg, "optim", "min_lr", &where);
-            snprintf(err, errlen, "%s: [optim] min_lr = %g is above lr = %g; the cosine decays "
-                     "from lr down to min_lr", where ? where : amp_config_path(cfg), s->min_lr, s->lr);
-            return -1;
-        }
-    }
-
-    GET(amp_config_get_int(cfg, "train", "epochs", 1, 1, 100000, &s->epochs, err, errlen));
-    GET(amp_config_get_int(cfg, "train", "steps", 0, 0, INT64_MAX / 2, &s->steps, err, errlen));
-    GET(amp_config_get_int(cfg, "train", "accumulate", 1, 1, 4096, &s->accumulate, err, errlen));
-    GET(amp_config_get_int(cfg, "train", "log_every", 50, 1, INT64_MAX / 2, &s->log_every, err,
-                           errlen));
-    GET(amp_config_get_double(cfg, "train", "loss_weight", 1.0, 1e-30, 1e30, &s->loss_weight, err,
-                              errlen));
-    GET(amp_config_get_int(cfg, "train", "eval_every", 0, 0, INT64_MAX / 2, &s->eval_every, err,
-                           errlen));
-    GET(amp_config_get_int(cfg, "train", "checkpoint_every", 0, 0, INT64_MAX / 2,
-                           &s->checkpoint_every, err, errlen));
-    GET(amp_config_get_int(cfg, "train", "keep", 3, 1, 1000000, &s->keep, err, errlen));
-
-    GET(amp_config_get_string(cfg, "precision", "plugin", "fp32", &s->precision_plugin, err, errlen));
-    const char *scaler = NULL;
-    int found = amp_config_get_string(cfg, "scaler", "plugin", "", &scaler, err, errlen);
-    if (found < 0) return -1;
-    /* empty is the default written back into a run's config.ini: no choice made */
-    s->scaler_plugin = found && scaler[0] ? scaler : NULL;
-    if (amp_plugin_spec_is_path(s->precision_plugin))
-        GET(absolute_path(cfg, "precision", "plugin", &s->precision_plugin, err, errlen));
-    if (s->scaler_plugin && amp_plugin_spec_is_path(s->scaler_plugin))
-        GET(absolute_path(cfg, "scaler", "plugin", &s->scaler_plugin, err, errlen));
-
-    static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
-    GET(amp_config_get_choice(cfg, "dist", "grad_dtype", "f32", grad_dtypes, &idx, err, errlen));
-    s->dist_grad_bf16 = idx == 1;
-    GET(amp_config_get_int(cfg, "dist", "bucket_kb", 1024, 1, 1 << 21, &s->dist_bucket_kb, err,
-                           errlen));
-    GET(amp_config_get_int(cfg, "dist", "check_every", 0, 0, INT64_MAX / 2, &s->dist_check_every,
-                           err, errlen));
-    GET(amp_config_get_double(cfg, "dist", "timeout", 300.0, 1.0, 1e7, &s->dist_timeout, err,
-                              errlen));
+/* May the arms of an A/B study differ in (section, key)? */
+int amp_settings_ab_free(const char *section, const char *key) {
+    for (const amp_setting *r = core_settings; r->key; r++)
+        if (strcmp(r->section, section) == 0 &&
+            ((r->flags & AMP_SETTING_AB_FREE_SECTION) ||
+             ((r->flags & AMP_SETTING_AB_FREE) && strcmp(r->key, key) == 0)))
+            return 1;
     return 0;
 }

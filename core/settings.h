@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "io/config.h"
+#include "settings_table.h"
 
 typedef enum amp_device_choice { AMP_RUN_AUTO = 0, AMP_RUN_CPU = 1, AMP_RUN_CUDA = 2 } amp_device_choice;
 typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1, AMP_DATA_TEXT = 2 } amp_dataset_kind;
@@ -34,6 +35,7 @@ typedef struct amp_settings {
     int block_size;                            /* text: window length, from [model] block_size */
     /* [model]: name and init here; the rest are the model's own keys */
     const char *model;                         /* a name from the model registry */
+    int model_index;                           /* its index in amp_model_names() */
     const char *init;                          /* "default" or a .safetensors path */
     /* [optim] */
     amp_optim_kind optim;
@@ -60,8 +62,11 @@ typedef struct amp_settings {
  * 0, or -1 with a "file:line: ..." message. */
 int amp_settings_read(amp_settings *s, amp_config *cfg, char *err, size_t errlen);
 
-/* p made absolute as amp_settings_read makes the config's relative paths
- * (relative to the config's folder): 0, or -1 with errno set. */
-int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, size_t cap);
+/* The core's keys (core/settings.c), NULL-key terminated. */
+const amp_setting *amp_settings_core_table(void);
+
+/* 1 when the arms of an A/B study may differ in (section, key): the arm's
+ * label, what the runner sets, and the plugin sections under test. */
+int amp_settings_ab_free(const char *section, const char *key);
 
 #endif

@@ -42,6 +42,7 @@
 #include "cnn.h"
 #include "model.h"
 #include "rng.h"
+#include "settings_table.h"
 
 #define CNN_MAX_STAGES 64
 #define CNN_MAX_KERNEL 64 /* conv: k, stride and pad */
@@ -279,12 +280,22 @@ static int checked_size(const parse_ctx *p, const cnn_stage *s, const char *what
     return tok_fail(p, s, "%s", detail);
 }
 
+typedef struct cnn_keys {
+    const char *layers;
+} cnn_keys;
+
+static const amp_setting cnn_settings[] = {
+    {"model", "layers", AMP_SETTING_STRING, CNN_DEFAULT_LAYERS, AMP_SETTING_AT(cnn_keys, layers),
+     .doc = "the network, stages separated by blanks: `" CNN_SYNTAX "` (see Convolutional networks "
+            "in the README)"},
+    {.key = NULL}};
+
 /* Parses the layers string and walks the shapes from the input image. */
 static int parse_layers(cnn *c, amp_config *cfg, const amp_model_input *in, char *err,
                         size_t errlen) {
-    const char *text = NULL;
-    if (amp_config_get_string(cfg, "model", "layers", CNN_DEFAULT_LAYERS, &text, err, errlen) < 0)
-        return -1;
+    cnn_keys k;
+    if (amp_settings_table_read(cnn_settings, &k, cfg, err, errlen) != 0) return -1;
+    const char *text = k.layers;
     const char *where = NULL;
     amp_config_lookup(cfg, "model", "layers", &where);
     if (!where) where = amp_config_path(cfg);
@@ -929,7 +940,7 @@ int amp_cnn_conv_gemm_only(amp_model *m, int rows, double *flops) {
 
 const amp_model_ops amp_model_cnn = {
     .name = "cnn",
-    .keys = (const char *const[]){"layers", NULL},
+    .settings = cnn_settings,
     .describe = cnn_describe,
     .create = cnn_create,
     .layout = cnn_layout,

@@ -44,6 +44,7 @@
 #include "backend/kernels/attention.h"
 #include "model.h"
 #include "rng.h"
+#include "settings_table.h"
 #include "text.h"
 
 #define CHECK(expr)                 \
@@ -129,25 +130,34 @@ typedef struct gpt {
 
 static size_t dsize(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
 
+/* nanoGPT's MLP is nn.GELU(), the erf form: its state_dict computes that function */
+static const char *const gpt_acts[] = {"gelu", "gelu_tanh", NULL};
+static const int gpt_act_values[] = {AMP_ACT_GELU, AMP_ACT_GELU_TANH};
+#define GPT_KEY(field) AMP_SETTING_AT(gpt_keys, field)
+static const amp_setting gpt_settings[] = {
+    {"model", "n_layer", AMP_SETTING_INT, "6", 1, 1024, GPT_KEY(n_layer), .doc = "blocks"},
+    {"model", "n_head", AMP_SETTING_INT, "6", 1, 1024, GPT_KEY(n_head),
+     .doc = "attention heads (must divide `n_embd`)"},
+    {"model", "n_embd", AMP_SETTING_INT, "384", 1, 1 << 16, GPT_KEY(n_embd), .doc = "width"},
+    {"model", "block_size", AMP_SETTING_INT, AMP_SETTING_TEXT(AMP_TEXT_DEFAULT_BLOCK), 1, 1 << 16, GPT_KEY(block_size),
+     .doc = "the context length, and the length of the text windows"},
+    {"model", "bias", AMP_SETTING_BOOL, "false", GPT_KEY(bias),
+     .doc = "biases in the Linears and LayerNorms (nanoGPT's `bias`)"},
+    {"model", "activation", AMP_SETTING_CHOICE, "gelu", .choices = gpt_acts,
+     .values = gpt_act_values, GPT_KEY(act),
+     .doc = "the MLP's GELU, `gelu` (exact erf form) or `gelu_tanh` (GPT-2's tanh form). The default "
+            "is nanoGPT's: its `model.py` uses `nn.GELU()`, the erf form, so a nanoGPT `state_dict` "
+            "loaded through `[model] init` computes the same function. Both cost the same on the CPU "
+            "(`gelu` runs amptrain's own `erf` through `vexp`, as `gelu_tanh` runs its `tanh`): "
+            "2026-12-02, AMD EPYC Zen 5, other builds running, `AMPTRAIN_THREADS=1 bench_step --model "
+            "gpt --activation gelu|gelu_tanh --no-floor`, 4 interleaved rounds, median ms a step "
+            "fp32/fp16/bf16: `gelu` 62/61/67 with libm's `erff` → 40/45/49, `gelu_tanh` 42/47/45. A "
+            "checkpoint from before this key ran `gelu_tanh`: it resumes only under `gelu_tanh`, and "
+            "`sample` of such a run uses it"},
+    {.key = NULL}};
+
 static int read_keys(amp_config *cfg, gpt_keys *k, char *err, size_t errlen) {
-    int64_t v;
-    if (amp_config_get_int(cfg, "model", "n_layer", 6, 1, 1024, &v, err, errlen) < 0) return -1;
-    k->n_layer = (int)v;
-    if (amp_config_get_int(cfg, "model", "n_head", 6, 1, 1024, &v, err, errlen) < 0) return -1;
-    k->n_head = (int)v;
-    if (amp_config_get_int(cfg, "model", "n_embd", 384, 1, 1 << 16, &v, err, errlen) < 0) return -1;
-    k->n_embd = (int)v;
-    if (amp_config_get_int(cfg, "model", "block_size", AMP_TEXT_DEFAULT_BLOCK, 1, 1 << 16, &v, err,
-                           errlen) < 0)
-        return -1;
-    k->block_size = (int)v;
-    if (amp_config_get_bool(cfg, "model", "bias", 0, &k->bias, err, errlen) < 0) return -1;
-    /* nanoGPT's MLP is nn.GELU(), the erf form: its state_dict computes that function */
-    static const char *const acts[] = {"gelu", "gelu_tanh", NULL};
-    int idx = 0;
-    if (amp_config_get_choice(cfg, "model", "activation", "gelu", acts, &idx, err, errlen) < 0)
-        return -1;
-    k->act = idx == 0 ? AMP_ACT_GELU : AMP_ACT_GELU_TANH;
+    if (amp_settings_table_read(gpt_settings, k, cfg, err, errlen) != 0) return -1;
     if (k->n_embd % k->n_head != 0) {
         const char *where = NULL;
         amp_config_lookup(cfg, "model", "n_head", &where);
@@ -799,7 +809,7 @@ static int gpt_logits(amp_model *m, int row, int pos, float *host) {
 
 const amp_model_ops amp_model_gpt = {
     .name = "gpt",
-    .keys = (const char *const[]){"n_layer", "n_head", "n_embd", "block_size", "bias", "activation", NULL},
+    .settings = gpt_settings,
     .describe = gpt_describe,
     .create = gpt_create,
     .layout = gpt_layout,

@@ -12,6 +12,7 @@
 
 #include "model.h"
 #include "rng.h"
+#include "settings_table.h"
 
 #define MLP_MAX_HIDDEN 64
 
@@ -90,16 +91,26 @@ static int parse_hidden(int *hidden, int *nhidden, amp_config *cfg, const char *
     return 0;
 }
 
+typedef struct mlp_keys {
+    const char *hidden;
+    int act; /* amp_act */
+} mlp_keys;
+
+static const char *const mlp_acts[] = {"none", "relu", "gelu", NULL};
+static const amp_setting mlp_settings[] = {
+    {"model", "hidden", AMP_SETTING_STRING, "256,128", AMP_SETTING_AT(mlp_keys, hidden),
+     .doc = "hidden widths, comma-separated (1 to " AMP_SETTING_TEXT(MLP_MAX_HIDDEN) " layers, each "
+            "1..1048576)"},
+    {"model", "activation", AMP_SETTING_CHOICE, "relu", .choices = mlp_acts,
+     AMP_SETTING_AT(mlp_keys, act), .doc = "`relu`, `gelu` (exact erf form) or `none`"},
+    {.key = NULL}};
+
 static int read_keys(amp_config *cfg, int *hidden, int *nhidden, amp_act *act, char *err,
                      size_t errlen) {
-    const char *text = NULL;
-    int idx = 0;
-    if (amp_config_get_string(cfg, "model", "hidden", "256,128", &text, err, errlen) < 0) return -1;
-    if (parse_hidden(hidden, nhidden, cfg, text, err, errlen) != 0) return -1;
-    static const char *const acts[] = {"none", "relu", "gelu", NULL};
-    if (amp_config_get_choice(cfg, "model", "activation", "relu", acts, &idx, err, errlen) < 0)
-        return -1;
-    *act = (amp_act)idx;
+    mlp_keys k;
+    if (amp_settings_table_read(mlp_settings, &k, cfg, err, errlen) != 0) return -1;
+    if (parse_hidden(hidden, nhidden, cfg, k.hidden, err, errlen) != 0) return -1;
+    *act = (amp_act)k.act;
     return 0;
 }
 
@@ -445,7 +456,7 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
 
 const amp_model_ops amp_model_mlp = {
     .name = "mlp",
-    .keys = (const char *const[]){"hidden", "activation", NULL},
+    .settings = mlp_settings,
     .describe = mlp_describe,
     .create = mlp_create,
     .layout = mlp_layout,

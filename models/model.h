@@ -110,9 +110,10 @@ typedef struct amp_working_copy {
 
 typedef struct amp_model_ops {
     const char *name; /* "[model] name" */
-    /* Its own [model] keys (beside name and init), NULL-terminated, or NULL:
-     * such a key set for another model is explained, not called unknown. */
-    const char *const *keys;
+    /* Its own [model] keys (beside name and init) as a settings table
+     * (settings_table.h: read by describe, printed in docs/settings.md), or
+     * NULL: such a key set for another model is explained, not unknown. */
+    const struct amp_setting *settings;
     /* Reads the model's [model] keys (through cfg, so unknown keys stay
      * errors) and fills desc for the data in `in`. Allocates only host
      * memory owned by desc. 0, or -1 with a "file:line: ..." message. */

@@ -236,16 +236,6 @@ static const entry *find_entry(const arm_cfg *c, const char *section, const char
     return NULL;
 }
 
-/* Keys allowed to differ: the policy and scaler under test, the arm's label,
- * the seed (the runner sets it) and log_every (the runner logs every step). */
-static int compared(const char *section, const char *key) {
-    if (strcmp(section, "precision") == 0 || strcmp(section, "scaler") == 0) return 0;
-    if (strcmp(section, "run") == 0 && (strcmp(key, "name") == 0 || strcmp(key, "seed") == 0))
-        return 0;
-    if (strcmp(section, "train") == 0 && strcmp(key, "log_every") == 0) return 0;
-    return 1;
-}
-
 /* Opens the config exactly as `train` would (plugins, data and model
  * included), so a bad config fails here and not after an hour of runs. */
 static int validate(const ab_args *a, int i, amp_ab_arm *arm, arm_cfg *ac, char *err,
@@ -293,7 +283,7 @@ static int find_diffs(amp_ab_study *st, const arm_cfg *ac) {
     for (int a = 0; a < st->narms; a++)
         for (size_t i = 0; i < ac[a].n; i++) {
             const entry *e = &ac[a].e[i];
-            if (!compared(e->section, e->key)) continue;
+            if (amp_settings_ab_free(e->section, e->key)) continue;
             int seen = 0; /* already examined from an earlier arm */
             for (int p = 0; p < a && !seen; p++) seen = find_entry(&ac[p], e->section, e->key) != NULL;
             if (seen) continue;

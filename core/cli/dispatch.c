@@ -28,6 +28,9 @@ static void usage(FILE *f) {
             "                       A/B test: run every config with the same seeds and\n"
             "                       write DIR/ab.json and DIR/report.html\n"
             "  plugins [-v]         list the precision and scaler plugins found\n"
+            "  settings [--markdown]\n"
+            "                       list every configuration key and its default (--markdown:\n"
+            "                       the INI reference, docs/settings.md)\n"
             "  new-plugin scaler|precision NAME [DIR]\n"
             "                       write a plugin folder that builds against the installed SDK\n"
             "  --version            print the version\n"
@@ -68,6 +71,7 @@ static int run_command(int argc, char **argv) {
     if (strcmp(cmd, "checkpoints") == 0) return amp_cmd_checkpoints(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return amp_cmd_sample(argc - 1, argv + 1);
     if (strcmp(cmd, "new-plugin") == 0) return amp_cmd_new_plugin(argc - 1, argv + 1);
+    if (strcmp(cmd, "settings") == 0) return amp_cmd_settings(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0) {
         printf("amptrain %s (plugin ABI %d.%d)\n", AMP_VERSION, AMP_PLUGIN_ABI_MAJOR, AMP_PLUGIN_ABI_MINOR);
         return 0;
