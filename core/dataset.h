@@ -28,8 +28,6 @@ typedef struct amp_data_view {
 typedef struct amp_data_kind {
     const char *name;          /* [data] dataset = name */
     amp_dataset_kind kind;     /* the settings' value for it (settings.h) */
-    const char *const *keys;   /* its own [data] keys, NULL-terminated (batch_size and
-                                * shuffle are every kind's) */
     /* Loads the training and evaluation splits into d->train/d->test
      * (d->text for text), from the settings; path is [data] path taken
      * relative to the config's folder. 0, or -1 with err naming the key or
@@ -61,8 +59,10 @@ typedef struct amp_data_kind {
  * the registry's names). */
 const amp_data_kind *amp_data_kind_of(const amp_settings *st);
 
-/* The kinds, NULL-terminated. */
+/* The kinds, NULL-terminated, in amp_dataset_kind order. */
 const amp_data_kind *const *amp_data_kinds(void);
+/* Their names in the same order ([data] dataset's choices; settings.c). */
+const char *const *amp_data_kind_names(void);
 
 /* Row datasets (amp_dataset: images or flat features, one label a row):
  * the parts their entries share. */

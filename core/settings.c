@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include "loader.h"
+#include "dataset.h"
 #include "model.h"
 #include "text.h"
 
@@ -44,7 +45,6 @@ static int check_min_lr(const void *dst, amp_config *cfg, char *err, size_t errl
 }
 
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
-static const char *const datasets[] = {"fashion_mnist", "tiny", "text", NULL};
 static const char *const optims[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"constant", "cosine", NULL};
 static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
@@ -67,7 +67,8 @@ static const amp_setting core_settings[] = {
             "run gives the same bits on the GPU); `false`: cuDNN's first (fastest) choice. The CPU is "
             "deterministic either way"},
 
-    {"data", "dataset", AMP_SETTING_CHOICE, "fashion_mnist", .choices = datasets, AT(dataset),
+    {"data", "dataset", AMP_SETTING_CHOICE, "fashion_mnist", .choices_of = amp_data_kind_names,
+     AT(dataset),
      .doc = "`fashion_mnist`, `tiny` (synthetic) or `text` (characters of a text file, for the GPT)"},
     {"data", "batch_size", AMP_SETTING_INT, "128", 1, 65536, AT(batch_size),
      .doc = "rows per micro-batch"},

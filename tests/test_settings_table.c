@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dataset.h"
 #include "model.h"
 #include "settings.h"
 
@@ -45,6 +46,15 @@ int main(void) {
         printf("FAIL: %d models registered, expected mlp, gpt and cnn\n", models);
         failures++;
     }
+
+    /* [data] dataset stores the index of its choice, which the registry's
+     * names give in amp_dataset_kind order */
+    const amp_data_kind *const *kinds = amp_data_kinds();
+    for (int i = 0; kinds[i]; i++)
+        if ((int)kinds[i]->kind != i || strcmp(amp_data_kind_names()[i], kinds[i]->name) != 0) {
+            printf("FAIL: dataset kind %d (%s) is out of amp_dataset_kind order\n", i, kinds[i]->name);
+            failures++;
+        }
 
     const amp_setting out_of_range[] = {
         {"s", "n", AMP_SETTING_INT, "9", 0, 8, AT(n), .doc = "d"}, {.key = NULL}};

@@ -33,7 +33,6 @@ static void source(const amp_data_view *d, char *out, size_t outlen) {
 const amp_data_kind amp_data_fashion_mnist = {
     .name = "fashion_mnist",
     .kind = AMP_DATA_FASHION_MNIST,
-    .keys = (const char *const[]){"path", "train_limit", "test_limit", NULL},
     .open = open_idx,
     .describe = amp_data_rows_describe,
     .train_rows = amp_data_rows_train_rows,

@@ -18,6 +18,12 @@ const amp_data_kind *amp_data_kind_of(const amp_settings *st) {
 
 const amp_data_kind *const *amp_data_kinds(void) { return registry; }
 
+const char *const *amp_data_kind_names(void) {
+    static const char *names[sizeof registry / sizeof registry[0]];
+    for (size_t i = 0; registry[i]; i++) names[i] = registry[i]->name;
+    return names;
+}
+
 void amp_data_rows_describe(const amp_data_view *d, amp_model_input *in) {
     in->features = d->train->features;
     in->channels = d->train->rows > 0 ? 1 : 0;

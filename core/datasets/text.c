@@ -62,7 +62,6 @@ static int write_vocab(const amp_data_view *d, FILE *f) { return amp_text_write_
 const amp_data_kind amp_data_text = {
     .name = "text",
     .kind = AMP_DATA_TEXT,
-    .keys = (const char *const[]){"path", "eval_iters", NULL},
     .open = open_text,
     .describe = describe,
     .train_rows = train_rows,

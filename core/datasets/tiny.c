@@ -29,8 +29,6 @@ static int fingerprint(amp_data_view *d, FILE *f, char *err, size_t errlen) {
 const amp_data_kind amp_data_tiny = {
     .name = "tiny",
     .kind = AMP_DATA_TINY,
-    .keys = (const char *const[]){"train_size", "test_size", "features", "classes", "input_scale",
-                                  NULL},
     .open = make,
     .describe = amp_data_rows_describe,
     .train_rows = amp_data_rows_train_rows,
