@@ -604,7 +604,8 @@ static int linear_forward(amp_model *m, const gpt_linear *L, const void *x, amp_
     const void *xg = gemm_operand(m, L, 0, x, x_dt, x_dt, (size_t)rows * L->in);
     const void *wg = gemm_operand(m, L, 1, L->w_work, L->wstore, L->wdt, (size_t)L->in * L->out);
     if (!xg || !wg) return -1;
-    amp_gemm_desc d = amp_gemm_plain(g->f_acc, xg, wg, gemm_dtype(L), 0, 1, rows, L->out, L->in);
+    amp_gemm_desc d =
+        amp_gemm_plain(g->f_acc, xg, wg, gemm_dtype(L), AMP_GEMM_NT, rows, L->out, L->in);
     d.bias = L->b_work;
     d.bias_dtype = L->wstore;
     d.act = act;
@@ -618,9 +619,11 @@ static int linear_forward(amp_model *m, const gpt_linear *L, const void *x, amp_
 static int norm_forward(amp_model *m, const gpt_norm *n, void *out, float *mean, float *rstd,
                         const float *x, int rows) {
     gpt *g = m->impl;
-    return AMP_CALL(m->be, layernorm_forward, out, n->act, mean, rstd, x, m->master + n->w_off,
-                    n->b_off != NO_PARAM ? m->master + n->b_off : NULL, rows, g->C, GPT_LN_EPS,
-                    amp_model_rounds(m, n->layer, AMP_ROUND_FWD));
+    return AMP_TRANSFORMER(m->be, layernorm_forward,
+                           &(amp_layernorm_fwd){out, n->act, mean, rstd, x, m->master + n->w_off,
+                                                n->b_off != NO_PARAM ? m->master + n->b_off : NULL,
+                                                rows, g->C, GPT_LN_EPS,
+                                                amp_model_rounds(m, n->layer, AMP_ROUND_FWD)});
 }
 
 static int gpt_forward(amp_model *m, const amp_forward_args *a) {
@@ -629,8 +632,8 @@ static int gpt_forward(amp_model *m, const amp_forward_args *a) {
     int Bn = a->rows, rows = a->rows * g->T, C = g->C;
     size_t nc = (size_t)rows * C;
     float *x = g->k.n_layer > 0 ? g->blocks[0].x : g->x_final;
-    CHECK(AMP_CALL(be, embed_forward, x, m->master + g->wte_off, m->master + g->wpe_off,
-                   (const int32_t *)m->x, Bn, g->T, C));
+    CHECK(AMP_TRANSFORMER(be, embed_forward, x, m->master + g->wte_off, m->master + g->wpe_off,
+                          (const int32_t *)m->x, Bn, g->T, C));
     for (int i = 0; i < g->k.n_layer; i++) {
         gpt_block *b = &g->blocks[i];
         float *next = i + 1 < g->k.n_layer ? g->blocks[i + 1].x : g->x_final;
@@ -638,16 +641,17 @@ static int gpt_forward(amp_model *m, const amp_forward_args *a) {
         CHECK(linear_forward(m, &b->c_attn, b->ln1_out, b->ln1.act, rows, b->qkv, AMP_ACT_NONE, NULL));
         const void *qkv = operand(m, 0, b->qkv, b->c_attn.act, b->adt, 3 * nc);
         if (!qkv) return -1;
-        CHECK(AMP_CALL(be, attention_forward, b->atty, b->att, g->att_ws, qkv, b->adt, Bn, g->T, C,
-                       g->k.n_head, amp_model_rounds(m, b->attn_layer, AMP_ROUND_FWD)));
+        CHECK(AMP_TRANSFORMER(be, attention_forward, b->atty, b->att, g->att_ws, qkv,
+                              &(amp_attention_desc){Bn, g->T, C, g->k.n_head, b->adt},
+                              amp_model_rounds(m, b->attn_layer, AMP_ROUND_FWD)));
         CHECK(linear_forward(m, &b->c_proj, b->atty, b->adt, rows, b->proj, AMP_ACT_NONE, NULL));
-        CHECK(AMP_CALL(be, residual_add, g->x_mid, b->x, b->proj, b->c_proj.act, nc));
+        CHECK(AMP_TRANSFORMER(be, residual_add, g->x_mid, b->x, b->proj, b->c_proj.act, nc));
         CHECK(norm_forward(m, &b->ln2, b->ln2_out, b->ln2_mean, b->ln2_rstd, g->x_mid, rows));
         CHECK(linear_forward(m, &b->c_fc, b->ln2_out, b->ln2.act, rows, b->fch, g->k.act,
                              b->fch_gelu));
         CHECK(linear_forward(m, &b->fc_proj, b->fch_gelu, b->c_fc.act, rows, g->g_small,
                              AMP_ACT_NONE, NULL));
-        CHECK(AMP_CALL(be, residual_add, next, g->x_mid, g->g_small, b->fc_proj.act, nc));
+        CHECK(AMP_TRANSFORMER(be, residual_add, next, g->x_mid, g->g_small, b->fc_proj.act, nc));
     }
     CHECK(norm_forward(m, &g->ln_f, g->lnf_out, g->lnf_mean, g->lnf_rstd, g->x_final, rows));
     CHECK(linear_forward(m, &g->lm_head, g->lnf_out, g->ln_f.act, rows, g->logits, AMP_ACT_NONE,
@@ -676,7 +680,8 @@ static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, am
     const void *xg = gemm_operand(m, L, 1, x, x_dt, x_dt, (size_t)rows * L->in);
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T X[rows, in] */
-    amp_gemm_desc dw = amp_gemm_plain(g->f_w, dyg, xg, gemm_dtype(L), 1, 0, L->out, L->in, rows);
+    amp_gemm_desc dw =
+        amp_gemm_plain(g->f_w, dyg, xg, gemm_dtype(L), AMP_GEMM_TN, L->out, L->in, rows);
     CHECK(AMP_CALL(be, gemm_ex, &dw));
     CHECK(be->ops->quantize(be, m->grads + L->w_off, g->f_w, wn, L->wdt, cnt, 1));
     if (L->b_off != NO_PARAM) {
@@ -692,7 +697,7 @@ static int linear_backward(amp_model *m, const gpt_linear *L, const void *dy, am
     const void *wg = gemm_operand(m, L, 1, L->w_work, L->wstore, L->wdt, wn);
     if (!wg) return -1;
     /* dX[rows, in] = dY[rows, out] W[out, in] */
-    amp_gemm_desc dd = amp_gemm_plain(dx, dyg, wg, gemm_dtype(L), 0, 0, rows, L->in, L->out);
+    amp_gemm_desc dd = amp_gemm_plain(dx, dyg, wg, gemm_dtype(L), AMP_GEMM_NN, rows, L->in, L->out);
     return AMP_CALL(be, gemm_ex, &dd);
 }
 
@@ -721,9 +726,11 @@ static int grad_for(amp_model *m, const gpt_linear *L, void *dst, float *wide_bu
 static int norm_backward(amp_model *m, const gpt_norm *n, const float *dout, const float *x,
                          const float *mean, const float *rstd, int rows) {
     gpt *g = m->impl;
-    return AMP_CALL(m->be, layernorm_backward, g->dres, m->grads + n->w_off,
-                    n->b_off != NO_PARAM ? m->grads + n->b_off : NULL, dout, x,
-                    m->master + n->w_off, mean, rstd, rows, g->C);
+    return AMP_TRANSFORMER(m->be, layernorm_backward,
+                           &(amp_layernorm_bwd){g->dres, m->grads + n->w_off,
+                                                n->b_off != NO_PARAM ? m->grads + n->b_off : NULL,
+                                                dout, x, m->master + n->w_off, mean, rstd, rows,
+                                                g->C});
 }
 
 static int gpt_backward(amp_model *m, const amp_backward_args *a) {
@@ -755,11 +762,12 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         amp_round_count *fc_cnt = amp_model_rounds(m, b->c_fc.layer, AMP_ROUND_GRAD);
         dy = g->g_big;
         dy_store = b->c_fc.act;
-        if (op->act_backward_round) { /* the same bits in one pass */
+        if (amp_backend_supports(be, "act_backward_round")) { /* the same bits in one pass */
             /* wide: its FP32 widening too, which the GEMMs read */
             int wide = b->c_fc.wide && b->c_fc.act != AMP_DTYPE_F32;
-            CHECK(op->act_backward_round(be, g->g_big, wide ? g->f_t : NULL, g->f_dx, b->fch,
-                                         b->c_fc.act, n4, g->k.act, fc_cnt));
+            CHECK(AMP_FUSED(be, act_backward_round,
+                            &(amp_act_round_args){g->g_big, wide ? g->f_t : NULL, g->f_dx, b->fch,
+                                                  b->c_fc.act, n4, g->k.act, fc_cnt}));
             if (wide) {
                 dy = g->f_t;
                 dy_store = AMP_DTYPE_F32;
@@ -775,7 +783,7 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, b->ln2.act,
                            amp_model_rounds(m, b->ln2.layer, AMP_ROUND_GRAD), 0));
         /* ln_2's input: the residual after attention, recomputed exactly */
-        CHECK(AMP_CALL(be, residual_add, g->x_mid, b->x, b->proj, b->c_proj.act, nc));
+        CHECK(AMP_TRANSFORMER(be, residual_add, g->x_mid, b->x, b->proj, b->c_proj.act, nc));
         CHECK(norm_backward(m, &b->ln2, g->f_dx, g->x_mid, b->ln2_mean, b->ln2_rstd, rows));
         /* attention: dres is now the gradient of its c_proj output */
         CHECK(grad_for(m, &b->c_proj, g->g_small, g->g_small, g->dres, nc, b->c_proj.act,
@@ -786,8 +794,8 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(op->round(be, g->g_big, b->adt, g->f_dx, nc, at_cnt));
         const void *qkv = operand(m, 0, b->qkv, b->c_attn.act, b->adt, 3 * nc);
         if (!qkv) return -1;
-        CHECK(AMP_CALL(be, attention_backward, g->g_qkv, g->att_ws, g->g_big, qkv, b->att, b->adt,
-                       Bn, g->T, C, g->k.n_head, at_cnt));
+        CHECK(AMP_TRANSFORMER(be, attention_backward, g->g_qkv, g->att_ws, g->g_big, qkv, b->att,
+                              &(amp_attention_desc){Bn, g->T, C, g->k.n_head, b->adt}, at_cnt));
         CHECK(linear_backward(m, &b->c_attn, g->g_qkv, b->adt, b->adt, b->ln1_out, b->ln1.act,
                               rows, g->f_dx));
         CHECK(op->quantize(be, g->f_dx, g->f_dx, nc, b->ln1.act,
@@ -795,8 +803,8 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
         CHECK(norm_backward(m, &b->ln1, g->f_dx, b->x, b->ln1_mean, b->ln1_rstd, rows));
     }
     /* the embeddings take the residual stream's gradient as it is (FP32) */
-    return AMP_CALL(be, embed_backward, m->grads + g->wte_off, m->grads + g->wpe_off, g->dres,
-                    (const int32_t *)m->x, Bn, g->T, C);
+    return AMP_TRANSFORMER(be, embed_backward, m->grads + g->wte_off, m->grads + g->wpe_off,
+                           g->dres, (const int32_t *)m->x, Bn, g->T, C);
 }
 
 /* ---- sampling ----------------------------------------------------------------- */

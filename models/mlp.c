@@ -180,7 +180,7 @@ static int mlp_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
     }
     /* A 16-bit fc1 takes the batch rounded on upload where the backend can
      * (no FP32 batch); otherwise the forward rounds the FP32 batch into x_in. */
-    if (p->x_dtype != AMP_DTYPE_F32 && m->be->ops->upload_round) {
+    if (p->x_dtype != AMP_DTYPE_F32 && amp_backend_supports(m->be, "upload_round")) {
         m->x_dtype = p->x_dtype;
         m->x_round_layer = 0;
     }
@@ -348,7 +348,7 @@ static int linear_forward(amp_model *m, int l, int rows) {
                             (size_t)L->out * L->in);
     if (!x || !w) return -1;
     /* y[rows, out] = x[rows, in] . W[out, in]^T */
-    amp_gemm_desc g = amp_gemm_plain(p->f_y, x, w, feed_dtype(L), 0, 1, rows, L->out, L->in);
+    amp_gemm_desc g = amp_gemm_plain(p->f_y, x, w, feed_dtype(L), AMP_GEMM_NT, rows, L->out, L->in);
     g.bias = L->b_work;
     g.bias_dtype = L->w_store;
     g.act = L->act;
@@ -390,8 +390,9 @@ static int act_backward(amp_model *m, mlp_layer *P, float *dz32, size_t n, amp_r
     const amp_backend_ops *op = be->ops;
     amp_dtype ad = P->prec.activation;
     float *f32 = ad == AMP_DTYPE_F32 ? NULL : dz32;
-    if (op->act_backward_round)
-        return op->act_backward_round(be, P->z, f32, p->f_y, P->z, ad, n, P->act, cnt);
+    if (amp_backend_supports(be, "act_backward_round"))
+        return AMP_FUSED(be, act_backward_round,
+                         &(amp_act_round_args){P->z, f32, p->f_y, P->z, ad, n, P->act, cnt});
     /* the same math as separate ops */
     CHECK(op->quantize(be, p->f_y, p->f_y, n, ad, cnt, 0));
     CHECK(op->widen(be, dz32, P->z, ad, n));
@@ -428,7 +429,8 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
          * first micro-batch's lands in grads directly (rounded there in
          * place: one pass over the weight-sized array fewer). */
         float *gdst = a->accumulate ? p->f_w : m->grads + L->w_off;
-        amp_gemm_desc gw = amp_gemm_plain(gdst, dz, x, feed_dtype(L), 1, 0, L->out, L->in, rows);
+        amp_gemm_desc gw =
+            amp_gemm_plain(gdst, dz, x, feed_dtype(L), AMP_GEMM_TN, L->out, L->in, rows);
         CHECK(AMP_CALL(be, gemm_ex, &gw));
         if (pd != AMP_DTYPE_F32 || a->accumulate)
             CHECK(op->quantize(be, m->grads + L->w_off, gdst, wn, pd, cnt, a->accumulate));
@@ -444,7 +446,8 @@ static int mlp_backward(amp_model *m, const amp_backward_args *a) {
         const void *w = operand(m, L, 1, L->w_work, L->w_store, pd, NULL, wn);
         if (!w) return -1;
         /* dA[rows, in] = dZ[rows, out] . W[out, in], stored in P's activation dtype */
-        amp_gemm_desc gx = amp_gemm_plain(p->f_y, dz, w, feed_dtype(L), 0, 0, rows, L->in, L->out);
+        amp_gemm_desc gx =
+            amp_gemm_plain(p->f_y, dz, w, feed_dtype(L), AMP_GEMM_NN, rows, L->in, L->out);
         CHECK(AMP_CALL(be, gemm_ex, &gx));
         float *next = dz32 == p->f_t ? p->f_dz : p->f_t;
         if (P->prec.activation == AMP_DTYPE_F32) next = p->f_t; /* scratch for the composed ops */
