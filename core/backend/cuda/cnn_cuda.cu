@@ -422,6 +422,31 @@ static const char *no_algo(amp_backend *be, const amp_conv_plan *p, const char *
     return be->err;
 }
 
+/* One direction's algorithm: the first of cuDNN's heuristic ranking
+ * (query: the cudnnGet*Algorithm_v7 call) that succeeded, is deterministic
+ * when asked, has allowed math and whose workspace (ws_size: the
+ * cudnnGet*WorkspaceSize call) fits `limit`. Sets the direction's math type
+ * and workspace in p and *algo; 0, or 1 with be->err. */
+template <typename Perf, int N, typename Query, typename WsSize, typename Algo>
+static int choose_algo(amp_backend *be, amp_conv_plan *p, int dir, size_t limit, Query query,
+                       WsSize ws_size, Algo *algo) {
+    static const char *const names[3] = {"forward", "backward-data", "backward-filter"};
+    Perf perf[N];
+    int got = 0;
+    AMP_CHECK_CUDNN(query(N, &got, perf));
+    for (int i = 0; i < got; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(p, perf[i].mathType)) continue;
+        if (p->deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+        AMP_CHECK_CUDNN(cudnnSetConvolutionMathType(p->conv[dir], math_for(p, perf[i].mathType)));
+        size_t sz = 0;
+        if (ws_size(perf[i].algo, &sz) != CUDNN_STATUS_SUCCESS || sz > limit) continue;
+        *algo = perf[i].algo;
+        p->ws[dir] = sz;
+        return 0;
+    }
+    return no_algo(be, p, names[dir], limit), 1;
+}
+
 /* Builds the descriptors and picks each direction's algorithm: the first of
  * cuDNN's heuristic ranking that succeeds, is deterministic when asked, has
  * allowed math and whose workspace fits `limit` (bytes after the stage). */
@@ -459,71 +484,47 @@ static int plan_init(amp_backend *be, cudnnHandle_t h, amp_conv_plan *p, size_t 
         size_t ws = (size_t)d->c_out * d->c_in * d->kh * d->kw, m = xs > ys ? xs : ys;
         p->stage = align256((m > ws ? m : ws) * 2);
     }
-    int got = 0;
-    { /* forward */
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        AMP_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
-            h, p->x, p->w, p->conv[DIR_FWD], p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-        int found = 0;
-        for (int i = 0; i < got && !found; i++) {
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(p, perf[i].mathType)) continue;
-            if (p->deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
-            AMP_CHECK_CUDNN(cudnnSetConvolutionMathType(p->conv[DIR_FWD], math_for(p, perf[i].mathType)));
-            size_t sz = 0;
-            if (cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv[DIR_FWD], p->y,
-                                                        perf[i].algo, &sz) != CUDNN_STATUS_SUCCESS ||
-                sz > limit)
-                continue;
-            p->fwd = perf[i].algo;
-            p->ws[DIR_FWD] = sz;
-            found = 1;
-        }
-        if (!found) return no_algo(be, p, "forward", limit), 1;
-    }
-    { /* backward data */
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        AMP_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            h, p->w, p->y, p->conv[DIR_DATA], p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
-            perf));
-        int found = 0;
-        for (int i = 0; i < got && !found; i++) {
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(p, perf[i].mathType)) continue;
-            if (p->deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
-            AMP_CHECK_CUDNN(cudnnSetConvolutionMathType(p->conv[DIR_DATA], math_for(p, perf[i].mathType)));
-            size_t sz = 0;
-            if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y, p->conv[DIR_DATA], p->x,
-                                                             perf[i].algo, &sz) != CUDNN_STATUS_SUCCESS ||
-                sz > limit)
-                continue;
-            p->data = perf[i].algo;
-            p->ws[DIR_DATA] = sz;
-            found = 1;
-        }
-        if (!found) return no_algo(be, p, "backward-data", limit), 1;
-    }
-    { /* backward filter */
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        AMP_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            h, p->x, p->y, p->conv[DIR_FILTER], p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-            &got, perf));
-        int found = 0;
-        for (int i = 0; i < got && !found; i++) {
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(p, perf[i].mathType)) continue;
-            if (p->deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
-            AMP_CHECK_CUDNN(cudnnSetConvolutionMathType(p->conv[DIR_FILTER], math_for(p, perf[i].mathType)));
-            size_t sz = 0;
-            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv[DIR_FILTER],
-                                                               p->w, perf[i].algo, &sz) !=
-                    CUDNN_STATUS_SUCCESS ||
-                sz > limit)
-                continue;
-            p->filter = perf[i].algo;
-            p->ws[DIR_FILTER] = sz;
-            found = 1;
-        }
-        if (!found) return no_algo(be, p, "backward-filter", limit), 1;
-    }
-    return 0;
+    /* row-major tensors as cuDNN names them: x, w, y (forward); the
+     * backward directions read y's gradient and write x's or w's */
+    if (choose_algo<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+            be, p, DIR_FWD, limit,
+            [&](int n, int *got, cudnnConvolutionFwdAlgoPerf_t *perf) {
+                return cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv[DIR_FWD],
+                                                              p->y, n, got, perf);
+            },
+            [&](cudnnConvolutionFwdAlgo_t algo, size_t *sz) {
+                return cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv[DIR_FWD],
+                                                               p->y, algo, sz);
+            },
+            &p->fwd))
+        return 1;
+    if (choose_algo<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+            be, p, DIR_DATA, limit,
+            [&](int n, int *got, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+                return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv[DIR_DATA],
+                                                                   p->x, n, got, perf);
+            },
+            [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *sz) {
+                return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y,
+                                                                    p->conv[DIR_DATA], p->x, algo,
+                                                                    sz);
+            },
+            &p->data))
+        return 1;
+    return choose_algo<cudnnConvolutionBwdFilterAlgoPerf_t,
+                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+        be, p, DIR_FILTER, limit,
+        [&](int n, int *got, cudnnConvolutionBwdFilterAlgoPerf_t *perf) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y,
+                                                                 p->conv[DIR_FILTER], p->w, n, got,
+                                                                 perf);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *sz) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y,
+                                                                  p->conv[DIR_FILTER], p->w, algo,
+                                                                  sz);
+        },
+        &p->filter);
 }
 
 static size_t plan_bytes(const amp_conv_plan *p) {
