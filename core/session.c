@@ -10,6 +10,7 @@
 
 #include <zlib.h>
 
+#include "layers/layers.h"
 #include "log.h"
 #include "io/safetensors.h"
 
@@ -499,9 +500,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
                         (float)st->beta1, (float)st->beta2, (float)st->eps, t};
     int fused = m->ops->working_copy && be->ops->optim_step_cast;
     if (fused) {
-        m->cast_fresh = 0;
-        if (be->ops->zero(be, m->cast_cnt, (size_t)d->nlayers * sizeof *m->cast_cnt) != 0)
-            return -1;
+        if (amp_kit_cast_begin(m) != 0) return -1;
     }
     /* Runs of consecutive tensors with the same decay flag: one call each
      * (a model whose tensors all decay, like the MLP, makes one call). A
@@ -535,7 +534,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
             spans[nspans++] = (amp_optim_span){off, n, o.weight_decay};
         else if (copy)
             rc = be->ops->optim_step_cast(be, &o, w, s0, s1, g, n, wc.ptr, wc.dt, wc.f32_store,
-                                          &m->cast_cnt[wc.layer]);
+                                          amp_kit_cast_count(m, wc.layer));
         else if (o.adamw)
             rc = be->ops->adamw_step(be, w, s0, s1, g, n, o.lr, o.beta1, o.beta2, o.eps,
                                      o.weight_decay, t);
@@ -552,7 +551,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
                     : 0;
     free(spans);
     if (rc != 0) return -1;
-    m->cast_fresh = fused;
+    if (fused) amp_kit_cast_end(m, 1);
     return 0;
 }
 

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "backend/kernels/attention.h"
+#include "layers/layers.h"
 #include "model.h"
 #include "rng.h"
 #include "text.h"
@@ -294,6 +295,7 @@ static int gpt_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         return -1;
     }
     m->impl = g;
+    if (amp_kit_create(m, err, errlen) != 0) return -1;
     g->B = m->input.batch;
     g->T = m->input.features;
     g->C = g->k.n_embd;
@@ -342,6 +344,7 @@ static int gpt_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
 static void gpt_destroy(amp_model *m) {
     gpt *g = m->impl;
     if (!g) return;
+    amp_kit_free(m);
     free(g->blocks);
     free(g);
     m->impl = NULL;
@@ -438,6 +441,7 @@ static void gpt_layout(amp_model *m) {
         g->op_f32[i] = amp_arena_take(W, g->op_len * 4);
         g->op_16[i] = amp_arena_take(W, g->op_len * 2);
     }
+    amp_kit_layout(m);
 }
 
 /* ---- init and casts ------------------------------------------------------------ */
