@@ -59,10 +59,8 @@ void amp_kit_layout(amp_model *m) {
         k->op_f32[i] = amp_arena_take(W, op * 4);
         k->op_16[i] = amp_arena_take(W, op * 2);
     }
-    k->acc = amp_arena_take(W, k->need[AMP_SCRATCH_ACC] * 4);
-    k->dw = amp_arena_take(W, k->need[AMP_SCRATCH_DW] * 4);
-    k->db = amp_arena_take(W, k->need[AMP_SCRATCH_DB] * 4);
-    k->dy32 = amp_arena_take(W, k->need[AMP_SCRATCH_DY32] * 4);
+    for (int i = AMP_SCRATCH_OPERAND + 1; i < AMP_SCRATCH_COUNT; i++)
+        k->scratch[i] = amp_arena_take(W, k->need[i] * 4);
     k->cast_cnt = amp_arena_take(W, (size_t)m->desc.nlayers * sizeof *k->cast_cnt);
 }
 

@@ -26,6 +26,9 @@ typedef enum amp_kit_scratch {
     AMP_SCRATCH_DW,          /* FP32 weight gradients */
     AMP_SCRATCH_DB,          /* FP32 bias gradients */
     AMP_SCRATCH_DY32,        /* FP32 values of a stored gradient */
+    AMP_SCRATCH_ATT_WS,      /* the attention ops' workspace */
+    AMP_SCRATCH_ATT_DY,      /* attention: its output's gradient (its dtype) */
+    AMP_SCRATCH_ATT_DQKV,    /* attention: the input's gradient, until the Linear before reads it */
     AMP_SCRATCH_COUNT
 } amp_kit_scratch;
 
@@ -36,7 +39,7 @@ struct amp_kit {
     size_t need[AMP_SCRATCH_COUNT];
     float *op_f32[2];
     void *op_16[2];
-    float *acc, *dw, *db, *dy32;
+    float *scratch[AMP_SCRATCH_COUNT]; /* FP32-sized; [OPERAND] unused */
     /* the optimizer's fused cast: its counts per layer, and whether the
      * copies hold the last step's weights (used once by the next cast) */
     amp_round_count *cast_cnt;

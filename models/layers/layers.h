@@ -158,6 +158,82 @@ static inline amp_array amp_input_array(const amp_input *in) {
     return a;
 }
 
+/* ---- LayerNorm (nn.LayerNorm over the last dimension) ------------------------ */
+
+/* Computes in FP32 on the FP32 master weights (autocast runs layer_norm in
+ * FP32) and stores its output in its layer's activation dtype (the cast
+ * the next GEMM's autocast would do). Owns its output and statistics. */
+typedef struct amp_layernorm {
+    int layer, C;
+    int w, b;          /* tensors name.weight [C], name.bias (-1 without) */
+    float eps;
+    amp_dtype out_dt;
+    void *out;         /* [rows, C] out_dt */
+    float *mean, *rstd; /* [rows] */
+} amp_layernorm;
+
+/* Init: weight 1, bias 0 (PyTorch's). */
+int amp_layernorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps);
+void amp_layernorm_layout(amp_model *m, amp_layernorm *n, int rows);
+int amp_layernorm_forward(amp_model *m, const amp_layernorm *n, const float *x, int rows);
+static inline amp_array amp_layernorm_output(const amp_layernorm *n) {
+    return amp_array_of(n->out, n->out_dt);
+}
+/* dx[rows, C] += the input gradient, from dout (FP32, the gradient of the
+ * output: rounded in place first as the output is stored, and counted) and
+ * the forward's input x; the weight/bias gradients are added. */
+int amp_layernorm_backward(amp_model *m, const amp_layernorm *n, float *dx, float *dout,
+                           const float *x, int rows);
+
+/* ---- Embedding: token + position (GPT-2's wte and wpe) ------------------------ */
+
+/* FP32 lookups on the FP32 master weights (autocast leaves embeddings
+ * alone); the tokens are m->x. Init N(0, std^2) (nn.Embedding: std 1). */
+typedef struct amp_embedding {
+    int wte, wpe;      /* tensors [V, C] and [T, C] */
+    int T, C;
+} amp_embedding;
+
+int amp_embedding_init(amp_model *m, amp_embedding *e, const char *wte, const char *wpe,
+                       double std);
+/* out[rows * T, C] (FP32); rows: sequences */
+int amp_embedding_forward(amp_model *m, const amp_embedding *e, float *out, int rows);
+/* the weights' gradients += from dout (FP32) */
+int amp_embedding_backward(amp_model *m, const amp_embedding *e, const float *dout, int rows);
+
+/* ---- causal self-attention over a fused qkv (the backend's op) ----------------- */
+
+/* Its two GEMMs in the layer's attention dtype, softmax in FP32, the
+ * logits and the probabilities as rounding points. Owns the saved
+ * probabilities and its output. */
+typedef struct amp_attention {
+    int layer, B, T, C, nh;
+    amp_dtype dt;      /* compute[ATTENTION] */
+    void *att;         /* [B, nh, T, T] dt */
+    void *out;         /* [B * T, C] dt */
+} amp_attention;
+
+/* The attention layer `name` over qkv arriving as qkv's dtypes. */
+int amp_attention_init(amp_model *m, amp_attention *a, const char *name, int T, int C, int nh,
+                       amp_array qkv);
+void amp_attention_layout(amp_model *m, amp_attention *a);
+/* rows: sequences of T (B of the batch or fewer) */
+int amp_attention_forward(amp_model *m, const amp_attention *a, amp_array qkv, int rows);
+static inline amp_array amp_attention_output(const amp_attention *a) {
+    return amp_array_of(a->out, a->dt);
+}
+/* dqkv (*dy: valid until the next attention backward) from dout (FP32
+ * [rows * T, C], rounded into dt and counted) and the forward's qkv. */
+int amp_attention_backward(amp_model *m, const amp_attention *a, amp_array *dy, const float *dout,
+                           amp_array qkv, int rows);
+
+/* ---- the residual stream and the gradients ------------------------------------ */
+
+/* out[n] = x[n] + d[n] (FP32 out and x; d widened exactly; out may be x). */
+int amp_kit_residual(amp_model *m, float *out, const float *x, amp_array d, size_t n);
+/* Zeroes the FP32 gradients (a backward that adds into all of them). */
+int amp_kit_zero_grads(amp_model *m);
+
 /* ---- softmax cross-entropy on a layer's logits ------------------------------ */
 
 /* The logits (dt) widened into f32 and the FP32 loss; dlogits (FP32) when

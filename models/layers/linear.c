@@ -42,12 +42,13 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     amp_kit_add_copy(m, L->w, L->param, f32_store, W->layer);
     amp_kit_add_copy(m, L->b, L->param, f32_store, W->layer);
     double bound = 1.0 / sqrt((double)L->in);
-    amp_kit_init_rule(m, L->w, AMP_INIT_UNIFORM, bound);
+    if (!weight) amp_kit_init_rule(m, L->w, AMP_INIT_UNIFORM, bound); /* a tied one's owner inits it */
     amp_kit_init_rule(m, L->b, AMP_INIT_UNIFORM, bound);
     /* the scratch its calls may need */
     size_t R = (size_t)rows, xn = R * L->in, yn = R * L->out, wn = (size_t)L->in * L->out;
     amp_array w = amp_kit_weight(m, L->w); /* its dtypes (the pointer comes at layout) */
-    if (amp_format_converts(L->feed, L->gemm, x.store, x.vals)) amp_kit_need(m, AMP_SCRATCH_OPERAND, xn);
+    if (amp_format_converts(L->feed, L->gemm, x.store, x.vals))
+        amp_kit_need(m, AMP_SCRATCH_OPERAND, xn);
     if (amp_format_converts(L->feed, L->gemm, L->out_dt, L->out_dt))
         amp_kit_need(m, AMP_SCRATCH_OPERAND, yn);
     if (amp_format_converts(L->feed, L->gemm, w.store, w.vals))
@@ -73,7 +74,8 @@ int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_o
     const void *wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
     if (!xg || !wg) return -1;
     /* y[rows, out] = x[rows, in] . W[out, in]^T */
-    amp_gemm_desc g = amp_gemm_plain(m->kit->acc, xg, wg, L->feed, 0, 1, rows, L->out, L->in);
+    float *acc = m->kit->scratch[AMP_SCRATCH_ACC];
+    amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, 0, 1, rows, L->out, L->in);
     g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
     g.bias_dtype = w.store;
     g.act = L->act;
@@ -105,11 +107,12 @@ int amp_linear_act_backward(amp_model *m, const amp_linear *L, amp_array *dy, vo
     amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
     amp_dtype ad = L->out_dt;
     size_t n = (size_t)rows * L->out;
-    float *f32 = L->want_f32 ? m->kit->dy32 : NULL;
+    float *f32 = L->want_f32 ? m->kit->scratch[AMP_SCRATCH_DY32] : NULL;
     *dy = (amp_array){z, ad, ad, f32};
-    if (op->act_backward_round) return op->act_backward_round(be, z, f32, da, z, ad, n, L->act, cnt);
+    if (op->act_backward_round)
+        return op->act_backward_round(be, z, f32, da, z, ad, n, L->act, cnt);
     /* the same math as separate ops */
-    float *zw = m->kit->dy32;
+    float *zw = m->kit->scratch[AMP_SCRATCH_DY32];
     CHECK(op->quantize(be, da, da, n, ad, cnt, 0));
     CHECK(op->widen(be, zw, z, ad, n));
     CHECK(op->act_backward(be, da, da, zw, n, L->act));
@@ -128,7 +131,8 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T . X[rows, in]; the first micro-batch's
      * lands in the gradients directly (rounded there in place) */
-    float *grad = amp_kit_grad(m, L->w), *gdst = accumulate ? k->dw : grad;
+    float *grad = amp_kit_grad(m, L->w), *dy32 = k->scratch[AMP_SCRATCH_DY32];
+    float *db = k->scratch[AMP_SCRATCH_DB], *gdst = accumulate ? k->scratch[AMP_SCRATCH_DW] : grad;
     amp_gemm_desc gw = amp_gemm_plain(gdst, dyg, xg, L->feed, 1, 0, L->out, L->in, rows);
     CHECK(AMP_CALL(be, gemm_ex, &gw));
     if (L->param != AMP_DTYPE_F32 || accumulate)
@@ -136,11 +140,11 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
     if (L->b >= 0) { /* db from dY's own values, summed in FP32 */
         const float *dyf = dy->f32 ? dy->f32 : dy->store == AMP_DTYPE_F32 ? dy->p : NULL;
         if (!dyf) {
-            CHECK(be->ops->widen(be, k->dy32, dy->p, dy->store, yn));
-            dyf = k->dy32;
+            CHECK(be->ops->widen(be, dy32, dy->p, dy->store, yn));
+            dyf = dy32;
         }
-        CHECK(be->ops->col_sum(be, k->db, dyf, rows, L->out));
-        CHECK(be->ops->quantize(be, amp_kit_grad(m, L->b), k->db, (size_t)L->out, L->param, cnt,
+        CHECK(be->ops->col_sum(be, db, dyf, rows, L->out));
+        CHECK(be->ops->quantize(be, amp_kit_grad(m, L->b), db, (size_t)L->out, L->param, cnt,
                                 accumulate));
     }
     *dy = amp_array_of(dyg, L->feed); /* what backward_data's GEMM reads */
