@@ -132,12 +132,14 @@ typedef struct amp_model_ops {
     int (*init_params)(amp_model *m, uint64_t seed);
     /* Rounds the master weights into the working copies (counting what is
      * lost); once per optimizer step, on a zeroed stats record. A model with
-     * working_copy starts it with amp_model_cast_reuse. */
+     * working_copy starts it with amp_model_cast_reuse (models/layers/:
+     * amp_kit_cast_weights is the whole frame). */
     int (*cast_weights)(amp_model *m);
     /* Optional: tensor i's working copy, when it has one: fills *wc and
      * returns 1 (0: the tensor is used from the master weights). With it,
      * and a backend with optim_step_cast, the optimizer writes the working
-     * copies in its own pass over the weights. */
+     * copies in its own pass over the weights (the counts of that cast are
+     * the layer kit's state, m->kit: a model with working_copy has one). */
     int (*working_copy)(amp_model *m, int tensor, amp_working_copy *wc);
     /* Forward over the batch in m->x/m->y: adds the loss sum and the metric
      * (hits) to m->stats. */

@@ -56,7 +56,9 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     amp_kit_need(m, AMP_SCRATCH_ACC, yn);
     amp_kit_need(m, AMP_SCRATCH_DW, wn);
     if (L->b >= 0) amp_kit_need(m, AMP_SCRATCH_DB, (size_t)L->out);
-    if (L->want_f32 || (act != AMP_ACT_NONE && !m->be->ops->act_backward_round) ||
+    /* (act_backward composes its ops through it where the backend has no
+     * act_backward_round; a model may call it with AMP_ACT_NONE too) */
+    if (L->want_f32 || !m->be->ops->act_backward_round ||
         (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
         amp_kit_need(m, AMP_SCRATCH_DY32, yn);
     return 0;
