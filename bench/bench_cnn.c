@@ -139,7 +139,8 @@ static int step(amp_model *m, int batch, amp_step_stats *host_stats) {
     if (be->ops->zero(be, m->stats, sb) || m->ops->cast_weights(m) || m->ops->forward(m, &fa) ||
         m->ops->backward(m, &ba) ||
         be->ops->unscale_check(be, m->grads, m->stats, m->desc.ntrained, 1.0f) ||
-        be->ops->sgd_step(be, m->master, m->opt[0], m->grads, m->desc.ntrained, 0.01f, 0.9f, 0.0f) ||
+        be->ops->optim_step(be, &(amp_optim_step){0, 0.01f, 0.9f, 0.0f, 0.0f, 0.0f, 0.0f, 0},
+                            m->master, m->opt[0], NULL, m->grads, m->desc.ntrained) ||
         be->ops->download(be, host_stats, m->stats, sb))
         return -1;
     return 0;

@@ -448,9 +448,8 @@ static int floor_step(floor_bufs *f, int bf16) {
         const floor_gemm *g = &f->p->g[i];
         const void *a = bf16 ? (const void *)f->h[0] : f->buf[g->a];
         const void *b = bf16 ? (const void *)f->h[1] : f->buf[g->b];
-        amp_gemm_desc d = amp_gemm_plain(f->buf[g->c], a, b,
-                                         bf16 ? AMP_DTYPE_BF16 : AMP_DTYPE_F32, g->ta, g->tb, g->m,
-                                         g->n, g->k);
+        amp_gemm_desc d = amp_gemm_plain(f->buf[g->c], a, b, bf16 ? AMP_DTYPE_BF16 : AMP_DTYPE_F32,
+                                         AMP_GEMM_TRANS(g->ta, g->tb), g->m, g->n, g->k);
         d.batch = g->batch;
         d.stride_a = (long long)g->m * g->k;
         d.stride_b = (long long)g->k * g->n;

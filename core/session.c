@@ -480,15 +480,15 @@ static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
     if (m->x_dtype == AMP_DTYPE_F32)
         BE_CHECK(s->be->ops->upload(s->be, m->x, b->hx, (size_t)rows * b->x_row_bytes));
     else /* the model asked for its batch rounded (model.h) */
-        BE_CHECK(AMP_CALL(s->be, upload_round, m->x, m->x_dtype, b->hx,
-                          (size_t)rows * b->x_row_bytes / sizeof(float),
-                          amp_model_rounds(m, m->x_round_layer, AMP_ROUND_FWD)));
+        BE_CHECK(AMP_FUSED(s->be, upload_round, m->x, m->x_dtype, b->hx,
+                           (size_t)rows * b->x_row_bytes / sizeof(float),
+                           amp_model_rounds(m, m->x_round_layer, AMP_ROUND_FWD)));
     BE_CHECK(s->be->ops->upload(s->be, m->y, b->hy, (size_t)rows * b->y_row_count * sizeof(int32_t)));
     return 0;
 }
 
 /* Whether tensor i is stepped together with its working copy
- * (amp_model_ops.working_copy, amp_backend_ops.optim_step_cast). */
+ * (amp_model_ops.working_copy, amp_fused_ops.optim_step_cast). */
 static int with_copy(amp_model *m, int fused, int i, amp_working_copy *wc) {
     return fused && m->ops->working_copy(m, i, wc);
 }
@@ -498,7 +498,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
     const amp_model_desc *d = &m->desc;
     amp_optim_step o = {st->optim != AMP_OPTIM_SGD, (float)lr, (float)st->momentum, 0.0f,
                         (float)st->beta1, (float)st->beta2, (float)st->eps, t};
-    int fused = m->ops->working_copy && be->ops->optim_step_cast;
+    int fused = m->ops->working_copy && amp_backend_supports(be, "optim_step_cast");
     if (fused) {
         if (amp_kit_cast_begin(m) != 0) return -1;
     }
@@ -510,7 +510,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
      * into spans and stepped by one call (one launch) after the loop. */
     amp_optim_span *spans = NULL;
     int nspans = 0;
-    if (be->ops->optim_multi_step && d->nparam_tensors > 0) {
+    if (amp_backend_supports(be, "optim_multi_step") && d->nparam_tensors > 0) {
         spans = malloc((size_t)d->nparam_tensors * sizeof *spans);
         if (!spans) {
             snprintf(be->err, sizeof be->err, "optimizer step: out of memory for %d spans",
@@ -533,21 +533,19 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
         if (!copy && spans)
             spans[nspans++] = (amp_optim_span){off, n, o.weight_decay};
         else if (copy)
-            rc = be->ops->optim_step_cast(be, &o, w, s0, s1, g, n, wc.ptr, wc.dt, wc.f32_store,
-                                          amp_kit_cast_count(m, wc.layer));
-        else if (o.adamw)
-            rc = be->ops->adamw_step(be, w, s0, s1, g, n, o.lr, o.beta1, o.beta2, o.eps,
-                                     o.weight_decay, t);
+            rc = AMP_FUSED(be, optim_step_cast, &o, w, s0, s1, g, n,
+                           &(amp_weight_copy){wc.ptr, wc.dt, wc.f32_store,
+                                              amp_kit_cast_count(m, wc.layer)});
         else
-            rc = be->ops->sgd_step(be, w, s0, g, n, o.lr, o.momentum, o.weight_decay);
+            rc = be->ops->optim_step(be, &o, w, s0, s1, g, n);
         if (rc != 0) {
             free(spans);
             return -1;
         }
         i = j;
     }
-    int rc = nspans ? be->ops->optim_multi_step(be, &o, m->master, m->opt[0], m->opt[1],
-                                                m->grads, spans, nspans)
+    int rc = nspans ? AMP_FUSED(be, optim_multi_step, &o, m->master, m->opt[0], m->opt[1], m->grads,
+                                spans, nspans)
                     : 0;
     free(spans);
     if (rc != 0) return -1;

@@ -472,7 +472,7 @@ static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
             if (t->kind == ST_CONV) {
                 t->conv = (amp_conv2d_desc){B,        t->c,      t->h,   t->w,   t->oc, t->k,
                                             t->k,     t->stride, t->stride, t->pad, t->pad, t->cd};
-                if (AMP_CALL(be, conv2d_workspace, &t->conv, &t->ws_bytes) != 0) {
+                if (AMP_CONV(be, conv2d_workspace, &t->conv, &t->ws_bytes) != 0) {
                     snprintf(err, errlen, "[model] layers: conv layer %d: %s", t->layer + 1, be->err);
                     return -1;
                 }
@@ -671,7 +671,8 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
             amp_conv2d_desc d = t->conv;
             d.n = R;
             float *y = wide_out ? t->out : c->f[1];
-            CHECK(AMP_CALL(be, conv2d_forward, y, t->x_op, t->w_work, bias, &d, c->ws, c->ws_bytes));
+            CHECK(
+                AMP_CONV(be, conv2d_forward, y, t->x_op, t->w_work, bias, &d, c->ws, c->ws_bytes));
             if (!wide_out) CHECK(be->ops->round(be, t->out, t->ad, y, on, fwd));
             break;
         }
@@ -703,10 +704,12 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
             float *y = wide_out ? t->out : other_scratch(c, x);
             /* training: batch statistics, running ones updated (in the master
              * array, so checkpoints carry them); evaluation: running ones */
-            CHECK(AMP_CALL(be, batch_norm_forward, y, t->save_mean, t->save_invstd,
-                           m->master + t->rm_off, m->master + t->rv_off, x, m->master + t->g_off,
-                           m->master + t->be_off, R, t->c, hw, training, (float)t->momentum,
-                           (float)t->eps));
+            CHECK(
+                AMP_CONV(be, batch_norm_forward,
+                         &(amp_batch_norm_fwd){y, t->save_mean, t->save_invstd,
+                                               m->master + t->rm_off, m->master + t->rv_off, x,
+                                               m->master + t->g_off, m->master + t->be_off, R, t->c,
+                                               hw, training, (float)t->momentum, (float)t->eps}));
             if (training && !c->one_ready) {
                 const float one = 1.0f;
                 CHECK(be->ops->upload(be, c->one, &one, sizeof one));
@@ -746,7 +749,7 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
             amp_pool2d_desc d = t->pool;
             d.n = R;
             float *y = wide_out ? t->out : other_scratch(c, x);
-            CHECK(AMP_CALL(be, max_pool2d_forward, y, t->idx, x, &d));
+            CHECK(AMP_CONV(be, max_pool2d_forward, y, t->idx, x, &d));
             if (!wide_out) {
                 CHECK(be->ops->round(be, t->out, t->ad, y, on, NULL)); /* exact */
                 out_view = y;
@@ -802,9 +805,11 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
             if (t->kind == ST_CONV) {
                 amp_conv2d_desc d = t->conv;
                 d.n = R;
-                CHECK(AMP_CALL(be, conv2d_backward_filter, c->f_w, db, t->x_op, dy, &d, c->ws, c->ws_bytes));
+                CHECK(AMP_CONV(be, conv2d_backward_filter, c->f_w, db, t->x_op, dy, &d, c->ws,
+                               c->ws_bytes));
                 if (s > 0)
-                    CHECK(AMP_CALL(be, conv2d_backward_data, f2, dy, t->w_work, &d, c->ws, c->ws_bytes));
+                    CHECK(AMP_CONV(be, conv2d_backward_data, f2, dy, t->w_work, &d, c->ws,
+                                   c->ws_bytes));
             } else {
                 amp_gemm_desc gw;
                 memset(&gw, 0, sizeof gw);
@@ -835,8 +840,10 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
             const float *x = wide(m, in, in_dt, in_n, f1);
             if (!x) return -1;
             /* dx replaces dy in place (the op reads a channel before writing it) */
-            CHECK(AMP_CALL(be, batch_norm_backward, g, c->f_b, c->f_b2, g, x, m->master + t->g_off,
-                           t->save_mean, t->save_invstd, R, t->c, t->h * t->w, 1));
+            CHECK(AMP_CONV(be, batch_norm_backward,
+                           &(amp_batch_norm_bwd){g, c->f_b, c->f_b2, g, x, m->master + t->g_off,
+                                                 t->save_mean, t->save_invstd, R, t->c, t->h * t->w,
+                                                 1}));
             CHECK(op->quantize(be, m->grads + t->g_off, c->f_b, (size_t)t->oc, AMP_DTYPE_F32, NULL,
                                a->accumulate));
             CHECK(op->quantize(be, m->grads + t->be_off, c->f_b2, (size_t)t->oc, AMP_DTYPE_F32, NULL,
@@ -845,11 +852,13 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
             break;
         }
         case ST_RELU: {
-            if (t->ad != AMP_DTYPE_F32 && op->act_backward_round) {
+            if (t->ad != AMP_DTYPE_F32 && amp_backend_supports(be, "act_backward_round")) {
                 /* one pass reading the 16-bit output; g holds values of the
                  * dtype, so the op's rounding is exact (uncounted, as the
                  * composed ops below) */
-                CHECK(op->act_backward_round(be, f1, g, g, t->out, t->ad, on, AMP_ACT_RELU, NULL));
+                CHECK(AMP_FUSED(
+                    be, act_backward_round,
+                    &(amp_act_round_args){f1, g, g, t->out, t->ad, on, AMP_ACT_RELU, NULL}));
                 dx_in = gi;
                 break;
             }
@@ -862,7 +871,7 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         case ST_POOL: {
             amp_pool2d_desc d = t->pool;
             d.n = R;
-            CHECK(AMP_CALL(be, max_pool2d_backward, f2, g, t->idx, &d));
+            CHECK(AMP_CONV(be, max_pool2d_backward, f2, g, t->idx, &d));
             dx_in = (gi + 2) % 3;
             break;
         }
@@ -898,12 +907,13 @@ int amp_cnn_conv_gemm_only(amp_model *m, int rows, double *flops) {
             amp_conv2d_desc d = t->conv;
             d.n = rows;
             double one = 2.0 * rows * t->oc * t->oh * t->ow * (double)t->c * t->k * t->k;
-            CHECK(AMP_CALL(be, conv2d_forward, c->f[1], t->x_op, t->w_work, NULL, &d, c->ws, c->ws_bytes));
-            CHECK(AMP_CALL(be, conv2d_backward_filter, c->f_w, NULL, t->x_op, c->f[1], &d, c->ws,
+            CHECK(AMP_CONV(be, conv2d_forward, c->f[1], t->x_op, t->w_work, NULL, &d, c->ws,
+                           c->ws_bytes));
+            CHECK(AMP_CONV(be, conv2d_backward_filter, c->f_w, NULL, t->x_op, c->f[1], &d, c->ws,
                            c->ws_bytes));
             f += 2 * one;
             if (s > 0) {
-                CHECK(AMP_CALL(be, conv2d_backward_data, c->f[2], c->f[1], t->w_work, &d, c->ws,
+                CHECK(AMP_CONV(be, conv2d_backward_data, c->f[2], c->f[1], t->w_work, &d, c->ws,
                                c->ws_bytes));
                 f += one;
             }

@@ -124,7 +124,7 @@ static void conv_direct(double *y, const float *x, const float *w, const float *
 }
 
 static void *ws_for(const amp_conv2d_desc *d, size_t *bytes) {
-    ok(be->ops->conv2d_workspace(be, d, bytes), "conv2d_workspace");
+    ok(AMP_CONV(be, conv2d_workspace, d, bytes), "conv2d_workspace");
     return xmalloc(*bytes);
 }
 
@@ -161,7 +161,7 @@ static void test_conv_forward(const char *name, amp_conv2d_desc d) {
         conv_direct(ref, xw, ww, NULL, &d); /* reference on the dtype's values */
         size_t wsb;
         void *ws = ws_for(&d, &wsb);
-        ok(be->ops->conv2d_forward(be, y, xd, wd, b, &d, ws, wsb), "conv2d_forward");
+        ok(AMP_CONV(be, conv2d_forward, y, xd, wd, b, &d, ws, wsb), "conv2d_forward");
         /* FP32: accumulation-order differences only. 16-bit: the result is
          * rounded through dt before the bias, so one unit in the last place
          * of dt (2^-11 / 2^-8 relative) on top. */
@@ -196,8 +196,8 @@ static void test_conv_backward(const char *name, amp_conv2d_desc d) {
     float *y = xmalloc(yn * 4), *dx = xmalloc(xn * 4), *dw = xmalloc(wn * 4), *db = xmalloc(bn * 4);
     size_t wsb;
     void *ws = ws_for(&d, &wsb);
-    ok(be->ops->conv2d_backward_data(be, dx, g, w, &d, ws, wsb), "conv2d_backward_data");
-    ok(be->ops->conv2d_backward_filter(be, dw, db, x, g, &d, ws, wsb), "conv2d_backward_filter");
+    ok(AMP_CONV(be, conv2d_backward_data, dx, g, w, &d, ws, wsb), "conv2d_backward_data");
+    ok(AMP_CONV(be, conv2d_backward_filter, dw, db, x, g, &d, ws, wsb), "conv2d_backward_filter");
     const float h = 0.5f;
     struct {
         const char *what;
@@ -209,10 +209,10 @@ static void test_conv_backward(const char *name, amp_conv2d_desc d) {
         for (size_t i = 0; i < t[k].n; i++) {
             float keep = t[k].v[i];
             t[k].v[i] = keep + h;
-            ok(be->ops->conv2d_forward(be, y, x, w, b, &d, ws, wsb), "conv2d_forward");
+            ok(AMP_CONV(be, conv2d_forward, y, x, w, b, &d, ws, wsb), "conv2d_forward");
             double lp = dot(g, y, yn);
             t[k].v[i] = keep - h;
-            ok(be->ops->conv2d_forward(be, y, x, w, b, &d, ws, wsb), "conv2d_forward");
+            ok(AMP_CONV(be, conv2d_forward, y, x, w, b, &d, ws, wsb), "conv2d_forward");
             double lm = dot(g, y, yn);
             t[k].v[i] = keep;
             fd[i] = (lp - lm) / (2.0 * h);
@@ -230,16 +230,16 @@ static void test_conv_workspace_checks(void) {
     size_t wsb;
     void *ws = ws_for(&d, &wsb);
     float *x = xmalloc(conv_x_n(&d) * 4), *w = xmalloc(conv_w_n(&d) * 4), *y = xmalloc(conv_y_n(&d) * 4);
-    EXPECT(be->ops->conv2d_forward(be, y, x, w, NULL, &d, ws, wsb - 4) != 0 &&
+    EXPECT(AMP_CONV(be, conv2d_forward, y, x, w, NULL, &d, ws, wsb - 4) != 0 &&
                strstr(be->err, "workspace"),
            "a short workspace must be refused, got '%s'", be->err);
     amp_conv2d_desc bad = d;
     bad.kh = 12;
-    EXPECT(be->ops->conv2d_workspace(be, &bad, &wsb) != 0 && strstr(be->err, "kernel"),
+    EXPECT(AMP_CONV(be, conv2d_workspace, &bad, &wsb) != 0 && strstr(be->err, "kernel"),
            "a kernel larger than the padded input must be refused, got '%s'", be->err);
     bad = d;
     bad.stride_w = 0;
-    EXPECT(be->ops->conv2d_workspace(be, &bad, &wsb) != 0 && strstr(be->err, "stride_w"),
+    EXPECT(AMP_CONV(be, conv2d_workspace, &bad, &wsb) != 0 && strstr(be->err, "stride_w"),
            "stride 0 must be refused naming the field, got '%s'", be->err);
     free(ws), free(x), free(w), free(y);
 }
@@ -261,7 +261,7 @@ static void test_pool(const char *name, amp_pool2d_desc d) {
     }
     float *g = randn(yn, 1.0f), *y = xmalloc(yn * 4), *dx = xmalloc(xn * 4);
     uint16_t *idx = xmalloc(yn * 2);
-    ok(be->ops->max_pool2d_forward(be, y, idx, x, &d), "max_pool2d_forward");
+    ok(AMP_CONV(be, max_pool2d_forward, y, idx, x, &d), "max_pool2d_forward");
     /* forward against a brute-force maximum over the clipped window */
     int bad = 0;
     for (int pl = 0; pl < d.n * d.c; pl++)
@@ -283,16 +283,16 @@ static void test_pool(const char *name, amp_pool2d_desc d) {
                 if (y[o] != best || at != bi || idx[o] >= d.kh * d.kw) bad++;
             }
     EXPECT(bad == 0, "max_pool2d %s forward: %d windows wrong", name, bad);
-    ok(be->ops->max_pool2d_backward(be, dx, g, idx, &d), "max_pool2d_backward");
+    ok(AMP_CONV(be, max_pool2d_backward, dx, g, idx, &d), "max_pool2d_backward");
     double *fd = xmalloc(xn * 8);
     const float h = 1e-3f;
     for (size_t i = 0; i < xn; i++) {
         float keep = x[i];
         x[i] = keep + h;
-        ok(be->ops->max_pool2d_forward(be, y, NULL, x, &d), "max_pool2d_forward");
+        ok(AMP_CONV(be, max_pool2d_forward, y, NULL, x, &d), "max_pool2d_forward");
         double lp = dot(g, y, yn);
         x[i] = keep - h;
-        ok(be->ops->max_pool2d_forward(be, y, NULL, x, &d), "max_pool2d_forward");
+        ok(AMP_CONV(be, max_pool2d_forward, y, NULL, x, &d), "max_pool2d_forward");
         double lm = dot(g, y, yn);
         x[i] = keep;
         /* the step is not exact in FP32 around x; divide by what it was */
@@ -309,15 +309,15 @@ static void test_pool_nan_and_checks(void) {
     amp_pool2d_desc d = {1, 1, 2, 2, 2, 2, 2, 2, 0, 0};
     float x[4] = {1.0f, NAN, 5.0f, 2.0f}, y[1];
     uint16_t idx[1];
-    ok(be->ops->max_pool2d_forward(be, y, idx, x, &d), "max_pool2d_forward");
+    ok(AMP_CONV(be, max_pool2d_forward, y, idx, x, &d), "max_pool2d_forward");
     EXPECT(isnan(y[0]) && idx[0] == 1, "NaN must win the window: y %g idx %d", y[0], idx[0]);
     amp_pool2d_desc bad = d;
     bad.pad_h = 2;
-    EXPECT(be->ops->max_pool2d_forward(be, y, idx, x, &bad) != 0 && strstr(be->err, "half"),
+    EXPECT(AMP_CONV(be, max_pool2d_forward, y, idx, x, &bad) != 0 && strstr(be->err, "half"),
            "padding over half the window must be refused, got '%s'", be->err);
     /* the argmax is a 2-byte offset in its window: a window over 65536 is refused */
     amp_pool2d_desc huge = {1, 1, 300, 300, 257, 257, 257, 257, 0, 0};
-    EXPECT(be->ops->max_pool2d_forward(be, y, idx, x, &huge) != 0 && strstr(be->err, "65536"),
+    EXPECT(AMP_CONV(be, max_pool2d_forward, y, idx, x, &huge) != 0 && strstr(be->err, "65536"),
            "a 257x257 window must be refused, got '%s'", be->err);
 }
 
@@ -325,8 +325,9 @@ static void test_pool_nan_and_checks(void) {
 
 static void bn_forward(float *y, float *sm, float *si, float *rm, float *rv, const float *x,
                        const float *gamma, const float *beta, int n, int c, int hw, int training) {
-    ok(be->ops->batch_norm_forward(be, y, sm, si, rm, rv, x, gamma, beta, n, c, hw, training, 0.1f,
-                                   1e-5f),
+    ok(AMP_CONV(be, batch_norm_forward,
+                &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, n, c, hw, training, 0.1f,
+                                      1e-5f}),
        "batch_norm_forward");
 }
 
@@ -369,7 +370,8 @@ static void test_bn(int training) {
                training ? "train" : "eval", ch, rm[ch], rv[ch], erm, erv);
     }
     EXPECT(bad == 0, "bn %s forward: %d values off the closed form", training ? "train" : "eval", bad);
-    ok(be->ops->batch_norm_backward(be, dx, dgamma, dbeta, g, x, gamma, sm, si, n, c, hw, training),
+    ok(AMP_CONV(be, batch_norm_backward,
+                &(amp_batch_norm_bwd){dx, dgamma, dbeta, g, x, gamma, sm, si, n, c, hw, training}),
        "batch_norm_backward");
     /* finite differences; in training mode the batch statistics move with
      * x, in evaluation mode the running ones are constants (restored each
@@ -400,8 +402,9 @@ static void test_bn(int training) {
         check_grad(what, t[k].grad, fd, t[k].n, 2e-3, 1e-2);
         free(fd);
     }
-    EXPECT(be->ops->batch_norm_forward(be, y, sm, si, rm, rv, x, gamma, beta, 1, c, 1, 1, 0.1f,
-                                       1e-5f) != 0 &&
+    EXPECT(AMP_CONV(be, batch_norm_forward,
+                    &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, 1, c, 1, 1, 0.1f,
+                                          1e-5f}) != 0 &&
                strstr(be->err, "more than 1 value"),
            "training on one value per channel must be refused, got '%s'", be->err);
     free(x), free(gamma), free(beta), free(g), free(y), free(dx);
@@ -419,7 +422,7 @@ static void test_pool_exact(const char *name, amp_pool2d_desc d) {
     uint16_t *idx = xmalloc(yn * 2);
     for (size_t i = 0; i < xn; i++)
         x[i] = i < xn / 4 ? -INFINITY : vals[amp_rng_below(&rng, sizeof vals / sizeof vals[0])];
-    ok(be->ops->max_pool2d_forward(be, y, idx, x, &d), "max_pool2d_forward");
+    ok(AMP_CONV(be, max_pool2d_forward, y, idx, x, &d), "max_pool2d_forward");
     int bad = 0;
     for (int pl = 0; pl < d.n * d.c; pl++)
         for (int oy = 0; oy < p; oy++)
@@ -447,24 +450,27 @@ static size_t isa_outputs(amp_backend *b, float *out) {
     for (size_t i = 0; i < xn; i++) g[i] = (float)amp_rng_normal(&r);
     for (int i = 0; i < c; i++) gamma[i] = 1.0f + 0.1f * (float)i, beta[i] = 0.2f * (float)i;
     float *y = out, *sm = y + xn, *si = sm + c, *dx = si + c, *dg = dx + xn, *db = dg + c;
-    ok(b->ops->batch_norm_forward(b, y, sm, si, rm, rv, x, gamma, beta, n, c, hw, 1, 0.1f, 1e-5f),
+    ok(AMP_CONV(b, batch_norm_forward,
+                &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, n, c, hw, 1, 0.1f, 1e-5f}),
        "batch_norm_forward");
-    ok(b->ops->batch_norm_backward(b, dx, dg, db, g, x, gamma, sm, si, n, c, hw, 1),
+    ok(AMP_CONV(b, batch_norm_backward,
+                &(amp_batch_norm_bwd){dx, dg, db, g, x, gamma, sm, si, n, c, hw, 1}),
        "batch_norm_backward");
     k = 2 * xn + 4 * (size_t)c;
     memcpy(out + k, rm, sizeof rm), memcpy(out + k + c, rv, sizeof rv);
     k += 2 * (size_t)c;
     amp_pool2d_desc pd = {n, c, 13, 11, 2, 2, 2, 2, 0, 0};
     uint16_t *idx = xmalloc(xn * 2);
-    ok(b->ops->max_pool2d_forward(b, out + k, idx, x, &pd), "max_pool2d_forward");
+    ok(AMP_CONV(b, max_pool2d_forward, out + k, idx, x, &pd), "max_pool2d_forward");
     k += (size_t)n * c * 6 * 5;
     amp_conv2d_desc cd = {n, 2, 13, 11, c, 3, 3, 1, 1, 1, 1, AMP_DTYPE_F32};
     size_t wsb;
-    ok(b->ops->conv2d_workspace(b, &cd, &wsb), "conv2d_workspace");
+    ok(AMP_CONV(b, conv2d_workspace, &cd, &wsb), "conv2d_workspace");
     void *ws = xmalloc(wsb);
     float *dw = xmalloc((size_t)c * 2 * 9 * 4);
     /* dy = g (n, c, 13, 11), x = the first 2 channels' worth of x */
-    ok(b->ops->conv2d_backward_filter(b, dw, out + k, x, g, &cd, ws, wsb), "conv2d_backward_filter");
+    ok(AMP_CONV(b, conv2d_backward_filter, dw, out + k, x, g, &cd, ws, wsb),
+       "conv2d_backward_filter");
     k += (size_t)c;
     free(x), free(g), free(idx), free(ws), free(dw);
     return k;

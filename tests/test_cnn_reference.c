@@ -188,7 +188,8 @@ static void run(amp_backend *be, const mode *md, const char *layers) {
             }
             free(l0), free(loss0);
         }
-        if (be->ops->sgd_step(be, m->master, m->opt[0], m->grads, d->ntrained, 0.1f, 0.9f, 0.01f))
+        if (be->ops->optim_step(be, &(amp_optim_step){0, 0.1f, 0.9f, 0.01f, 0.0f, 0.0f, 0.0f, 0},
+                                m->master, m->opt[0], NULL, m->grads, d->ntrained))
             die("sgd_step");
     }
     float *want_losses = ref("losses", NULL), got_losses[STEPS];

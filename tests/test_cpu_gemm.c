@@ -21,6 +21,7 @@
 #include "backend/cpu_isa.h"
 #include "backend/kernels/convert.h"
 #include "expect.h"
+#include "gemm_helpers.h"
 
 static uint64_t st = 0x9e3779b97f4a7c15ull;
 static double urand(void) {
@@ -54,7 +55,8 @@ static double check(amp_backend *be, int dt, int ta, int tb, int m, int n, int k
     void *a = rand_matrix((size_t)m * k, dt), *b = rand_matrix((size_t)k * n, dt);
     float *c = malloc((size_t)m * n * 4), *c0 = malloc((size_t)m * n * 4);
     for (size_t i = 0; i < (size_t)m * n; i++) c[i] = c0[i] = (float)(urand() - 0.5);
-    int rc = be->ops->gemm(be, c, a, b, (amp_dtype)dt, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta);
+    int rc = gemm_ex_ld(be, amp_gemm_plain(c, a, b, (amp_dtype)dt, AMP_GEMM_TRANS(ta, tb), m, n, k),
+                        lda, ldb, ldc, alpha, beta);
     EXPECT(rc == 0, "gemm dt %d %dx%dx%d: %s", dt, m, n, k, be->err);
     double worst = 0.0;
     int exact = getenv("AMPTRAIN_GEMM") && strcmp(getenv("AMPTRAIN_GEMM"), "reference") == 0;

@@ -19,6 +19,7 @@
 #include "backend/kernels/optim.h"
 #include "backend/kernels/unscale.h"
 #include "expect.h"
+#include "gemm_helpers.h"
 #include "rng.h"
 
 static uint32_t bits(float f) { return amp_f32_bits(f); }
@@ -364,7 +365,9 @@ static void check_epilogue(amp_backend *be) {
                 void *out = malloc(mn * 4), *aout = malloc(mn * 4);
                 /* scale the sums into the 16-bit formats' edges now and then */
                 float alpha = od == AMP_DTYPE_F16 && act == 1 ? 3000.0f : 1.0f;
-                EXPECT(be->ops->gemm(be, ref, a, b, (amp_dtype)in, 0, 0, M, N, K, K, N, N, alpha, 0.0f) == 0,
+                EXPECT(gemm_ex_ld(be,
+                                  amp_gemm_plain(ref, a, b, (amp_dtype)in, AMP_GEMM_NN, M, N, K), K,
+                                  N, N, alpha, 0.0f) == 0,
                        "gemm");
                 amp_round_count cnt = {0, 0, 0}, want = {0, 0, 0};
                 amp_gemm_desc d;
@@ -422,7 +425,9 @@ static void check_backward_ops(amp_backend *be) {
             uint16_t *z = rand_array(n, dt, 8.0f), *z0 = malloc(n * 2);
             memcpy(z0, z, n * 2);
             amp_round_count cnt = {0, 0, 0}, want = {0, 0, 0};
-            EXPECT(be->ops->act_backward_round(be, z, f32, da, z, (amp_dtype)dt, n, (amp_act)act, &cnt) == 0,
+            EXPECT(AMP_FUSED(be, act_backward_round,
+                             &(amp_act_round_args){z, f32, da, z, (amp_dtype)dt, n, (amp_act)act,
+                                                   &cnt}) == 0,
                    "act_backward_round");
             size_t bad = 0;
             for (size_t i = 0; i < n; i++) {
@@ -477,13 +482,19 @@ static void check_optim_step_cast(amp_backend *be) {
                 amp_optim_step o = {kind == 2, 0.01f, kind == 1 ? 0.9f : 0.0f, 1e-4f, 0.9f, 0.999f,
                                     1e-8f, 7};
                 amp_round_count c = {0, 0, 0}, cw = {0, 0, 0};
-                EXPECT(be->ops->optim_step_cast(be, &o, w, s0, kind == 2 ? s1 : NULL, g, n, wc,
-                                                (amp_dtype)dt, f32, &c) == 0, "optim_step_cast");
+                EXPECT(AMP_FUSED(be, optim_step_cast, &o, w, s0, kind == 2 ? s1 : NULL, g, n,
+                                 &(amp_weight_copy){wc, (amp_dtype)dt, f32, &c}) == 0,
+                       "optim_step_cast");
                 if (kind == 2)
-                    be->ops->adamw_step(be, w2, t0, t1, g, n, o.lr, o.beta1, o.beta2, o.eps,
-                                        o.weight_decay, o.t);
+                    be->ops->optim_step(be,
+                                        &(amp_optim_step){1, o.lr, 0.0f, o.weight_decay, o.beta1,
+                                                          o.beta2, o.eps, o.t},
+                                        w2, t0, t1, g, n);
                 else
-                    be->ops->sgd_step(be, w2, t0, g, n, o.lr, o.momentum, o.weight_decay);
+                    be->ops->optim_step(
+                        be,
+                        &(amp_optim_step){0, o.lr, o.momentum, o.weight_decay, 0.0f, 0.0f, 0.0f, 0},
+                        w2, t0, NULL, g, n);
                 if (f32)
                     be->ops->quantize(be, want, w2, n, (amp_dtype)dt, &cw, 0);
                 else
@@ -518,9 +529,11 @@ static void check_threads(amp_backend *be) {
         be->ops->unscale_check(be, g, &s, n, 1.0f / 1024.0f);
         amp_round_count c = {0, 0, 0};
         be->ops->round(be, h, AMP_DTYPE_F16, g, n, &c);
-        be->ops->act_backward_round(be, h, o, g, h, AMP_DTYPE_F16, n, AMP_ACT_GELU, &c);
+        AMP_FUSED(be, act_backward_round,
+                  &(amp_act_round_args){h, o, g, h, AMP_DTYPE_F16, n, AMP_ACT_GELU, &c});
         be->ops->quantize(be, o, g, n, AMP_DTYPE_BF16, &c, 1);
-        be->ops->sgd_step(be, o, g, g, n, 0.1f, 0.9f, 0.0f);
+        be->ops->optim_step(be, &(amp_optim_step){0, 0.1f, 0.9f, 0.0f, 0.0f, 0.0f, 0.0f, 0}, o, g,
+                            NULL, g, n);
         if (t == 1) {
             s0 = s, c0 = c;
             memcpy(first, g, n * 4), memcpy(ofirst, o, n * 4), memcpy(hfirst, h, n * 2);

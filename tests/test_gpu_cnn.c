@@ -104,7 +104,7 @@ static const char *dt_name(amp_dtype dt) {
 /* ---- conv2d ---------------------------------------------------------------- */
 
 static void test_conv(const char *name, amp_conv2d_desc d) {
-    if (!gpu->ops->conv2d_forward)
+    if (!amp_backend_supports(gpu, "conv"))
         amp_op_abort("the CUDA backend has no conv2d ops: built without cuDNN (see the build's "
                      "'amptrain: cuDNN' line)");
     int p = amp_conv2d_out_h(&d), q = amp_conv2d_out_w(&d);
@@ -116,13 +116,13 @@ static void test_conv(const char *name, amp_conv2d_desc d) {
     void *x = as_dt(xf, xn, d.dt), *w = as_dt(wf, wn, d.dt), *g = as_dt(gf, yn, d.dt);
     /* CPU reference */
     size_t cws_b, gws_b;
-    ok(cpu->ops->conv2d_workspace(cpu, &d, &cws_b), cpu, "conv2d_workspace");
-    ok(gpu->ops->conv2d_workspace(gpu, &d, &gws_b), gpu, "conv2d_workspace");
+    ok(AMP_CONV(cpu, conv2d_workspace, &d, &cws_b), cpu, "conv2d_workspace");
+    ok(AMP_CONV(gpu, conv2d_workspace, &d, &gws_b), gpu, "conv2d_workspace");
     void *cws = xmalloc(cws_b);
     float *cy = xmalloc(yn * 4), *cdx = xmalloc(xn * 4), *cdw = xmalloc(wn * 4), *cdb = xmalloc((size_t)d.c_out * 4);
-    ok(cpu->ops->conv2d_forward(cpu, cy, x, w, bf, &d, cws, cws_b), cpu, "conv2d_forward");
-    ok(cpu->ops->conv2d_backward_data(cpu, cdx, g, w, &d, cws, cws_b), cpu, "conv2d_backward_data");
-    ok(cpu->ops->conv2d_backward_filter(cpu, cdw, cdb, x, g, &d, cws, cws_b), cpu,
+    ok(AMP_CONV(cpu, conv2d_forward, cy, x, w, bf, &d, cws, cws_b), cpu, "conv2d_forward");
+    ok(AMP_CONV(cpu, conv2d_backward_data, cdx, g, w, &d, cws, cws_b), cpu, "conv2d_backward_data");
+    ok(AMP_CONV(cpu, conv2d_backward_filter, cdw, cdb, x, g, &d, cws, cws_b), cpu,
        "conv2d_backward_filter");
     /* GPU */
     void *gx = to_gpu(x, xn * db), *gw = to_gpu(w, wn * db), *gg = to_gpu(g, yn * db);
@@ -130,9 +130,10 @@ static void test_conv(const char *name, amp_conv2d_desc d) {
     void *gws = gpu->ops->alloc(gpu, gws_b);
     float *gy = poisoned_gpu(yn * 4), *gdx = poisoned_gpu(xn * 4), *gdw = poisoned_gpu(wn * 4);
     float *gdb = poisoned_gpu((size_t)d.c_out * 4);
-    ok(gpu->ops->conv2d_forward(gpu, gy, gx, gw, gb, &d, gws, gws_b), gpu, "conv2d_forward");
-    ok(gpu->ops->conv2d_backward_data(gpu, gdx, gg, gw, &d, gws, gws_b), gpu, "conv2d_backward_data");
-    ok(gpu->ops->conv2d_backward_filter(gpu, gdw, gdb, gx, gg, &d, gws, gws_b), gpu,
+    ok(AMP_CONV(gpu, conv2d_forward, gy, gx, gw, gb, &d, gws, gws_b), gpu, "conv2d_forward");
+    ok(AMP_CONV(gpu, conv2d_backward_data, gdx, gg, gw, &d, gws, gws_b), gpu,
+       "conv2d_backward_data");
+    ok(AMP_CONV(gpu, conv2d_backward_filter, gdw, gdb, gx, gg, &d, gws, gws_b), gpu,
        "conv2d_backward_filter");
     float *hy = from_gpu(gy, yn * 4), *hdx = from_gpu(gdx, xn * 4), *hdw = from_gpu(gdw, wn * 4);
     float *hdb = from_gpu(gdb, (size_t)d.c_out * 4);
@@ -162,7 +163,7 @@ static void test_conv(const char *name, amp_conv2d_desc d) {
         amp_conv2d_desc s = d;
         s.n = d.n - 1;
         size_t syn = yn / d.n * s.n;
-        ok(gpu->ops->conv2d_forward(gpu, gy, gx, gw, gb, &s, gws, gws_b), gpu,
+        ok(AMP_CONV(gpu, conv2d_forward, gy, gx, gw, gb, &s, gws, gws_b), gpu,
            "conv2d_forward (smaller batch)");
         float *hs = from_gpu(gy, syn * 4);
         snprintf(what, sizeof what, "conv2d %s %s forward, batch %d in batch %d's workspace", name,
@@ -174,13 +175,13 @@ static void test_conv(const char *name, amp_conv2d_desc d) {
     /* Deterministic algorithms: the same backward twice, bit for bit. */
     gpu->deterministic = 1;
     size_t dws_b;
-    ok(gpu->ops->conv2d_workspace(gpu, &d, &dws_b), gpu, "conv2d_workspace (deterministic)");
+    ok(AMP_CONV(gpu, conv2d_workspace, &d, &dws_b), gpu, "conv2d_workspace (deterministic)");
     void *dws = gpu->ops->alloc(gpu, dws_b);
     float *r[2][2];
     for (int k = 0; k < 2; k++) {
-        ok(gpu->ops->conv2d_backward_filter(gpu, gdw, gdb, gx, gg, &d, dws, dws_b), gpu,
+        ok(AMP_CONV(gpu, conv2d_backward_filter, gdw, gdb, gx, gg, &d, dws, dws_b), gpu,
            "conv2d_backward_filter (deterministic)");
-        ok(gpu->ops->conv2d_backward_data(gpu, gdx, gg, gw, &d, dws, dws_b), gpu,
+        ok(AMP_CONV(gpu, conv2d_backward_data, gdx, gg, gw, &d, dws, dws_b), gpu,
            "conv2d_backward_data (deterministic)");
         r[k][0] = from_gpu(gdw, wn * 4);
         r[k][1] = from_gpu(gdx, xn * 4);
@@ -195,7 +196,7 @@ static void test_conv(const char *name, amp_conv2d_desc d) {
 
     /* A workspace smaller than asked is refused, not overrun. */
     if (gws_b > 0)
-        EXPECT(gpu->ops->conv2d_forward(gpu, gy, gx, gw, gb, &d, gws, gws_b - 1) != 0,
+        EXPECT(AMP_CONV(gpu, conv2d_forward, gy, gx, gw, gb, &d, gws, gws_b - 1) != 0,
                "conv2d %s %s: a workspace one byte short was accepted", name, dt_name(d.dt));
 
     void *gbufs[] = {gx, gw, gg, gb, gws, gy, gdx, gdw, gdb};
@@ -213,13 +214,13 @@ static void test_pool(const char *name, amp_pool2d_desc d) {
     for (size_t i = 0; i < xn; i += 7) x[i] = x[i > 0 ? i - 1 : 0]; /* ties */
     float *cy = xmalloc(yn * 4), *cdx = xmalloc(xn * 4);
     uint16_t *cidx = xmalloc(yn * 2);
-    ok(cpu->ops->max_pool2d_forward(cpu, cy, cidx, x, &d), cpu, "max_pool2d_forward");
-    ok(cpu->ops->max_pool2d_backward(cpu, cdx, g, cidx, &d), cpu, "max_pool2d_backward");
+    ok(AMP_CONV(cpu, max_pool2d_forward, cy, cidx, x, &d), cpu, "max_pool2d_forward");
+    ok(AMP_CONV(cpu, max_pool2d_backward, cdx, g, cidx, &d), cpu, "max_pool2d_backward");
     float *gx = to_gpu(x, xn * 4), *gg = to_gpu(g, yn * 4);
     float *gy = poisoned_gpu(yn * 4), *gdx = poisoned_gpu(xn * 4);
     uint16_t *gidx = poisoned_gpu(yn * 2);
-    ok(gpu->ops->max_pool2d_forward(gpu, gy, gidx, gx, &d), gpu, "max_pool2d_forward");
-    ok(gpu->ops->max_pool2d_backward(gpu, gdx, gg, gidx, &d), gpu, "max_pool2d_backward");
+    ok(AMP_CONV(gpu, max_pool2d_forward, gy, gidx, gx, &d), gpu, "max_pool2d_forward");
+    ok(AMP_CONV(gpu, max_pool2d_backward, gdx, gg, gidx, &d), gpu, "max_pool2d_backward");
     float *hy = from_gpu(gy, yn * 4), *hdx = from_gpu(gdx, xn * 4);
     uint16_t *hidx = from_gpu(gidx, yn * 2);
     /* the same function per element, sums in the same order: exact */
@@ -242,19 +243,23 @@ static void test_bn(int n, int c, int hw, int training) {
     float *crm = xmalloc(cb), *crv = xmalloc(cb), *csm = xmalloc(cb), *csi = xmalloc(cb);
     float *cy = xmalloc(xn * 4), *cdx = xmalloc(xn * 4), *cdg = xmalloc(cb), *cdb = xmalloc(cb);
     memcpy(crm, rm, cb), memcpy(crv, rv, cb);
-    ok(cpu->ops->batch_norm_forward(cpu, cy, csm, csi, crm, crv, x, gamma, beta, n, c, hw, training,
-                                    0.1f, 1e-5f),
+    ok(AMP_CONV(cpu, batch_norm_forward,
+                &(amp_batch_norm_fwd){cy, csm, csi, crm, crv, x, gamma, beta, n, c, hw, training,
+                                      0.1f, 1e-5f}),
        cpu, "batch_norm_forward");
-    ok(cpu->ops->batch_norm_backward(cpu, cdx, cdg, cdb, g, x, gamma, csm, csi, n, c, hw, training),
+    ok(AMP_CONV(cpu, batch_norm_backward,
+                &(amp_batch_norm_bwd){cdx, cdg, cdb, g, x, gamma, csm, csi, n, c, hw, training}),
        cpu, "batch_norm_backward");
     float *gx = to_gpu(x, xn * 4), *gg = to_gpu(g, xn * 4), *ggam = to_gpu(gamma, cb);
     float *gbet = to_gpu(beta, cb), *grm = to_gpu(rm, cb), *grv = to_gpu(rv, cb);
     float *gsm = poisoned_gpu(cb), *gsi = poisoned_gpu(cb), *gy = poisoned_gpu(xn * 4);
     float *gdx = poisoned_gpu(xn * 4), *gdg = poisoned_gpu(cb), *gdb = poisoned_gpu(cb);
-    ok(gpu->ops->batch_norm_forward(gpu, gy, gsm, gsi, grm, grv, gx, ggam, gbet, n, c, hw, training,
-                                    0.1f, 1e-5f),
+    ok(AMP_CONV(gpu, batch_norm_forward,
+                &(amp_batch_norm_fwd){gy, gsm, gsi, grm, grv, gx, ggam, gbet, n, c, hw, training,
+                                      0.1f, 1e-5f}),
        gpu, "batch_norm_forward");
-    ok(gpu->ops->batch_norm_backward(gpu, gdx, gdg, gdb, gg, gx, ggam, gsm, gsi, n, c, hw, training),
+    ok(AMP_CONV(gpu, batch_norm_backward,
+                &(amp_batch_norm_bwd){gdx, gdg, gdb, gg, gx, ggam, gsm, gsi, n, c, hw, training}),
        gpu, "batch_norm_backward");
     const char *mode = training ? "train" : "eval";
     char what[128];

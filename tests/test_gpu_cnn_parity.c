@@ -92,7 +92,8 @@ static int run(amp_backend *be, amp_dtype dt, result *r) {
             r->skipped++;
             continue;
         }
-        if (be->ops->sgd_step(be, m->master, m->opt[0], m->grads, m->desc.ntrained, 0.05f, 0.9f, 0.0f)) {
+        if (be->ops->optim_step(be, &(amp_optim_step){0, 0.05f, 0.9f, 0.0f, 0.0f, 0.0f, 0.0f, 0},
+                                m->master, m->opt[0], NULL, m->grads, m->desc.ntrained)) {
             fprintf(stderr, "FAIL: sgd on %s: %s\n", be->ops->name, be->err);
             return -1;
         }
@@ -122,7 +123,7 @@ int main(void) {
         fprintf(stderr, "FAIL: %s\n", err);
         return 1;
     }
-    if (!gpu->ops->conv2d_forward) {
+    if (!amp_backend_supports(gpu, "conv")) {
         printf("the CUDA backend has no conv2d ops (built without cuDNN): skipped\n");
         return 77;
     }

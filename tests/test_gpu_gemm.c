@@ -9,10 +9,9 @@
 
 #include "backend/backend.h"
 #include "backend/kernels/convert.h"
-#include "rng.h"
 #include "expect.h"
-
-
+#include "gemm_helpers.h"
+#include "rng.h"
 
 static const char *dt_name(amp_dtype dt) {
     return dt == AMP_DTYPE_F32 ? "f32" : dt == AMP_DTYPE_F16 ? "f16" : "bf16";
@@ -84,7 +83,8 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
                   g->ops->upload(g, dc, c0, nc * sizeof(float));
     if (!rc) {
         g->allow_tf32 = tf32;
-        rc = g->ops->gemm(g, dc, da, db, dt, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta);
+        rc = gemm_ex_ld(g, amp_gemm_plain(dc, da, db, dt, AMP_GEMM_TRANS(ta, tb), m, n, k), lda,
+                        ldb, ldc, alpha, beta);
         g->allow_tf32 = 0;
     }
     if (!rc) rc = g->ops->download(g, c, dc, nc * sizeof(float));
@@ -162,7 +162,9 @@ static void check_true_fp32(amp_backend *g) {
     int rc = !da || !db || !dc;
     if (!rc) rc = g->ops->upload(g, da, a, sizeof a) || g->ops->upload(g, db, b, sizeof b);
     g->allow_tf32 = 0;
-    if (!rc) rc = g->ops->gemm(g, dc, da, db, AMP_DTYPE_F32, 0, 0, M, N, K, K, N, N, 1.0f, 0.0f);
+    if (!rc)
+        rc = gemm_ex_ld(g, amp_gemm_plain(dc, da, db, AMP_DTYPE_F32, AMP_GEMM_NN, M, N, K), K, N, N,
+                        1.0f, 0.0f);
     if (!rc) rc = g->ops->download(g, c, dc, sizeof c);
     EXPECT(rc == 0, "true-fp32 gemm: backend error: %s", g->err);
     int bad = 0;
@@ -188,7 +190,7 @@ static void check_unknown_dtype(amp_backend *g) {
     EXPECT(da && dc, "alloc failed: %s", g->err);
     if (!da || !dc) return;
     for (int batch = 1; batch <= 2; batch++) {
-        amp_gemm_desc d = amp_gemm_plain(dc, da, da, (amp_dtype)99, 0, 0, 4, 4, 4);
+        amp_gemm_desc d = amp_gemm_plain(dc, da, da, (amp_dtype)99, AMP_GEMM_NN, 4, 4, 4);
         d.batch = batch;
         d.stride_a = d.stride_b = d.stride_c = 16;
         g->err[0] = 0;

@@ -115,15 +115,17 @@ static void test_embed(int B, int T, int C, int V) {
     void *go = to_gpu(co, n * 4), *gte = to_gpu(wte, (size_t)V * C * 4),
          *gpe = to_gpu(wpe, (size_t)T * C * 4), *gtok = to_gpu(tok, (size_t)B * T * 4),
          *gdout = to_gpu(dout, n * 4);
-    op_ok(cpu->ops->embed_forward(cpu, co, wte, wpe, tok, B, T, C), cpu, "embed_forward");
-    op_ok(gpu->ops->embed_forward(gpu, go, gte, gpe, gtok, B, T, C), gpu, "embed_forward");
+    op_ok(AMP_TRANSFORMER(cpu, embed_forward, co, wte, wpe, tok, B, T, C), cpu, "embed_forward");
+    op_ok(AMP_TRANSFORMER(gpu, embed_forward, go, gte, gpe, gtok, B, T, C), gpu, "embed_forward");
     float *gh = from_gpu(go, n * 4);
     cmp("embed_forward", gh, co, n, AMP_DTYPE_F32, 0, 0);
     /* backward adds into nonzero gradients; same row order: exact */
     float *dte = rnd((size_t)V * C, -1, 1), *dpe = rnd((size_t)T * C, -1, 1);
     void *gdte = to_gpu(dte, (size_t)V * C * 4), *gdpe = to_gpu(dpe, (size_t)T * C * 4);
-    op_ok(cpu->ops->embed_backward(cpu, dte, dpe, dout, tok, B, T, C), cpu, "embed_backward");
-    op_ok(gpu->ops->embed_backward(gpu, gdte, gdpe, gdout, gtok, B, T, C), gpu, "embed_backward");
+    op_ok(AMP_TRANSFORMER(cpu, embed_backward, dte, dpe, dout, tok, B, T, C), cpu,
+          "embed_backward");
+    op_ok(AMP_TRANSFORMER(gpu, embed_backward, gdte, gdpe, gdout, gtok, B, T, C), gpu,
+          "embed_backward");
     float *hte = from_gpu(gdte, (size_t)V * C * 4), *hpe = from_gpu(gdpe, (size_t)T * C * 4);
     cmp("embed_backward dwte", hte, dte, (size_t)V * C, AMP_DTYPE_F32, 0, 0);
     cmp("embed_backward dwpe", hpe, dpe, (size_t)T * C, AMP_DTYPE_F32, 0, 0);
@@ -145,10 +147,12 @@ static void test_layernorm(int rows, int C, amp_dtype dt, int with_bias) {
     amp_round_count c0 = {0, 0, 0}, cc = c0;
     amp_round_count *gc = to_gpu(&c0, sizeof c0);
     const float *bb = with_bias ? b : NULL;
-    op_ok(cpu->ops->layernorm_forward(cpu, co, dt, cm, cr, x, w, bb, rows, C, 1e-5f, &cc), cpu,
-          "layernorm_forward");
-    op_ok(gpu->ops->layernorm_forward(gpu, go, dt, gm, gr, gx, gw, with_bias ? gb : NULL, rows, C,
-                                      1e-5f, gc),
+    op_ok(AMP_TRANSFORMER(cpu, layernorm_forward,
+                          &(amp_layernorm_fwd){co, dt, cm, cr, x, w, bb, rows, C, 1e-5f, &cc}),
+          cpu, "layernorm_forward");
+    op_ok(AMP_TRANSFORMER(gpu, layernorm_forward,
+                          &(amp_layernorm_fwd){go, dt, gm, gr, gx, gw, with_bias ? gb : NULL, rows,
+                                               C, 1e-5f, gc}),
           gpu, "layernorm_forward");
     void *gh = from_gpu(go, n * esize(dt));
     float *ghm = from_gpu(gm, (size_t)rows * 4), *ghr = from_gpu(gr, (size_t)rows * 4);
@@ -164,11 +168,13 @@ static void test_layernorm(int rows, int C, amp_dtype dt, int with_bias) {
     gm = to_gpu(cm, (size_t)rows * 4), gr = to_gpu(cr, (size_t)rows * 4);
     float *dx = rnd(n, -1, 1), *dw = rnd((size_t)C, -1, 1), *db = rnd((size_t)C, -1, 1);
     void *gdx = to_gpu(dx, n * 4), *gdw = to_gpu(dw, (size_t)C * 4), *gdb = to_gpu(db, (size_t)C * 4);
-    op_ok(cpu->ops->layernorm_backward(cpu, dx, dw, with_bias ? db : NULL, dout, x, w, cm, cr, rows,
-                                       C),
+    op_ok(AMP_TRANSFORMER(
+              cpu, layernorm_backward,
+              &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, cm, cr, rows, C}),
           cpu, "layernorm_backward");
-    op_ok(gpu->ops->layernorm_backward(gpu, gdx, gdw, with_bias ? gdb : NULL, gdout, gx, gw, gm, gr,
-                                       rows, C),
+    op_ok(AMP_TRANSFORMER(gpu, layernorm_backward,
+                          &(amp_layernorm_bwd){gdx, gdw, with_bias ? gdb : NULL, gdout, gx, gw, gm,
+                                               gr, rows, C}),
           gpu, "layernorm_backward");
     float *hdx = from_gpu(gdx, n * 4), *hdw = from_gpu(gdw, (size_t)C * 4),
           *hdb = from_gpu(gdb, (size_t)C * 4);
@@ -194,13 +200,19 @@ static void test_attention(int B, int T, int C, int nh, amp_dtype dt, float spre
          *gws = to_gpu(cws, nws * 4), *gq = to_gpu(q, nq * es), *gg = to_gpu(g, ny * es);
     amp_round_count z = {0, 0, 0}, cf = z, cb = z;
     amp_round_count *gcf = to_gpu(&z, sizeof z), *gcb = to_gpu(&z, sizeof z);
-    op_ok(cpu->ops->attention_forward(cpu, co, ca, cws, q, dt, B, T, C, nh, &cf), cpu, "attention_forward");
-    op_ok(gpu->ops->attention_forward(gpu, go, ga, gws, gq, dt, B, T, C, nh, gcf), gpu, "attention_forward");
+    op_ok(AMP_TRANSFORMER(cpu, attention_forward, co, ca, cws, q,
+                          &(amp_attention_desc){B, T, C, nh, dt}, &cf),
+          cpu, "attention_forward");
+    op_ok(AMP_TRANSFORMER(gpu, attention_forward, go, ga, gws, gq,
+                          &(amp_attention_desc){B, T, C, nh, dt}, gcf),
+          gpu, "attention_forward");
     /* backward of each backend from its own forward */
-    op_ok(cpu->ops->attention_backward(cpu, cd, cws, g, q, ca, dt, B, T, C, nh, &cb), cpu,
-          "attention_backward");
-    op_ok(gpu->ops->attention_backward(gpu, gd, gws, gg, gq, ga, dt, B, T, C, nh, gcb), gpu,
-          "attention_backward");
+    op_ok(AMP_TRANSFORMER(cpu, attention_backward, cd, cws, g, q, ca,
+                          &(amp_attention_desc){B, T, C, nh, dt}, &cb),
+          cpu, "attention_backward");
+    op_ok(AMP_TRANSFORMER(gpu, attention_backward, gd, gws, gg, gq, ga,
+                          &(amp_attention_desc){B, T, C, nh, dt}, gcb),
+          gpu, "attention_backward");
     void *ho = from_gpu(go, ny * es), *ha = from_gpu(ga, na * es), *hd = from_gpu(gd, nq * es);
     amp_round_count *hcf = from_gpu(gcf, sizeof z), *hcb = from_gpu(gcb, sizeof z);
     /* FP32: summation order and expf; 16-bit: about two ulps of dt */
@@ -226,8 +238,8 @@ static void test_residual(size_t n, amp_dtype dt) {
     to_dt(d, df, n, dt);
     float *co = poisoned(n * 4);
     void *go = to_gpu(co, n * 4), *gx = to_gpu(x, n * 4), *gd = to_gpu(d, n * esize(dt));
-    op_ok(cpu->ops->residual_add(cpu, co, x, d, dt, n), cpu, "residual_add");
-    op_ok(gpu->ops->residual_add(gpu, go, gx, gd, dt, n), gpu, "residual_add");
+    op_ok(AMP_TRANSFORMER(cpu, residual_add, co, x, d, dt, n), cpu, "residual_add");
+    op_ok(AMP_TRANSFORMER(gpu, residual_add, go, gx, gd, dt, n), gpu, "residual_add");
     float *h = from_gpu(go, n * 4);
     char what[64];
     snprintf(what, sizeof what, "residual_add dt=%d", (int)dt);

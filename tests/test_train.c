@@ -106,23 +106,28 @@ static void check_gradients(const char *model, const char *label, const char *co
 
 extern const amp_model_ops amp_test_model_twolayer;
 
-/* An op a backend lacks is an error naming it, never a NULL call. */
+/* An op of a family the backend lacks is an error naming the backend,
+ * the op and the family, never a NULL call: the GPT on a table without
+ * "transformer". */
 static void test_missing_op_is_named(void) {
     char err[1024];
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
-    amp_config *cfg = make_config((const char *const[]){"model.hidden=3", NULL});
-    amp_model_input in = {.batch = 2, .features = 4, .classes = 3, .targets = 1};
-    amp_model *m = model_f32_or_die("mlp", be, cfg, &in);
+    amp_config *cfg =
+        make_config((const char *const[]){"model.name=gpt", "model.n_layer=1", "model.n_head=2",
+                                          "model.n_embd=8", "model.block_size=4", NULL});
+    amp_model_input in = {.batch = 2, .features = 4, .classes = 7, .targets = 4, .x_is_tokens = 1};
+    amp_model *m = model_f32_or_die("gpt", be, cfg, &in);
     amp_backend_ops lacking = *be->ops;
-    lacking.gemm_ex = NULL;
+    lacking.transformer = NULL;
     const amp_backend_ops *keep = be->ops;
     be->ops = &lacking;
     amp_forward_args fa = {2, 0, 1.0f};
     be->err[0] = '\0';
     int rc = m->ops->forward(m, &fa);
     be->ops = keep;
-    EXPECT(rc != 0 && strstr(be->err, "backend 'cpu' has no op 'gemm_ex'") != NULL,
-           "a missing gemm_ex gave rc %d, '%s'", rc, be->err);
+    EXPECT(rc != 0 &&
+               strstr(be->err, "backend 'cpu' has no op 'embed_forward' (family 'transformer'"),
+           "a missing family gave rc %d, '%s'", rc, be->err);
     amp_model_free(m);
     amp_config_free(cfg);
     be->ops->destroy(be);

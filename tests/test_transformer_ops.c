@@ -70,7 +70,7 @@ static void test_embed(void) {
     int32_t tok[12] = {0, 5, 2, 2, 1, 1, 1, 3, 5, 0, 4, 2};
     float *wte = rnd((size_t)V * C, -1, 1), *wpe = rnd((size_t)T * C, -1, 1);
     float *out = zeros((size_t)B * T * C);
-    ok(be->ops->embed_forward(be, out, wte, wpe, tok, B, T, C), "embed_forward");
+    ok(AMP_TRANSFORMER(be, embed_forward, out, wte, wpe, tok, B, T, C), "embed_forward");
     int exact = 1;
     for (int r = 0; r < B * T; r++)
         for (int c = 0; c < C; c++)
@@ -83,7 +83,7 @@ static void test_embed(void) {
     float *dwte0 = malloc((size_t)V * C * 4), *dwpe0 = malloc((size_t)T * C * 4);
     memcpy(dwte0, dwte, (size_t)V * C * 4);
     memcpy(dwpe0, dwpe, (size_t)T * C * 4);
-    ok(be->ops->embed_backward(be, dwte, dwpe, G, tok, B, T, C), "embed_backward");
+    ok(AMP_TRANSFORMER(be, embed_backward, dwte, dwpe, G, tok, B, T, C), "embed_backward");
     double *fd_te = calloc((size_t)V * C, sizeof(double)), *fd_pe = calloc((size_t)T * C, sizeof(double));
     float *g_te = malloc((size_t)V * C * 4), *g_pe = malloc((size_t)T * C * 4);
     /* finite differences of L = sum G * embed(wte, wpe) */
@@ -92,10 +92,10 @@ static void test_embed(void) {
         float *w = i < V * C ? &wte[i] : &wpe[i - V * C];
         float keep = *w;
         *w = keep + h;
-        ok(be->ops->embed_forward(be, out, wte, wpe, tok, B, T, C), "embed_forward");
+        ok(AMP_TRANSFORMER(be, embed_forward, out, wte, wpe, tok, B, T, C), "embed_forward");
         double up = dot(out, G, (size_t)B * T * C);
         *w = keep - h;
-        ok(be->ops->embed_forward(be, out, wte, wpe, tok, B, T, C), "embed_forward");
+        ok(AMP_TRANSFORMER(be, embed_forward, out, wte, wpe, tok, B, T, C), "embed_forward");
         double dn = dot(out, G, (size_t)B * T * C);
         *w = keep;
         *(i < V * C ? &fd_te[i] : &fd_pe[i - V * C]) = (up - dn) / (2.0 * h);
@@ -125,8 +125,9 @@ static void ln_ref(double *out, const float *x, const float *w, const float *b, 
 
 static double ln_loss(const float *x, const float *w, const float *b, const float *G, int rows,
                       int C, float *out, float *mean, float *rstd) {
-    ok(be->ops->layernorm_forward(be, out, AMP_DTYPE_F32, mean, rstd, x, w, b, rows, C, 1e-5f,
-                                  NULL),
+    ok(AMP_TRANSFORMER(
+           be, layernorm_forward,
+           &(amp_layernorm_fwd){out, AMP_DTYPE_F32, mean, rstd, x, w, b, rows, C, 1e-5f, NULL}),
        "layernorm_forward");
     return dot(out, G, (size_t)rows * C);
 }
@@ -148,8 +149,9 @@ static void test_layernorm(int with_bias) {
     /* 16-bit output: the FP32 result rounded, and counted. */
     uint16_t *o16 = malloc(n * 2);
     amp_round_count cnt = {0, 0, 0};
-    ok(be->ops->layernorm_forward(be, o16, AMP_DTYPE_BF16, mean, rstd, x, w, b, rows, C, 1e-5f,
-                                  &cnt),
+    ok(AMP_TRANSFORMER(
+           be, layernorm_forward,
+           &(amp_layernorm_fwd){o16, AMP_DTYPE_BF16, mean, rstd, x, w, b, rows, C, 1e-5f, &cnt}),
        "layernorm_forward bf16");
     int same = 1;
     unsigned long long nz = 0;
@@ -166,7 +168,9 @@ static void test_layernorm(int with_bias) {
     float *dx0 = malloc(n * 4), *dw0 = malloc((size_t)C * 4), *db0 = malloc((size_t)C * 4);
     memcpy(dx0, dx, n * 4), memcpy(dw0, dw, (size_t)C * 4), memcpy(db0, db, (size_t)C * 4);
     ln_loss(x, w, b, G, rows, C, out, mean, rstd);
-    ok(be->ops->layernorm_backward(be, dx, dw, with_bias ? db : NULL, G, x, w, mean, rstd, rows, C),
+    ok(AMP_TRANSFORMER(
+           be, layernorm_backward,
+           &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, G, x, w, mean, rstd, rows, C}),
        "layernorm_backward");
     for (size_t i = 0; i < n; i++) dx[i] -= dx0[i];
     for (int i = 0; i < C; i++) dw[i] -= dw0[i], db[i] -= db0[i];
@@ -226,7 +230,8 @@ static void attn_ref(double *y, const float *qkv, int B, int T, int C, int nh) {
 
 static double attn_loss(const float *qkv, const float *G, int B, int T, int C, int nh, float *out,
                         float *att, float *ws) {
-    ok(be->ops->attention_forward(be, out, att, ws, qkv, AMP_DTYPE_F32, B, T, C, nh, NULL),
+    ok(AMP_TRANSFORMER(be, attention_forward, out, att, ws, qkv,
+                       &(amp_attention_desc){B, T, C, nh, AMP_DTYPE_F32}, NULL),
        "attention_forward");
     return dot(out, G, (size_t)B * T * C);
 }
@@ -261,7 +266,8 @@ static void test_attention(void) {
     /* backward vs finite differences over every q, k and v element */
     float *dqkv = zeros(nq);
     attn_loss(qkv, G, B, T, C, nh, out, att, ws);
-    ok(be->ops->attention_backward(be, dqkv, ws, G, qkv, att, AMP_DTYPE_F32, B, T, C, nh, NULL),
+    ok(AMP_TRANSFORMER(be, attention_backward, dqkv, ws, G, qkv, att,
+                       &(amp_attention_desc){B, T, C, nh, AMP_DTYPE_F32}, NULL),
        "attention_backward");
     double *fd = malloc(nq * sizeof(double));
     float h = 1e-2f;
@@ -279,7 +285,8 @@ static void test_attention(void) {
      * the keys and values of every later position get exactly 0. */
     float *G0 = zeros(ny), *dq0 = zeros(nq);
     for (int b = 0; b < B; b++) memcpy(G0 + (size_t)b * T * C, G + (size_t)b * T * C, (size_t)C * 4);
-    ok(be->ops->attention_backward(be, dq0, ws, G0, qkv, att, AMP_DTYPE_F32, B, T, C, nh, NULL),
+    ok(AMP_TRANSFORMER(be, attention_backward, dq0, ws, G0, qkv, att,
+                       &(amp_attention_desc){B, T, C, nh, AMP_DTYPE_F32}, NULL),
        "attention_backward");
     int zero_future = 1, some = 0;
     for (int b = 0; b < B; b++)
@@ -303,8 +310,11 @@ static void test_attention(void) {
         for (size_t i = 0; i < nq; i++) q16[i] = amp_round16(qkv[i], dt, NULL);
         for (size_t i = 0; i < ny; i++) g16[i] = amp_round16(G[i], dt, NULL);
         amp_round_count fc = {0, 0, 0}, bc = {0, 0, 0};
-        ok(be->ops->attention_forward(be, o16, a16, ws, q16, dt, B, T, C, nh, &fc), "attention fwd 16");
-        ok(be->ops->attention_backward(be, dq16, ws, g16, q16, a16, dt, B, T, C, nh, &bc),
+        ok(AMP_TRANSFORMER(be, attention_forward, o16, a16, ws, q16,
+                           &(amp_attention_desc){B, T, C, nh, dt}, &fc),
+           "attention fwd 16");
+        ok(AMP_TRANSFORMER(be, attention_backward, dq16, ws, g16, q16, a16,
+                           &(amp_attention_desc){B, T, C, nh, dt}, &bc),
            "attention bwd 16");
         double tol = dt == AMP_DTYPE_F16 ? 4e-3 : 3e-2, eo = 0, eg = 0;
         for (size_t i = 0; i < ny; i++) eo = fmax(eo, fabs(amp_widen16(o16[i], dt) - out[i]));
@@ -326,7 +336,9 @@ static void test_attention(void) {
          * BF16 has the range. */
         for (size_t i = 0; i < nq; i++) q16[i] = amp_round16(qkv[i] * 400.0f, dt, NULL);
         amp_round_count oc = {0, 0, 0};
-        ok(be->ops->attention_forward(be, o16, a16, ws, q16, dt, B, T, C, nh, &oc), "attention big");
+        ok(AMP_TRANSFORMER(be, attention_forward, o16, a16, ws, q16,
+                           &(amp_attention_desc){B, T, C, nh, dt}, &oc),
+           "attention big");
         int nan_out = 0;
         for (size_t i = 0; i < ny; i++) nan_out |= isnan(amp_widen16(o16[i], dt));
         if (dt == AMP_DTYPE_F16)
@@ -338,7 +350,8 @@ static void test_attention(void) {
         free(q16), free(o16), free(a16), free(g16), free(dq16);
     }
     /* A head count that does not divide C is an error, not a crash. */
-    EXPECT(be->ops->attention_forward(be, out, att, ws, qkv, AMP_DTYPE_F32, B, T, C, 3, NULL) != 0,
+    EXPECT(AMP_TRANSFORMER(be, attention_forward, out, att, ws, qkv,
+                           &(amp_attention_desc){B, T, C, 3, AMP_DTYPE_F32}, NULL) != 0,
            "attention_forward accepted 8 channels in 3 heads");
     free(qkv), free(G), free(out), free(att), free(ws), free(ref), free(dqkv), free(fd);
 }
@@ -384,12 +397,12 @@ static void test_residual_add(void) {
     float *x = rnd(n, -3, 3), *d = rnd(n, -3, 3), *out = zeros(n);
     uint16_t *d16 = malloc(n * 2);
     for (size_t i = 0; i < n; i++) d16[i] = amp_float_to_half(d[i]);
-    ok(be->ops->residual_add(be, out, x, d16, AMP_DTYPE_F16, n), "residual_add f16");
+    ok(AMP_TRANSFORMER(be, residual_add, out, x, d16, AMP_DTYPE_F16, n), "residual_add f16");
     int exact = 1;
     for (size_t i = 0; i < n; i++) exact &= out[i] == x[i] + amp_half_to_float(d16[i]);
     float *x0 = malloc(n * 4);
     memcpy(x0, x, n * 4);
-    ok(be->ops->residual_add(be, x, x, d, AMP_DTYPE_F32, n), "residual_add in place");
+    ok(AMP_TRANSFORMER(be, residual_add, x, x, d, AMP_DTYPE_F32, n), "residual_add in place");
     for (size_t i = 0; i < n; i++) exact &= x[i] == x0[i] + d[i];
     free(x0);
     EXPECT(exact, "residual_add is not x + widen(d)");
@@ -411,14 +424,20 @@ int main(void) {
     test_attention();
     test_gelu_tanh();
     test_residual_add();
-    /* A missing op fails through AMP_CALL with its name instead of crashing. */
+    /* A backend without the family: supports says so, and a call fails
+     * with the backend's and the op's names instead of crashing. */
+    EXPECT(amp_backend_supports(be, "transformer"), "cpu supports 'transformer'");
+    EXPECT(!amp_backend_supports(be, "no-such-family"), "an unknown name is not supported");
     amp_backend_ops ops = *be->ops;
     const amp_backend_ops *keep = be->ops;
-    ops.attention_forward = NULL;
+    ops.transformer = NULL;
     be->ops = &ops;
-    int rc = AMP_CALL(be, attention_forward, NULL, NULL, NULL, NULL, AMP_DTYPE_F32, 1, 1, 1, 1, NULL);
-    EXPECT(rc != 0 && strstr(be->err, "attention_forward"), "AMP_CALL on a NULL op: rc %d, '%s'", rc,
-           be->err);
+    EXPECT(!amp_backend_supports(be, "transformer"), "no 'transformer' once the table lacks it");
+    int rc = AMP_TRANSFORMER(be, attention_forward, NULL, NULL, NULL, NULL,
+                             &(amp_attention_desc){1, 1, 1, 1, AMP_DTYPE_F32}, NULL);
+    EXPECT(rc != 0 && strstr(be->err, "'attention_forward'") && strstr(be->err, "'cpu'") &&
+               strstr(be->err, "'transformer'"),
+           "a missing family's op: rc %d, '%s'", rc, be->err);
     be->ops = keep;
     be->ops->destroy(be);
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);

@@ -54,7 +54,9 @@ static void ln_against_rows(amp_backend *be, amp_dtype dt, int with_bias) {
     float mean[ROWS], rstd[ROWS], rmean[ROWS], rstd_ref[ROWS];
     amp_round_count cnt = {0, 0, 0};
     amp_round_tally t = {0, 0, 0};
-    EXPECT(be->ops->layernorm_forward(be, out, dt, mean, rstd, x, w, b, ROWS, C, 1e-5f, &cnt) == 0,
+    EXPECT(AMP_TRANSFORMER(
+               be, layernorm_forward,
+               &(amp_layernorm_fwd){out, dt, mean, rstd, x, w, b, ROWS, C, 1e-5f, &cnt}) == 0,
            "layernorm_forward: %s", be->err);
     for (int r = 0; r < ROWS; r++)
         amp_ln_forward_row((char *)ref + (size_t)r * C * esz(dt), (int)dt, &rmean[r], &rstd_ref[r],
@@ -69,8 +71,9 @@ static void ln_against_rows(amp_backend *be, amp_dtype dt, int with_bias) {
     float *dx_ref = dup(dx, (size_t)ROWS * C * 4);
     float *dw = rnd(C, -1.0f, 1.0f), *db = rnd(C, -1.0f, 1.0f);
     float *dw_ref = dup(dw, C * 4), *db_ref = dup(db, C * 4);
-    EXPECT(be->ops->layernorm_backward(be, dx, dw, with_bias ? db : NULL, dout, x, w, mean, rstd,
-                                       ROWS, C) == 0,
+    EXPECT(AMP_TRANSFORMER(be, layernorm_backward,
+                           &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, mean,
+                                                rstd, ROWS, C}) == 0,
            "layernorm_backward: %s", be->err);
     for (int r = 0; r < ROWS; r++)
         amp_ln_backward_row(dx_ref + (size_t)r * C, dout + (size_t)r * C, x + (size_t)r * C, w,
@@ -100,7 +103,8 @@ static void softmax_against_rows(amp_backend *be, amp_dtype dt) {
     float *q = malloc(N * SC * 4), *k = malloc(N * SC * 4), *S = malloc(natt * 4);
     EXPECT(be->ops->round(be, qkv, dt, qf, N * 3 * SC, NULL) == 0, "round");
     amp_round_count cnt = {0, 0, 0};
-    EXPECT(be->ops->attention_forward(be, y, att, ws, qkv, dt, SB, ST, SC, SNH, &cnt) == 0,
+    EXPECT(AMP_TRANSFORMER(be, attention_forward, y, att, ws, qkv,
+                           &(amp_attention_desc){SB, ST, SC, SNH, dt}, &cnt) == 0,
            "attention_forward: %s", be->err);
     /* q, k as [b, h, t, hs] FP32 (the 16-bit values widened) */
     for (size_t r = 0; r < N; r++)
@@ -111,7 +115,7 @@ static void softmax_against_rows(amp_backend *be, amp_dtype dt) {
                 q[at] = amp_load(qkv, src, (int)dt);
                 k[at] = amp_load(qkv, src + SC, (int)dt);
             }
-    amp_gemm_desc d = amp_gemm_plain(S, q, k, AMP_DTYPE_F32, 0, 1, ST, ST, hs);
+    amp_gemm_desc d = amp_gemm_plain(S, q, k, AMP_DTYPE_F32, AMP_GEMM_NT, ST, ST, hs);
     d.batch = bh;
     d.stride_a = d.stride_b = (long long)ST * hs;
     d.stride_c = (long long)ST * ST;
@@ -165,14 +169,19 @@ static void run_ops(amp_backend *be, amp_dtype dt, const float *wte, const float
     o->dqkv = malloc(N * 3 * C * es);
     o->res = malloc(N * C * 4);
     float *ws = malloc(amp_attention_workspace_floats(B, T, C, NH) * 4);
-    int rc = be->ops->embed_forward(be, o->emb, wte, wpe, tok, B, T, C);
-    rc |= be->ops->embed_backward(be, o->dwte, o->dwpe, dout, tok, B, T, C);
-    rc |= be->ops->layernorm_forward(be, o->ln, dt, o->mean, o->rstd, x, w, NULL, (int)N, C, 1e-5f,
-                                     &o->cnt[0]);
-    rc |= be->ops->layernorm_backward(be, o->dx, o->dw, NULL, dout, x, w, o->mean, o->rstd, (int)N, C);
-    rc |= be->ops->attention_forward(be, o->y, o->att, ws, qkv, dt, B, T, C, NH, &o->cnt[1]);
-    rc |= be->ops->attention_backward(be, o->dqkv, ws, dy, qkv, o->att, dt, B, T, C, NH, &o->cnt[2]);
-    rc |= be->ops->residual_add(be, o->res, x, o->y, dt, N * C);
+    int rc = AMP_TRANSFORMER(be, embed_forward, o->emb, wte, wpe, tok, B, T, C);
+    rc |= AMP_TRANSFORMER(be, embed_backward, o->dwte, o->dwpe, dout, tok, B, T, C);
+    rc |= AMP_TRANSFORMER(be, layernorm_forward,
+                          &(amp_layernorm_fwd){o->ln, dt, o->mean, o->rstd, x, w, NULL, (int)N, C,
+                                               1e-5f, &o->cnt[0]});
+    rc |= AMP_TRANSFORMER(
+        be, layernorm_backward,
+        &(amp_layernorm_bwd){o->dx, o->dw, NULL, dout, x, w, o->mean, o->rstd, (int)N, C});
+    rc |= AMP_TRANSFORMER(be, attention_forward, o->y, o->att, ws, qkv,
+                          &(amp_attention_desc){B, T, C, NH, dt}, &o->cnt[1]);
+    rc |= AMP_TRANSFORMER(be, attention_backward, o->dqkv, ws, dy, qkv, o->att,
+                          &(amp_attention_desc){B, T, C, NH, dt}, &o->cnt[2]);
+    rc |= AMP_TRANSFORMER(be, residual_add, o->res, x, o->y, dt, N * C);
     EXPECT(rc == 0, "an op failed: %s", be->err);
     free(ws);
 }

@@ -2,11 +2,26 @@
 #include "backend/backend.h"
 
 #include <stdio.h>
+#include <string.h>
 
-int amp_backend_missing(amp_backend *be, const char *op) {
+int amp_backend_supports(const amp_backend *be, const char *name) {
+    const amp_backend_ops *o = be->ops;
+    const amp_fused_ops *f = o->fused;
+    if (strcmp(name, "transformer") == 0) return o->transformer != NULL;
+    if (strcmp(name, "conv") == 0) return o->conv != NULL;
+    if (!f) return 0;
+    if (strcmp(name, "optim_step_cast") == 0) return f->optim_step_cast != NULL;
+    if (strcmp(name, "optim_multi_step") == 0) return f->optim_multi_step != NULL;
+    if (strcmp(name, "upload_round") == 0) return f->upload_round != NULL;
+    if (strcmp(name, "act_backward_round") == 0) return f->act_backward_round != NULL;
+    return 0;
+}
+
+int amp_backend_missing(amp_backend *be, const char *family, const char *op) {
     snprintf(be->err, sizeof be->err,
-             "backend '%s' has no op '%s' (this model needs it; run on a backend that has it)",
-             be->ops->name, op);
+             "backend '%s' has no op '%s' (family '%s'; this model needs it, run on a backend "
+             "that has it)",
+             be->ops->name, op, family);
     return 1;
 }
 

@@ -1,6 +1,8 @@
-/* The backend op table: every numeric op the model and the training loop
- * use, with a CPU and a CUDA implementation. Models call these through
- * amp_backend; they never touch device memory directly.
+/* The backend interface: a core of ops every backend has (memory, copies,
+ * the GEMM, roundings, reductions, the optimizer step) and optional op
+ * families a backend offers by name (amp_backend_supports): "transformer",
+ * "conv" and the fused ops. Models call these through amp_backend; they
+ * never touch device memory directly. docs/backend.md describes it.
  *
  * Conventions: matrices are row-major; outputs first, then inputs, then
  * sizes. Pointers marked (dev) live in the backend's memory (host memory for
@@ -55,9 +57,9 @@ typedef struct amp_step_stats {
     unsigned long long correct;   /* softmax_xent: rows whose argmax is the label */
 } amp_step_stats;
 
-/* One optimizer step's hyper-parameters (optim_step_cast). */
+/* One optimizer step's hyper-parameters (optim_step and the fused steps). */
 typedef struct amp_optim_step {
-    int adamw;                        /* 0: SGD (as sgd_step), 1: AdamW (as adamw_step) */
+    int adamw;                        /* 0: SGD, 1: AdamW */
     float lr, momentum, weight_decay; /* momentum: SGD only */
     float beta1, beta2, eps;          /* AdamW only */
     int64_t t;                        /* AdamW: 1-based count of applied steps */
@@ -100,11 +102,23 @@ typedef struct amp_gemm_desc {
     amp_round_count *cnt;               /* telemetry for the roundings (dev, may be NULL) */
 } amp_gemm_desc;
 
+/* Which operands of a plain GEMM are transposed: N(ormal) or T for A,
+ * then for B. */
+typedef enum amp_gemm_trans {
+    AMP_GEMM_NN = 0,
+    AMP_GEMM_NT = 1,
+    AMP_GEMM_TN = 2,
+    AMP_GEMM_TT = 3
+} amp_gemm_trans;
+#define AMP_GEMM_TRANS(trans_a, trans_b)                                                           \
+    ((amp_gemm_trans)(((trans_a) ? 2 : 0) | ((trans_b) ? 1 : 0)))
+
 /* A plain GEMM on densely stored row-major matrices: C[m,n] = op(A) op(B)
  * into acc, leading dimensions from the shapes, no batch, no epilogue
  * (set the epilogue fields on the result to add one). */
 static inline amp_gemm_desc amp_gemm_plain(float *acc, const void *a, const void *b, amp_dtype dt,
-                                           int trans_a, int trans_b, int m, int n, int k) {
+                                           amp_gemm_trans trans, int m, int n, int k) {
+    int trans_a = (trans & 2) != 0, trans_b = (trans & 1) != 0;
     amp_gemm_desc g = {0};
     g.trans_a = trans_a;
     g.trans_b = trans_b;
@@ -166,106 +180,83 @@ int amp_pool2d_desc_check(const amp_pool2d_desc *d, char *err, size_t errlen);
 
 typedef struct amp_backend amp_backend;
 
-typedef struct amp_backend_ops {
-    const char *name; /* "cpu" or "cuda" */
-    void (*destroy)(amp_backend *be);
-    void *(*alloc)(amp_backend *be, size_t bytes); /* NULL + be->err on failure */
-    void (*release)(amp_backend *be, void *p);
-    int (*upload)(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes);
-    int (*download)(amp_backend *be, void *dst_host, const void *src_dev, size_t bytes);
-    int (*zero)(amp_backend *be, void *dst_dev, size_t bytes);
-    /* c[m,n] = alpha * op(a) op(b) + beta * c, op(a) is [m,k], op(b) is [k,n].
-     * a and b hold dtype dt (both), c is FP32, accumulation is FP32.
-     * lda/ldb/ldc are row strides of the stored (untransposed) matrices. */
-    int (*gemm)(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
-                int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                float alpha, float beta);
-    /* The descriptor GEMM (see amp_gemm_desc): batched, with the fused
-     * bias/activation/rounding epilogue. */
-    int (*gemm_ex)(amp_backend *be, const amp_gemm_desc *d);
-    /* dst(dt)[n] = round(src[n]); counts into cnt (dev, may be NULL).
-     * For dt == F32 a plain copy that counts nothing. */
-    int (*round)(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
-                 amp_round_count *cnt);
-    /* dst[n] = (accumulate ? dst : 0) + widen(round_dt(src)), counting like round. */
-    int (*quantize)(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
-                    amp_round_count *cnt, int accumulate);
-    /* dst[n] = (float)src(dt)[n], exact. */
-    int (*widen)(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n);
-    /* y[rows,cols] += bias[cols] */
-    int (*add_bias)(amp_backend *be, float *y, const float *bias, int rows, int cols);
-    /* out[n] = act(in[n]) (out may equal in) */
-    int (*act_forward)(amp_backend *be, float *out, const float *in, size_t n, amp_act act);
-    /* dz[n] = da[n] * act'(z[n]) */
-    int (*act_backward)(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
-                        amp_act act);
-    /* out[cols] = sum over rows of in[rows,cols] */
-    int (*col_sum)(amp_backend *be, float *out, const float *in, int rows, int cols);
-    /* Row-wise softmax cross-entropy in FP32. Adds the rows' losses to
-     * stats->loss_sum and the argmax hits to stats->correct. When dlogits is
-     * non-NULL writes dlogits = (softmax - onehot) * grad_scale. */
-    int (*softmax_xent)(amp_backend *be, float *dlogits, amp_step_stats *stats,
-                        const float *logits, const int32_t *labels, int rows, int cols,
-                        float grad_scale);
-    /* Fused pass over grads: counts inf/NaN, multiplies by inv_scale (skipped
-     * when it is 1), accumulates sumsq and maxabs of the finite results. */
-    int (*unscale_check)(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
-                         float inv_scale);
-    /* x[n] *= s */
-    int (*scale)(amp_backend *be, float *x, size_t n, float s);
-    /* SGD as torch.optim.SGD (L2 weight decay added to the gradient, no
-     * dampening); mom starts zeroed, which equals torch's first-step copy. */
-    int (*sgd_step)(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
-                    float momentum, float weight_decay);
-    /* AdamW as torch.optim.AdamW; t is the 1-based count of applied steps. */
-    int (*adamw_step)(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
-                      float lr, float beta1, float beta2, float eps, float weight_decay,
-                      int64_t t);
-    /* Bytes the device reports in use (cudaMemGetInfo); 0 on the CPU. */
-    size_t (*device_bytes_used)(amp_backend *be);
-    /* When the allocator overcommits (host malloc), allocations beyond what
-     * the machine can back are granted and the process is OOM-killed on
-     * first touch; this is that bound (physical RAM), so a model larger than
-     * it is refused before allocating. 0 when alloc itself reports failure
-     * (cudaMalloc). */
-    double (*overcommit_limit)(amp_backend *be);
-    /* Backward through an activation, with the roundings a stored gradient
-     * gets, in one pass:
-     *   dz(dt)[n] = round_dt(quantize_dt(da[n]) * act'(widen(z(dt)[n])))
-     * both roundings counted into cnt (dev, may be NULL); dz may equal z.
-     * When dz_f32 is non-NULL it also receives widen(dz). For dt == F32 it is
-     * dz = da * act'(z), counting nothing. NULL in a backend without it:
-     * models then compose quantize + widen + act_backward + round, which
-     * gives the same bits. */
-    int (*act_backward_round)(amp_backend *be, void *dz, float *dz_f32, const float *da,
-                              const void *z, amp_dtype dt, size_t n, amp_act act,
-                              amp_round_count *cnt);
-    /* dst_dev(dt)[n] = round(src_host[n]) for a 16-bit dt, counted into cnt
-     * (dev, may be NULL): an FP32 input batch lands in the model already
-     * rounded, with no FP32 copy of it on the device. NULL in a backend
-     * without it (CUDA: a model then keeps its input batch in FP32). */
-    int (*upload_round)(amp_backend *be, void *dst_dev, amp_dtype dt, const float *src_host,
-                        size_t n, amp_round_count *cnt);
-    /* One tensor's optimizer step (o->adamw picks sgd_step's or
-     * adamw_step's math; s0/s1 are momentum or the two moments) and, in the
-     * same pass over memory, the working copy of the updated weights:
-     * wc(dt)[n] = round(w), or with wc_f32 an FP32 array of the rounded
-     * values, counted into cnt (dev). cast_weights then has nothing left to
-     * do (amp_model_cast_reuse). NULL in a backend without it (CUDA). */
-    int (*optim_step_cast)(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
-                           float *s1, const float *g, size_t n, void *wc, amp_dtype dt,
-                           int wc_f32, amp_round_count *cnt);
-    /* The optimizer step (o->adamw picks sgd_step's or adamw_step's math,
-     * per element the same; o->weight_decay is unused) of nspans disjoint
-     * spans of the flat arrays w, s0, s1, g in one pass: one launch for all
-     * of a model's tensors. NULL in a backend without it (CPU): the caller
-     * then makes one sgd_step/adamw_step call per span. */
-    int (*optim_multi_step)(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
-                            float *s1, const float *g, const amp_optim_span *spans, int nspans);
+/* ---- argument records of the ops that take more than a handful ---- */
 
-    /* ---- transformer ops (the GPT). Optional: NULL where a backend lacks
-     * them, so call them through AMP_CALL. Each runs its math in FP32 and
-     * rounds only where it says, counting into cnt (dev, may be NULL). ---- */
+/* The working copy an optimizer step writes in the same pass
+ * (optim_step_cast): dst(dt)[n] = round(w), or with f32 an FP32 array of
+ * the rounded values, counted into cnt (dev, may be NULL). */
+typedef struct amp_weight_copy {
+    void *dst;
+    amp_dtype dt;
+    int f32;
+    amp_round_count *cnt;
+} amp_weight_copy;
+
+/* act_backward_round: dz(dt)[n] = round_dt(quantize_dt(da[n]) *
+ * act'(widen(z(dt)[n]))), both roundings counted into cnt (dev, may be
+ * NULL); dz may equal z. dz_f32 (may be NULL) also receives widen(dz). For
+ * dt == F32 it is dz = da * act'(z), counting nothing. */
+typedef struct amp_act_round_args {
+    void *dz;
+    float *dz_f32;
+    const float *da;
+    const void *z;
+    amp_dtype dt;
+    size_t n;
+    amp_act act;
+    amp_round_count *cnt;
+} amp_act_round_args;
+
+/* layernorm_forward: out(out_dt)[rows, C] = round((x - mean) * rstd * w + b)
+ * with FP32 statistics (biased variance, rstd = 1/sqrt(var + eps)); b may
+ * be NULL. Writes mean[rows] and rstd[rows] for the backward; counts into
+ * cnt (dev, may be NULL). */
+typedef struct amp_layernorm_fwd {
+    void *out;
+    amp_dtype out_dt;
+    float *mean, *rstd;
+    const float *x, *w, *b;
+    int rows, C;
+    float eps;
+    amp_round_count *cnt;
+} amp_layernorm_fwd;
+
+/* layernorm_backward: dx[rows, C] += d/dx, dw[C] += d/dw, db[C] += d/db
+ * (db may be NULL), from dout (FP32) and the forward's x, w, mean, rstd. */
+typedef struct amp_layernorm_bwd {
+    float *dx, *dw, *db;
+    const float *dout, *x, *w, *mean, *rstd;
+    int rows, C;
+} amp_layernorm_bwd;
+
+/* Causal self-attention's shape: qkv(dt)[B, T, 3C] (q, k, v side by side),
+ * nh heads of C/nh; ws holds amp_attention_workspace_floats() floats. */
+typedef struct amp_attention_desc {
+    int B, T, C, nh;
+    amp_dtype dt;
+} amp_attention_desc;
+
+/* batch_norm_forward over x [n, c, hw] (see amp_conv_ops). */
+typedef struct amp_batch_norm_fwd {
+    float *y, *save_mean, *save_invstd;
+    float *running_mean, *running_var; /* may be NULL */
+    const float *x, *gamma, *beta;
+    int n, c, hw;
+    int training;
+    float momentum, eps;
+} amp_batch_norm_fwd;
+
+/* batch_norm_backward (see amp_conv_ops). */
+typedef struct amp_batch_norm_bwd {
+    float *dx, *dgamma, *dbeta;
+    const float *dy, *x, *gamma, *save_mean, *save_invstd;
+    int n, c, hw;
+    int training;
+} amp_batch_norm_bwd;
+
+/* ---- family "transformer" (the GPT): each runs its math in FP32 and
+ * rounds only where it says, counting into cnt (dev, may be NULL) ---- */
+typedef struct amp_transformer_ops {
     /* out[B*T, C] = wte[tokens[b,t], :] + wpe[t, :] (FP32 weights and
      * output; every token in [0, rows of wte)). */
     int (*embed_forward)(amp_backend *be, float *out, const float *wte, const float *wpe,
@@ -275,37 +266,27 @@ typedef struct amp_backend_ops {
      * atomics). */
     int (*embed_backward)(amp_backend *be, float *dwte, float *dwpe, const float *dout,
                           const int32_t *tokens, int B, int T, int C);
-    /* out(out_dt)[rows, C] = round((x - mean) * rstd * w + b) with FP32
-     * statistics (biased variance, rstd = 1/sqrt(var + eps)); b may be NULL.
-     * Writes mean[rows] and rstd[rows] for the backward. */
-    int (*layernorm_forward)(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
-                             float *rstd, const float *x, const float *w, const float *b,
-                             int rows, int C, float eps, amp_round_count *cnt);
-    /* dx[rows, C] += d/dx, dw[C] += d/dw, db[C] += d/db (db may be NULL),
-     * from dout (FP32) and the forward's x, w, mean and rstd. */
-    int (*layernorm_backward)(amp_backend *be, float *dx, float *dw, float *db,
-                              const float *dout, const float *x, const float *w,
-                              const float *mean, const float *rstd, int rows, int C);
-    /* Causal self-attention over qkv(dt)[B, T, 3C] (q, k, v side by side,
-     * nh heads of C/nh): logits = round_dt(QK^T / sqrt(C/nh)), probabilities
-     * att(dt)[B, nh, T, T] = round_dt(softmax_fp32(masked logits)),
-     * out(dt)[B, T, C] = round_dt(att V). The GEMMs are strided-batched with
-     * FP32 accumulation; ws holds amp_attention_workspace_floats() floats. */
+    int (*layernorm_forward)(amp_backend *be, const amp_layernorm_fwd *a);
+    int (*layernorm_backward)(amp_backend *be, const amp_layernorm_bwd *a);
+    /* logits = round_dt(QK^T / sqrt(C/nh)), probabilities att(dt)[B, nh,
+     * T, T] = round_dt(softmax_fp32(masked logits)), out(dt)[B, T, C] =
+     * round_dt(att V). The GEMMs are strided-batched with FP32
+     * accumulation. */
     int (*attention_forward)(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
-                             amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt);
+                             const amp_attention_desc *d, amp_round_count *cnt);
     /* dqkv(dt)[B, T, 3C] from dout(dt)[B, T, C] and the forward's qkv and
      * att; the gradients of the probabilities and of the logits are rounded
-     * into dt (as autocast's casts do), dqkv too. ws as for the forward. */
+     * into dt (as autocast's casts do), dqkv too. */
     int (*attention_backward)(amp_backend *be, void *dqkv, float *ws, const void *dout,
-                              const void *qkv, const void *att, amp_dtype dt, int B, int T,
-                              int C, int nh, amp_round_count *cnt);
+                              const void *qkv, const void *att, const amp_attention_desc *d,
+                              amp_round_count *cnt);
     /* out[n] = x[n] + widen(d(dt)[n]) (out may equal x). */
     int (*residual_add)(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
                         size_t n);
+} amp_transformer_ops;
 
-    /* ---- convolutional-network ops (appended; NULL on a backend that
-     * lacks them, see amp_conv2d_desc and friends above) ---- */
-
+/* ---- family "conv" (the CNN; see amp_conv2d_desc and friends) ---- */
+typedef struct amp_conv_ops {
     /* Bytes of workspace the three conv2d ops need for this shape (the
      * largest of the three directions). On the GPU it also chooses the cuDNN
      * algorithms for the shape (once; cached), honouring be->deterministic.
@@ -347,17 +328,100 @@ typedef struct amp_backend_ops {
      * running_var (when non-NULL) with `momentum` and the unbiased variance;
      * n*hw must be > 1. training = 0: normalises with the running statistics
      * and writes them (as mean / invstd) to save_mean / save_invstd. */
-    int (*batch_norm_forward)(amp_backend *be, float *y, float *save_mean, float *save_invstd,
-                              float *running_mean, float *running_var, const float *x,
-                              const float *gamma, const float *beta, int n, int c, int hw,
-                              int training, float momentum, float eps);
+    int (*batch_norm_forward)(amp_backend *be, const amp_batch_norm_fwd *a);
     /* dx (FP32, overwritten), dgamma = sum(dy * xhat) and dbeta = sum(dy)
      * per channel (FP32, overwritten; FP64 sums) from the forward's x,
      * save_mean and save_invstd, in the forward's mode. */
-    int (*batch_norm_backward)(amp_backend *be, float *dx, float *dgamma, float *dbeta,
-                               const float *dy, const float *x, const float *gamma,
-                               const float *save_mean, const float *save_invstd, int n, int c,
-                               int hw, int training);
+    int (*batch_norm_backward)(amp_backend *be, const amp_batch_norm_bwd *a);
+} amp_conv_ops;
+
+/* ---- fused ops: each optional on its own, asked for by its name with
+ * amp_backend_supports(be, "optim_step_cast") etc. A caller without one
+ * composes core ops that give the same bits. ---- */
+typedef struct amp_fused_ops {
+    /* One tensor's optimizer step (as optim_step) and, in the same pass over
+     * memory, the working copy of the updated weights (amp_weight_copy).
+     * cast_weights then has nothing left to do (amp_model_cast_reuse). */
+    int (*optim_step_cast)(amp_backend *be, const amp_optim_step *o, float *w, float *s0, float *s1,
+                           const float *g, size_t n, const amp_weight_copy *wc);
+    /* The optimizer step (per element optim_step's; o->weight_decay is
+     * unused) of nspans disjoint spans of the flat arrays w, s0, s1, g in
+     * one pass: one launch for all of a model's tensors. Without it the
+     * caller makes one optim_step call per span. */
+    int (*optim_multi_step)(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                            float *s1, const float *g, const amp_optim_span *spans, int nspans);
+    /* dst_dev(dt)[n] = round(src_host[n]) for a 16-bit dt, counted into cnt
+     * (dev, may be NULL): an FP32 input batch lands in the model already
+     * rounded, with no FP32 copy of it on the device. Without it a model
+     * keeps its input batch in FP32. */
+    int (*upload_round)(amp_backend *be, void *dst_dev, amp_dtype dt, const float *src_host,
+                        size_t n, amp_round_count *cnt);
+    /* Backward through an activation with the roundings a stored gradient
+     * gets, in one pass (amp_act_round_args). Without it models compose
+     * quantize + widen + act_backward + round, which gives the same bits. */
+    int (*act_backward_round)(amp_backend *be, const amp_act_round_args *a);
+} amp_fused_ops;
+
+/* ---- the core: every backend has all of these (none is NULL) ---- */
+typedef struct amp_backend_ops {
+    const char *name; /* "cpu" or "cuda" */
+    void (*destroy)(amp_backend *be);
+    void *(*alloc)(amp_backend *be, size_t bytes); /* NULL + be->err on failure */
+    void (*release)(amp_backend *be, void *p);
+    int (*upload)(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes);
+    int (*download)(amp_backend *be, void *dst_host, const void *src_dev, size_t bytes);
+    int (*zero)(amp_backend *be, void *dst_dev, size_t bytes);
+    /* The descriptor GEMM (see amp_gemm_desc): batched, with the fused
+     * bias/activation/rounding epilogue. */
+    int (*gemm_ex)(amp_backend *be, const amp_gemm_desc *d);
+    /* dst(dt)[n] = round(src[n]); counts into cnt (dev, may be NULL).
+     * For dt == F32 a plain copy that counts nothing. */
+    int (*round)(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
+                 amp_round_count *cnt);
+    /* dst[n] = (accumulate ? dst : 0) + widen(round_dt(src)), counting like round. */
+    int (*quantize)(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
+                    amp_round_count *cnt, int accumulate);
+    /* dst[n] = (float)src(dt)[n], exact. */
+    int (*widen)(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n);
+    /* out[n] = act(in[n]) (out may equal in) */
+    int (*act_forward)(amp_backend *be, float *out, const float *in, size_t n, amp_act act);
+    /* dz[n] = da[n] * act'(z[n]) */
+    int (*act_backward)(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
+                        amp_act act);
+    /* out[cols] = sum over rows of in[rows,cols] */
+    int (*col_sum)(amp_backend *be, float *out, const float *in, int rows, int cols);
+    /* Row-wise softmax cross-entropy in FP32. Adds the rows' losses to
+     * stats->loss_sum and the argmax hits to stats->correct. When dlogits is
+     * non-NULL writes dlogits = (softmax - onehot) * grad_scale. */
+    int (*softmax_xent)(amp_backend *be, float *dlogits, amp_step_stats *stats, const float *logits,
+                        const int32_t *labels, int rows, int cols, float grad_scale);
+    /* Fused pass over grads: counts inf/NaN, multiplies by inv_scale (skipped
+     * when it is 1), accumulates sumsq and maxabs of the finite results. */
+    int (*unscale_check)(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
+                         float inv_scale);
+    /* x[n] *= s */
+    int (*scale)(amp_backend *be, float *x, size_t n, float s);
+    /* One tensor's optimizer step. o->adamw = 0: SGD as torch.optim.SGD (L2
+     * weight decay added to the gradient, no dampening; s0 the momentum,
+     * which starts zeroed, as torch's first-step copy; s1 unused). 1: AdamW
+     * as torch.optim.AdamW (s0, s1 the two moments). */
+    int (*optim_step)(amp_backend *be, const amp_optim_step *o, float *w, float *s0, float *s1,
+                      const float *g, size_t n);
+    /* Bytes the device reports in use (cudaMemGetInfo); 0 on the CPU. */
+    size_t (*device_bytes_used)(amp_backend *be);
+    /* When the allocator overcommits (host malloc), allocations beyond what
+     * the machine can back are granted and the process is OOM-killed on
+     * first touch; this is that bound (physical RAM), so a model larger than
+     * it is refused before allocating. 0 when alloc itself reports failure
+     * (cudaMalloc). */
+    double (*overcommit_limit)(amp_backend *be);
+
+    /* The optional families, NULL where the backend lacks them: call their
+     * ops through AMP_TRANSFORMER / AMP_CONV / AMP_FUSED, which fail with a
+     * message naming the backend and the op instead of crashing. */
+    const amp_transformer_ops *transformer; /* "transformer" */
+    const amp_conv_ops *conv;               /* "conv" */
+    const amp_fused_ops *fused;             /* each member optional, by its own name */
 } amp_backend_ops;
 
 /* What a backend runs, for summary.json, bench_step and the checkpoint's
@@ -386,14 +450,29 @@ struct amp_backend {
     char err[512];
 };
 
-/* Ops a backend lacks are NULL. Calling one through AMP_CALL sets be->err
- * to "backend 'cpu' has no op 'NAME'" and fails instead of crashing. */
-int amp_backend_missing(amp_backend *be, const char *op);
+/* 1 when the backend offers `name`: a family ("transformer", "conv") or
+ * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
+ * "act_backward_round"); 0 otherwise (unknown names included). */
+int amp_backend_supports(const amp_backend *be, const char *name);
+/* Sets be->err to "backend 'cpu' has no op 'NAME' (family 'FAMILY')" and
+ * returns 1: what calling a missing op gives. */
+int amp_backend_missing(amp_backend *be, const char *family, const char *op);
 /* Checks what every gemm_ex implementation requires of a descriptor; 0,
  * or 1 with be->err. */
 int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d);
-#define AMP_CALL(be, op, ...) \
-    ((be)->ops->op ? (be)->ops->op((be), __VA_ARGS__) : amp_backend_missing((be), #op))
+/* Core ops: every backend has them. */
+#define AMP_CALL(be, op, ...) ((be)->ops->op((be), __VA_ARGS__))
+/* An op of an optional family or a fused op: fails with be->err naming
+ * the backend and the op when the backend lacks it. */
+#define AMP_TRANSFORMER(be, op, ...)                                                               \
+    ((be)->ops->transformer ? (be)->ops->transformer->op((be), __VA_ARGS__)                        \
+                            : amp_backend_missing((be), "transformer", #op))
+#define AMP_CONV(be, op, ...)                                                                      \
+    ((be)->ops->conv ? (be)->ops->conv->op((be), __VA_ARGS__)                                      \
+                     : amp_backend_missing((be), "conv", #op))
+#define AMP_FUSED(be, op, ...)                                                                     \
+    ((be)->ops->fused && (be)->ops->fused->op ? (be)->ops->fused->op((be), __VA_ARGS__)            \
+                                              : amp_backend_missing((be), "fused", #op))
 
 /* Constructors: NULL and a message in err when unavailable. */
 amp_backend *amp_backend_cpu_create(char *err, size_t errlen);

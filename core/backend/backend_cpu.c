@@ -210,17 +210,6 @@ static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n,
     return 0;
 }
 
-static int cpu_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols) {
-    const amp_cpu_kern *k = impl_of(be)->k;
-    size_t rc = (size_t)cols, per = CHUNK / (rc ? rc : 1) + 1, nch = ((size_t)rows + per - 1) / per;
-#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
-    for (size_t c = 0; c < nch; c++) {
-        size_t r1 = (c + 1) * per < (size_t)rows ? (c + 1) * per : (size_t)rows;
-        for (size_t r = c * per; r < r1; r++) k->add(y + r * rc, y + r * rc, bias, rc);
-    }
-    return 0;
-}
-
 static int cpu_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act) {
     const amp_cpu_kern *k = impl_of(be)->k;
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
@@ -245,10 +234,16 @@ static int cpu_act_backward(amp_backend *be, float *dz, const float *da, const f
 }
 
 /* dz(dt) = round(quantize(da) * act'(widen(z(dt)))), one pass in tiles. */
-static int cpu_act_backward_round(amp_backend *be, void *dz, float *dz_f32, const float *da,
-                                  const void *z, amp_dtype dt, size_t n, amp_act act,
-                                  amp_round_count *cnt) {
+static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) {
     const amp_cpu_kern *k = impl_of(be)->k;
+    void *dz = a->dz;
+    float *dz_f32 = a->dz_f32;
+    const float *da = a->da;
+    const void *z = a->z;
+    amp_dtype dt = a->dt;
+    size_t n = a->n;
+    amp_act act = a->act;
+    amp_round_count *cnt = a->cnt;
     if (dt == AMP_DTYPE_F32) {
         cpu_act_backward(be, dz, da, z, n, act);
         if (dz_f32 && dz_f32 != dz) memmove(dz_f32, dz, n * sizeof(float));
@@ -352,9 +347,12 @@ static int cpu_scale(amp_backend *be, float *x, size_t n, float s) {
  * its update while the chunk is still in cache (optim_step_cast), so the
  * master weights are read once. */
 static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
-                               float *s1, const float *g, size_t n, void *wc, amp_dtype dt,
-                               int wc_f32, amp_round_count *cnt) {
+                               float *s1, const float *g, size_t n, const amp_weight_copy *copy) {
     const amp_cpu_kern *k = impl_of(be)->k;
+    void *wc = copy ? copy->dst : NULL;
+    amp_dtype dt = copy ? copy->dt : AMP_DTYPE_F32;
+    int wc_f32 = copy ? copy->f32 : 0;
+    amp_round_count *cnt = copy ? copy->cnt : NULL;
     float bc1 = 1.0f, bc2_sqrt = 1.0f;
     if (o->adamw) {
         bc1 = (float)(1.0 - pow((double)o->beta1, (double)o->t));
@@ -385,17 +383,9 @@ static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *
     return 0;
 }
 
-static int cpu_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
-                        float momentum, float weight_decay) {
-    amp_optim_step o = {0, lr, momentum, weight_decay, 0.0f, 0.0f, 0.0f, 0};
-    return cpu_optim_step_cast(be, &o, w, mom, NULL, g, n, NULL, AMP_DTYPE_F32, 0, NULL);
-}
-
-static int cpu_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
-                          float lr, float beta1, float beta2, float eps, float weight_decay,
-                          int64_t t) {
-    amp_optim_step o = {1, lr, 0.0f, weight_decay, beta1, beta2, eps, t};
-    return cpu_optim_step_cast(be, &o, w, m, v, g, n, NULL, AMP_DTYPE_F32, 0, NULL);
+static int cpu_optim_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0, float *s1,
+                          const float *g, size_t n) {
+    return cpu_optim_step_cast(be, o, w, s0, s1, g, n, NULL);
 }
 
 /* ---- GEMMs ------------------------------------------------------------------ */
@@ -446,49 +436,48 @@ const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dty
     return widened(be, slot, src, dt, n);
 }
 
-/* c = alpha op(a) op(b) + beta c with FP32 (or, natively, BF16) inputs;
- * records the kernel under the caller's input dtype `as`. */
-static int gemm_run(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
-                    int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                    float alpha, float beta, amp_dtype as) {
+/* One matrix of d: c = alpha op(a) op(b) + beta c, with a and b FP32 (or,
+ * natively, BF16) of dtype dt; records the kernel under d->in_dtype. */
+static int gemm_run(amp_backend *be, const amp_gemm_desc *d, float *c, const void *a, const void *b,
+                    amp_dtype dt) {
     cpu_impl *im = impl_of(be);
-    const char *prefix = dt != as ? "widen+" : "";
+    const char *prefix = dt != d->in_dtype ? "widen+" : "";
     char what[128];
     if (im->lib == GEMM_ONEDNN) {
         const char *impl = "?";
-        if (amp_dnnl_gemm(im->dnnl, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha,
-                          beta, &impl, be->err, sizeof be->err) != 0)
-            return 1;
+        amp_dnnl_operands ops = {c, a, b, dt, 1};
+        if (amp_dnnl_gemm(im->dnnl, d, &ops, &impl, be->err, sizeof be->err) != 0) return 1;
         note_scratch(be);
         snprintf(what, sizeof what, "%sonednn-%s %s", prefix, dt == AMP_DTYPE_BF16 ? "bf16" : "f32",
                  impl);
     } else if (im->lib == GEMM_REFERENCE) {
-        if (amp_gemm_ref(c, a, b, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta) != 0) {
+        if (amp_gemm_ref(d, c, a, b) != 0) {
             snprintf(be->err, sizeof be->err, "out of host memory in the reference GEMM");
             return 1;
         }
         snprintf(what, sizeof what, "%sreference-f64", prefix);
     } else {
-        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                    trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                    ldc);
+        cblas_sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans,
+                    d->trans_b ? CblasTrans : CblasNoTrans, d->m, d->n, d->k, d->alpha, a, d->lda,
+                    b, d->ldb, d->beta, c, d->ldc);
         const char *core = openblas_get_corename();
         snprintf(what, sizeof what, "%sopenblas-sgemm %s", prefix, core ? core : "?");
     }
-    note_gemm(be, as, what);
+    note_gemm(be, d->in_dtype, what);
     return 0;
 }
 
-static int cpu_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
-                    int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                    float alpha, float beta) {
+/* One matrix of d from operands a, b in d->in_dtype: widened first when
+ * there is no native kernel for it. */
+static int gemm_one(amp_backend *be, const amp_gemm_desc *d, float *c, const void *a,
+                    const void *b) {
+    amp_dtype dt = d->in_dtype;
     if (dt == AMP_DTYPE_F32 || (dt == AMP_DTYPE_BF16 && impl_of(be)->native_bf16))
-        return gemm_run(be, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, dt);
-    const float *af = widened(be, 0, a, dt, (size_t)(trans_a ? k : m) * (size_t)lda);
-    const float *bf = widened(be, 1, b, dt, (size_t)(trans_b ? n : k) * (size_t)ldb);
+        return gemm_run(be, d, c, a, b, dt);
+    const float *af = widened(be, 0, a, dt, (size_t)(d->trans_a ? d->k : d->m) * (size_t)d->lda);
+    const float *bf = widened(be, 1, b, dt, (size_t)(d->trans_b ? d->n : d->k) * (size_t)d->ldb);
     if (!af || !bf) return 1;
-    return gemm_run(be, c, af, bf, AMP_DTYPE_F32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha,
-                    beta, dt);
+    return gemm_run(be, d, c, af, bf, AMP_DTYPE_F32);
 }
 
 /* The epilogue over rows [r0, r1) of one batch matrix (ldc == n), in tiles
@@ -564,10 +553,8 @@ static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     if (one_call) {
         const char *impl = "?";
         char what[128];
-        rc = amp_dnnl_gemm_batched(im->dnnl, d->acc, d->a, d->b, d->in_dtype, d->trans_a,
-                                   d->trans_b, d->m, d->n, d->k, d->lda, d->ldb, d->ldc, d->batch,
-                                   d->stride_a, d->stride_b, d->stride_c, d->alpha, d->beta, &impl,
-                                   be->err, sizeof be->err);
+        amp_dnnl_operands ops = {d->acc, d->a, d->b, d->in_dtype, d->batch};
+        rc = amp_dnnl_gemm(im->dnnl, d, &ops, &impl, be->err, sizeof be->err);
         snprintf(what, sizeof what, "onednn-%s %s", d->in_dtype == AMP_DTYPE_BF16 ? "bf16" : "f32",
                  impl);
         if (rc == 0) note_gemm(be, d->in_dtype, what);
@@ -577,9 +564,7 @@ static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
         const char *a = (const char *)d->a + (size_t)i * (size_t)d->stride_a * in_size;
         const char *b = (const char *)d->b + (size_t)i * (size_t)d->stride_b * in_size;
         float *acc = d->acc + (size_t)i * (size_t)d->stride_c;
-        if (!one_call)
-            rc = cpu_gemm(be, acc, a, b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k,
-                          d->lda, d->ldb, d->ldc, d->alpha, d->beta);
+        if (!one_call) rc = gemm_one(be, d, acc, a, b);
         if (rc != 0 || !has_epilogue) continue;
         size_t off = (size_t)i * (size_t)d->stride_c * out_size;
         epi_args e = {acc,
@@ -628,6 +613,12 @@ static void cpu_destroy(amp_backend *be) {
     free(be);
 }
 
+static const amp_fused_ops cpu_fused_ops = {
+    .optim_step_cast = cpu_optim_step_cast,
+    .upload_round = cpu_upload_round,
+    .act_backward_round = cpu_act_backward_round,
+};
+
 static const amp_backend_ops cpu_ops = {
     .name = "cpu",
     .destroy = cpu_destroy,
@@ -636,40 +627,22 @@ static const amp_backend_ops cpu_ops = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .zero = cpu_zero,
-    .gemm = cpu_gemm,
     .gemm_ex = cpu_gemm_ex,
     .round = cpu_round,
     .quantize = cpu_quantize,
-    .upload_round = cpu_upload_round,
-    .optim_step_cast = cpu_optim_step_cast,
     .widen = cpu_widen,
-    .add_bias = cpu_add_bias,
     .act_forward = cpu_act_forward,
     .act_backward = cpu_act_backward,
     .col_sum = cpu_col_sum,
     .softmax_xent = cpu_softmax_xent,
     .unscale_check = cpu_unscale_check,
     .scale = cpu_scale,
-    .sgd_step = cpu_sgd_step,
-    .adamw_step = cpu_adamw_step,
+    .optim_step = cpu_optim_step,
     .device_bytes_used = cpu_device_bytes_used,
     .overcommit_limit = cpu_overcommit_limit,
-    .act_backward_round = cpu_act_backward_round,
-    .embed_forward = amp_cpu_embed_forward,
-    .embed_backward = amp_cpu_embed_backward,
-    .layernorm_forward = amp_cpu_layernorm_forward,
-    .layernorm_backward = amp_cpu_layernorm_backward,
-    .attention_forward = amp_cpu_attention_forward,
-    .attention_backward = amp_cpu_attention_backward,
-    .residual_add = amp_cpu_residual_add,
-    .conv2d_workspace = amp_cpu_conv2d_workspace,
-    .conv2d_forward = amp_cpu_conv2d_forward,
-    .conv2d_backward_data = amp_cpu_conv2d_backward_data,
-    .conv2d_backward_filter = amp_cpu_conv2d_backward_filter,
-    .max_pool2d_forward = amp_cpu_max_pool2d_forward,
-    .max_pool2d_backward = amp_cpu_max_pool2d_backward,
-    .batch_norm_forward = amp_cpu_batch_norm_forward,
-    .batch_norm_backward = amp_cpu_batch_norm_backward,
+    .transformer = &amp_cpu_transformer_ops,
+    .conv = &amp_cpu_conv_ops,
+    .fused = &cpu_fused_ops,
 };
 
 /* AMPTRAIN_THREADS (1..1024), else OpenMP's default (OMP_NUM_THREADS, else

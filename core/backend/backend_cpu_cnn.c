@@ -250,7 +250,8 @@ static void quantize_add(const amp_cpu_kern *k, float *dst, const float *src, si
  * (OpenBLAS or oneDNN, whichever path it runs: deterministic either way). */
 static int gemm32(amp_backend *be, int trans_a, int trans_b, int m, int n, int k, const float *a,
                   int lda, const float *b, int ldb, float beta, float *c, int ldc) {
-    amp_gemm_desc g = amp_gemm_plain(c, a, b, AMP_DTYPE_F32, trans_a, trans_b, m, n, k);
+    amp_gemm_desc g =
+        amp_gemm_plain(c, a, b, AMP_DTYPE_F32, AMP_GEMM_TRANS(trans_a, trans_b), m, n, k);
     g.lda = lda;
     g.ldb = ldb;
     g.ldc = ldc;
@@ -314,7 +315,7 @@ static size_t conv_ws_floats(const amp_conv2d_desc *d, int threads, size_t *col,
     return *col + *yc + wf + xf;
 }
 
-int amp_cpu_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes) {
+static int cpu_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes) {
     if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     size_t col, yc;
     *bytes = conv_ws_floats(d, be->info.threads, &col, &yc) * sizeof(float);
@@ -423,9 +424,9 @@ static void gather_dy(const conv_ws *s, const void *dy, const amp_conv2d_desc *d
         }
 }
 
-int amp_cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
-                           const float *bias, const amp_conv2d_desc *d, void *ws,
-                           size_t ws_bytes) {
+static int cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
+                              const float *bias, const amp_conv2d_desc *d, void *ws,
+                              size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
@@ -474,8 +475,8 @@ CNN_VARIANTS(col2im_plane,
              (float *plane, const float *r, size_t ld, const amp_conv2d_desc *d, int p, int q),
              (plane, r, ld, d, p, q))
 
-int amp_cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
-                                 const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
+static int cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
+                                    const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
@@ -524,9 +525,9 @@ static double channel_sum(const amp_cpu_kern *k, const void *dy, const amp_conv2
     return lanes_total(lane);
 }
 
-int amp_cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
-                                   const void *dy, const amp_conv2d_desc *d, void *ws,
-                                   size_t ws_bytes) {
+static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
+                                      const void *dy, const amp_conv2d_desc *d, void *ws,
+                                      size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, NULL, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
@@ -621,8 +622,8 @@ static void maxpool_plane_2x2(float *restrict y, uint16_t *restrict idx, const f
 }
 #endif
 
-int amp_cpu_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const float *x,
-                               const amp_pool2d_desc *d) {
+static int cpu_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const float *x,
+                                  const amp_pool2d_desc *d) {
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
     size_t planes = (size_t)d->n * d->c, in_plane = (size_t)d->h * d->w, out_plane = (size_t)p * q;
@@ -654,8 +655,8 @@ int amp_cpu_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const f
     return 0;
 }
 
-int amp_cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const uint16_t *idx,
-                                const amp_pool2d_desc *d) {
+static int cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const uint16_t *idx,
+                                   const amp_pool2d_desc *d) {
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
     size_t planes = (size_t)d->n * d->c, in_plane = (size_t)d->h * d->w, out_plane = (size_t)p * q;
@@ -684,11 +685,12 @@ int amp_cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, con
 
 /* ---- batch normalisation ------------------------------------------------ */
 
-
-int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
-                               float *running_mean, float *running_var, const float *x,
-                               const float *gamma, const float *beta, int n, int c, int hw,
-                               int training, float momentum, float eps) {
+static int cpu_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) {
+    float *y = a->y, *save_mean = a->save_mean, *save_invstd = a->save_invstd;
+    float *running_mean = a->running_mean, *running_var = a->running_var;
+    const float *x = a->x, *gamma = a->gamma, *beta = a->beta;
+    int n = a->n, c = a->c, hw = a->hw, training = a->training;
+    float momentum = a->momentum, eps = a->eps;
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
     int lvl = isa_level(amp_cpu_kern_of(be));
@@ -722,10 +724,11 @@ int amp_cpu_batch_norm_forward(amp_backend *be, float *y, float *save_mean, floa
     return 0;
 }
 
-int amp_cpu_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, float *dbeta,
-                                const float *dy, const float *x, const float *gamma,
-                                const float *save_mean, const float *save_invstd, int n, int c,
-                                int hw, int training) {
+static int cpu_batch_norm_backward(amp_backend *be, const amp_batch_norm_bwd *a) {
+    float *dx = a->dx, *dgamma = a->dgamma, *dbeta = a->dbeta;
+    const float *dy = a->dy, *x = a->x, *gamma = a->gamma;
+    const float *save_mean = a->save_mean, *save_invstd = a->save_invstd;
+    int n = a->n, c = a->c, hw = a->hw, training = a->training;
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
     int lvl = isa_level(amp_cpu_kern_of(be));
@@ -749,3 +752,14 @@ int amp_cpu_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, float
     }
     return 0;
 }
+
+const amp_conv_ops amp_cpu_conv_ops = {
+    .conv2d_workspace = cpu_conv2d_workspace,
+    .conv2d_forward = cpu_conv2d_forward,
+    .conv2d_backward_data = cpu_conv2d_backward_data,
+    .conv2d_backward_filter = cpu_conv2d_backward_filter,
+    .max_pool2d_forward = cpu_max_pool2d_forward,
+    .max_pool2d_backward = cpu_max_pool2d_backward,
+    .batch_norm_forward = cpu_batch_norm_forward,
+    .batch_norm_backward = cpu_batch_norm_backward,
+};

@@ -185,34 +185,29 @@ fail:
 static int gemm_cached(amp_dnnl *d, const dnnl_key *key, float *c, const void *a, const void *b,
                        const char **impl, char *err, size_t errlen);
 
-int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt, int trans_a,
-                  int trans_b, int m, int n, int k, int lda, int ldb, int ldc, float alpha,
-                  float beta, const char **impl, char *err, size_t errlen) {
-    return amp_dnnl_gemm_batched(d, c, a, b, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, 1, 0, 0,
-                                 0, alpha, beta, impl, err, errlen);
-}
-
-int amp_dnnl_gemm_batched(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt,
-                          int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                          int batch, long long sa, long long sb, long long sc, float alpha,
-                          float beta, const char **impl, char *err, size_t errlen) {
+int amp_dnnl_gemm(amp_dnnl *d, const amp_gemm_desc *g, const amp_dnnl_operands *o,
+                  const char **impl, char *err, size_t errlen) {
+    int batch = o->batch;
+    float *c = o->c;
+    const void *a = o->a, *b = o->b;
+    int m = g->m, n = g->n, k = g->k;
     dnnl_key kv;
     memset(&kv, 0, sizeof kv); /* the key is compared as bytes */
-    kv.dt = (int)dt;
-    kv.ta = trans_a;
-    kv.tb = trans_b;
+    kv.dt = (int)o->dt;
+    kv.ta = g->trans_a;
+    kv.tb = g->trans_b;
     kv.m = m;
     kv.n = n;
     kv.k = k;
-    kv.lda = lda;
-    kv.ldb = ldb;
-    kv.ldc = ldc;
-    kv.alpha = alpha;
-    kv.beta = beta;
+    kv.lda = g->lda;
+    kv.ldb = g->ldb;
+    kv.ldc = g->ldc;
+    kv.alpha = g->alpha;
+    kv.beta = g->beta;
     kv.batch = batch > 1 ? batch : 1;
-    kv.sa = batch > 1 ? sa : 0;
-    kv.sb = batch > 1 ? sb : 0;
-    kv.sc = batch > 1 ? sc : 0;
+    kv.sa = batch > 1 ? g->stride_a : 0;
+    kv.sb = batch > 1 ? g->stride_b : 0;
+    kv.sc = batch > 1 ? g->stride_c : 0;
     int max_threads = 1;
 #ifdef _OPENMP
     max_threads = omp_get_max_threads();
@@ -285,16 +280,8 @@ amp_dnnl *amp_dnnl_create(amp_isa isa, char *err, size_t errlen) {
 }
 void amp_dnnl_destroy(amp_dnnl *d) { (void)d; }
 size_t amp_dnnl_scratch_bytes(const amp_dnnl *d) { return 0; }
-int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt, int trans_a,
-                  int trans_b, int m, int n, int k, int lda, int ldb, int ldc, float alpha,
-                  float beta, const char **impl, char *err, size_t errlen) {
-    snprintf(err, errlen, "this amptrain was built without oneDNN");
-    return -1;
-}
-int amp_dnnl_gemm_batched(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt,
-                          int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                          int batch, long long sa, long long sb, long long sc, float alpha,
-                          float beta, const char **impl, char *err, size_t errlen) {
+int amp_dnnl_gemm(amp_dnnl *d, const amp_gemm_desc *g, const amp_dnnl_operands *o,
+                  const char **impl, char *err, size_t errlen) {
     snprintf(err, errlen, "this amptrain was built without oneDNN");
     return -1;
 }

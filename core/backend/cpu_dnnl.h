@@ -9,8 +9,9 @@
 
 #include <stddef.h>
 
-#include "backend/cpu_isa.h"
 #include "amptrain/plugin.h"
+#include "backend/backend.h"
+#include "backend/cpu_isa.h"
 
 typedef struct amp_dnnl amp_dnnl;
 
@@ -21,17 +22,23 @@ int amp_dnnl_available(void);
  * NULL and err on failure. */
 amp_dnnl *amp_dnnl_create(amp_isa isa, char *err, size_t errlen);
 void amp_dnnl_destroy(amp_dnnl *d);
-/* c[m,n] = alpha * op(a) op(b) + beta * c, row-major, dt F32 or BF16. On
- * success *impl names the kernel oneDNN chose (static string). 0 or -1. */
-int amp_dnnl_gemm(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt, int trans_a,
-                  int trans_b, int m, int n, int k, int lda, int ldb, int ldc, float alpha,
-                  float beta, const char **impl, char *err, size_t errlen);
-/* The same for `batch` matrices of each operand, sa, sb and sc elements
- * apart (one oneDNN call; batch 1 is amp_dnnl_gemm). */
-int amp_dnnl_gemm_batched(amp_dnnl *d, float *c, const void *a, const void *b, amp_dtype dt,
-                          int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                          int batch, long long sa, long long sb, long long sc, float alpha,
-                          float beta, const char **impl, char *err, size_t errlen);
+/* The operands of one oneDNN call for the shape of an amp_gemm_desc: c, a
+ * and b (dt F32 or BF16; may differ from the descriptor's in_dtype when the
+ * caller widened them) and how many of the descriptor's batch matrices, at
+ * its strides, the call covers (1: a 2-D matmul). */
+typedef struct amp_dnnl_operands {
+    float *c;
+    const void *a, *b;
+    amp_dtype dt;
+    int batch;
+} amp_dnnl_operands;
+
+/* c = alpha * op(a) op(b) + beta * c, row-major, with g's transposes,
+ * sizes, leading dimensions, strides, alpha and beta (g's pointers and
+ * dtypes are not read). On success *impl names the kernel oneDNN chose
+ * (static string). 0 or -1. */
+int amp_dnnl_gemm(amp_dnnl *d, const amp_gemm_desc *g, const amp_dnnl_operands *o,
+                  const char **impl, char *err, size_t errlen);
 /* Peak scratchpad bytes so far. */
 size_t amp_dnnl_scratch_bytes(const amp_dnnl *d);
 /* oneDNN's version as "2.6.3". */

@@ -8,8 +8,10 @@
 
 #define A(i, p) (trans_a ? a[(size_t)(p) * lda + (i)] : a[(size_t)(i) * lda + (p)])
 
-int amp_gemm_ref(float *c, const float *a, const float *b, int trans_a, int trans_b, int m, int n,
-                 int k, int lda, int ldb, int ldc, float alpha, float beta) {
+int amp_gemm_ref(const amp_gemm_desc *g, float *c, const float *a, const float *b) {
+    const int trans_a = g->trans_a, trans_b = g->trans_b, m = g->m, n = g->n, k = g->k;
+    const int lda = g->lda, ldb = g->ldb, ldc = g->ldc;
+    const float alpha = g->alpha, beta = g->beta;
     int failed = 0;
     double work = (double)m * n * k;
 #pragma omp parallel if (work >= 1e6) reduction(| : failed)

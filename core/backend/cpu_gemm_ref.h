@@ -7,9 +7,11 @@
 #ifndef AMP_CPU_GEMM_REF_H
 #define AMP_CPU_GEMM_REF_H
 
-/* c[m,n] = alpha * op(a) op(b) + beta * c, row-major FP32 (beta 0: c is not
- * read). 0, or -1 when out of host memory. */
-int amp_gemm_ref(float *c, const float *a, const float *b, int trans_a, int trans_b, int m, int n,
-                 int k, int lda, int ldb, int ldc, float alpha, float beta);
+#include "backend/backend.h"
+
+/* c = alpha * op(a) op(b) + beta * c for one matrix of g (its transposes,
+ * sizes, leading dimensions, alpha and beta), row-major FP32 (beta 0: c is
+ * not read). 0, or -1 when out of host memory. */
+int amp_gemm_ref(const amp_gemm_desc *g, float *c, const float *a, const float *b);
 
 #endif

@@ -1,6 +1,5 @@
 /* Shared between the CPU backend's files: the widening scratch and the
- * transformer ops (cpu_transformer.c), whose signatures are those of
- * amp_backend_ops. */
+ * transformer family's table (cpu_transformer.c). */
 #ifndef AMP_CPU_INTERNAL_H
 #define AMP_CPU_INTERNAL_H
 
@@ -22,22 +21,7 @@ float *amp_cpu_scratch(amp_backend *be, int slot, size_t n);
 struct amp_cpu_kern;
 const struct amp_cpu_kern *amp_cpu_kern_of(amp_backend *be);
 
-int amp_cpu_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
-                          const int32_t *tokens, int B, int T, int C);
-int amp_cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
-                           const int32_t *tokens, int B, int T, int C);
-int amp_cpu_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
-                              float *rstd, const float *x, const float *w, const float *b,
-                              int rows, int C, float eps, amp_round_count *cnt);
-int amp_cpu_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
-                               const float *dout, const float *x, const float *w,
-                               const float *mean, const float *rstd, int rows, int C);
-int amp_cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
-                              amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt);
-int amp_cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
-                               const void *qkv, const void *att, amp_dtype dt, int B, int T,
-                               int C, int nh, amp_round_count *cnt);
-int amp_cpu_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
-                         size_t n);
+/* The transformer family (cpu_transformer.c). */
+extern const amp_transformer_ops amp_cpu_transformer_ops;
 
 #endif

@@ -80,8 +80,8 @@ static void round_in_place(const amp_cpu_kern *k, float *v, size_t n, amp_dtype 
 
 static size_t dt_size(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
 
-int amp_cpu_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
-                          const int32_t *tokens, int B, int T, int C) {
+static int cpu_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
+                             const int32_t *tokens, int B, int T, int C) {
     (void)be;
     int rows = B * T;
 #pragma omp parallel for schedule(static) if ((size_t)rows * C >= PAR_MIN)
@@ -95,8 +95,8 @@ int amp_cpu_embed_forward(amp_backend *be, float *out, const float *wte, const f
 
 /* Rows in order for every column (the GPU kernels sum in the same order,
  * so both are exact twins); threads take blocks of columns. */
-int amp_cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
-                           const int32_t *tokens, int B, int T, int C) {
+static int cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
+                              const int32_t *tokens, int B, int T, int C) {
     (void)be;
     int rows = B * T, nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)rows * C >= PAR_MIN && nblk > 1)
@@ -114,9 +114,14 @@ int amp_cpu_embed_backward(amp_backend *be, float *dwte, float *dwpe, const floa
     return 0;
 }
 
-int amp_cpu_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
-                              float *rstd, const float *x, const float *w, const float *b,
-                              int rows, int C, float eps, amp_round_count *cnt) {
+static int cpu_layernorm_forward(amp_backend *be, const amp_layernorm_fwd *a) {
+    void *out = a->out;
+    amp_dtype out_dt = a->out_dt;
+    float *mean = a->mean, *rstd = a->rstd;
+    const float *x = a->x, *w = a->w, *b = a->b;
+    int rows = a->rows, C = a->C;
+    float eps = a->eps;
+    amp_round_count *cnt = a->cnt;
     const amp_cpu_kern *k = amp_cpu_kern_of(be);
     size_t es = dt_size(out_dt);
     unsigned long long nz = 0, uf = 0, of = 0;
@@ -157,9 +162,10 @@ int amp_cpu_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, floa
 
 /* dx by rows; dw and db by column blocks, each column summed over rows in
  * row order from 0 as amp_ln_param_grad_col does. */
-int amp_cpu_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
-                               const float *dout, const float *x, const float *w,
-                               const float *mean, const float *rstd, int rows, int C) {
+static int cpu_layernorm_backward(amp_backend *be, const amp_layernorm_bwd *a) {
+    float *dx = a->dx, *dw = a->dw, *db = a->db;
+    const float *dout = a->dout, *x = a->x, *w = a->w, *mean = a->mean, *rstd = a->rstd;
+    int rows = a->rows, C = a->C;
     (void)be;
     int par = (size_t)rows * C >= PAR_MIN, nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
     int groups = (rows + AMP_LN_ROWS - 1) / AMP_LN_ROWS;
@@ -244,7 +250,7 @@ static void unpack_heads(const amp_cpu_kern *k, void *dst, const float *src, amp
  * the attention, as one batched gemm_ex. */
 static int heads_gemm(amp_backend *be, float *c, const float *a, const float *b, int ta, int tb,
                       int m, int n, int kk, int batch, float alpha) {
-    amp_gemm_desc d = amp_gemm_plain(c, a, b, AMP_DTYPE_F32, ta, tb, m, n, kk);
+    amp_gemm_desc d = amp_gemm_plain(c, a, b, AMP_DTYPE_F32, AMP_GEMM_TRANS(ta, tb), m, n, kk);
     d.batch = batch;
     d.stride_a = (long long)m * kk;
     d.stride_b = (long long)kk * n;
@@ -294,8 +300,10 @@ static void softmax_back_row(const amp_cpu_kern *k, float *ds, float *dp, const 
     memcpy(ds, e, (size_t)T * sizeof(float));
 }
 
-int amp_cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
-                              amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt) {
+static int cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
+                                 const amp_attention_desc *d, amp_round_count *cnt) {
+    amp_dtype dt = d->dt;
+    int B = d->B, T = d->T, C = d->C, nh = d->nh;
     if (check_heads(be, "attention_forward", C, nh)) return 1;
     const amp_cpu_kern *k = amp_cpu_kern_of(be);
     int hs = C / nh, bh = B * nh;
@@ -333,9 +341,11 @@ int amp_cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, 
     return 0;
 }
 
-int amp_cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
-                               const void *qkv, const void *att, amp_dtype dt, int B, int T,
-                               int C, int nh, amp_round_count *cnt) {
+static int cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
+                                  const void *qkv, const void *att, const amp_attention_desc *d,
+                                  amp_round_count *cnt) {
+    amp_dtype dt = d->dt;
+    int B = d->B, T = d->T, C = d->C, nh = d->nh;
     if (check_heads(be, "attention_backward", C, nh)) return 1;
     const amp_cpu_kern *k = amp_cpu_kern_of(be);
     int hs = C / nh, bh = B * nh;
@@ -382,8 +392,8 @@ int amp_cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const voi
     return 0;
 }
 
-int amp_cpu_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
-                         size_t n) {
+static int cpu_residual_add(amp_backend *be, float *out, const float *x, const void *d,
+                            amp_dtype dt, size_t n) {
     const amp_cpu_kern *k = amp_cpu_kern_of(be);
     enum { TILE_N = 1024 };
     size_t ntile = (n + TILE_N - 1) / TILE_N;
@@ -400,3 +410,13 @@ int amp_cpu_residual_add(amp_backend *be, float *out, const float *x, const void
     }
     return 0;
 }
+
+const amp_transformer_ops amp_cpu_transformer_ops = {
+    .embed_forward = cpu_embed_forward,
+    .embed_backward = cpu_embed_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
+    .residual_add = cpu_residual_add,
+};

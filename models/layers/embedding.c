@@ -21,11 +21,11 @@ int amp_embedding_init(amp_model *m, amp_embedding *e, const char *wte, const ch
 }
 
 int amp_embedding_forward(amp_model *m, const amp_embedding *e, float *out, int rows) {
-    return AMP_CALL(m->be, embed_forward, out, amp_kit_master(m, e->wte), amp_kit_master(m, e->wpe),
+    return AMP_TRANSFORMER(m->be, embed_forward, out, amp_kit_master(m, e->wte), amp_kit_master(m, e->wpe),
                     (const int32_t *)m->x, rows, e->T, e->C);
 }
 
 int amp_embedding_backward(amp_model *m, const amp_embedding *e, const float *dout, int rows) {
-    return AMP_CALL(m->be, embed_backward, amp_kit_grad(m, e->wte), amp_kit_grad(m, e->wpe), dout,
+    return AMP_TRANSFORMER(m->be, embed_backward, amp_kit_grad(m, e->wte), amp_kit_grad(m, e->wpe), dout,
                     (const int32_t *)m->x, rows, e->T, e->C);
 }

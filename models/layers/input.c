@@ -8,7 +8,7 @@ void amp_input_init(amp_model *m, amp_input *in, int layer) {
     amp_dtype gemm = m->prec[layer].compute[AMP_OP_GEMM];
     in->layer = layer;
     in->vals = gemm;
-    if (gemm != AMP_DTYPE_F32 && m->be->ops->upload_round) {
+    if (gemm != AMP_DTYPE_F32 && amp_backend_supports(m->be, "upload_round")) {
         m->x_dtype = gemm;
         m->x_round_layer = layer;
     }

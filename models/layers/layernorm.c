@@ -33,9 +33,11 @@ void amp_layernorm_layout(amp_model *m, amp_layernorm *n, int rows) {
 }
 
 int amp_layernorm_forward(amp_model *m, const amp_layernorm *n, const float *x, int rows) {
-    return AMP_CALL(m->be, layernorm_forward, n->out, n->out_dt, n->mean, n->rstd, x,
-                    amp_kit_master(m, n->w), amp_kit_master(m, n->b), rows, n->C, n->eps,
-                    amp_model_rounds(m, n->layer, AMP_ROUND_FWD));
+    return AMP_TRANSFORMER(m->be, layernorm_forward,
+                           &(amp_layernorm_fwd){n->out, n->out_dt, n->mean, n->rstd, x,
+                                                amp_kit_master(m, n->w), amp_kit_master(m, n->b),
+                                                rows, n->C, n->eps,
+                                                amp_model_rounds(m, n->layer, AMP_ROUND_FWD)});
 }
 
 int amp_layernorm_backward(amp_model *m, const amp_layernorm *n, float *dx, float *dout,
@@ -44,6 +46,8 @@ int amp_layernorm_backward(amp_model *m, const amp_layernorm *n, float *dx, floa
     if (be->ops->quantize(be, dout, dout, (size_t)rows * n->C, n->out_dt,
                           amp_model_rounds(m, n->layer, AMP_ROUND_GRAD), 0) != 0)
         return -1;
-    return AMP_CALL(be, layernorm_backward, dx, amp_kit_grad(m, n->w), amp_kit_grad(m, n->b), dout,
-                    x, amp_kit_master(m, n->w), n->mean, n->rstd, rows, n->C);
+    return AMP_TRANSFORMER(be, layernorm_backward,
+                           &(amp_layernorm_bwd){dx, amp_kit_grad(m, n->w), amp_kit_grad(m, n->b),
+                                                dout, x, amp_kit_master(m, n->w), n->mean, n->rstd,
+                                                rows, n->C});
 }

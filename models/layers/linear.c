@@ -58,7 +58,7 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     if (L->b >= 0) amp_kit_need(m, AMP_SCRATCH_DB, (size_t)L->out);
     /* (act_backward composes its ops through it where the backend has no
      * act_backward_round; a model may call it with AMP_ACT_NONE too) */
-    if (L->want_f32 || !m->be->ops->act_backward_round ||
+    if (L->want_f32 || !amp_backend_supports(m->be, "act_backward_round") ||
         (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
         amp_kit_need(m, AMP_SCRATCH_DY32, yn);
     return 0;
@@ -77,7 +77,7 @@ int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_o
     if (!xg || !wg) return -1;
     /* y[rows, out] = x[rows, in] . W[out, in]^T */
     float *acc = m->kit->scratch[AMP_SCRATCH_ACC];
-    amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, 0, 1, rows, L->out, L->in);
+    amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, AMP_GEMM_NT, rows, L->out, L->in);
     g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
     g.bias_dtype = w.store;
     g.act = L->act;
@@ -111,8 +111,9 @@ int amp_linear_act_backward(amp_model *m, const amp_linear *L, amp_array *dy, vo
     size_t n = (size_t)rows * L->out;
     float *f32 = L->want_f32 ? m->kit->scratch[AMP_SCRATCH_DY32] : NULL;
     *dy = (amp_array){z, ad, ad, f32};
-    if (op->act_backward_round)
-        return op->act_backward_round(be, z, f32, da, z, ad, n, L->act, cnt);
+    if (amp_backend_supports(be, "act_backward_round"))
+        return AMP_FUSED(be, act_backward_round,
+                         &(amp_act_round_args){z, f32, da, z, ad, n, L->act, cnt});
     /* the same math as separate ops */
     float *zw = m->kit->scratch[AMP_SCRATCH_DY32];
     CHECK(op->quantize(be, da, da, n, ad, cnt, 0));
@@ -135,7 +136,7 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
      * lands in the gradients directly (rounded there in place) */
     float *grad = amp_kit_grad(m, L->w), *dy32 = k->scratch[AMP_SCRATCH_DY32];
     float *db = k->scratch[AMP_SCRATCH_DB], *gdst = accumulate ? k->scratch[AMP_SCRATCH_DW] : grad;
-    amp_gemm_desc gw = amp_gemm_plain(gdst, dyg, xg, L->feed, 1, 0, L->out, L->in, rows);
+    amp_gemm_desc gw = amp_gemm_plain(gdst, dyg, xg, L->feed, AMP_GEMM_TN, L->out, L->in, rows);
     CHECK(AMP_CALL(be, gemm_ex, &gw));
     if (L->param != AMP_DTYPE_F32 || accumulate)
         CHECK(be->ops->quantize(be, grad, gdst, wn, L->param, cnt, accumulate));
@@ -161,6 +162,6 @@ int amp_linear_backward_data(amp_model *m, const amp_linear *L, float *dx, const
     const void *wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
     if (!dyg || !wg) return -1;
     /* dX[rows, in] = dY[rows, out] . W[out, in] */
-    amp_gemm_desc g = amp_gemm_plain(dx, dyg, wg, L->feed, 0, 0, rows, L->in, L->out);
+    amp_gemm_desc g = amp_gemm_plain(dx, dyg, wg, L->feed, AMP_GEMM_NN, rows, L->in, L->out);
     return AMP_CALL(m->be, gemm_ex, &g);
 }

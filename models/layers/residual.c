@@ -2,7 +2,7 @@
 #include "kit_state.h"
 
 int amp_kit_residual(amp_model *m, float *out, const float *x, amp_array d, size_t n) {
-    return AMP_CALL(m->be, residual_add, out, x, d.p, d.store, n);
+    return AMP_TRANSFORMER(m->be, residual_add, out, x, d.p, d.store, n);
 }
 
 int amp_kit_zero_grads(amp_model *m) {

@@ -37,8 +37,10 @@ int amp_attention_forward(amp_model *m, const amp_attention *a, amp_array qkv, i
     size_t n = 3 * (size_t)rows * a->T * a->C;
     const void *q = amp_format_operand(m, a->dt, a->dt, 0, &qkv, n);
     if (!q) return -1;
-    return AMP_CALL(m->be, attention_forward, a->out, a->att, m->kit->scratch[AMP_SCRATCH_ATT_WS], q,
-                    a->dt, rows, a->T, a->C, a->nh, amp_model_rounds(m, a->layer, AMP_ROUND_FWD));
+    return AMP_TRANSFORMER(m->be, attention_forward, a->out, a->att,
+                           m->kit->scratch[AMP_SCRATCH_ATT_WS], q,
+                           &(amp_attention_desc){rows, a->T, a->C, a->nh, a->dt},
+                           amp_model_rounds(m, a->layer, AMP_ROUND_FWD));
 }
 
 int amp_attention_backward(amp_model *m, const amp_attention *a, amp_array *dy, const float *dout,
@@ -52,6 +54,6 @@ int amp_attention_backward(amp_model *m, const amp_attention *a, amp_array *dy, 
     const void *q = amp_format_operand(m, a->dt, a->dt, 0, &qkv, 3 * n);
     if (!q) return -1;
     *dy = amp_array_of(dqkv, a->dt);
-    return AMP_CALL(be, attention_backward, dqkv, k->scratch[AMP_SCRATCH_ATT_WS], d, q, a->att, a->dt,
-                    rows, a->T, a->C, a->nh, cnt);
+    return AMP_TRANSFORMER(be, attention_backward, dqkv, k->scratch[AMP_SCRATCH_ATT_WS], d, q,
+                           a->att, &(amp_attention_desc){rows, a->T, a->C, a->nh, a->dt}, cnt);
 }

@@ -150,7 +150,8 @@ static int tl_forward(amp_model *m, const amp_forward_args *a) {
     size_t BH = (size_t)B * t->H, BC = (size_t)B * t->C;
     CHECK(be->ops->round(be, t->x16, t->d1, m->x, (size_t)B * t->F, amp_model_rounds(m, 0, AMP_ROUND_FWD)));
     /* encoder: a1 = gelu(x W1^T + b1), one call with the epilogue */
-    amp_gemm_desc g1 = amp_gemm_plain(t->f_h, t->x16, t->w1_work, t->d1, 0, 1, B, t->H, t->F);
+    amp_gemm_desc g1 =
+        amp_gemm_plain(t->f_h, t->x16, t->w1_work, t->d1, AMP_GEMM_NT, B, t->H, t->F);
     g1.bias = t->b1_work;
     g1.bias_dtype = t->d1;
     g1.act = AMP_ACT_GELU;
@@ -164,7 +165,8 @@ static int tl_forward(amp_model *m, const amp_forward_args *a) {
         CHECK(be->ops->round(be, t->a1_2, t->d2, t->f_h, BH, amp_model_rounds(m, 1, AMP_ROUND_FWD)));
     }
     /* classifier: logits = a1 W2^T, stored in d2, loss in FP32 */
-    amp_gemm_desc g2 = amp_gemm_plain(t->f_c, t->a1_2, t->w2_work, t->d2, 0, 1, B, t->C, t->H);
+    amp_gemm_desc g2 =
+        amp_gemm_plain(t->f_c, t->a1_2, t->w2_work, t->d2, AMP_GEMM_NT, B, t->C, t->H);
     g2.out = t->z2;
     g2.out_dtype = t->d2;
     g2.cnt = amp_model_rounds(m, 1, AMP_ROUND_FWD);
@@ -183,17 +185,18 @@ static int tl_backward(amp_model *m, const amp_backward_args *a) {
     amp_round_count *g1c = amp_model_rounds(m, 0, AMP_ROUND_GRAD), *g2c = amp_model_rounds(m, 1, AMP_ROUND_GRAD);
     /* dlogits are stored like the logits (d2) */
     CHECK(op->round(be, t->z2, t->d2, t->f_c, BC, g2c));
-    amp_gemm_desc dw2 = amp_gemm_plain(t->f_w, t->z2, t->a1_2, t->d2, 1, 0, t->C, t->H, B);
+    amp_gemm_desc dw2 = amp_gemm_plain(t->f_w, t->z2, t->a1_2, t->d2, AMP_GEMM_TN, t->C, t->H, B);
     CHECK(AMP_CALL(be, gemm_ex, &dw2));
     CHECK(op->quantize(be, m->grads + t->w2, t->f_w, (size_t)t->C * t->H, t->d2, g2c, a->accumulate));
     /* dA1 = dlogits W2, stored in d1, through GELU' at z1 */
-    amp_gemm_desc da1 = amp_gemm_plain(t->f_h, t->z2, t->w2_work, t->d2, 0, 0, B, t->H, t->C);
+    amp_gemm_desc da1 =
+        amp_gemm_plain(t->f_h, t->z2, t->w2_work, t->d2, AMP_GEMM_NN, B, t->H, t->C);
     CHECK(AMP_CALL(be, gemm_ex, &da1));
     CHECK(op->quantize(be, t->f_h, t->f_h, BH, t->d1, g1c, 0));
     CHECK(op->widen(be, t->f_z, t->z1, t->d1, BH));
     CHECK(op->act_backward(be, t->f_h, t->f_h, t->f_z, BH, AMP_ACT_GELU));
     CHECK(op->round(be, t->z1, t->d1, t->f_h, BH, g1c)); /* dZ1 replaces Z1 */
-    amp_gemm_desc dw1 = amp_gemm_plain(t->f_w, t->z1, t->x16, t->d1, 1, 0, t->H, t->F, B);
+    amp_gemm_desc dw1 = amp_gemm_plain(t->f_w, t->z1, t->x16, t->d1, AMP_GEMM_TN, t->H, t->F, B);
     CHECK(AMP_CALL(be, gemm_ex, &dw1));
     CHECK(op->quantize(be, m->grads + t->w1, t->f_w, (size_t)t->H * t->F, t->d1, g1c, a->accumulate));
     CHECK(op->widen(be, t->f_h, t->z1, t->d1, BH));

@@ -191,41 +191,31 @@ static int cuda_gemm_types(amp_backend *be, amp_dtype dt, cudaDataType_t *in_typ
     }
 }
 
-/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+/* The descriptor GEMM: one (strided-batched) cuBLAS call, then the fused
+ * epilogue kernel per batch matrix.
+ *
+ * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
  * row-major matrix with row stride ld is its own transpose in column-major
  * with leading dimension ld: so swap A/B and m/n and keep each transpose
  * flag as given. FP32 accumulation always (CUBLAS_COMPUTE_32F: tensor cores
  * for 16-bit inputs, true FP32 for F32 unless the policy allows TF32).
  * cuBLAS gives the same bits on every run on one GPU model and one stream. */
-static int cuda_gemm(amp_backend *be, float *c, const void *a, const void *b, amp_dtype dt,
-                     int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc,
-                     float alpha, float beta) {
-    cudaDataType_t in_type;
-    cublasComputeType_t compute;
-    if (cuda_gemm_types(be, dt, &in_type, &compute, "gemm") != 0) return 1;
-    if (m <= 0 || n <= 0) return 0;
-    AMP_CHECK_CUBLAS(cublasGemmEx(amp_cuda_im(be)->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
-                                  in_type, ldb, a, in_type, lda, &beta, c, CUDA_R_32F, ldc,
-                                  compute, CUBLAS_GEMM_DEFAULT));
-    AMP_CHECK_LAUNCH(cublasGemmEx);
-    return 0;
-}
-
-/* The descriptor GEMM: one strided-batched cuBLAS call (FP32 accumulate),
- * then the fused epilogue kernel per batch matrix. */
 static int cuda_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     int has_epilogue = d->bias || d->out;
     if (amp_gemm_desc_check(be, d) != 0) return 1;
-    if (d->batch == 1) {
-        if (cuda_gemm(be, d->acc, d->a, d->b, d->in_dtype, d->trans_a, d->trans_b, d->m, d->n, d->k,
-                      d->lda, d->ldb, d->ldc, d->alpha, d->beta) != 0)
-            return 1;
+    cudaDataType_t in_type;
+    cublasComputeType_t compute;
+    if (cuda_gemm_types(be, d->in_dtype, &in_type, &compute,
+                        d->batch == 1 ? "gemm" : "batched gemm") != 0)
+        return 1;
+    if (d->batch == 1 && d->m > 0 && d->n > 0) {
+        AMP_CHECK_CUBLAS(cublasGemmEx(amp_cuda_im(be)->blas, d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                      d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, d->n, d->m, d->k,
+                                      &d->alpha, d->b, in_type, d->ldb, d->a, in_type, d->lda,
+                                      &d->beta, d->acc, CUDA_R_32F, d->ldc, compute,
+                                      CUBLAS_GEMM_DEFAULT));
+        AMP_CHECK_LAUNCH(cublasGemmEx);
     } else if (d->batch > 1 && d->m > 0 && d->n > 0) {
-        cudaDataType_t in_type;
-        cublasComputeType_t compute;
-        if (cuda_gemm_types(be, d->in_dtype, &in_type, &compute, "batched gemm") != 0) return 1;
-        /* row-major as column-major: swap A/B and m/n (see cuda_gemm) */
         AMP_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
             amp_cuda_im(be)->blas, d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
             d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, d->n, d->m, d->k, &d->alpha, d->b, in_type,
@@ -316,40 +306,15 @@ static amp_backend_ops cuda_make_ops(void) {
     o.upload = cuda_upload;
     o.download = cuda_download;
     o.zero = cuda_zero;
-    o.gemm = cuda_gemm;
     o.gemm_ex = cuda_gemm_ex;
-    o.round = amp_cuda_round;
-    o.quantize = amp_cuda_quantize;
-    o.widen = amp_cuda_widen;
-    o.add_bias = amp_cuda_add_bias;
-    o.act_forward = amp_cuda_act_forward;
-    o.act_backward = amp_cuda_act_backward;
-    o.col_sum = amp_cuda_col_sum;
-    o.softmax_xent = amp_cuda_softmax_xent;
-    o.unscale_check = amp_cuda_unscale_check;
-    o.scale = amp_cuda_scale;
-    o.sgd_step = amp_cuda_sgd_step;
-    o.adamw_step = amp_cuda_adamw_step;
-    o.optim_multi_step = amp_cuda_optim_multi_step;
+    amp_cuda_kernel_ops(&o);
     o.device_bytes_used = cuda_device_bytes_used;
     o.overcommit_limit = cuda_overcommit_limit;
-    o.embed_forward = amp_cuda_embed_forward;
-    o.embed_backward = amp_cuda_embed_backward;
-    o.layernorm_forward = amp_cuda_layernorm_forward;
-    o.layernorm_backward = amp_cuda_layernorm_backward;
-    o.attention_forward = amp_cuda_attention_forward;
-    o.attention_backward = amp_cuda_attention_backward;
-    o.residual_add = amp_cuda_residual_add;
+    o.transformer = &amp_cuda_transformer_ops;
 #if AMP_HAVE_CUDNN
-    o.conv2d_workspace = amp_cuda_conv2d_workspace;
-    o.conv2d_forward = amp_cuda_conv2d_forward;
-    o.conv2d_backward_data = amp_cuda_conv2d_backward_data;
-    o.conv2d_backward_filter = amp_cuda_conv2d_backward_filter;
+    o.conv = &amp_cuda_conv_ops;
 #endif
-    o.max_pool2d_forward = amp_cuda_max_pool2d_forward;
-    o.max_pool2d_backward = amp_cuda_max_pool2d_backward;
-    o.batch_norm_forward = amp_cuda_batch_norm_forward;
-    o.batch_norm_backward = amp_cuda_batch_norm_backward;
+    o.fused = &amp_cuda_fused_ops;
     return o;
 }
 

@@ -28,9 +28,10 @@
 #include "backend/cuda/cuda_internal.h"
 #include "backend/kernels/conv.h"
 
+/* Without cuDNN there is no conv2d, so the backend offers no "conv" family
+ * and none of this file but amp_cuda_cnn_destroy is built. */
 #if AMP_HAVE_CUDNN
 #include <cudnn.h>
-#endif
 
 #define AMP_CNN_BLOCK 256
 
@@ -93,8 +94,8 @@ __global__ void amp_k_maxpool_bwd(float *dx, const float *dy, const uint16_t *id
     }
 }
 
-int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const float *x,
-                                const amp_pool2d_desc *d) {
+static int cuda_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const float *x,
+                                   const amp_pool2d_desc *d) {
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
     size_t total = (size_t)d->n * d->c * p * q;
@@ -105,8 +106,8 @@ int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const 
     return 0;
 }
 
-int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const uint16_t *idx,
-                                 const amp_pool2d_desc *d) {
+static int cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy,
+                                    const uint16_t *idx, const amp_pool2d_desc *d) {
     if (amp_pool2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
     int p = amp_pool2d_out_h(d), q = amp_pool2d_out_w(d);
     size_t total = (size_t)d->n * d->c * d->h * d->w;
@@ -270,10 +271,12 @@ static int bn_partials(amp_backend *be, int c, int splits, double **a, double **
     return 0;
 }
 
-int amp_cuda_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
-                                float *running_mean, float *running_var, const float *x,
-                                const float *gamma, const float *beta, int n, int c, int hw,
-                                int training, float momentum, float eps) {
+static int cuda_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) {
+    float *y = a->y, *save_mean = a->save_mean, *save_invstd = a->save_invstd;
+    float *running_mean = a->running_mean, *running_var = a->running_var;
+    const float *x = a->x, *gamma = a->gamma, *beta = a->beta;
+    int n = a->n, c = a->c, hw = a->hw, training = a->training;
+    float momentum = a->momentum, eps = a->eps;
     if (!bn_shape_ok(be, n, c, hw, training)) return 1;
     int splits = bn_splits(n, hw);
     dim3 grid((unsigned)c, (unsigned)splits);
@@ -292,10 +295,11 @@ int amp_cuda_batch_norm_forward(amp_backend *be, float *y, float *save_mean, flo
     return 0;
 }
 
-int amp_cuda_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, float *dbeta,
-                                 const float *dy, const float *x, const float *gamma,
-                                 const float *save_mean, const float *save_invstd, int n, int c,
-                                 int hw, int training) {
+static int cuda_batch_norm_backward(amp_backend *be, const amp_batch_norm_bwd *a) {
+    float *dx = a->dx, *dgamma = a->dgamma, *dbeta = a->dbeta;
+    const float *dy = a->dy, *x = a->x, *gamma = a->gamma;
+    const float *save_mean = a->save_mean, *save_invstd = a->save_invstd;
+    int n = a->n, c = a->c, hw = a->hw, training = a->training;
     if (!bn_shape_ok(be, n, c, hw, training)) return 1;
     int splits = bn_splits(n, hw);
     dim3 grid((unsigned)c, (unsigned)splits);
@@ -310,8 +314,6 @@ int amp_cuda_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, floa
     AMP_CHECK_LAUNCH(amp_k_bn_bwd);
     return 0;
 }
-
-#if AMP_HAVE_CUDNN
 
 /* ---- conv2d on cuDNN ------------------------------------------------------- */
 
@@ -600,7 +602,7 @@ static int plan_for_call(amp_backend *be, const amp_conv2d_desc *d, void *ws, si
     return 0;
 }
 
-int amp_cuda_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes) {
+static int cuda_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes) {
     amp_conv_plan *p;
     if (plan_get(be, d, (size_t)-1, &p) != 0) return 1;
     *bytes = plan_bytes(p);
@@ -627,9 +629,9 @@ static int conv_out(amp_backend *be, float *y, const void *stage, amp_dtype dt, 
     return 0;
 }
 
-int amp_cuda_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
-                            const float *bias, const amp_conv2d_desc *d, void *ws,
-                            size_t ws_bytes) {
+static int cuda_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
+                               const float *bias, const amp_conv2d_desc *d, void *ws,
+                               size_t ws_bytes) {
     amp_conv_plan *p;
     if (plan_for_call(be, d, ws, ws_bytes, &p) != 0) return 1;
     cudnnHandle_t h = amp_cuda_im(be)->dnn->h;
@@ -645,8 +647,8 @@ int amp_cuda_conv2d_forward(amp_backend *be, float *y, const void *x, const void
                     d->c_out);
 }
 
-int amp_cuda_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
-                                  const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
+static int cuda_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
+                                     const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     amp_conv_plan *p;
     if (plan_for_call(be, d, ws, ws_bytes, &p) != 0) return 1;
     cudnnHandle_t h = amp_cuda_im(be)->dnn->h;
@@ -670,9 +672,9 @@ __global__ void amp_k_conv_dbias(float *dbias, const void *dy, int dt, int n, in
     if (threadIdx.x == 0) dbias[ch] = (float)s;
 }
 
-int amp_cuda_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
-                                    const void *dy, const amp_conv2d_desc *d, void *ws,
-                                    size_t ws_bytes) {
+static int cuda_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
+                                       const void *dy, const amp_conv2d_desc *d, void *ws,
+                                       size_t ws_bytes) {
     amp_conv_plan *p;
     if (plan_for_call(be, d, ws, ws_bytes, &p) != 0) return 1;
     cudnnHandle_t h = amp_cuda_im(be)->dnn->h;
@@ -694,7 +696,23 @@ int amp_cuda_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, co
     return 0;
 }
 
-#else /* !AMP_HAVE_CUDNN: the conv2d ops stay NULL in the table */
+static amp_conv_ops cuda_make_conv_ops(void) {
+    amp_conv_ops c;
+    memset(&c, 0, sizeof c);
+    c.conv2d_workspace = cuda_conv2d_workspace;
+    c.conv2d_forward = cuda_conv2d_forward;
+    c.conv2d_backward_data = cuda_conv2d_backward_data;
+    c.conv2d_backward_filter = cuda_conv2d_backward_filter;
+    c.max_pool2d_forward = cuda_max_pool2d_forward;
+    c.max_pool2d_backward = cuda_max_pool2d_backward;
+    c.batch_norm_forward = cuda_batch_norm_forward;
+    c.batch_norm_backward = cuda_batch_norm_backward;
+    return c;
+}
+
+const amp_conv_ops amp_cuda_conv_ops = cuda_make_conv_ops();
+
+#else /* !AMP_HAVE_CUDNN: no conv2d, so the backend offers no "conv" family */
 
 void amp_cuda_cnn_destroy(amp_backend *be) { (void)be; }
 

@@ -68,78 +68,22 @@ int amp_cuda_scratch(amp_backend *be, size_t bytes, void **p);
  * be->err otherwise (kernels_cuda.cu). */
 int amp_cuda_check_kernel_image(amp_backend *be);
 
-/* Kernel-backed ops (kernels_cuda.cu); signatures as in amp_backend_ops. */
-int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
-                   amp_round_count *cnt);
-int amp_cuda_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
-                      amp_round_count *cnt, int accumulate);
-int amp_cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n);
 /* The epilogue of one batch matrix of d over its FP32 result acc; out_off
- * is the byte offset of that matrix in out/act_out. */
+ * is the byte offset of that matrix in out/act_out (kernels_cuda.cu). */
 int amp_cuda_gemm_epilogue(amp_backend *be, const amp_gemm_desc *d, float *acc, size_t out_off);
-int amp_cuda_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols);
-int amp_cuda_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act);
-int amp_cuda_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
-                          amp_act act);
-int amp_cuda_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols);
-int amp_cuda_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *stats,
-                          const float *logits, const int32_t *labels, int rows, int cols,
-                          float grad_scale);
-int amp_cuda_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
-                           float inv_scale);
-int amp_cuda_scale(amp_backend *be, float *x, size_t n, float s);
-int amp_cuda_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
-                      float momentum, float weight_decay);
-int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
-                        float lr, float beta1, float beta2, float eps, float weight_decay,
-                        int64_t t);
-int amp_cuda_optim_multi_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
-                              float *s1, const float *g, const amp_optim_span *spans,
-                              int nspans);
 
-/* The transformer ops (transformer_cuda.cu). */
-int amp_cuda_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
-                           const int32_t *tokens, int B, int T, int C);
-int amp_cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
-                            const int32_t *tokens, int B, int T, int C);
-int amp_cuda_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
-                               float *rstd, const float *x, const float *w, const float *b,
-                               int rows, int C, float eps, amp_round_count *cnt);
-int amp_cuda_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
-                                const float *dout, const float *x, const float *w,
-                                const float *mean, const float *rstd, int rows, int C);
-int amp_cuda_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
-                               amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt);
-int amp_cuda_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
-                                const void *qkv, const void *att, amp_dtype dt, int B, int T,
-                                int C, int nh, amp_round_count *cnt);
-int amp_cuda_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
-                          size_t n);
+/* The op tables; the signatures are backend.h's. kernels_cuda.cu fills
+ * the core's kernel-backed ops (roundings, activations, reductions, the
+ * optimizer step) into o and has the fused multi-tensor step. */
+void amp_cuda_kernel_ops(amp_backend_ops *o);
+extern const amp_fused_ops amp_cuda_fused_ops;
+extern const amp_transformer_ops amp_cuda_transformer_ops; /* transformer_cuda.cu */
 
-/* Convolutional-network ops (cnn_cuda.cu); the conv2d ones exist only when
- * built with cuDNN (AMP_HAVE_CUDNN). */
+/* The "conv" family (cnn_cuda.cu), built only with cuDNN (AMP_HAVE_CUDNN). */
 typedef struct amp_cudnn_state amp_cudnn_state;
 void amp_cuda_cnn_destroy(amp_backend *be); /* frees im->dnn; safe when never made */
-int amp_cuda_conv2d_workspace(amp_backend *be, const amp_conv2d_desc *d, size_t *bytes);
-int amp_cuda_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
-                            const float *bias, const amp_conv2d_desc *d, void *ws,
-                            size_t ws_bytes);
-int amp_cuda_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
-                                  const amp_conv2d_desc *d, void *ws, size_t ws_bytes);
-int amp_cuda_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
-                                    const void *dy, const amp_conv2d_desc *d, void *ws,
-                                    size_t ws_bytes);
-int amp_cuda_max_pool2d_forward(amp_backend *be, float *y, uint16_t *idx, const float *x,
-                                const amp_pool2d_desc *d);
-int amp_cuda_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, const uint16_t *idx,
-                                 const amp_pool2d_desc *d);
-int amp_cuda_batch_norm_forward(amp_backend *be, float *y, float *save_mean, float *save_invstd,
-                                float *running_mean, float *running_var, const float *x,
-                                const float *gamma, const float *beta, int n, int c, int hw,
-                                int training, float momentum, float eps);
-int amp_cuda_batch_norm_backward(amp_backend *be, float *dx, float *dgamma, float *dbeta,
-                                 const float *dy, const float *x, const float *gamma,
-                                 const float *save_mean, const float *save_invstd, int n, int c,
-                                 int hw, int training);
+#if AMP_HAVE_CUDNN
+extern const amp_conv_ops amp_cuda_conv_ops;
+#endif
 
 #endif

@@ -120,8 +120,8 @@ static int amp_copy_f32(amp_backend *be, void *dst, const void *src, size_t n, c
     return 0;
 }
 
-int amp_cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
-                   amp_round_count *cnt) {
+static int cuda_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
+                      amp_round_count *cnt) {
     if (dt == AMP_DTYPE_F32) return amp_copy_f32(be, dst, src, n, "round");
     if (n == 0) return 0;
     amp_k_round16<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>((uint16_t *)dst, src, n,
@@ -142,8 +142,8 @@ __global__ void amp_k_quantize(float *dst, const float *src, size_t n, int dt,
     if (cnt) c.flush(cnt);
 }
 
-int amp_cuda_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
-                      amp_round_count *cnt, int accumulate) {
+static int cuda_quantize(amp_backend *be, float *dst, const float *src, size_t n, amp_dtype dt,
+                         amp_round_count *cnt, int accumulate) {
     if (n == 0) return 0;
     amp_k_quantize<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(dst, src, n, (int)dt, cnt,
                                                                       accumulate);
@@ -155,7 +155,7 @@ __global__ void amp_k_widen16(float *dst, const uint16_t *src, size_t n, int dt)
     AMP_GRID_LOOP(i, n) dst[i] = amp_widen16(src[i], dt);
 }
 
-int amp_cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n) {
+static int cuda_widen(amp_backend *be, float *dst, const void *src, amp_dtype dt, size_t n) {
     if (dt == AMP_DTYPE_F32) return amp_copy_f32(be, dst, src, n, "widen");
     if (n == 0) return 0;
     amp_k_widen16<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(dst, (const uint16_t *)src,
@@ -202,23 +202,11 @@ int amp_cuda_gemm_epilogue(amp_backend *be, const amp_gemm_desc *d, float *acc, 
 
 /* ---- bias, activations, column sums ----------------------------------------- */
 
-__global__ void amp_k_add_bias(float *y, const float *bias, size_t total, int cols) {
-    AMP_GRID_LOOP(i, total) y[i] += bias[i % (size_t)cols];
-}
-
-int amp_cuda_add_bias(amp_backend *be, float *y, const float *bias, int rows, int cols) {
-    if (rows <= 0 || cols <= 0) return 0;
-    size_t total = (size_t)rows * (size_t)cols;
-    amp_k_add_bias<<<amp_grid(be, total), AMP_BLOCK, 0, amp_stream(be)>>>(y, bias, total, cols);
-    AMP_CHECK_LAUNCH(amp_k_add_bias);
-    return 0;
-}
-
 __global__ void amp_k_act_forward(float *out, const float *in, size_t n, int act) {
     AMP_GRID_LOOP(i, n) out[i] = amp_act_apply(in[i], act);
 }
 
-int amp_cuda_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act) {
+static int cuda_act_forward(amp_backend *be, float *out, const float *in, size_t n, amp_act act) {
     if (n == 0) return 0;
     amp_k_act_forward<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(out, in, n, (int)act);
     AMP_CHECK_LAUNCH(amp_k_act_forward);
@@ -229,8 +217,8 @@ __global__ void amp_k_act_backward(float *dz, const float *da, const float *z, s
     AMP_GRID_LOOP(i, n) dz[i] = da[i] * amp_act_grad(z[i], act);
 }
 
-int amp_cuda_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
-                          amp_act act) {
+static int cuda_act_backward(amp_backend *be, float *dz, const float *da, const float *z, size_t n,
+                             amp_act act) {
     if (n == 0) return 0;
     amp_k_act_backward<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(dz, da, z, n, (int)act);
     AMP_CHECK_LAUNCH(amp_k_act_backward);
@@ -247,7 +235,7 @@ __global__ void amp_k_col_sum(float *out, const float *in, int rows, int cols) {
     out[j] = s;
 }
 
-int amp_cuda_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols) {
+static int cuda_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols) {
     if (cols <= 0) return 0;
     unsigned blocks = (unsigned)((cols + AMP_BLOCK - 1) / AMP_BLOCK);
     amp_k_col_sum<<<blocks, AMP_BLOCK, 0, amp_stream(be)>>>(out, in, rows > 0 ? rows : 0, cols);
@@ -292,9 +280,9 @@ static int amp_add_partials(amp_backend *be, double *dst, unsigned n) {
     return 0;
 }
 
-int amp_cuda_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *stats,
-                          const float *logits, const int32_t *labels, int rows, int cols,
-                          float grad_scale) {
+static int cuda_softmax_xent(amp_backend *be, float *dlogits, amp_step_stats *stats,
+                             const float *logits, const int32_t *labels, int rows, int cols,
+                             float grad_scale) {
     if (rows <= 0) return 0;
     unsigned blocks = amp_reduce_blocks((unsigned long long)rows, AMP_BLOCK);
     amp_k_softmax_xent<<<blocks, AMP_BLOCK, 0, amp_stream(be)>>>(
@@ -324,8 +312,8 @@ __global__ void amp_k_unscale_check(float *g, amp_step_stats *stats, double *par
     }
 }
 
-int amp_cuda_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
-                           float inv_scale) {
+static int cuda_unscale_check(amp_backend *be, float *g, amp_step_stats *stats, size_t n,
+                              float inv_scale) {
     if (n == 0) return 0;
     unsigned blocks = amp_reduce_blocks((unsigned long long)n, AMP_BLOCK);
     amp_k_unscale_check<<<blocks, AMP_BLOCK, 0, amp_stream(be)>>>(
@@ -338,7 +326,7 @@ __global__ void amp_k_scale(float *x, size_t n, float s) {
     AMP_GRID_LOOP(i, n) x[i] *= s;
 }
 
-int amp_cuda_scale(amp_backend *be, float *x, size_t n, float s) {
+static int cuda_scale(amp_backend *be, float *x, size_t n, float s) {
     if (n == 0) return 0;
     amp_k_scale<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(x, n, s);
     AMP_CHECK_LAUNCH(amp_k_scale);
@@ -352,8 +340,8 @@ __global__ void amp_k_sgd(float *w, float *mom, const float *g, size_t n, float 
     AMP_GRID_LOOP(i, n) amp_sgd_element(&w[i], &mom[i], g[i], lr, momentum, wd);
 }
 
-int amp_cuda_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
-                      float momentum, float weight_decay) {
+static int cuda_sgd_step(amp_backend *be, float *w, float *mom, const float *g, size_t n, float lr,
+                         float momentum, float weight_decay) {
     if (n == 0) return 0;
     amp_k_sgd<<<amp_grid(be, n), AMP_BLOCK, 0, amp_stream(be)>>>(w, mom, g, n, lr, momentum,
                                                                  weight_decay);
@@ -368,9 +356,11 @@ __global__ void amp_k_adamw(float *w, float *m, float *v, const float *g, size_t
     amp_adamw_element(&w[i], &m[i], &v[i], g[i], lr, beta1, beta2, eps, wd, bc1, bc2_sqrt);
 }
 
-int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
-                        float lr, float beta1, float beta2, float eps, float weight_decay,
-                        int64_t t) {
+static int cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const float *g, size_t n,
+                           const amp_optim_step *o) {
+    float lr = o->lr, beta1 = o->beta1, beta2 = o->beta2, eps = o->eps;
+    float weight_decay = o->weight_decay;
+    int64_t t = o->t;
     if (n == 0) return 0;
     /* Bias corrections on the host in double, exactly as the CPU twin. */
     float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
@@ -379,6 +369,13 @@ int amp_cuda_adamw_step(amp_backend *be, float *w, float *m, float *v, const flo
         w, m, v, g, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt);
     AMP_CHECK_LAUNCH(amp_k_adamw);
     return 0;
+}
+
+/* One tensor's step: the SGD or the AdamW kernel. */
+static int cuda_optim_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0, float *s1,
+                           const float *g, size_t n) {
+    if (o->adamw) return cuda_adamw_step(be, w, s0, s1, g, n, o);
+    return cuda_sgd_step(be, w, s0, g, n, o->lr, o->momentum, o->weight_decay);
 }
 
 /* The multi-tensor step: the spans cut into chunks of at most
@@ -407,9 +404,9 @@ __global__ void amp_k_optim_multi(const amp_optim_chunk *chunks, float *w, float
     }
 }
 
-int amp_cuda_optim_multi_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
-                              float *s1, const float *g, const amp_optim_span *spans,
-                              int nspans) {
+static int cuda_optim_multi_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                                 float *s1, const float *g, const amp_optim_span *spans,
+                                 int nspans) {
     size_t nchunks = 0;
     for (int i = 0; i < nspans; i++) nchunks += (spans[i].n + AMP_OPTIM_CHUNK - 1) / AMP_OPTIM_CHUNK;
     if (nchunks == 0) return 0;
@@ -488,3 +485,25 @@ extern "C" int amp_cuda_test_sum_partials(amp_backend *be, double *out, const do
                            cudaGetErrorString(e));
     return rc;
 }
+
+void amp_cuda_kernel_ops(amp_backend_ops *o) {
+    o->round = cuda_round;
+    o->quantize = cuda_quantize;
+    o->widen = cuda_widen;
+    o->act_forward = cuda_act_forward;
+    o->act_backward = cuda_act_backward;
+    o->col_sum = cuda_col_sum;
+    o->softmax_xent = cuda_softmax_xent;
+    o->unscale_check = cuda_unscale_check;
+    o->scale = cuda_scale;
+    o->optim_step = cuda_optim_step;
+}
+
+static amp_fused_ops cuda_make_fused_ops(void) {
+    amp_fused_ops f;
+    memset(&f, 0, sizeof f);
+    f.optim_multi_step = cuda_optim_multi_step;
+    return f;
+}
+
+const amp_fused_ops amp_cuda_fused_ops = cuda_make_fused_ops();

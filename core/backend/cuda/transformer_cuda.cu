@@ -60,8 +60,8 @@ __global__ void amp_k_embed_forward(float *out, const float *wte, const float *w
     if (i < n) out[i] = amp_embed_element(wte, wpe, tokens, T, C, i);
 }
 
-int amp_cuda_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
-                           const int32_t *tokens, int B, int T, int C) {
+static int cuda_embed_forward(amp_backend *be, float *out, const float *wte, const float *wpe,
+                              const int32_t *tokens, int B, int T, int C) {
     size_t n = (size_t)B * T * C;
     if (n == 0) return 0;
     amp_k_embed_forward<<<tf_blocks(n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(out, wte, wpe, tokens,
@@ -101,8 +101,8 @@ __global__ void amp_k_embed_backward_wpe(float *dwpe, const float *dout, int B, 
     dwpe[i] = s;
 }
 
-int amp_cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
-                            const int32_t *tokens, int B, int T, int C) {
+static int cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const float *dout,
+                               const int32_t *tokens, int B, int T, int C) {
     if (B <= 0 || T <= 0 || C <= 0) return 0;
     if ((long long)B * T > INT32_MAX) {
         snprintf(be->err, sizeof be->err, "embed_backward: %d x %d rows exceed the int range", B, T);
@@ -167,9 +167,14 @@ __global__ void amp_k_ln_forward(void *out, int dt, float *mean, float *rstd, co
     amp_warp_flush(cnt, t);
 }
 
-int amp_cuda_layernorm_forward(amp_backend *be, void *out, amp_dtype out_dt, float *mean,
-                               float *rstd, const float *x, const float *w, const float *b,
-                               int rows, int C, float eps, amp_round_count *cnt) {
+static int cuda_layernorm_forward(amp_backend *be, const amp_layernorm_fwd *a) {
+    void *out = a->out;
+    amp_dtype out_dt = a->out_dt;
+    float *mean = a->mean, *rstd = a->rstd;
+    const float *x = a->x, *w = a->w, *b = a->b;
+    int rows = a->rows, C = a->C;
+    float eps = a->eps;
+    amp_round_count *cnt = a->cnt;
     if (rows <= 0) return 0;
     amp_k_ln_forward<<<tf_row_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
         out, (int)out_dt, mean, rstd, x, w, b, (size_t)rows, C, eps, cnt);
@@ -251,9 +256,10 @@ __global__ void amp_k_ln_param_combine(float *dw, float *db, const float *pw, co
     if (db) db[j] += c;
 }
 
-int amp_cuda_layernorm_backward(amp_backend *be, float *dx, float *dw, float *db,
-                                const float *dout, const float *x, const float *w,
-                                const float *mean, const float *rstd, int rows, int C) {
+static int cuda_layernorm_backward(amp_backend *be, const amp_layernorm_bwd *a) {
+    float *dx = a->dx, *dw = a->dw, *db = a->db;
+    const float *dout = a->dout, *x = a->x, *w = a->w, *mean = a->mean, *rstd = a->rstd;
+    int rows = a->rows, C = a->C;
     if (rows <= 0 || C <= 0) return 0;
     amp_k_ln_backward_rows<<<tf_row_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
         dx, dout, x, w, mean, rstd, (size_t)rows, C);
@@ -401,11 +407,13 @@ __global__ void amp_k_attn_softmax_backward(void *dS, float *dP, const void *att
  * counts), the same per-element amp_round16 as amp_store. */
 static int tf_store(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
                     amp_round_count *cnt) {
-    return amp_cuda_round(be, dst, dt, src, n, cnt);
+    return be->ops->round(be, dst, dt, src, n, cnt);
 }
 
-int amp_cuda_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
-                               amp_dtype dt, int B, int T, int C, int nh, amp_round_count *cnt) {
+static int cuda_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
+                                  const amp_attention_desc *d, amp_round_count *cnt) {
+    amp_dtype dt = d->dt;
+    int B = d->B, T = d->T, C = d->C, nh = d->nh;
     if (tf_check_heads(be, "attention_forward", C, nh)) return 1;
     if (B <= 0 || T <= 0) return 0;
     int hs = C / nh, C3 = 3 * C, nbh = B * nh;
@@ -436,9 +444,11 @@ int amp_cuda_attention_forward(amp_backend *be, void *out, void *att, float *ws,
     return tf_store(be, out, dt, Y, (size_t)B * T * C, cnt);
 }
 
-int amp_cuda_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
-                                const void *qkv, const void *att, amp_dtype dt, int B, int T,
-                                int C, int nh, amp_round_count *cnt) {
+static int cuda_attention_backward(amp_backend *be, void *dqkv, float *ws, const void *dout,
+                                   const void *qkv, const void *att, const amp_attention_desc *d,
+                                   amp_round_count *cnt) {
+    amp_dtype dt = d->dt;
+    int B = d->B, T = d->T, C = d->C, nh = d->nh;
     if (tf_check_heads(be, "attention_backward", C, nh)) return 1;
     if (B <= 0 || T <= 0) return 0;
     int hs = C / nh, C3 = 3 * C, nbh = B * nh;
@@ -481,10 +491,25 @@ __global__ void amp_k_residual_add(float *out, const float *x, const void *d, in
     if (i < n) out[i] = amp_residual_element(x[i], d, i, dt);
 }
 
-int amp_cuda_residual_add(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
-                          size_t n) {
+static int cuda_residual_add(amp_backend *be, float *out, const float *x, const void *d,
+                             amp_dtype dt, size_t n) {
     if (n == 0) return 0;
     amp_k_residual_add<<<tf_blocks(n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(out, x, d, (int)dt, n);
     AMP_CHECK_LAUNCH(amp_k_residual_add);
     return 0;
 }
+
+static amp_transformer_ops cuda_make_transformer_ops(void) {
+    amp_transformer_ops t;
+    memset(&t, 0, sizeof t);
+    t.embed_forward = cuda_embed_forward;
+    t.embed_backward = cuda_embed_backward;
+    t.layernorm_forward = cuda_layernorm_forward;
+    t.layernorm_backward = cuda_layernorm_backward;
+    t.attention_forward = cuda_attention_forward;
+    t.attention_backward = cuda_attention_backward;
+    t.residual_add = cuda_residual_add;
+    return t;
+}
+
+const amp_transformer_ops amp_cuda_transformer_ops = cuda_make_transformer_ops();
