@@ -10,6 +10,7 @@
 
 #include <zlib.h>
 
+#include "layers/layers.h"
 #include "log.h"
 #include "io/safetensors.h"
 #include "clock.h"
@@ -445,9 +446,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
                         (float)st->beta1, (float)st->beta2, (float)st->eps, t};
     int fused = m->ops->working_copy && amp_backend_supports(be, "optim_step_cast");
     if (fused) {
-        m->cast_fresh = 0;
-        if (be->ops->zero(be, m->cast_cnt, (size_t)d->nlayers * sizeof *m->cast_cnt) != 0)
-            return -1;
+        if (amp_kit_cast_begin(m) != 0) return -1;
     }
     /* Runs of consecutive tensors with the same decay flag: one call each
      * (a model whose tensors all decay, like the MLP, makes one call). A
@@ -481,7 +480,8 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
             spans[nspans++] = (amp_optim_span){off, n, o.weight_decay};
         else if (copy)
             rc = AMP_FUSED(be, optim_step_cast, &o, w, s0, s1, g, n,
-                           &(amp_weight_copy){wc.ptr, wc.dt, wc.f32_store, &m->cast_cnt[wc.layer]});
+                           &(amp_weight_copy){wc.ptr, wc.dt, wc.f32_store,
+                                              amp_kit_cast_count(m, wc.layer)});
         else
             rc = be->ops->optim_step(be, &o, w, s0, s1, g, n);
         if (rc != 0) {
@@ -495,7 +495,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
                     : 0;
     free(spans);
     if (rc != 0) return -1;
-    m->cast_fresh = fused;
+    if (fused) amp_kit_cast_end(m, 1);
     return 0;
 }
 

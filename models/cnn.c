@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "cnn.h"
+#include "layers/layers.h"
 #include "model.h"
 #include "rng.h"
 #include "settings_table.h"
@@ -458,6 +459,7 @@ static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         return -1;
     }
     m->impl = c;
+    if (amp_kit_create(m, err, errlen) != 0) return -1; /* the optimizer's fused cast */
     if (parse_layers(c, cfg, &m->input, err, errlen) != 0) return -1;
     amp_backend *be = m->be;
     const amp_model_desc *d = &m->desc;
@@ -516,6 +518,7 @@ static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
 }
 
 static void cnn_destroy(amp_model *m) {
+    amp_kit_free(m);
     free(m->impl);
     m->impl = NULL;
 }
@@ -556,6 +559,7 @@ static void cnn_layout(amp_model *m) {
     c->f_b2 = amp_arena_take(&mem[AMP_MEM_WORKSPACE], (size_t)c->widest_c * 4);
     c->one = amp_arena_take(&mem[AMP_MEM_WORKSPACE], 4);
     c->ws = amp_arena_take(&mem[AMP_MEM_WORKSPACE], c->ws_bytes);
+    amp_kit_layout(m);
 }
 
 /* PyTorch's default init: conv and linear weights and biases

@@ -85,28 +85,6 @@ const amp_round_count *amp_stats_rounds_const(const amp_step_stats *stats, int l
     return (const amp_round_count *)(stats + 1) + 2 * layer + dir;
 }
 
-int amp_model_cast_reuse(amp_model *m) {
-    if (!m->cast_fresh) return 0;
-    m->cast_fresh = 0;
-    amp_backend *be = m->be;
-    size_t nl = (size_t)m->desc.nlayers, bytes = 2 * nl * sizeof(amp_round_count);
-    amp_round_count *cast = malloc(nl * sizeof *cast), *rounds = malloc(bytes);
-    amp_round_count *dev = amp_stats_rounds(m->stats, 0, 0); /* every layer's two slots */
-    int rc = !cast || !rounds || be->ops->download(be, cast, m->cast_cnt, nl * sizeof *cast) ||
-             be->ops->download(be, rounds, dev, bytes);
-    for (size_t l = 0; !rc && l < nl; l++) {
-        amp_round_count *r = &rounds[2 * l + AMP_ROUND_FWD];
-        r->nonzero += cast[l].nonzero;
-        r->underflow += cast[l].underflow;
-        r->overflow += cast[l].overflow;
-    }
-    rc = rc || be->ops->upload(be, dev, rounds, bytes);
-    if (!cast || !rounds) snprintf(be->err, sizeof be->err, "out of host memory");
-    free(cast);
-    free(rounds);
-    return rc ? -1 : 1;
-}
-
 /* The common buffers first, then the model's own; run to measure, then for real. */
 static void layout(amp_model *m) {
     amp_arena *mem = m->mem;
@@ -120,9 +98,6 @@ static void layout(amp_model *m) {
     m->y = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * (size_t)m->input.targets * 4);
     m->ops->layout(m);
     m->stats = amp_arena_take(&mem[AMP_MEM_WORKSPACE], amp_model_stats_bytes(m->desc.nlayers));
-    m->cast_cnt = m->ops->working_copy ? amp_arena_take(&mem[AMP_MEM_WORKSPACE],
-                                                        (size_t)m->desc.nlayers * sizeof *m->cast_cnt)
-                                       : NULL;
 }
 
 /* The measured arenas against the backend's overcommit bound (see

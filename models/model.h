@@ -84,6 +84,7 @@ typedef struct amp_model_desc {
 } amp_model_desc;
 
 typedef struct amp_model amp_model;
+typedef struct amp_kit amp_kit;
 
 /* Arguments of a forward pass. */
 typedef struct amp_forward_args {
@@ -132,12 +133,14 @@ typedef struct amp_model_ops {
     int (*init_params)(amp_model *m, uint64_t seed);
     /* Rounds the master weights into the working copies (counting what is
      * lost); once per optimizer step, on a zeroed stats record. A model with
-     * working_copy starts it with amp_model_cast_reuse. */
+     * working_copy starts it with amp_model_cast_reuse (models/layers/:
+     * amp_kit_cast_weights is the whole frame). */
     int (*cast_weights)(amp_model *m);
     /* Optional: tensor i's working copy, when it has one: fills *wc and
      * returns 1 (0: the tensor is used from the master weights). With it,
      * and a backend with optim_step_cast, the optimizer writes the working
-     * copies in its own pass over the weights. */
+     * copies in its own pass over the weights (the counts of that cast are
+     * the layer kit's state, m->kit: a model with working_copy has one). */
     int (*working_copy)(amp_model *m, int tensor, amp_working_copy *wc);
     /* Forward over the batch in m->x/m->y: adds the loss sum and the metric
      * (hits) to m->stats. */
@@ -170,12 +173,10 @@ struct amp_model {
      * the batch exists on the device). */
     amp_dtype x_dtype;
     int x_round_layer;
-    /* The optimizer's cast (working_copy): its counts per layer (workspace,
-     * [nlayers], NULL without working_copy), and whether the working copies
-     * hold the last optimizer step's weights: set by that step, used once
-     * by the next cast_weights. */
-    amp_round_count *cast_cnt;
-    int cast_fresh;
+    /* The layer kit's state (models/layers/layers.h): the working copies,
+     * the operand scratch and the optimizer's fused cast; NULL for a model
+     * written without the kit. */
+    amp_kit *kit;
     int32_t *y;                /* [batch, targets] */
     amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
     void *impl;
@@ -193,12 +194,6 @@ struct amp_model {
 static inline int amp_model_grads_ready(amp_model *m, int first, int count) {
     return m->grads_ready ? m->grads_ready(m->ready_ctx, first, count) : 0;
 }
-
-/* For cast_weights: when the last optimizer step already wrote the working
- * copies (cast_fresh), adds that cast's counts to the stats record's
- * forward counts, clears cast_fresh and returns 1; 0 when the model must
- * cast; -1 on a backend error. */
-int amp_model_cast_reuse(amp_model *m);
 
 /* The registry: the one place that maps [model] name to a model. */
 const amp_model_ops *amp_model_find(const char *name);

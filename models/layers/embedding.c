@@ -1,0 +1,31 @@
+/* Token and position embeddings on the backend's ops, in FP32 on the
+ * master weights; the backward sums in order on every backend. */
+#include <stdio.h>
+
+#include "kit_state.h"
+
+int amp_embedding_init(amp_model *m, amp_embedding *e, const char *wte, const char *wpe,
+                       double std) {
+    e->wte = amp_kit_tensor(m, wte);
+    e->wpe = amp_kit_tensor(m, wpe);
+    if (e->wte < 0 || e->wpe < 0) {
+        snprintf(m->be->err, sizeof m->be->err, "model '%s': no tensors %s / %s", m->ops->name, wte,
+                 wpe);
+        return -1;
+    }
+    e->T = (int)m->desc.params[e->wpe].shape[0];
+    e->C = (int)m->desc.params[e->wpe].shape[1];
+    amp_kit_init_rule(m, e->wte, AMP_INIT_NORMAL, std);
+    amp_kit_init_rule(m, e->wpe, AMP_INIT_NORMAL, std);
+    return 0;
+}
+
+int amp_embedding_forward(amp_model *m, const amp_embedding *e, float *out, int rows) {
+    return AMP_TRANSFORMER(m->be, embed_forward, out, amp_kit_master(m, e->wte), amp_kit_master(m, e->wpe),
+                    (const int32_t *)m->x, rows, e->T, e->C);
+}
+
+int amp_embedding_backward(amp_model *m, const amp_embedding *e, const float *dout, int rows) {
+    return AMP_TRANSFORMER(m->be, embed_backward, amp_kit_grad(m, e->wte), amp_kit_grad(m, e->wpe), dout,
+                    (const int32_t *)m->x, rows, e->T, e->C);
+}

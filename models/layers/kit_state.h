@@ -1,0 +1,69 @@
+/* The kit's private state and its planning calls, shared by the files of
+ * models/layers/ and by no model. */
+#ifndef AMP_LAYERS_KIT_STATE_H
+#define AMP_LAYERS_KIT_STATE_H
+
+#include "layers.h"
+
+/* A tensor's working copy: the master weights in dt, cast once per step. */
+typedef struct amp_kit_copy {
+    int on;
+    amp_dtype dt;
+    int f32_store; /* an FP32 array of dt's values (the GEMM is fed FP32) */
+    int layer;     /* whose forward slot counts the cast */
+    void *ptr;
+} amp_kit_copy;
+
+typedef struct amp_kit_rule {
+    amp_init_kind kind;
+    double a;
+} amp_kit_rule;
+
+/* Scratch the objects ask for at init (elements; the largest ask wins). */
+typedef enum amp_kit_scratch {
+    AMP_SCRATCH_OPERAND = 0, /* per slot: a converted GEMM operand (F32 and 16-bit) */
+    AMP_SCRATCH_ACC,         /* FP32 GEMM results */
+    AMP_SCRATCH_DW,          /* FP32 weight gradients */
+    AMP_SCRATCH_DB,          /* FP32 bias gradients */
+    AMP_SCRATCH_DY32,        /* FP32 values of a stored gradient */
+    AMP_SCRATCH_ATT_WS,      /* the attention ops' workspace */
+    AMP_SCRATCH_ATT_DY,      /* attention: its output's gradient (its dtype) */
+    AMP_SCRATCH_ATT_DQKV,    /* attention: the input's gradient, until the Linear before reads it */
+    AMP_SCRATCH_COUNT
+} amp_kit_scratch;
+
+struct amp_kit {
+    int ntensors;
+    amp_kit_copy *copy; /* [ntensors] */
+    amp_kit_rule *rule; /* [ntensors] */
+    size_t need[AMP_SCRATCH_COUNT];
+    float *op_f32[2];
+    void *op_16[2];
+    float *scratch[AMP_SCRATCH_COUNT]; /* FP32-sized; [OPERAND] unused */
+    /* the optimizer's fused cast: its counts per layer, and whether the
+     * copies hold the last step's weights (used once by the next cast) */
+    amp_round_count *cast_cnt;
+    int cast_fresh;
+};
+
+void amp_kit_need(amp_model *m, amp_kit_scratch what, size_t n);
+/* Gives tensor t a working copy in dt (nothing for an FP32 dt: the master
+ * weights serve), counted in layer; f32_store as amp_kit_copy. */
+void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int layer);
+/* What the GEMMs read for tensor t: its working copy, or the master. */
+amp_array amp_kit_weight(amp_model *m, int t);
+
+/* ---- the number formats (format.c) ---- */
+/* The dtype a GEMM of dtype gemm is fed: gemm, or F32 where the backend
+ * widens gemm's inputs anyway (then arrays of gemm's values, widened once). */
+amp_dtype amp_format_feed(const amp_model *m, amp_dtype gemm);
+/* 1 when `v` (store, vals) is not already what a feed/gemm GEMM reads. */
+int amp_format_converts(amp_dtype feed, amp_dtype gemm, amp_dtype store, amp_dtype vals);
+/* v as an operand of a feed/gemm GEMM: v itself, or converted into
+ * scratch slot `slot`. NULL and be->err on failure. */
+const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
+                               const amp_array *v, size_t n);
+/* The working copy of tensor t from the master weights, counted. */
+int amp_format_cast(amp_model *m, const amp_kit_copy *c, const float *master, size_t n);
+
+#endif

@@ -1,0 +1,167 @@
+/* Linear (nn.Linear): one descriptor GEMM in the layer's GEMM dtype with
+ * FP32 accumulation and the bias/activation/rounding epilogue, on the
+ * working copy of its weights. Gradients: dW and db rounded to the
+ * weight's dtype before they reach FP32 (the gradient of a 16-bit weight
+ * is 16-bit), dX in FP32 for the caller to round where its input is
+ * stored. */
+#include <math.h>
+#include <stdio.h>
+
+#include "kit_state.h"
+
+#define CHECK(expr)                 \
+    do {                            \
+        if ((expr) != 0) return -1; \
+    } while (0)
+
+int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *weight, int rows,
+                    amp_act act, amp_array x) {
+    char p[AMP_MODEL_NAME_MAX + 16];
+    L->layer = amp_kit_layer(m, name);
+    snprintf(p, sizeof p, "%s.weight", name);
+    L->w = amp_kit_tensor(m, weight ? weight : p);
+    snprintf(p, sizeof p, "%s.bias", name);
+    L->b = weight ? -1 : amp_kit_tensor(m, p);
+    if (L->layer < 0 || L->w < 0) {
+        snprintf(m->be->err, sizeof m->be->err, "model '%s': no layer or weight for Linear '%s'",
+                 m->ops->name, name);
+        return -1;
+    }
+    const amp_param_desc *W = &m->desc.params[L->w];
+    const amp_layer_precision *pr = &m->prec[L->layer];
+    L->out = (int)W->shape[0];
+    L->in = (int)W->shape[1];
+    L->rows = rows;
+    L->act = act;
+    L->gemm = pr->compute[AMP_OP_GEMM];
+    L->out_dt = pr->activation;
+    L->param = m->prec[W->layer].param; /* a tied weight: its own layer's */
+    L->feed = amp_format_feed(m, L->gemm);
+    L->want_f32 = L->out_dt != AMP_DTYPE_F32 && (L->feed == AMP_DTYPE_F32 || L->b >= 0);
+    int f32_store = L->feed == AMP_DTYPE_F32;
+    amp_kit_add_copy(m, L->w, L->param, f32_store, W->layer);
+    amp_kit_add_copy(m, L->b, L->param, f32_store, W->layer);
+    double bound = 1.0 / sqrt((double)L->in);
+    if (!weight) amp_kit_init_rule(m, L->w, AMP_INIT_UNIFORM, bound); /* a tied one's owner inits it */
+    amp_kit_init_rule(m, L->b, AMP_INIT_UNIFORM, bound);
+    /* the scratch its calls may need */
+    size_t R = (size_t)rows, xn = R * L->in, yn = R * L->out, wn = (size_t)L->in * L->out;
+    amp_array w = amp_kit_weight(m, L->w); /* its dtypes (the pointer comes at layout) */
+    if (amp_format_converts(L->feed, L->gemm, x.store, x.vals))
+        amp_kit_need(m, AMP_SCRATCH_OPERAND, xn);
+    if (amp_format_converts(L->feed, L->gemm, L->out_dt, L->out_dt))
+        amp_kit_need(m, AMP_SCRATCH_OPERAND, yn);
+    if (amp_format_converts(L->feed, L->gemm, w.store, w.vals))
+        amp_kit_need(m, AMP_SCRATCH_OPERAND, wn);
+    amp_kit_need(m, AMP_SCRATCH_ACC, yn);
+    amp_kit_need(m, AMP_SCRATCH_DW, wn);
+    if (L->b >= 0) amp_kit_need(m, AMP_SCRATCH_DB, (size_t)L->out);
+    /* (act_backward composes its ops through it where the backend has no
+     * act_backward_round; a model may call it with AMP_ACT_NONE too) */
+    if (L->want_f32 || !amp_backend_supports(m->be, "act_backward_round") ||
+        (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
+        amp_kit_need(m, AMP_SCRATCH_DY32, yn);
+    return 0;
+}
+
+static const void *operand(amp_model *m, const amp_linear *L, int slot, const amp_array *v,
+                           size_t n) {
+    return amp_format_operand(m, L->feed, L->gemm, slot, v, n);
+}
+
+int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_out, amp_array x,
+                       int rows) {
+    amp_array w = amp_kit_weight(m, L->w);
+    const void *xg = operand(m, L, 0, &x, (size_t)rows * L->in);
+    const void *wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
+    if (!xg || !wg) return -1;
+    /* y[rows, out] = x[rows, in] . W[out, in]^T */
+    float *acc = m->kit->scratch[AMP_SCRATCH_ACC];
+    amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, AMP_GEMM_NT, rows, L->out, L->in);
+    g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
+    g.bias_dtype = w.store;
+    g.act = L->act;
+    g.out = out;
+    g.act_out = act_out;
+    g.out_dtype = L->out_dt;
+    g.cnt = amp_model_rounds(m, L->layer, AMP_ROUND_FWD);
+    return AMP_CALL(m->be, gemm_ex, &g);
+}
+
+int amp_linear_grad_in(amp_model *m, const amp_linear *L, amp_array *dy, void *dst, float *dst32,
+                       const float *src, size_t n) {
+    amp_backend *be = m->be;
+    amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
+    if (L->feed == AMP_DTYPE_F32 && L->out_dt != AMP_DTYPE_F32) {
+        CHECK(be->ops->quantize(be, dst32, src, n, L->out_dt, cnt, 0));
+        *dy = (amp_array){dst32, AMP_DTYPE_F32, L->out_dt, NULL};
+        return 0;
+    }
+    CHECK(be->ops->round(be, dst, L->out_dt, src, n, cnt));
+    *dy = amp_array_of(dst, L->out_dt);
+    return 0;
+}
+
+int amp_linear_act_backward(amp_model *m, const amp_linear *L, amp_array *dy, void *z, float *da,
+                            int rows) {
+    amp_backend *be = m->be;
+    const amp_backend_ops *op = be->ops;
+    amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
+    amp_dtype ad = L->out_dt;
+    size_t n = (size_t)rows * L->out;
+    float *f32 = L->want_f32 ? m->kit->scratch[AMP_SCRATCH_DY32] : NULL;
+    *dy = (amp_array){z, ad, ad, f32};
+    if (amp_backend_supports(be, "act_backward_round"))
+        return AMP_FUSED(be, act_backward_round,
+                         &(amp_act_round_args){z, f32, da, z, ad, n, L->act, cnt});
+    /* the same math as separate ops */
+    float *zw = m->kit->scratch[AMP_SCRATCH_DY32];
+    CHECK(op->quantize(be, da, da, n, ad, cnt, 0));
+    CHECK(op->widen(be, zw, z, ad, n));
+    CHECK(op->act_backward(be, da, da, zw, n, L->act));
+    CHECK(op->round(be, z, ad, da, n, cnt));
+    return f32 ? op->widen(be, f32, z, ad, n) : 0;
+}
+
+int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy, amp_array x,
+                                int rows, int accumulate) {
+    amp_backend *be = m->be;
+    amp_kit *k = m->kit;
+    amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
+    size_t yn = (size_t)rows * L->out, wn = (size_t)L->in * L->out;
+    const void *dyg = operand(m, L, 0, dy, yn);
+    const void *xg = operand(m, L, 1, &x, (size_t)rows * L->in);
+    if (!dyg || !xg) return -1;
+    /* dW[out, in] = dY[rows, out]^T . X[rows, in]; the first micro-batch's
+     * lands in the gradients directly (rounded there in place) */
+    float *grad = amp_kit_grad(m, L->w), *dy32 = k->scratch[AMP_SCRATCH_DY32];
+    float *db = k->scratch[AMP_SCRATCH_DB], *gdst = accumulate ? k->scratch[AMP_SCRATCH_DW] : grad;
+    amp_gemm_desc gw = amp_gemm_plain(gdst, dyg, xg, L->feed, AMP_GEMM_TN, L->out, L->in, rows);
+    CHECK(AMP_CALL(be, gemm_ex, &gw));
+    if (L->param != AMP_DTYPE_F32 || accumulate)
+        CHECK(be->ops->quantize(be, grad, gdst, wn, L->param, cnt, accumulate));
+    if (L->b >= 0) { /* db from dY's own values, summed in FP32 */
+        const float *dyf = dy->f32 ? dy->f32 : dy->store == AMP_DTYPE_F32 ? dy->p : NULL;
+        if (!dyf) {
+            CHECK(be->ops->widen(be, dy32, dy->p, dy->store, yn));
+            dyf = dy32;
+        }
+        CHECK(be->ops->col_sum(be, db, dyf, rows, L->out));
+        CHECK(be->ops->quantize(be, amp_kit_grad(m, L->b), db, (size_t)L->out, L->param, cnt,
+                                accumulate));
+    }
+    *dy = amp_array_of(dyg, L->feed); /* what backward_data's GEMM reads */
+    dy->vals = L->gemm;
+    return 0;
+}
+
+int amp_linear_backward_data(amp_model *m, const amp_linear *L, float *dx, const amp_array *dy,
+                             int rows) {
+    amp_array w = amp_kit_weight(m, L->w);
+    const void *dyg = operand(m, L, 0, dy, (size_t)rows * L->out);
+    const void *wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
+    if (!dyg || !wg) return -1;
+    /* dX[rows, in] = dY[rows, out] . W[out, in] */
+    amp_gemm_desc g = amp_gemm_plain(dx, dyg, wg, L->feed, AMP_GEMM_NN, rows, L->in, L->out);
+    return AMP_CALL(m->be, gemm_ex, &g);
+}
