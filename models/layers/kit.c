@@ -63,6 +63,7 @@ void amp_kit_layout(amp_model *m) {
     k->dw = amp_arena_take(W, k->need[AMP_SCRATCH_DW] * 4);
     k->db = amp_arena_take(W, k->need[AMP_SCRATCH_DB] * 4);
     k->dy32 = amp_arena_take(W, k->need[AMP_SCRATCH_DY32] * 4);
+    k->conv_ws = amp_arena_take(W, k->need[AMP_SCRATCH_CONV_WS]);
     k->cast_cnt = amp_arena_take(W, (size_t)m->desc.nlayers * sizeof *k->cast_cnt);
 }
 

@@ -26,6 +26,7 @@ typedef enum amp_kit_scratch {
     AMP_SCRATCH_DW,          /* FP32 weight gradients */
     AMP_SCRATCH_DB,          /* FP32 bias gradients */
     AMP_SCRATCH_DY32,        /* FP32 values of a stored gradient */
+    AMP_SCRATCH_CONV_WS,     /* bytes: the largest workspace a Conv2d's shape asked for */
     AMP_SCRATCH_COUNT
 } amp_kit_scratch;
 
@@ -37,6 +38,7 @@ struct amp_kit {
     float *op_f32[2];
     void *op_16[2];
     float *acc, *dw, *db, *dy32;
+    void *conv_ws;
     /* the optimizer's fused cast: its counts per layer, and whether the
      * copies hold the last step's weights (used once by the next cast) */
     amp_round_count *cast_cnt;
