@@ -22,16 +22,11 @@
  * They are also the layer names the precision policy sees
  * (`layer.conv1 = f32`).
  *
- * Precision, as autocast: a conv or fc takes its input and weights rounded
- * to its op class's dtype (compute[conv] / compute[gemm]; the weights are
- * cast straight from the FP32 master copy, so `op.conv = f32` keeps a conv
- * wide), accumulates in FP32 and stores its output in the layer's activation
- * dtype. Batch norm always computes in FP32 with FP32 weights and statistics
- * and stores its output in its activation dtype. ReLU and max pooling work
- * on the values they are given (exact in any dtype) and store them in the
- * dtype they came in. Gradients are stored in the dtype of the tensor they
- * belong to. Every rounding that can lose something is counted in the
- * owning layer's telemetry slot. */
+ * Precision, as autocast, is the layer kit's (models/layers/image.h): a conv
+ * or fc computes in its op class's dtype and stores its output in the
+ * layer's activation dtype, batch norm computes in FP32, ReLU and max
+ * pooling keep the dtype they are given; every lossy rounding is counted in
+ * the owning layer's telemetry slot. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -388,42 +383,23 @@ static int cnn_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    int rc = parse_layers(c, cfg, in, err, errlen);
-    char name[AMP_MODEL_NAME_MAX], pname[AMP_MODEL_NAME_MAX + 24];
+    int rc = parse_layers(c, cfg, in, err, errlen), oom = 0;
+    char name[AMP_MODEL_NAME_MAX];
     /* layers and trained parameters first, in token order; buffers after */
     for (int s = 0; rc == 0 && s < c->nst; s++) {
         const cnn_stage *t = &c->st[s];
-        if (t->kind != ST_CONV && t->kind != ST_BN && t->kind != ST_FC) continue;
         stage_name(c, s, name, sizeof name);
-        unsigned cls = t->kind == ST_CONV ? (1u << AMP_OP_CONV) | (1u << AMP_OP_POINTWISE)
-                       : t->kind == ST_BN ? (1u << AMP_OP_NORM) | (1u << AMP_OP_POINTWISE)
-                                          : (1u << AMP_OP_GEMM) | (1u << AMP_OP_POINTWISE);
-        rc |= amp_model_desc_add_layer(d, name, cls);
-        int64_t wshape[4] = {t->oc, t->c, t->k, t->k}, vec[1] = {t->oc};
-        if (t->kind == ST_FC) wshape[1] = (int64_t)in_elems(t);
-        snprintf(pname, sizeof pname, "%s.weight", name);
-        rc |= amp_model_desc_add_param(d, pname, t->layer, 1, t->kind == ST_CONV ? 4 : t->kind == ST_FC ? 2 : 1,
-                                       t->kind == ST_BN ? vec : wshape);
-        if (t->kind != ST_CONV || t->bias) {
-            snprintf(pname, sizeof pname, "%s.bias", name);
-            rc |= amp_model_desc_add_param(d, pname, t->layer, 1, 1, vec);
-        }
+        if (t->kind == ST_CONV) oom |= amp_conv2d_describe(d, name, t->oc, t->c, t->k, t->bias, 1);
+        if (t->kind == ST_BN) oom |= amp_batchnorm_describe(d, name, t->oc, 1);
+        if (t->kind == ST_FC) oom |= amp_linear_describe(d, name, t->oc, (int)in_elems(t), 1, 1);
     }
     for (int s = 0; rc == 0 && s < c->nst; s++) {
-        const cnn_stage *t = &c->st[s];
-        if (t->kind != ST_BN) continue;
         stage_name(c, s, name, sizeof name);
-        int64_t vec[1] = {t->oc};
-        snprintf(pname, sizeof pname, "%s.running_mean", name);
-        rc |= amp_model_desc_add_buffer(d, pname, t->layer, 1, vec);
-        snprintf(pname, sizeof pname, "%s.running_var", name);
-        rc |= amp_model_desc_add_buffer(d, pname, t->layer, 1, vec);
-        snprintf(pname, sizeof pname, "%s.num_batches_tracked", name);
-        rc |= amp_model_desc_add_buffer(d, pname, t->layer, 0, NULL);
-        if (rc) snprintf(err, errlen, "out of host memory");
+        if (c->st[s].kind == ST_BN) oom |= amp_batchnorm_describe_buffers(d, name, c->st[s].oc);
     }
+    if (oom) snprintf(err, errlen, "out of host memory");
     free(c);
-    return rc ? -1 : 0;
+    return rc || oom ? -1 : 0;
 }
 
 static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
@@ -447,11 +423,7 @@ static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         t->ad = prev_ad; /* relu and pool store what they are given */
         switch (t->kind) {
         case ST_CONV:
-            if (amp_conv2d_init(m, &t->conv, name, prev_ad, B, t->c, t->h, t->w, t->k, t->stride,
-                                t->pad) != 0) {
-                snprintf(err, errlen, "[model] layers: conv layer %d: %s", t->layer + 1, m->be->err);
-                return -1;
-            }
+            rc = amp_conv2d_init(m, &t->conv, name, prev_ad, B, t->c, t->h, t->w, t->k, t->stride, t->pad);
             t->ad = t->conv.out_dt;
             break;
         case ST_FC:
@@ -465,7 +437,7 @@ static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         case ST_POOL: amp_maxpool_init(&t->pool, B, t->c, t->h, t->w, t->k, t->stride, t->pad); break;
         }
         if (rc != 0) {
-            snprintf(err, errlen, "%s", m->be->err);
+            snprintf(err, errlen, "[model] layers: %s: %s", name, m->be->err);
             return -1;
         }
         prev_ad = t->ad;
@@ -545,31 +517,27 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         cnn_stage *t = &c->st[s];
         amp_array in = input_of(m, c, s);
         float *g = c->f[gi], *f1 = c->f[(gi + 1) % 3], *dx = s > 0 ? c->f[(gi + 2) % 3] : NULL;
-        int moved = 1; /* the input's gradient is in dx, not in place in g */
         switch (t->kind) {
         case ST_CONV: CHECK(amp_conv2d_backward(m, &t->conv, dx, g, R, acc)); break;
         case ST_FC: {
-            amp_array dy = {g, AMP_DTYPE_F32, t->ad, g};
+            amp_array dy = amp_linear_rounded_dy(&t->fc, g);
             CHECK(amp_linear_backward_weights(m, &t->fc, &dy, in, R, acc));
             if (dx) CHECK(amp_linear_backward_data(m, &t->fc, dx, &dy, R));
             break;
         }
-        case ST_BN:
-            CHECK(amp_batchnorm_backward(m, &t->bn, g, in, f1, R, acc));
-            moved = 0;
-            break;
+        case ST_BN: CHECK(amp_batchnorm_backward(m, &t->bn, g, in, f1, R, acc)); break;
         case ST_RELU:
             CHECK(amp_relu_backward(m, g, amp_array_of(t->out, t->ad), f1, (size_t)R * out_elems(t)));
-            moved = 0;
             break;
         case ST_POOL: CHECK(amp_maxpool_backward(m, &t->pool, c->f[(gi + 2) % 3], g, R)); break;
         }
         if (s == 0) break;
-        if (moved) gi = (gi + 2) % 3;
+        if (t->kind != ST_BN && t->kind != ST_RELU) gi = (gi + 2) % 3; /* not in place */
         /* the input's gradient in the input's dtype, counted against the layer
          * that produced it (after a relu it already is: exact, uncounted) */
         const cnn_stage *pv = &c->st[s - 1];
-        if (t->kind != ST_RELU) CHECK(amp_kit_grad_round(m, c->f[gi], pv->ad, pv->layer, (size_t)R * in_elems(t)));
+        if (t->kind != ST_RELU)
+            CHECK(amp_kit_grad_round(m, c->f[gi], pv->ad, pv->layer, (size_t)R * in_elems(t)));
     }
     return 0;
 }

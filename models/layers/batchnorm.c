@@ -19,14 +19,12 @@ int amp_batchnorm_init(amp_model *m, amp_batchnorm *N, const char *name, int c, 
                                          "num_batches_tracked"};
     static const double start[] = {1.0, 0.0, 0.0, 1.0, 0.0};
     int *t[] = {&N->g, &N->b, &N->mean, &N->var, &N->count};
-    char p[AMP_MODEL_NAME_MAX + 24];
     N->layer = amp_kit_layer(m, name);
     for (int i = 0; i < 5; i++) {
-        snprintf(p, sizeof p, "%s.%s", name, suffix[i]);
-        *t[i] = amp_kit_tensor(m, p);
+        *t[i] = amp_kit_member(m, name, suffix[i]);
         if (*t[i] < 0 || N->layer < 0) {
-            snprintf(m->be->err, sizeof m->be->err, "model '%s': no layer or tensor %s for BatchNorm2d",
-                     m->ops->name, p);
+            snprintf(m->be->err, sizeof m->be->err, "model '%s': no layer or tensor %s.%s for "
+                     "BatchNorm2d", m->ops->name, name, suffix[i]);
             return -1;
         }
         amp_kit_init_rule(m, *t[i], AMP_INIT_CONST, start[i]);

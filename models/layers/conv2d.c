@@ -18,12 +18,9 @@
 
 int amp_conv2d_init(amp_model *m, amp_conv2d *C, const char *name, amp_dtype x_dt, int rows,
                     int c, int h, int w, int k, int stride, int pad) {
-    char p[AMP_MODEL_NAME_MAX + 16];
     C->layer = amp_kit_layer(m, name);
-    snprintf(p, sizeof p, "%s.weight", name);
-    C->w = amp_kit_tensor(m, p);
-    snprintf(p, sizeof p, "%s.bias", name);
-    C->b = amp_kit_tensor(m, p);
+    C->w = amp_kit_member(m, name, "weight");
+    C->b = amp_kit_member(m, name, "bias");
     if (C->layer < 0 || C->w < 0) {
         snprintf(m->be->err, sizeof m->be->err, "model '%s': no layer or weight for Conv2d '%s'",
                  m->ops->name, name);

@@ -28,6 +28,18 @@ const float *amp_array_f32(amp_model *m, const amp_array *a, float *tmp, size_t 
  * gradient of, counted in layer's gradient slot (layer -1: uncounted). */
 int amp_kit_grad_round(amp_model *m, float *g, amp_dtype dt, int layer, size_t n);
 
+/* Tensor "<layer>.<member>" (-1 for none). */
+int amp_kit_member(const amp_model *m, const char *layer, const char *member);
+
+/* Layer `name` and its tensors appended to a description being built (decay:
+ * every tensor's weight-decay flag); the buffers come after every object's
+ * parameters. 0, or -1 when out of host memory. */
+int amp_conv2d_describe(amp_model_desc *d, const char *name, int out, int in, int k, int bias,
+                        int decay);
+int amp_linear_describe(amp_model_desc *d, const char *name, int out, int in, int bias, int decay);
+int amp_batchnorm_describe(amp_model_desc *d, const char *name, int c, int decay);
+int amp_batchnorm_describe_buffers(amp_model_desc *d, const char *name, int c);
+
 /* ---- Conv2d: y = conv(x, W) + b, nn.Conv2d (groups 1, dilation 1) --------- */
 
 typedef struct amp_conv2d {
@@ -103,6 +115,13 @@ void amp_maxpool_layout(amp_model *m, amp_maxpool *P);
 int amp_maxpool_forward(amp_model *m, const amp_maxpool *P, amp_array *y, void *out, amp_array x,
                         const amp_image_scratch *s, int rows);
 int amp_maxpool_backward(amp_model *m, const amp_maxpool *P, float *dx, const float *dy, int rows);
+
+/* L's dY for backward_weights from g (FP32 [rows, out] already rounded to
+ * L's output dtype, as the gradient of a stored activation is). */
+static inline amp_array amp_linear_rounded_dy(const amp_linear *L, const float *g) {
+    amp_array a = {g, AMP_DTYPE_F32, L->out_dt, g};
+    return a;
+}
 
 /* Linear's three GEMMs of a step alone (the speed floor), dy and dx FP32
  * scratch of its output and input; adds its flops. */

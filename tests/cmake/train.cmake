@@ -68,9 +68,9 @@ add_dependencies(amptrain_testmodels amp_precision_fp32 amp_precision_fp16 amp_p
 # kitnet (tests/testmodel/kitnet.c), written with the layer kit alone:
 # its gradients against finite differences, and fp32/fp16/bf16 training
 # through the CLI.
-amp_unit_test(test_kitnet train)
-target_sources(test_kitnet PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.c)
-set_tests_properties(test_kitnet PROPERTIES LABELS "train;testmodel")
+amp_unit_test(test_testmodel_kitnet train)
+target_sources(test_testmodel_kitnet PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.c)
+set_tests_properties(test_testmodel_kitnet PROPERTIES LABELS "train;testmodel")
 add_test(NAME testmodel_kitnet_train
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.sh
                  $<TARGET_FILE:amptrain_testmodels> ${CMAKE_BINARY_DIR}/tests/kitnet_train)

@@ -48,22 +48,10 @@ static int kn_describe(amp_model_desc *d, amp_config *cfg, const amp_model_input
     int c, h, w;
     if (amp_config_get_int(cfg, "model", "channels", 4, 1, 256, &k, err, errlen) < 0) return -1;
     if (shape(in, &c, &h, &w, err, errlen) != 0) return -1;
-    int64_t cw[4] = {k, c, 3, 3}, vec[1] = {k}, hw[2] = {in->classes, k * (h / 2) * (w / 2)},
-            hb[1] = {in->classes};
-    unsigned conv = (1u << AMP_OP_CONV) | (1u << AMP_OP_POINTWISE),
-             norm = (1u << AMP_OP_NORM) | (1u << AMP_OP_POINTWISE),
-             gemm = (1u << AMP_OP_GEMM) | (1u << AMP_OP_POINTWISE);
-    if (amp_model_desc_add_layer(d, "conv", conv) || amp_model_desc_add_layer(d, "bn", norm) ||
-        amp_model_desc_add_layer(d, "head", gemm) ||
-        amp_model_desc_add_param(d, "conv.weight", 0, 1, 4, cw) ||
-        amp_model_desc_add_param(d, "conv.bias", 0, 0, 1, vec) ||
-        amp_model_desc_add_param(d, "bn.weight", 1, 0, 1, vec) ||
-        amp_model_desc_add_param(d, "bn.bias", 1, 0, 1, vec) ||
-        amp_model_desc_add_param(d, "head.weight", 2, 1, 2, hw) ||
-        amp_model_desc_add_param(d, "head.bias", 2, 0, 1, hb) ||
-        amp_model_desc_add_buffer(d, "bn.running_mean", 1, 1, vec) ||
-        amp_model_desc_add_buffer(d, "bn.running_var", 1, 1, vec) ||
-        amp_model_desc_add_buffer(d, "bn.num_batches_tracked", 1, 0, NULL)) {
+    int K = (int)k;
+    if (amp_conv2d_describe(d, "conv", K, c, 3, 1, 1) || amp_batchnorm_describe(d, "bn", K, 0) ||
+        amp_linear_describe(d, "head", in->classes, K * (h / 2) * (w / 2), 1, 1) ||
+        amp_batchnorm_describe_buffers(d, "bn", K)) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
