@@ -427,7 +427,7 @@ static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
             t->ad = t->conv.out_dt;
             break;
         case ST_FC:
-            rc = amp_linear_init(m, &t->fc, name, NULL, B, AMP_ACT_NONE, amp_array_of(NULL, prev_ad));
+            rc = amp_linear_init_autocast(m, &t->fc, name, B, amp_array_of(NULL, prev_ad));
             t->ad = t->fc.out_dt;
             break;
         case ST_BN:
@@ -488,7 +488,7 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
         int store = !(s + 1 < c->nst && c->st[s + 1].kind == ST_RELU);
         switch (t->kind) {
         case ST_CONV: CHECK(amp_conv2d_forward(m, &t->conv, t->out, x, R)); break;
-        case ST_FC: CHECK(amp_linear_forward(m, &t->fc, t->out, NULL, x, R)); break;
+        case ST_FC: CHECK(amp_linear_forward_autocast(m, &t->fc, t->out, x, R)); break;
         case ST_BN:
             CHECK(amp_batchnorm_forward(m, &t->bn, &y, t->out, x, &views, R, a->for_backward, store));
             break;

@@ -116,6 +116,11 @@ int amp_maxpool_forward(amp_model *m, const amp_maxpool *P, amp_array *y, void *
                         const amp_image_scratch *s, int rows);
 int amp_maxpool_backward(amp_model *m, const amp_maxpool *P, float *dx, const float *dy, int rows);
 
+/* A Linear without activation under autocast's rule (autocast.c): working
+ * weights in its GEMM dtype, its input's rounding counted in its forward. */
+int amp_linear_init_autocast(amp_model *m, amp_linear *L, const char *name, int rows, amp_array x);
+int amp_linear_forward_autocast(amp_model *m, const amp_linear *L, void *out, amp_array x, int rows);
+
 /* L's dY for backward_weights from g (FP32 [rows, out] already rounded to
  * L's output dtype, as the gradient of a stored activation is). */
 static inline amp_array amp_linear_rounded_dy(const amp_linear *L, const float *g) {

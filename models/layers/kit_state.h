@@ -62,6 +62,9 @@ int amp_format_converts(amp_dtype feed, amp_dtype gemm, amp_dtype store, amp_dty
  * scratch slot `slot`. NULL and be->err on failure. */
 const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                const amp_array *v, size_t n);
+/* The same, counting the rounding into cnt (NULL: uncounted). */
+const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
+                                       const amp_array *v, size_t n, amp_round_count *cnt);
 /* The working copy of tensor t from the master weights, counted. */
 int amp_format_cast(amp_model *m, const amp_kit_copy *c, const float *master, size_t n);
 
