@@ -79,8 +79,8 @@ static const amp_setting core_settings[] = {
      .alt_def = "data/" AMP_TEXT_DEFAULT_FILE, .path = AMP_SETTING_PATH,
      AMP_SETTING_GIVEN(amp_settings, path_given),
      .doc = "IDX `.gz` files (Debian `dataset-fashion-mnist`); for `text` a regular file of at most "
-            "1 GiB (the default is the copy shipped with amptrain, see the GPT on Shakespeare in the "
-            "README)"},
+            "1 GiB (the default is the copy shipped with amptrain, see "
+            "docs/gpt-shakespeare.md)"},
     {"data", "train_limit", AMP_SETTING_INT, "0", 0, INT64_MAX, AT(train_limit),
      .when = "dataset=fashion_mnist", .doc = "use the first N training examples (`0`: all)"},
     {"data", "test_limit", AMP_SETTING_INT, "0", 0, INT64_MAX, AT(test_limit),
@@ -103,7 +103,7 @@ static const amp_setting core_settings[] = {
      .when = "dataset=tiny", .doc = "multiplies every input"},
 
     {"model", "name", AMP_SETTING_CHOICE, NULL, .choices_of = amp_model_names, AT(model_index),
-     .doc = "the model (the registry's first is the default; see Writing a model in the README); "
+     .doc = "the model (the registry's first is the default; see docs/models.md); "
             "its other `[model]` keys are its own, below"},
     {"model", "init", AMP_SETTING_STRING, "default", AT(init), .path = AMP_SETTING_PATH_UNLESS_DEFAULT,
      .doc = "`default` (the model's PyTorch-style init from the seed; gpt: GPT-2's N(0, 0.02)) or a "

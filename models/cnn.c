@@ -22,16 +22,11 @@
  * They are also the layer names the precision policy sees
  * (`layer.conv1 = f32`).
  *
- * Precision, as autocast: a conv or fc takes its input and weights rounded
- * to its op class's dtype (compute[conv] / compute[gemm]; the weights are
- * cast straight from the FP32 master copy, so `op.conv = f32` keeps a conv
- * wide), accumulates in FP32 and stores its output in the layer's activation
- * dtype. Batch norm always computes in FP32 with FP32 weights and statistics
- * and stores its output in its activation dtype. ReLU and max pooling work
- * on the values they are given (exact in any dtype) and store them in the
- * dtype they came in. Gradients are stored in the dtype of the tensor they
- * belong to. Every rounding that can lose something is counted in the
- * owning layer's telemetry slot. */
+ * Precision, as autocast, is the layer kit's (models/layers/image.h): a conv
+ * or fc computes in its op class's dtype and stores its output in the
+ * layer's activation dtype, batch norm computes in FP32, ReLU and max
+ * pooling keep the dtype they are given; every lossy rounding is counted in
+ * the owning layer's telemetry slot. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -40,9 +35,9 @@
 #include <string.h>
 
 #include "cnn.h"
+#include "layers/image.h"
 #include "layers/layers.h"
 #include "model.h"
-#include "rng.h"
 #include "settings_table.h"
 
 #define CNN_MAX_STAGES 64
@@ -63,7 +58,7 @@
 
 enum { ST_CONV, ST_BN, ST_RELU, ST_POOL, ST_FC, ST_FLATTEN /* parsed, no stage */ };
 
-/* One parsed token with its shapes. */
+/* One parsed token with its shapes, and its kit object. */
 typedef struct cnn_stage {
     int kind;
     int pos, len;          /* the token in the layers string (for messages) */
@@ -72,36 +67,21 @@ typedef struct cnn_stage {
     int c, h, w;           /* input per row (fc: c = features, h = w = 1) */
     int oc, oh, ow;        /* output per row */
     int layer;             /* the owning layer: its own for conv/bn/fc, else the last one (-1) */
-    /* parameter offsets (elements into the flat arrays) */
-    size_t w_off, b_off, g_off, be_off, rm_off, rv_off, nbt_off;
-    /* per-run state */
-    amp_dtype ad;          /* dtype the output is stored in */
-    amp_dtype cd;          /* conv/fc: the dtype operands and working weights are in */
-    amp_conv2d_desc conv;  /* n is the batch the model was built for */
-    amp_pool2d_desc pool;
-    size_t ws_bytes;       /* conv workspace (the backend's answer for the full batch) */
+    amp_dtype ad;          /* dtype the output is stored in (the kit object's) */
+    amp_conv2d conv;
+    amp_batchnorm bn;
+    amp_linear fc;
+    amp_maxpool pool;
     void *out;             /* [batch, oc*oh*ow] in ad (relu: aliases its input) */
-    void *x_op;            /* conv/fc: the input in cd (aliases the input when stored in cd) */
-    void *w_work, *b_work; /* conv/fc working weights in cd (alias master for F32) */
-    float *save_mean, *save_invstd; /* bn: [c] for the backward */
-    uint16_t *idx;         /* pool: [batch, oc*oh*ow] argmax offsets in their windows */
 } cnn_stage;
 
 typedef struct cnn {
     int nst;
     cnn_stage st[CNN_MAX_STAGES];
     size_t widest;         /* largest activation per row, in elements */
-    size_t largest_w;      /* largest conv/fc weight, in elements */
-    int widest_c;          /* largest bias / channel count */
-    float *f[3];           /* [batch, widest] FP32 scratch */
-    float *f_w, *f_b, *f_b2; /* weight-gradient and bias/channel scratch */
-    float *one;            /* a device-side 1.0f for num_batches_tracked += 1 */
-    int one_ready;         /* uploaded (on the first training forward) */
-    void *ws;              /* conv workspace: the largest any conv asked for */
-    size_t ws_bytes;
+    float *f[3];           /* [batch, widest] FP32: two views (f[0], f[1]) and dlogits */
 } cnn;
 
-static size_t dsize(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
 static size_t out_elems(const cnn_stage *s) { return (size_t)s->oc * s->oh * s->ow; }
 static size_t in_elems(const cnn_stage *s) { return (size_t)s->c * s->h * s->w; }
 
@@ -287,8 +267,7 @@ typedef struct cnn_keys {
 
 static const amp_setting cnn_settings[] = {
     {"model", "layers", AMP_SETTING_STRING, CNN_DEFAULT_LAYERS, AMP_SETTING_AT(cnn_keys, layers),
-     .doc = "the network, stages separated by blanks: `" CNN_SYNTAX "` (see Convolutional networks "
-            "in the README)"},
+     .doc = "the network, stages separated by blanks: `" CNN_SYNTAX "` (docs/cnn.md)"},
     {.key = NULL}};
 
 /* Parses the layers string and walks the shapes from the input image. */
@@ -414,42 +393,23 @@ static int cnn_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    int rc = parse_layers(c, cfg, in, err, errlen);
-    char name[AMP_MODEL_NAME_MAX], pname[AMP_MODEL_NAME_MAX + 24];
+    int rc = parse_layers(c, cfg, in, err, errlen), oom = 0;
+    char name[AMP_MODEL_NAME_MAX];
     /* layers and trained parameters first, in token order; buffers after */
     for (int s = 0; rc == 0 && s < c->nst; s++) {
         const cnn_stage *t = &c->st[s];
-        if (t->kind != ST_CONV && t->kind != ST_BN && t->kind != ST_FC) continue;
         stage_name(c, s, name, sizeof name);
-        unsigned cls = t->kind == ST_CONV ? (1u << AMP_OP_CONV) | (1u << AMP_OP_POINTWISE)
-                       : t->kind == ST_BN ? (1u << AMP_OP_NORM) | (1u << AMP_OP_POINTWISE)
-                                          : (1u << AMP_OP_GEMM) | (1u << AMP_OP_POINTWISE);
-        rc |= amp_model_desc_add_layer(d, name, cls);
-        int64_t wshape[4] = {t->oc, t->c, t->k, t->k}, vec[1] = {t->oc};
-        if (t->kind == ST_FC) wshape[1] = (int64_t)in_elems(t);
-        snprintf(pname, sizeof pname, "%s.weight", name);
-        rc |= amp_model_desc_add_param(d, pname, t->layer, 1, t->kind == ST_CONV ? 4 : t->kind == ST_FC ? 2 : 1,
-                                       t->kind == ST_BN ? vec : wshape);
-        if (t->kind != ST_CONV || t->bias) {
-            snprintf(pname, sizeof pname, "%s.bias", name);
-            rc |= amp_model_desc_add_param(d, pname, t->layer, 1, 1, vec);
-        }
+        if (t->kind == ST_CONV) oom |= amp_conv2d_describe(d, name, t->oc, t->c, t->k, t->bias, 1);
+        if (t->kind == ST_BN) oom |= amp_batchnorm_describe(d, name, t->oc, 1);
+        if (t->kind == ST_FC) oom |= amp_linear_describe(d, name, t->oc, (int)in_elems(t), 1, 1);
     }
     for (int s = 0; rc == 0 && s < c->nst; s++) {
-        const cnn_stage *t = &c->st[s];
-        if (t->kind != ST_BN) continue;
         stage_name(c, s, name, sizeof name);
-        int64_t vec[1] = {t->oc};
-        snprintf(pname, sizeof pname, "%s.running_mean", name);
-        rc |= amp_model_desc_add_buffer(d, pname, t->layer, 1, vec);
-        snprintf(pname, sizeof pname, "%s.running_var", name);
-        rc |= amp_model_desc_add_buffer(d, pname, t->layer, 1, vec);
-        snprintf(pname, sizeof pname, "%s.num_batches_tracked", name);
-        rc |= amp_model_desc_add_buffer(d, pname, t->layer, 0, NULL);
-        if (rc) snprintf(err, errlen, "out of host memory");
+        if (c->st[s].kind == ST_BN) oom |= amp_batchnorm_describe_buffers(d, name, c->st[s].oc);
     }
+    if (oom) snprintf(err, errlen, "out of host memory");
     free(c);
-    return rc ? -1 : 0;
+    return rc || oom ? -1 : 0;
 }
 
 static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
@@ -459,60 +419,38 @@ static int cnn_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
         return -1;
     }
     m->impl = c;
-    if (amp_kit_create(m, err, errlen) != 0) return -1; /* the optimizer's fused cast */
+    if (amp_kit_create(m, err, errlen) != 0) return -1;
     if (parse_layers(c, cfg, &m->input, err, errlen) != 0) return -1;
-    amp_backend *be = m->be;
-    const amp_model_desc *d = &m->desc;
-    int B = m->input.batch, ti = 0;
+    int B = m->input.batch;
     amp_dtype prev_ad = AMP_DTYPE_F32; /* the data arrives as FP32 */
     c->widest = (size_t)m->input.features;
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
-        const amp_layer_precision *P = t->layer >= 0 ? &m->prec[t->layer] : NULL;
+        char name[AMP_MODEL_NAME_MAX];
+        stage_name(c, s, name, sizeof name);
         if (out_elems(t) > c->widest) c->widest = out_elems(t);
-        if (t->oc > c->widest_c) c->widest_c = t->oc;
+        int rc = 0;
+        t->ad = prev_ad; /* relu and pool store what they are given */
         switch (t->kind) {
         case ST_CONV:
+            rc = amp_conv2d_init(m, &t->conv, name, prev_ad, B, t->c, t->h, t->w, t->k, t->stride, t->pad);
+            t->ad = t->conv.out_dt;
+            break;
         case ST_FC:
-            t->cd = P->compute[t->kind == ST_CONV ? AMP_OP_CONV : AMP_OP_GEMM];
-            t->ad = P->activation;
-            t->w_off = d->params[ti++].offset;
-            t->b_off = t->kind == ST_FC || t->bias ? d->params[ti++].offset : (size_t)-1;
-            size_t wn = t->kind == ST_CONV ? (size_t)t->oc * t->c * t->k * t->k : (size_t)t->oc * t->c;
-            if (wn > c->largest_w) c->largest_w = wn;
-            if (t->kind == ST_CONV) {
-                t->conv = (amp_conv2d_desc){B,        t->c,      t->h,   t->w,   t->oc, t->k,
-                                            t->k,     t->stride, t->stride, t->pad, t->pad, t->cd};
-                if (AMP_CONV(be, conv2d_workspace, &t->conv, &t->ws_bytes) != 0) {
-                    snprintf(err, errlen, "[model] layers: conv layer %d: %s", t->layer + 1, be->err);
-                    return -1;
-                }
-                if (t->ws_bytes > c->ws_bytes) c->ws_bytes = t->ws_bytes;
-            }
+            rc = amp_linear_init_autocast(m, &t->fc, name, B, amp_array_of(NULL, prev_ad));
+            t->ad = t->fc.out_dt;
             break;
         case ST_BN:
-            t->ad = P->activation;
-            t->cd = AMP_DTYPE_F32;
-            t->g_off = d->params[ti++].offset;
-            t->be_off = d->params[ti++].offset;
+            rc = amp_batchnorm_init(m, &t->bn, name, t->c, t->h * t->w, t->momentum, t->eps);
+            t->ad = t->bn.out_dt;
             break;
-        case ST_POOL:
-            t->pool = (amp_pool2d_desc){B, t->c, t->h, t->w, t->k, t->k, t->stride, t->stride, t->pad, t->pad};
-            /* fall through */
-        case ST_RELU: t->ad = prev_ad; break;
+        case ST_POOL: amp_maxpool_init(&t->pool, B, t->c, t->h, t->w, t->k, t->stride, t->pad); break;
+        }
+        if (rc != 0) {
+            snprintf(err, errlen, "[model] layers: %s: %s", name, m->be->err);
+            return -1;
         }
         prev_ad = t->ad;
-    }
-    for (int s = 0; s < c->nst; s++) { /* the buffers, in the order describe added them */
-        cnn_stage *t = &c->st[s];
-        if (t->kind != ST_BN) continue;
-        t->rm_off = d->params[ti++].offset;
-        t->rv_off = d->params[ti++].offset;
-        t->nbt_off = d->params[ti++].offset;
-    }
-    if (ti != d->nparam_tensors) {
-        snprintf(err, errlen, "cnn: parameter table mismatch (%d of %d tensors)", ti, d->nparam_tensors);
-        return -1;
     }
     return 0;
 }
@@ -525,376 +463,91 @@ static void cnn_destroy(amp_model *m) {
 
 static void cnn_layout(amp_model *m) {
     cnn *c = m->impl;
-    amp_arena *mem = m->mem;
     size_t B = (size_t)m->input.batch;
     void *prev = m->x;
-    amp_dtype prev_ad = AMP_DTYPE_F32;
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
-        size_t on = B * out_elems(t);
-        if (t->kind == ST_CONV || t->kind == ST_FC) {
-            t->x_op = prev_ad == t->cd ? prev : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], B * in_elems(t) * dsize(t->cd));
-            size_t wn = t->kind == ST_CONV ? (size_t)t->oc * t->c * t->k * t->k : (size_t)t->oc * t->c;
-            if (t->cd == AMP_DTYPE_F32) {
-                t->w_work = m->master ? m->master + t->w_off : NULL;
-                t->b_work = m->master && t->b_off != (size_t)-1 ? m->master + t->b_off : NULL;
-            } else {
-                t->w_work = amp_arena_take(&mem[AMP_MEM_WORKING], wn * 2);
-                t->b_work = t->b_off != (size_t)-1 ? amp_arena_take(&mem[AMP_MEM_WORKING], (size_t)t->oc * 2) : NULL;
-            }
-        }
-        if (t->kind == ST_BN) {
-            t->save_mean = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], (size_t)t->oc * 4);
-            t->save_invstd = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], (size_t)t->oc * 4);
-        }
-        if (t->kind == ST_POOL) t->idx = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], on * 2);
+        if (t->kind == ST_CONV) amp_conv2d_layout(m, &t->conv, prev);
+        if (t->kind == ST_BN) amp_batchnorm_layout(m, &t->bn);
+        if (t->kind == ST_POOL) amp_maxpool_layout(m, &t->pool);
         /* relu works in place: its backward needs only out > 0 */
-        t->out = t->kind == ST_RELU ? prev : amp_arena_take(&mem[AMP_MEM_ACTIVATIONS], on * dsize(t->ad));
+        t->out = t->kind == ST_RELU ? prev : amp_kit_take(m, AMP_MEM_ACTIVATIONS, B * out_elems(t), t->ad);
         prev = t->out;
-        prev_ad = t->ad;
     }
-    for (int i = 0; i < 3; i++) c->f[i] = amp_arena_take(&mem[AMP_MEM_WORKSPACE], B * c->widest * 4);
-    c->f_w = amp_arena_take(&mem[AMP_MEM_WORKSPACE], c->largest_w * 4);
-    c->f_b = amp_arena_take(&mem[AMP_MEM_WORKSPACE], (size_t)c->widest_c * 4);
-    c->f_b2 = amp_arena_take(&mem[AMP_MEM_WORKSPACE], (size_t)c->widest_c * 4);
-    c->one = amp_arena_take(&mem[AMP_MEM_WORKSPACE], 4);
-    c->ws = amp_arena_take(&mem[AMP_MEM_WORKSPACE], c->ws_bytes);
+    for (int i = 0; i < 3; i++) c->f[i] = amp_kit_take(m, AMP_MEM_WORKSPACE, B * c->widest, AMP_DTYPE_F32);
     amp_kit_layout(m);
 }
 
-/* PyTorch's default init: conv and linear weights and biases
- * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform with a = sqrt(5)),
- * batch norm weight 1, bias 0, running mean 0, var 1, count 0. One RNG
- * stream from the seed, tensors in table order. */
-static int cnn_init_params(amp_model *m, uint64_t seed) {
-    cnn *c = m->impl;
-    const amp_model_desc *d = &m->desc;
-    float *host = malloc(d->nparams * sizeof(float));
-    if (!host) {
-        snprintf(m->be->err, sizeof m->be->err, "out of host memory");
-        return -1;
-    }
-    amp_rng rng;
-    amp_rng_seed(&rng, seed);
-    for (int s = 0; s < c->nst; s++) {
-        const cnn_stage *t = &c->st[s];
-        if (t->kind == ST_CONV || t->kind == ST_FC) {
-            size_t fan_in = t->kind == ST_CONV ? (size_t)t->c * t->k * t->k : (size_t)t->c;
-            double bound = 1.0 / sqrt((double)fan_in);
-            for (size_t i = 0; i < (size_t)t->oc * fan_in; i++)
-                host[t->w_off + i] = (float)((2.0 * amp_rng_uniform(&rng) - 1.0) * bound);
-            if (t->b_off != (size_t)-1)
-                for (int i = 0; i < t->oc; i++)
-                    host[t->b_off + i] = (float)((2.0 * amp_rng_uniform(&rng) - 1.0) * bound);
-        } else if (t->kind == ST_BN) {
-            for (int i = 0; i < t->oc; i++) {
-                host[t->g_off + i] = 1.0f;
-                host[t->be_off + i] = 0.0f;
-                host[t->rm_off + i] = 0.0f;
-                host[t->rv_off + i] = 1.0f;
-            }
-            host[t->nbt_off] = 0.0f;
-        }
-    }
-    int rc = m->be->ops->upload(m->be, m->master, host, d->nparams * sizeof(float));
-    free(host);
-    return rc;
+/* What stage s reads: the previous stage's stored output, or the batch. */
+static amp_array input_of(amp_model *m, const cnn *c, int s) {
+    if (s == 0) return amp_array_of(m->x, AMP_DTYPE_F32);
+    return amp_array_of(c->st[s - 1].out, c->st[s - 1].ad);
 }
-
-/* A conv or fc stage's 16-bit working weight or bias. */
-static int cnn_working_copy(amp_model *m, int tensor, amp_working_copy *wc) {
-    const cnn *c = m->impl;
-    size_t off = m->desc.params[tensor].offset;
-    for (int s = 0; s < c->nst; s++) {
-        const cnn_stage *t = &c->st[s];
-        if ((t->kind != ST_CONV && t->kind != ST_FC) || t->cd == AMP_DTYPE_F32) continue;
-        void *p = t->w_off == off ? t->w_work : t->b_work && t->b_off == off ? t->b_work : NULL;
-        if (!p) continue;
-        *wc = (amp_working_copy){p, t->cd, 0, t->layer};
-        return 1;
-    }
-    return 0;
-}
-
-static int cnn_cast_weights(amp_model *m) {
-    cnn *c = m->impl;
-    amp_backend *be = m->be;
-    int reused = amp_model_cast_reuse(m);
-    if (reused != 0) return reused < 0 ? -1 : 0;
-    for (int s = 0; s < c->nst; s++) {
-        cnn_stage *t = &c->st[s];
-        if ((t->kind != ST_CONV && t->kind != ST_FC) || t->cd == AMP_DTYPE_F32) continue;
-        amp_round_count *cnt = amp_model_rounds(m, t->layer, AMP_ROUND_FWD);
-        size_t wn = t->kind == ST_CONV ? (size_t)t->oc * t->c * t->k * t->k : (size_t)t->oc * t->c;
-        CHECK(be->ops->round(be, t->w_work, t->cd, m->master + t->w_off, wn, cnt));
-        if (t->b_work)
-            CHECK(be->ops->round(be, t->b_work, t->cd, m->master + t->b_off, (size_t)t->oc, cnt));
-    }
-    return 0;
-}
-
-/* dst(dst_dt)[n] = src(src_dt)[n], through FP32 scratch when both are 16-bit
- * and differ; counts into cnt (what rounding to dst_dt lost). */
-static int convert(amp_model *m, void *dst, amp_dtype dst_dt, const void *src, amp_dtype src_dt,
-                   size_t n, float *scratch, amp_round_count *cnt) {
-    amp_backend *be = m->be;
-    if (dst == src && dst_dt == src_dt) return 0;
-    if (src_dt == AMP_DTYPE_F32) return be->ops->round(be, dst, dst_dt, src, n, cnt);
-    if (dst_dt == AMP_DTYPE_F32) return be->ops->widen(be, dst, src, src_dt, n);
-    CHECK(be->ops->widen(be, scratch, src, src_dt, n));
-    return be->ops->round(be, dst, dst_dt, scratch, n, cnt);
-}
-
-/* src(dt) as FP32: src itself when it is FP32, else widened into scratch. */
-static const float *wide(amp_model *m, const void *src, amp_dtype dt, size_t n, float *scratch) {
-    if (dt == AMP_DTYPE_F32) return src;
-    if (m->be->ops->widen(m->be, scratch, src, dt, n) != 0) return NULL;
-    return scratch;
-}
-
-/* The FP32 scratch buffer (f[0] or f[1]) that is not x. */
-static float *other_scratch(cnn *c, const float *x) { return x == c->f[1] ? c->f[0] : c->f[1]; }
 
 static int cnn_forward(amp_model *m, const amp_forward_args *a) {
     cnn *c = m->impl;
-    amp_backend *be = m->be;
-    int R = a->rows, training = a->for_backward;
-    const void *prev = m->x;
-    amp_dtype prev_ad = AMP_DTYPE_F32;
-    /* view: FP32 scratch holding exactly widen(prev) when a stage left one
-     * (relu and pooling are exact in any dtype, so their FP32 result is
-     * their stored output), else NULL: the next stage skips widening. An
-     * FP32 output is written in place, never copied. */
-    const float *view = NULL;
+    int R = a->rows;
+    const amp_image_scratch views = {{c->f[0], c->f[1]}};
+    /* x: the previous output, with the FP32 view its layer left (relu and
+     * pooling read it instead of widening the stored values) */
+    amp_array x = input_of(m, c, 0);
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
-        const cnn_stage *next = s + 1 < c->nst ? &c->st[s + 1] : NULL;
-        size_t in_n = (size_t)R * in_elems(t), on = (size_t)R * out_elems(t);
-        amp_round_count *fwd = t->layer >= 0 ? amp_model_rounds(m, t->layer, AMP_ROUND_FWD) : NULL;
-        int wide_out = t->ad == AMP_DTYPE_F32;
-        const float *out_view = NULL;
+        amp_array y = amp_array_of(t->out, t->ad);
+        /* a relu next overwrites bn's output in place: bn hands it the view */
+        int store = !(s + 1 < c->nst && c->st[s + 1].kind == ST_RELU);
         switch (t->kind) {
-        case ST_CONV: {
-            /* the input rounded to the conv's dtype: counted, as autocast's cast */
-            CHECK(convert(m, t->x_op, t->cd, prev, prev_ad, in_n, c->f[0], fwd));
-            const float *bias = NULL;
-            if (t->b_work) bias = wide(m, t->b_work, t->cd, (size_t)t->oc, c->f_b);
-            amp_conv2d_desc d = t->conv;
-            d.n = R;
-            float *y = wide_out ? t->out : c->f[1];
-            CHECK(
-                AMP_CONV(be, conv2d_forward, y, t->x_op, t->w_work, bias, &d, c->ws, c->ws_bytes));
-            if (!wide_out) CHECK(be->ops->round(be, t->out, t->ad, y, on, fwd));
+        case ST_CONV: CHECK(amp_conv2d_forward(m, &t->conv, t->out, x, R)); break;
+        case ST_FC: CHECK(amp_linear_forward_autocast(m, &t->fc, t->out, x, R)); break;
+        case ST_BN:
+            CHECK(amp_batchnorm_forward(m, &t->bn, &y, t->out, x, &views, R, a->for_backward, store));
             break;
+        case ST_RELU: CHECK(amp_relu_forward(m, &y, t->out, x, &views, (size_t)R * out_elems(t))); break;
+        case ST_POOL: CHECK(amp_maxpool_forward(m, &t->pool, &y, t->out, x, &views, R)); break;
         }
-        case ST_FC: {
-            CHECK(convert(m, t->x_op, t->cd, prev, prev_ad, in_n, c->f[0], fwd));
-            amp_gemm_desc g;
-            memset(&g, 0, sizeof g);
-            g.trans_b = 1; /* y[R, out] = x[R, in] . W[out, in]^T + b */
-            g.m = R, g.n = t->oc, g.k = t->c;
-            g.lda = t->c, g.ldb = t->c, g.ldc = t->oc;
-            g.batch = 1;
-            g.in_dtype = t->cd;
-            g.a = t->x_op, g.b = t->w_work;
-            g.alpha = 1.0f;
-            g.acc = c->f[1];
-            g.bias = t->b_work;
-            g.bias_dtype = t->cd;
-            g.act = AMP_ACT_NONE;
-            g.out = t->out;
-            g.out_dtype = t->ad;
-            g.cnt = fwd;
-            CHECK(AMP_CALL(be, gemm_ex, &g));
-            break;
-        }
-        case ST_BN: {
-            const float *x = view ? view : wide(m, prev, prev_ad, in_n, c->f[0]);
-            if (!x) return -1;
-            int hw = t->h * t->w;
-            float *y = wide_out ? t->out : other_scratch(c, x);
-            /* training: batch statistics, running ones updated (in the master
-             * array, so checkpoints carry them); evaluation: running ones */
-            CHECK(
-                AMP_CONV(be, batch_norm_forward,
-                         &(amp_batch_norm_fwd){y, t->save_mean, t->save_invstd,
-                                               m->master + t->rm_off, m->master + t->rv_off, x,
-                                               m->master + t->g_off, m->master + t->be_off, R, t->c,
-                                               hw, training, (float)t->momentum, (float)t->eps}));
-            if (training && !c->one_ready) {
-                const float one = 1.0f;
-                CHECK(be->ops->upload(be, c->one, &one, sizeof one));
-                c->one_ready = 1;
-            }
-            if (training) /* num_batches_tracked += 1 */
-                CHECK(be->ops->quantize(be, m->master + t->nbt_off, c->one, 1, AMP_DTYPE_F32, NULL, 1));
-            if (wide_out) break;
-            if (next && next->kind == ST_RELU && next->out == t->out) {
-                /* the relu overwrites this output in place: it only needs
-                 * the rounded values, so round (counted) in FP32 and skip
-                 * the store */
-                CHECK(be->ops->quantize(be, y, y, on, t->ad, fwd, 0));
-                out_view = y;
-            } else {
-                CHECK(be->ops->round(be, t->out, t->ad, y, on, fwd));
-            }
-            break;
-        }
-        case ST_RELU: {
-            /* in place and exact in any dtype: nothing to count */
-            const float *x = view ? view : wide(m, prev, prev_ad, on, c->f[0]);
-            if (!x) return -1;
-            if (wide_out) {
-                CHECK(be->ops->act_forward(be, t->out, x, on, AMP_ACT_RELU));
-                break;
-            }
-            float *y = (float *)x; /* x is scratch here: relu it in place */
-            CHECK(be->ops->act_forward(be, y, x, on, AMP_ACT_RELU));
-            CHECK(be->ops->round(be, t->out, t->ad, y, on, NULL));
-            out_view = y;
-            break;
-        }
-        case ST_POOL: {
-            const float *x = view ? view : wide(m, prev, prev_ad, in_n, c->f[0]);
-            if (!x) return -1;
-            amp_pool2d_desc d = t->pool;
-            d.n = R;
-            float *y = wide_out ? t->out : other_scratch(c, x);
-            CHECK(AMP_CONV(be, max_pool2d_forward, y, t->idx, x, &d));
-            if (!wide_out) {
-                CHECK(be->ops->round(be, t->out, t->ad, y, on, NULL)); /* exact */
-                out_view = y;
-            }
-            break;
-        }
-        }
-        prev = t->out;
-        prev_ad = t->ad;
-        view = out_view;
+        x = y;
     }
-    const cnn_stage *last = &c->st[c->nst - 1];
-    size_t n = (size_t)R * last->oc;
     /* softmax and loss run in FP32 whatever the policy (autocast's fp32 list) */
-    const float *logits = wide(m, last->out, last->ad, n, c->f[0]);
+    const cnn_stage *last = &c->st[c->nst - 1];
+    const float *logits = amp_array_f32(m, &x, c->f[0], (size_t)R * last->oc);
     if (!logits) return -1;
-    return be->ops->softmax_xent(be, a->for_backward ? c->f[2] : NULL, m->stats, logits, m->y, R,
-                                 last->oc, a->loss_grad_scale);
+    return m->be->ops->softmax_xent(m->be, a->for_backward ? c->f[2] : NULL, m->stats, logits, m->y,
+                                    R, last->oc, a->loss_grad_scale);
 }
 
 static int cnn_backward(amp_model *m, const amp_backward_args *a) {
     cnn *c = m->impl;
-    amp_backend *be = m->be;
-    const amp_backend_ops *op = be->ops;
-    int R = a->rows;
-    /* g: the gradient of the current stage's output, FP32, holding values of
-     * the output's dtype; it lives in one of the three scratch buffers and
-     * the others are free. */
+    int R = a->rows, acc = a->accumulate;
+    /* g: the gradient of the current stage's output, FP32 holding values of
+     * the output's dtype, in one of the three scratch arrays (the others free) */
     int gi = 2;
     const cnn_stage *last = &c->st[c->nst - 1];
-    CHECK(op->quantize(be, c->f[gi], c->f[gi], (size_t)R * last->oc, last->ad,
-                       amp_model_rounds(m, last->layer, AMP_ROUND_GRAD), 0));
+    CHECK(amp_kit_grad_round(m, c->f[gi], last->ad, last->layer, (size_t)R * last->oc));
     for (int s = c->nst - 1; s >= 0; s--) {
         cnn_stage *t = &c->st[s];
-        const cnn_stage *pv = s > 0 ? &c->st[s - 1] : NULL;
-        const void *in = pv ? pv->out : m->x;
-        amp_dtype in_dt = pv ? pv->ad : AMP_DTYPE_F32;
-        size_t in_n = (size_t)R * in_elems(t), on = (size_t)R * out_elems(t);
-        float *g = c->f[gi], *f1 = c->f[(gi + 1) % 3], *f2 = c->f[(gi + 2) % 3];
-        amp_round_count *gc = t->layer >= 0 ? amp_model_rounds(m, t->layer, AMP_ROUND_GRAD) : NULL;
-        int dx_in = -1; /* which scratch holds the input's gradient afterwards */
+        amp_array in = input_of(m, c, s);
+        float *g = c->f[gi], *f1 = c->f[(gi + 1) % 3], *dx = s > 0 ? c->f[(gi + 2) % 3] : NULL;
         switch (t->kind) {
-        case ST_CONV:
+        case ST_CONV: CHECK(amp_conv2d_backward(m, &t->conv, dx, g, R, acc)); break;
         case ST_FC: {
-            /* dy in the op's dtype (exact when it equals the output dtype) */
-            const void *dy = g;
-            if (t->cd != AMP_DTYPE_F32) {
-                CHECK(op->round(be, f1, t->cd, g, on, NULL));
-                dy = f1;
-            }
-            size_t wn = t->kind == ST_CONV ? (size_t)t->oc * t->c * t->k * t->k : (size_t)t->oc * t->c;
-            float *db = t->b_off != (size_t)-1 ? c->f_b : NULL;
-            if (t->kind == ST_CONV) {
-                amp_conv2d_desc d = t->conv;
-                d.n = R;
-                CHECK(AMP_CONV(be, conv2d_backward_filter, c->f_w, db, t->x_op, dy, &d, c->ws,
-                               c->ws_bytes));
-                if (s > 0)
-                    CHECK(AMP_CONV(be, conv2d_backward_data, f2, dy, t->w_work, &d, c->ws,
-                                   c->ws_bytes));
-            } else {
-                amp_gemm_desc gw;
-                memset(&gw, 0, sizeof gw);
-                gw.trans_a = 1; /* dW[out, in] = dY[R, out]^T . X[R, in] */
-                gw.m = t->oc, gw.n = t->c, gw.k = R;
-                gw.lda = t->oc, gw.ldb = t->c, gw.ldc = t->c;
-                gw.batch = 1, gw.in_dtype = t->cd, gw.a = dy, gw.b = t->x_op, gw.alpha = 1.0f;
-                gw.acc = c->f_w, gw.out_dtype = AMP_DTYPE_F32;
-                CHECK(AMP_CALL(be, gemm_ex, &gw));
-                CHECK(op->col_sum(be, c->f_b, g, R, t->oc));
-                if (s > 0) {
-                    amp_gemm_desc gx = gw; /* dX[R, in] = dY[R, out] . W[out, in] */
-                    gx.trans_a = 0;
-                    gx.m = R, gx.n = t->c, gx.k = t->oc;
-                    gx.lda = t->oc, gx.ldb = t->c, gx.ldc = t->c;
-                    gx.a = dy, gx.b = t->w_work, gx.acc = f2;
-                    CHECK(AMP_CALL(be, gemm_ex, &gx));
-                }
-            }
-            /* a 16-bit working weight's gradient is 16-bit before it reaches FP32 */
-            CHECK(op->quantize(be, m->grads + t->w_off, c->f_w, wn, t->cd, gc, a->accumulate));
-            if (db)
-                CHECK(op->quantize(be, m->grads + t->b_off, db, (size_t)t->oc, t->cd, gc, a->accumulate));
-            dx_in = (gi + 2) % 3;
+            amp_array dy = amp_linear_rounded_dy(&t->fc, g);
+            CHECK(amp_linear_backward_weights(m, &t->fc, &dy, in, R, acc));
+            if (dx) CHECK(amp_linear_backward_data(m, &t->fc, dx, &dy, R));
             break;
         }
-        case ST_BN: {
-            const float *x = wide(m, in, in_dt, in_n, f1);
-            if (!x) return -1;
-            /* dx replaces dy in place (the op reads a channel before writing it) */
-            CHECK(AMP_CONV(be, batch_norm_backward,
-                           &(amp_batch_norm_bwd){g, c->f_b, c->f_b2, g, x, m->master + t->g_off,
-                                                 t->save_mean, t->save_invstd, R, t->c, t->h * t->w,
-                                                 1}));
-            CHECK(op->quantize(be, m->grads + t->g_off, c->f_b, (size_t)t->oc, AMP_DTYPE_F32, NULL,
-                               a->accumulate));
-            CHECK(op->quantize(be, m->grads + t->be_off, c->f_b2, (size_t)t->oc, AMP_DTYPE_F32, NULL,
-                               a->accumulate));
-            dx_in = gi;
+        case ST_BN: CHECK(amp_batchnorm_backward(m, &t->bn, g, in, f1, R, acc)); break;
+        case ST_RELU:
+            CHECK(amp_relu_backward(m, g, amp_array_of(t->out, t->ad), f1, (size_t)R * out_elems(t)));
             break;
-        }
-        case ST_RELU: {
-            if (t->ad != AMP_DTYPE_F32 && amp_backend_supports(be, "act_backward_round")) {
-                /* one pass reading the 16-bit output; g holds values of the
-                 * dtype, so the op's rounding is exact (uncounted, as the
-                 * composed ops below) */
-                CHECK(AMP_FUSED(
-                    be, act_backward_round,
-                    &(amp_act_round_args){f1, g, g, t->out, t->ad, on, AMP_ACT_RELU, NULL}));
-                dx_in = gi;
-                break;
-            }
-            const float *z = wide(m, t->out, t->ad, on, f1); /* relu's output: > 0 where its input was */
-            if (!z) return -1;
-            CHECK(op->act_backward(be, g, g, z, on, AMP_ACT_RELU));
-            dx_in = gi;
-            break;
-        }
-        case ST_POOL: {
-            amp_pool2d_desc d = t->pool;
-            d.n = R;
-            CHECK(AMP_CONV(be, max_pool2d_backward, f2, g, t->idx, &d));
-            dx_in = (gi + 2) % 3;
-            break;
-        }
+        case ST_POOL: CHECK(amp_maxpool_backward(m, &t->pool, c->f[(gi + 2) % 3], g, R)); break;
         }
         if (s == 0) break;
-        gi = dx_in;
-        /* the input's gradient is stored in the input's dtype, counted
-         * against the layer that produced the input */
-        if (t->kind == ST_RELU && pv->ad == t->ad)
-            continue; /* dy * (z > 0) of values already in the dtype: exact, uncounted */
-        amp_round_count *pc = pv->layer >= 0 ? amp_model_rounds(m, pv->layer, AMP_ROUND_GRAD) : NULL;
-        CHECK(op->quantize(be, c->f[gi], c->f[gi], in_n, pv->ad, t->kind == ST_RELU ? NULL : pc, 0));
+        if (t->kind != ST_BN && t->kind != ST_RELU) gi = (gi + 2) % 3; /* not in place */
+        /* the input's gradient in the input's dtype, counted against the layer
+         * that produced it (after a relu it already is: exact, uncounted) */
+        const cnn_stage *pv = &c->st[s - 1];
+        if (t->kind != ST_RELU)
+            CHECK(amp_kit_grad_round(m, c->f[gi], pv->ad, pv->layer, (size_t)R * in_elems(t)));
     }
     return 0;
 }
@@ -903,50 +556,21 @@ int amp_cnn_logits(amp_model *m, float *dst, int rows) {
     cnn *c = m->impl;
     const cnn_stage *last = &c->st[c->nst - 1];
     size_t n = (size_t)rows * last->oc;
-    const float *l = wide(m, last->out, last->ad, n, c->f[0]);
+    amp_array out = amp_array_of(last->out, last->ad);
+    const float *l = amp_array_f32(m, &out, c->f[0], n);
     if (!l) return -1;
     return m->be->ops->download(m->be, dst, l, n * sizeof(float));
 }
 
 int amp_cnn_conv_gemm_only(amp_model *m, int rows, double *flops) {
     cnn *c = m->impl;
-    amp_backend *be = m->be;
     double f = 0.0;
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
-        if (t->kind == ST_CONV) {
-            amp_conv2d_desc d = t->conv;
-            d.n = rows;
-            double one = 2.0 * rows * t->oc * t->oh * t->ow * (double)t->c * t->k * t->k;
-            CHECK(AMP_CONV(be, conv2d_forward, c->f[1], t->x_op, t->w_work, NULL, &d, c->ws,
-                           c->ws_bytes));
-            CHECK(AMP_CONV(be, conv2d_backward_filter, c->f_w, NULL, t->x_op, c->f[1], &d, c->ws,
-                           c->ws_bytes));
-            f += 2 * one;
-            if (s > 0) {
-                CHECK(AMP_CONV(be, conv2d_backward_data, c->f[2], c->f[1], t->w_work, &d, c->ws,
-                               c->ws_bytes));
-                f += one;
-            }
-        } else if (t->kind == ST_FC) {
-            amp_gemm_desc g;
-            memset(&g, 0, sizeof g);
-            g.batch = 1, g.in_dtype = t->cd, g.alpha = 1.0f, g.out_dtype = AMP_DTYPE_F32;
-            double one = 2.0 * rows * t->oc * (double)t->c;
-            g.trans_b = 1, g.m = rows, g.n = t->oc, g.k = t->c, g.lda = t->c, g.ldb = t->c;
-            g.ldc = t->oc, g.a = t->x_op, g.b = t->w_work, g.acc = c->f[1];
-            CHECK(AMP_CALL(be, gemm_ex, &g)); /* forward */
-            g.trans_a = 1, g.trans_b = 0, g.m = t->oc, g.n = t->c, g.k = rows, g.lda = t->oc;
-            g.ldb = t->c, g.ldc = t->c, g.a = c->f[1], g.b = t->x_op, g.acc = c->f_w;
-            CHECK(AMP_CALL(be, gemm_ex, &g)); /* dW */
-            f += 2 * one;
-            if (s > 0) {
-                g.trans_a = 0, g.m = rows, g.n = t->c, g.k = t->oc, g.lda = t->oc, g.ldb = t->c;
-                g.ldc = t->c, g.a = c->f[1], g.b = t->w_work, g.acc = c->f[2];
-                CHECK(AMP_CALL(be, gemm_ex, &g)); /* dX */
-                f += one;
-            }
-        }
+        float *dx = s > 0 ? c->f[2] : NULL;
+        if (t->kind == ST_CONV) CHECK(amp_conv2d_convs_only(m, &t->conv, c->f[1], dx, rows, &f));
+        if (t->kind == ST_FC)
+            CHECK(amp_linear_gemms_only(m, &t->fc, input_of(m, c, s), c->f[1], dx, rows, &f));
     }
     if (flops) *flops = f;
     return 0;
@@ -959,9 +583,9 @@ const amp_model_ops amp_model_cnn = {
     .create = cnn_create,
     .layout = cnn_layout,
     .destroy = cnn_destroy,
-    .init_params = cnn_init_params,
-    .cast_weights = cnn_cast_weights,
-    .working_copy = cnn_working_copy,
+    .init_params = amp_kit_init_params,
+    .cast_weights = amp_kit_cast_weights,
+    .working_copy = amp_kit_working_copy,
     .forward = cnn_forward,
     .backward = cnn_backward,
 };

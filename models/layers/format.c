@@ -28,6 +28,11 @@ int amp_format_converts(amp_dtype feed, amp_dtype gemm, amp_dtype store, amp_dty
 
 const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                const amp_array *v, size_t n) {
+    return amp_format_operand_counted(m, feed, gemm, slot, v, n, NULL);
+}
+
+const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
+                                       const amp_array *v, size_t n, amp_round_count *cnt) {
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
     int r = rounds(gemm, v->vals);
@@ -46,10 +51,10 @@ const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int
     }
     if (feed == AMP_DTYPE_F32) { /* a widened GEMM, or an F32 GEMM fed 16-bit values */
         if (!r) return wide;
-        if (be->ops->quantize(be, k->op_f32[slot], wide, n, gemm, NULL, 0) != 0) return NULL;
+        if (be->ops->quantize(be, k->op_f32[slot], wide, n, gemm, cnt, 0) != 0) return NULL;
         return k->op_f32[slot];
     }
-    if (be->ops->round(be, k->op_16[slot], gemm, wide, n, NULL) != 0) return NULL;
+    if (be->ops->round(be, k->op_16[slot], gemm, wide, n, cnt) != 0) return NULL;
     return k->op_16[slot];
 }
 

@@ -60,7 +60,8 @@ void amp_kit_layout(amp_model *m) {
         k->op_16[i] = amp_arena_take(W, op * 2);
     }
     for (int i = AMP_SCRATCH_OPERAND + 1; i < AMP_SCRATCH_COUNT; i++)
-        k->scratch[i] = amp_arena_take(W, k->need[i] * 4);
+        if (i != AMP_SCRATCH_CONV_WS) k->scratch[i] = amp_arena_take(W, k->need[i] * 4);
+    k->conv_ws = amp_arena_take(W, k->need[AMP_SCRATCH_CONV_WS]);
     k->cast_cnt = amp_arena_take(W, (size_t)m->desc.nlayers * sizeof *k->cast_cnt);
 }
 

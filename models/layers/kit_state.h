@@ -29,6 +29,7 @@ typedef enum amp_kit_scratch {
     AMP_SCRATCH_ATT_WS,      /* the attention ops' workspace */
     AMP_SCRATCH_ATT_DY,      /* attention: its output's gradient (its dtype) */
     AMP_SCRATCH_ATT_DQKV,    /* attention: the input's gradient, until the Linear before reads it */
+    AMP_SCRATCH_CONV_WS,     /* bytes: the largest workspace a Conv2d's shape asked for */
     AMP_SCRATCH_COUNT
 } amp_kit_scratch;
 
@@ -39,7 +40,8 @@ struct amp_kit {
     size_t need[AMP_SCRATCH_COUNT];
     float *op_f32[2];
     void *op_16[2];
-    float *scratch[AMP_SCRATCH_COUNT]; /* FP32-sized; [OPERAND] unused */
+    float *scratch[AMP_SCRATCH_COUNT]; /* FP32-sized; [OPERAND] and [CONV_WS] unused */
+    void *conv_ws;                     /* need[AMP_SCRATCH_CONV_WS] bytes */
     /* the optimizer's fused cast: its counts per layer, and whether the
      * copies hold the last step's weights (used once by the next cast) */
     amp_round_count *cast_cnt;
@@ -63,6 +65,9 @@ int amp_format_converts(amp_dtype feed, amp_dtype gemm, amp_dtype store, amp_dty
  * scratch slot `slot`. NULL and be->err on failure. */
 const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                const amp_array *v, size_t n);
+/* The same, counting the rounding into cnt (NULL: uncounted). */
+const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
+                                       const amp_array *v, size_t n, amp_round_count *cnt);
 /* The working copy of tensor t from the master weights, counted. */
 int amp_format_cast(amp_model *m, const amp_kit_copy *c, const float *master, size_t n);
 

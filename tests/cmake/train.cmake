@@ -57,7 +57,8 @@ set_tests_properties(gpt_cpu_paths PROPERTIES LABELS "train;pin" TIMEOUT 300)
 # The model interface with a test-only model that is not the MLP
 # (tests/testmodel/): amptrain_testmodels is amptrain plus that model.
 add_executable(amptrain_testmodels ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/main.c
-                                   ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/twolayer.c)
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/twolayer.c
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.c)
 target_link_libraries(amptrain_testmodels PRIVATE amp_core)
 target_compile_options(amptrain_testmodels PRIVATE ${AMP_C_WARNINGS})
 target_sources(test_train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/twolayer.c)
@@ -67,3 +68,14 @@ add_test(NAME model_interface
 set_tests_properties(model_interface PROPERTIES LABELS "train;cli;ab;checkpoint" TIMEOUT 300)
 add_dependencies(amptrain_testmodels amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
                  amp_scaler_none amp_scaler_dynamic)
+
+# kitnet (tests/testmodel/kitnet.c), written with the layer kit alone:
+# its gradients against finite differences, and fp32/fp16/bf16 training
+# through the CLI.
+amp_unit_test(test_testmodel_kitnet train)
+target_sources(test_testmodel_kitnet PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.c)
+set_tests_properties(test_testmodel_kitnet PROPERTIES LABELS "train;testmodel")
+add_test(NAME testmodel_kitnet_train
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.sh
+                 $<TARGET_FILE:amptrain_testmodels> ${CMAKE_BINARY_DIR}/tests/kitnet_train)
+set_tests_properties(testmodel_kitnet_train PROPERTIES LABELS "train;cli;testmodel" TIMEOUT 300)
