@@ -82,7 +82,7 @@ int amp_isa_select(amp_isa *out, char *err, size_t errlen) {
     if (!got) {
         /* avx512_bf16 only on request: its native bf16 GEMM measured slower
          * than widening into FP32 FMA GEMMs on our AVX512_BF16 machines
-         * (vdpbf16ps at about half the FMA rate there; bench/README.md) */
+         * (vdpbf16ps at about half the FMA rate there; docs/performance.md) */
         *out = best > AMP_ISA_AVX512 ? AMP_ISA_AVX512 : best;
         return 0;
     }
