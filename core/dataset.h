@@ -61,8 +61,8 @@ const amp_data_kind *amp_data_kind_of(const amp_settings *st);
 
 /* The kinds, NULL-terminated, in amp_dataset_kind order. */
 const amp_data_kind *const *amp_data_kinds(void);
-/* Their names in the same order ([data] dataset's choices; settings.c). */
-const char *const *amp_data_kind_names(void);
+/* Their names in the same order: amp_data_kind_names, declared in
+ * settings.h for [data] dataset's choices. */
 
 /* Row datasets (amp_dataset: images or flat features, one label a row):
  * the parts their entries share. */

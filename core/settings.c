@@ -1,7 +1,6 @@
 #include "settings.h"
 
 #include "loader.h"
-#include "dataset.h"
 #include "model.h"
 #include "text.h"
 

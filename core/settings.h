@@ -12,6 +12,9 @@
 
 typedef enum amp_device_choice { AMP_RUN_AUTO = 0, AMP_RUN_CPU = 1, AMP_RUN_CUDA = 2 } amp_device_choice;
 typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1, AMP_DATA_TEXT = 2 } amp_dataset_kind;
+/* The dataset registry's names (core/datasets/registry.c), in
+ * amp_dataset_kind order: [data] dataset's choices. */
+const char *const *amp_data_kind_names(void);
 typedef enum amp_optim_kind { AMP_OPTIM_SGD = 0, AMP_OPTIM_ADAMW = 1 } amp_optim_kind;
 typedef enum amp_schedule_kind { AMP_SCHED_CONSTANT = 0, AMP_SCHED_COSINE = 1 } amp_schedule_kind;
 
