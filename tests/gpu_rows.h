@@ -14,6 +14,8 @@
  *                     scale) returns a wrong element, so the rows using it
  *                     must fail and every other row still pass
  *   --only PREFIX     only the rows whose name starts with PREFIX
+ * A row with `needs` runs only where the device has that op family
+ * (amp_backend_supports); when no row could run so, the test skips (77).
  * Header only (its state is op_rows.h's, one per test program). */
 #ifndef AMP_TESTS_GPU_ROWS_H
 #define AMP_TESTS_GPU_ROWS_H
@@ -55,11 +57,13 @@ struct amp_gpu_row {
     rows_tol tol;                      /* the stated tolerance of its main output */
     float arg[2];                      /* the op's scalar arguments (scales, momentum) */
     int cuda_only;                     /* needs the CUDA backend itself: not in --self-check */
+    const char *needs;                 /* an optional op family (amp_backend_supports) */
 };
 
 static amp_backend *rows_cpu, *rows_dev; /* the reference and the device under test */
 static amp_rng rows_rng;
 static int rows_self_check;
+static int rows_unsupported; /* rows skipped: the device lacks their family */
 
 #define ROWS_POISON32 0x7fbadbadu /* a NaN no op produces */
 
@@ -261,6 +265,11 @@ static inline void rows_run_all(const amp_gpu_row *rows, size_t nrows, const cha
             printf("skip %s (needs the CUDA backend itself)\n", r->name);
             continue;
         }
+        if (r->needs && !amp_backend_supports(rows_dev, r->needs)) {
+            printf("skip %s (the %s backend has no %s ops)\n", r->name, rows_dev->ops->name, r->needs);
+            rows_unsupported++;
+            continue;
+        }
         AMP_OP_ROW(table[i].run(&table[i]), "%s", table[i].name);
     }
 }
@@ -303,6 +312,10 @@ static inline int amp_gpu_rows_main(const char *test, int argc, char **argv, con
     rows_dev->ops = rows_real_ops ? rows_real_ops : rows_dev->ops;
     rows_dev->ops->destroy(rows_dev);
     rows_cpu->ops->destroy(rows_cpu);
+    if (amp_op_rows == 0 && rows_unsupported > 0) {
+        printf("%s: skipped: the device supports none of the rows' op families\n", test);
+        return 77;
+    }
     return amp_op_finish(test);
 }
 
