@@ -177,8 +177,8 @@ static inline float rows_elem(const void *p, size_t i, amp_dtype dt) {
 
 /* Compares n elements of dtype dt, the device's against the CPU's, under
  * tol; reports the first five differences and a count. */
-static inline void rows_cmp(const char *what, const void *dev, const void *cpu, size_t n, amp_dtype dt,
-                     rows_tol tol) {
+static inline void rows_cmp(const char *what, const void *dev, const void *cpu, size_t n,
+                            amp_dtype dt, rows_tol tol) {
     int bad = 0;
     double worst = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -198,8 +198,8 @@ static inline void rows_cmp(const char *what, const void *dev, const void *cpu, 
             if (d > worst) worst = d;
         }
         if (!good && bad++ < 5)
-            EXPECT(0, "%s[%zu]: device (%s) %.9g (0x%08x) cpu %.9g (0x%08x)", what, i, rows_dev->ops->name,
-                   g, (unsigned)rows_bits(g), c, (unsigned)rows_bits(c));
+            EXPECT(0, "%s[%zu]: device (%s) %.9g (0x%08x) cpu %.9g (0x%08x)", what, i,
+                   rows_dev->ops->name, g, (unsigned)rows_bits(g), c, (unsigned)rows_bits(c));
     }
     if (bad > 5) EXPECT(0, "%s: %d of %zu elements differ", what, bad, n);
     if (bad) return;
@@ -246,7 +246,8 @@ static inline int rows_perturb(const char *op) {
 /* ---- the program ------------------------------------------------------------- */
 
 static inline int rows_usage(const char *test, const char *why) {
-    fprintf(stderr, "%s: %s\nusage: %s [--self-check [--perturb act_forward|scale]] [--only PREFIX]\n",
+    fprintf(stderr,
+            "%s: %s\nusage: %s [--self-check [--perturb act_forward|scale]] [--only PREFIX]\n",
             test, why, test);
     return 2;
 }
@@ -266,7 +267,8 @@ static inline void rows_run_all(const amp_gpu_row *rows, size_t nrows, const cha
             continue;
         }
         if (r->needs && !amp_backend_supports(rows_dev, r->needs)) {
-            printf("skip %s (the %s backend has no %s ops)\n", r->name, rows_dev->ops->name, r->needs);
+            printf("skip %s (the %s backend has no %s ops)\n", r->name, rows_dev->ops->name,
+                   r->needs);
             rows_unsupported++;
             continue;
         }
@@ -275,8 +277,8 @@ static inline void rows_run_all(const amp_gpu_row *rows, size_t nrows, const cha
 }
 
 /* Runs the table: the exit status of a test program (0, 1, 2 usage, 77 skipped). */
-static inline int amp_gpu_rows_main(const char *test, int argc, char **argv, const amp_gpu_row *rows,
-                             size_t nrows, uint64_t seed) {
+static inline int amp_gpu_rows_main(const char *test, int argc, char **argv,
+                                    const amp_gpu_row *rows, size_t nrows, uint64_t seed) {
     const char *perturb = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--self-check") == 0)
@@ -305,8 +307,9 @@ static inline int amp_gpu_rows_main(const char *test, int argc, char **argv, con
         return 1;
     }
     if (perturb && rows_perturb(perturb) != 0) return rows_usage(test, "--perturb: no such op");
-    printf("%s: %s against the CPU%s%s\n", test, rows_self_check ? "the CPU (--self-check)" : "CUDA",
-           perturb ? ", perturbed op " : "", perturb ? perturb : "");
+    printf("%s: %s against the CPU%s%s\n", test,
+           rows_self_check ? "the CPU (--self-check)" : "CUDA", perturb ? ", perturbed op " : "",
+           perturb ? perturb : "");
     amp_rng_seed(&rows_rng, seed);
     rows_run_all(rows, nrows, only);
     rows_dev->ops = rows_real_ops ? rows_real_ops : rows_dev->ops;

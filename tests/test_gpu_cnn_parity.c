@@ -74,7 +74,8 @@ static int run(amp_backend *be, amp_dtype dt, result *r) {
         for (int i = 0; i < BATCH; i++) {
             y[i] = (int32_t)amp_rng_below(&rng, 10);
             for (int k = 0; k < 28 * 28; k++)
-                x[(size_t)i * 784 + k] = (float)amp_rng_normal(&rng) + 0.3f * (float)(y[i] - 4) * (k % 7 == 0);
+                x[(size_t)i * 784 + k] =
+                    (float)amp_rng_normal(&rng) + 0.3f * (float)(y[i] - 4) * (k % 7 == 0);
         }
         amp_forward_args fa = {BATCH, 1, scale / BATCH};
         amp_backward_args ba = {BATCH, 0};

@@ -222,8 +222,10 @@ static const amp_gpu_row rows[] = {
     SHAPES(AMP_DTYPE_F16, "f16"),
     SHAPES(AMP_DTYPE_BF16, "bf16"),
     {"gemm f32(tf32) 256x384x512", gemm_row, {256, 384, 512, 0, 1, 0}, .dt = AMP_DTYPE_F32},
-    {"gemm f32 without allow_tf32 is exact FP32 64x64x8", check_true_fp32, {64, 64, 8}, .dt = AMP_DTYPE_F32},
-    {"gemm unknown input dtype refused", check_unknown_dtype, {4, 4, 4}, .dt = AMP_DTYPE_F32, .cuda_only = 1},
+    {"gemm f32 without allow_tf32 is exact FP32 64x64x8", check_true_fp32, {64, 64, 8},
+     .dt = AMP_DTYPE_F32},
+    {"gemm unknown input dtype refused", check_unknown_dtype, {4, 4, 4}, .dt = AMP_DTYPE_F32,
+     .cuda_only = 1},
 };
 
 int main(int argc, char **argv) {

@@ -52,12 +52,21 @@ static float *wide_range_f32(size_t n) {
         case 0: p[i] = s * 0.0f; break;
         case 1: p[i] = s * INFINITY; break;
         case 2: p[i] = NAN; break;
-        case 3: p[i] = s * rows_from_bits((uint32_t)amp_rng_below(&rows_rng, 0x800000u)); break; /* denormal */
-        case 4: p[i] = s * rows_from_bits(0x7f7fffffu - (uint32_t)amp_rng_below(&rows_rng, 0x10000u)); break;
-        case 5: p[i] = s * (1.0f + 0x1p-11f) * ldexpf(1.0f, (int)amp_rng_below(&rows_rng, 40) - 24); break;
-        case 6: p[i] = s * (1.0f + 0x1p-8f) * ldexpf(1.0f, (int)amp_rng_below(&rows_rng, 40) - 20); break;
+        case 3:
+            p[i] = s * rows_from_bits((uint32_t)amp_rng_below(&rows_rng, 0x800000u));
+            break; /* denormal */
+        case 4:
+            p[i] = s * rows_from_bits(0x7f7fffffu - (uint32_t)amp_rng_below(&rows_rng, 0x10000u));
+            break;
+        case 5:
+            p[i] = s * (1.0f + 0x1p-11f) * ldexpf(1.0f, (int)amp_rng_below(&rows_rng, 40) - 24);
+            break;
+        case 6:
+            p[i] = s * (1.0f + 0x1p-8f) * ldexpf(1.0f, (int)amp_rng_below(&rows_rng, 40) - 20);
+            break;
         default:
-            p[i] = s * rows_uniform(1.0f, 2.0f) * ldexpf(1.0f, (int)amp_rng_below(&rows_rng, 277) - 149);
+            p[i] = s * rows_uniform(1.0f, 2.0f) *
+                   ldexpf(1.0f, (int)amp_rng_below(&rows_rng, 277) - 149);
         }
     }
     return p;
@@ -80,8 +89,10 @@ static void test_round(const amp_gpu_row *r) {
             /* Counts accumulate: start from nonzero values. */
             amp_round_count c0 = {5, 7, 11}, ccnt = c0;
             amp_round_count *gcnt = rows_to_dev(&c0, sizeof c0);
-            rows_ok(rows_cpu->ops->round(rows_cpu, cdst, dt, src, n, with_cnt ? &ccnt : NULL), rows_cpu, "round");
-            rows_ok(rows_dev->ops->round(rows_dev, gdst, dt, dsrc, n, with_cnt ? gcnt : NULL), rows_dev, "round");
+            rows_ok(rows_cpu->ops->round(rows_cpu, cdst, dt, src, n, with_cnt ? &ccnt : NULL),
+                    rows_cpu, "round");
+            rows_ok(rows_dev->ops->round(rows_dev, gdst, dt, dsrc, n, with_cnt ? gcnt : NULL),
+                    rows_dev, "round");
             uint16_t *gh = rows_take_dev(gdst, n * 2);
             amp_round_count *gc = rows_take_dev(gcnt, sizeof c0);
             int bad = 0;
@@ -112,12 +123,13 @@ static void test_round(const amp_gpu_row *r) {
     float *cd = poisoned_f32(n);
     float *gd = rows_to_dev(cd, n * sizeof(float));
     rows_ok(rows_cpu->ops->round(rows_cpu, cd, AMP_DTYPE_F32, src, n, NULL), rows_cpu, "round f32");
-    rows_ok(rows_dev->ops->round(rows_dev, gd, AMP_DTYPE_F32, dsrc, n, NULL), rows_dev, "round f32");
+    rows_ok(rows_dev->ops->round(rows_dev, gd, AMP_DTYPE_F32, dsrc, n, NULL), rows_dev,
+            "round f32");
     float *gh = rows_take_dev(gd, n * sizeof(float));
     cmp_f32("round f32 (copy)", gh, cd, n, ROWS_EXACT);
     free(cd);
     free(gh);
-    rows_dev->ops->release(rows_dev, dsrc);
+    rows_release(dsrc);
     free(src);
 }
 
@@ -133,8 +145,10 @@ static void test_quantize(const amp_gpu_row *r) {
             float *gd = rows_to_dev(cd, n * sizeof(float));
             amp_round_count c0 = {1, 2, 3}, ccnt = c0;
             amp_round_count *gcnt = rows_to_dev(&c0, sizeof c0);
-            rows_ok(rows_cpu->ops->quantize(rows_cpu, cd, src, n, dts[d], &ccnt, acc), rows_cpu, "quantize");
-            rows_ok(rows_dev->ops->quantize(rows_dev, gd, dsrc, n, dts[d], gcnt, acc), rows_dev, "quantize");
+            rows_ok(rows_cpu->ops->quantize(rows_cpu, cd, src, n, dts[d], &ccnt, acc), rows_cpu,
+                    "quantize");
+            rows_ok(rows_dev->ops->quantize(rows_dev, gd, dsrc, n, dts[d], gcnt, acc), rows_dev,
+                    "quantize");
             float *gh = rows_take_dev(gd, n * sizeof(float));
             amp_round_count *gc = rows_take_dev(gcnt, sizeof c0);
             char what[64];
@@ -148,7 +162,7 @@ static void test_quantize(const amp_gpu_row *r) {
         }
     }
     free(base);
-    rows_dev->ops->release(rows_dev, dsrc);
+    rows_release(dsrc);
     free(src);
 }
 
@@ -169,7 +183,7 @@ static void test_widen(const amp_gpu_row *r) {
         free(cd);
         free(gh);
     }
-    rows_dev->ops->release(rows_dev, dsrc);
+    rows_release(dsrc);
     free(src);
 }
 
@@ -186,7 +200,7 @@ static void test_col_sum(const amp_gpu_row *r) {
     rows_ok(rows_dev->ops->col_sum(rows_dev, gs, gin, rows, cols), rows_dev, "col_sum");
     float *gsh = rows_take_dev(gs, (size_t)cols * sizeof(float));
     cmp_f32("col_sum", gsh, cs, (size_t)cols, ROWS_EXACT);
-    rows_dev->ops->release(rows_dev, gin);
+    rows_release(gin);
     free(y);
     free(cs);
     free(gsh);
@@ -205,8 +219,10 @@ static void test_act(const amp_gpu_row *r) {
         char what[64];
         float *co = poisoned_f32(n);
         float *go = rows_to_dev(co, n * sizeof(float));
-        rows_ok(rows_cpu->ops->act_forward(rows_cpu, co, in, n, (amp_act)act), rows_cpu, "act_forward");
-        rows_ok(rows_dev->ops->act_forward(rows_dev, go, gin, n, (amp_act)act), rows_dev, "act_forward");
+        rows_ok(rows_cpu->ops->act_forward(rows_cpu, co, in, n, (amp_act)act), rows_cpu,
+                "act_forward");
+        rows_ok(rows_dev->ops->act_forward(rows_dev, go, gin, n, (amp_act)act), rows_dev,
+                "act_forward");
         float *goh = rows_take_dev(go, n * sizeof(float));
         snprintf(what, sizeof what, "act_forward act=%d", act);
         cmp_f32(what, goh, co, n, tol);
@@ -214,16 +230,20 @@ static void test_act(const amp_gpu_row *r) {
         /* In place (out == in). */
         float *cip = rows_dup(in, n * sizeof(float));
         float *gip = rows_to_dev(in, n * sizeof(float));
-        rows_ok(rows_cpu->ops->act_forward(rows_cpu, cip, cip, n, (amp_act)act), rows_cpu, "act_forward");
-        rows_ok(rows_dev->ops->act_forward(rows_dev, gip, gip, n, (amp_act)act), rows_dev, "act_forward");
+        rows_ok(rows_cpu->ops->act_forward(rows_cpu, cip, cip, n, (amp_act)act), rows_cpu,
+                "act_forward");
+        rows_ok(rows_dev->ops->act_forward(rows_dev, gip, gip, n, (amp_act)act), rows_dev,
+                "act_forward");
         float *giph = rows_take_dev(gip, n * sizeof(float));
         snprintf(what, sizeof what, "act_forward in-place act=%d", act);
         cmp_f32(what, giph, cip, n, tol);
 
         float *cdz = poisoned_f32(n);
         float *gdz = rows_to_dev(cdz, n * sizeof(float));
-        rows_ok(rows_cpu->ops->act_backward(rows_cpu, cdz, da, in, n, (amp_act)act), rows_cpu, "act_backward");
-        rows_ok(rows_dev->ops->act_backward(rows_dev, gdz, gda, gin, n, (amp_act)act), rows_dev, "act_backward");
+        rows_ok(rows_cpu->ops->act_backward(rows_cpu, cdz, da, in, n, (amp_act)act), rows_cpu,
+                "act_backward");
+        rows_ok(rows_dev->ops->act_backward(rows_dev, gdz, gda, gin, n, (amp_act)act), rows_dev,
+                "act_backward");
         float *gdzh = rows_take_dev(gdz, n * sizeof(float));
         snprintf(what, sizeof what, "act_backward act=%d", act);
         cmp_f32(what, gdzh, cdz, n, tol);
@@ -234,8 +254,8 @@ static void test_act(const amp_gpu_row *r) {
         free(cdz);
         free(gdzh);
     }
-    rows_dev->ops->release(rows_dev, gin);
-    rows_dev->ops->release(rows_dev, gda);
+    rows_release(gin);
+    rows_release(gda);
     free(in);
     free(da);
 }
@@ -261,10 +281,11 @@ static void test_softmax_xent(const amp_gpu_row *r) {
         amp_step_stats *gs = rows_to_dev(&s0, sizeof s0);
         float *cd = with_grad ? poisoned_f32(n) : NULL;
         float *gd = with_grad ? rows_to_dev(cd, n * sizeof(float)) : NULL;
-        rows_ok(rows_cpu->ops->softmax_xent(rows_cpu, cd, &cs, logits, labels, rows, cols, grad_scale), rows_cpu,
-              "softmax_xent");
-        rows_ok(rows_dev->ops->softmax_xent(rows_dev, gd, gs, gl, glab, rows, cols, grad_scale), rows_dev,
-              "softmax_xent");
+        rows_ok(
+            rows_cpu->ops->softmax_xent(rows_cpu, cd, &cs, logits, labels, rows, cols, grad_scale),
+            rows_cpu, "softmax_xent");
+        rows_ok(rows_dev->ops->softmax_xent(rows_dev, gd, gs, gl, glab, rows, cols, grad_scale),
+                rows_dev, "softmax_xent");
         amp_step_stats *gsh = rows_take_dev(gs, sizeof s0);
         char what[96];
         snprintf(what, sizeof what, "softmax_xent %dx%d gs=%g grad=%d", rows, cols, grad_scale,
@@ -273,8 +294,9 @@ static void test_softmax_xent(const amp_gpu_row *r) {
          * partials are added in a fixed order, not by atomics). */
         for (int rep = 0; rep < 3; rep++) {
             amp_step_stats *gs2 = rows_to_dev(&s0, sizeof s0);
-            rows_ok(rows_dev->ops->softmax_xent(rows_dev, gd, gs2, gl, glab, rows, cols, grad_scale), rows_dev,
-                  "softmax_xent");
+            rows_ok(
+                rows_dev->ops->softmax_xent(rows_dev, gd, gs2, gl, glab, rows, cols, grad_scale),
+                rows_dev, "softmax_xent");
             amp_step_stats *g2 = rows_take_dev(gs2, sizeof s0);
             EXPECT(memcmp(&g2->loss_sum, &gsh->loss_sum, sizeof(double)) == 0,
                    "%s: run %d gave loss_sum %.17g, the first run %.17g", what, rep + 2,
@@ -302,8 +324,8 @@ static void test_softmax_xent(const amp_gpu_row *r) {
                cs.loss_sum, cs.correct);
         free(gsh);
     }
-    rows_dev->ops->release(rows_dev, gl);
-    rows_dev->ops->release(rows_dev, glab);
+    rows_release(gl);
+    rows_release(glab);
     free(logits);
     free(labels);
 }
@@ -408,8 +430,10 @@ static void test_unscale_check(const amp_gpu_row *r) {
     amp_step_stats *gs = rows_to_dev(&s0, sizeof s0);
     /* Before the CPU op unscales g in place. */
     double want = s0.sumsq + replay_sumsq(g, n, inv_scale);
-    rows_ok(rows_cpu->ops->unscale_check(rows_cpu, g, &cs, n, inv_scale), rows_cpu, "unscale_check");
-    rows_ok(rows_dev->ops->unscale_check(rows_dev, gg, gs, n, inv_scale), rows_dev, "unscale_check");
+    rows_ok(rows_cpu->ops->unscale_check(rows_cpu, g, &cs, n, inv_scale), rows_cpu,
+            "unscale_check");
+    rows_ok(rows_dev->ops->unscale_check(rows_dev, gg, gs, n, inv_scale), rows_dev,
+            "unscale_check");
     float *gh = rows_take_dev(gg, n * sizeof(float));
     amp_step_stats *gsh = rows_take_dev(gs, sizeof s0);
     char what[96];
@@ -470,7 +494,7 @@ static void test_sgd(const amp_gpu_row *r) {
                                    &(amp_optim_step){0, 0.05f, momentum, wd, 0.0f, 0.0f, 0.0f, 0},
                                    gw, gm, NULL, gg, n),
               rows_dev, "sgd_step");
-        rows_dev->ops->release(rows_dev, gg);
+        rows_release(gg);
         free(g);
     }
     float *gwh = rows_take_dev(gw, n * sizeof(float)), *gmh = rows_take_dev(gm, n * sizeof(float));
@@ -506,7 +530,7 @@ static void test_adamw(const amp_gpu_row *r) {
                                    &(amp_optim_step){1, 1e-3f, 0.0f, 0.01f, 0.9f, 0.999f, 1e-8f, t},
                                    gw, gm, gv, gg, n),
               rows_dev, "adamw_step");
-        rows_dev->ops->release(rows_dev, gg);
+        rows_release(gg);
         free(g);
     }
     float *gwh = rows_take_dev(gw, n * sizeof(float)), *gmh = rows_take_dev(gm, n * sizeof(float));
@@ -538,7 +562,7 @@ static void test_memory(const amp_gpu_row *r) {
         ok &= rows_bits(back[i]) == ((i >= 10 && i < 110) ? 0u : rows_bits(x[i]));
     EXPECT(ok, "zero() wrote outside [10, 110) or missed part of it");
     EXPECT(rows_dev->ops->device_bytes_used(rows_dev) > 0, "device_bytes_used is 0 on the GPU");
-    rows_dev->ops->release(rows_dev, d);
+    rows_release(d);
     free(x);
     free(back);
     if (ok) printf("ok  upload/download/zero, device_bytes_used %zu\n",
@@ -566,18 +590,41 @@ static const amp_gpu_row rows[] = {
     {"act n100003", test_act, {100003}, .tol = ROWS_WITHIN(1e-6, 1e-5)},
     /* the gradient: p = expf(l - lse), relative error ~ the lse error plus 2
      * ulp; p <= 1, so an absolute 4e-6 (times grad_scale) covers p - 1 */
-    {"softmax_xent 1000x10 gs=1/1000", test_softmax_xent, {1000, 10}, .tol = ROWS_WITHIN(4e-6, 1e-5),
+    {"softmax_xent 1000x10 gs=1/1000",
+     test_softmax_xent,
+     {1000, 10},
+     .tol = ROWS_WITHIN(4e-6, 1e-5),
      .arg = {1.0f / 1000.0f}},
-    {"softmax_xent 64x1000 gs=65536/64", test_softmax_xent, {64, 1000},
-     .tol = ROWS_WITHIN(4e-6, 1e-5), .arg = {65536.0f / 64.0f}},
-    {"softmax_xent 1x1 gs=1", test_softmax_xent, {1, 1}, .tol = ROWS_WITHIN(4e-6, 1e-5), .arg = {1.0f}},
-    {"unscale_check n2097169 inv=2^-16 nonfinite", test_unscale_check, {BIG, 1}, .tol = EXACT,
+    {"softmax_xent 64x1000 gs=65536/64",
+     test_softmax_xent,
+     {64, 1000},
+     .tol = ROWS_WITHIN(4e-6, 1e-5),
+     .arg = {65536.0f / 64.0f}},
+    {"softmax_xent 1x1 gs=1",
+     test_softmax_xent,
+     {1, 1},
+     .tol = ROWS_WITHIN(4e-6, 1e-5),
+     .arg = {1.0f}},
+    {"unscale_check n2097169 inv=2^-16 nonfinite",
+     test_unscale_check,
+     {BIG, 1},
+     .tol = EXACT,
      .arg = {1.0f / 65536.0f, 0.0f}},
-    {"unscale_check n2097169 inv=1", test_unscale_check, {BIG, 0}, .tol = EXACT, .arg = {1.0f, 0.0f}},
-    {"unscale_check n1000 inv=0.5 max0=1e30", test_unscale_check, {1000, 0}, .tol = EXACT,
+    {"unscale_check n2097169 inv=1",
+     test_unscale_check,
+     {BIG, 0},
+     .tol = EXACT,
+     .arg = {1.0f, 0.0f}},
+    {"unscale_check n1000 inv=0.5 max0=1e30",
+     test_unscale_check,
+     {1000, 0},
+     .tol = EXACT,
      .arg = {0.5f, 1e30f}},
     /* inv_scale 2^100 overflows the larger gradients: both must count them */
-    {"unscale_check n2097169 inv=2^100", test_unscale_check, {BIG, 0}, .tol = EXACT,
+    {"unscale_check n2097169 inv=2^100",
+     test_unscale_check,
+     {BIG, 0},
+     .tol = EXACT,
      .arg = {0x1p100f, 0.0f}},
     {"scale n2097169", test_scale, {BIG}, .tol = EXACT},
     {"sgd n100003 mom=0.9 wd=1e-4", test_sgd, {100003}, .tol = EXACT, .arg = {0.9f, 1e-4f}},

@@ -28,11 +28,11 @@ static const char *const mlp_sets[] = {
     "train.steps=100",      NULL};
 
 static const char *const gpt_sets[] = {
-    "run.seed=11",          "data.dataset=text",     "data.batch_size=8",    "data.eval_iters=4",
-    "model.name=gpt",       "model.n_layer=2",       "model.n_head=2",       "model.n_embd=64",
-    "model.block_size=32",  "optim.name=adamw",      "optim.lr=3e-3",        "optim.schedule=cosine",
-    "optim.min_lr=3e-4",    "optim.warmup_steps=5",  "optim.beta2=0.99",     "optim.weight_decay=0.1",
-    "optim.grad_clip=1.0",  "train.steps=20",        NULL};
+    "run.seed=11",         "data.dataset=text",    "data.batch_size=8",   "data.eval_iters=4",
+    "model.name=gpt",      "model.n_layer=2",      "model.n_head=2",      "model.n_embd=64",
+    "model.block_size=32", "optim.name=adamw",     "optim.lr=3e-3",       "optim.schedule=cosine",
+    "optim.min_lr=3e-4",   "optim.warmup_steps=5", "optim.beta2=0.99",    "optim.weight_decay=0.1",
+    "optim.grad_clip=1.0", "train.steps=20",       NULL};
 
 typedef struct run_result {
     double loss[MAX_STEPS];
@@ -59,12 +59,15 @@ static void train_on(const amp_gpu_row *r, const char *const *sets, int steps, c
     snprintf(dev, sizeof dev, "run.device=%s", device);
     amp_config *cfg = amp_config_new_empty("test_gpu_parity");
     for (int i = 0; sets[i]; i++)
-        if (amp_config_set(cfg, sets[i], err, sizeof err) != 0) amp_op_abort("config %s: %s", sets[i], err);
+        if (amp_config_set(cfg, sets[i], err, sizeof err) != 0)
+            amp_op_abort("config %s: %s", sets[i], err);
     const char *policy[] = {prec, scal, dev};
     for (int i = 0; i < 3; i++)
-        if (amp_config_set(cfg, policy[i], err, sizeof err) != 0) amp_op_abort("config %s: %s", policy[i], err);
+        if (amp_config_set(cfg, policy[i], err, sizeof err) != 0)
+            amp_op_abort("config %s: %s", policy[i], err);
     amp_session *s = NULL;
-    if (amp_session_open(&s, cfg, err, sizeof err) != 0) amp_op_abort("session on %s: %s", device, err);
+    if (amp_session_open(&s, cfg, err, sizeof err) != 0)
+        amp_op_abort("session on %s: %s", device, err);
     memset(out, 0, sizeof *out);
     snprintf(out->backend, sizeof out->backend, "%s", s->be->ops->name);
     amp_train_result res;

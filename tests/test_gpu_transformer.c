@@ -37,13 +37,16 @@ static void test_embed(const amp_gpu_row *r) {
     size_t n = (size_t)B * T * C;
     int32_t *tok = rows_alloc((size_t)B * T * 4);
     for (int i = 0; i < B * T; i++) tok[i] = (int32_t)amp_rng_below(&rows_rng, (uint64_t)V);
-    float *wte = rows_random((size_t)V * C, -1, 1), *wpe = rows_random((size_t)T * C, -1, 1), *dout = rows_random(n, -1, 1);
+    float *wte = rows_random((size_t)V * C, -1, 1), *wpe = rows_random((size_t)T * C, -1, 1),
+          *dout = rows_random(n, -1, 1);
     float *co = rows_poisoned(n * 4);
     void *go = rows_to_dev(co, n * 4), *gte = rows_to_dev(wte, (size_t)V * C * 4),
          *gpe = rows_to_dev(wpe, (size_t)T * C * 4), *gtok = rows_to_dev(tok, (size_t)B * T * 4),
          *gdout = rows_to_dev(dout, n * 4);
-    rows_ok(AMP_TRANSFORMER(rows_cpu, embed_forward, co, wte, wpe, tok, B, T, C), rows_cpu, "embed_forward");
-    rows_ok(AMP_TRANSFORMER(rows_dev, embed_forward, go, gte, gpe, gtok, B, T, C), rows_dev, "embed_forward");
+    rows_ok(AMP_TRANSFORMER(rows_cpu, embed_forward, co, wte, wpe, tok, B, T, C), rows_cpu,
+            "embed_forward");
+    rows_ok(AMP_TRANSFORMER(rows_dev, embed_forward, go, gte, gpe, gtok, B, T, C), rows_dev,
+            "embed_forward");
     float *gh = rows_take_dev(go, n * 4);
     cmp("embed_forward", gh, co, n, AMP_DTYPE_F32, 0, 0);
     /* backward adds into nonzero gradients; same row order: exact */
@@ -53,11 +56,12 @@ static void test_embed(const amp_gpu_row *r) {
           "embed_backward");
     rows_ok(AMP_TRANSFORMER(rows_dev, embed_backward, gdte, gdpe, gdout, gtok, B, T, C), rows_dev,
           "embed_backward");
-    float *hte = rows_take_dev(gdte, (size_t)V * C * 4), *hpe = rows_take_dev(gdpe, (size_t)T * C * 4);
+    float *hte = rows_take_dev(gdte, (size_t)V * C * 4),
+          *hpe = rows_take_dev(gdpe, (size_t)T * C * 4);
     cmp("embed_backward dwte", hte, dte, (size_t)V * C, AMP_DTYPE_F32, 0, 0);
     cmp("embed_backward dwpe", hpe, dpe, (size_t)T * C, AMP_DTYPE_F32, 0, 0);
-    rows_dev->ops->release(rows_dev, gte), rows_dev->ops->release(rows_dev, gpe), rows_dev->ops->release(rows_dev, gtok);
-    rows_dev->ops->release(rows_dev, gdout);
+    rows_release(gte), rows_release(gpe), rows_release(gtok);
+    rows_release(gdout);
     free(tok), free(wte), free(wpe), free(dout), free(co), free(gh), free(dte), free(dpe);
     free(hte), free(hpe);
 }
@@ -66,13 +70,15 @@ static void test_layernorm(const amp_gpu_row *r) {
     int rows = r->shape[0], C = r->shape[1], with_bias = r->shape[2];
     amp_dtype dt = r->dt;
     size_t n = (size_t)rows * C;
-    float *x = rows_random(n, -3, 4), *w = rows_random((size_t)C, 0.5f, 1.5f), *b = rows_random((size_t)C, -1, 1);
+    float *x = rows_random(n, -3, 4), *w = rows_random((size_t)C, 0.5f, 1.5f),
+          *b = rows_random((size_t)C, -1, 1);
     float *dout = rows_random(n, -1, 1);
     void *co = rows_poisoned(n * rows_esize(dt));
     float *cm = rows_poisoned((size_t)rows * 4), *cr = rows_poisoned((size_t)rows * 4);
     void *go = rows_to_dev(co, n * rows_esize(dt)), *gm = rows_to_dev(cm, (size_t)rows * 4),
-         *gr = rows_to_dev(cr, (size_t)rows * 4), *gx = rows_to_dev(x, n * 4), *gw = rows_to_dev(w, (size_t)C * 4),
-         *gb = rows_to_dev(b, (size_t)C * 4), *gdout = rows_to_dev(dout, n * 4);
+         *gr = rows_to_dev(cr, (size_t)rows * 4), *gx = rows_to_dev(x, n * 4),
+         *gw = rows_to_dev(w, (size_t)C * 4), *gb = rows_to_dev(b, (size_t)C * 4),
+         *gdout = rows_to_dev(dout, n * 4);
     amp_round_count c0 = {0, 0, 0}, cc = c0;
     amp_round_count *gc = rows_to_dev(&c0, sizeof c0);
     const float *bb = with_bias ? b : NULL;
@@ -94,8 +100,10 @@ static void test_layernorm(const amp_gpu_row *r) {
     cmp_counts(what, ghc, &cc, 1e-3);
     /* backward from the CPU's statistics, adding into nonzero buffers */
     gm = rows_to_dev(cm, (size_t)rows * 4), gr = rows_to_dev(cr, (size_t)rows * 4);
-    float *dx = rows_random(n, -1, 1), *dw = rows_random((size_t)C, -1, 1), *db = rows_random((size_t)C, -1, 1);
-    void *gdx = rows_to_dev(dx, n * 4), *gdw = rows_to_dev(dw, (size_t)C * 4), *gdb = rows_to_dev(db, (size_t)C * 4);
+    float *dx = rows_random(n, -1, 1), *dw = rows_random((size_t)C, -1, 1),
+          *db = rows_random((size_t)C, -1, 1);
+    void *gdx = rows_to_dev(dx, n * 4), *gdw = rows_to_dev(dw, (size_t)C * 4),
+         *gdb = rows_to_dev(db, (size_t)C * 4);
     rows_ok(AMP_TRANSFORMER(
               rows_cpu, layernorm_backward,
               &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, cm, cr, rows, C}),
@@ -109,8 +117,8 @@ static void test_layernorm(const amp_gpu_row *r) {
     cmp("layernorm_backward dx", hdx, dx, n, AMP_DTYPE_F32, 1e-5, 1e-5);
     cmp("layernorm_backward dw", hdw, dw, (size_t)C, AMP_DTYPE_F32, 1e-5, 1e-5);
     cmp("layernorm_backward db", hdb, db, (size_t)C, AMP_DTYPE_F32, 1e-5, 1e-5);
-    rows_dev->ops->release(rows_dev, gm), rows_dev->ops->release(rows_dev, gr), rows_dev->ops->release(rows_dev, gx);
-    rows_dev->ops->release(rows_dev, gw), rows_dev->ops->release(rows_dev, gb), rows_dev->ops->release(rows_dev, gdout);
+    rows_release(gm), rows_release(gr), rows_release(gx);
+    rows_release(gw), rows_release(gb), rows_release(gdout);
     free(x), free(w), free(b), free(dout), free(co), free(cm), free(cr), free(gh), free(ghm);
     free(ghr), free(ghc), free(dx), free(dw), free(db), free(hdx), free(hdw), free(hdb);
 }
@@ -125,8 +133,9 @@ static void test_attention(const amp_gpu_row *r) {
     void *q = rows_as_dt(qf, nq, dt), *g = rows_as_dt(gf, ny, dt);
     void *co = rows_poisoned(ny * es), *ca = rows_poisoned(na * es), *cd = rows_poisoned(nq * es);
     float *cws = rows_poisoned(nws * 4);
-    void *go = rows_to_dev(co, ny * es), *ga = rows_to_dev(ca, na * es), *gd = rows_to_dev(cd, nq * es),
-         *gws = rows_to_dev(cws, nws * 4), *gq = rows_to_dev(q, nq * es), *gg = rows_to_dev(g, ny * es);
+    void *go = rows_to_dev(co, ny * es), *ga = rows_to_dev(ca, na * es),
+         *gd = rows_to_dev(cd, nq * es), *gws = rows_to_dev(cws, nws * 4),
+         *gq = rows_to_dev(q, nq * es), *gg = rows_to_dev(g, ny * es);
     amp_round_count z = {0, 0, 0}, cf = z, cb = z;
     amp_round_count *gcf = rows_to_dev(&z, sizeof z), *gcb = rows_to_dev(&z, sizeof z);
     rows_ok(AMP_TRANSFORMER(rows_cpu, attention_forward, co, ca, cws, q,
@@ -142,11 +151,13 @@ static void test_attention(const amp_gpu_row *r) {
     rows_ok(AMP_TRANSFORMER(rows_dev, attention_backward, gd, gws, gg, gq, ga,
                           &(amp_attention_desc){B, T, C, nh, dt}, gcb),
           rows_dev, "attention_backward");
-    void *ho = rows_take_dev(go, ny * es), *ha = rows_take_dev(ga, na * es), *hd = rows_take_dev(gd, nq * es);
+    void *ho = rows_take_dev(go, ny * es), *ha = rows_take_dev(ga, na * es),
+         *hd = rows_take_dev(gd, nq * es);
     amp_round_count *hcf = rows_take_dev(gcf, sizeof z), *hcb = rows_take_dev(gcb, sizeof z);
     double rtol = r->tol.rtol, atol = r->tol.atol;
     char what[96];
-    snprintf(what, sizeof what, "attention_forward out dt=%d B%d T%d C%d nh%d", (int)dt, B, T, C, nh);
+    snprintf(what, sizeof what, "attention_forward out dt=%d B%d T%d C%d nh%d", (int)dt, B, T, C,
+             nh);
     cmp(what, ho, co, ny, dt, atol, rtol);
     snprintf(what, sizeof what, "attention_forward att dt=%d", (int)dt);
     cmp(what, ha, ca, na, dt, atol, rtol);
@@ -154,7 +165,7 @@ static void test_attention(const amp_gpu_row *r) {
     cmp(what, hd, cd, nq, dt, 10 * atol, 10 * rtol);
     cmp_counts("attention_forward", hcf, &cf, 0.01);
     cmp_counts("attention_backward", hcb, &cb, 0.01);
-    rows_dev->ops->release(rows_dev, gws), rows_dev->ops->release(rows_dev, gq), rows_dev->ops->release(rows_dev, gg);
+    rows_release(gws), rows_release(gq), rows_release(gg);
     free(qf), free(gf), free(q), free(g), free(co), free(ca), free(cd), free(cws), free(ho);
     free(ha), free(hd), free(hcf), free(hcb);
 }
@@ -165,14 +176,15 @@ static void test_residual(const amp_gpu_row *r) {
     float *x = rows_random(n, -3, 3), *df = rows_random(n, -3, 3);
     void *d = rows_as_dt(df, n, dt);
     float *co = rows_poisoned(n * 4);
-    void *go = rows_to_dev(co, n * 4), *gx = rows_to_dev(x, n * 4), *gd = rows_to_dev(d, n * rows_esize(dt));
+    void *go = rows_to_dev(co, n * 4), *gx = rows_to_dev(x, n * 4),
+         *gd = rows_to_dev(d, n * rows_esize(dt));
     rows_ok(AMP_TRANSFORMER(rows_cpu, residual_add, co, x, d, dt, n), rows_cpu, "residual_add");
     rows_ok(AMP_TRANSFORMER(rows_dev, residual_add, go, gx, gd, dt, n), rows_dev, "residual_add");
     float *h = rows_take_dev(go, n * 4);
     char what[64];
     snprintf(what, sizeof what, "residual_add dt=%d", (int)dt);
     cmp(what, h, co, n, AMP_DTYPE_F32, 0, 0);
-    rows_dev->ops->release(rows_dev, gx), rows_dev->ops->release(rows_dev, gd);
+    rows_release(gx), rows_release(gd);
     free(x), free(df), free(d), free(co), free(h);
 }
 
