@@ -6,19 +6,18 @@
  * under fp32, fp16 and bf16, with cuDNN's deterministic algorithms and with
  * its default ones. The CPU run is the reference: per-step losses, skipped
  * steps, and the final parameters and BatchNorm buffers are compared with
- * the tolerances written below. Label `gpu`; 77 without a device or without
- * cuDNN conv ops. A run takes about a minute on two CPU cores (the CPU
- * side is the slow one). */
+ * the tolerances written below; a row per dtype and algorithm choice
+ * (gpu_rows.h). Label `gpu`; 77 without a device or without cuDNN conv ops.
+ * A run takes about a minute on two CPU cores (the CPU side is the slow
+ * one); --self-check runs 3 steps, CPU against CPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
-#include "expect.h"
+#include "gpu_rows.h"
 #include "io/config.h"
 #include "model.h"
-#include "rng.h"
 
 #define STEPS 20
 #define BATCH 32
@@ -31,7 +30,7 @@ typedef struct result {
 } result;
 
 static char err[2048];
-static int nsteps = STEPS; /* 3 under the test hook (see main) */
+static int nsteps = STEPS; /* 3 under --self-check */
 
 static amp_model *make(amp_backend *be, amp_dtype dt) {
     amp_config *cfg = amp_config_new_empty("test_gpu_cnn_parity");
@@ -75,7 +74,8 @@ static int run(amp_backend *be, amp_dtype dt, result *r) {
         for (int i = 0; i < BATCH; i++) {
             y[i] = (int32_t)amp_rng_below(&rng, 10);
             for (int k = 0; k < 28 * 28; k++)
-                x[(size_t)i * 784 + k] = (float)amp_rng_normal(&rng) + 0.3f * (float)(y[i] - 4) * (k % 7 == 0);
+                x[(size_t)i * 784 + k] =
+                    (float)amp_rng_normal(&rng) + 0.3f * (float)(y[i] - 4) * (k % 7 == 0);
         }
         amp_forward_args fa = {BATCH, 1, scale / BATCH};
         amp_backward_args ba = {BATCH, 0};
@@ -106,92 +106,66 @@ static int run(amp_backend *be, amp_dtype dt, result *r) {
     return 0;
 }
 
-int main(void) {
-    /* Test hook: AMP_CNN_PARITY_SECOND_DEVICE=cpu runs the "CUDA" side on
-     * the CPU too, to exercise this comparison without a GPU (3 steps). */
-    const char *second = getenv("AMP_CNN_PARITY_SECOND_DEVICE");
-    int fake = second && strcmp(second, "cpu") == 0;
-    if (fake) nsteps = 3; /* the comparison is what is exercised; every difference is 0 */
-    if (!fake && !amp_backend_cuda_available()) {
-        printf("no CUDA device (or built without CUDA): skipped\n");
-        return 77;
+/* One dtype and algorithm choice (shape[0]: deterministic); tol: per-step
+ * loss (relative, atol) and final weights (against each tensor's scale, rtol). */
+static void parity_row(const amp_gpu_row *row) {
+    static amp_model *probe; /* the parameter table, for per-tensor comparisons */
+    if (!probe && !(probe = make(rows_cpu, AMP_DTYPE_F32))) amp_op_abort("model: %s", err);
+    nsteps = rows_self_check ? 3 : STEPS; /* under --self-check every difference is 0 */
+    rows_dev->deterministic = row->shape[0];
+    static result rc, rg;
+    if (run(rows_cpu, row->dt, &rc) || run(rows_dev, row->dt, &rg)) amp_op_abort("a run failed");
+    double worst_loss = 0.0;
+    for (int s = 0; s < nsteps; s++) {
+        double e = fabs(rg.loss[s] - rc.loss[s]) / fabs(rc.loss[s]);
+        if (e > worst_loss) worst_loss = e;
     }
-    amp_backend *cpu = amp_backend_cpu_create(err, sizeof err);
-    amp_backend *gpu = !cpu ? NULL : fake ? amp_backend_cpu_create(err, sizeof err)
-                                          : amp_backend_cuda_create(err, sizeof err);
-    if (!cpu || !gpu) {
-        fprintf(stderr, "FAIL: %s\n", err);
-        return 1;
-    }
-    if (!amp_backend_supports(gpu, "conv")) {
-        printf("the CUDA backend has no conv2d ops (built without cuDNN): skipped\n");
-        return 77;
-    }
-    /* the parameter table, for per-tensor comparisons */
-    amp_model *probe = make(cpu, AMP_DTYPE_F32);
-    if (!probe) {
-        fprintf(stderr, "FAIL: %s\n", err);
-        return 1;
-    }
-    const struct {
-        const char *label;
-        amp_dtype dt;
-        double loss_rtol, w_tol; /* per-step loss (relative); weights (against each tensor's scale) */
-    } modes[] = {
-        /* FP32: cuDNN (FMA math) and im2col+sgemm sum in different orders,
-         * ~1e-7 per op, grown over 20 steps of a network with batch norm */
-        {"fp32", AMP_DTYPE_F32, 1e-4, 1e-3},
-        /* 16-bit: one rounding of a conv output or gradient can land on the
-         * other side of a tie between the two backends and the difference
-         * then travels; 20 steps stay within a few units of 2^-11 / 2^-8 */
-        {"fp16", AMP_DTYPE_F16, 1e-2, 3e-2},
-        {"bf16", AMP_DTYPE_BF16, 5e-2, 1e-1},
-    };
-    for (int det = 1; det >= 0; det--) {
-        gpu->deterministic = det;
-        for (int k = 0; k < 3; k++) {
-            result rc, rg;
-            if (run(cpu, modes[k].dt, &rc) || run(gpu, modes[k].dt, &rg)) return 1;
-            const char *how = det ? "deterministic" : "default algorithms";
-            double worst_loss = 0.0;
-            for (int s = 0; s < nsteps; s++) {
-                double e = fabs(rg.loss[s] - rc.loss[s]) / fabs(rc.loss[s]);
-                if (e > worst_loss) worst_loss = e;
-            }
-            EXPECT(worst_loss <= modes[k].loss_rtol, "%s (%s): per-step loss differs by %.2e relative",
-                   modes[k].label, how, worst_loss);
-            EXPECT(rg.skipped == rc.skipped, "%s (%s): %d skipped steps on CUDA, %d on the CPU",
-                   modes[k].label, how, rg.skipped, rc.skipped);
-            double worst_w = 0.0;
-            const char *worst_name = "(all equal)";
-            for (int i = 0; i < probe->desc.nparam_tensors; i++) {
-                const amp_param_desc *P = &probe->desc.params[i];
-                double sc = 0.0, e = 0.0;
-                for (size_t j = 0; j < P->numel; j++) {
-                    double c = rc.master[P->offset + j], g = rg.master[P->offset + j];
-                    if (fabs(c) > sc) sc = fabs(c);
-                    if (fabs(g - c) > e || g != g) e = fabs(g - c);
-                }
-                double rel = sc > 0 ? e / sc : e;
-                if (!(rel <= worst_w)) worst_w = rel, worst_name = P->name;
-            }
-            EXPECT(worst_w <= modes[k].w_tol, "%s (%s): %s differs by %.2e of its scale after %d steps",
-                   modes[k].label, how, worst_name, worst_w, nsteps);
-            printf("%-5s %-19s loss %.4f -> %.4f (cpu) %.4f (cuda), max loss diff %.2e, "
-                   "worst tensor %s %.2e, skipped %d/%d\n",
-                   modes[k].label, how, rc.loss[0], rc.loss[nsteps - 1], rg.loss[nsteps - 1],
-                   worst_loss, worst_name, worst_w, rc.skipped, rg.skipped);
-            free(rc.master);
-            free(rg.master);
+    EXPECT(worst_loss <= row->tol.atol, "%s: per-step loss differs by %.2e relative", row->name,
+           worst_loss);
+    EXPECT(rg.skipped == rc.skipped, "%s: %d skipped steps on %s, %d on the CPU", row->name,
+           rg.skipped, rows_dev->ops->name, rc.skipped);
+    double worst_w = 0.0;
+    const char *worst_name = "(all equal)";
+    for (int i = 0; i < probe->desc.nparam_tensors; i++) {
+        const amp_param_desc *P = &probe->desc.params[i];
+        double sc = 0.0, e = 0.0;
+        for (size_t j = 0; j < P->numel; j++) {
+            double c = rc.master[P->offset + j], g = rg.master[P->offset + j];
+            if (fabs(c) > sc) sc = fabs(c);
+            if (fabs(g - c) > e || g != g) e = fabs(g - c);
         }
+        double rel = sc > 0 ? e / sc : e;
+        if (!(rel <= worst_w)) worst_w = rel, worst_name = P->name;
     }
-    amp_model_free(probe);
-    gpu->ops->destroy(gpu);
-    cpu->ops->destroy(cpu);
-    if (amp_test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
-        return 1;
-    }
-    printf("CPU and CUDA train the CNN alike\n");
-    return 0;
+    EXPECT(worst_w <= row->tol.rtol, "%s: %s differs by %.2e of its scale after %d steps",
+           row->name, worst_name, worst_w, nsteps);
+    printf("    %s: loss %.4f -> %.4f (cpu) %.4f (%s), max loss diff %.2e, worst tensor %s %.2e, "
+           "skipped %d/%d\n",
+           row->name, rc.loss[0], rc.loss[nsteps - 1], rg.loss[nsteps - 1], rows_dev->ops->name,
+           worst_loss, worst_name, worst_w, rc.skipped, rg.skipped);
+    free(rc.master);
+    free(rg.master);
+}
+
+/* FP32: cuDNN (FMA math) and im2col+sgemm sum in different orders, ~1e-7
+ * per op, grown over 20 steps of a network with batch norm. 16-bit: one
+ * rounding of a conv output or gradient can land on the other side of a tie
+ * between the two backends and the difference then travels; 20 steps stay
+ * within a few units of 2^-11 / 2^-8. (loss, weights) */
+#define F32_TOL ((rows_tol){ROWS_TOL, 1e-4, 1e-3})
+#define F16_TOL ((rows_tol){ROWS_TOL, 1e-2, 3e-2})
+#define BF16_TOL ((rows_tol){ROWS_TOL, 5e-2, 1e-1})
+#define MODES(det, how)                                                                         \
+    {"cnn fp32 " how, parity_row, {det}, .dt = AMP_DTYPE_F32, .tol = F32_TOL, .needs = "conv"}, \
+    {"cnn fp16 " how, parity_row, {det}, .dt = AMP_DTYPE_F16, .tol = F16_TOL, .needs = "conv"}, \
+    {"cnn bf16 " how, parity_row, {det}, .dt = AMP_DTYPE_BF16, .tol = BF16_TOL, .needs = "conv"}
+
+static const amp_gpu_row rows[] = {
+    MODES(1, "deterministic"),
+    MODES(0, "default algorithms"),
+};
+
+int main(int argc, char **argv) {
+    return amp_gpu_rows_main("test_gpu_cnn_parity", argc, argv, rows, sizeof rows / sizeof rows[0],
+                             1);
 }

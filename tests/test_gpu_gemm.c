@@ -9,19 +9,8 @@
 
 #include "backend/backend.h"
 #include "backend/kernels/convert.h"
-#include "expect.h"
 #include "gemm_helpers.h"
-#include "rng.h"
-
-static const char *dt_name(amp_dtype dt) {
-    return dt == AMP_DTYPE_F32 ? "f32" : dt == AMP_DTYPE_F16 ? "f16" : "bf16";
-}
-
-static uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+#include "gpu_rows.h"
 
 /* A rows x ld matrix of dtype dt whose first `cols` columns are random values
  * in [-1, 1) (rounded to dt; `wide` gets the exact values), and whose padding
@@ -74,7 +63,7 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
 
     char what[160];
     snprintf(what, sizeof what, "%s%s ta=%d tb=%d m=%d n=%d k=%d pad=%d alpha=%g beta=%g",
-             dt_name(dt), tf32 ? "(tf32)" : "", ta, tb, m, n, k, pad, alpha, beta);
+             rows_dt_name(dt), tf32 ? "(tf32)" : "", ta, tb, m, n, k, pad, alpha, beta);
 
     void *da = g->ops->alloc(g, na * esz), *db = g->ops->alloc(g, nb * esz);
     float *dc = g->ops->alloc(g, nc * sizeof(float));
@@ -88,7 +77,7 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
         g->allow_tf32 = 0;
     }
     if (!rc) rc = g->ops->download(g, c, dc, nc * sizeof(float));
-    EXPECT(rc == 0, "%s: backend error: %s", what, g->err);
+    if (rc != 0) amp_op_abort("%s: backend error: %s", what, g->err);
 
     /* Bound on |c - ref| relative to mag = |alpha| sum|a||b| + |beta||c0|:
      * products of 16-bit (and, with TF32, 10-bit-mantissa) inputs are exact
@@ -105,7 +94,7 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
         for (int j = 0; j < ldc; j++) {
             size_t ci = (size_t)i * ldc + j;
             if (j >= n) {
-                if (f32_bits(c[ci]) != f32_bits(PAD_SENTINEL) && bad++ < 5)
+                if (rows_bits(c[ci]) != rows_bits(PAD_SENTINEL) && bad++ < 5)
                     EXPECT(0, "%s: padding C[%d][%d] overwritten: %g", what, i, j, c[ci]);
                 continue;
             }
@@ -151,7 +140,8 @@ static void run_case(amp_backend *g, amp_rng *r, amp_dtype dt, int ta, int tb, i
  * (r_p small integers), b = 1, k = 8. Every partial sum fits in 24 bits, so
  * FP32 gives the exact answer in any order; TF32 (11 significant bits)
  * would drop the 2^-20 parts. */
-static void check_true_fp32(amp_backend *g) {
+static void check_true_fp32(const amp_gpu_row *row) {
+    amp_backend *g = rows_dev;
     enum { M = 64, N = 64, K = 8 };
     static float a[M * K], b[K * N], c[M * N];
     for (int i = 0; i < M; i++)
@@ -184,7 +174,8 @@ static void check_true_fp32(amp_backend *g) {
 
 /* An input dtype the GEMM does not know is an error naming it, on the plain
  * and the strided-batched path alike (never a silent FP32 GEMM). */
-static void check_unknown_dtype(amp_backend *g) {
+static void check_unknown_dtype(const amp_gpu_row *row) {
+    amp_backend *g = rows_dev;
     float *da = g->ops->alloc(g, 2 * 4 * 4 * sizeof(float));
     float *dc = g->ops->alloc(g, 2 * 4 * 4 * sizeof(float));
     EXPECT(da && dc, "alloc failed: %s", g->err);
@@ -202,47 +193,42 @@ static void check_unknown_dtype(amp_backend *g) {
     g->ops->release(g, dc);
 }
 
-int main(void) {
-    if (!amp_backend_cuda_available()) {
-        printf("no CUDA device visible (%s): skipped\n", amp_backend_cuda_unavailable_reason());
-        return 77;
-    }
-    char err[512];
-    amp_backend *g = amp_backend_cuda_create(err, sizeof err);
-    if (!g) {
-        fprintf(stderr, "FAIL: amp_backend_cuda_create: %s\n", err);
-        return 1;
-    }
-    amp_rng r;
-    amp_rng_seed(&r, 20240611);
-
-    /* m, n, k, pad: odd sizes, padded strides, degenerate rows/cols, and one
-     * size large enough for cuBLAS's tensor-core kernels. */
-    static const int shapes[][4] = {
-        {37, 53, 129, 0}, {37, 53, 129, 3}, {1, 70, 33, 1}, {64, 1, 17, 2}, {256, 384, 512, 0},
-    };
-    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
-    const amp_dtype dts[] = {AMP_DTYPE_F32, AMP_DTYPE_F16, AMP_DTYPE_BF16};
-    for (int d = 0; d < 3; d++)
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++)
-                for (int s = 0; s < nshapes; s++) {
-                    /* Alternate plain C = AB with C = 0.5 AB + C (gradient accumulation). */
-                    int acc = (s + ta + tb) & 1;
-                    run_case(g, &r, dts[d], ta, tb, shapes[s][0], shapes[s][1], shapes[s][2],
-                             shapes[s][3], acc ? 0.5f : 1.0f, acc ? 1.0f : 0.0f, 0);
-                }
+/* Every transpose combination of one dtype and shape (m, n, k, pad),
+ * alternating plain C = AB with C = 0.5 AB + C (gradient accumulation);
+ * shape[4] = 1: F32 with allow_tf32, plain C = AB. */
+static void gemm_row(const amp_gpu_row *row) {
+    const int *v = row->shape;
     for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++)
-            run_case(g, &r, AMP_DTYPE_F32, ta, tb, 256, 384, 512, 0, 1.0f, 0.0f, 1);
-    check_true_fp32(g);
-    check_unknown_dtype(g);
+        for (int tb = 0; tb < 2; tb++) {
+            int acc = !v[4] && ((v[5] + ta + tb) & 1);
+            run_case(rows_dev, &rows_rng, row->dt, ta, tb, v[0], v[1], v[2], v[3],
+                     acc ? 0.5f : 1.0f, acc ? 1.0f : 0.0f, v[4]);
+        }
+}
 
-    g->ops->destroy(g);
-    if (amp_test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", amp_test_failures);
-        return 1;
-    }
-    printf("all GPU GEMM checks passed\n");
-    return 0;
+/* m, n, k, pad, tf32, the shape's index (for the alternation): odd sizes,
+ * padded strides, degenerate rows/cols, and one size large enough for
+ * cuBLAS's tensor-core kernels. The tolerance is an error bound on the FP64
+ * reference (run_case): (k + 4) 2^-23 sum|ab|, with TF32 2^-9 + (k + 4) 2^-22. */
+#define SHAPES(T, name)                                                                       \
+    {"gemm " name " 37x53x129", gemm_row, {37, 53, 129, 0, 0, 0}, .dt = T},                   \
+    {"gemm " name " 37x53x129 pad3", gemm_row, {37, 53, 129, 3, 0, 1}, .dt = T},              \
+    {"gemm " name " 1x70x33 pad1", gemm_row, {1, 70, 33, 1, 0, 2}, .dt = T},                  \
+    {"gemm " name " 64x1x17 pad2", gemm_row, {64, 1, 17, 2, 0, 3}, .dt = T},                  \
+    {"gemm " name " 256x384x512", gemm_row, {256, 384, 512, 0, 0, 4}, .dt = T}
+
+static const amp_gpu_row rows[] = {
+    SHAPES(AMP_DTYPE_F32, "f32"),
+    SHAPES(AMP_DTYPE_F16, "f16"),
+    SHAPES(AMP_DTYPE_BF16, "bf16"),
+    {"gemm f32(tf32) 256x384x512", gemm_row, {256, 384, 512, 0, 1, 0}, .dt = AMP_DTYPE_F32},
+    {"gemm f32 without allow_tf32 is exact FP32 64x64x8", check_true_fp32, {64, 64, 8},
+     .dt = AMP_DTYPE_F32},
+    {"gemm unknown input dtype refused", check_unknown_dtype, {4, 4, 4}, .dt = AMP_DTYPE_F32,
+     .cuda_only = 1},
+};
+
+int main(int argc, char **argv) {
+    return amp_gpu_rows_main("test_gpu_gemm", argc, argv, rows, sizeof rows / sizeof rows[0],
+                             20240611);
 }

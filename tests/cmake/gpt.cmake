@@ -8,14 +8,14 @@ add_dependencies(test_gpt amp_precision_fp32 amp_scaler_none)
 add_test(NAME gpt_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/gpt_cli.sh $<TARGET_FILE:amptrain>
                               ${PROJECT_SOURCE_DIR}/configs ${CMAKE_BINARY_DIR}/tests/gpt_runs)
 set_tests_properties(gpt_cli PROPERTIES LABELS "train;cli;checkpoint" TIMEOUT 300)
-# CPU-vs-CUDA parity of 20 GPT steps per policy (label gpu, 77 without a
-# device), and the same comparison CPU-vs-CPU so its code runs everywhere.
-amp_unit_test(test_gpu_gpt_parity gpu)
-add_dependencies(test_gpu_gpt_parity amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
-                 amp_scaler_none amp_scaler_dynamic)
-add_test(NAME gpt_parity_cpu_vs_cpu COMMAND test_gpu_gpt_parity)
-set_tests_properties(gpt_parity_cpu_vs_cpu PROPERTIES ENVIRONMENT AMP_PARITY_SECOND_DEVICE=cpu
-                     LABELS train)
+# CPU-vs-CUDA parity of 20 GPT steps per policy: the gpt rows of
+# test_gpu_parity (tests/cmake/gpu_parity.cmake; label gpu, 77 without a
+# device), and the same comparison CPU-vs-CPU (--self-check) so its code
+# runs everywhere.
+add_test(NAME test_gpu_gpt_parity COMMAND test_gpu_parity --only gpt)
+set_tests_properties(test_gpu_gpt_parity PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+add_test(NAME gpt_parity_cpu_vs_cpu COMMAND test_gpu_parity --self-check --only gpt)
+set_tests_properties(gpt_parity_cpu_vs_cpu PROPERTIES LABELS train)
 # [model] activation: both GELUs train, a bad value is exit 2, a checkpoint
 # (also one from before the key) resumes only with the GELU it ran.
 add_executable(drop_config_key ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/drop_config_key.c)

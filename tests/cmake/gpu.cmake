@@ -1,8 +1,28 @@
 # CUDA backend: GEMMs against an FP64 reference, every other op against the
-# CPU backend. Label `gpu`; both exit 77 (skipped) when no device is visible
-# or amptrain was built without CUDA.
+# CPU backend, each op and shape a row of tests/gpu_rows.h. Label `gpu`; both
+# exit 77 (skipped) when no device is visible or amptrain was built without
+# CUDA.
 amp_unit_test(test_gpu_gemm gpu)
 amp_unit_test(test_gpu_kernels gpu)
+
+# The row harness itself where there is no GPU: every op table with the CPU
+# on both sides (--self-check) passes, and with one op of the second CPU
+# broken on purpose (--perturb) exactly the rows using it fail, named in the
+# summary, while every other row still runs and passes.
+foreach(_t test_gpu_gemm test_gpu_kernels test_gpu_transformer test_gpu_cnn)
+  add_test(NAME gpu_rows_self_check_${_t} COMMAND ${_t} --self-check)
+  set_tests_properties(gpu_rows_self_check_${_t} PROPERTIES LABELS cli)
+endforeach()
+unset(_t)
+add_test(NAME gpu_rows_perturbed_act_forward
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
+                 "^test_gpu_kernels: 1 of 18 op row\\(s\\) failed \\([0-9]+ check\\(s\\)\\): act n100003$"
+                 $<TARGET_FILE:test_gpu_kernels> --self-check --perturb act_forward)
+add_test(NAME gpu_rows_perturbed_scale
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
+                 "^test_gpu_kernels: 1 of 18 op row\\(s\\) failed \\([0-9]+ check\\(s\\)\\): scale n2097169$"
+                 $<TARGET_FILE:test_gpu_kernels> --self-check --perturb scale)
+set_tests_properties(gpu_rows_perturbed_act_forward gpu_rows_perturbed_scale PROPERTIES LABELS cli)
 
 # The op-row harness the GPU op tests share (tests/op_rows.h), checked on the
 # CPU, and once more built with one row broken on purpose (AMP_TEST_BREAK_OP:

@@ -1,7 +1,9 @@
 # CPU/CUDA parity of whole training runs (fp32, fp16 + dynamic, bf16 + none):
-# per-step loss curves, skipped steps and test accuracy. Label `gpu`; exits
+# per-step loss curves, skipped steps and the final evaluation, a row per
+# model and policy (tests/gpu_rows.h). This test runs the mlp rows; the gpt
+# ones are test_gpu_gpt_parity (tests/cmake/gpt.cmake). Label `gpu`; exits
 # 77 (skipped) when no device is visible.
-amp_unit_test(test_gpu_parity gpu)
+amp_unit_test(test_gpu_parity gpu ARGS --only mlp)
 add_dependencies(test_gpu_parity amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
                  amp_scaler_none amp_scaler_dynamic)
 
