@@ -3,6 +3,9 @@
 # or amptrain was built without CUDA.
 amp_unit_test(test_gpu_gemm gpu)
 amp_unit_test(test_gpu_kernels gpu)
+if(AMP_HAVE_CUDA) # calls the module's test hook (cuda_testing.h)
+  target_link_libraries(test_gpu_kernels PRIVATE amp_cuda_direct)
+endif()
 
 # The op-row harness the GPU op tests share (tests/op_rows.h), checked on the
 # CPU, and once more built with one row broken on purpose (AMP_TEST_BREAK_OP:
