@@ -31,8 +31,9 @@ static void *mod_handle;
 static char load_error[PATH_MAX + 512]; /* why the module did not open */
 static char no_driver[512];             /* why auto did not open it */
 
-/* The core functions the module calls, named here so that a static link
- * keeps them in every executable (which exports them to the module). */
+/* The core functions the module calls: every executable linking amp_core
+ * asks for this table (--undefined, core/CMakeLists.txt), so a static link
+ * keeps them, and exports them to the module. */
 void *const amp_cuda_module_host_symbols[] = {
     (void *)amp_log, (void *)amp_env_choice, (void *)amp_gemm_desc_check,
     (void *)amp_conv2d_desc_check, (void *)amp_pool2d_desc_check, (void *)amp_env_zero_one,

@@ -6,8 +6,8 @@
 #include "backend/backend.h"
 #include "dist/dist_internal.h"
 
-/* The core functions dist_nccl.c calls, kept in every executable that links
- * this file (the executable exports them to the module). */
+/* The core functions dist_nccl.c calls, kept and exported by every
+ * executable as backend_cuda_load.c's table is (core/CMakeLists.txt). */
 void *const amp_dist_nccl_host_symbols[] = {(void *)amp_dist_bcast, (void *)amp_dist_fatal};
 
 int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {

@@ -4,7 +4,7 @@
 amp_unit_test(test_gpu_gemm gpu)
 amp_unit_test(test_gpu_kernels gpu)
 if(AMP_HAVE_CUDA) # calls the module's test hook (cuda_testing.h)
-  target_link_libraries(test_gpu_kernels PRIVATE amp_cuda_direct)
+  target_link_libraries(test_gpu_kernels PRIVATE amptrain_cuda CUDA::cudart)
 endif()
 
 # The op-row harness the GPU op tests share (tests/op_rows.h), checked on the
