@@ -37,6 +37,7 @@
 #include "trainer.h"
 #include "text.h"
 #include "clock.h"
+#include "wait_policy.h"
 
 /* The MLP this benchmark builds: at most 15 hidden layers. */
 #define BENCH_MAX_LAYERS 16
@@ -662,6 +663,7 @@ static void cpu_model(char *out, size_t len) {
 }
 
 int main(int argc, char **argv) {
+    amp_wait_policy_prepare(argv); /* the threads wait as amptrain's do */
     bench_opts o;
     if (parse_args(&o, argc, argv) != 0) return 2;
     amp_log_set_level(AMP_LOG_WARN);

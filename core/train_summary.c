@@ -1,6 +1,7 @@
 #include "train_summary.h"
 
 #include "io/json.h"
+#include "peak_rss.h"
 
 static void write_plugin(FILE *f, const amp_plugin *p) {
     fputs("{\"name\":", f);
@@ -75,6 +76,8 @@ void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_resu
     amp_json_num(f, r->median_comm_ms);
     /* the bf16 send buffer, outside the model's memory categories */
     fprintf(f, ",\n  \"dist_buffer_bytes\": %zu", amp_dist_grads_bytes(s->grads));
+    /* the whole process, arenas and all the rest (libraries, stacks) */
+    fprintf(f, ",\n  \"peak_rss_bytes\": %zu", amp_peak_rss_bytes());
     fprintf(f, ",\n  \"params\": %zu,\n  \"memory_peak_bytes\": {", m->desc.nparams);
     size_t total = 0;
     for (int c = 0; c < AMP_MEM_COUNT; c++) {

@@ -1,10 +1,14 @@
 #!/bin/sh
 # cuda_link_check.sh BUILD_DIR CMAKE TOOLKIT_LIBDIR
-# How a CUDA build finds its CUDA libraries (docs/performance.md "Linking"): amptrain
-# links ONE CUDA runtime, the shared libcudart (no cudart_static copied in
-# beside it), and carries a RUNPATH naming the toolkit's library folder, in
-# the build tree and after `cmake --install`, so libcudart and cuBLAS load
-# with no LD_LIBRARY_PATH; no RUNPATH has an empty entry. Needs no GPU. POSIX sh; binutils' nm and readelf.
+# How a CUDA build finds its CUDA libraries (docs/performance.md "Linking"):
+# the CUDA backend's module, libamptrain_cuda.so (beside amptrain, and in
+# <libdir>/amptrain once installed), links ONE CUDA runtime, the shared
+# libcudart (no cudart_static copied in beside it), and carries a RUNPATH
+# naming the toolkit's library folder, in the build tree and after
+# `cmake --install`, so libcudart and cuBLAS load with no LD_LIBRARY_PATH;
+# amptrain itself links no CUDA library (a CPU run maps none:
+# docs/performance-threads.md); no RUNPATH has an empty entry. Needs no GPU.
+# POSIX sh; binutils' nm and readelf.
 set -u
 [ $# -eq 3 ] || { echo "usage: cuda_link_check.sh BUILD_DIR CMAKE TOOLKIT_LIBDIR" >&2; exit 2; }
 build=$1 cmake=$2 libdir=$3
@@ -26,6 +30,12 @@ done
 
 for bin in "$build/amptrain" "$tmp/prefix/bin/amptrain"; do
     [ -x "$bin" ] || { bad "$bin is missing"; continue; }
+    need=$(readelf -d "$bin" | sed -n 's/.*NEEDED.*\[\(lib\(cudart\|cublas\|cudnn\|nccl\)[^]]*\)\]/\1/p' | tr '\n' ' ')
+    [ -z "$need" ] && echo "ok  $bin links no CUDA library" || bad "$bin links CUDA libraries itself: $need"
+done
+
+for bin in "$build/libamptrain_cuda.so" $(find "$tmp/prefix" -name libamptrain_cuda.so); do
+    [ -f "$bin" ] || { bad "$bin is missing"; continue; }
     dyn=$(readelf -d "$bin")
     echo "$dyn" | grep -Eq 'NEEDED.*\[libcudart\.so\.[0-9]+\]' ||
         bad "$bin does not load the shared libcudart (NEEDED: $(echo "$dyn" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' '))"
@@ -52,8 +62,8 @@ done
 # No RUNPATH (amptrain, the built-in plugins; build tree and installed) has
 # an empty entry: ld.so reads one as the current directory, so a library in
 # whatever folder amptrain is started from would be loaded.
-for bin in "$build/amptrain" "$tmp/prefix/bin/amptrain" "$build"/plugins/*.so \
-           $(find "$tmp/prefix" -name 'amp_*.so'); do
+for bin in "$build/amptrain" "$tmp/prefix/bin/amptrain" "$build"/plugins/*.so "$build/libamptrain_cuda.so" \
+           $(find "$tmp/prefix" -name 'amp_*.so' -o -name libamptrain_cuda.so); do
     runpath=$(readelf -d "$bin" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
     case ":$runpath:" in
     *::*) bad "$bin: RUNPATH '$runpath' has an empty entry (the current directory)" ;;

@@ -489,6 +489,10 @@ void *amp_backend_cuda_stream(amp_backend *be);
  * driver's and the runtime's CUDA versions, or that this build has no CUDA;
  * "" when a device is visible. Static storage, valid until the next call. */
 const char *amp_backend_cuda_unavailable_reason(void);
+/* Builds with CUDA: NAME in the CUDA module (libamptrain_cuda.so, opened on
+ * first use; core/backend/backend_cuda_load.c), for the core code that
+ * lives in it (core/dist/dist_nccl.c); NULL with err when it cannot. */
+void *amp_cuda_module_symbol(const char *name, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

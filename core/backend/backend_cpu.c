@@ -12,10 +12,11 @@
  * working weights instead of widening them at every GEMM.
  *
  * Threads: OpenMP, the same team oneDNN uses (AMPTRAIN_THREADS, else
- * OMP_NUM_THREADS, else every core). Element-wise work is cut into chunks
- * whose size depends on the problem only, and the one floating-point
- * reduction (unscale's sum of squares) adds the chunks' partial sums in
- * chunk order, so results do not depend on the thread count. */
+ * OMP_NUM_THREADS, else the cores of the affinity mask: cpu_threads.h).
+ * Element-wise work is cut into chunks whose size depends on the problem
+ * only, and the one floating-point reduction (unscale's sum of squares)
+ * adds the chunks' partial sums in chunk order, so results do not depend
+ * on the thread count. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "backend/cpu_gemm_ref.h"
 #include "env.h"
 #include "backend/cpu_internal.h"
+#include "backend/cpu_threads.h"
 #include "backend/cpu_kern.h"
 #include "backend/kernels/act.h"
 #include "backend/kernels/convert.h"
@@ -645,8 +647,9 @@ static const amp_backend_ops cpu_ops = {
     .fused = &cpu_fused_ops,
 };
 
-/* AMPTRAIN_THREADS (1..1024), else OpenMP's default (OMP_NUM_THREADS, else
- * the cores). 0 or -1 with err. */
+/* AMPTRAIN_THREADS (1..1024), else OMP_NUM_THREADS (OpenMP's own reading of
+ * it), else the cores this process may run on (cpu_threads.h). 0 or -1
+ * with err. */
 static int thread_count(int *out, char *err, size_t errlen) {
     long t;
     int got = amp_env_int("AMPTRAIN_THREADS", 1, 1024, &t, err, errlen);
@@ -656,7 +659,7 @@ static int thread_count(int *out, char *err, size_t errlen) {
         return 0;
     }
 #ifdef _OPENMP
-    *out = omp_get_max_threads();
+    *out = amp_env_get("OMP_NUM_THREADS") ? omp_get_max_threads() : amp_cpu_usable_cores();
 #else
     *out = 1;
 #endif

@@ -9,6 +9,7 @@
 #include "backend/cpu_isa.h"
 #include "cli/cli.h"
 #include "mem_limit.h"
+#include "wait_policy.h"
 #include "env.h"
 #include "log.h"
 
@@ -41,6 +42,7 @@ static void usage(FILE *f) {
 static int run_command(int argc, char **argv);
 
 int amp_cli_main(int argc, char **argv) {
+    amp_wait_policy_prepare(argv);
     amp_mem_limit_prepare(argv);
     int code = run_command(argc, argv);
     if (amp_mem_limited()) { /* every output is written and closed by now */

@@ -21,3 +21,10 @@ set_tests_properties(bench_peak_smoke PROPERTIES LABELS bench)
 # Smoke run of the FP8 kernel benchmark (small array, every path).
 add_test(NAME bench_fp8_smoke COMMAND bench_fp8 --n 4096 --reps 2)
 set_tests_properties(bench_fp8_smoke PROPERTIES LABELS "bench;fp8")
+# The threads-under-load benchmark, one round of one step: it starts and
+# ends its hogs and prints a row with numbers for each policy and thread
+# count (bench/threads_under_load.sh). It checks no timing.
+add_test(NAME bench_threads_under_load_smoke
+         COMMAND sh ${PROJECT_SOURCE_DIR}/bench/threads_under_load.sh ${CMAKE_BINARY_DIR} 1 1)
+set_tests_properties(bench_threads_under_load_smoke PROPERTIES LABELS bench TIMEOUT 300
+  PASS_REGULAR_EXPRESSION "passive +\\| +1 \\| +[0-9.]+ \\| +[0-9.]+ \\| +1 \\|.*passive +\\| +2 \\| +[0-9.]+ .*spin +\\| +2 \\| +[0-9.]+ \\| +[0-9.]+ \\| +1 \\|")

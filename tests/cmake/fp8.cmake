@@ -14,3 +14,6 @@ add_test(NAME test_fp8_kernels_all COMMAND test_fp8_kernels --all)
 set_tests_properties(test_fp8_kernels_all PROPERTIES LABELS "long;fp8" TIMEOUT 900)
 # The CUDA quantize-with-amax against the CPU reference (77 without a device).
 amp_unit_test(test_gpu_fp8 gpu fp8)
+if(AMP_HAVE_CUDA) # calls the module's quantize and the runtime itself
+  target_link_libraries(test_gpu_fp8 PRIVATE amptrain_cuda CUDA::cudart)
+endif()

@@ -4,6 +4,9 @@
 # CUDA.
 amp_unit_test(test_gpu_gemm gpu)
 amp_unit_test(test_gpu_kernels gpu)
+if(AMP_HAVE_CUDA) # calls the module's test hook (cuda_testing.h)
+  target_link_libraries(test_gpu_kernels PRIVATE amptrain_cuda CUDA::cudart)
+endif()
 
 # The row harness itself where there is no GPU: every op table with the CPU
 # on both sides (--self-check) passes, and with one op of the second CPU

@@ -1,0 +1,23 @@
+/* NCCL's transport (dist_nccl.c) is built into the CUDA module, with the
+ * CUDA backend, so a process that trains on the CPU maps neither NCCL nor
+ * the CUDA runtime; these forward to it. */
+#include <stdio.h>
+
+#include "backend/backend.h"
+#include "dist/dist_internal.h"
+
+/* The core functions dist_nccl.c calls, kept and exported by every
+ * executable as backend_cuda_load.c's table is (core/CMakeLists.txt). */
+void *const amp_dist_nccl_host_symbols[] = {(void *)amp_dist_bcast, (void *)amp_dist_fatal};
+
+int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
+    int (*open)(amp_dist *, dist_grads *, char *, size_t);
+    *(void **)&open = amp_cuda_module_symbol("amp_dist_nccl_open", err, errlen);
+    return open ? open(d, g, err, errlen) : -1;
+}
+
+int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_t errlen) {
+    int (*select)(int, int, char *, size_t);
+    *(void **)&select = amp_cuda_module_symbol("amp_dist_nccl_select_device", err, errlen);
+    return select ? select(local_rank, local_size, err, errlen) : -1;
+}
