@@ -106,14 +106,7 @@ static int mlp_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
         int out = l == nh ? in->classes : hidden[l];
         char name[AMP_MODEL_NAME_MAX];
         snprintf(name, sizeof name, "fc%d", l + 1);
-        unsigned ops = (1u << AMP_OP_GEMM) | (1u << AMP_OP_POINTWISE);
-        if (amp_model_desc_add_layer(d, name, ops) != 0) goto oom;
-        char pname[AMP_MODEL_NAME_MAX + 8];
-        int64_t wshape[2] = {out, prev}, bshape[1] = {out};
-        snprintf(pname, sizeof pname, "%s.weight", name);
-        if (amp_model_desc_add_param(d, pname, l, 1, 2, wshape) != 0) goto oom;
-        snprintf(pname, sizeof pname, "%s.bias", name);
-        if (amp_model_desc_add_param(d, pname, l, 1, 1, bshape) != 0) goto oom;
+        if (amp_linear_describe(d, name, out, prev, 1, 1) != 0) goto oom;
         prev = out;
     }
     return 0;

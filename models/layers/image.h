@@ -31,12 +31,10 @@ int amp_kit_grad_round(amp_model *m, float *g, amp_dtype dt, int layer, size_t n
 /* Tensor "<layer>.<member>" (-1 for none). */
 int amp_kit_member(const amp_model *m, const char *layer, const char *member);
 
-/* Layer `name` and its tensors appended to a description being built (decay:
- * every tensor's weight-decay flag); the buffers come after every object's
- * parameters. 0, or -1 when out of host memory. */
+/* Layer `name` and its tensors appended to a description being built, as
+ * amp_linear_describe (layers.h). */
 int amp_conv2d_describe(amp_model_desc *d, const char *name, int out, int in, int k, int bias,
                         int decay);
-int amp_linear_describe(amp_model_desc *d, const char *name, int out, int in, int bias, int decay);
 int amp_batchnorm_describe(amp_model_desc *d, const char *name, int c, int decay);
 int amp_batchnorm_describe_buffers(amp_model_desc *d, const char *name, int c);
 

@@ -102,6 +102,12 @@ static inline amp_array amp_array_of(const void *p, amp_dtype dt) {
 
 /* ---- Linear: y = act(x W^T + b), nn.Linear ------------------------------- */
 
+/* Layer `name` and its tensors name.weight [out, in] and name.bias [out]
+ * (when bias) appended to a description being built (decay: every tensor's
+ * weight-decay flag); buffers come after every object's parameters
+ * (describe.c). 0, or -1 when out of host memory. */
+int amp_linear_describe(amp_model_desc *d, const char *name, int out, int in, int bias, int decay);
+
 typedef struct amp_linear {
     int layer;          /* precision, telemetry */
     int in, out, rows;  /* rows: the most per call */
