@@ -24,8 +24,8 @@ read (the tests never import torch):
 
 Regenerate (CPU is enough; about a minute including the import; installing
 takes a few minutes):
-    python3 -m venv /work/venv-torch && /work/venv-torch/bin/pip install torch torchao
-    /work/venv-torch/bin/python scripts/fp8_reference.py [OUTDIR]   (default tests/data)
+    python3 -m venv venv-torch && venv-torch/bin/pip install torch torchao
+    venv-torch/bin/python scripts/fp8_reference.py [OUTDIR]   (default tests/data)
 The committed files were made with torch 2.15.0 and torchao 0.18.0 on x86-64.
 NaN blocks: torchao writes x / +inf there (its float reading of scale 0xff),
 so an inf element becomes the CPU's default NaN (negative on x86); the
