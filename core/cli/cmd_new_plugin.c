@@ -262,7 +262,7 @@ static const char precision_c[] =
     " * so the vtable can grow in later ABI minors. */\n"
     "static const amp_precision_vtable vtable = {(uint32_t)sizeof(amp_precision_vtable), plugin_init,\n"
     "                                            plugin_fini, plugin_resolve,\n"
-    "                                            plugin_requires_scaler, plugin_allow_tf32};\n"
+    "                                            plugin_requires_scaler, plugin_allow_tf32, NULL};\n"
     "\n"
     "/* The one exported symbol: kind, the name INI files use (must match the\n"
     " * file name amp_precision_@NAME@.so), version, description, the INI keys\n"

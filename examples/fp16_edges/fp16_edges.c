@@ -97,7 +97,7 @@ static int ed_requires_scaler(void *self)
 }
 
 static const amp_precision_vtable ed_vtable = {(uint32_t)sizeof(amp_precision_vtable), ed_init,
-                                               ed_fini, ed_resolve, ed_requires_scaler, NULL};
+                                               ed_fini, ed_resolve, ed_requires_scaler, NULL, NULL};
 
 AMP_PLUGIN_DEFINE_WITH_KEYS(AMP_PLUGIN_KIND_PRECISION, "fp16_edges", "1.0.0",
                             "FP16 autocast except the first and last `keep` layers (FP32)",

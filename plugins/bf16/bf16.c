@@ -15,7 +15,7 @@ static int bf16_init(const amp_host_api *host, void **self)
 
 static const amp_precision_vtable bf16_vtable = {
     (uint32_t)sizeof(amp_precision_vtable), bf16_init, amp_policy_vt_fini, amp_policy_vt_resolve,
-    amp_policy_vt_requires_scaler, amp_policy_vt_allow_tf32};
+    amp_policy_vt_requires_scaler, amp_policy_vt_allow_tf32, NULL};
 
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_PRECISION, "bf16", "1.0.0",
                   "BF16 autocast (FP32 softmax/loss/norm/reduce); no loss scaler needed",

@@ -16,7 +16,7 @@ static int fp16_init(const amp_host_api *host, void **self)
 
 static const amp_precision_vtable fp16_vtable = {
     (uint32_t)sizeof(amp_precision_vtable), fp16_init, amp_policy_vt_fini, amp_policy_vt_resolve,
-    amp_policy_vt_requires_scaler, amp_policy_vt_allow_tf32};
+    amp_policy_vt_requires_scaler, amp_policy_vt_allow_tf32, NULL};
 
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_PRECISION, "fp16", "1.0.0",
                   "FP16 autocast (FP32 softmax/loss/norm/reduce); needs a loss scaler",

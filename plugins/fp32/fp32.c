@@ -29,7 +29,7 @@ static int fp32_init(const amp_host_api *host, void **self)
 
 static const amp_precision_vtable fp32_vtable = {
     (uint32_t)sizeof(amp_precision_vtable), fp32_init, amp_policy_vt_fini, amp_policy_vt_resolve,
-    amp_policy_vt_requires_scaler, amp_policy_vt_allow_tf32};
+    amp_policy_vt_requires_scaler, amp_policy_vt_allow_tf32, NULL};
 
 AMP_PLUGIN_DEFINE(AMP_PLUGIN_KIND_PRECISION, "fp32", "1.0.0",
                   "FP32 everywhere (the reference); optional TF32 GEMMs", &fp32_vtable);

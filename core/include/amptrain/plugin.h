@@ -42,8 +42,10 @@ extern "C" {
 #endif
 
 #define AMP_PLUGIN_ABI_MAJOR 1
-/* 1.1: amp_plugin_info.keys appended. */
-#define AMP_PLUGIN_ABI_MINOR 1
+/* 1.1: amp_plugin_info.keys appended.
+ * 1.2: scaled GEMM operand formats (amp_layer_precision.operand) and the
+ *      precision vtable's scale_update hook appended. */
+#define AMP_PLUGIN_ABI_MINOR 2
 
 /* The one exported symbol, by name. */
 #define AMP_PLUGIN_ENTRY_SYMBOL "amp_plugin_entry"
@@ -150,14 +152,98 @@ typedef struct amp_host_api {
 
 /* ---------------------------------------------------------------- precision */
 
+/* Since ABI 1.2: the scaled number formats a GEMM operand may be quantized
+ * into (values are part of the ABI). AMP_FORMAT_DTYPE means "no scaled
+ * format": the operand is rounded to compute[AMP_OP_GEMM] (or CONV) as
+ * before. docs/fp8-formats.md defines each format bit for bit. */
+typedef enum amp_format {
+    AMP_FORMAT_DTYPE = 0,
+    AMP_FORMAT_F8_E4M3 = 1, /* OCP E4M3FN: max 448, no inf */
+    AMP_FORMAT_F8_E5M2 = 2, /* OCP E5M2: max 57344 */
+    AMP_FORMAT_COUNT
+} amp_format;
+
+/* How a scaled operand's scale is chosen (values are part of the ABI). */
+typedef enum amp_scaling {
+    /* one FP32 scale per tensor, from the amax history of the steps
+     * before this one (Transformer Engine's DelayedScaling) */
+    AMP_SCALING_DELAYED = 0,
+    /* one FP32 scale per tensor, from this tensor's own amax, found
+     * before it is quantized (Float8CurrentScaling) */
+    AMP_SCALING_CURRENT = 1,
+    /* one E8M0 scale per block of 32 values along the GEMM's reduction
+     * dimension (OCP MX v1.0, MXFP8); no history, no scale_update */
+    AMP_SCALING_MX32 = 2,
+    AMP_SCALING_COUNT
+} amp_scaling;
+
+/* The operands of a layer's GEMMs, by role (values are part of the ABI).
+ * The forward reads INPUT and WEIGHT; the backward's data GEMM reads
+ * GRAD_OUTPUT and WEIGHT, its weight GEMM GRAD_OUTPUT and INPUT. */
+typedef enum amp_gemm_role {
+    AMP_ROLE_INPUT = 0,       /* the input activation X */
+    AMP_ROLE_WEIGHT = 1,      /* the weight W (its working copy) */
+    AMP_ROLE_GRAD_OUTPUT = 2, /* the gradient dY of the output */
+    AMP_ROLE_COUNT
+} amp_gemm_role;
+
+/* The most amax values a delayed-scaling history may keep. */
+#define AMP_AMAX_HISTORY_MAX 65536u
+
+/* Since ABI 1.2: how one GEMM operand of a layer is quantized. */
+typedef struct amp_operand_format {
+    uint32_t format;      /* amp_format */
+    uint32_t scaling;     /* amp_scaling (ignored for AMP_FORMAT_DTYPE) */
+    uint32_t history_len; /* AMP_SCALING_DELAYED: amax values kept, 1..AMP_AMAX_HISTORY_MAX */
+    uint32_t reserved;    /* 0 */
+} amp_operand_format;
+
 /* What a policy decides for one layer. The host sets struct_size and fills
- * every field with FP32 before calling `resolve`. */
+ * every field with FP32 (and, since 1.2, every operand with
+ * AMP_FORMAT_DTYPE) before calling `resolve`. A policy built against an
+ * older minor writes only the fields its struct has. */
 typedef struct amp_layer_precision {
     uint32_t struct_size;
     amp_dtype compute[AMP_OP_COUNT]; /* dtype each op class computes in       */
     amp_dtype activation;            /* dtype activations are stored in        */
     amp_dtype param;                 /* dtype of the working copy of weights  */
+    /* Since ABI 1.2: the scaled format of each operand of the layer's GEMM
+     * (and CONV) ops; write these only when struct_size covers them.
+     * With a scaled format the GEMM accumulates in FP32, writes its output
+     * in `activation`, and the weight's working copy is the format's codes
+     * (1 byte per value) plus its scales; `param` stays the dtype of the
+     * bias and of the rounding point of the weight's gradient. */
+    amp_operand_format operand[AMP_ROLE_COUNT];
 } amp_layer_precision;
+
+/* The size of amp_layer_precision in ABI 1.0/1.1. */
+#define AMP_LAYER_PRECISION_SIZE_1_0 offsetof(amp_layer_precision, operand)
+
+/* Since ABI 1.2: what the host measured for one per-tensor scaled operand,
+ * handed to scale_update. Delayed scaling: called once per optimizer step,
+ * after the step (this step's amax already reduced across data-parallel
+ * ranks, max) and before the next forward; the scale returned quantizes
+ * the next step. Current scaling: called each time the tensor is
+ * quantized, with `amax` that tensor's own, and the scale returned
+ * quantizes it. */
+typedef struct amp_scale_stats {
+    uint32_t struct_size;
+    const char *layer;        /* a name from host->layer_name */
+    uint32_t role;            /* amp_gemm_role */
+    uint32_t format;          /* amp_format */
+    uint32_t scaling;         /* amp_scaling: DELAYED or CURRENT */
+    int64_t step;             /* optimizer step index, 0-based */
+    double format_max;        /* largest finite value of format (448, 57344) */
+    double scale;             /* the scale in use: the one this step quantized with */
+    double amax;              /* max |x| of this step (DELAYED) or of this tensor (CURRENT) */
+    int64_t saturated;        /* values clamped to +-format_max this step */
+    int64_t flushed;          /* nonzero values that became 0 this step */
+    /* DELAYED: the amax history, newest first (history[0] == amax), of
+     * history_count <= history_len values. CURRENT: amax only, count 1. */
+    const double *history;
+    uint32_t history_count;
+    uint32_t history_len;
+} amp_scale_stats;
 
 typedef struct amp_precision_vtable {
     uint32_t struct_size;
@@ -174,6 +260,13 @@ typedef struct amp_precision_vtable {
     int (*requires_scaler)(void *self);
     /* 1 to let FP32 GEMMs use TF32 tensor cores on the GPU. NULL means 0. */
     int (*allow_tf32)(void *self);
+    /* Since ABI 1.2. The next per-tensor scale of a DELAYED or CURRENT
+     * operand from the host's statistics. Must set a finite *scale > 0;
+     * the host stops the run (exit 1, the plugin named) otherwise. NULL
+     * means the host's default: scale = format_max / amax over the whole
+     * history (DELAYED) or of the tensor (CURRENT), the previous scale
+     * kept when that amax is 0 or not finite (a step's first scale is 1). */
+    int (*scale_update)(void *self, const amp_scale_stats *stats, double *scale);
 } amp_precision_vtable;
 
 /* -------------------------------------------------------------- loss scaler */

@@ -1,0 +1,161 @@
+/* Scaled-operand state (scaled.h): creation, the scale rules, the history. */
+#include "scaled.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double amp_format_max(uint32_t format) {
+    return format == AMP_FORMAT_F8_E4M3   ? (double)AMP_FP8_E4M3_MAX
+           : format == AMP_FORMAT_F8_E5M2 ? (double)AMP_FP8_E5M2_MAX
+                                          : 0.0;
+}
+
+int amp_format_fp8(uint32_t format) {
+    return format == AMP_FORMAT_F8_E5M2 ? AMP_FP8_E5M2 : AMP_FP8_E4M3;
+}
+
+int amp_scaled_create(amp_scaled **out, int nlayers, const amp_layer_precision *prec,
+                      const char *const *layer_names, char *err, size_t errlen) {
+    *out = NULL;
+    amp_scaled *s = calloc(1, sizeof *s);
+    size_t nidx = (size_t)nlayers * AMP_ROLE_COUNT;
+    if (!s || !(s->index = malloc((nidx ? nidx : 1) * sizeof *s->index))) goto oom;
+    s->nlayers = nlayers;
+    s->layer_names = layer_names;
+    for (size_t i = 0; i < nidx; i++) {
+        const amp_operand_format *f = &prec[i / AMP_ROLE_COUNT].operand[i % AMP_ROLE_COUNT];
+        s->index[i] = f->format != AMP_FORMAT_DTYPE ? s->nslots++ : -1;
+    }
+    if (s->nslots && !(s->slot = calloc((size_t)s->nslots, sizeof *s->slot))) goto oom;
+    for (size_t i = 0; i < nidx; i++) {
+        if (s->index[i] < 0) continue;
+        amp_scaled_slot *sl = &s->slot[s->index[i]];
+        sl->layer = (int)(i / AMP_ROLE_COUNT);
+        sl->role = (int)(i % AMP_ROLE_COUNT);
+        sl->fmt = prec[sl->layer].operand[sl->role];
+        sl->scale = 1.0f;
+        if (sl->fmt.scaling == AMP_SCALING_DELAYED &&
+            !(sl->history = calloc(sl->fmt.history_len ? sl->fmt.history_len : 1, sizeof(double))))
+            goto oom;
+    }
+    *out = s;
+    return 0;
+oom:
+    amp_scaled_free(s);
+    snprintf(err, errlen, "out of host memory for the scaled-operand state");
+    return -1;
+}
+
+void amp_scaled_free(amp_scaled *s) {
+    if (!s) return;
+    for (int i = 0; s->slot && i < s->nslots; i++) free(s->slot[i].history);
+    free(s->slot);
+    free(s->index);
+    free(s);
+}
+
+amp_scaled_slot *amp_scaled_find(amp_scaled *s, int layer, int role) {
+    if (!s || layer < 0 || layer >= s->nlayers || role < 0 || role >= AMP_ROLE_COUNT) return NULL;
+    int i = s->index[layer * AMP_ROLE_COUNT + role];
+    return i < 0 ? NULL : &s->slot[i];
+}
+
+/* The default rule: format_max / amax, the previous scale kept when amax
+ * is 0 or not finite (counted). */
+static double default_scale(const amp_scale_stats *st, double amax, int64_t *kept) {
+    if (!(amax > 0.0) || !isfinite(amax)) {
+        (*kept)++;
+        return st->scale;
+    }
+    return st->format_max / amax;
+}
+
+static int ask(amp_scaled *s, amp_scaled_slot *sl, amp_scale_stats *st, char *err, size_t errlen) {
+    double next;
+    if (s->update) {
+        next = NAN;
+        if (s->update(s->update_ctx, st, &next) != 0) {
+            snprintf(err, errlen, "scale_update failed for layer '%s' role %d", st->layer, sl->role);
+            return -1;
+        }
+        if (!isfinite(next) || !(next > 0.0)) {
+            snprintf(err, errlen, "scale_update returned the scale %g for layer '%s' role %d "
+                     "(a scale must be finite and > 0)", next, st->layer, sl->role);
+            return -1;
+        }
+        if (!(st->amax > 0.0) || !isfinite(st->amax)) sl->kept++;
+    } else {
+        double amax = st->amax;
+        for (uint32_t i = 0; i < st->history_count; i++)
+            if (!(st->history[i] <= amax)) amax = st->history[i]; /* a NaN wins, and keeps */
+        next = default_scale(st, amax, &sl->kept);
+    }
+    float f = (float)next;
+    if (!isfinite(f) || !(f > 0.0f)) {
+        snprintf(err, errlen, "the scale %g of layer '%s' role %d does not fit an FP32 scale",
+                 next, st->layer, sl->role);
+        return -1;
+    }
+    sl->scale = f;
+    return 0;
+}
+
+static void fill(const amp_scaled *s, const amp_scaled_slot *sl, amp_scale_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->struct_size = (uint32_t)sizeof *st;
+    st->layer = s->layer_names ? s->layer_names[sl->layer] : "";
+    st->role = (uint32_t)sl->role;
+    st->format = sl->fmt.format;
+    st->scaling = sl->fmt.scaling;
+    st->step = s->step;
+    st->format_max = amp_format_max(sl->fmt.format);
+    st->scale = sl->scale;
+    st->history_len = sl->fmt.history_len;
+}
+
+int amp_scaled_current(amp_scaled *s, amp_scaled_slot *sl, float amax, char *err, size_t errlen) {
+    amp_scale_stats st;
+    fill(s, sl, &st);
+    double a = amax;
+    st.amax = a;
+    st.saturated = (int64_t)sl->step.saturated;
+    st.flushed = (int64_t)sl->step.flushed;
+    st.history = &a;
+    st.history_count = 1;
+    return ask(s, sl, &st, err, errlen);
+}
+
+int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen) {
+    double *ordered = NULL;
+    int rc = 0;
+    for (int i = 0; s && i < s->nslots && rc == 0; i++) {
+        amp_scaled_slot *sl = &s->slot[i];
+        if (sl->fmt.scaling == AMP_SCALING_DELAYED) {
+            uint32_t H = sl->fmt.history_len ? sl->fmt.history_len : 1;
+            sl->head = sl->count ? (sl->head + 1) % H : 0;
+            sl->history[sl->head] = sl->step.amax;
+            if (sl->count < H) sl->count++;
+            if (!ordered && !(ordered = malloc(AMP_AMAX_HISTORY_MAX * sizeof *ordered))) {
+                snprintf(err, errlen, "out of host memory");
+                return -1;
+            }
+            for (uint32_t k = 0; k < sl->count; k++) /* newest first */
+                ordered[k] = sl->history[(sl->head + H - k) % H];
+            amp_scale_stats st;
+            fill(s, sl, &st);
+            st.amax = sl->step.amax;
+            st.saturated = (int64_t)sl->step.saturated;
+            st.flushed = (int64_t)sl->step.flushed;
+            st.history = ordered;
+            st.history_count = sl->count;
+            rc = ask(s, sl, &st, err, errlen);
+        }
+        sl->last = sl->step;
+        memset(&sl->step, 0, sizeof sl->step);
+    }
+    free(ordered);
+    if (rc == 0 && s) s->step++;
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* The state of a model's scaled GEMM operands (ABI 1.2's amp_operand_format):
+ * one slot per (layer, role) the precision policy put in a scaled format.
+ * The layer kit's quantizers read a slot's scale and add what they saw to
+ * the slot's stats for this optimizer step; at the end of the step the host
+ * reduces those stats across data-parallel ranks, pushes the amax into the
+ * slot's history and asks the policy (scale_update, or the default rule)
+ * for the next scale. The scales and histories are training state: they
+ * travel in checkpoints and a resume continues them bit for bit. */
+#ifndef AMP_MODELS_SCALED_H
+#define AMP_MODELS_SCALED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amptrain/plugin.h"
+#include "backend/kernels/fp8.h"
+
+typedef struct amp_scaled_slot {
+    int layer;              /* index into the model's layer table */
+    int role;               /* amp_gemm_role */
+    amp_operand_format fmt; /* from the policy */
+    float scale;            /* DELAYED: quantizes this step; CURRENT: the last one used */
+    double *history;        /* DELAYED: [fmt.history_len], circular, newest at [head] */
+    uint32_t head, count;   /* count <= history_len values written so far */
+    amp_fp8_stats step;     /* this optimizer step so far (host copy; amax max, counts summed) */
+    amp_fp8_stats last;     /* the last finished step's, for telemetry */
+    int64_t kept;           /* updates that kept the previous scale (amax 0 or not finite) */
+} amp_scaled_slot;
+
+/* The policy's scale_update (amp_precision_vtable), or NULL for the default. */
+typedef int (*amp_scale_update_fn)(void *ctx, const amp_scale_stats *st, double *scale);
+
+typedef struct amp_scaled {
+    int nlayers, nslots;
+    amp_scaled_slot *slot;  /* [nslots], layer-major, roles in amp_gemm_role order */
+    int *index;             /* [nlayers * AMP_ROLE_COUNT]: slot index or -1 */
+    const char *const *layer_names; /* [nlayers], for the hook; owned by the caller */
+    amp_scale_update_fn update;
+    void *update_ctx;
+    int64_t step;           /* optimizer steps finished (the stats' step index) */
+} amp_scaled;
+
+/* Slots for every (layer, role) of prec[nlayers] whose format is not
+ * AMP_FORMAT_DTYPE (an empty state when there is none). Every scale starts
+ * at 1, every history empty. 0, or -1 with err (out of memory). */
+int amp_scaled_create(amp_scaled **out, int nlayers, const amp_layer_precision *prec,
+                      const char *const *layer_names, char *err, size_t errlen);
+void amp_scaled_free(amp_scaled *s);
+
+/* The slot of (layer, role), or NULL when that operand is not scaled. */
+amp_scaled_slot *amp_scaled_find(amp_scaled *s, int layer, int role);
+
+/* The largest finite value of an amp_format (448, 57344; 0 for DTYPE). */
+double amp_format_max(uint32_t format);
+/* amp_format as the backend's amp_fp8_format. */
+int amp_format_fp8(uint32_t format);
+
+/* CURRENT scaling: the scale that quantizes a tensor whose amax is `amax`
+ * (this tensor's own), from the hook or the default rule; sets sl->scale.
+ * 0, or -1 with err when the hook fails or returns a scale that is not
+ * finite and > 0. */
+int amp_scaled_current(amp_scaled *s, amp_scaled_slot *sl, float amax, char *err, size_t errlen);
+
+/* The end of an optimizer step, after every slot's `step` holds the step's
+ * stats (reduced across ranks): each DELAYED slot pushes its amax into its
+ * history and takes its next scale; every slot's step moves to `last` and
+ * is zeroed; s->step advances. 0, or -1 with err (as amp_scaled_current). */
+int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen);
+
+#endif
