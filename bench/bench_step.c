@@ -663,7 +663,9 @@ static void cpu_model(char *out, size_t len) {
 }
 
 int main(int argc, char **argv) {
-    amp_wait_policy_prepare(argv); /* the threads wait as amptrain's do */
+    amp_restart_env restart = {{0}, 0}; /* the threads wait as amptrain's do */
+    amp_wait_policy_prepare(&restart);
+    amp_restart_env_exec(&restart, argv);
     bench_opts o;
     if (parse_args(&o, argc, argv) != 0) return 2;
     amp_log_set_level(AMP_LOG_WARN);

@@ -43,7 +43,7 @@ static void on_crash(int sig) {
     _exit(1);
 }
 
-void amp_mem_limit_prepare(char **argv) {
+void amp_mem_limit_prepare(amp_restart_env *r) {
     size_t room = amp_mem_headroom();
     if (room == SIZE_MAX) return;
     g_limited = 1;
@@ -58,9 +58,7 @@ void amp_mem_limit_prepare(char **argv) {
     size_t need = (size_t)(cores > 0 ? cores : 1) * AMP_OPENBLAS_BUFFER + RESERVE;
     if (room >= need) return;
     if (getenv("OPENBLAS_NUM_THREADS")) return; /* the user's choice, or already restarted */
-    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
-    execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_NUM_THREADS"); /* exec failed: go on as we are */
+    amp_restart_env_set(r, "OPENBLAS_NUM_THREADS", "1");
 }
 
 int amp_mem_limited(void) { return g_limited; }

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "restart_env.h"
+
 /* OpenBLAS's per-thread buffer (BUFFER_SIZE of the Debian x86-64 build,
  * seen mapped by every pool thread) */
 #define AMP_OPENBLAS_BUFFER ((size_t)128 << 20)
@@ -20,11 +22,11 @@
  * SIZE_MAX when there is no limit. */
 size_t amp_mem_headroom(void);
 
-/* At the start of main: re-executes this program with
- * OPENBLAS_NUM_THREADS=1 when the limit leaves less than a buffer per core
- * (plus a reserve for the run) and the variable is unset. Returns when it
- * does not (or the exec failed: then nothing changed). */
-void amp_mem_limit_prepare(char **argv);
+/* At the start of main: under a limit, installs the crash message, and
+ * records OPENBLAS_NUM_THREADS=1 for the one restart (amp_restart_env_exec)
+ * when the limit leaves less than a buffer per core (plus a reserve for
+ * the run) and the variable is unset. */
+void amp_mem_limit_prepare(amp_restart_env *r);
 
 /* Whether an address-space limit is set: then exit with _exit after
  * flushing, since library destructors may join threads that never got

@@ -11,9 +11,10 @@
 #ifndef AMP_WAIT_POLICY_H
 #define AMP_WAIT_POLICY_H
 
-/* At the start of main: re-executes this program with the variables above
- * set where they are unset. Returns when nothing was missing (or the exec
- * failed: then nothing changed). */
-void amp_wait_policy_prepare(char **argv);
+#include "restart_env.h"
+
+/* At the start of main: records the variables above where they are unset,
+ * for the one restart (amp_restart_env_exec). */
+void amp_wait_policy_prepare(amp_restart_env *r);
 
 #endif
