@@ -58,8 +58,93 @@ const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype g
     return k->op_16[slot];
 }
 
-int amp_format_cast(amp_model *m, const amp_kit_copy *c, const float *master, size_t n) {
+/* ---- scaled operands (FP8 per tensor: FP8_SPEC's Linear) ----
+ * A scaled operand reaches its GEMM as the FP32 values deq(quant(v)); the
+ * GEMM is the FP32 one. The stats record each quantize adds to is the
+ * slot's step record, host memory on the CPU backend (the only one with the
+ * "scaled" family); amp_model_scaled_collect is where a device's goes. */
+
+static const char *role_name(int role) {
+    return role == AMP_ROLE_INPUT ? "input" : role == AMP_ROLE_WEIGHT ? "weight" : "grad_output";
+}
+
+int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what, int per_tensor_ok) {
+    amp_scaled_slot *sl = amp_scaled_find(m->scaled, layer, role);
+    if (!sl) return -1;
+    int sc = (int)sl->fmt.scaling;
+    if (!per_tensor_ok || (sc != AMP_SCALING_DELAYED && sc != AMP_SCALING_CURRENT)) {
+        snprintf(m->be->err, sizeof m->be->err,
+                 "model '%s': layer '%s' (%s): the %s operand's scaled format (scaling %s) is not "
+                 "implemented for this layer kind; keep the layer in a dtype "
+                 "(layer.%s = bf16) or use per-tensor scaling on Linear layers",
+                 m->ops->name, m->desc.layers[layer].name, what, role_name(role),
+                 sc == AMP_SCALING_MX32 ? "mx32" : sc == AMP_SCALING_CURRENT ? "current" : "delayed",
+                 m->desc.layers[layer].name);
+        return -2;
+    }
+    return (int)(sl - m->scaled->slot);
+}
+
+/* The scale that quantizes x[n] now: CURRENT from x's own amax. */
+static int scale_for(amp_model *m, amp_scaled_slot *sl, const float *x, size_t n, float *scale) {
     amp_backend *be = m->be;
+    if (sl->fmt.scaling == AMP_SCALING_CURRENT) {
+        float amax;
+        if (AMP_SCALED(be, fp8_amax, &amax, x, n) != 0) return -1;
+        if (amp_scaled_current(m->scaled, sl, amax, be->err, sizeof be->err) != 0) return -1;
+    }
+    *scale = sl->scale;
+    return 0;
+}
+
+const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
+                                       size_t n, int count) {
+    amp_kit *k = m->kit;
+    amp_backend *be = m->be;
+    amp_scaled_slot *sl = &m->scaled->slot[slot];
+    if (n > k->need[AMP_SCRATCH_OPERAND]) {
+        snprintf(be->err, sizeof be->err, "model '%s': scaled operand of %zu elements exceeds the "
+                 "scratch of %zu", m->ops->name, n, k->need[AMP_SCRATCH_OPERAND]);
+        return NULL;
+    }
+    float *dst = k->op_f32[scratch];
+    const float *wide = v->store == AMP_DTYPE_F32 ? v->p : v->f32;
+    if (!wide) { /* 16-bit values widen exactly */
+        if (be->ops->widen(be, dst, v->p, v->store, n) != 0) return NULL;
+        wide = dst;
+    }
+    float scale = sl->scale; /* a re-quantization keeps the scale it was counted with */
+    if (count && scale_for(m, sl, wide, n, &scale) != 0) return NULL;
+    int fmt = amp_format_fp8(sl->fmt.format);
+    if (AMP_SCALED(be, fp8_qdq, dst, wide, n, scale, fmt, count ? &sl->step : NULL) != 0)
+        return NULL;
+    return dst;
+}
+
+const float *amp_format_scaled_weight(amp_model *m, int t, int scratch) {
+    amp_kit *k = m->kit;
+    const amp_kit_copy *c = &k->copy[t];
+    size_t n = m->desc.params[t].numel;
+    int fmt = amp_format_fp8(m->scaled->slot[c->fp8_slot].fmt.format);
+    if (AMP_SCALED(m->be, fp8_dequantize, k->op_f32[scratch], c->ptr, n, c->fp8_scale, fmt) != 0)
+        return NULL;
+    return k->op_f32[scratch];
+}
+
+/* qW = quant(master, s_w): 1 byte per value and the scale it used; the
+ * master's amax and counts go to the WEIGHT slot. */
+static int cast_fp8(amp_model *m, amp_kit_copy *c, const float *master, size_t n) {
+    amp_scaled_slot *sl = &m->scaled->slot[c->fp8_slot];
+    float scale;
+    if (scale_for(m, sl, master, n, &scale) != 0) return -1;
+    c->fp8_scale = scale;
+    return AMP_SCALED(m->be, fp8_quantize, c->ptr, master, n, scale,
+                      amp_format_fp8(sl->fmt.format), &sl->step);
+}
+
+int amp_format_cast(amp_model *m, amp_kit_copy *c, const float *master, size_t n) {
+    amp_backend *be = m->be;
+    if (c->fp8_slot >= 0) return cast_fp8(m, c, master, n);
     amp_round_count *cnt = amp_model_rounds(m, c->layer, AMP_ROUND_FWD);
     if (c->f32_store) /* FP32 arrays of the rounded values, counted the same */
         return be->ops->quantize(be, c->ptr, master, n, c->dt, cnt, 0);
