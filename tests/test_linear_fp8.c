@@ -8,13 +8,15 @@
  * exactly. fc1: delayed scales, E4M3/E4M3/E5M2; fc2: hand-set delayed X and
  * dY, current-scaled W (its scale from the master's amax).
  * `test_linear_fp8 --break-role` swaps fc1's X and W scales in the
- * reference only, so the run must fail (shows the test can). */
+ * reference only, so the run must fail (shows the test can); `--mx` runs
+ * the MX32 case (mx_main), `--mx-break` its broken reference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "expect.h"
+#include "backend/kernels/mx.h"
 #include "layers/kit_state.h"
 #include "model.h"
 #include "session_helpers.h"
@@ -43,6 +45,41 @@ static float qdq(float v, float s, uint32_t format, ref_stats *st, uint8_t *code
     }
     if (code) *code = q;
     return amp_fp8_to_float(q, fmt) * amp_fp8_inv_scale(s);
+}
+
+/* MX32 of x [rows, cols] in blocks of 32 along each row (along_cols 0) or
+ * down each column, written plainly: y = decoded values, codes/scales (may
+ * be NULL) in the backend's layout, counts into st (may be NULL). */
+static void mx_ref(float *y, const float *x, int rows, int cols, int along_cols, uint32_t format,
+                   ref_stats *st, uint8_t *codes, uint8_t *scales) {
+    int fmt = amp_format_fp8(format);
+    int lines = along_cols ? cols : rows, len = along_cols ? rows : cols;
+    int nb = (len + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK;
+    for (int l = 0; l < lines; l++)
+        for (int b = 0; b < nb; b++) {
+            int n = len - b * AMP_MX_BLOCK < AMP_MX_BLOCK ? len - b * AMP_MX_BLOCK : AMP_MX_BLOCK;
+            float v[AMP_MX_BLOCK];
+            int idx[AMP_MX_BLOCK];
+            for (int i = 0; i < n; i++) {
+                int e = b * AMP_MX_BLOCK + i;
+                idx[i] = along_cols ? e * cols + l : l * cols + e;
+                v[i] = x[idx[i]];
+            }
+            uint8_t q[AMP_MX_BLOCK], sc;
+            amp_mx_quantize_block(q, &sc, v, n, fmt);
+            if (scales) scales[along_cols ? b * cols + l : l * nb + b] = sc;
+            for (int i = 0; i < n; i++) {
+                unsigned fl = 0;
+                amp_fp8_quantize_element(v[i], amp_mx_element_factor(sc), fmt, &fl);
+                if (st) {
+                    st->sat += (fl & AMP_F8_SATURATED) != 0;
+                    st->flush += (fl & AMP_F8_FLUSHED) != 0;
+                    st->nan += (fl & AMP_F8_NAN) != 0;
+                }
+                if (codes) codes[idx[i]] = q[i];
+                y[idx[i]] = amp_mx_dequantize_element(q[i], sc, fmt);
+            }
+        }
 }
 
 /* c[M, N] = a[M, K] . b[K, N] with strides (naive, double sums); mag gets
@@ -91,8 +128,11 @@ static void check_stats(const char *what, const amp_fp8_stats *got, const ref_st
            want->flush, want->nan);
 }
 
+static int mx_main(int break_blocks);
+
 int main(int argc, char **argv) {
     int break_role = argc > 1 && strcmp(argv[1], "--break-role") == 0;
+    if (argc > 1 && strncmp(argv[1], "--mx", 4) == 0) return mx_main(strcmp(argv[1], "--mx-break") == 0);
     char err[1024];
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
     if (!be) {
@@ -245,6 +285,145 @@ int main(int argc, char **argv) {
                "grad flush %llu; fc2 weight scale %.7g (current)\n",
                got_loss, st[0][0].sat, st[0][0].flush, st[0][1].sat, st[0][2].flush, sw2);
     (void)bad;
+    amp_model_free(m);
+    amp_config_free(cfg);
+    be->ops->destroy(be);
+    return amp_test_failures ? 1 : 0;
+}
+
+/* ---- MX32 (mxfp8, hybrid): every operand of both layers in blocks of 32
+ * along its GEMM's reduction dimension (FP8_SPEC's MX32 section); counts
+ * only, no amax. --mx-break blocks the reference's dW operands along the
+ * wrong dimension, so that run must fail. ---- */
+static int mx_main(int break_blocks) {
+    char err[1024];
+    amp_backend *be = amp_backend_cpu_create(err, sizeof err);
+    if (!be) {
+        fprintf(stderr, "test_linear_fp8: %s\n", err);
+        return 1;
+    }
+    amp_config *cfg = make_config((const char *const[]){"model.hidden=9", "model.activation=none",
+                                                        NULL});
+    amp_model_input in = {.batch = ROWS, .features = FEAT, .classes = CLS, .targets = 1};
+    const amp_model_ops *ops = amp_model_find("mlp");
+    amp_model_desc desc;
+    memset(&desc, 0, sizeof desc);
+    if (!ops || ops->describe(&desc, cfg, &in, err, sizeof err) != 0 || desc.nlayers < 2) {
+        fprintf(stderr, "test_linear_fp8: mlp: %s\n", err);
+        return 1;
+    }
+    amp_layer_precision prec[8];
+    memset(prec, 0, sizeof prec);
+    for (int l = 0; l < desc.nlayers; l++) {
+        prec[l].struct_size = sizeof prec[l];
+        for (int c = 0; c < AMP_OP_COUNT; c++) prec[l].compute[c] = AMP_DTYPE_F32;
+        prec[l].activation = prec[l].param = AMP_DTYPE_F32;
+    }
+    for (int l = 0; l < 2; l++)
+        for (int r = 0; r < AMP_ROLE_COUNT; r++)
+            prec[l].operand[r] = (amp_operand_format){FMT[r], AMP_SCALING_MX32, 0, 0};
+    amp_model *m = NULL;
+    if (amp_model_create(&m, ops, be, &desc, prec, &in, 0, cfg, err, sizeof err) != 0 ||
+        m->ops->init_params(m, 42) != 0) {
+        fprintf(stderr, "test_linear_fp8: %s\n", err);
+        return 1;
+    }
+    float x[ROWS * FEAT];
+    int32_t y[ROWS] = {0, 4, 1, 3, 2, 2, 0};
+    for (int i = 0; i < ROWS * FEAT; i++) {
+        x[i] = (float)sin(0.37 * i * i + 0.3) * 9.0f;
+        if (i % 11 == 0) x[i] *= 1e-9f; /* flushed against its block's scale */
+    }
+    memcpy(m->x, x, sizeof x);
+    memcpy(m->y, y, sizeof y);
+    int t_w[2], t_b[2];
+    for (int l = 0; l < 2; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.weight", m->desc.layers[l].name);
+        t_w[l] = amp_model_desc_find(&m->desc, name);
+        snprintf(name, sizeof name, "%s.bias", m->desc.layers[l].name);
+        t_b[l] = amp_model_desc_find(&m->desc, name);
+    }
+    float W1[HID * FEAT], b1[HID], W2[CLS * HID], b2[CLS];
+    memcpy(W1, m->master + m->desc.params[t_w[0]].offset, sizeof W1);
+    memcpy(b1, m->master + m->desc.params[t_b[0]].offset, sizeof b1);
+    memcpy(W2, m->master + m->desc.params[t_w[1]].offset, sizeof W2);
+    memcpy(b2, m->master + m->desc.params[t_b[1]].offset, sizeof b2);
+    amp_forward_args fa = {ROWS, 1, 1.0f / ROWS};
+    amp_backward_args ba = {ROWS, 0};
+    if (be->ops->zero(be, m->stats, amp_model_stats_bytes(m->desc.nlayers)) ||
+        m->ops->cast_weights(m) || m->ops->forward(m, &fa) || m->ops->backward(m, &ba) ||
+        amp_model_scaled_collect(m)) {
+        fprintf(stderr, "test_linear_fp8: %s\n", be->err);
+        return 1;
+    }
+
+    /* the reference */
+    ref_stats st[2][AMP_ROLE_COUNT];
+    memset(st, 0, sizeof st);
+    enum { NB1 = (FEAT + 31) / 32, NB2 = (HID + 31) / 32 };
+    static uint8_t c1[HID * FEAT + HID * NB1], c2[CLS * HID + CLS * NB2];
+    float w1q[HID * FEAT], w2q[CLS * HID], w2c[CLS * HID];
+    mx_ref(w1q, W1, HID, FEAT, 0, FMT[1], &st[0][1], c1, c1 + HID * FEAT);
+    mx_ref(w2q, W2, CLS, HID, 0, FMT[1], &st[1][1], c2, c2 + CLS * HID);
+    mx_ref(w2c, W2, CLS, HID, 1, FMT[1], NULL, NULL, NULL);
+    float xq[ROWS * FEAT], xc[ROWS * FEAT], h[ROWS * HID], hq[ROWS * HID], hc[ROWS * HID];
+    float z[ROWS * CLS];
+    mx_ref(xq, x, ROWS, FEAT, 0, FMT[0], &st[0][0], NULL, NULL);
+    mx_ref(xc, x, ROWS, FEAT, !break_blocks, FMT[0], NULL, NULL, NULL);
+    gemm(h, NULL, xq, FEAT, 1, w1q, 1, FEAT, ROWS, HID, FEAT);
+    for (int i = 0; i < ROWS * HID; i++) h[i] += b1[i % HID];
+    mx_ref(hq, h, ROWS, HID, 0, FMT[0], &st[1][0], NULL, NULL);
+    mx_ref(hc, h, ROWS, HID, 1, FMT[0], NULL, NULL, NULL);
+    gemm(z, NULL, hq, HID, 1, w2q, 1, HID, ROWS, CLS, HID);
+    double loss = 0.0;
+    float dz[ROWS * CLS];
+    for (int r = 0; r < ROWS; r++) {
+        float *zr = z + r * CLS;
+        double mx = -INFINITY, sum = 0.0;
+        for (int j = 0; j < CLS; j++) zr[j] += b2[j], mx = fmax(mx, zr[j]);
+        for (int j = 0; j < CLS; j++) sum += exp(zr[j] - mx);
+        loss += log(sum) + mx - zr[y[r]];
+        for (int j = 0; j < CLS; j++)
+            dz[r * CLS + j] = (float)((exp(zr[j] - mx) / sum - (j == y[r])) / ROWS);
+    }
+    /* fc2: dW from dY and X blocked along rows (dY counted there), dX from
+     * dY blocked along out and W blocked down its columns */
+    float dzc[ROWS * CLS], dzr[ROWS * CLS], gW2[CLS * HID], gb2[CLS] = {0}, dh[ROWS * HID];
+    double mW2[CLS * HID];
+    mx_ref(dzc, dz, ROWS, CLS, 1, FMT[2], &st[1][2], NULL, NULL);
+    mx_ref(dzr, dz, ROWS, CLS, 0, FMT[2], NULL, NULL, NULL);
+    gemm(gW2, mW2, dzc, 1, CLS, hc, HID, 1, CLS, HID, ROWS);
+    for (int i = 0; i < ROWS * CLS; i++) gb2[i % CLS] += dz[i];
+    gemm(dh, NULL, dzr, CLS, 1, w2c, HID, 1, ROWS, HID, CLS);
+    float dhc[ROWS * HID], gW1[HID * FEAT], gb1[HID] = {0};
+    double mW1[HID * FEAT];
+    mx_ref(dhc, dh, ROWS, HID, 1, FMT[2], &st[0][2], NULL, NULL);
+    gemm(gW1, mW1, dhc, 1, HID, xc, FEAT, 1, HID, FEAT, ROWS);
+    for (int i = 0; i < ROWS * HID; i++) gb1[i % HID] += dh[i];
+
+    double got_loss = m->stats->loss_sum / ROWS;
+    EXPECT(fabs(got_loss - loss / ROWS) <= 1e-5 * fabs(loss / ROWS), "mx loss %.9g, reference %.9g",
+           got_loss, loss / ROWS);
+    check_array("mx fc2 dW", m->grads + m->desc.params[t_w[1]].offset, gW2, mW2, CLS * HID);
+    check_array("mx fc2 db", m->grads + m->desc.params[t_b[1]].offset, gb2, NULL, CLS);
+    check_array("mx fc1 dW", m->grads + m->desc.params[t_w[0]].offset, gW1, mW1, HID * FEAT);
+    check_array("mx fc1 db", m->grads + m->desc.params[t_b[0]].offset, gb1, NULL, HID);
+    EXPECT(memcmp(m->kit->copy[t_w[0]].ptr, c1, sizeof c1) == 0,
+           "mx fc1's working copy: not the reference's codes and E8M0 scales");
+    EXPECT(memcmp(m->kit->copy[t_w[1]].ptr, c2, sizeof c2) == 0,
+           "mx fc2's working copy: not the reference's codes and E8M0 scales");
+    static const char *role[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
+    for (int l = 0; l < 2; l++)
+        for (int r = 0; r < AMP_ROLE_COUNT; r++) {
+            char what[64];
+            snprintf(what, sizeof what, "mx fc%d %s", l + 1, role[r]);
+            check_stats(what, &amp_scaled_find(m->scaled, l, r)->step, &st[l][r], 1);
+        }
+    if (!amp_test_failures)
+        printf("ok  linear mxfp8: loss %.7g, fc1 input flush %llu, fc1 grad flush %llu, "
+               "fc2 grad flush %llu\n",
+               got_loss, st[0][0].flush, st[0][2].flush, st[1][2].flush);
     amp_model_free(m);
     amp_config_free(cfg);
     be->ops->destroy(be);

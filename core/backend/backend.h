@@ -341,6 +341,16 @@ typedef struct amp_conv_ops {
  * merges what it saw into (amax: max, counts: added), so one record can
  * collect a whole optimizer step. ---- */
 
+/* An MX32 operand: a row-major [rows, cols] array in blocks of 32 along
+ * each row (scales [rows][ceil(cols / 32)]) or, with along_cols, down each
+ * column (scales [ceil(rows / 32)][cols]); a short last block is a block of
+ * its own. fmt: the elements' amp_fp8_format. */
+typedef struct amp_mx_desc {
+    int rows, cols;
+    int fmt;
+    int along_cols;
+} amp_mx_desc;
+
 typedef struct amp_scaled_ops {
     /* *amax_host = max |x[i]| over the non-NaN elements (synchronises). */
     int (*fp8_amax)(amp_backend *be, float *amax_host, const float *x, size_t n);
@@ -353,6 +363,16 @@ typedef struct amp_scaled_ops {
     /* y[n] = dequantize(quantize(x)) without storing the codes (y may be x). */
     int (*fp8_qdq)(amp_backend *be, float *y, const float *x, size_t n, float scale, int fmt,
                    amp_fp8_stats *st);
+    /* MX32 (backend/kernels/mx.h, E8M0 scales): codes elem [rows * cols]
+     * and scales of x; st (may be NULL) takes the saturated / flushed / NaN
+     * counts only (an MX operand has no amax). */
+    int (*mx_quantize)(amp_backend *be, uint8_t *elem, uint8_t *scales, const float *x,
+                       const amp_mx_desc *d, amp_fp8_stats *st);
+    int (*mx_dequantize)(amp_backend *be, float *x, const uint8_t *elem, const uint8_t *scales,
+                         const amp_mx_desc *d);
+    /* y = mx_dequantize(mx_quantize(x)) without storing the codes (y may be x). */
+    int (*mx_qdq)(amp_backend *be, float *y, const float *x, const amp_mx_desc *d,
+                  amp_fp8_stats *st);
 } amp_scaled_ops;
 
 /* ---- fused ops: each optional on its own, asked for by its name with

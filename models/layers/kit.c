@@ -49,8 +49,8 @@ void amp_kit_layout(amp_model *m) {
     amp_kit *k = m->kit;
     for (int t = 0; t < k->ntensors; t++) {
         amp_kit_copy *c = &k->copy[t];
-        if (c->on && c->fp8_slot >= 0) /* 1 byte per value */
-            c->ptr = amp_arena_take(&m->mem[AMP_MEM_WORKING], m->desc.params[t].numel);
+        if (c->on && c->fp8_slot >= 0) /* 1 byte per value (+ MX scales) */
+            c->ptr = amp_arena_take(&m->mem[AMP_MEM_WORKING], amp_format_scaled_bytes(m, t, c->fp8_slot));
         else if (c->on)
             c->ptr = amp_kit_take(m, AMP_MEM_WORKING, m->desc.params[t].numel,
                                   c->f32_store ? AMP_DTYPE_F32 : c->dt);

@@ -78,18 +78,23 @@ const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int
 const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                        const amp_array *v, size_t n, amp_round_count *cnt);
 /* The slot index of (layer, role) in m->scaled, -1 when that operand is not
- * scaled; -2 with be->err when it is in a scaled format this kit does not
- * implement for `what` (a layer kind: "Linear", "Conv2d"). */
-int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what, int per_tensor_ok);
-/* v[n] quantize-dequantized into operand scratch `scratch` (FP32) with slot
- * index `slot`'s scale: CURRENT takes v's own amax first; count adds what
- * the quantize saw to the slot's step stats (0 for a re-quantization of
- * an operand already counted, with the scale it had). NULL and be->err on
- * failure. */
+ * scaled; -2 with be->err when `what` (a layer kind: "Linear", "Conv2d")
+ * has no scaled operands implemented (implemented 0). */
+int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what, int implemented);
+/* v [rows, cols] quantize-dequantized into operand scratch `scratch` (FP32)
+ * with slot index `slot`'s scale: CURRENT takes v's own amax first; MX32
+ * blocks along each row, or down each column with along_cols (ignored per
+ * tensor); count adds what the quantize saw to the slot's step stats (0
+ * for a re-quantization of an operand already counted, with the scale it
+ * had). NULL and be->err on failure. */
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
-                                       size_t n, int count);
-/* Tensor t's FP8 working copy dequantized into operand scratch `scratch`. */
-const float *amp_format_scaled_weight(amp_model *m, int t, int scratch);
+                                       int rows, int cols, int along_cols, int count);
+/* Tensor t's FP8 working copy [out, in] dequantized into operand scratch
+ * `scratch`; MX32 with along_cols: the blocks down W's columns, quantized
+ * from the FP32 master (uncounted: the copy's cast counted it). */
+const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int along_cols);
+/* Bytes of tensor t's FP8 working copy. */
+size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot);
 /* The working copy of tensor t from the master weights, counted. */
 int amp_format_cast(amp_model *m, amp_kit_copy *c, const float *master, size_t n);
 

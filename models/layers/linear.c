@@ -84,18 +84,25 @@ static const void *operand(amp_model *m, const amp_linear *L, int slot, const am
     return amp_format_operand(m, L->feed, L->gemm, slot, v, n);
 }
 
-/* Role `role`'s operand v of a scaled Linear, FP32 in scratch `slot`:
- * quantize-dequantized when the role is scaled (count: add its stats),
- * else v's values in the GEMM dtype. */
+/* Role `role`'s operand v [rows, cols] of a scaled Linear, FP32 in scratch
+ * `slot`: quantize-dequantized when the role is scaled (MX32: blocks along
+ * rows, or down columns with along_cols; count: add its stats), else v's
+ * values in the GEMM dtype. */
 static const float *scaled_operand(amp_model *m, const amp_linear *L, int role, int slot,
-                                   const amp_array *v, size_t n, int count) {
-    if (L->fp8[role] < 0) return operand(m, L, slot, v, n);
-    return amp_format_scaled_operand(m, L->fp8[role], slot, v, n, count);
+                                   const amp_array *v, int rows, int cols, int along_cols,
+                                   int count) {
+    if (L->fp8[role] < 0) return operand(m, L, slot, v, (size_t)rows * cols);
+    return amp_format_scaled_operand(m, L->fp8[role], slot, v, rows, cols, along_cols, count);
 }
 
-/* The weight of a scaled Linear, FP32 in scratch `slot`. */
-static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot) {
-    if (L->fp8[AMP_ROLE_WEIGHT] >= 0) return amp_format_scaled_weight(m, L->w, slot);
+static int role_is_mx(const amp_model *m, const amp_linear *L, int role) {
+    return L->fp8[role] >= 0 && m->scaled->slot[L->fp8[role]].fmt.scaling == AMP_SCALING_MX32;
+}
+
+/* The weight of a scaled Linear, FP32 in scratch `slot` (MX32 along_cols:
+ * in blocks down its columns, for dX). */
+static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot, int along_cols) {
+    if (L->fp8[AMP_ROLE_WEIGHT] >= 0) return amp_format_scaled_weight(m, L->w, slot, along_cols);
     amp_array w = amp_kit_weight(m, L->w);
     return operand(m, L, slot, &w, (size_t)L->in * L->out);
 }
@@ -105,8 +112,9 @@ int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_o
     amp_array w = amp_kit_weight(m, L->w);
     const void *xg, *wg;
     if (L->scaled) {
-        xg = scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, (size_t)rows * L->in, 1);
-        wg = xg ? scaled_weight(m, L, 1) : NULL;
+        /* MX32: x and W in blocks along in, the reduction dimension */
+        xg = scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, rows, L->in, 0, 1);
+        wg = xg ? scaled_weight(m, L, 1, 0) : NULL;
     } else {
         xg = operand(m, L, 0, &x, (size_t)rows * L->in);
         wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
@@ -167,9 +175,13 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
     amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
     size_t yn = (size_t)rows * L->out, wn = (size_t)L->in * L->out;
     const void *dyg, *xg;
-    if (L->scaled) { /* qX again from the saved x: same scale, counted in the forward */
-        dyg = scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, yn, 1);
-        xg = dyg ? scaled_operand(m, L, AMP_ROLE_INPUT, 1, &x, (size_t)rows * L->in, 0) : NULL;
+    amp_array dy_in = *dy;
+    if (L->scaled) {
+        /* qX again from the saved x: same scale, counted in the forward.
+         * MX32: dY and x in blocks along rows, dW's reduction dimension
+         * (dY's counts are taken here, not again for dX) */
+        dyg = scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 1, 1);
+        xg = dyg ? scaled_operand(m, L, AMP_ROLE_INPUT, 1, &x, rows, L->in, 1, 0) : NULL;
     } else {
         dyg = operand(m, L, 0, dy, yn);
         xg = operand(m, L, 1, &x, (size_t)rows * L->in);
@@ -193,6 +205,10 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
         CHECK(be->ops->quantize(be, amp_kit_grad(m, L->b), db, (size_t)L->out, L->param, cnt,
                                 accumulate));
     }
+    if (role_is_mx(m, L, AMP_ROLE_GRAD_OUTPUT)) { /* dX blocks dY the other way */
+        *dy = dy_in;
+        return 0;
+    }
     *dy = amp_array_of(dyg, L->feed); /* what backward_data's GEMM reads */
     dy->vals = L->scaled ? AMP_DTYPE_F32 : L->gemm; /* scaled: deq(qdY), already in scratch 0 */
     return 0;
@@ -203,11 +219,14 @@ int amp_linear_backward_data(amp_model *m, const amp_linear *L, float *dx, const
     amp_array w = amp_kit_weight(m, L->w);
     const void *dyg, *wg;
     if (L->scaled) {
-        /* backward_weights left deq(qdY) in scratch 0; dY otherwise (once) */
-        dyg = dy->p == m->kit->op_f32[0]
+        /* per tensor: backward_weights left deq(qdY) in scratch 0. MX32: dY
+         * and W in blocks along out, dX's reduction dimension (dY counted
+         * by backward_weights) */
+        int mx = role_is_mx(m, L, AMP_ROLE_GRAD_OUTPUT);
+        dyg = dy->p == m->kit->op_f32[0] && !mx
                   ? dy->p
-                  : scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, (size_t)rows * L->out, 1);
-        wg = dyg ? scaled_weight(m, L, 1) : NULL;
+                  : scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 0, !mx);
+        wg = dyg ? scaled_weight(m, L, 1, 1) : NULL;
     } else {
         dyg = operand(m, L, 0, dy, (size_t)rows * L->out);
         wg = operand(m, L, 1, &w, (size_t)L->in * L->out);

@@ -22,3 +22,8 @@ endif()
 amp_unit_test(test_linear_fp8 numerics fp8 kit)
 add_test(NAME test_linear_fp8_broken COMMAND test_linear_fp8 --break-role)
 set_tests_properties(test_linear_fp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# The same under MX32 (blocks of 32 along each GEMM's reduction dimension).
+add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
+set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
+add_test(NAME test_linear_mxfp8_broken COMMAND test_linear_fp8 --mx-break)
+set_tests_properties(test_linear_mxfp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
