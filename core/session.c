@@ -61,6 +61,8 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
         p.struct_size = sizeof p;
         for (int c = 0; c < AMP_OP_COUNT; c++) p.compute[c] = AMP_DTYPE_F32;
         p.activation = p.param = AMP_DTYPE_F32;
+        for (int r = 0; r < AMP_ROLE_COUNT; r++)
+            p.operand[r] = (amp_operand_format){AMP_FORMAT_DTYPE, 0, 0, 0};
         s->precision.host.err[0] = '\0';
         if (vt->resolve(s->precision.self, layer, &p) != 0) {
             snprintf(err, errlen, "precision plugin '%s': resolving layer '%s' failed: %s",

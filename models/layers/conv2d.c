@@ -26,6 +26,10 @@ int amp_conv2d_init(amp_model *m, amp_conv2d *C, const char *name, amp_dtype x_d
                  m->ops->name, name);
         return -1;
     }
+    /* scaled operands are not implemented on a Conv2d: refused, never run
+     * in another format */
+    for (int r = 0; r < AMP_ROLE_COUNT; r++)
+        if (amp_format_scaled_slot(m, C->layer, r, "Conv2d", 0) != -1) return -1;
     const amp_layer_precision *pr = &m->prec[C->layer];
     int out = (int)m->desc.params[C->w].shape[0];
     C->cd = pr->compute[AMP_OP_CONV];

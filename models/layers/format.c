@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "kit_state.h"
+#include "backend/kernels/mx.h"
 
 amp_dtype amp_format_feed(const amp_model *m, amp_dtype gemm) {
     int widened = gemm != AMP_DTYPE_F32 && ((m->be->info.widened_gemm >> gemm) & 1u);
@@ -58,8 +59,133 @@ const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype g
     return k->op_16[slot];
 }
 
-int amp_format_cast(amp_model *m, const amp_kit_copy *c, const float *master, size_t n) {
+/* ---- scaled operands (FP8 per tensor: FP8_SPEC's Linear) ----
+ * A scaled operand reaches its GEMM as the FP32 values deq(quant(v)); the
+ * GEMM is the FP32 one. The stats record each quantize adds to is the
+ * slot's step record, host memory on the CPU backend (the only one with the
+ * "scaled" family); amp_model_scaled_collect is where a device's goes. */
+
+static const char *role_name(int role) {
+    return role == AMP_ROLE_INPUT ? "input" : role == AMP_ROLE_WEIGHT ? "weight" : "grad_output";
+}
+
+int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what, int implemented) {
+    amp_scaled_slot *sl = amp_scaled_find(m->scaled, layer, role);
+    if (!sl) return -1;
+    int sc = (int)sl->fmt.scaling;
+    if (!implemented || sc >= AMP_SCALING_COUNT) {
+        snprintf(m->be->err, sizeof m->be->err,
+                 "model '%s': layer '%s' (%s): scaled operands (here the %s operand, scaling %s) "
+                 "are not implemented for this layer kind; keep the layer in a dtype "
+                 "(layer.%s = bf16)",
+                 m->ops->name, m->desc.layers[layer].name, what, role_name(role),
+                 sc == AMP_SCALING_MX32 ? "mx32" : sc == AMP_SCALING_CURRENT ? "current" : "delayed",
+                 m->desc.layers[layer].name);
+        return -2;
+    }
+    return (int)(sl - m->scaled->slot);
+}
+
+static int is_mx(const amp_scaled_slot *sl) { return sl->fmt.scaling == AMP_SCALING_MX32; }
+
+/* The scale that quantizes x[n] now: CURRENT from x's own amax. */
+static int scale_for(amp_model *m, amp_scaled_slot *sl, const float *x, size_t n, float *scale) {
     amp_backend *be = m->be;
+    if (sl->fmt.scaling == AMP_SCALING_CURRENT) {
+        float amax;
+        if (AMP_SCALED(be, fp8_amax, &amax, x, n) != 0) return -1;
+        if (amp_scaled_current(m->scaled, sl, amax, be->err, sizeof be->err) != 0) return -1;
+    }
+    *scale = sl->scale;
+    return 0;
+}
+
+/* The MX32 codes' E8M0 scales of a [out, in] weight, blocks along its rows. */
+static size_t mx_row_scales(const amp_param_desc *p) {
+    size_t in = (size_t)p->shape[p->ndim - 1], out = p->numel / in;
+    return out * ((in + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK);
+}
+
+size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot) {
+    const amp_param_desc *p = &m->desc.params[t];
+    return p->numel + (is_mx(&m->scaled->slot[slot]) ? mx_row_scales(p) : 0);
+}
+
+static amp_mx_desc weight_blocks(const amp_model *m, int t, int fmt, int along_cols) {
+    const amp_param_desc *p = &m->desc.params[t];
+    int in = (int)p->shape[p->ndim - 1];
+    return (amp_mx_desc){(int)(p->numel / (size_t)in), in, fmt, along_cols};
+}
+
+const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
+                                       int rows, int cols, int along_cols, int count) {
+    amp_kit *k = m->kit;
+    amp_backend *be = m->be;
+    amp_scaled_slot *sl = &m->scaled->slot[slot];
+    size_t n = (size_t)rows * (size_t)cols;
+    if (n > k->need[AMP_SCRATCH_OPERAND]) {
+        snprintf(be->err, sizeof be->err, "model '%s': scaled operand of %zu elements exceeds the "
+                 "scratch of %zu", m->ops->name, n, k->need[AMP_SCRATCH_OPERAND]);
+        return NULL;
+    }
+    float *dst = k->op_f32[scratch];
+    const float *wide = v->store == AMP_DTYPE_F32 ? v->p : v->f32;
+    if (!wide) { /* 16-bit values widen exactly */
+        if (be->ops->widen(be, dst, v->p, v->store, n) != 0) return NULL;
+        wide = dst;
+    }
+    int fmt = amp_format_fp8(sl->fmt.format);
+    amp_fp8_stats *st = count ? &sl->step : NULL;
+    if (is_mx(sl)) {
+        amp_mx_desc d = {rows, cols, fmt, along_cols};
+        return AMP_SCALED(be, mx_qdq, dst, wide, &d, st) != 0 ? NULL : dst;
+    }
+    float scale = sl->scale; /* a re-quantization keeps the scale it was counted with */
+    if (count && scale_for(m, sl, wide, n, &scale) != 0) return NULL;
+    if (AMP_SCALED(be, fp8_qdq, dst, wide, n, scale, fmt, st) != 0) return NULL;
+    return dst;
+}
+
+const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int along_cols) {
+    amp_kit *k = m->kit;
+    amp_backend *be = m->be;
+    const amp_kit_copy *c = &k->copy[t];
+    const amp_scaled_slot *sl = &m->scaled->slot[c->fp8_slot];
+    size_t n = m->desc.params[t].numel;
+    int fmt = amp_format_fp8(sl->fmt.format);
+    float *dst = k->op_f32[scratch];
+    if (is_mx(sl)) {
+        amp_mx_desc d = weight_blocks(m, t, fmt, along_cols);
+        int rc = along_cols ? AMP_SCALED(be, mx_qdq, dst, amp_kit_master(m, t), &d, NULL)
+                            : AMP_SCALED(be, mx_dequantize, dst, c->ptr,
+                                         (const uint8_t *)c->ptr + n, &d);
+        return rc != 0 ? NULL : dst;
+    }
+    if (AMP_SCALED(be, fp8_dequantize, dst, c->ptr, n, c->fp8_scale, fmt) != 0) return NULL;
+    return dst;
+}
+
+/* qW = quant(master, s_w): 1 byte per value and the scale it used (MX32:
+ * the forward's blocks and their scales); the master's stats go to the
+ * WEIGHT slot. */
+static int cast_fp8(amp_model *m, amp_kit_copy *c, const float *master, size_t n) {
+    amp_scaled_slot *sl = &m->scaled->slot[c->fp8_slot];
+    int fmt = amp_format_fp8(sl->fmt.format);
+    if (is_mx(sl)) {
+        int t = (int)(c - m->kit->copy);
+        amp_mx_desc d = weight_blocks(m, t, fmt, 0);
+        return AMP_SCALED(m->be, mx_quantize, c->ptr, (uint8_t *)c->ptr + n, master, &d,
+                          &sl->step);
+    }
+    float scale;
+    if (scale_for(m, sl, master, n, &scale) != 0) return -1;
+    c->fp8_scale = scale;
+    return AMP_SCALED(m->be, fp8_quantize, c->ptr, master, n, scale, fmt, &sl->step);
+}
+
+int amp_format_cast(amp_model *m, amp_kit_copy *c, const float *master, size_t n) {
+    amp_backend *be = m->be;
+    if (c->fp8_slot >= 0) return cast_fp8(m, c, master, n);
     amp_round_count *cnt = amp_model_rounds(m, c->layer, AMP_ROUND_FWD);
     if (c->f32_store) /* FP32 arrays of the rounded values, counted the same */
         return be->ops->quantize(be, c->ptr, master, n, c->dt, cnt, 0);

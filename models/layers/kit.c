@@ -49,7 +49,9 @@ void amp_kit_layout(amp_model *m) {
     amp_kit *k = m->kit;
     for (int t = 0; t < k->ntensors; t++) {
         amp_kit_copy *c = &k->copy[t];
-        if (c->on)
+        if (c->on && c->fp8_slot >= 0) /* 1 byte per value (+ MX scales) */
+            c->ptr = amp_arena_take(&m->mem[AMP_MEM_WORKING], amp_format_scaled_bytes(m, t, c->fp8_slot));
+        else if (c->on)
             c->ptr = amp_kit_take(m, AMP_MEM_WORKING, m->desc.params[t].numel,
                                   c->f32_store ? AMP_DTYPE_F32 : c->dt);
     }
@@ -87,7 +89,11 @@ float *amp_kit_grad(amp_model *m, int t) {
 
 void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int layer) {
     if (t < 0 || dt == AMP_DTYPE_F32) return; /* the master weights serve */
-    m->kit->copy[t] = (amp_kit_copy){1, dt, f32_store, layer, NULL};
+    m->kit->copy[t] = (amp_kit_copy){1, dt, f32_store, layer, NULL, -1, 1.0f};
+}
+
+void amp_kit_add_fp8_copy(amp_model *m, int t, int slot, int layer) {
+    m->kit->copy[t] = (amp_kit_copy){1, AMP_DTYPE_F32, 0, layer, NULL, slot, 1.0f};
 }
 
 amp_array amp_kit_weight(amp_model *m, int t) {
@@ -138,17 +144,19 @@ int amp_kit_init_params(amp_model *m, uint64_t seed) {
 
 int amp_kit_cast_weights(amp_model *m) {
     int reused = amp_model_cast_reuse(m);
-    if (reused != 0) return reused < 0 ? -1 : 0;
+    if (reused < 0) return -1;
+    /* the optimizer's fused cast writes no FP8 copy: those are cast here */
     for (int t = 0; t < m->kit->ntensors; t++) {
-        const amp_kit_copy *c = &m->kit->copy[t];
-        if (c->on) CHECK(amp_format_cast(m, c, amp_kit_master(m, t), m->desc.params[t].numel));
+        amp_kit_copy *c = &m->kit->copy[t];
+        if (c->on && (!reused || c->fp8_slot >= 0))
+            CHECK(amp_format_cast(m, c, amp_kit_master(m, t), m->desc.params[t].numel));
     }
     return 0;
 }
 
 int amp_kit_working_copy(amp_model *m, int t, amp_working_copy *wc) {
     const amp_kit_copy *c = &m->kit->copy[t];
-    if (!c->on) return 0;
+    if (!c->on || c->fp8_slot >= 0) return 0; /* FP8: amp_kit_cast_weights */
     *wc = (amp_working_copy){c->ptr, c->dt, c->f32_store, c->layer};
     return 1;
 }

@@ -12,6 +12,12 @@ typedef struct amp_kit_copy {
     int f32_store; /* an FP32 array of dt's values (the GEMM is fed FP32) */
     int layer;     /* whose forward slot counts the cast */
     void *ptr;
+    /* A per-tensor scaled FP8 copy (fp8_slot >= 0: m->scaled's slot index
+     * of its (layer, WEIGHT)): ptr holds 1-byte codes, quantized with
+     * fp8_scale (kept with the codes: the slot's scale may move on before
+     * the next cast). Not written by the optimizer's fused cast. */
+    int fp8_slot;
+    float fp8_scale;
 } amp_kit_copy;
 
 typedef struct amp_kit_rule {
@@ -52,6 +58,9 @@ void amp_kit_need(amp_model *m, amp_kit_scratch what, size_t n);
 /* Gives tensor t a working copy in dt (nothing for an FP32 dt: the master
  * weights serve), counted in layer; f32_store as amp_kit_copy. */
 void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int layer);
+/* Gives tensor t a per-tensor FP8 working copy quantized with the scale of
+ * m->scaled's slot index `slot` (its layer's WEIGHT operand). */
+void amp_kit_add_fp8_copy(amp_model *m, int t, int slot, int layer);
 /* What the GEMMs read for tensor t: its working copy, or the master. */
 amp_array amp_kit_weight(amp_model *m, int t);
 
@@ -68,7 +77,25 @@ const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int
 /* The same, counting the rounding into cnt (NULL: uncounted). */
 const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                        const amp_array *v, size_t n, amp_round_count *cnt);
+/* The slot index of (layer, role) in m->scaled, -1 when that operand is not
+ * scaled; -2 with be->err when `what` (a layer kind: "Linear", "Conv2d")
+ * has no scaled operands implemented (implemented 0). */
+int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what, int implemented);
+/* v [rows, cols] quantize-dequantized into operand scratch `scratch` (FP32)
+ * with slot index `slot`'s scale: CURRENT takes v's own amax first; MX32
+ * blocks along each row, or down each column with along_cols (ignored per
+ * tensor); count adds what the quantize saw to the slot's step stats (0
+ * for a re-quantization of an operand already counted, with the scale it
+ * had). NULL and be->err on failure. */
+const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
+                                       int rows, int cols, int along_cols, int count);
+/* Tensor t's FP8 working copy [out, in] dequantized into operand scratch
+ * `scratch`; MX32 with along_cols: the blocks down W's columns, quantized
+ * from the FP32 master (uncounted: the copy's cast counted it). */
+const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int along_cols);
+/* Bytes of tensor t's FP8 working copy. */
+size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot);
 /* The working copy of tensor t from the master weights, counted. */
-int amp_format_cast(amp_model *m, const amp_kit_copy *c, const float *master, size_t n);
+int amp_format_cast(amp_model *m, amp_kit_copy *c, const float *master, size_t n);
 
 #endif

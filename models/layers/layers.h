@@ -118,6 +118,10 @@ typedef struct amp_linear {
     amp_dtype param;    /* the weight's working dtype (its own layer's param) */
     amp_dtype feed;     /* the arrays its GEMMs read: gemm, or F32 of gemm values */
     int want_f32;       /* its activation backward also keeps dY in FP32 */
+    /* per amp_gemm_role: m->scaled's slot index of a per-tensor FP8 operand,
+     * or -1; any >= 0 makes its GEMMs FP32 on dequantized values (scaled) */
+    int fp8[AMP_ROLE_COUNT];
+    int scaled;
 } amp_linear;
 
 /* The Linear `name` (a layer of the table; tensors name.weight [out, in]

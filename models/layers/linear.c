@@ -36,17 +36,32 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     L->gemm = pr->compute[AMP_OP_GEMM];
     L->out_dt = pr->activation;
     L->param = m->prec[W->layer].param; /* a tied weight: its own layer's */
-    L->feed = amp_format_feed(m, L->gemm);
+    L->scaled = 0;
+    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
+        L->fp8[r] = amp_format_scaled_slot(m, L->layer, r, "Linear", 1);
+        if (L->fp8[r] == -2) return -1;
+        L->scaled |= L->fp8[r] >= 0;
+    }
+    /* scaled: FP32 GEMMs on the dequantized operands (FP8_SPEC) */
+    L->feed = L->scaled ? AMP_DTYPE_F32 : amp_format_feed(m, L->gemm);
     L->want_f32 = L->out_dt != AMP_DTYPE_F32 && (L->feed == AMP_DTYPE_F32 || L->b >= 0);
     int f32_store = L->feed == AMP_DTYPE_F32;
-    amp_kit_add_copy(m, L->w, L->param, f32_store, W->layer);
-    amp_kit_add_copy(m, L->b, L->param, f32_store, W->layer);
+    if (L->fp8[AMP_ROLE_WEIGHT] >= 0)
+        amp_kit_add_fp8_copy(m, L->w, L->fp8[AMP_ROLE_WEIGHT], W->layer);
+    else
+        amp_kit_add_copy(m, L->w, L->param, f32_store, W->layer);
+    /* the bias keeps its param-dtype copy (the epilogue widens it) */
+    amp_kit_add_copy(m, L->b, L->param, f32_store && !L->scaled, W->layer);
     double bound = 1.0 / sqrt((double)L->in);
     if (!weight) amp_kit_init_rule(m, L->w, AMP_INIT_UNIFORM, bound); /* a tied one's owner inits it */
     amp_kit_init_rule(m, L->b, AMP_INIT_UNIFORM, bound);
     /* the scratch its calls may need */
     size_t R = (size_t)rows, xn = R * L->in, yn = R * L->out, wn = (size_t)L->in * L->out;
     amp_array w = amp_kit_weight(m, L->w); /* its dtypes (the pointer comes at layout) */
+    if (L->scaled) { /* every operand passes through the scratch */
+        amp_kit_need(m, AMP_SCRATCH_OPERAND, xn > yn ? xn : yn);
+        amp_kit_need(m, AMP_SCRATCH_OPERAND, wn);
+    }
     if (amp_format_converts(L->feed, L->gemm, x.store, x.vals))
         amp_kit_need(m, AMP_SCRATCH_OPERAND, xn);
     if (amp_format_converts(L->feed, L->gemm, L->out_dt, L->out_dt))
@@ -69,17 +84,47 @@ static const void *operand(amp_model *m, const amp_linear *L, int slot, const am
     return amp_format_operand(m, L->feed, L->gemm, slot, v, n);
 }
 
+/* Role `role`'s operand v [rows, cols] of a scaled Linear, FP32 in scratch
+ * `slot`: quantize-dequantized when the role is scaled (MX32: blocks along
+ * rows, or down columns with along_cols; count: add its stats), else v's
+ * values in the GEMM dtype. */
+static const float *scaled_operand(amp_model *m, const amp_linear *L, int role, int slot,
+                                   const amp_array *v, int rows, int cols, int along_cols,
+                                   int count) {
+    if (L->fp8[role] < 0) return operand(m, L, slot, v, (size_t)rows * cols);
+    return amp_format_scaled_operand(m, L->fp8[role], slot, v, rows, cols, along_cols, count);
+}
+
+static int role_is_mx(const amp_model *m, const amp_linear *L, int role) {
+    return L->fp8[role] >= 0 && m->scaled->slot[L->fp8[role]].fmt.scaling == AMP_SCALING_MX32;
+}
+
+/* The weight of a scaled Linear, FP32 in scratch `slot` (MX32 along_cols:
+ * in blocks down its columns, for dX). */
+static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot, int along_cols) {
+    if (L->fp8[AMP_ROLE_WEIGHT] >= 0) return amp_format_scaled_weight(m, L->w, slot, along_cols);
+    amp_array w = amp_kit_weight(m, L->w);
+    return operand(m, L, slot, &w, (size_t)L->in * L->out);
+}
+
 int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_out, amp_array x,
                        int rows) {
     amp_array w = amp_kit_weight(m, L->w);
-    const void *xg = operand(m, L, 0, &x, (size_t)rows * L->in);
-    const void *wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
+    const void *xg, *wg;
+    if (L->scaled) {
+        /* MX32: x and W in blocks along in, the reduction dimension */
+        xg = scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, rows, L->in, 0, 1);
+        wg = xg ? scaled_weight(m, L, 1, 0) : NULL;
+    } else {
+        xg = operand(m, L, 0, &x, (size_t)rows * L->in);
+        wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
+    }
     if (!xg || !wg) return -1;
     /* y[rows, out] = x[rows, in] . W[out, in]^T */
     float *acc = m->kit->scratch[AMP_SCRATCH_ACC];
     amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, AMP_GEMM_NT, rows, L->out, L->in);
     g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
-    g.bias_dtype = w.store;
+    g.bias_dtype = L->b >= 0 ? amp_kit_weight(m, L->b).store : w.store;
     g.act = L->act;
     g.out = out;
     g.act_out = act_out;
@@ -129,8 +174,18 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
     amp_kit *k = m->kit;
     amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
     size_t yn = (size_t)rows * L->out, wn = (size_t)L->in * L->out;
-    const void *dyg = operand(m, L, 0, dy, yn);
-    const void *xg = operand(m, L, 1, &x, (size_t)rows * L->in);
+    const void *dyg, *xg;
+    amp_array dy_in = *dy;
+    if (L->scaled) {
+        /* qX again from the saved x: same scale, counted in the forward.
+         * MX32: dY and x in blocks along rows, dW's reduction dimension
+         * (dY's counts are taken here, not again for dX) */
+        dyg = scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 1, 1);
+        xg = dyg ? scaled_operand(m, L, AMP_ROLE_INPUT, 1, &x, rows, L->in, 1, 0) : NULL;
+    } else {
+        dyg = operand(m, L, 0, dy, yn);
+        xg = operand(m, L, 1, &x, (size_t)rows * L->in);
+    }
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T . X[rows, in]; the first micro-batch's
      * lands in the gradients directly (rounded there in place) */
@@ -150,16 +205,32 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
         CHECK(be->ops->quantize(be, amp_kit_grad(m, L->b), db, (size_t)L->out, L->param, cnt,
                                 accumulate));
     }
+    if (role_is_mx(m, L, AMP_ROLE_GRAD_OUTPUT)) { /* dX blocks dY the other way */
+        *dy = dy_in;
+        return 0;
+    }
     *dy = amp_array_of(dyg, L->feed); /* what backward_data's GEMM reads */
-    dy->vals = L->gemm;
+    dy->vals = L->scaled ? AMP_DTYPE_F32 : L->gemm; /* scaled: deq(qdY), already in scratch 0 */
     return 0;
 }
 
 int amp_linear_backward_data(amp_model *m, const amp_linear *L, float *dx, const amp_array *dy,
                              int rows) {
     amp_array w = amp_kit_weight(m, L->w);
-    const void *dyg = operand(m, L, 0, dy, (size_t)rows * L->out);
-    const void *wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
+    const void *dyg, *wg;
+    if (L->scaled) {
+        /* per tensor: backward_weights left deq(qdY) in scratch 0. MX32: dY
+         * and W in blocks along out, dX's reduction dimension (dY counted
+         * by backward_weights) */
+        int mx = role_is_mx(m, L, AMP_ROLE_GRAD_OUTPUT);
+        dyg = dy->p == m->kit->op_f32[0] && !mx
+                  ? dy->p
+                  : scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 0, !mx);
+        wg = dyg ? scaled_weight(m, L, 1, 1) : NULL;
+    } else {
+        dyg = operand(m, L, 0, dy, (size_t)rows * L->out);
+        wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
+    }
     if (!dyg || !wg) return -1;
     /* dX[rows, in] = dY[rows, out] . W[out, in] */
     amp_gemm_desc g = amp_gemm_plain(dx, dyg, wg, L->feed, AMP_GEMM_NN, rows, L->in, L->out);

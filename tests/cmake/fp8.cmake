@@ -17,3 +17,13 @@ amp_unit_test(test_gpu_fp8 gpu fp8)
 if(AMP_HAVE_CUDA) # calls the module's quantize and the runtime itself
   target_link_libraries(test_gpu_fp8 PRIVATE amptrain_cuda CUDA::cudart)
 endif()
+# The Linear under per-tensor FP8 operands (the MLP's two layers) against a
+# scalar reference of FP8_SPEC's math: gradients, working-copy codes, stats.
+amp_unit_test(test_linear_fp8 numerics fp8 kit)
+add_test(NAME test_linear_fp8_broken COMMAND test_linear_fp8 --break-role)
+set_tests_properties(test_linear_fp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# The same under MX32 (blocks of 32 along each GEMM's reduction dimension).
+add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
+set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
+add_test(NAME test_linear_mxfp8_broken COMMAND test_linear_fp8 --mx-break)
+set_tests_properties(test_linear_mxfp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
