@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "layers/layers.h"
+#include "scaled_state.h"
 #include "log.h"
 #include "io/safetensors.h"
 #include "clock.h"
@@ -391,6 +392,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     if (amp_model_create(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers, cfg, err,
                          errlen) != 0)
         goto runtime_error;
+    amp_scaled_wire(s->scaled, &s->precision);
     /* the names now live in the model's own copy of the tables */
     for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;
     if (load_initial_weights(s, err, errlen) != 0) goto runtime_error;
@@ -789,6 +791,9 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     } else {
         s->skipped++;
     }
+    /* The scales follow every step, a skipped one too (as Transformer
+     * Engine's amax history does); before the next forward quantizes. */
+    if (amp_scaled_end_step(s->scaled, s->dist, &s->precision, err, errlen) != 0) return -1;
     s->step++;
     rec->step = s->step;
     rec->epoch = s->batcher->epoch;

@@ -15,6 +15,7 @@
 #include "loader.h"
 #include "batcher.h"
 #include "model.h"
+#include "scaled.h"
 #include "settings.h"
 #include "text.h"
 
@@ -38,6 +39,9 @@ typedef struct amp_session {
     amp_config *cfg;
     amp_plugin precision;
     amp_plugin scaler;
+    /* The scaled GEMM operands' state: the model's (NULL: the model has
+     * none); the policy's scale_update wired in after model creation. */
+    amp_scaled *scaled;
     amp_backend *be;
     const amp_model_ops *model_ops;
     amp_model *model;

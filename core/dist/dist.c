@@ -372,6 +372,14 @@ int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) {
     return 0;
 }
 
+int amp_dist_max(amp_dist *d, double *v, int n, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "a max over the ranks", -1);
+    return 0;
+}
+
 int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen) {
     if (!d || !d->mpi || d->world == 1) return 0;
     if (d->step_n != n) {
@@ -542,6 +550,7 @@ int amp_dist_agree(amp_dist *d, int code, int *who) {
 
 int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen) { return 0; }
 int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
+int amp_dist_max(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
 int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
 int amp_dist_compare(amp_dist *d, const uint32_t *sums, const char *const *labels, int n,
                      int64_t step, char *err, size_t errlen) {
