@@ -32,6 +32,7 @@ typedef struct test_host {
     th_kv kv[TH_MAX_KEYS];
     int nkv;
     const char *layers[TH_MAX_LAYERS];
+    unsigned classes[TH_MAX_LAYERS]; /* op class bits per layer (layer_op_classes) */
     int nlayers;
     int nerrors;         /* error + key_error calls */
     char error[512];     /* the last one */
@@ -170,6 +171,12 @@ static const char *th_layer_name(void *ctx, int i)
     return i >= 0 && i < h->nlayers ? h->layers[i] : NULL;
 }
 
+static unsigned th_layer_op_classes(void *ctx, int i)
+{
+    test_host *h = ctx;
+    return i >= 0 && i < h->nlayers ? h->classes[i] : 0u;
+}
+
 static inline void th_init(test_host *h)
 {
     memset(h, 0, sizeof *h);
@@ -184,6 +191,7 @@ static inline void th_init(test_host *h)
     h->api.each_key = th_each_key;
     h->api.layer_count = th_layer_count;
     h->api.layer_name = th_layer_name;
+    h->api.layer_op_classes = th_layer_op_classes;
 }
 
 static inline void th_set(test_host *h, const char *key, const char *value)

@@ -17,3 +17,10 @@ amp_unit_test(test_gpu_fp8 gpu fp8)
 if(AMP_HAVE_CUDA) # calls the module's quantize and the runtime itself
   target_link_libraries(test_gpu_fp8 PRIVATE amptrain_cuda CUDA::cudart)
 endif()
+# The fp8 and mxfp8 policies: operand formats per layer and role, every
+# key's checks, the scale_update rule.
+amp_unit_test(test_fp8_policy plugins fp8)
+add_dependencies(test_fp8_policy amp_precision_fp8 amp_precision_mxfp8)
+# The host's scaled-operand state: checkpoint bytes round trip bit for bit,
+# another policy's state refused, a bad scale_update named.
+amp_unit_test(test_scaled_state fp8 checkpoint)
