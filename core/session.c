@@ -392,6 +392,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     if (amp_model_create(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers, cfg, err,
                          errlen) != 0)
         goto runtime_error;
+    s->scaled = s->model->scaled;
     amp_scaled_wire(s->scaled, &s->precision);
     /* the names now live in the model's own copy of the tables */
     for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;
@@ -793,6 +794,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     }
     /* The scales follow every step, a skipped one too (as Transformer
      * Engine's amax history does); before the next forward quantizes. */
+    BE_CHECK(amp_model_scaled_collect(m));
     if (amp_scaled_end_step(s->scaled, s->dist, &s->precision, err, errlen) != 0) return -1;
     s->step++;
     rec->step = s->step;
