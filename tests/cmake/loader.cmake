@@ -236,3 +236,24 @@ amp_expect_fail(loader_host_misuse_at_update ENV ${AMP_BAD_ENV} LABELS loader
   OPTIONS --no-outputs ${AMP_BAD_OUT}/misuse_at_update
   COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=hostmisuse --set scaler.misuse=at_update
           --out ${AMP_BAD_OUT}/misuse_at_update)
+
+# A broken FP8 recipe (scale_update): a scale that is negative, NaN or inf,
+# or a hook that fails, stops the run with exit 1 naming the plugin, and
+# writes no outputs.
+amp_bad_plugin(precision negrecipe badrecipe.c BAD_RECIPE_NAME="negrecipe")
+amp_bad_plugin(precision nanrecipe badrecipe.c BAD_RECIPE_NAME="nanrecipe" BAD_RECIPE_NAN)
+amp_bad_plugin(precision infrecipe badrecipe.c BAD_RECIPE_NAME="infrecipe" BAD_RECIPE_INF)
+amp_bad_plugin(precision failrecipe badrecipe.c BAD_RECIPE_NAME="failrecipe" BAD_RECIPE_FAIL)
+foreach(bad neg nan inf fail)
+  if(bad STREQUAL "fail")
+    set(why [=[scale_update failed for layer 'fc1' role 0: the recipe gave up on layer fc1]=])
+  else()
+    set(why [=[scale_update returned the scale -?(1|nan|inf) for layer 'fc1' role 0]=])
+  endif()
+  amp_expect_fail(loader_${bad}_recipe ENV ${AMP_BAD_ENV} LABELS loader fp8
+    CODE 1
+    REGEX "precision plugin '${bad}recipe' at step 1: ${why}"
+    OPTIONS --no-outputs ${AMP_BAD_OUT}/${bad}recipe
+    COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=${bad}recipe --set scaler.plugin=none
+            --out ${AMP_BAD_OUT}/${bad}recipe)
+endforeach()
