@@ -9,9 +9,9 @@
 #include "policy_common.h"
 
 #define FP8_KEYS                                                                            \
-    "format=hybrid|e4m3 recipe=delayed|current amax_history_len=1024 (1..65536) "           \
-    "amax_compute=max|most_recent margin=0 (0..64) op.<class>=f32|f16|bf16 "                 \
-    "layer.<glob>=f32|f16|bf16 (no fp8 on that layer)"
+    "format=hybrid/e4m3 recipe=delayed/current amax_history_len=1024 (1..65536) "           \
+    "amax_compute=max/most_recent margin=0 (0..64) op.<class>=f32/f16/bf16 "                 \
+    "layer.<glob>=f32/f16/bf16 (no fp8 on that layer)"
 
 typedef struct fp8_policy {
     amp_policy *base; /* first: the shared vtable adaptors take it */

@@ -5,7 +5,7 @@
 #include "policy_common.h"
 
 #define MXFP8_KEYS                                                                      \
-    "format=e4m3|hybrid op.<class>=f32|f16|bf16 layer.<glob>=f32|f16|bf16 (no mxfp8 on " \
+    "format=e4m3/hybrid op.<class>=f32/f16/bf16 layer.<glob>=f32/f16/bf16 (no mxfp8 on " \
     "that layer)"
 
 static const char *const format_names[] = {"e4m3", "hybrid"};
