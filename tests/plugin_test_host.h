@@ -252,4 +252,30 @@ static inline const amp_plugin_info *th_open_plugin(const char *file, uint32_t k
     return ok ? e : NULL;
 }
 
+/* A precision policy under test: its host (outlives self), vtable, state. */
+typedef struct th_policy {
+    test_host h;
+    const amp_precision_vtable *vt;
+    void *self;
+} th_policy;
+
+/* Sets kv (NULL-terminated key, value pairs) on p->h, already th_init'ed
+ * with its layers, and runs the policy's init. Its status. */
+static inline int th_policy_init(th_policy *p, const amp_precision_vtable *vt,
+                                 const char *const *kv)
+{
+    for (int i = 0; kv && kv[i]; i += 2)
+        th_set(&p->h, kv[i], kv[i + 1]);
+    p->vt = vt;
+    p->self = NULL;
+    return vt->init(&p->h.api, &p->self);
+}
+
+static inline void th_policy_free(th_policy *p)
+{
+    if (p->self)
+        p->vt->fini(p->self);
+    p->self = NULL;
+}
+
 #endif

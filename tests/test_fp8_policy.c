@@ -9,11 +9,7 @@ static const amp_precision_vtable *vt_fp8, *vt_mxfp8;
 
 enum { GEMM = 1u << AMP_OP_GEMM, CONV = 1u << AMP_OP_CONV, NORM = 1u << AMP_OP_NORM };
 
-typedef struct pol {
-    test_host h;
-    const amp_precision_vtable *vt;
-    void *self;
-} pol;
+typedef th_policy pol;
 
 /* fc1 (GEMM), ln (NORM), conv1 (CONV), head (GEMM); kv: key, value pairs. */
 static int pol_make(pol *p, const amp_precision_vtable *vt, const char *const *kv)
@@ -26,19 +22,10 @@ static int pol_make(pol *p, const amp_precision_vtable *vt, const char *const *k
         p->h.classes[i] = classes[i];
     }
     p->h.nlayers = 4;
-    for (int i = 0; kv && kv[i]; i += 2)
-        th_set(&p->h, kv[i], kv[i + 1]);
-    p->vt = vt;
-    p->self = NULL;
-    return vt->init(&p->h.api, &p->self);
+    return th_policy_init(p, vt, kv);
 }
 
-static void pol_free(pol *p)
-{
-    if (p->self)
-        p->vt->fini(p->self);
-    p->self = NULL;
-}
+static void pol_free(pol *p) { th_policy_free(p); }
 
 static amp_layer_precision resolve(pol *p, const char *layer)
 {
