@@ -6,18 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "scaled_state.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                              \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            failures++;                                                               \
-            fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond);        \
-            fprintf(stderr, __VA_ARGS__);                                             \
-            fputc('\n', stderr);                                                      \
-        }                                                                             \
-    } while (0)
 
 static const char *const names[] = {"fc1", "ln", "fc2"};
 
@@ -49,7 +40,7 @@ static void run_steps(amp_scaled *s, amp_plugin *pl, int steps, int from) {
             s->slot[i].step.saturated = (unsigned long long)(t + i);
             s->slot[i].step.flushed = (unsigned long long)(2 * t);
         }
-        CHECK(amp_scaled_end_step(s, NULL, pl, err, sizeof err) == 0, "step %d: %s", t, err);
+        EXPECT(amp_scaled_end_step(s, NULL, pl, err, sizeof err) == 0, "step %d: %s", t, err);
     }
 }
 
@@ -91,53 +82,53 @@ int main(void) {
     run_steps(b, &pl, 5, 0);
     uint8_t *bytes;
     size_t len;
-    CHECK(amp_scaled_state_save(b, &bytes, &len) == 0 && len > 0, "save");
+    EXPECT(amp_scaled_state_save(b, &bytes, &len) == 0 && len > 0, "save");
     amp_scaled *c = make(4, AMP_FORMAT_F8_E5M2);
-    CHECK(amp_scaled_state_load(c, bytes, len, "testpolicy", err, sizeof err) == 0, "load: %s", err);
-    CHECK(same(b, c), "the loaded state differs from the saved one");
+    EXPECT(amp_scaled_state_load(c, bytes, len, "testpolicy", err, sizeof err) == 0, "load: %s", err);
+    EXPECT(same(b, c), "the loaded state differs from the saved one");
     run_steps(c, &pl, 5, 5);
-    CHECK(same(a, c), "10 steps differ from 5 + resume + 5");
+    EXPECT(same(a, c), "10 steps differ from 5 + resume + 5");
 
     /* another policy's slots, no slots at all, a cut or padded state */
     amp_scaled *other = make(8, AMP_FORMAT_F8_E5M2), *e4 = make(4, AMP_FORMAT_F8_E4M3);
-    CHECK(amp_scaled_state_load(other, bytes, len, "fp8", err, sizeof err) != 0 &&
+    EXPECT(amp_scaled_state_load(other, bytes, len, "fp8", err, sizeof err) != 0 &&
               strstr(err, "another policy") && strstr(err, "history 4"),
           "another history length: '%s'", err);
-    CHECK(amp_scaled_state_load(e4, bytes, len, "fp8", err, sizeof err) != 0 &&
+    EXPECT(amp_scaled_state_load(e4, bytes, len, "fp8", err, sizeof err) != 0 &&
               strstr(err, "layer 'fc1' grad_output"),
           "another format: '%s'", err);
-    CHECK(amp_scaled_state_load(e4, NULL, 0, "fp8", err, sizeof err) != 0 &&
+    EXPECT(amp_scaled_state_load(e4, NULL, 0, "fp8", err, sizeof err) != 0 &&
               strstr(err, "no FP8/MX operand state"),
           "a checkpoint without state: '%s'", err);
-    CHECK(amp_scaled_state_load(e4, bytes, len - 3, "fp8", err, sizeof err) != 0,
+    EXPECT(amp_scaled_state_load(e4, bytes, len - 3, "fp8", err, sizeof err) != 0,
           "a cut state loaded");
     uint8_t *pad = malloc(len + 1);
     memcpy(pad, bytes, len);
     pad[len] = 0;
-    CHECK(amp_scaled_state_load(c, pad, len + 1, "fp8", err, sizeof err) != 0 &&
+    EXPECT(amp_scaled_state_load(c, pad, len + 1, "fp8", err, sizeof err) != 0 &&
               strstr(err, "after the last"),
           "a padded state: '%s'", err);
     free(pad);
-    CHECK(same(a, c), "a refused load changed the state");
+    EXPECT(same(a, c), "a refused load changed the state");
 
     /* the hook: wired from the vtable, its scale used, a bad one named */
     pl.vt.precision.scale_update = hook;
     amp_scaled *h = make(4, AMP_FORMAT_F8_E5M2);
     amp_scaled_wire(h, &pl);
-    CHECK(h->update == hook, "scale_update not wired");
+    EXPECT(h->update == hook, "scale_update not wired");
     bad_mode = 0;
     run_steps(h, &pl, 1, 0);
-    CHECK(h->slot[0].scale == (float)(448.0 / (h->slot[0].last.amax + 1.0)),
+    EXPECT(h->slot[0].scale == (float)(448.0 / (h->slot[0].last.amax + 1.0)),
           "the hook's scale %g", (double)h->slot[0].scale);
     for (bad_mode = 1; bad_mode <= 3; bad_mode++) {
         h->slot[0].step.amax = 1.0f;
         int rc = amp_scaled_end_step(h, NULL, &pl, err, sizeof err);
-        CHECK(rc != 0 && strstr(err, "precision plugin 'testpolicy'") && strstr(err, "fc1"),
+        EXPECT(rc != 0 && strstr(err, "precision plugin 'testpolicy'") && strstr(err, "fc1"),
               "bad hook mode %d: rc %d '%s'", bad_mode, rc, err);
     }
     pl.vt.precision.scale_update = NULL;
     amp_scaled_wire(h, &pl);
-    CHECK(h->update == NULL, "no hook: the default rule");
+    EXPECT(h->update == NULL, "no hook: the default rule");
 
     free(bytes);
     amp_scaled_free(a);
@@ -146,6 +137,6 @@ int main(void) {
     amp_scaled_free(other);
     amp_scaled_free(e4);
     amp_scaled_free(h);
-    if (failures) fprintf(stderr, "test_scaled_state: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    if (amp_test_failures) fprintf(stderr, "test_scaled_state: %d failure(s)\n", amp_test_failures);
+    return amp_test_failures ? 1 : 0;
 }
