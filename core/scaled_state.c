@@ -21,26 +21,31 @@ int amp_scaled_end_step(amp_scaled *s, amp_dist *d, amp_plugin *precision, char 
     if (!s) return 0;
     int n = s->nslots;
     if (n > 0 && amp_dist_world(d) > 1) {
-        double *v = malloc((size_t)n * 4 * sizeof *v);
+        /* [n] amax, then [3n] counts of the WEIGHT slots: maxed (every rank
+         * casts the same master weights, so one rank's counts are all's);
+         * then [3n] counts of the others: summed (each rank saw its rows). */
+        double *v = calloc((size_t)n * 7, sizeof *v);
         if (!v) {
             snprintf(err, errlen, "out of host memory");
             return -1;
         }
-        double *amax = v, *counts = v + n; /* [n] maxed, [3n] summed */
+        double *amax = v, *same = v + n, *counts = v + 4 * (size_t)n;
         for (int i = 0; i < n; i++) {
             const amp_fp8_stats *st = &s->slot[i].step;
+            double *c = (s->slot[i].role == AMP_ROLE_WEIGHT ? same : counts) + 3 * i;
             amax[i] = st->amax;
-            counts[3 * i] = (double)st->saturated;
-            counts[3 * i + 1] = (double)st->flushed;
-            counts[3 * i + 2] = (double)st->nan;
+            c[0] = (double)st->saturated;
+            c[1] = (double)st->flushed;
+            c[2] = (double)st->nan;
         }
-        int rc = amp_dist_max(d, amax, n, err, errlen) || amp_dist_sum(d, counts, 3 * n, err, errlen);
+        int rc = amp_dist_max(d, v, 4 * n, err, errlen) || amp_dist_sum(d, counts, 3 * n, err, errlen);
         for (int i = 0; !rc && i < n; i++) {
             amp_fp8_stats *st = &s->slot[i].step;
+            const double *c = (s->slot[i].role == AMP_ROLE_WEIGHT ? same : counts) + 3 * i;
             st->amax = (float)amax[i];
-            st->saturated = (unsigned long long)counts[3 * i];
-            st->flushed = (unsigned long long)counts[3 * i + 1];
-            st->nan = (unsigned long long)counts[3 * i + 2];
+            st->saturated = (unsigned long long)c[0];
+            st->flushed = (unsigned long long)c[1];
+            st->nan = (unsigned long long)c[2];
         }
         free(v);
         if (rc) return -1;
