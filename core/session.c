@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "layers/layers.h"
+#include "scaled_state.h"
 #include "log.h"
 #include "io/safetensors.h"
 #include "clock.h"
@@ -48,6 +49,42 @@ static int open_backend(amp_session *s, char *err, size_t errlen) {
     s->be = dev == AMP_RUN_CUDA ? amp_backend_cuda_create(err, errlen)
                                 : amp_backend_cpu_create(err, errlen);
     return s->be ? 0 : -1;
+}
+
+static const char *const role_names[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
+
+/* The scaled operand formats of layer l (nl: "loss") are in range and on a
+ * layer that runs a GEMM (the kit's Conv2d has none yet). A policy of ABI 1.0/1.1 has none: its
+ * struct does not reach operand[], which the host preset to DTYPE. */
+static int check_operands(amp_session *s, int l, const amp_layer_precision *p, char *err,
+                          size_t errlen) {
+    const char *name = s->precision.entry->name;
+    const char *layer = l < s->nlayers ? s->layer_ptrs[l] : "loss";
+    unsigned classes = l < s->nlayers ? s->layer_classes[l] : 0u;
+    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
+        const amp_operand_format *f = &p->operand[r];
+        if (f->format == AMP_FORMAT_DTYPE) continue;
+        const char *why = NULL;
+        char buf[160];
+        if (f->format >= AMP_FORMAT_COUNT) why = "an unknown format";
+        else if (f->scaling >= AMP_SCALING_COUNT) why = "an unknown scaling";
+        else if (f->scaling == AMP_SCALING_DELAYED &&
+                 (f->history_len < 1 || f->history_len > AMP_AMAX_HISTORY_MAX)) {
+            snprintf(buf, sizeof buf, "an amax history of %u values (1..%u)", f->history_len,
+                     AMP_AMAX_HISTORY_MAX);
+            why = buf;
+        } else if (classes & (1u << AMP_OP_CONV))
+            why = "a scaled format on a conv layer (the layer kit's Conv2d has no scaled "
+                  "operands yet; keep the layer in a dtype with layer.<name> = bf16)";
+        else if (!(classes & (1u << AMP_OP_GEMM)))
+            why = "a scaled format on a layer that runs no GEMM";
+        if (why) {
+            snprintf(err, errlen, "precision plugin '%s' gives layer '%s' (%s operand) %s", name,
+                     layer, role_names[r], why);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Asks the policy for every layer's precision and checks the answers. */
@@ -91,6 +128,7 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
                      layer);
             return -1;
         }
+        if (check_operands(s, l, &p, err, errlen) != 0) return -1;
         if (l == nl) break;
         prec[l] = p;
         amp_dtype used[3] = {p.compute[AMP_OP_GEMM], p.activation, p.param};
@@ -112,6 +150,7 @@ static int open_plugins(amp_session *s, char *err, size_t errlen) {
     if (amp_plugin_open(&s->precision, AMP_PLUGIN_KIND_PRECISION, s->set.precision_plugin, base, err,
                         errlen) != 0)
         return -1;
+    s->precision.host.layer_classes = s->layer_classes;
     if (amp_plugin_init(&s->precision, s->cfg, "precision", s->layer_ptrs, s->nlayers, err,
                         errlen) != 0)
         return -1;
@@ -243,13 +282,17 @@ static int describe_model(amp_session *s, amp_model_desc *desc, char *err, size_
     if (s->model_ops->describe(desc, s->cfg, &in, err, errlen) != 0) return -1;
     s->nlayers = desc->nlayers;
     s->layer_ptrs = calloc((size_t)desc->nlayers, sizeof *s->layer_ptrs);
+    s->layer_classes = calloc((size_t)desc->nlayers + 1, sizeof *s->layer_classes);
     s->totals = calloc(2 * (size_t)desc->nlayers, sizeof *s->totals);
     s->hstats = calloc(1, amp_model_stats_bytes(desc->nlayers));
-    if (!s->layer_ptrs || !s->totals || !s->hstats) {
+    if (!s->layer_ptrs || !s->layer_classes || !s->totals || !s->hstats) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    for (int l = 0; l < desc->nlayers; l++) s->layer_ptrs[l] = desc->layers[l].name;
+    for (int l = 0; l < desc->nlayers; l++) {
+        s->layer_ptrs[l] = desc->layers[l].name;
+        s->layer_classes[l] = desc->layers[l].op_classes;
+    }
     return 0;
 }
 
@@ -349,6 +392,8 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     if (amp_model_create(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers, cfg, err,
                          errlen) != 0)
         goto runtime_error;
+    s->scaled = s->model->scaled;
+    amp_scaled_wire(s->scaled, &s->precision);
     /* the names now live in the model's own copy of the tables */
     for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;
     if (load_initial_weights(s, err, errlen) != 0) goto runtime_error;
@@ -387,6 +432,7 @@ void amp_session_close(amp_session *s) {
     amp_dataset_free(&s->test);
     amp_text_free(&s->text);
     free(s->layer_ptrs);
+    free(s->layer_classes);
     free(s->totals);
     free(s->hstats);
     free(s->data_id);
@@ -746,6 +792,10 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     } else {
         s->skipped++;
     }
+    /* The scales follow every step, a skipped one too (as Transformer
+     * Engine's amax history does); before the next forward quantizes. */
+    BE_CHECK(amp_model_scaled_collect(m));
+    if (amp_scaled_end_step(s->scaled, s->dist, &s->precision, err, errlen) != 0) return -1;
     s->step++;
     rec->step = s->step;
     rec->epoch = s->batcher->epoch;

@@ -15,6 +15,7 @@
 #include "loader.h"
 #include "batcher.h"
 #include "model.h"
+#include "scaled.h"
 #include "settings.h"
 #include "text.h"
 
@@ -38,6 +39,9 @@ typedef struct amp_session {
     amp_config *cfg;
     amp_plugin precision;
     amp_plugin scaler;
+    /* The scaled GEMM operands' state: the model's (NULL: the model has
+     * none); the policy's scale_update wired in after model creation. */
+    amp_scaled *scaled;
     amp_backend *be;
     const amp_model_ops *model_ops;
     amp_model *model;
@@ -48,6 +52,7 @@ typedef struct amp_session {
     amp_batcher *batcher;
     int nlayers;            /* the model's layers (model->desc.layers) */
     const char **layer_ptrs; /* [nlayers] their names, for the plugins */
+    unsigned *layer_classes; /* [nlayers] their op class bits, for the plugins */
     amp_step_stats *hstats; /* host copy of the step record (amp_model_stats_bytes) */
     int64_t steps_per_epoch, total_steps;
     int64_t step, applied, skipped;

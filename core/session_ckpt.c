@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scaled_state.h"
 #include "data_id.h"
 #include "implied_keys.h"
 #include "log.h"
@@ -244,6 +245,12 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
         ck->scaler_state = st;
         ck->scaler_len = need;
     }
+    uint8_t *scaled = NULL;
+    if (amp_scaled_state_save(s->scaled, &scaled, &ck->scaled_len) != 0) {
+        snprintf(err, errlen, "out of host memory");
+        goto fail;
+    }
+    ck->scaled_state = scaled;
     return 0;
 fail:
     amp_session_snapshot_free(ck);
@@ -257,6 +264,8 @@ void amp_session_snapshot_free(amp_checkpoint *ck) {
     free((void *)ck->master);
     free((void *)ck->optim_state);
     free((void *)ck->scaler_state);
+    free((void *)ck->scaled_state);
+    ck->scaled_state = NULL;
     free((void *)ck->exec);
     ck->exec = NULL;
     ck->config = NULL;
@@ -566,6 +575,9 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
         amp_log(AMP_LOG_WARN, "the checkpoint holds no state for scaler '%s': it starts afresh",
                 s->scaler.entry->name);
     }
+    if (amp_scaled_state_load(s->scaled, ck->scaled_state, ck->scaled_len,
+                              s->precision.entry->name, err, errlen) != 0)
+        return 2;
     amp_model *m = s->model;
     size_t n = m->desc.nparams;
     if (upload_le(s, m->master, ck->master, n, err, errlen) != 0) return 1;

@@ -1,5 +1,7 @@
 #include "train_summary.h"
 
+#include "scaled_state.h"
+
 #include "io/json.h"
 #include "peak_rss.h"
 
@@ -102,6 +104,8 @@ void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_resu
         to += fw->overflow + gr->overflow;
         tn += fw->nonzero + gr->nonzero;
     }
-    fprintf(f, "\n  ],\n  \"underflow\": %llu,\n  \"overflow\": %llu,\n  \"rounded\": %llu\n}\n", tu,
+    fprintf(f, "\n  ],\n  \"underflow\": %llu,\n  \"overflow\": %llu,\n  \"rounded\": %llu", tu,
             to, tn);
+    amp_scaled_json(f, s->scaled, "\n    "); /* the last step's scaled operands */
+    fputs("\n}\n", f);
 }

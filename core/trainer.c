@@ -33,6 +33,7 @@
 #include "median.h"
 #include "mem_limit.h"
 #include "stop_signals.h"
+#include "scaled_state.h"
 #include "train_summary.h"
 
 /* The 1-minute load average, NAN where the system has none. */
@@ -41,7 +42,8 @@ static double load_now(void) {
     return getloadavg(l, 1) == 1 ? l[0] : NAN;
 }
 
-static void write_metric(FILE *f, const amp_step_record *r, double cpu_ms) {
+static void write_metric(FILE *f, const amp_step_record *r, double cpu_ms,
+                         const amp_scaled *scaled) {
     fprintf(f, "{\"step\":%lld,\"epoch\":%lld,\"loss\":", (long long)r->step, (long long)r->epoch);
     amp_json_num(f, r->loss);
     fputs(",\"lr\":", f);
@@ -50,8 +52,10 @@ static void write_metric(FILE *f, const amp_step_record *r, double cpu_ms) {
     amp_json_num(f, r->scale);
     fprintf(f, ",\"skipped\":%s,\"grad_norm\":", r->skipped ? "true" : "false");
     amp_json_num(f, r->grad_norm);
-    fprintf(f, ",\"underflow\":%llu,\"overflow\":%llu,\"step_ms\":%.4f,\"cpu_ms\":%.4f}\n",
+    fprintf(f, ",\"underflow\":%llu,\"overflow\":%llu,\"step_ms\":%.4f,\"cpu_ms\":%.4f",
             (unsigned long long)r->underflow, (unsigned long long)r->overflow, r->step_ms, cpu_ms);
+    amp_scaled_json(f, scaled, ""); /* the scaled operands after this step */
+    fputs("}\n", f);
 }
 
 static void write_eval(FILE *f, const amp_session *s, double loss, double acc) {
@@ -376,7 +380,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
             break;
         }
         if (r.step % st->log_every == 0 || r.step == s->total_steps) {
-            write_metric(lf, &r, step_cpu);
+            write_metric(lf, &r, step_cpu, s->scaled);
             if (talk) progress(s, &r, tty);
         }
         /* Non-finite weights make every later step non-finite and skipped:

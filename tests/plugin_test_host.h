@@ -32,6 +32,7 @@ typedef struct test_host {
     th_kv kv[TH_MAX_KEYS];
     int nkv;
     const char *layers[TH_MAX_LAYERS];
+    unsigned classes[TH_MAX_LAYERS]; /* op class bits per layer (layer_op_classes) */
     int nlayers;
     int nerrors;         /* error + key_error calls */
     char error[512];     /* the last one */
@@ -170,6 +171,12 @@ static const char *th_layer_name(void *ctx, int i)
     return i >= 0 && i < h->nlayers ? h->layers[i] : NULL;
 }
 
+static unsigned th_layer_op_classes(void *ctx, int i)
+{
+    test_host *h = ctx;
+    return i >= 0 && i < h->nlayers ? h->classes[i] : 0u;
+}
+
 static inline void th_init(test_host *h)
 {
     memset(h, 0, sizeof *h);
@@ -184,6 +191,7 @@ static inline void th_init(test_host *h)
     h->api.each_key = th_each_key;
     h->api.layer_count = th_layer_count;
     h->api.layer_name = th_layer_name;
+    h->api.layer_op_classes = th_layer_op_classes;
 }
 
 static inline void th_set(test_host *h, const char *key, const char *value)
@@ -242,6 +250,32 @@ static inline const amp_plugin_info *th_open_plugin(const char *file, uint32_t k
     CHECK(e->vtable != NULL, "%s: no vtable", file);
     int ok = e->abi_major == AMP_PLUGIN_ABI_MAJOR && e->kind == kind && e->vtable;
     return ok ? e : NULL;
+}
+
+/* A precision policy under test: its host (outlives self), vtable, state. */
+typedef struct th_policy {
+    test_host h;
+    const amp_precision_vtable *vt;
+    void *self;
+} th_policy;
+
+/* Sets kv (NULL-terminated key, value pairs) on p->h, already th_init'ed
+ * with its layers, and runs the policy's init. Its status. */
+static inline int th_policy_init(th_policy *p, const amp_precision_vtable *vt,
+                                 const char *const *kv)
+{
+    for (int i = 0; kv && kv[i]; i += 2)
+        th_set(&p->h, kv[i], kv[i + 1]);
+    p->vt = vt;
+    p->self = NULL;
+    return vt->init(&p->h.api, &p->self);
+}
+
+static inline void th_policy_free(th_policy *p)
+{
+    if (p->self)
+        p->vt->fini(p->self);
+    p->self = NULL;
 }
 
 #endif

@@ -2,7 +2,7 @@
 # sdk_test.sh CASE BUILD_DIR SOURCE_DIR CMAKE CC
 # What a user does with an installed amptrain, through the installed files
 # only: `cmake --install` into a temporary prefix, then
-#   examples:   build examples/headroom and examples/fp16_edges (copied out of
+#   examples:   build examples/headroom, fp16_edges and fp8_percentile (copied out of
 #               the source tree) with find_package(amptrain), and headroom
 #               once more with pkg-config and a plain cc; train with each
 #               through the installed amptrain and check the summaries;
@@ -62,7 +62,7 @@ cmake_plugin() {
 
 case $case in
 examples)
-    for ex in headroom fp16_edges; do
+    for ex in headroom fp16_edges fp8_percentile; do
         cp -R "$src/examples/$ex" "$tmp/$ex" || exit 2
         rm -rf "$tmp/$ex/build"
         cmake_plugin "$tmp/$ex"
@@ -95,6 +95,20 @@ examples)
         "fc3: gemm f16, activations f16, weights f16" "fc4: gemm f32, activations f32, weights f32"; do
         grep -qF "layer $l" "$log" || fail "fp16_edges: no debug line 'layer $l'"
     done
+
+    # fp8_percentile: a user's FP8 recipe (scale_update) drives the scales;
+    # its metrics carry the per-operand fp8 telemetry, and a bad key of its
+    # own is refused at its line.
+    pc=$tmp/fp8_percentile/build/amp_precision_fp8_percentile.so
+    step "training with fp8_percentile" "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" \
+        --set run.device=cpu --set train.steps=20 --out "$tmp/runs/percentile"
+    summary_has "$tmp/runs/percentile/summary.json" precision fp8_percentile 1.0.0 "$pc"
+    grep -q '"fp8":\[{"layer":"fc1","role":"input","format":"e4m3","scaling":"delayed"' \
+        "$tmp/runs/percentile/metrics.jsonl" || fail "fp8_percentile: no fp8 telemetry for fc1"
+    "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --set precision.percentile=0 \
+        --out "$tmp/runs/percentile_bad" 2>"$tmp/pct_bad.log"
+    [ $? = 2 ] && grep -q "precision.percentile: .*0 is not in (0, 100\]" "$tmp/pct_bad.log" ||
+        fail "fp8_percentile: percentile = 0 not refused with exit 2: $(cat "$tmp/pct_bad.log")"
 
     # pkg-config and a plain compiler; found by name on AMPTRAIN_PLUGIN_PATH.
     PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name amptrain.pc)")

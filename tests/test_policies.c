@@ -14,11 +14,7 @@ static const char *dtn(amp_dtype d)
     return d >= 0 && d < AMP_DTYPE_COUNT ? dt_names[d] : "?";
 }
 
-typedef struct pol {
-    test_host h; /* outlives self */
-    const amp_precision_vtable *vt;
-    void *self;
-} pol;
+typedef th_policy pol;
 
 /* A model with three layers; kv: NULL-terminated key, value pairs. */
 static int pol_make(pol *p, const amp_precision_vtable *vt, const char *const *kv)
@@ -28,19 +24,10 @@ static int pol_make(pol *p, const amp_precision_vtable *vt, const char *const *k
     p->h.layers[1] = "fc2";
     p->h.layers[2] = "head";
     p->h.nlayers = 3;
-    for (int i = 0; kv && kv[i]; i += 2)
-        th_set(&p->h, kv[i], kv[i + 1]);
-    p->vt = vt;
-    p->self = NULL;
-    return vt->init(&p->h.api, &p->self);
+    return th_policy_init(p, vt, kv);
 }
 
-static void pol_free(pol *p)
-{
-    if (p->self)
-        p->vt->fini(p->self);
-    p->self = NULL;
-}
+static void pol_free(pol *p) { th_policy_free(p); }
 
 /* Resolves `layer`. The struct is pre-filled with a value no policy returns
  * by default so a field the plugin forgets to set shows up. */

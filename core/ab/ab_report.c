@@ -695,6 +695,55 @@ static void chart_heat(FILE *f, const amp_ab_study *st, int a) {
     free(rows);
 }
 
+/* ------------------------------------------------------- fp8 operands */
+
+static double jnum(const amp_jval *o, const char *key) {
+    const amp_jval *v = amp_json_get_type(o, key, AMP_JNUM);
+    return v ? v->num : NAN;
+}
+
+/* The first run's last step, one row per (layer, role) its summary.json's
+ * "fp8" array has: amax, scale, kept, and the saturated / flushed counts
+ * coloured on a log scale relative to the table's largest. */
+static void chart_fp8(FILE *f, const amp_ab_study *st, int a) {
+    const amp_ab_arm *arm = &st->arms[a];
+    const amp_jval *ops = arm->nruns ? amp_json_get_type(arm->runs[0].summary, "fp8", AMP_JARR) : NULL;
+    if (!ops || ops->n == 0) return;
+    double most[2] = {0, 0};
+    for (size_t i = 0; i < ops->n; i++) {
+        double v[2] = {jnum(&ops->items[i], "saturated"), jnum(&ops->items[i], "flushed")};
+        for (int c = 0; c < 2; c++)
+            if (v[c] > most[c]) most[c] = v[c];
+    }
+    fputs("<div class=\"heat\"><div class=\"heat-title\"><i style=\"background:", f);
+    fputs(color(a), f);
+    fputs("\"></i>", f);
+    esc(f, arm->name);
+    fputs("</div>\n<table class=\"fp8\"><tr><th>layer</th><th>role</th><th>format</th><th>amax</th>"
+          "<th>scale</th><th>saturated</th><th>flushed</th><th>kept</th></tr>\n", f);
+    for (size_t i = 0; i < ops->n; i++) {
+        const amp_jval *o = &ops->items[i];
+        const amp_jval *layer = amp_json_get_type(o, "layer", AMP_JSTR);
+        const amp_jval *role = amp_json_get_type(o, "role", AMP_JSTR);
+        const amp_jval *fmt = amp_json_get_type(o, "format", AMP_JSTR);
+        fputs("<tr><td>", f);
+        esc(f, layer ? layer->str : "?");
+        fputs("</td><td>", f);
+        esc(f, role ? role->str : "?");
+        fputs("</td><td>", f);
+        esc(f, fmt ? fmt->str : "?");
+        fprintf(f, "</td><td>%.4g</td><td>%.4g</td>", jnum(o, "amax"), jnum(o, "scale"));
+        double v[2] = {jnum(o, "saturated"), jnum(o, "flushed")};
+        for (int c = 0; c < 2; c++) {
+            char fill[32] = "#f7f9f7";
+            if (v[c] > 0 && most[c] > 0) heat_color(fill, sizeof fill, v[c] / most[c]);
+            fprintf(f, "<td style=\"background:%s\">%.0f</td>", fill, v[c]);
+        }
+        fprintf(f, "<td>%.0f</td></tr>\n", jnum(o, "kept"));
+    }
+    fputs("</table></div>\n", f);
+}
+
 static void heat_key(FILE *f) {
     fputs("<div class=\"heat-key\"><span>rate (log scale):</span>", f);
     for (int e = -8; e <= 0; e += 2) {
@@ -1083,7 +1132,20 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
     heat_key(f);
     fputs("<div class=\"heats\">\n", f);
     for (int a = 0; a < st->narms; a++) chart_heat(f, st, a);
-    fputs("</div></figure>\n<div class=\"grid2\" style=\"margin-top:16px\">\n", f);
+    fputs("</div></figure>\n", f);
+    int with_fp8 = 0;
+    for (int a = 0; a < st->narms; a++)
+        with_fp8 |= st->arms[a].nruns && amp_json_get_type(st->arms[a].runs[0].summary, "fp8", AMP_JARR);
+    if (with_fp8) {
+        fputs("<figure><figcaption><b>FP8 operands at the last step</b> <span class=\"note\">per "
+              "layer and GEMM role (first seed): the step's amax, the scale the next step uses, the "
+              "values clamped to the format's max (saturated) and the nonzero values that became 0 "
+              "(flushed), coloured relative to the table's largest; kept = scale updates that kept "
+              "the previous scale</span></figcaption>\n<div class=\"heats\">\n", f);
+        for (int a = 0; a < st->narms; a++) chart_fp8(f, st, a);
+        fputs("</div></figure>\n", f);
+    }
+    fputs("<div class=\"grid2\" style=\"margin-top:16px\">\n", f);
     chart_memory(f, st);
     fputs("</div>\n", f);
     runs_table(f, st);

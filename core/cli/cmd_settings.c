@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "loader.h"
 #include "model.h"
 #include "settings.h"
 
@@ -56,16 +57,19 @@ static const char *const sections[][2] = {
     {"dist", "Data-parallel training: read in every run, used with more than one rank."},
 };
 
-/* The built-in plugins' keys, by hand: they declare no amp_plugin_info.keys
- * (plugin ABI 1.1) to print from. A plugin built elsewhere documents its
- * own, and `amptrain plugins -v` shows the keys one declares. */
+/* The keys of the built-in plugins that declare none (amp_plugin_info.keys,
+ * plugin ABI 1.1), by hand; the rows of those that declare theirs (fp8,
+ * mxfp8) are printed from the plugin (declared_rows). A plugin built
+ * elsewhere documents its own, and `amptrain plugins -v` shows the keys one
+ * declares. */
 static const char plugin_keys[] =
     "## Plugin keys\n"
     "\n"
     "The keys of `[precision]` and `[scaler]` other than `plugin` are the plugin's own: the plugin\n"
     "reads them, checks them and documents them. `amptrain plugins -v` prints the keys a plugin\n"
-    "declares with their defaults (`amp_plugin_info.keys`, plugin ABI 1.1). The built-in plugins\n"
-    "declare none yet; their keys, written here by hand from their sources in plugins/:\n"
+    "declares with their defaults (`amp_plugin_info.keys`, plugin ABI 1.1). The rows of `fp8` and\n"
+    "`mxfp8` are what they declare; the others declare none, and their keys are written here by\n"
+    "hand from their sources in plugins/:\n"
     "\n"
     "| plugin | keys |\n"
     "|---|---|\n"
@@ -86,12 +90,34 @@ static const char plugin_keys[] =
     "result would not be finite. |\n"
     "| `hysteresis` | Megatron/DeepSpeed: `init_scale` (65536), `growth_factor` (2), "
     "`backoff_factor` (0.5), `growth_interval` (1000), `hysteresis` (2), `min_scale` (1), "
-    "`max_scale` (2^24) |\n"
+    "`max_scale` (2^24) |\n";
+
+static const char plugin_keys_end[] =
     "\n"
     "`fp16` requires a loss scaler. Choosing `none` with it is allowed, and amptrain warns, so the\n"
     "underflow can be shown. Softmax and the loss always run in FP32.\n";
 
-static void print_markdown(FILE *out) {
+/* A table row per built-in policy that declares its keys, from the
+ * plugin's own entry (docs/fp8.md says what each key does). 0, or -1 after
+ * saying which plugin could not be read. */
+static int declared_rows(FILE *out) {
+    static const char *const declaring[] = {"fp8", "mxfp8"};
+    for (size_t i = 0; i < sizeof declaring / sizeof declaring[0]; i++) {
+        amp_plugin p;
+        char err[1024];
+        if (amp_plugin_open(&p, AMP_PLUGIN_KIND_PRECISION, declaring[i], NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "amptrain settings: %s\n", err);
+            return -1;
+        }
+        const char *keys = amp_plugin_keys(p.entry);
+        fprintf(out, "| `%s` | `%s` (declared by the plugin; docs/fp8.md) |\n", declaring[i],
+                keys ? keys : "");
+        amp_plugin_close(&p);
+    }
+    return 0;
+}
+
+static int print_markdown(FILE *out) {
     const amp_setting *core = amp_settings_core_table();
     fputs(intro, out);
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -110,6 +136,9 @@ static void print_markdown(FILE *out) {
     }
     fputc('\n', out);
     fputs(plugin_keys, out);
+    if (declared_rows(out) != 0) return -1;
+    fputs(plugin_keys_end, out);
+    return 0;
 }
 
 static void print_list(const amp_setting *t, const char *model, FILE *out) {
@@ -153,7 +182,7 @@ int amp_cmd_settings(int argc, char **argv) {
         }
     }
     if (markdown) {
-        print_markdown(stdout);
+        if (print_markdown(stdout) != 0) return 1;
     } else {
         print_list(amp_settings_core_table(), NULL, stdout);
         for (const char *const *n = amp_model_names(); *n; n++) {

@@ -364,12 +364,21 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
     return 0;
 }
 
-int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) {
+/* n doubles reduced with op across the ranks, in place. */
+static int allreduce(amp_dist *d, double *v, int n, MPI_Op op, const char *what) {
     if (!d || !d->mpi || d->world == 1) return 0;
     MPI_Request r;
-    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, d->comm, &r);
-    wait_all(d->rank, &r, 1, d->set.timeout_s, "a sum over the ranks", -1);
+    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, op, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, what, -1);
     return 0;
+}
+
+int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) {
+    return allreduce(d, v, n, MPI_SUM, "a sum over the ranks");
+}
+
+int amp_dist_max(amp_dist *d, double *v, int n, char *err, size_t errlen) {
+    return allreduce(d, v, n, MPI_MAX, "a max over the ranks");
 }
 
 int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen) {
@@ -542,6 +551,7 @@ int amp_dist_agree(amp_dist *d, int code, int *who) {
 
 int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen) { return 0; }
 int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
+int amp_dist_max(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
 int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
 int amp_dist_compare(amp_dist *d, const uint32_t *sums, const char *const *labels, int n,
                      int64_t step, char *err, size_t errlen) {

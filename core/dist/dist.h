@@ -90,6 +90,8 @@ int amp_dist_agree(amp_dist *d, int code, int *who);
 int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen);
 /* Sums n doubles across ranks, in place. 0, or -1 with err. */
 int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen);
+/* The max of n doubles across ranks, in place (no NaN in v). 0, or -1. */
+int amp_dist_max(amp_dist *d, double *v, int n, char *err, size_t errlen);
 
 /* Before the process ends with `code`: when several ranks run and this
  * rank fails alone (code 1 or 2 that amp_dist_agree did not return), the

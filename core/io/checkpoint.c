@@ -18,13 +18,14 @@ static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
  * written before it lack it. DIST (u32: the number of data-parallel ranks
  * that wrote it) is optional on reading (a file without it was written by one
  * process; world size 1) and always written. DATA (the data's fingerprint)
- * is optional: files written before it lack it. */
+ * is optional: files written before it lack it. SCLD (the scaled GEMM
+ * operands' scales and amax histories) is there when the run had any. */
 enum { S_META, S_CONF, S_MAST, S_OPTM, S_SCAL, S_TOTL, S_LOSS, S_METR, S_MPOS, S_EXEC, S_DIST,
-       S_DATA, S_COUNT };
+       S_DATA, S_SCLD, S_COUNT };
 #define S_OPTIONAL S_METR
 static const char section_tags[S_COUNT][5] = {"META", "CONF", "MAST", "OPTM", "SCAL",
                                               "TOTL", "LOSS", "METR", "MPOS", "EXEC", "DIST",
-                                              "DATA"};
+                                              "DATA", "SCLD"};
 #define MPOS_SIZE 16u /* u64 byte length, u32 CRC32, u32 zero */
 #define AMP_CKPT_MAX_WORLD (1u << 24)
 
@@ -477,6 +478,8 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
     out->exec_len = seclen[S_EXEC];
     out->data_id = (const char *)sec[S_DATA];
     out->data_id_len = seclen[S_DATA];
+    out->scaled_state = sec[S_SCLD];
+    out->scaled_len = seclen[S_SCLD];
     if (seen[S_MPOS]) {
         out->has_metrics_pos = 1;
         out->metrics_pos = get_u64(sec[S_MPOS]);
@@ -610,17 +613,19 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
                                     mpos,
                                     (const uint8_t *)ck->exec,
                                     dist,
-                                    (const uint8_t *)ck->data_id};
+                                    (const uint8_t *)ck->data_id,
+                                    ck->scaled_state};
     size_t n[S_COUNT] = {meta.len, ck->config_len, ck->master_len, ck->optim_len,
                          ck->scaler_len, totl.len, ck->nlosses * 8, ck->metrics_len,
-                         MPOS_SIZE, ck->exec_len, 4, ck->data_id_len};
+                         MPOS_SIZE, ck->exec_len, 4, ck->data_id_len, ck->scaled_len};
     /* The optional sections only when they say something. */
     int with[S_COUNT];
     uint32_t nsec = 0;
     for (int k = 0; k < S_COUNT; k++) {
         with[k] = k < S_OPTIONAL || (k == S_METR && ck->metrics_len > 0) ||
                   (k == S_MPOS && ck->has_metrics_pos) || (k == S_EXEC && ck->exec_len > 0) ||
-                  k == S_DIST || (k == S_DATA && ck->data_id_len > 0);
+                  k == S_DIST || (k == S_DATA && ck->data_id_len > 0) ||
+                  (k == S_SCLD && ck->scaled_len > 0);
         nsec += (uint32_t)with[k];
     }
     size_t total = AMP_CKPT_HEADER_SIZE + nsec * AMP_CKPT_ENTRY_SIZE;

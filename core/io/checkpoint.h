@@ -104,6 +104,9 @@ typedef struct amp_checkpoint {
     const uint8_t *master; size_t master_len;   /* MAST: nparams x f32 */
     const uint8_t *optim_state; size_t optim_len; /* OPTM: opt_buffers x nparams x f32 */
     const uint8_t *scaler_state; size_t scaler_len; /* SCAL */
+    /* SCLD (optional; NULL, 0 when the run had no scaled GEMM operands):
+     * the bytes of amp_scaled_state_save */
+    const uint8_t *scaled_state; size_t scaled_len;
     const uint8_t *losses; size_t nlosses;      /* LOSS: nlosses x f64 */
     const char *metrics;  size_t metrics_len;   /* METR (NULL, 0 when absent) */
     /* MPOS: has_metrics_pos 0 when absent (an older file) */

@@ -53,3 +53,11 @@ variant sgd_fp32_accumulate3 "$HERE/tiny_sgd.ini" 100 100 --set train.steps=300
 # BF16 with the hysteresis scaler.
 variant bf16_hysteresis "$CONFIGS/tiny_fp16_dynamic.ini" 25 50 --set precision.plugin=bf16 \
     --set scaler.plugin=hysteresis --set train.steps=100
+# FP8 (delayed scaling, a short amax history that wraps; current scaling):
+# the scales and amax histories travel in the checkpoint, so the resumed
+# run logs the same per-layer fp8 telemetry and ends with the same weights.
+# SGD + momentum, accumulate 3 (the stats merge over micro-batches).
+variant fp8_delayed "$HERE/tiny_sgd.ini" 20 40 --set precision.plugin=fp8 \
+    --set precision.amax_history_len=7 --set train.steps=80 --set train.log_every=1
+variant fp8_current "$HERE/tiny_sgd.ini" 20 40 --set precision.plugin=fp8 \
+    --set precision.recipe=current --set train.steps=80

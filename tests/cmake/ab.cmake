@@ -29,6 +29,21 @@ add_test(NAME ab_report_browser
 set_tests_properties(ab_report_browser PROPERTIES LABELS "ab;browser" FIXTURES_REQUIRED ab_tiny
   SKIP_RETURN_CODE 77)
 
+# An fp8 arm beside bf16 (as the FP8 study runs them): the report gains the
+# per-layer, per-role FP8 operand table and still renders in the browser.
+add_test(NAME ab_fp8_run
+         COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp8.ini
+                 --seeds 1 --set run.device=cpu --out ${AMP_AB_OUT}/fp8)
+set_tests_properties(ab_fp8_run PROPERTIES LABELS "ab;fp8" FIXTURES_SETUP ab_fp8)
+add_test(NAME ab_fp8_report
+         COMMAND grep -q "</td><td>input</td><td>e4m3</td>"
+                 ${AMP_AB_OUT}/fp8/report.html)
+set_tests_properties(ab_fp8_report PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_fp8)
+add_test(NAME ab_fp8_report_browser
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/browser_check.sh ${AMP_AB_OUT}/fp8/report.html 2)
+set_tests_properties(ab_fp8_report_browser PROPERTIES LABELS "ab;browser;fp8"
+  FIXTURES_REQUIRED ab_fp8 SKIP_RETURN_CODE 77)
+
 # Configs that differ in [optim] lr: refused, with the key and both values.
 amp_expect_fail(ab_refuse_diff LABELS ab
   CODE 2

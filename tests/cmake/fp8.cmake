@@ -27,3 +27,29 @@ add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
 set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
 add_test(NAME test_linear_mxfp8_broken COMMAND test_linear_fp8 --mx-break)
 set_tests_properties(test_linear_mxfp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# The fp8 and mxfp8 policies: operand formats per layer and role, every
+# key's checks, the scale_update rule.
+amp_unit_test(test_fp8_policy plugins fp8)
+add_dependencies(test_fp8_policy amp_precision_fp8 amp_precision_mxfp8)
+# The host's scaled-operand state: checkpoint bytes round trip bit for bit,
+# another policy's state refused, a bad scale_update named.
+amp_unit_test(test_scaled_state fp8 checkpoint)
+
+# The shipped FP8 configs load and train a few steps from the CLI (on the CNN
+# the fp8 and mxfp8 policies put scaled operands on its fc layers only).
+include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
+set(AMP_FP8_RUNS ${CMAKE_BINARY_DIR}/tests/fp8_runs)
+foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp8 cnn_fashion_fp8)
+  amp_expect_fail(fp8_config_${cfg} LABELS fp8 cli
+    CODE 0
+    REGEX "${cfg}: test_acc .* 3 steps \\(0 skipped\\)"
+    COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/${cfg}.ini
+            --set run.device=cpu --set train.steps=3 --set train.log_every=1
+            --out ${AMP_FP8_RUNS}/${cfg})
+endforeach()
+amp_expect_fail(fp8_bad_history LABELS fp8 cli
+  CODE 2
+  REGEX [=[bad_fp8_history\.ini:13: \[precision\] amax_history_len: 1e\+12 is not an integer in 1\.\.65536]=]
+  OPTIONS --no-outputs ${AMP_FP8_RUNS}/bad_history
+  COMMAND $<TARGET_FILE:amptrain> train ${CMAKE_CURRENT_SOURCE_DIR}/configs/bad_fp8_history.ini
+          --out ${AMP_FP8_RUNS}/bad_history)

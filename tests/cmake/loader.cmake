@@ -236,3 +236,32 @@ amp_expect_fail(loader_host_misuse_at_update ENV ${AMP_BAD_ENV} LABELS loader
   OPTIONS --no-outputs ${AMP_BAD_OUT}/misuse_at_update
   COMMAND ${AMP_TRAIN_TINY} --set scaler.plugin=hostmisuse --set scaler.misuse=at_update
           --out ${AMP_BAD_OUT}/misuse_at_update)
+
+# A broken FP8 recipe (scale_update): a scale that is negative, NaN or inf,
+# or a hook that fails, stops the run with exit 1 naming the plugin, and
+# writes no outputs.
+amp_bad_plugin(precision negrecipe badrecipe.c BAD_RECIPE_NAME="negrecipe")
+amp_bad_plugin(precision nanrecipe badrecipe.c BAD_RECIPE_NAME="nanrecipe" BAD_RECIPE_NAN)
+amp_bad_plugin(precision infrecipe badrecipe.c BAD_RECIPE_NAME="infrecipe" BAD_RECIPE_INF)
+amp_bad_plugin(precision failrecipe badrecipe.c BAD_RECIPE_NAME="failrecipe" BAD_RECIPE_FAIL)
+# A policy that puts FP8 operands on a conv layer: refused at config time.
+amp_bad_plugin(precision convrecipe badrecipe.c BAD_RECIPE_NAME="convrecipe" BAD_RECIPE_CONV)
+amp_expect_fail(loader_conv_recipe ENV ${AMP_BAD_ENV} LABELS loader fp8
+  CODE 2
+  REGEX [=[precision plugin 'convrecipe' gives layer 'conv1' \(input operand\) a scaled format on a conv layer]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/convrecipe
+  COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/cnn_fashion_bf16.ini
+          --set precision.plugin=convrecipe --set train.steps=1 --out ${AMP_BAD_OUT}/convrecipe)
+foreach(bad neg nan inf fail)
+  if(bad STREQUAL "fail")
+    set(why [=[scale_update failed for layer 'fc1' role 0: the recipe gave up on layer fc1]=])
+  else()
+    set(why [=[scale_update returned the scale -?(1|nan|inf) for layer 'fc1' role 0]=])
+  endif()
+  amp_expect_fail(loader_${bad}_recipe ENV ${AMP_BAD_ENV} LABELS loader fp8
+    CODE 1
+    REGEX "precision plugin '${bad}recipe' at step 1: ${why}"
+    OPTIONS --no-outputs ${AMP_BAD_OUT}/${bad}recipe
+    COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=${bad}recipe --set scaler.plugin=none
+            --out ${AMP_BAD_OUT}/${bad}recipe)
+endforeach()
