@@ -851,6 +851,12 @@ static const char *host_layer_name(void *ctx, int index) {
     return h && index >= 0 && index < h->layer_count ? h->layers[index] : NULL;
 }
 
+static unsigned host_layer_op_classes(void *ctx, int index) {
+    amp_plugin_host *h = host_of(ctx, "layer_op_classes");
+    return h && h->layer_classes && index >= 0 && index < h->layer_count ? h->layer_classes[index]
+                                                                          : 0u;
+}
+
 const char *amp_plugin_misuse(const amp_plugin *p) {
     return p && p->host.misuse[0] ? p->host.misuse : NULL;
 }
@@ -889,6 +895,7 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
     api->each_key = host_each_key;
     api->layer_count = host_layer_count;
     api->layer_name = host_layer_name;
+    api->layer_op_classes = host_layer_op_classes;
     amp_config_declare_section(cfg, section);
     int rc = p->kind == AMP_PLUGIN_KIND_PRECISION ? amp_plugin_precision(p)->init(api, &p->self)
                                                    : amp_plugin_scaler(p)->init(api, &p->self);

@@ -32,6 +32,7 @@ typedef struct amp_plugin_host {
     const char *plugin;     /* the plugin's name, for log lines */
     const char *const *layers;
     int layer_count;
+    const unsigned *layer_classes; /* [layer_count] op class bits, or NULL (none known) */
     char err[1024];         /* last message from host->error / key_error / a getter */
     char misuse[512];       /* the first host call with a NULL or bad argument, or "" */
     struct amp_plugin_host *next_live; /* the hosts of plugins between init and close */

@@ -50,6 +50,42 @@ static int open_backend(amp_session *s, char *err, size_t errlen) {
     return s->be ? 0 : -1;
 }
 
+static const char *const role_names[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
+
+/* The scaled operand formats of layer l (nl: "loss") are in range and on a
+ * layer that runs a GEMM or a conv. A policy of ABI 1.0/1.1 has none: its
+ * struct does not reach operand[], which the host preset to DTYPE. */
+static int check_operands(amp_session *s, int l, const amp_layer_precision *p, char *err,
+                          size_t errlen) {
+    const char *name = s->precision.entry->name;
+    const char *layer = l < s->nlayers ? s->layer_ptrs[l] : "loss";
+    unsigned classes = l < s->nlayers ? s->layer_classes[l] : 0u;
+    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
+        const amp_operand_format *f = &p->operand[r];
+        if (f->format == AMP_FORMAT_DTYPE) continue;
+        const char *why = NULL;
+        char buf[160];
+        if (f->format >= AMP_FORMAT_COUNT) why = "an unknown format";
+        else if (f->scaling >= AMP_SCALING_COUNT) why = "an unknown scaling";
+        else if (f->scaling == AMP_SCALING_DELAYED &&
+                 (f->history_len < 1 || f->history_len > AMP_AMAX_HISTORY_MAX)) {
+            snprintf(buf, sizeof buf, "an amax history of %u values (1..%u)", f->history_len,
+                     AMP_AMAX_HISTORY_MAX);
+            why = buf;
+        } else if (!(classes & ((1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV))))
+            why = "a scaled format on a layer that runs no GEMM or conv";
+        else if (f->scaling == AMP_SCALING_MX32 && (classes & (1u << AMP_OP_CONV)))
+            why = "MX32 block scaling on a conv layer (not implemented; use the fp8 policy or "
+                  "layer.<name> = bf16)";
+        if (why) {
+            snprintf(err, errlen, "precision plugin '%s' gives layer '%s' (%s operand) %s", name,
+                     layer, role_names[r], why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Asks the policy for every layer's precision and checks the answers. */
 static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *err, size_t errlen) {
     const amp_precision_vtable *vt = amp_plugin_precision(&s->precision);
@@ -61,6 +97,8 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
         p.struct_size = sizeof p;
         for (int c = 0; c < AMP_OP_COUNT; c++) p.compute[c] = AMP_DTYPE_F32;
         p.activation = p.param = AMP_DTYPE_F32;
+        for (int r = 0; r < AMP_ROLE_COUNT; r++)
+            p.operand[r] = (amp_operand_format){AMP_FORMAT_DTYPE, 0, 0, 0};
         s->precision.host.err[0] = '\0';
         if (vt->resolve(s->precision.self, layer, &p) != 0) {
             snprintf(err, errlen, "precision plugin '%s': resolving layer '%s' failed: %s",
@@ -89,6 +127,7 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
                      layer);
             return -1;
         }
+        if (check_operands(s, l, &p, err, errlen) != 0) return -1;
         if (l == nl) break;
         prec[l] = p;
         amp_dtype used[3] = {p.compute[AMP_OP_GEMM], p.activation, p.param};
@@ -110,6 +149,7 @@ static int open_plugins(amp_session *s, char *err, size_t errlen) {
     if (amp_plugin_open(&s->precision, AMP_PLUGIN_KIND_PRECISION, s->set.precision_plugin, base, err,
                         errlen) != 0)
         return -1;
+    s->precision.host.layer_classes = s->layer_classes;
     if (amp_plugin_init(&s->precision, s->cfg, "precision", s->layer_ptrs, s->nlayers, err,
                         errlen) != 0)
         return -1;
@@ -241,13 +281,17 @@ static int describe_model(amp_session *s, amp_model_desc *desc, char *err, size_
     if (s->model_ops->describe(desc, s->cfg, &in, err, errlen) != 0) return -1;
     s->nlayers = desc->nlayers;
     s->layer_ptrs = calloc((size_t)desc->nlayers, sizeof *s->layer_ptrs);
+    s->layer_classes = calloc((size_t)desc->nlayers + 1, sizeof *s->layer_classes);
     s->totals = calloc(2 * (size_t)desc->nlayers, sizeof *s->totals);
     s->hstats = calloc(1, amp_model_stats_bytes(desc->nlayers));
-    if (!s->layer_ptrs || !s->totals || !s->hstats) {
+    if (!s->layer_ptrs || !s->layer_classes || !s->totals || !s->hstats) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    for (int l = 0; l < desc->nlayers; l++) s->layer_ptrs[l] = desc->layers[l].name;
+    for (int l = 0; l < desc->nlayers; l++) {
+        s->layer_ptrs[l] = desc->layers[l].name;
+        s->layer_classes[l] = desc->layers[l].op_classes;
+    }
     return 0;
 }
 
@@ -385,6 +429,7 @@ void amp_session_close(amp_session *s) {
     amp_dataset_free(&s->test);
     amp_text_free(&s->text);
     free(s->layer_ptrs);
+    free(s->layer_classes);
     free(s->totals);
     free(s->hstats);
     free(s->data_id);

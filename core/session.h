@@ -48,6 +48,7 @@ typedef struct amp_session {
     amp_batcher *batcher;
     int nlayers;            /* the model's layers (model->desc.layers) */
     const char **layer_ptrs; /* [nlayers] their names, for the plugins */
+    unsigned *layer_classes; /* [nlayers] their op class bits, for the plugins */
     amp_step_stats *hstats; /* host copy of the step record (amp_model_stats_bytes) */
     int64_t steps_per_epoch, total_steps;
     int64_t step, applied, skipped;

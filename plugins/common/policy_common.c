@@ -1,6 +1,8 @@
 #include "policy_common.h"
 
 #include <fnmatch.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +180,7 @@ void amp_policy_destroy(amp_policy *p)
     if (!p)
         return;
     free(p->layers);
+    free(p->layer_classes);
     free(p);
 }
 
@@ -212,6 +215,77 @@ int amp_policy_resolve(const amp_policy *p, const char *layer, amp_layer_precisi
         out->activation = d;
         out->param = d;
     }
+    for (int r = 0; r < AMP_ROLE_COUNT; r++)
+        out->operand[r] = (amp_operand_format){AMP_FORMAT_DTYPE, 0, 0, 0};
+    for (int i = 0; p->scaled && layer && i < p->layer_count; i++) {
+        const unsigned gemm = (1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV);
+        if (p->layers[i].set || !p->layers[i].name || strcmp(layer, p->layers[i].name) != 0 ||
+            !(p->layer_classes[i] & gemm))
+            continue;
+        for (int r = 0; r < AMP_ROLE_COUNT; r++)
+            out->operand[r] = p->operand[r];
+    }
+    return 0;
+}
+
+int amp_policy_choice(const amp_host_api *h, const char *key, const char *const *names,
+                      int count, int *out)
+{
+    const char *v = NULL;
+    int got = h->get_string(h->ctx, key, &v);
+    if (got < 0)
+        return -1;
+    if (got == 0)
+        return 0;
+    for (int i = 0; i < count; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    char list[256] = "";
+    for (int i = 0; i < count; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " | " : "",
+                 names[i]);
+    h->key_error(h->ctx, key, "unknown value '%s'; use %s", v, list);
+    return -1;
+}
+
+int amp_policy_integer(const amp_host_api *h, const char *key, double lo, double hi,
+                       int64_t *out)
+{
+    double v = (double)*out;
+    int got = h->get_double(h->ctx, key, &v);
+    if (got < 0)
+        return -1;
+    if (got == 0)
+        return 0;
+    if (!isfinite(v) || v != floor(v) || v < lo || v > hi) {
+        h->key_error(h->ctx, key, "%g is not an integer in %.0f..%.0f", v, lo, hi);
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+int amp_policy_set_scaled(amp_policy *p, uint32_t grad_format, uint32_t scaling,
+                          uint32_t history_len)
+{
+    const amp_host_api *h = p->host;
+    if (h->struct_size <= offsetof(amp_host_api, layer_op_classes) || !h->layer_op_classes) {
+        h->error(h->ctx, "this host does not tell layer op classes (plugin ABI 1.2 needed)");
+        return -1;
+    }
+    if (p->layer_count && !(p->layer_classes = calloc((size_t)p->layer_count, sizeof(unsigned)))) {
+        h->error(h->ctx, "precision policy: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < p->layer_count; i++)
+        p->layer_classes[i] = h->layer_op_classes(h->ctx, i);
+    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
+        uint32_t f = r == AMP_ROLE_GRAD_OUTPUT ? grad_format : AMP_FORMAT_F8_E4M3;
+        p->operand[r] = (amp_operand_format){f, scaling, history_len, 0};
+    }
+    p->scaled = 1;
     return 0;
 }
 

@@ -31,6 +31,11 @@ typedef struct amp_policy {
     amp_policy_layer *layers; /* [layer_count] */
     int requires_scaler;
     int tf32;
+    /* Scaled GEMM operands (fp8, mxfp8): when `scaled` is set, every layer
+     * that runs GEMM or CONV and has no layer.* override gets operand[]. */
+    int scaled;
+    amp_operand_format operand[AMP_ROLE_COUNT];
+    unsigned *layer_classes; /* [layer_count] from host->layer_op_classes */
 } amp_policy;
 
 /* Builds a policy with low dtype `low` and reads op.* / layer.* from the
@@ -39,6 +44,21 @@ int amp_policy_create(const amp_host_api *host, amp_dtype low, amp_policy **out)
 void amp_policy_destroy(amp_policy *p);
 /* Fills out (host sets struct_size) for `layer` (a model layer or "loss"). */
 int amp_policy_resolve(const amp_policy *p, const char *layer, amp_layer_precision *out);
+
+/* Parses `key` of the plugin's section into *out (preset to the default)
+ * as one of names[count] ("hybrid", "e4m3"); 0, or -1 after key_error
+ * listing the choices. */
+int amp_policy_choice(const amp_host_api *host, const char *key, const char *const *names,
+                      int count, int *out);
+/* Reads `key` as an integer in lo..hi (preset *out to the default); a value
+ * that is not finite, not whole or out of range is a key_error. 0 or -1. */
+int amp_policy_integer(const amp_host_api *host, const char *key, double lo, double hi,
+                       int64_t *out);
+/* Turns on scaled operands: INPUT and WEIGHT E4M3, GRAD_OUTPUT in
+ * `grad_format`, all with `scaling` and `history_len`. Needs a host of ABI
+ * 1.2 (layer_op_classes); -1 after host->error otherwise. */
+int amp_policy_set_scaled(amp_policy *p, uint32_t grad_format, uint32_t scaling,
+                          uint32_t history_len);
 
 /* Vtable adaptors so each plugin's table is three lines. */
 void amp_policy_vt_fini(void *self);

@@ -43,8 +43,9 @@ extern "C" {
 
 #define AMP_PLUGIN_ABI_MAJOR 1
 /* 1.1: amp_plugin_info.keys appended.
- * 1.2: scaled GEMM operand formats (amp_layer_precision.operand) and the
- *      precision vtable's scale_update hook appended. */
+ * 1.2: scaled GEMM operand formats (amp_layer_precision.operand), the
+ *      precision vtable's scale_update hook and amp_host_api's
+ *      layer_op_classes appended. */
 #define AMP_PLUGIN_ABI_MINOR 2
 
 /* The one exported symbol, by name. */
@@ -148,6 +149,11 @@ typedef struct amp_host_api {
      * until fini. Used to validate per-layer overrides. */
     int (*layer_count)(void *ctx);
     const char *(*layer_name)(void *ctx, int index);
+    /* Since ABI 1.2 (read it only when struct_size covers it): the op
+     * classes layer `index` runs, bit (1u << AMP_OP_GEMM) ..., 0 for an
+     * index out of range. A policy puts scaled GEMM operand formats only on
+     * layers that run GEMM or CONV. */
+    unsigned (*layer_op_classes)(void *ctx, int index);
 } amp_host_api;
 
 /* ---------------------------------------------------------------- precision */
