@@ -117,6 +117,37 @@ static int check_host_memory(const amp_model *m, char *err, size_t errlen) {
     return -1;
 }
 
+/* m->scaled from the policy's operand formats. A policy with scaled operands
+ * on a backend without the "scaled" family is refused here, naming both. */
+static int create_scaled(amp_model *m, char *err, size_t errlen) {
+    int n = m->desc.nlayers;
+    m->layer_names = calloc((size_t)n, sizeof *m->layer_names);
+    if (!m->layer_names) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) m->layer_names[i] = m->desc.layers[i].name;
+    if (amp_scaled_create(&m->scaled, n, m->prec, m->layer_names, err, errlen) != 0) return -1;
+    if (m->scaled->nslots > 0 && !amp_backend_supports(m->be, "scaled")) {
+        const amp_scaled_slot *sl = &m->scaled->slot[0];
+        snprintf(err, errlen,
+                 "backend '%s' has no family 'scaled' (FP8/MX GEMM operands): layer '%s' has a "
+                 "scaled operand; run on a backend that has it or choose a policy without "
+                 "scaled formats",
+                 m->be->ops->name, m->layer_names[sl->layer]);
+        return -1;
+    }
+    return 0;
+}
+
+int amp_model_scaled_collect(amp_model *m) {
+    if (!m->scaled || m->scaled->nslots == 0) return 0;
+    if (!amp_backend_supports(m->be, "scaled"))
+        return amp_backend_missing(m->be, "scaled", "scaled_collect");
+    /* The CPU family's quantizers merged into slot->step (host memory). */
+    return 0;
+}
+
 int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                      amp_model_desc *desc, const amp_layer_precision *prec,
                      const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
@@ -142,6 +173,10 @@ int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
     if (in->batch <= 0 || m->desc.nlayers <= 0 || m->desc.nparams == 0) {
         snprintf(err, errlen, "model '%s': invalid shape (%d layers, %zu parameters, batch %d)",
                  ops->name, m->desc.nlayers, m->desc.nparams, in->batch);
+        amp_model_free(m);
+        return -1;
+    }
+    if (create_scaled(m, err, errlen) != 0) {
         amp_model_free(m);
         return -1;
     }
@@ -180,6 +215,8 @@ void amp_model_free(amp_model *m) {
     if (m->ops && m->ops->destroy) m->ops->destroy(m);
     for (int c = 0; c < AMP_MEM_COUNT; c++) amp_arena_release(&m->mem[c], m->be);
     amp_model_desc_free(&m->desc);
+    amp_scaled_free(m->scaled);
+    free(m->layer_names);
     free(m->prec);
     free(m);
 }

@@ -30,6 +30,7 @@
 #include "arena.h"
 #include "backend/backend.h"
 #include "io/config.h"
+#include "scaled.h"
 
 #define AMP_MODEL_NAME_MAX 96 /* parameter and layer names, with the NUL */
 #define AMP_MODEL_MAX_DIMS 4
@@ -177,6 +178,11 @@ struct amp_model {
      * the operand scratch and the optimizer's fused cast; NULL for a model
      * written without the kit. */
     amp_kit *kit;
+    /* The scaled GEMM operands' state (scaled.h): one slot per (layer,
+     * role) the policy put in an FP8/MX format; never NULL after create
+     * (no slots when the policy has none). */
+    amp_scaled *scaled;
+    const char **layer_names;  /* [desc.nlayers] into desc.layers, for scaled's hook */
     int32_t *y;                /* [batch, targets] */
     amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
     void *impl;
@@ -227,6 +233,14 @@ int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                      const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
                      size_t errlen);
 void amp_model_free(amp_model *m);
+
+/* The one call the host makes at the end of an optimizer step, before it
+ * reduces m->scaled's step stats across ranks and calls
+ * amp_scaled_step_end: brings every slot's stats of this step (what the
+ * kit's quantizers saw) into slot->step. On the CPU backend the quantizers
+ * add into slot->step directly (host memory), so there is nothing to copy;
+ * a device backend's download goes here. 0, or 1 with m->be->err. */
+int amp_model_scaled_collect(amp_model *m);
 
 /* Bytes of the stats record (header + 2 round counts per layer). */
 size_t amp_model_stats_bytes(int nlayers);

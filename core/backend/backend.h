@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "amptrain/plugin.h"
+#include "backend/kernels/fp8.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -335,6 +336,25 @@ typedef struct amp_conv_ops {
     int (*batch_norm_backward)(amp_backend *be, const amp_batch_norm_bwd *a);
 } amp_conv_ops;
 
+/* ---- family "scaled": FP8 operands (backend/kernels/fp8.h, mx.h). fmt is
+ * an amp_fp8_format; st (dev, may be NULL) is an amp_fp8_stats the op
+ * merges what it saw into (amax: max, counts: added), so one record can
+ * collect a whole optimizer step. ---- */
+
+typedef struct amp_scaled_ops {
+    /* *amax_host = max |x[i]| over the non-NaN elements (synchronises). */
+    int (*fp8_amax)(amp_backend *be, float *amax_host, const float *x, size_t n);
+    /* q[n] = amp_fp8_quantize_element(x, scale, fmt), stats into st. */
+    int (*fp8_quantize)(amp_backend *be, uint8_t *q, const float *x, size_t n, float scale, int fmt,
+                        amp_fp8_stats *st);
+    /* x[n] = decode(q) * amp_fp8_inv_scale(scale). */
+    int (*fp8_dequantize)(amp_backend *be, float *x, const uint8_t *q, size_t n, float scale,
+                          int fmt);
+    /* y[n] = dequantize(quantize(x)) without storing the codes (y may be x). */
+    int (*fp8_qdq)(amp_backend *be, float *y, const float *x, size_t n, float scale, int fmt,
+                   amp_fp8_stats *st);
+} amp_scaled_ops;
+
 /* ---- fused ops: each optional on its own, asked for by its name with
  * amp_backend_supports(be, "optim_step_cast") etc. A caller without one
  * composes core ops that give the same bits. ---- */
@@ -422,6 +442,7 @@ typedef struct amp_backend_ops {
     const amp_transformer_ops *transformer; /* "transformer" */
     const amp_conv_ops *conv;               /* "conv" */
     const amp_fused_ops *fused;             /* each member optional, by its own name */
+    const amp_scaled_ops *scaled;           /* "scaled" */
 } amp_backend_ops;
 
 /* What a backend runs, for summary.json, bench_step and the checkpoint's
@@ -450,7 +471,7 @@ struct amp_backend {
     char err[512];
 };
 
-/* 1 when the backend offers `name`: a family ("transformer", "conv") or
+/* 1 when the backend offers `name`: a family ("transformer", "conv", "scaled") or
  * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
  * "act_backward_round"); 0 otherwise (unknown names included). */
 int amp_backend_supports(const amp_backend *be, const char *name);
@@ -470,6 +491,9 @@ int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d);
 #define AMP_CONV(be, op, ...)                                                                      \
     ((be)->ops->conv ? (be)->ops->conv->op((be), __VA_ARGS__)                                      \
                      : amp_backend_missing((be), "conv", #op))
+#define AMP_SCALED(be, op, ...)                                                                    \
+    ((be)->ops->scaled ? (be)->ops->scaled->op((be), __VA_ARGS__)                                  \
+                       : amp_backend_missing((be), "scaled", #op))
 #define AMP_FUSED(be, op, ...)                                                                     \
     ((be)->ops->fused && (be)->ops->fused->op ? (be)->ops->fused->op((be), __VA_ARGS__)            \
                                               : amp_backend_missing((be), "fused", #op))

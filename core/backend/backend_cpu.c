@@ -33,6 +33,7 @@
 #include "backend/cpu_gemm_ref.h"
 #include "env.h"
 #include "backend/cpu_internal.h"
+#include "backend/cpu_fp8.h"
 #include "backend/cpu_threads.h"
 #include "backend/cpu_kern.h"
 #include "backend/kernels/act.h"
@@ -70,6 +71,8 @@ typedef struct cpu_impl {
 static cpu_impl *impl_of(amp_backend *be) { return (cpu_impl *)be->impl; }
 
 const amp_cpu_kern *amp_cpu_kern_of(amp_backend *be) { return impl_of(be)->k; }
+
+const amp_cpu_fp8 *amp_cpu_fp8_of(amp_backend *be) { return amp_cpu_fp8_for(impl_of(be)->isa); }
 
 /* Chunks for n elements: CHUNK each, or more when n is huge (so at most
  * MAX_UNSCALE_CHUNKS), always a multiple of 64. Depends on n only. */
@@ -645,6 +648,7 @@ static const amp_backend_ops cpu_ops = {
     .transformer = &amp_cpu_transformer_ops,
     .conv = &amp_cpu_conv_ops,
     .fused = &cpu_fused_ops,
+    .scaled = &amp_cpu_scaled_ops,
 };
 
 /* AMPTRAIN_THREADS (1..1024), else OMP_NUM_THREADS (OpenMP's own reading of

@@ -21,6 +21,13 @@ float *amp_cpu_scratch(amp_backend *be, int slot, size_t n);
 struct amp_cpu_kern;
 const struct amp_cpu_kern *amp_cpu_kern_of(amp_backend *be);
 
+/* The FP8 kernel table of the backend's ISA path (cpu_fp8.h). */
+struct amp_cpu_fp8;
+const struct amp_cpu_fp8 *amp_cpu_fp8_of(amp_backend *be);
+
+/* The scaled family (cpu_scaled.c). */
+extern const amp_scaled_ops amp_cpu_scaled_ops;
+
 /* The transformer family (cpu_transformer.c). */
 extern const amp_transformer_ops amp_cpu_transformer_ops;
 

@@ -1,0 +1,58 @@
+/* The CPU backend's "scaled" family: per-tensor FP8 quantize, dequantize
+ * and quantize-dequantize on the ISA path's kernels (cpu_fp8.h), so every
+ * result has the scalar functions' bits (backend/kernels/fp8.h). The stats
+ * record is host memory here. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "backend/cpu_fp8.h"
+#include "backend/cpu_internal.h"
+
+/* Codes of one chunk live on the stack: no allocation per call. */
+#define QDQ_CHUNK 4096
+
+static int cpu_fp8_amax(amp_backend *be, float *amax_host, const float *x, size_t n) {
+    const amp_cpu_fp8 *k = amp_cpu_fp8_of(be);
+    uint8_t q[QDQ_CHUNK];
+    amp_fp8_stats st = {0};
+    /* the quantize kernel's own amax, so a CURRENT scale sees what the stats see */
+    for (size_t i = 0; i < n; i += QDQ_CHUNK)
+        k->quantize(q, x + i, n - i < QDQ_CHUNK ? n - i : QDQ_CHUNK, 1.0f, AMP_FP8_E4M3, &st);
+    *amax_host = st.amax;
+    return 0;
+}
+
+static int cpu_fp8_quantize(amp_backend *be, uint8_t *q, const float *x, size_t n, float scale,
+                            int fmt, amp_fp8_stats *st) {
+    amp_fp8_stats none = {0};
+    amp_cpu_fp8_of(be)->quantize(q, x, n, scale, fmt, st ? st : &none);
+    return 0;
+}
+
+static int cpu_fp8_dequantize(amp_backend *be, float *x, const uint8_t *q, size_t n, float scale,
+                              int fmt) {
+    amp_cpu_fp8_of(be)->dequantize(x, q, n, amp_fp8_inv_scale(scale), fmt);
+    return 0;
+}
+
+static int cpu_fp8_qdq(amp_backend *be, float *y, const float *x, size_t n, float scale, int fmt,
+                       amp_fp8_stats *st) {
+    const amp_cpu_fp8 *k = amp_cpu_fp8_of(be);
+    uint8_t q[QDQ_CHUNK];
+    amp_fp8_stats none = {0};
+    float inv = amp_fp8_inv_scale(scale);
+    for (size_t i = 0; i < n; i += QDQ_CHUNK) {
+        size_t c = n - i < QDQ_CHUNK ? n - i : QDQ_CHUNK;
+        k->quantize(q, x + i, c, scale, fmt, st ? st : &none);
+        k->dequantize(y + i, q, c, inv, fmt);
+    }
+    return 0;
+}
+
+const amp_scaled_ops amp_cpu_scaled_ops = {
+    .fp8_amax = cpu_fp8_amax,
+    .fp8_quantize = cpu_fp8_quantize,
+    .fp8_dequantize = cpu_fp8_dequantize,
+    .fp8_qdq = cpu_fp8_qdq,
+};
