@@ -95,6 +95,13 @@ class Slot:
         self.amax = np.float32(0.0)
 
 
+GEMM_DTYPE = [torch.float32]  # --order-noise: float64, another accumulation
+
+
+def gemm(a, b):
+    return (a.to(GEMM_DTYPE[0]) @ b.to(GEMM_DTYPE[0])).float()
+
+
 class Fp8LinearFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, b, slots):
@@ -102,7 +109,7 @@ class Fp8LinearFn(torch.autograd.Function):
         xd, wd = slots["input"].quantize(x2), slots["weight"].quantize(w)
         ctx.save_for_backward(xd, wd)
         ctx.slots, ctx.shape, ctx.has_bias = slots, x.shape, b is not None
-        y = xd @ wd.t()
+        y = gemm(xd, wd.t())
         if b is not None:
             y = y + b
         return y.reshape(*x.shape[:-1], w.shape[0])
@@ -112,8 +119,8 @@ class Fp8LinearFn(torch.autograd.Function):
         xd, wd = ctx.saved_tensors
         dy2 = dy.reshape(-1, dy.shape[-1])
         gd = ctx.slots["grad_output"].quantize(dy2)
-        dx = (gd @ wd).reshape(ctx.shape)
-        dw = (gd.t() @ xd).to(torch.bfloat16).float()  # the param dtype's rounding
+        dx = gemm(gd, wd).reshape(ctx.shape)
+        dw = gemm(gd.t(), xd).to(torch.bfloat16).float()  # the param dtype's rounding
         db = dy2.sum(0) if ctx.has_bias else None  # dY's bf16 values, not the codes
         return dx, dw, db, None
 
@@ -133,28 +140,20 @@ class Fp8Cast(gr.Cast):
         return self(Fp8LinearFn.apply(self(x), lin.weight, b, slots))
 
 
-def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ref", default=os.path.join(here, "..", "tests", "data", "gpt_reference.safetensors"))
-    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "data", "gpt_fp8_reference.safetensors"))
-    args = ap.parse_args()
-    ref = load_file(args.ref)
+def run(ref, verbose):
+    """The 4 fp8 steps from the reference's weights and batch: [(name, tensor)]."""
     x, y = ref["ref.x"].long(), ref["ref.y"].long()
-    vocab = ref["transformer.wte.weight"].shape[0]
-    model = gr.GPT(vocab)
+    model = gr.GPT(ref["transformer.wte.weight"].shape[0])
     params = list(model.named_parameters())  # the tied weight once, as wte
     with torch.no_grad():
         for n, p in params:
             p.copy_(ref[n])
-
     slots_of, layers = {}, []
     for name, mod in model.named_modules():
         if any(name.endswith(s) for s in FP8_LINEARS):
             slots_of[id(mod)] = {r: Slot(r) for r in ROLES}
             layers.append((name, slots_of[id(mod)]))
     cast = Fp8Cast(slots_of)
-
     # the plain bf16 policy at the same weights: how far FP8 moves step 0
     _, l16, g16 = gr.grads_under(model, x, y, gr.Cast(torch.bfloat16), 1.0)
 
@@ -172,13 +171,14 @@ def main():
         if step == 0:
             out += [("fp8.step0.grad." + n, grads[n]) for n, _ in params]
             rel = abs(loss.item() - l16.item()) / abs(l16.item())
-            print(f"step 0: fp8 loss {loss.item():.7f}, bf16 {l16.item():.7f} (rel diff {rel:.3e})")
-            worst = 0.0
-            for n, _ in params:
-                d = (grads[n] - g16[n]).abs().max().item() / g16[n].abs().max().item()
-                worst = max(worst, d)
-                print(f"  grad {n}: max|fp8 - bf16| / max|bf16| = {d:.3e}")
-            print(f"  worst gradient tensor: {worst:.3e}")
+            worst = max((grads[n] - g16[n]).abs().max().item() / g16[n].abs().max().item()
+                        for n, _ in params)
+            if verbose:
+                print(f"step 0: fp8 loss {loss.item():.7f}, bf16 {l16.item():.7f} (rel diff {rel:.3e})")
+                for n, _ in params:
+                    d = (grads[n] - g16[n]).abs().max().item() / g16[n].abs().max().item()
+                    print(f"  grad {n}: max|fp8 - bf16| / max|bf16| = {d:.3e}")
+                print(f"  worst gradient tensor: {worst:.3e}")
         if step == STEPS - 1:
             out += [("fp8.last.grad." + n, grads[n]) for n, _ in params]
         opt.step()
@@ -186,14 +186,50 @@ def main():
         for _, slots in layers:
             for r in ROLES:
                 slots[r].step_end()
-    print("fp8 AdamW losses:", " ".join(f"{v:.7f}" for v in losses))
+    if verbose:
+        print("fp8 AdamW losses:", " ".join(f"{v:.7f}" for v in losses))
     for name, slots in layers:
         for r in ROLES:
-            print(f"  {name}.{r}: scales {slots[r].scales} amax {slots[r].amaxes}")
+            if verbose:
+                print(f"  {name}.{r}: scales {slots[r].scales} amax {slots[r].amaxes}")
             out += [(f"fp8.scale.{name}.{r}", torch.tensor(slots[r].scales, dtype=torch.float64)),
                     (f"fp8.amax.{name}.{r}", torch.tensor(slots[r].amaxes, dtype=torch.float64))]
     out += [("fp8.losses", torch.tensor(losses, dtype=torch.float64))]
     out += [("fp8.final." + n, p.detach()) for n, p in params]
+    return out
+
+
+def order_noise(a, b):
+    """The test's measures between two runs that differ only in how the FP8
+    GEMMs accumulate: what another implementation may differ by."""
+    a, b = dict(a), dict(b)
+    worst = {}
+    for k in a:
+        kind = k.split(".")[1] if not k.startswith("fp8.losses") else "losses"
+        if kind in ("step0", "last", "final"):
+            d = (a[k] - b[k]).abs().max().item() / a[k].abs().max().item()
+        else:  # relative, element by element
+            d = ((a[k] - b[k]).abs() / a[k].abs()).max().item()
+        if d >= worst.get(kind, (0.0, ""))[0]:
+            worst[kind] = (d, k)
+    for kind, (d, k) in sorted(worst.items()):
+        print(f"  order noise {kind}: {d:.3e} ({k})")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ref", default=os.path.join(here, "..", "tests", "data", "gpt_reference.safetensors"))
+    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "data", "gpt_fp8_reference.safetensors"))
+    ap.add_argument("--order-noise", action="store_true",
+                    help="also run the FP8 GEMMs in float64 and print how far that moves each measure")
+    args = ap.parse_args()
+    ref = load_file(args.ref)
+    out = run(ref, True)
+    if args.order_noise:
+        GEMM_DTYPE[0] = torch.float64
+        order_noise(out, run(ref, False))
+        GEMM_DTYPE[0] = torch.float32
     meta = {"torch": torch.__version__, "steps": str(STEPS), "recipe": "delayed", "format": "hybrid",
             "amax_history_len": str(HISTORY), "amax_compute": "max", "margin": "0",
             "bf16_layers": "lm_head", "lr": str(gr.LR), "beta1": str(gr.BETAS[0]),
