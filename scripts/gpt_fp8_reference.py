@@ -36,6 +36,7 @@ writes, all F32:
       (<role>: input, weight, grad_output; <layer>: amptrain's layer name,
       e.g. transformer.h.0.attn.c_attn)
   fp8.step0.grad.<param>           every gradient of step 0
+  fp8.last.start.<param>           the weights the last step started from
   fp8.last.grad.<param>            every gradient of the last step
   fp8.final.<param>                the weights after the last step
 It also prints how far step 0 is from the plain bf16 policy (the loss and
@@ -95,7 +96,7 @@ class Slot:
         self.amax = np.float32(0.0)
 
 
-GEMM_DTYPE = [torch.float32]  # --order-noise: float64, another accumulation
+GEMM_DTYPE = [torch.float32]  # --order-noise: float64 (every Linear), another accumulation
 
 
 def gemm(a, b):
@@ -135,7 +136,9 @@ class Fp8Cast(gr.Cast):
     def linear(self, x, lin):
         slots = self.slots_of.get(id(lin))
         if slots is None:  # lm_head: layer.lm_head = bf16
-            return super().linear(x, lin)
+            if GEMM_DTYPE[0] == torch.float32:
+                return super().linear(x, lin)
+            return self(gemm(self(x), self(lin.weight).t()))  # no bias (tied head)
         b = None if lin.bias is None else self(lin.bias)
         return self(Fp8LinearFn.apply(self(x), lin.weight, b, slots))
 
@@ -164,6 +167,8 @@ def run(ref, verbose):
                             lr=gr.LR, betas=gr.BETAS, eps=gr.EPS)
     losses, out = [], []
     for step in range(STEPS):
+        if step == STEPS - 1:
+            out += [("fp8.last.start." + n, p.detach().clone()) for n, p in params]
         opt.zero_grad(set_to_none=True)
         _, loss = model(x, y, cast)
         loss.backward()

@@ -10,30 +10,35 @@
  * Here a session opens with [precision] plugin = fp8 and those keys (the
  * plugin decides every layer's operand formats, as a run's config does),
  * the reference weights and batch go into its model, and 4 steps run with
- * the kit's quantizers and the host's end-of-step scale update:
+ * the kit's quantizers and the host's end-of-step scale update. AdamW at
+ * t = 1 moves every value by lr times the sign of its gradient, so a
+ * gradient near 0 (the key bias's is 0 in exact arithmetic) that differs in
+ * sign sends the two runs apart from step 1 on; the checks say which state
+ * a step starts from. The last step starts from torch's weights and scales
+ * (fp8.last.start.*, fp8.scale.*[3]) so its gradients compare one step:
  *
- *   loss:      every step within 1e-5 relative;
- *   scale:     every slot, every step, within 1e-6 relative (step 0: 1);
- *   amax:      every slot, every step, within AMAX_TOL relative: the
- *              activations and output gradients come out of GEMMs that
- *              accumulate in another order, so a value can round to the
- *              neighbouring bf16 (2^-8 relative);
- *   gradients: step 0 and step 3, each tensor within GRAD_TOL of its
- *              largest |reference| (as test_gpt_reference.c states its
- *              own): bf16 alone is 0.02 there; an input that rounds to the
- *              other bf16 can also take the other E4M3/E5M2 code (1/8, 1/4
- *              of its value);
- *   weights:   after the 4 steps, each tensor's distance to the reference
- *              within WEIGHT_TOL of how far the reference moved it
- *              (||w - w_ref|| <= WEIGHT_TOL ||w_ref - w_0||, L2): AdamW
- *              moves a value by about lr per step whatever its gradient's
- *              size, so a tiny gradient of the other sign moves it 2 lr
- *              away; a per-value bound relative to max |w_ref| (the biases
- *              start at 0) could not tell noise from error.
- *
- * FP8 is visible at these tolerances: the script prints step 0 under the
- * plain bf16 policy against fp8 (loss 4.9e-5 relative, gradients up to 13%
- * of a tensor's largest value), and the scales after step 0 are far from 1.
+ *   loss:      every step within LOSS_TOL relative (measured 8.9e-6; the
+ *              bf16 policy's are 5e-5..1e-4 away);
+ *   scale:     every slot and step: the recipe on amptrain's own amax
+ *              history (float(max / max(history)), 1 at step 0) within
+ *              SCALE_TOL relative (measured 0), and torch's scale within
+ *              SCALE_TOL where the two histories agree within SCALE_TOL
+ *              (measured 0), within AMAX_TOL_LATER where they do not;
+ *   amax:      within AMAX_TOL relative on the steps that start from
+ *              torch's state (measured 0; one bf16 step is 2^-8), within
+ *              AMAX_TOL_LATER on the others (measured 3.3e-2);
+ *   gradients: each tensor within a fraction of its largest |reference|
+ *              (as test_gpt_reference.c states its own): step 0 GRAD_TOL_0
+ *              (measured 3.1e-3; the bf16 policy's are 0.13 away), the
+ *              last step GRAD_TOL_LAST (measured 5.6e-2: with the scales
+ *              of later steps the values fill the FP8 range, so a value
+ *              that differs by one bf16 step takes the neighbouring E5M2
+ *              code, 25% of itself, far more often than at scale 1);
+ *   weights:   after the last step, each tensor's distance to torch's
+ *              within WEIGHT_TOL of how far torch's last step moved it
+ *              (L2; measured 0.54, the attention biases: the AdamW
+ *              moments carry the runs' different histories). This one
+ *              catches a missing or wrong update only.
  *
  * An argument names another reference file in place of FP8_PATH (e.g. a
  * perturbed copy, which must fail). */
@@ -46,6 +51,7 @@
 #include "expect.h"
 #include "io/config.h"
 #include "io/safetensors.h"
+#include "layers/layers.h"
 #include "model.h"
 #include "scaled.h"
 #include "session.h"
@@ -60,8 +66,10 @@ static const char *FP8_PATH = FP8_DEFAULT;
 #define LOSS_TOL 1e-5
 #define SCALE_TOL 1e-6
 #define AMAX_TOL 1e-2
-#define GRAD_TOL 0.03
-#define WEIGHT_TOL 0.1
+#define AMAX_TOL_LATER 0.1
+#define GRAD_TOL_0 0.02
+#define GRAD_TOL_LAST 0.12
+#define WEIGHT_TOL 1.0
 
 static const int B = 4, T = 16;
 static const char *const ROLE_NAMES[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
@@ -180,18 +188,18 @@ static double compare_tensors(amp_model *m, amp_safetensors *f, const char *pref
     return worst;
 }
 
-/* ||w - w_ref|| / ||w_ref - w_0|| per tensor (w_0: the initial weights in
- * gpt_reference.safetensors); returns the worst. */
-static double compare_final(amp_model *m, amp_safetensors *ref, amp_safetensors *f, const float *w,
-                            double tol) {
+/* ||w - w_ref|| / ||w_ref - w_start|| per tensor (w_start: the weights the
+ * last step started from, fp8.last.start.*); returns the worst. */
+static double compare_final(amp_model *m, amp_safetensors *f, const float *w, double tol) {
     const amp_model_desc *d = &m->desc;
     double worst = 0.0;
     for (int i = 0; i < d->nparam_tensors; i++) {
         const amp_param_desc *P = &d->params[i];
-        char name[160];
+        char name[160], start[160];
         snprintf(name, sizeof name, "fp8.final.%s", P->name);
+        snprintf(start, sizeof start, "fp8.last.start.%s", P->name);
         size_t n = 0, n0 = 0;
-        float *r = tensor_of(f, FP8_PATH, name, &n), *r0 = tensor_of(ref, REF_PATH, P->name, &n0);
+        float *r = tensor_of(f, FP8_PATH, name, &n), *r0 = tensor_of(f, FP8_PATH, start, &n0);
         EXPECT(n == P->numel && n0 == P->numel, "%s: %zu elements, the model has %zu", name, n,
                P->numel);
         double err2 = 0.0, moved2 = 0.0;
@@ -202,12 +210,27 @@ static double compare_final(amp_model *m, amp_safetensors *ref, amp_safetensors 
         double rel = sqrt(err2 / moved2);
         worst = fmax(worst, rel);
         EXPECT(moved2 > 0 && rel <= tol,
-               "%s: ||amptrain - torch|| = %.3g of how far torch moved it %.3g (limit %g)", name,
-               rel, sqrt(moved2), tol);
+               "%s: ||amptrain - torch|| = %.3g of how far torch's last step moved it %.3g "
+               "(limit %g)", name, rel, sqrt(moved2), tol);
         free(r);
         free(r0);
     }
     return worst;
+}
+
+/* The reference's "<prefix><name>" tensors into `dst` (the parameter
+ * table's layout). */
+static void load_tensors(amp_model *m, amp_safetensors *f, const char *prefix, float *dst) {
+    char err[512];
+    for (int i = 0; i < m->desc.nparam_tensors; i++) {
+        const amp_param_desc *P = &m->desc.params[i];
+        char name[160];
+        snprintf(name, sizeof name, "%s%s", prefix, P->name);
+        if (amp_safetensors_get_f32(f, name, P->ndim, P->shape, dst + P->offset, err, sizeof err) != 0) {
+            fprintf(stderr, "FAIL: %s\n", err);
+            exit(1);
+        }
+    }
 }
 
 typedef struct ref_slot {
@@ -271,32 +294,55 @@ int main(int argc, char **argv) {
     st.beta2 = 0.99;
     st.eps = 1e-8;
     st.weight_decay = 0.1;
-    double worst_loss = 0, worst_scale = 0, worst_amax = 0, worst_grad[2] = {0, 0};
+    double worst_loss = 0, worst_scale = 0, worst_rule = 0, worst_amax[2] = {0, 0},
+           worst_grad[2] = {0, 0};
+    float ours[2 * 4 * AMP_ROLE_COUNT][STEPS]; /* the amax each slot saw, per step */
     for (int i = 0; i < STEPS; i++) {
+        int last = i == STEPS - 1;
         for (int k = 0; k < nslots; k++) {
-            double r = fabs(slots[k].slot->scale - slots[k].scale[i]) / slots[k].scale[i];
-            worst_scale = fmax(worst_scale, r);
-            EXPECT(r <= SCALE_TOL, "step %d %s: scale %.9g, torch %.9g (rel %.3g)", i, slots[k].name,
-                   slots[k].slot->scale, slots[k].scale[i], r);
+            amp_scaled_slot *sl = slots[k].slot;
+            /* the recipe on amptrain's own history: max / max(amax seen), 1 at first */
+            double mx = 0.0;
+            int same = 1; /* the history equals torch's: then so must the scale */
+            for (int j = 0; j < i; j++) {
+                mx = fmax(mx, ours[k][j]);
+                same &= fabs(ours[k][j] - slots[k].amax[j]) <= SCALE_TOL * slots[k].amax[j];
+            }
+            float rule = i == 0 || !(mx > 0) ? 1.0f : (float)(amp_format_max(sl->fmt.format) / mx);
+            double r = fabs(sl->scale - rule) / rule;
+            worst_rule = fmax(worst_rule, r);
+            EXPECT(r <= SCALE_TOL, "step %d %s: scale %.9g, the recipe on its amax history gives %.9g",
+                   i, slots[k].name, sl->scale, rule);
+            double t = fabs(sl->scale - slots[k].scale[i]) / slots[k].scale[i];
+            if (same) worst_scale = fmax(worst_scale, t);
+            EXPECT(t <= (same ? SCALE_TOL : AMAX_TOL_LATER),
+                   "step %d %s: scale %.9g, torch %.9g (rel %.3g; the amax histories %s)", i,
+                   slots[k].name, sl->scale, slots[k].scale[i], t, same ? "agree" : "differ");
+            if (last) sl->scale = slots[k].scale[i]; /* the last step from torch's state */
+        }
+        if (last) {
+            load_tensors(m, fp8, "fp8.last.start.", m->master);
+            amp_kit_cast_end(m, 0); /* the optimizer's fused cast wrote copies of the old ones */
         }
         double loss = forward_backward(m);
         double rl = fabs(loss - losses[i]) / fabs(losses[i]);
         worst_loss = fmax(worst_loss, rl);
         EXPECT(rl <= LOSS_TOL, "step %d: loss %.8f, torch %.8f (rel %.3g > %g)", i, loss, losses[i],
                rl, LOSS_TOL);
-        if (i == 0 || i == STEPS - 1)
-            worst_grad[i != 0] = compare_tensors(m, fp8, i == 0 ? "fp8.step0.grad." : "fp8.last.grad.",
-                                                 m->grads, GRAD_TOL);
+        if (i == 0 || last)
+            worst_grad[last] = compare_tensors(m, fp8, last ? "fp8.last.grad." : "fp8.step0.grad.",
+                                               m->grads, last ? GRAD_TOL_LAST : GRAD_TOL_0);
         if (amp_model_scaled_collect(m) != 0) {
             fprintf(stderr, "FAIL: scaled_collect: %s\n", m->be->err);
             return 1;
         }
+        int from_torch = i == 0 || last; /* the step started where torch's did */
         for (int k = 0; k < nslots; k++) {
-            double a = slots[k].slot->step.amax, want = slots[k].amax[i];
-            double r = fabs(a - want) / want;
-            worst_amax = fmax(worst_amax, r);
-            EXPECT(r <= AMAX_TOL, "step %d %s: amax %.9g, torch %.9g (rel %.3g)", i, slots[k].name,
-                   a, want, r);
+            double a = ours[k][i] = slots[k].slot->step.amax, want = slots[k].amax[i];
+            double r = fabs(a - want) / want, tol = from_torch ? AMAX_TOL : AMAX_TOL_LATER;
+            worst_amax[!from_torch] = fmax(worst_amax[!from_torch], r);
+            EXPECT(r <= tol, "step %d %s: amax %.9g, torch %.9g (rel %.3g, limit %g)", i,
+                   slots[k].name, a, want, r, tol);
         }
         if (amp_model_optimizer_step(m, &st, 1e-3, i + 1) != 0) {
             fprintf(stderr, "FAIL: optimizer: %s\n", m->be->err);
@@ -313,13 +359,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "FAIL: weights: %s\n", err);
         return 1;
     }
-    double worst_w = compare_final(m, ref, fp8, w, WEIGHT_TOL);
-    printf("fp8 GPT vs torch, %d steps: losses worst rel %.2e (limit %g), scales %.2e (limit %g), "
-           "amax %.2e (limit %g)\n", STEPS, worst_loss, LOSS_TOL, worst_scale, SCALE_TOL, worst_amax,
-           AMAX_TOL);
-    printf("  gradients worst of max|ref|: step 0 %.2e, step %d %.2e (limit %g); final weights "
-           "||w - w_ref|| / ||w_ref - w_0|| %.2e (limit %g)\n", worst_grad[0], STEPS - 1, worst_grad[1], GRAD_TOL, worst_w,
-           WEIGHT_TOL);
+    double worst_w = compare_final(m, fp8, w, WEIGHT_TOL);
+    printf("fp8 GPT vs torch, %d steps: losses worst rel %.2e (limit %g); scales: the recipe on "
+           "the own history %.2e, torch's where the histories agree %.2e (limit %g)\n", STEPS,
+           worst_loss, LOSS_TOL, worst_rule, worst_scale, SCALE_TOL);
+    printf("  amax rel: steps from torch's state %.2e (limit %g), the others %.2e (limit %g)\n",
+           worst_amax[0], AMAX_TOL, worst_amax[1], AMAX_TOL_LATER);
+    printf("  gradients worst of max|ref|: step 0 %.2e (limit %g), step %d %.2e (limit %g); final "
+           "weights ||w - w_ref|| / ||w_ref - w_start|| %.2e (limit %g)\n", worst_grad[0],
+           GRAD_TOL_0, STEPS - 1, worst_grad[1], GRAD_TOL_LAST, worst_w, WEIGHT_TOL);
     free(w);
     free(losses);
     for (int k = 0; k < nslots; k++) free(slots[k].scale), free(slots[k].amax);
