@@ -4,7 +4,7 @@ scripts/gpt_reference.py (same weights, same batch: both read from
 tests/data/gpt_reference.safetensors) under amptrain's `fp8` policy, for
 tests/test_gpt_fp8_reference.c. Run by hand, never by CI.
 
-The policy (docs: the FP8 semantics of the fp8 plugin): everything as bf16
+The policy (amptrain's fp8 plugin with these keys): everything as bf16
 autocast (gpt_reference.py's Cast(torch.bfloat16)), plus every Linear but
 lm_head (c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj; `layer.lm_head = bf16`)
 runs its GEMM on FP8 operands scaled per tensor: recipe delayed, format
