@@ -1,97 +1,224 @@
 #!/usr/bin/env python3
-"""Writes tests/data/gpt_fp8_reference.safetensors: the tiny GPT of
-scripts/gpt_reference.py (same initial weights and batch, read back from
-tests/data/gpt_reference.safetensors) trained 4 AdamW steps under the `fp8`
-policy, for tests/test_gpt_fp8_reference.c. Run by hand, never by CI:
+"""Writes tests/data/gpt_fp8_reference.safetensors: the GPT of
+scripts/gpt_reference.py (same weights, same batch: both read from
+tests/data/gpt_reference.safetensors) under amptrain's `fp8` policy, for
+tests/test_gpt_fp8_reference.c. Run by hand, never by CI.
 
-    python3 -m venv venv && venv/bin/pip install torch
-    venv/bin/python scripts/gpt_fp8_reference.py [--out tests/data/gpt_fp8_reference.safetensors]
+The policy (amptrain's fp8 plugin with these keys): everything as bf16
+autocast (gpt_reference.py's Cast(torch.bfloat16)), plus every Linear but
+lm_head (c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj; `layer.lm_head = bf16`)
+runs its GEMM on FP8 operands scaled per tensor: recipe delayed, format
+hybrid (E4M3 for the input and the weight, E5M2 for the output gradient),
+amax_history_len 4, amax_compute max, margin 0. With
+  quant(v, s, fmt) = clamp(v * s in FP32, -max, max).to(float8 fmt)
+  deq(q, s)        = q.float() * float32(1 / s)
+a Linear y = x W^T + b does
+  forward:  qX = quant(x (its bf16 values), s_x, E4M3), qW = quant(master W
+            (FP32), s_w, E4M3); y = deq(qX) deq(qW)^T + b (FP32, b in bf16),
+            rounded to bf16 (the Cast after it).
+  backward: dY arrives rounded to bf16 (the Cast's backward);
+            qdY = quant(dY, s_g, E5M2); dX = deq(qdY) deq(qW) (FP32, the Cast
+            before it rounds it to bf16); dW = deq(qdY)^T deq(qX) rounded to
+            bf16; db = column sums of dY (rounded to bf16 by the bias' Cast).
+Each (layer, role) slot records the amax of the tensor it quantized (the bf16
+input, the FP32 master weight, the bf16 output gradient). A step's scales are
+fixed for the whole step; at its end each slot pushes its amax into a history
+of 4 and takes scale = float32(max / max(history)) (448 for E4M3, 57344 for
+E5M2), keeping the previous scale when that amax is 0 or not finite. The
+first step's scales are 1.
 
-The policy, as docs/fp8.md defines it: bf16 autocast everywhere (as
-gpt_reference.py's bf16 run), and every Linear but lm_head (kept bf16 by
-`layer.lm_head = bf16`) with FP8 operands, delayed scaling, the hybrid
-format (E4M3 input and weight, E5M2 output gradient), amax_history_len 4,
-amax_compute max, margin 0:
-  quantize q = float8(clamp(v * s, -max, max))   (the product in FP32)
-  dequantize  = float(q) * float32(1 / s)
-  forward     y = deq(q(x, s_x)) . deq(q(W, s_w))^T + b, rounded to bf16
-              (x: the layer's bf16 input; W: the FP32 master weights;
-              b: the bf16 working bias)
-  backward    dY (bf16, as the output's gradient is stored) -> q(dY, s_g);
-              dX = deq(qdY) . deq(qW) in FP32 (rounded to bf16 where x is);
-              dW = deq(qdY)^T . deq(qX), rounded to bf16; db = sum of dY,
-              rounded to bf16.
-Step 0 quantizes with every scale 1. After each step every operand's amax
-of that step (max |x|, max |W|, max |dY|) enters its history, and the next
-scale is max_of_format / max(history), the previous scale kept when that
-amax is 0.
+It runs 4 AdamW steps on the batch (gpt_reference.py's optimizer: lr 1e-3,
+betas 0.9/0.99, eps 1e-8, weight decay 0.1 on the 2-D tensors only) and
+writes, all F32:
+  fp8.losses                       [4] the loss of each step
+  fp8.scale.<layer>.<role>         [4] the scale each step used
+  fp8.amax.<layer>.<role>          [4] the amax each step saw
+      (<role>: input, weight, grad_output; <layer>: amptrain's layer name,
+      e.g. transformer.h.0.attn.c_attn)
+  fp8.step0.grad.<param>           every gradient of step 0
+  fp8.last.start.<param>           the weights the last step started from
+  fp8.last.grad.<param>            every gradient of the last step
+  fp8.final.<param>                the weights after the last step
+It also prints how far step 0 is from the plain bf16 policy (the loss and
+each gradient), the sign that FP8 rounds.
 
-The file holds "fp8.losses" [4], per step t and operand
-"step<t>.<layer>.<input|weight|grad_output>.scale" (the scale step t
-quantized with) and ".amax" (what step t saw), and every parameter's
-gradient at step 0 and step 3 ("step0.grad.<name>", "step3.grad.<name>").
+Regenerate (CPU is enough; a few seconds after the import). The venv can sit
+anywhere, e.g. beside the checkout:
+    python3 -m venv venv-torch && venv-torch/bin/pip install torch safetensors
+    venv-torch/bin/python scripts/gpt_fp8_reference.py \\
+        [--ref tests/data/gpt_reference.safetensors] \\
+        [--out tests/data/gpt_fp8_reference.safetensors]
 """
 import argparse
 import os
 import sys
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpt_reference as ref  # noqa: E402
+import gpt_reference as gr  # noqa: E402  (the model, the casts, the writer)
 
 STEPS, HISTORY = 4, 4
-E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
-FMAX = {E4M3: 448.0, E5M2: 57344.0}
 ROLES = ("input", "weight", "grad_output")
+FORMATS = {"input": (torch.float8_e4m3fn, 448.0), "weight": (torch.float8_e4m3fn, 448.0),
+           "grad_output": (torch.float8_e5m2, 57344.0)}
+FP8_LINEARS = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")
 
 
 class Slot:
-    def __init__(self, fmt):
-        self.fmt, self.scale, self.history, self.amax = fmt, 1.0, [], 0.0
+    """One (layer, role): the scale this step quantizes with, the amax seen."""
 
-    def see(self, v):
-        self.amax = max(self.amax, v.abs().max().item())
+    def __init__(self, role):
+        self.dtype, self.fmax = FORMATS[role]
+        self.scale = np.float32(1.0)
+        self.history = []  # newest last, at most HISTORY
+        self.amax = np.float32(0.0)  # this step's (max over the step's tensors)
+        self.scales, self.amaxes = [], []
 
-    def end_step(self):
-        self.history = ([self.amax] + self.history)[:HISTORY]
-        a = max(self.history)
-        if a > 0:  # the scale is an FP32 value
-            self.scale = torch.tensor(FMAX[self.fmt] / a, dtype=torch.float64).float().item()
-        self.amax = 0.0
+    def quantize(self, v):
+        """Dequantized values of quant(v, scale): the codes, widened."""
+        self.amax = max(self.amax, np.float32(v.abs().max().item()))
+        s = torch.tensor(self.scale, dtype=torch.float32)
+        q = (v * s).clamp(-self.fmax, self.fmax).to(self.dtype)
+        inv = torch.tensor(np.float32(1.0) / self.scale, dtype=torch.float32)
+        return q.to(torch.float32) * inv
+
+    def step_end(self):
+        self.scales.append(float(self.scale))
+        self.amaxes.append(float(self.amax))
+        self.history = (self.history + [float(self.amax)])[-HISTORY:]
+        amax = max(self.history)  # amax_compute = max
+        if amax > 0 and np.isfinite(amax):
+            self.scale = np.float32(self.fmax / amax)  # margin 0; double, then FP32
+        self.amax = np.float32(0.0)
 
 
-def fake(v, slot):
-    """deq(q(v)): FP32 in, FP32 out."""
-    s = torch.tensor(slot.scale, dtype=torch.float32)
-    m = FMAX[slot.fmt]
-    q = (v * s).clamp(-m, m).to(slot.fmt).float()
-    return q * (1.0 / s)
+GEMM_DTYPE = [torch.float32]  # --order-noise: float64 (every Linear), another accumulation
 
 
-class Fp8Linear(torch.autograd.Function):
+def gemm(a, b):
+    return (a.to(GEMM_DTYPE[0]) @ b.to(GEMM_DTYPE[0])).float()
+
+
+class Fp8LinearFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, b, slots):
-        sx, sw, sg = slots
-        sx.see(x)
-        sw.see(w)
-        qx, qw = fake(x, sx), fake(w, sw)
-        ctx.save_for_backward(qx, qw)
-        ctx.sg, ctx.has_b = sg, b is not None
-        y = qx @ qw.t()
-        return y + b if b is not None else y
+        x2 = x.reshape(-1, x.shape[-1])
+        xd, wd = slots["input"].quantize(x2), slots["weight"].quantize(w)
+        ctx.save_for_backward(xd, wd)
+        ctx.slots, ctx.shape, ctx.has_bias = slots, x.shape, b is not None
+        y = gemm(xd, wd.t())
+        if b is not None:
+            y = y + b
+        return y.reshape(*x.shape[:-1], w.shape[0])
 
     @staticmethod
     def backward(ctx, dy):
-        qx, qw = ctx.saved_tensors
-        ctx.sg.see(dy)
-        qdy = fake(dy, ctx.sg)
-        rows = qdy.reshape(-1, qdy.shape[-1])
-        dx = qdy @ qw
-        dw = (rows.t() @ qx.reshape(-1, qx.shape[-1])).to(torch.bfloat16).float()
-        db = dy.reshape(-1, dy.shape[-1]).sum(0).to(torch.bfloat16).float() if ctx.has_b else None
+        xd, wd = ctx.saved_tensors
+        dy2 = dy.reshape(-1, dy.shape[-1])
+        gd = ctx.slots["grad_output"].quantize(dy2)
+        dx = gemm(gd, wd).reshape(ctx.shape)
+        dw = gemm(gd.t(), xd).to(torch.bfloat16).float()  # the param dtype's rounding
+        db = dy2.sum(0) if ctx.has_bias else None  # dY's bf16 values, not the codes
         return dx, dw, db, None
+
+
+class Fp8Cast(gr.Cast):
+    """bf16 autocast, with the FP8 GEMM on the Linears that have slots."""
+
+    def __init__(self, slots_of):
+        super().__init__(torch.bfloat16)
+        self.slots_of = slots_of  # id(nn.Linear) -> {role: Slot}
+
+    def linear(self, x, lin):
+        slots = self.slots_of.get(id(lin))
+        if slots is None:  # lm_head: layer.lm_head = bf16
+            if GEMM_DTYPE[0] == torch.float32:
+                return super().linear(x, lin)
+            return self(gemm(self(x), self(lin.weight).t()))  # no bias (tied head)
+        b = None if lin.bias is None else self(lin.bias)
+        return self(Fp8LinearFn.apply(self(x), lin.weight, b, slots))
+
+
+def run(ref, verbose):
+    """The 4 fp8 steps from the reference's weights and batch: [(name, tensor)]."""
+    x, y = ref["ref.x"].long(), ref["ref.y"].long()
+    model = gr.GPT(ref["transformer.wte.weight"].shape[0])
+    params = list(model.named_parameters())  # the tied weight once, as wte
+    with torch.no_grad():
+        for n, p in params:
+            p.copy_(ref[n])
+    slots_of, layers = {}, []
+    for name, mod in model.named_modules():
+        if any(name.endswith(s) for s in FP8_LINEARS):
+            slots_of[id(mod)] = {r: Slot(r) for r in ROLES}
+            layers.append((name, slots_of[id(mod)]))
+    cast = Fp8Cast(slots_of)
+    # the plain bf16 policy at the same weights: how far FP8 moves step 0
+    _, l16, g16 = gr.grads_under(model, x, y, gr.Cast(torch.bfloat16), 1.0)
+
+    decay = [p for n, p in params if p.dim() >= 2]
+    no_decay = [p for n, p in params if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": gr.WD},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=gr.LR, betas=gr.BETAS, eps=gr.EPS)
+    losses, out = [], []
+    for step in range(STEPS):
+        if step == STEPS - 1:
+            out += [("fp8.last.start." + n, p.detach().clone()) for n, p in params]
+        opt.zero_grad(set_to_none=True)
+        _, loss = model(x, y, cast)
+        loss.backward()
+        grads = {n: p.grad.detach().clone() for n, p in params}
+        if step == 0:
+            out += [("fp8.step0.grad." + n, grads[n]) for n, _ in params]
+            rel = abs(loss.item() - l16.item()) / abs(l16.item())
+            worst = max((grads[n] - g16[n]).abs().max().item() / g16[n].abs().max().item()
+                        for n, _ in params)
+            if verbose:
+                print(f"step 0: fp8 loss {loss.item():.7f}, bf16 {l16.item():.7f} (rel diff {rel:.3e})")
+                for n, _ in params:
+                    d = (grads[n] - g16[n]).abs().max().item() / g16[n].abs().max().item()
+                    print(f"  grad {n}: max|fp8 - bf16| / max|bf16| = {d:.3e}")
+                print(f"  worst gradient tensor: {worst:.3e}")
+        if step == STEPS - 1:
+            out += [("fp8.last.grad." + n, grads[n]) for n, _ in params]
+        opt.step()
+        losses.append(loss.item())
+        for _, slots in layers:
+            for r in ROLES:
+                slots[r].step_end()
+    if verbose:
+        print("fp8 AdamW losses:", " ".join(f"{v:.7f}" for v in losses))
+    for name, slots in layers:
+        for r in ROLES:
+            if verbose:
+                print(f"  {name}.{r}: scales {slots[r].scales} amax {slots[r].amaxes}")
+            out += [(f"fp8.scale.{name}.{r}", torch.tensor(slots[r].scales, dtype=torch.float64)),
+                    (f"fp8.amax.{name}.{r}", torch.tensor(slots[r].amaxes, dtype=torch.float64))]
+    out += [("fp8.losses", torch.tensor(losses, dtype=torch.float64))]
+    out += [("fp8.final." + n, p.detach()) for n, p in params]
+    return out
+
+
+def order_noise(a, b):
+    """The test's measures between two runs that differ only in how the FP8
+    GEMMs accumulate: what another implementation may differ by."""
+    a, b = dict(a), dict(b)
+    worst = {}
+    for k in a:
+        kind = k.split(".")[1] if not k.startswith("fp8.losses") else "losses"
+        if kind in ("step0", "last", "final"):
+            d = (a[k] - b[k]).abs().max().item() / a[k].abs().max().item()
+        else:  # relative, element by element
+            d = ((a[k] - b[k]).abs() / a[k].abs()).max().item()
+        if d >= worst.get(kind, (0.0, ""))[0]:
+            worst[kind] = (d, k)
+    for kind, (d, k) in sorted(worst.items()):
+        print(f"  order noise {kind}: {d:.3e} ({k})")
 
 
 def main():
@@ -99,67 +226,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ref", default=os.path.join(here, "..", "tests", "data", "gpt_reference.safetensors"))
     ap.add_argument("--out", default=os.path.join(here, "..", "tests", "data", "gpt_fp8_reference.safetensors"))
+    ap.add_argument("--order-noise", action="store_true",
+                    help="also run the FP8 GEMMs in float64 and print how far that moves each measure")
     args = ap.parse_args()
-    from safetensors.torch import load_file
-
-    init = load_file(args.ref)
-    vocab = init["transformer.wte.weight"].shape[0]
-    model = ref.GPT(vocab)
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            p.copy_(init[n])
-    x, y = init["ref.x"].long(), init["ref.y"].long()
-
-    names = {}
-    for i, blk in enumerate(model.transformer.h):
-        for lname, lin in (("attn.c_attn", blk.attn.c_attn), ("attn.c_proj", blk.attn.c_proj),
-                           ("mlp.c_fc", blk.mlp.c_fc), ("mlp.c_proj", blk.mlp.c_proj)):
-            names[id(lin)] = f"transformer.h.{i}.{lname}"
-    slots = {n: (Slot(E4M3), Slot(E4M3), Slot(E5M2)) for n in names.values()}
-    bf16 = ref.Cast(torch.bfloat16)
-    plain_linear = ref.linear
-
-    def linear(cast, xin, lin):
-        if id(lin) not in names:  # lm_head: bf16
-            return plain_linear(cast, xin, lin)
-        b = None if lin.bias is None else cast(lin.bias)
-        return cast(Fp8Linear.apply(cast(xin), lin.weight, b, slots[names[id(lin)]]))
-
-    params = list(model.named_parameters())
-    decay = [p for n, p in params if p.dim() >= 2]
-    no_decay = [p for n, p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": ref.WD},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=ref.LR, betas=ref.BETAS, eps=ref.EPS)
-    out, losses = [], []
-    _, bf16_loss = model(x, y, bf16)
-    ref.linear = linear
-    for t in range(STEPS):
-        for n, ss in slots.items():
-            for role, s in zip(ROLES, ss):
-                out.append((f"step{t}.{n}.{role}.scale", torch.tensor([s.scale])))
-        opt.zero_grad(set_to_none=True)
-        _, loss = model(x, y, bf16)
-        loss.backward()
-        if t in (0, STEPS - 1):
-            out += [(f"step{t}.grad.{n}", p.grad.detach().clone()) for n, p in params]
-        opt.step()
-        losses.append(loss.item())
-        for n, ss in slots.items():
-            for role, s in zip(ROLES, ss):
-                out.append((f"step{t}.{n}.{role}.amax", torch.tensor([s.amax])))
-                s.end_step()
-    out.append(("fp8.losses", torch.tensor(losses)))
-    print("fp8 losses:", " ".join(f"{v:.7f}" for v in losses), f"(bf16 step 0: {bf16_loss.item():.7f})")
-    g0 = {n: t for n, t in out if n.startswith("step0.grad.")}
-    bf = init
-    worst = max(((g0["step0.grad." + n] - bf["bf16.grad." + n]).abs().max() /
-                 bf["bf16.grad." + n].abs().max()).item() for n, _ in params)
-    print(f"fp8 vs bf16 at step 0: loss {losses[0] - bf16_loss.item():+.3e}, "
-          f"worst gradient difference {worst:.3e} of the tensor's largest |bf16|")
-    meta = {"torch": torch.__version__, "steps": str(STEPS), "amax_history_len": str(HISTORY),
-            "recipe": "delayed", "format": "hybrid", "keep_bf16": "lm_head"}
-    ref.write_safetensors(args.out, out, meta)
+    ref = load_file(args.ref)
+    out = run(ref, True)
+    if args.order_noise:
+        GEMM_DTYPE[0] = torch.float64
+        order_noise(out, run(ref, False))
+        GEMM_DTYPE[0] = torch.float32
+    meta = {"torch": torch.__version__, "steps": str(STEPS), "recipe": "delayed", "format": "hybrid",
+            "amax_history_len": str(HISTORY), "amax_compute": "max", "margin": "0",
+            "bf16_layers": "lm_head", "lr": str(gr.LR), "beta1": str(gr.BETAS[0]),
+            "beta2": str(gr.BETAS[1]), "eps": str(gr.EPS), "weight_decay": str(gr.WD)}
+    gr.write_safetensors(args.out, out, meta)
     print(f"wrote {args.out} ({os.path.getsize(args.out)} bytes)")
 
 

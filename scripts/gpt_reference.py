@@ -51,10 +51,15 @@ class Cast:
     def __call__(self, x):
         return x if self.dtype is None else x.to(self.dtype).float()
 
+    def linear(self, x, lin):
+        """A Linear whose operands and output round where autocast's do; a
+        subclass (scripts/gpt_fp8_reference.py) changes how its GEMM runs."""
+        y = F.linear(self(x), self(lin.weight), None if lin.bias is None else self(lin.bias))
+        return self(y)
+
 
 def linear(cast, x, lin):
-    y = F.linear(cast(x), cast(lin.weight), None if lin.bias is None else cast(lin.bias))
-    return cast(y)
+    return cast.linear(x, lin)
 
 
 class LayerNorm(nn.Module):

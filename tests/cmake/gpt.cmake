@@ -55,3 +55,7 @@ amp_expect_fail(sample_not_text_checkpoint LABELS cli
   COMMAND sh -c [=[rm -rf "$1" && "$0" train "$2" --set train.steps=2 --set train.checkpoint_every=2 --out "$1" 2>/dev/null &&
                   rm "$1/config.ini" "$1/weights.safetensors" && exec "$0" sample "$1"]=]
           $<TARGET_FILE:amptrain> ${AMP_SAMPLE_MLP}/mlp_ckpt ${PROJECT_SOURCE_DIR}/configs/tiny_fp16_dynamic.ini)
+# The GPT under the fp8 policy against PyTorch: tests/data/gpt_fp8_reference.safetensors,
+# written by scripts/gpt_fp8_reference.py (by hand, never here).
+amp_unit_test(test_gpt_fp8_reference train fp8)
+add_dependencies(test_gpt_fp8_reference amp_precision_fp8 amp_scaler_none)
