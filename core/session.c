@@ -346,8 +346,11 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     amp_model_input in = model_input(s);
     int opt_buffers = st->optim == AMP_OPTIM_ADAMW ? 2 : st->momentum > 0 ? 1 : 0;
     size_t nparams = desc.nparams, opt_lo = 0, opt_len = nparams;
-    if (st->dist_shard && s->world > 1) { /* padded: every rank's shard has one size */
-        s->shard = (nparams + (size_t)s->world - 1) / (size_t)s->world;
+    /* The trained elements are sharded, padded so every rank's shard has one
+     * size; the buffers after them (batch norm's running statistics) stay
+     * each rank's own, as unsharded. */
+    if (st->dist_shard && s->world > 1) {
+        s->shard = (desc.ntrained + (size_t)s->world - 1) / (size_t)s->world;
         opt_lo = (size_t)s->rank * s->shard;
         opt_len = s->shard;
         s->gather = calloc((size_t)s->world * s->shard, sizeof *s->gather);
@@ -533,7 +536,7 @@ static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
     /* Each rank updated its shard of the master weights: gather them whole
      * (FP32, so every rank casts the same working copies next step). */
     amp_model *m = s->model;
-    size_t n = m->desc.nparams, lo = m->opt_lo, mine = lo < n ? n - lo : 0;
+    size_t n = m->desc.ntrained, lo = m->opt_lo, mine = lo < n ? n - lo : 0;
     if (mine > s->shard) mine = s->shard;
     float *slot = s->gather + lo;
     if (mine) BE_CHECK(s->be->ops->download(s->be, slot, m->master + lo, mine * sizeof(float)));
@@ -546,14 +549,17 @@ static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
 int amp_session_gather_optim(amp_session *s, char *err, size_t errlen) {
     if (!s->shard) return 0;
     amp_model *m = s->model;
-    size_t n = m->desc.nparams, lo = m->opt_lo, mine = lo < n ? n - lo : 0;
+    size_t n = m->desc.nparams, nt = m->desc.ntrained, lo = m->opt_lo;
+    size_t mine = lo < nt ? nt - lo : 0;
     if (mine > s->shard) mine = s->shard;
     for (int k = 0; k < m->opt_buffers; k++) {
         memset(s->gather, 0, (size_t)s->world * s->shard * sizeof(float));
         if (mine) BE_CHECK(s->be->ops->download(s->be, s->gather + lo, m->opt[k], mine * sizeof(float)));
         if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
             return -1;
-        memcpy(s->opt_full + (size_t)k * n, s->gather, n * sizeof(float));
+        /* the buffers' moments are never stepped: 0, as unsharded */
+        memset(s->opt_full + (size_t)k * n, 0, n * sizeof(float));
+        memcpy(s->opt_full + (size_t)k * n, s->gather, nt * sizeof(float));
     }
     s->opt_full_step = s->step;
     return 0;

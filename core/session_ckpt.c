@@ -579,7 +579,8 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
     size_t n = m->desc.nparams;
     if (upload_le(s, m->master, ck->master, n, err, errlen) != 0) return 1;
     /* sharded: this rank's part of the whole moments (the padding stays 0) */
-    size_t lo = m->opt_lo < n ? m->opt_lo : n, mine = n - lo < m->opt_len ? n - lo : m->opt_len;
+    size_t nt = s->shard ? m->desc.ntrained : n; /* sharded: the trained elements */
+    size_t lo = m->opt_lo < nt ? m->opt_lo : nt, mine = nt - lo < m->opt_len ? nt - lo : m->opt_len;
     for (uint32_t k = 0; k < ck->opt_buffers; k++)
         if (mine && upload_le(s, m->opt[k], ck->optim_state + ((size_t)k * n + lo) * 4, mine, err,
                               errlen) != 0)
