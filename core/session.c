@@ -332,6 +332,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     }
     s->cfg = cfg;
     s->inject_inf_step = -1;
+    s->opt_full_step = -1;
     s->dist = dist;
     s->rank = amp_dist_rank(dist);
     s->world = amp_dist_world(dist);
@@ -389,8 +390,23 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
                         pv->allow_tf32 && pv->allow_tf32(s->precision.self);
     amp_model_input in = model_input(s);
     int opt_buffers = st->optim == AMP_OPTIM_ADAMW ? 2 : st->momentum > 0 ? 1 : 0;
-    if (amp_model_create(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers, cfg, err,
-                         errlen) != 0)
+    size_t nparams = desc.nparams, opt_lo = 0, opt_len = nparams;
+    /* The trained elements are sharded, padded so every rank's shard has one
+     * size; the buffers after them (batch norm's running statistics) stay
+     * each rank's own, as unsharded. */
+    if (st->dist_shard && s->world > 1) {
+        s->shard = (desc.ntrained + (size_t)s->world - 1) / (size_t)s->world;
+        opt_lo = (size_t)s->rank * s->shard;
+        opt_len = s->shard;
+        s->gather = calloc((size_t)s->world * s->shard, sizeof *s->gather);
+        s->opt_full = opt_buffers ? malloc((size_t)opt_buffers * nparams * sizeof(float)) : NULL;
+        if (!s->gather || (opt_buffers && !s->opt_full)) {
+            snprintf(err, errlen, "out of host memory");
+            goto runtime_error;
+        }
+    }
+    if (amp_model_create_sharded(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers,
+                                 opt_lo, opt_len, cfg, err, errlen) != 0)
         goto runtime_error;
     s->scaled = s->model->scaled;
     amp_scaled_wire(s->scaled, &s->precision);
@@ -436,6 +452,8 @@ void amp_session_close(amp_session *s) {
     free(s->totals);
     free(s->hstats);
     free(s->data_id);
+    free(s->gather);
+    free(s->opt_full);
     free(s);
 }
 
@@ -492,7 +510,12 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
     const amp_model_desc *d = &m->desc;
     amp_optim_step o = {st->optim != AMP_OPTIM_SGD, (float)lr, (float)st->momentum, 0.0f,
                         (float)st->beta1, (float)st->beta2, (float)st->eps, t};
-    int fused = m->ops->working_copy && amp_backend_supports(be, "optim_step_cast");
+    /* A shard ([dist] shard = optimizer) steps part of the flat array: the
+     * working copies are cast from the gathered master weights instead, and
+     * each run is cut to the shard (AdamW is per element: no value changes). */
+    int sharded = m->opt_lo != 0 || m->opt_len < d->nparams;
+    size_t lo = m->opt_lo, hi = m->opt_lo + m->opt_len;
+    int fused = !sharded && m->ops->working_copy && amp_backend_supports(be, "optim_step_cast");
     if (fused) {
         if (amp_kit_cast_begin(m) != 0) return -1;
     }
@@ -504,7 +527,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
      * into spans and stepped by one call (one launch) after the loop. */
     amp_optim_span *spans = NULL;
     int nspans = 0;
-    if (amp_backend_supports(be, "optim_multi_step") && d->nparam_tensors > 0) {
+    if (!sharded && amp_backend_supports(be, "optim_multi_step") && d->nparam_tensors > 0) {
         spans = malloc((size_t)d->nparam_tensors * sizeof *spans);
         if (!spans) {
             snprintf(be->err, sizeof be->err, "optimizer step: out of memory for %d spans",
@@ -519,9 +542,17 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
                d->params[j].decay == d->params[i].decay && !with_copy(m, fused, j, &other))
             j++;
         size_t off = d->params[i].offset;
-        size_t n = d->params[j - 1].offset + d->params[j - 1].numel - off;
+        size_t end = d->params[j - 1].offset + d->params[j - 1].numel;
+        if (off < lo) off = lo;
+        if (end > hi) end = hi;
+        if (off >= end) { /* the run lies outside this rank's shard */
+            i = j;
+            continue;
+        }
+        size_t n = end - off;
         float *w = m->master + off, *g = m->grads + off;
-        float *s0 = m->opt[0] ? m->opt[0] + off : NULL, *s1 = m->opt[1] ? m->opt[1] + off : NULL;
+        float *s0 = m->opt[0] ? m->opt[0] + (off - lo) : NULL;
+        float *s1 = m->opt[1] ? m->opt[1] + (off - lo) : NULL;
         o.weight_decay = d->params[i].decay ? (float)st->weight_decay : 0.0f;
         int rc = 0;
         if (!copy && spans)
@@ -549,6 +580,36 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
 
 static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
     BE_CHECK(amp_model_optimizer_step(s->model, &s->set, lr, s->applied + 1));
+    if (!s->shard) return 0;
+    /* Each rank updated its shard of the master weights: gather them whole
+     * (FP32, so every rank casts the same working copies next step). */
+    amp_model *m = s->model;
+    size_t n = m->desc.ntrained, lo = m->opt_lo, mine = lo < n ? n - lo : 0;
+    if (mine > s->shard) mine = s->shard;
+    float *slot = s->gather + lo;
+    if (mine) BE_CHECK(s->be->ops->download(s->be, slot, m->master + lo, mine * sizeof(float)));
+    if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
+        return -1;
+    BE_CHECK(s->be->ops->upload(s->be, m->master, s->gather, n * sizeof(float)));
+    return 0;
+}
+
+int amp_session_gather_optim(amp_session *s, char *err, size_t errlen) {
+    if (!s->shard) return 0;
+    amp_model *m = s->model;
+    size_t n = m->desc.nparams, nt = m->desc.ntrained, lo = m->opt_lo;
+    size_t mine = lo < nt ? nt - lo : 0;
+    if (mine > s->shard) mine = s->shard;
+    for (int k = 0; k < m->opt_buffers; k++) {
+        memset(s->gather, 0, (size_t)s->world * s->shard * sizeof(float));
+        if (mine) BE_CHECK(s->be->ops->download(s->be, s->gather + lo, m->opt[k], mine * sizeof(float)));
+        if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
+            return -1;
+        /* the buffers' moments are never stepped: 0, as unsharded */
+        memset(s->opt_full + (size_t)k * n, 0, n * sizeof(float));
+        memcpy(s->opt_full + (size_t)k * n, s->gather, nt * sizeof(float));
+    }
+    s->opt_full_step = s->step;
     return 0;
 }
 
@@ -646,7 +707,8 @@ static int check_replicas(amp_session *s, char *err, size_t errlen) {
     size_t n = m->desc.nparams;
     uint32_t sums[4] = {0, 0, 0, 0};
     if (crc_of(s, m->master, n, &sums[0], err, errlen) != 0) return -1;
-    for (int k = 0; k < m->opt_buffers; k++)
+    /* sharded, each rank holds other moments: only its master weights compare */
+    for (int k = 0; k < m->opt_buffers && !s->shard; k++)
         if (crc_of(s, m->opt[k], n, &sums[1], err, errlen) != 0) return -1;
     const amp_scaler_vtable *sv = amp_plugin_scaler(&s->scaler);
     double scale = sv->get_scale(s->scaler.self);

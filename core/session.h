@@ -63,6 +63,10 @@ typedef struct amp_session {
     /* data parallel (core/dist/): the caller's context, NULL alone */
     amp_dist *dist;
     amp_dist_grads *grads;   /* this session's gradient reduction (NULL alone) */
+    size_t shard;            /* [dist] shard = optimizer: elements per rank (0: unsharded) */
+    float *gather;           /* [world * shard] host staging of the gathered master weights */
+    float *opt_full;         /* [opt_buffers * nparams] the gathered moments for a checkpoint */
+    int64_t opt_full_step;   /* the step opt_full was gathered after (-1: never) */
     int rank, world;
     int64_t check_every;     /* replica check every K steps (0 off) */
     int poisoned;            /* the injected inf went in this step */
@@ -139,6 +143,9 @@ int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t
  * snapshot_free releases; the run-level fields (losses, metrics, wall time)
  * are the caller's. 0, or -1 with err. */
 int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen);
+/* [dist] shard = optimizer: every rank calls this before rank 0 takes a
+ * snapshot (the moments are gathered whole). No-op unsharded. 0, or -1. */
+int amp_session_gather_optim(amp_session *s, char *err, size_t errlen);
 void amp_session_snapshot_free(amp_checkpoint *ck);
 
 /* Continues from ck: refuses (returns 2, err says what differs) a checkpoint

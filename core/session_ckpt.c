@@ -192,7 +192,15 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
         }
         ck->optim_state = o;
         ck->optim_len = nparams * 4 * ck->opt_buffers;
-        for (uint32_t k = 0; k < ck->opt_buffers; k++) {
+        if (s->shard && s->opt_full_step != s->step) { /* no amp_session_gather_optim now */
+            snprintf(err, errlen, "[dist] shard = optimizer: the moments of step %lld were not "
+                     "gathered, so rank 0 cannot write this checkpoint", (long long)s->step);
+            goto fail;
+        }
+        for (uint32_t k = 0; k < ck->opt_buffers && s->shard; k++)
+            for (size_t i = 0; i < nparams; i++)
+                amp_ckpt_put_f32(o + (size_t)k * nparams * 4, i, s->opt_full[(size_t)k * nparams + i]);
+        for (uint32_t k = 0; k < ck->opt_buffers && !s->shard; k++) {
             uint8_t *part = download_le(s, m->opt[k], nparams, err, errlen);
             if (!part) goto fail;
             memcpy(o + k * nparams * 4, part, nparams * 4);
@@ -356,7 +364,8 @@ static int free_to_differ(const conf_entry *e) {
     static const char *const keys[][2] = {{"run", "name"},        {"run", "device"},
                                           {"train", "log_every"}, {"train", "eval_every"},
                                           {"train", "checkpoint_every"}, {"train", "keep"},
-                                          {"dist", "check_every"}, {"dist", "timeout"}};
+                                          {"dist", "check_every"}, {"dist", "timeout"},
+                                          {"dist", "shard"}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strcmp(e->section, keys[i][0]) == 0 && strcmp(e->key, keys[i][1]) == 0) return 1;
     return 0;
@@ -581,8 +590,12 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
     amp_model *m = s->model;
     size_t n = m->desc.nparams;
     if (upload_le(s, m->master, ck->master, n, err, errlen) != 0) return 1;
+    /* sharded: this rank's part of the whole moments (the padding stays 0) */
+    size_t nt = s->shard ? m->desc.ntrained : n; /* sharded: the trained elements */
+    size_t lo = m->opt_lo < nt ? m->opt_lo : nt, mine = nt - lo < m->opt_len ? nt - lo : m->opt_len;
     for (uint32_t k = 0; k < ck->opt_buffers; k++)
-        if (upload_le(s, m->opt[k], ck->optim_state + (size_t)k * n * 4, n, err, errlen) != 0)
+        if (mine && upload_le(s, m->opt[k], ck->optim_state + ((size_t)k * n + lo) * 4, mine, err,
+                              errlen) != 0)
             return 1;
     s->step = ck->step;
     s->applied = ck->applied;

@@ -76,6 +76,9 @@ void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_resu
     amp_json_str(f, amp_dist_grads_transport(s->grads));
     fputs(",\n  \"median_comm_ms\": ", f);
     amp_json_num(f, r->median_comm_ms);
+    /* [dist] shard = optimizer: elements of the moments and master update per rank (padded) */
+    fprintf(f, ",\n  \"dist_shard\": \"%s\",\n  \"dist_shard_elements\": %zu",
+            s->shard ? "optimizer" : "none", s->shard ? s->shard : m->desc.nparams);
     /* the bf16 send buffer, outside the model's memory categories */
     fprintf(f, ",\n  \"dist_buffer_bytes\": %zu", amp_dist_grads_bytes(s->grads));
     /* the whole process, arenas and all the rest (libraries, stacks) */

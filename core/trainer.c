@@ -408,6 +408,8 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         /* every rank knows of these checkpoints, and agrees on how they went */
         int common = c->outdir &&
                      ((st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop);
+        /* sharded moments: every rank sends its part before rank 0 writes */
+        if (common && amp_session_gather_optim(s, err, errlen) != 0) return -1;
         if (common || c->mfail[0]) {
             /* rank 0 writes; the others learn how that went */
             int wrote = s->rank == 0 ? write_checkpoint(s, c, res->device_peak, err, errlen) : 0;
@@ -452,6 +454,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         /* Stopped during the final evaluation: every step is done, and a
          * checkpoint of the last one lets --resume evaluate again and finish. */
         c->stop_signal = s->eval_stopped;
+        if (c->outdir && amp_session_gather_optim(s, err, errlen) != 0) return -1;
         int wrote = s->rank == 0 && c->outdir
                         ? write_checkpoint(s, c, res->device_peak, err, errlen) : 0;
         rc = agree(s->dist, wrote ? 1 : 0, err) != 0 ? -1 : 1;

@@ -165,7 +165,8 @@ struct amp_model {
     /* the common part, carved by the core before the model's layout */
     float *master;             /* [nparams] FP32 master weights */
     float *grads;              /* [nparams] */
-    float *opt[2];             /* [nparams] each, or NULL */
+    float *opt[2];             /* [opt_len] each, or NULL: elements [opt_lo, opt_lo + opt_len) */
+    size_t opt_lo, opt_len;    /* the optimizer's shard of the flat array ([dist] shard) */
     void *x;                   /* [batch, features] f32, or [batch, features] int32 tokens */
     /* What m->x holds: F32 (or int32 tokens) unless the model's create sets
      * a 16-bit dtype, which it may where the backend has upload_round; the
@@ -232,6 +233,13 @@ int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                      amp_model_desc *desc, const amp_layer_precision *prec,
                      const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
                      size_t errlen);
+/* The same with the optimizer state for elements [opt_lo, opt_lo + opt_len)
+ * of the flat array only (one rank's shard, [dist] shard = optimizer);
+ * opt_len counts the padding past nparams. amp_model_create is (0, nparams). */
+int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_backend *be,
+                             amp_model_desc *desc, const amp_layer_precision *prec,
+                             const amp_model_input *in, int opt_buffers, size_t opt_lo,
+                             size_t opt_len, amp_config *cfg, char *err, size_t errlen);
 void amp_model_free(amp_model *m);
 
 /* The one call the host makes at the end of an optimizer step, before it

@@ -364,6 +364,18 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
     return 0;
 }
 
+int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    if (per_rank > (size_t)INT_MAX) {
+        snprintf(err, errlen, "a shard of %zu bytes is more than one MPI call moves", per_rank);
+        return -1;
+    }
+    MPI_Request r;
+    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)per_rank, MPI_BYTE, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "gathering the sharded optimizer state", -1);
+    return 0;
+}
+
 /* n doubles reduced with op across the ranks, in place. */
 static int allreduce(amp_dist *d, double *v, int n, MPI_Op op, const char *what) {
     if (!d || !d->mpi || d->world == 1) return 0;
@@ -550,6 +562,9 @@ int amp_dist_agree(amp_dist *d, int code, int *who) {
 }
 
 int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen) { return 0; }
+int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    return 0; /* one rank: its shard is the whole */
+}
 int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
 int amp_dist_max(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
 int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }

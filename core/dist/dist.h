@@ -88,6 +88,10 @@ void amp_dist_join(amp_dist *d);
 int amp_dist_agree(amp_dist *d, int code, int *who);
 /* Rank 0's len bytes into every rank's buf. 0, or -1 with err. */
 int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen);
+/* Every rank's `per_rank` bytes at buf + rank * per_rank, in place, into
+ * every rank's buf (world * per_rank bytes): the sharded optimizer's
+ * master weights and moments. 0, or -1 with err. */
+int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen);
 /* Sums n doubles across ranks, in place. 0, or -1 with err. */
 int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen);
 /* The max of n doubles across ranks, in place (no NaN in v). 0, or -1. */

@@ -1,0 +1,78 @@
+#!/bin/bash
+# [dist] shard = optimizer on 2 and 4 ranks: the same weights, metrics
+# (losses, scales, skips) as shard = none, bit for bit, over 50 steps under
+# fp32, fp16 + dynamic and bf16 (AdamW is per element, the gradients are
+# summed as before, and the gathered master weights are the same bits); the
+# summary shows each rank's optimizer bytes at 1/N plus padding; a sharded
+# checkpoint resumes unsharded (and back) and continues the same losses.
+# usage: shard.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
+set -u
+. "$(dirname "$0")/lib.sh"
+MPIRUN=$1 A=$2 HERE=$3 W=$4
+need_mpirun "$MPIRUN"
+rm -rf "$W" && mkdir -p "$W" || exit 1
+cfg=$HERE/tiny.ini
+# hidden 47: 2953 parameters, which 2 and 4 ranks do not divide (padding)
+base=(--set model.hidden=47,24 --set train.steps=50 --set train.eval_every=0)
+
+# fp32 and bf16 without a loss scaler: the tiny config less its [scaler] keys
+noscale=$W/noscale.ini
+sed -e '/^growth_interval/d' -e 's/^plugin = dynamic/plugin = none/' "$cfg" >"$noscale"
+
+optim_bytes() { grep -o '"optimizer_state": [0-9]*' "$1/summary.json" | grep -o '[0-9]*$'; }
+
+for np in 2 4; do
+    for prec in fp32 fp16 bf16; do
+        args=("${base[@]}" --set precision.plugin=$prec) c=$cfg
+        [ $prec = fp16 ] || c=$noscale
+        for shard in none optimizer; do
+            mpi $np "$A" train "$c" "${args[@]}" --set dist.shard=$shard \
+                --out "$W/$np-$prec-$shard" 2>"$W/$np-$prec-$shard.log" ||
+                fail "$np ranks $prec shard=$shard failed: $(tail -3 "$W/$np-$prec-$shard.log")"
+        done
+        ref=$W/$np-$prec-none run=$W/$np-$prec-optimizer
+        cmp "$ref/weights.safetensors" "$run/weights.safetensors" ||
+            fail "$np ranks $prec: shard=optimizer ends with other weights than shard=none"
+        cmp <(mask "$ref/metrics.jsonl") <(mask "$run/metrics.jsonl") ||
+            fail "$np ranks $prec: shard=optimizer logs other metrics than shard=none"
+        full=$(optim_bytes "$ref") part=$(optim_bytes "$run")
+        # AdamW: 2 moments of ceil(2953 / np) floats (the arena rounds up to its alignment)
+        want=$(( 2 * 4 * ((2953 + np - 1) / np) ))
+        [ "$part" -ge "$want" ] && [ $(( part - full / np )) -lt $(( 2 * 1024 )) ] ||
+            fail "$np ranks $prec: optimizer bytes $part per rank, unsharded $full (want ~$want)"
+        grep -q '"dist_shard": "optimizer"' "$run/summary.json" || fail "summary lacks dist_shard"
+        echo "$np ranks $prec: shard=optimizer == shard=none bitwise over 50 steps; optimizer $part of $full bytes per rank"
+    done
+done
+
+# the CNN: batch norm's running statistics (buffers after the trained
+# elements) stay each rank's own, as unsharded; rank 0 saves its own
+root=$(cd "$HERE/../.." && pwd)
+for shard in none optimizer; do
+    mpi 2 "$A" train "$root/configs/cnn_fashion_fp32.ini" --set run.device=cpu \
+        --set data.train_limit=256 --set data.test_limit=64 --set data.batch_size=16 \
+        --set train.steps=6 --set train.eval_every=0 --set dist.shard=$shard --out "$W/cnn-$shard" \
+        2>"$W/cnn-$shard.log" || fail "the CNN with shard=$shard failed: $(tail -3 "$W/cnn-$shard.log")"
+done
+cmp "$W/cnn-none/weights.safetensors" "$W/cnn-optimizer/weights.safetensors" ||
+    fail "the CNN: shard=optimizer ends with other weights (or running statistics) than shard=none"
+echo "2 ranks CNN fp32: shard=optimizer == shard=none bitwise, batch norm buffers included"
+
+# resume across shard settings on 2 ranks (fp16 + dynamic, AdamW): a run of
+# 50 steps with checkpoints at 25 and 50, cut back to the one of step 25 (as
+# if stopped there), resumed with the other shard setting
+args=("${base[@]}" --set train.checkpoint_every=25 --set train.keep=2)
+for from in optimizer none; do
+    to=$([ $from = none ] && echo optimizer || echo none)
+    mpi 2 "$A" train "$cfg" "${args[@]}" --set dist.shard=$from --out "$W/cut-$from" \
+        2>"$W/cut-$from.log" || fail "the $from run with checkpoints failed: $(tail -3 "$W/cut-$from.log")"
+    ls "$W/cut-$from/checkpoints/ckpt-00000025.amp" >/dev/null || fail "no checkpoint of step 25"
+    rm -f "$W/cut-$from/checkpoints/ckpt-00000050.amp" "$W/cut-$from/weights.safetensors"
+    mpi 2 "$A" train "$cfg" "${args[@]}" --set dist.shard=$to --resume "$W/cut-$from" \
+        2>"$W/resume-$from.log" || fail "resuming shard=$from as $to failed: $(tail -3 "$W/resume-$from.log")"
+    cmp "$W/2-fp16-none/weights.safetensors" "$W/cut-$from/weights.safetensors" ||
+        fail "25 steps shard=$from + 25 steps shard=$to end with other weights than 50 unsharded steps"
+    cmp <(mask "$W/2-fp16-none/metrics.jsonl") <(mask "$W/cut-$from/metrics.jsonl") ||
+        fail "25 steps shard=$from + 25 steps shard=$to log other metrics than 50 unsharded steps"
+    echo "2 ranks: 25 steps shard=$from, resumed with shard=$to: the 50 uninterrupted steps' weights and metrics"
+done
