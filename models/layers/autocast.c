@@ -8,6 +8,7 @@
 
 int amp_linear_init_autocast(amp_model *m, amp_linear *L, const char *name, int rows, amp_array x) {
     if (amp_linear_init(m, L, name, NULL, rows, AMP_ACT_NONE, x) != 0) return -1;
+    if (L->scaled) return 0; /* its weight is the format's codes, its bias the param dtype's */
     int layer = m->desc.params[L->w].layer, f32_store = L->feed == AMP_DTYPE_F32;
     L->param = L->gemm;
     for (int t = L->w; t >= 0; t = t == L->w ? L->b : -1) {
