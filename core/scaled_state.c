@@ -1,6 +1,8 @@
 #include "scaled_state.h"
 
+#include "backend/kernels/convert.h"
 #include "io/json.h"
+#include "io/le_bytes.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,21 +92,6 @@ void amp_scaled_json(FILE *f, const amp_scaled *s, const char *sep) {
 #define STATE_MAGIC "AMPSCLD1"
 #define SLOT_FIXED (7 * 4 + 4 + 8 + 4 + 3 * 8)
 
-static uint8_t *put(uint8_t *p, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; i++) p[i] = (uint8_t)(v >> (8 * i));
-    return p + bytes;
-}
-static uint64_t get(const uint8_t **p, int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++) v |= (uint64_t)(*p)[i] << (8 * i);
-    *p += bytes;
-    return v;
-}
-static uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 static uint64_t f64_bits(double f) {
     uint64_t u;
     memcpy(&u, &f, 8);
@@ -124,20 +111,20 @@ int amp_scaled_state_save(const amp_scaled *s, uint8_t **out, size_t *len) {
     uint8_t *b = malloc(n), *p = b;
     if (!b) return -1;
     memcpy(p, STATE_MAGIC, 8);
-    p = put(p + 8, (uint32_t)s->nslots, 4);
-    p = put(p, (uint64_t)s->step, 8);
+    p = amp_le_put(p + 8, (uint32_t)s->nslots, 4);
+    p = amp_le_put(p, (uint64_t)s->step, 8);
     for (int i = 0; i < s->nslots; i++) {
         const amp_scaled_slot *sl = &s->slot[i];
         uint32_t fixed[7] = {(uint32_t)sl->layer, (uint32_t)sl->role, sl->fmt.format,
                              sl->fmt.scaling, sl->fmt.history_len, sl->head, sl->count};
-        for (int k = 0; k < 7; k++) p = put(p, fixed[k], 4);
-        p = put(p, f32_bits(sl->scale), 4);
-        p = put(p, (uint64_t)sl->kept, 8);
-        p = put(p, f32_bits(sl->last.amax), 4);
-        p = put(p, sl->last.saturated, 8);
-        p = put(p, sl->last.flushed, 8);
-        p = put(p, sl->last.nan, 8);
-        for (size_t k = 0; k < history_of(sl); k++) p = put(p, f64_bits(sl->history[k]), 8);
+        for (int k = 0; k < 7; k++) p = amp_le_put(p, fixed[k], 4);
+        p = amp_le_put(p, amp_f32_bits(sl->scale), 4);
+        p = amp_le_put(p, (uint64_t)sl->kept, 8);
+        p = amp_le_put(p, amp_f32_bits(sl->last.amax), 4);
+        p = amp_le_put(p, sl->last.saturated, 8);
+        p = amp_le_put(p, sl->last.flushed, 8);
+        p = amp_le_put(p, sl->last.nan, 8);
+        for (size_t k = 0; k < history_of(sl); k++) p = amp_le_put(p, f64_bits(sl->history[k]), 8);
     }
     *out = b;
     *len = n;
@@ -166,8 +153,8 @@ int amp_scaled_state_load(amp_scaled *s, const uint8_t *buf, size_t len, const c
         return -1;
     }
     p += 8;
-    uint32_t n = (uint32_t)get(&p, 4);
-    int64_t step = (int64_t)get(&p, 8);
+    uint32_t n = (uint32_t)amp_le_take(&p, 4);
+    int64_t step = (int64_t)amp_le_take(&p, 8);
     if ((int)n != have) {
         snprintf(err, errlen, "the checkpoint holds %u scaled (FP8/MX) operands, this run's policy "
                  "'%s' has %d: it was written under another policy or other [precision] keys",
@@ -181,7 +168,7 @@ int amp_scaled_state_load(amp_scaled *s, const uint8_t *buf, size_t len, const c
             amp_scaled_slot *sl = &s->slot[i];
             if ((size_t)(end - q) < SLOT_FIXED) goto short_state;
             uint32_t f[7];
-            for (int k = 0; k < 7; k++) f[k] = (uint32_t)get(&q, 4);
+            for (int k = 0; k < 7; k++) f[k] = (uint32_t)amp_le_take(&q, 4);
             uint32_t want[5] = {(uint32_t)sl->layer, (uint32_t)sl->role, sl->fmt.format,
                                 sl->fmt.scaling, sl->fmt.history_len};
             if (memcmp(f, want, sizeof want) != 0) {
@@ -199,10 +186,10 @@ int amp_scaled_state_load(amp_scaled *s, const uint8_t *buf, size_t len, const c
                          "of %zu", i, f[5], f[6], H);
                 return -1;
             }
-            uint32_t scale = (uint32_t)get(&q, 4);
-            int64_t kept = (int64_t)get(&q, 8);
-            uint32_t amax = (uint32_t)get(&q, 4);
-            uint64_t c[3] = {get(&q, 8), get(&q, 8), get(&q, 8)};
+            uint32_t scale = (uint32_t)amp_le_take(&q, 4);
+            int64_t kept = (int64_t)amp_le_take(&q, 8);
+            uint32_t amax = (uint32_t)amp_le_take(&q, 4);
+            uint64_t c[3] = {amp_le_take(&q, 8), amp_le_take(&q, 8), amp_le_take(&q, 8)};
             if ((size_t)(end - q) < 8 * H) goto short_state;
             if (pass == 1) {
                 sl->head = f[5];
@@ -215,7 +202,7 @@ int amp_scaled_state_load(amp_scaled *s, const uint8_t *buf, size_t len, const c
                 sl->last.nan = c[2];
                 memset(&sl->step, 0, sizeof sl->step);
                 for (size_t k = 0; k < H; k++) {
-                    uint64_t u = get(&q, 8);
+                    uint64_t u = amp_le_take(&q, 8);
                     memcpy(&sl->history[k], &u, 8);
                 }
             } else {

@@ -20,6 +20,7 @@ int amp_scaled_create(amp_scaled **out, int nlayers, const amp_layer_precision *
                       const char *const *layer_names, char *err, size_t errlen) {
     *out = NULL;
     amp_scaled *s = calloc(1, sizeof *s);
+    size_t longest = 0; /* the longest amax history, for s->ordered */
     size_t nidx = (size_t)nlayers * AMP_ROLE_COUNT;
     if (!s || !(s->index = malloc((nidx ? nidx : 1) * sizeof *s->index))) goto oom;
     s->nlayers = nlayers;
@@ -36,10 +37,12 @@ int amp_scaled_create(amp_scaled **out, int nlayers, const amp_layer_precision *
         sl->role = (int)(i % AMP_ROLE_COUNT);
         sl->fmt = prec[sl->layer].operand[sl->role];
         sl->scale = 1.0f;
-        if (sl->fmt.scaling == AMP_SCALING_DELAYED &&
-            !(sl->history = calloc(sl->fmt.history_len ? sl->fmt.history_len : 1, sizeof(double))))
-            goto oom;
+        if (sl->fmt.scaling != AMP_SCALING_DELAYED) continue;
+        size_t H = sl->fmt.history_len ? sl->fmt.history_len : 1;
+        if (!(sl->history = calloc(H, sizeof(double)))) goto oom;
+        if (H > longest) longest = H;
     }
+    if (longest && !(s->ordered = malloc(longest * sizeof *s->ordered))) goto oom;
     *out = s;
     return 0;
 oom:
@@ -52,6 +55,7 @@ void amp_scaled_free(amp_scaled *s) {
     if (!s) return;
     for (int i = 0; s->slot && i < s->nslots; i++) free(s->slot[i].history);
     free(s->slot);
+    free(s->ordered);
     free(s->index);
     free(s);
 }
@@ -128,7 +132,7 @@ int amp_scaled_current(amp_scaled *s, amp_scaled_slot *sl, float amax, char *err
 }
 
 int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen) {
-    double *ordered = NULL;
+    double *ordered = s ? s->ordered : NULL;
     int rc = 0;
     for (int i = 0; s && i < s->nslots && rc == 0; i++) {
         amp_scaled_slot *sl = &s->slot[i];
@@ -137,10 +141,6 @@ int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen) {
             sl->head = sl->count ? (sl->head + 1) % H : 0;
             sl->history[sl->head] = sl->step.amax;
             if (sl->count < H) sl->count++;
-            if (!ordered && !(ordered = malloc(AMP_AMAX_HISTORY_MAX * sizeof *ordered))) {
-                snprintf(err, errlen, "out of host memory");
-                return -1;
-            }
             for (uint32_t k = 0; k < sl->count; k++) /* newest first */
                 ordered[k] = sl->history[(sl->head + H - k) % H];
             amp_scale_stats st;
@@ -155,7 +155,6 @@ int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen) {
         sl->last = sl->step;
         memset(&sl->step, 0, sizeof sl->step);
     }
-    free(ordered);
     if (rc == 0 && s) s->step++;
     return rc;
 }

@@ -38,6 +38,7 @@ typedef struct amp_scaled {
     amp_scale_update_fn update;
     void *update_ctx;
     int64_t step;           /* optimizer steps finished (the stats' step index) */
+    double *ordered; /* the newest-first history handed to a recipe hook, sized once */
 } amp_scaled;
 
 /* Slots for every (layer, role) of prec[nlayers] whose format is not

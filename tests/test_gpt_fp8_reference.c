@@ -53,6 +53,7 @@
 #include "io/safetensors.h"
 #include "layers/layers.h"
 #include "model.h"
+#include "ref_tensors.h"
 #include "scaled.h"
 #include "session.h"
 #include "session_helpers.h"
@@ -76,34 +77,7 @@ static const char *const ROLE_NAMES[AMP_ROLE_COUNT] = {"input", "weight", "grad_
 static const char *const FP8_LINEARS[] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
 
 static float *tensor_of(amp_safetensors *f, const char *path, const char *name, size_t *numel) {
-    char err[512];
-    for (int i = 0; i < amp_safetensors_count(f); i++) {
-        if (strcmp(amp_safetensors_name(f, i), name) != 0) continue;
-        int ndim;
-        const int64_t *shape;
-        amp_safetensors_info(f, i, NULL, &ndim, &shape);
-        size_t n = 1;
-        for (int k = 0; k < ndim; k++) n *= (size_t)shape[k];
-        float *p = malloc(n * sizeof(float));
-        if (!p || amp_safetensors_get_f32(f, name, ndim, shape, p, err, sizeof err) != 0) {
-            fprintf(stderr, "FAIL: reading %s: %s\n", name, err);
-            exit(1);
-        }
-        if (numel) *numel = n;
-        return p;
-    }
-    fprintf(stderr, "FAIL: %s has no tensor %s (rerun scripts/gpt_fp8_reference.py)\n", path, name);
-    exit(1);
-}
-
-static amp_safetensors *open_or_fail(const char *path) {
-    char err[512];
-    amp_safetensors *f = NULL;
-    if (amp_safetensors_open(&f, path, err, sizeof err) != 0) {
-        fprintf(stderr, "FAIL: %s\n", err);
-        exit(1);
-    }
-    return f;
+    return ref_tensor_of(f, path, "scripts/gpt_fp8_reference.py", name, numel);
 }
 
 static const char *const gpt_fp8[] = {
@@ -241,7 +215,7 @@ typedef struct ref_slot {
 
 int main(int argc, char **argv) {
     if (argc > 1) FP8_PATH = argv[1];
-    amp_safetensors *ref = open_or_fail(REF_PATH), *fp8 = open_or_fail(FP8_PATH);
+    amp_safetensors *ref = ref_open(REF_PATH), *fp8 = ref_open(FP8_PATH);
     amp_config *cfg = make_config(gpt_fp8);
     amp_session *s = open_or_die(cfg);
     amp_model *m = s->model;

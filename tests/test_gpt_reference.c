@@ -31,6 +31,7 @@
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "model.h"
+#include "ref_tensors.h"
 #include "session.h"
 
 #define REF_PATH AMP_TEST_SOURCE_DIR "/tests/data/gpt_reference.safetensors"
@@ -39,24 +40,7 @@ static amp_safetensors *ref;
 static int B = 4, T = 16, V = 65;
 
 static float *ref_tensor(const char *name, size_t *numel) {
-    char err[512];
-    for (int i = 0; i < amp_safetensors_count(ref); i++) {
-        if (strcmp(amp_safetensors_name(ref, i), name) != 0) continue;
-        int ndim;
-        const int64_t *shape;
-        amp_safetensors_info(ref, i, NULL, &ndim, &shape);
-        size_t n = 1;
-        for (int k = 0; k < ndim; k++) n *= (size_t)shape[k];
-        float *p = malloc(n * sizeof(float));
-        if (!p || amp_safetensors_get_f32(ref, name, ndim, shape, p, err, sizeof err) != 0) {
-            fprintf(stderr, "FAIL: reading %s: %s\n", name, err);
-            exit(1);
-        }
-        if (numel) *numel = n;
-        return p;
-    }
-    fprintf(stderr, "FAIL: %s has no tensor %s (rerun scripts/gpt_reference.py)\n", REF_PATH, name);
-    exit(1);
+    return ref_tensor_of(ref, REF_PATH, "scripts/gpt_reference.py", name, numel);
 }
 
 /* What the fp32/fp16/bf16 policies answer for every layer (policy_common.c). */
@@ -268,10 +252,7 @@ static void test_16(amp_backend *be, amp_dtype dt) {
 
 int main(void) {
     char err[512];
-    if (amp_safetensors_open(&ref, REF_PATH, err, sizeof err) != 0) {
-        fprintf(stderr, "FAIL: %s\n", err);
-        return 1;
-    }
+    ref = ref_open(REF_PATH);
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
     if (!be) {
         fprintf(stderr, "FAIL: %s\n", err);

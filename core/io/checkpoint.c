@@ -1,4 +1,5 @@
 #include "io/checkpoint.h"
+#include "io/le_bytes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,31 +47,14 @@ static uint32_t crc32_of(const uint8_t *p, size_t n) {
     return (uint32_t)c;
 }
 
-static uint64_t get_u64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-static uint32_t get_u32(const uint8_t *p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
 float amp_ckpt_f32(const uint8_t *p, size_t index) {
-    uint32_t u = get_u32(p + 4 * index);
+    uint32_t u = amp_le_u32(p + 4 * index);
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 double amp_ckpt_f64(const uint8_t *p, size_t index) {
-    uint64_t u = get_u64(p + 8 * index);
+    uint64_t u = amp_le_u64(p + 8 * index);
     double d;
     memcpy(&d, &u, sizeof d);
     return d;
@@ -78,12 +62,12 @@ double amp_ckpt_f64(const uint8_t *p, size_t index) {
 void amp_ckpt_put_f32(uint8_t *p, size_t index, float v) {
     uint32_t u;
     memcpy(&u, &v, sizeof u);
-    put_u32(p + 4 * index, u);
+    amp_le_put_u32(p + 4 * index, u);
 }
 void amp_ckpt_put_f64(uint8_t *p, size_t index, double v) {
     uint64_t u;
     memcpy(&u, &v, sizeof u);
-    put_u64(p + 8 * index, u);
+    amp_le_put_u64(p + 8 * index, u);
 }
 
 /* ------------------------------------------------------------------ reader */
@@ -107,11 +91,11 @@ static const uint8_t *take(reader *r, size_t n) {
 }
 static uint32_t rd_u32(reader *r) {
     const uint8_t *p = take(r, 4);
-    return p ? get_u32(p) : 0;
+    return p ? amp_le_u32(p) : 0;
 }
 static uint64_t rd_u64(reader *r) {
     const uint8_t *p = take(r, 8);
-    return p ? get_u64(p) : 0;
+    return p ? amp_le_u64(p) : 0;
 }
 static int64_t rd_i64(reader *r) { return (int64_t)rd_u64(r); }
 static double rd_f64(reader *r) {
@@ -311,9 +295,9 @@ amp_round_count amp_checkpoint_total(const amp_checkpoint *ck, uint32_t i) {
     if (i >= 2 * ck->nlayers) return c;
     if (ck->totals) return ck->totals[i];
     const uint8_t *t = ck->totals_raw + (size_t)i * 24;
-    c.underflow = get_u64(t);
-    c.overflow = get_u64(t + 8);
-    c.nonzero = get_u64(t + 16);
+    c.underflow = amp_le_u64(t);
+    c.overflow = amp_le_u64(t + 8);
+    c.nonzero = amp_le_u64(t + 16);
     return c;
 }
 
@@ -330,8 +314,8 @@ int amp_checkpoint_check_head(const uint8_t *head, size_t n, uint64_t file_size,
         amp_set_err(err, errlen, "not an amptrain checkpoint (bad magic)");
         return -1;
     }
-    uint32_t version = get_u32(head + 8), count = get_u32(head + 12);
-    uint64_t size = get_u64(head + 16);
+    uint32_t version = amp_le_u32(head + 8), count = amp_le_u32(head + 12);
+    uint64_t size = amp_le_u64(head + 16);
     if (version < 1 || version > AMP_CKPT_FORMAT_VERSION) {
         amp_set_err(err, errlen, "format version %u; this amptrain reads versions 1 to %u (a newer "
                     "amptrain wrote it: resume with that one)", (unsigned)version,
@@ -357,7 +341,7 @@ int amp_checkpoint_check_head(const uint8_t *head, size_t n, uint64_t file_size,
     /* Header CRC: bytes 0..23, then the table. */
     uLong c = crc32(0L, head, 24);
     c = crc32(c, head + AMP_CKPT_HEADER_SIZE, (uInt)(table_end - AMP_CKPT_HEADER_SIZE));
-    if ((uint32_t)c != get_u32(head + 24) || get_u32(head + 28) != 0) {
+    if ((uint32_t)c != amp_le_u32(head + 24) || amp_le_u32(head + 28) != 0) {
         amp_set_err(err, errlen, "header: CRC mismatch (the file is damaged)");
         return -1;
     }
@@ -368,7 +352,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                          size_t errlen) {
     memset(out, 0, sizeof *out);
     if (amp_checkpoint_check_head(buf, len, len, err, errlen) != 0) return -1;
-    uint32_t version = get_u32(buf + 8), count = get_u32(buf + 12);
+    uint32_t version = amp_le_u32(buf + 8), count = amp_le_u32(buf + 12);
     size_t table_end = AMP_CKPT_HEADER_SIZE + (size_t)count * AMP_CKPT_ENTRY_SIZE;
     const uint8_t *sec[S_COUNT] = {0};
     size_t seclen[S_COUNT] = {0};
@@ -381,8 +365,8 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
         tag[4] = '\0';
         for (int k = 0; k < 4; k++)
             if (tag[k] < 'A' || tag[k] > 'Z') tag[k] = '?';
-        uint32_t crc = get_u32(e + 4);
-        uint64_t off = get_u64(e + 8), n = get_u64(e + 16);
+        uint32_t crc = amp_le_u32(e + 4);
+        uint64_t off = amp_le_u64(e + 8), n = amp_le_u64(e + 16);
         if (off != expect_off || n > len - off) {
             amp_set_err(err, errlen, "section %s: offset %llu + length %llu does not fit the %zu-byte "
                                  "file",
@@ -437,7 +421,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
                 (long long)out->step);
         return -1;
     }
-    if (seen[S_MPOS] && (seclen[S_MPOS] != MPOS_SIZE || get_u32(sec[S_MPOS] + 12) != 0)) {
+    if (seen[S_MPOS] && (seclen[S_MPOS] != MPOS_SIZE || amp_le_u32(sec[S_MPOS] + 12) != 0)) {
         amp_set_err(err, errlen, "section MPOS: %zu bytes (expected %u with a zero last word)",
                 seclen[S_MPOS], MPOS_SIZE);
         return -1;
@@ -454,7 +438,7 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
     }
     out->world_size = 1;
     if (seen[S_DIST]) {
-        out->world_size = seclen[S_DIST] == 4 ? get_u32(sec[S_DIST]) : 0;
+        out->world_size = seclen[S_DIST] == 4 ? amp_le_u32(sec[S_DIST]) : 0;
         if (out->world_size < 1 || out->world_size > AMP_CKPT_MAX_WORLD) {
             amp_set_err(err, errlen, "section DIST: %zu bytes, world size %u (expected 4 bytes, 1..%u)",
                         seclen[S_DIST], (unsigned)out->world_size, AMP_CKPT_MAX_WORLD);
@@ -482,8 +466,8 @@ int amp_checkpoint_parse(const uint8_t *buf, size_t len, amp_checkpoint *out, ch
     out->scaled_len = seclen[S_SCLD];
     if (seen[S_MPOS]) {
         out->has_metrics_pos = 1;
-        out->metrics_pos = get_u64(sec[S_MPOS]);
-        out->metrics_crc = get_u32(sec[S_MPOS] + 8);
+        out->metrics_pos = amp_le_u64(sec[S_MPOS]);
+        out->metrics_crc = amp_le_u32(sec[S_MPOS] + 8);
     }
     return 0;
 }
@@ -521,11 +505,11 @@ static uint8_t *grow(builder *b, size_t n) {
 }
 static void wr_u32(builder *b, uint32_t v) {
     uint8_t *p = grow(b, 4);
-    if (p) put_u32(p, v);
+    if (p) amp_le_put_u32(p, v);
 }
 static void wr_u64(builder *b, uint64_t v) {
     uint8_t *p = grow(b, 8);
-    if (p) put_u64(p, v);
+    if (p) amp_le_put_u64(p, v);
 }
 static void wr_f64(builder *b, double v) {
     uint64_t u;
@@ -591,7 +575,7 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
     builder meta = {0}, totl = {0};
     encode_meta(&meta, ck);
     uint8_t dist[4];
-    put_u32(dist, ck->world_size ? ck->world_size : 1);
+    amp_le_put_u32(dist, ck->world_size ? ck->world_size : 1);
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) {
         amp_round_count t = amp_checkpoint_total(ck, i);
         wr_u64(&totl, t.underflow);
@@ -599,9 +583,9 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
         wr_u64(&totl, t.nonzero);
     }
     uint8_t mpos[MPOS_SIZE];
-    put_u64(mpos, ck->metrics_pos);
-    put_u32(mpos + 8, ck->metrics_crc);
-    put_u32(mpos + 12, 0);
+    amp_le_put_u64(mpos, ck->metrics_pos);
+    amp_le_put_u32(mpos + 8, ck->metrics_crc);
+    amp_le_put_u32(mpos + 12, 0);
     const uint8_t *data[S_COUNT] = {meta.p,
                                     (const uint8_t *)ck->config,
                                     ck->master,
@@ -643,10 +627,10 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
         return -1;
     }
     memcpy(buf, ckpt_magic, 8);
-    put_u32(buf + 8, AMP_CKPT_FORMAT_VERSION);
-    put_u32(buf + 12, nsec);
-    put_u64(buf + 16, total);
-    put_u32(buf + 28, 0);
+    amp_le_put_u32(buf + 8, AMP_CKPT_FORMAT_VERSION);
+    amp_le_put_u32(buf + 12, nsec);
+    amp_le_put_u64(buf + 16, total);
+    amp_le_put_u32(buf + 28, 0);
     size_t off = AMP_CKPT_HEADER_SIZE + nsec * AMP_CKPT_ENTRY_SIZE;
     uint32_t idx = 0;
     for (int k = 0; k < S_COUNT; k++) {
@@ -654,14 +638,14 @@ int amp_checkpoint_encode(const amp_checkpoint *ck, uint8_t **out, size_t *len, 
         uint8_t *e = buf + AMP_CKPT_HEADER_SIZE + (size_t)idx++ * AMP_CKPT_ENTRY_SIZE;
         memcpy(e, section_tags[k], 4);
         if (n[k]) memcpy(buf + off, data[k], n[k]);
-        put_u32(e + 4, crc32_of(buf + off, n[k]));
-        put_u64(e + 8, off);
-        put_u64(e + 16, n[k]);
+        amp_le_put_u32(e + 4, crc32_of(buf + off, n[k]));
+        amp_le_put_u64(e + 8, off);
+        amp_le_put_u64(e + 16, n[k]);
         off += n[k];
     }
     uLong c = crc32(0L, buf, 24);
     c = crc32(c, buf + AMP_CKPT_HEADER_SIZE, nsec * AMP_CKPT_ENTRY_SIZE);
-    put_u32(buf + 24, (uint32_t)c);
+    amp_le_put_u32(buf + 24, (uint32_t)c);
     free(meta.p);
     free(totl.p);
     *out = buf;
