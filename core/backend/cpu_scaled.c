@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/backend_cpu_cnn.h"
 #include "backend/cpu_fp8.h"
 #include "backend/cpu_internal.h"
 #include "backend/kernels/mx.h"
@@ -150,4 +151,6 @@ const amp_scaled_ops amp_cpu_scaled_ops = {
     .mx_quantize = cpu_mx_quantize,
     .mx_dequantize = cpu_mx_dequantize,
     .mx_qdq = cpu_mx_qdq,
+    .conv2d_im2col = amp_cpu_conv2d_im2col,
+    .conv2d_col2im = amp_cpu_conv2d_col2im,
 };

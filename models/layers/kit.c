@@ -65,6 +65,25 @@ void amp_kit_layout(amp_model *m) {
         if (i != AMP_SCRATCH_CONV_WS) k->scratch[i] = amp_arena_take(W, k->need[i] * 4);
     k->conv_ws = amp_arena_take(W, k->need[AMP_SCRATCH_CONV_WS]);
     k->cast_cnt = amp_arena_take(W, (size_t)m->desc.nlayers * sizeof *k->cast_cnt);
+    k->ones_ready = 0;
+}
+
+const float *amp_kit_ones(amp_model *m) {
+    amp_kit *k = m->kit;
+    size_t n = k->need[AMP_SCRATCH_ONES];
+    if (!k->ones_ready) {
+        float *host = malloc((n ? n : 1) * sizeof *host);
+        if (!host) {
+            snprintf(m->be->err, sizeof m->be->err, "out of host memory");
+            return NULL;
+        }
+        for (size_t i = 0; i < n; i++) host[i] = 1.0f;
+        int rc = m->be->ops->upload(m->be, k->scratch[AMP_SCRATCH_ONES], host, n * sizeof *host);
+        free(host);
+        if (rc != 0) return NULL;
+        k->ones_ready = 1;
+    }
+    return k->scratch[AMP_SCRATCH_ONES];
 }
 
 void amp_kit_need(amp_model *m, amp_kit_scratch what, size_t n) {
