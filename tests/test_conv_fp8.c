@@ -6,7 +6,8 @@
  * double-precision GEMMs. Checked: the loss, dW and db of both convs
  * (conv1's dY is conv2's dX, so dX is checked through them) within FP32
  * rounding, the working copies' codes (and MX32 scales) bit for bit, every
- * slot's counts exactly (and the per-tensor amax).
+ * slot's counts exactly (and the per-tensor amax). Also: a scaled operand
+ * on a layer that quantizes nothing (bn1) is refused at model creation.
  *
  *   (no argument)   per tensor: E4M3 input and weight, E5M2 dY, delayed
  *                   scales set by hand; conv2's weight current-scaled
@@ -220,6 +221,38 @@ static void ref_backward(ref_conv *r, float *gw, double *mw, float *gb, float *d
     free(dyt), free(dyq), free(xq);
 }
 
+/* A scaled operand on a layer whose object quantizes nothing (here a
+ * batch norm; the host refuses such a policy earlier) is refused when the
+ * model is created: it would be a slot nothing updates. */
+static void unclaimed_refused(amp_backend *be) {
+    char err[1024];
+    amp_config *cfg = make_config((const char *const[]){"model.layers=conv(4,3) bn fc", NULL});
+    amp_model_input in = {N, C0 * H * W, C0, H, W, CLS, 1, 0};
+    const amp_model_ops *ops = amp_model_find("cnn");
+    amp_model_desc desc;
+    memset(&desc, 0, sizeof desc);
+    if (!ops || ops->describe(&desc, cfg, &in, err, sizeof err) != 0) {
+        fprintf(stderr, "test_conv_fp8: cnn: %s\n", err);
+        exit(1);
+    }
+    amp_layer_precision prec[8];
+    memset(prec, 0, sizeof prec);
+    for (int l = 0; l < desc.nlayers; l++) {
+        prec[l].struct_size = sizeof prec[l];
+        for (int c = 0; c < AMP_OP_COUNT; c++) prec[l].compute[c] = AMP_DTYPE_F32;
+        prec[l].activation = prec[l].param = AMP_DTYPE_F32;
+        if (strcmp(desc.layers[l].name, "bn1") == 0)
+            prec[l].operand[AMP_ROLE_WEIGHT] =
+                (amp_operand_format){AMP_FORMAT_F8_E4M3, AMP_SCALING_CURRENT, 0, 0};
+    }
+    amp_model *m = NULL;
+    int rc = amp_model_create(&m, ops, be, &desc, prec, &in, 0, cfg, err, sizeof err);
+    EXPECT(rc != 0 && strstr(err, "layer 'bn1' has a scaled weight operand, but none of its GEMMs"),
+           "a scaled operand on bn1: create gave %d, '%s'", rc, rc ? err : "");
+    if (rc == 0) amp_model_free(m);
+    amp_config_free(cfg);
+}
+
 int main(int argc, char **argv) {
     const char *arg = argc > 1 ? argv[1] : "";
     int mx = strncmp(arg, "--mx", 4) == 0;
@@ -230,6 +263,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_conv_fp8: %s\n", err);
         return 1;
     }
+    unclaimed_refused(be);
     amp_config *cfg = make_config(
         (const char *const[]){"model.layers=conv(4,3,pad=1) conv(3,3,stride=2) fc", NULL});
     amp_model_input in = {N, C0 * H * W, C0, H, W, CLS, 1, 0};

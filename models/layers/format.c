@@ -79,6 +79,7 @@ int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what) 
                  (unsigned)sl->fmt.scaling);
         return -2;
     }
+    sl->claimed = 1;
     return (int)(sl - m->scaled->slot);
 }
 

@@ -82,3 +82,27 @@ amp_expect_fail(mxfp8_cnn_conv LABELS fp8 cli
   COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --set train.steps=2 --set precision.plugin=mxfp8 --out \"$3\" >/dev/null && cat \"$3/summary.json\""
           sh $<TARGET_FILE:amptrain> ${PROJECT_SOURCE_DIR}/configs/cnn_fashion_bf16.ini
           ${AMP_FP8_RUNS}/cnn_conv_mx)
+# The GPT's tied head: under fp8 the slots are exactly the ones a GEMM reads.
+# With lm_head in FP8 its three operands are there and move (its weight
+# operand is transformer.wte.weight's codes); transformer.wte, the lookup,
+# has none, so no operand keeps its scale (`kept` stays 0) in the telemetry.
+amp_expect_fail(fp8_gpt_tied_head LABELS fp8 cli
+  OPTIONS --stdout
+          --also [=["layer":"lm_head","role":"weight","format":"e4m3","scaling":"delayed"]=]
+          --also [=["layer":"lm_head","role":"grad_output","format":"e5m2"]=]
+          --not [=["layer":"transformer.wte"]=]
+          --not [=["kept":[1-9]]=]
+  CODE 0
+  REGEX [=["layer":"lm_head","role":"input","format":"e4m3","scaling":"delayed"]=]
+  COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --out \"$3\" >/dev/null && cat \"$3/summary.json\""
+          sh $<TARGET_FILE:amptrain> ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_fp8_tied_head.ini
+          ${AMP_FP8_RUNS}/gpt_tied_head)
+# The shipped config (lm_head bf16): no lm_head or wte operand at all.
+amp_expect_fail(fp8_gpt_no_dead_slots LABELS fp8 cli
+  OPTIONS --stdout --not [=["layer":"transformer.wte"]=] --not [=["layer":"lm_head"]=]
+          --not [=["kept":[1-9]]=]
+  CODE 0
+  REGEX [=["layer":"transformer.h.3.mlp.c_proj","role":"grad_output","format":"e5m2"]=]
+  COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --set train.steps=3 --out \"$3\" >/dev/null && cat \"$3/summary.json\""
+          sh $<TARGET_FILE:amptrain> ${PROJECT_SOURCE_DIR}/configs/gpt_shakespeare_fp8.ini
+          ${AMP_FP8_RUNS}/gpt_no_dead_slots)
