@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/kernels/mx.h"
 #include "expect.h"
+#include "fp8_reference.h"
 #include "layers/kit_state.h"
 #include "model.h"
 #include "session_helpers.h"
@@ -38,114 +38,48 @@ static const uint32_t FMT[AMP_ROLE_COUNT] = {AMP_FORMAT_F8_E4M3, AMP_FORMAT_F8_E
 /* per tensor: the hand-set delayed scales (0: current) */
 static const float SCALE[2][AMP_ROLE_COUNT] = {{32.0f, 2048.0f, 8192.0f}, {64.0f, 0.0f, 16384.0f}};
 
-typedef struct ref_stats {
-    float amax;
-    unsigned long long sat, flush, nan;
-} ref_stats;
-
-static void count(ref_stats *st, float v, unsigned fl) {
-    if (!st) return;
-    if (!isnan(v) && fabsf(v) > st->amax) st->amax = fabsf(v);
-    st->sat += (fl & AMP_F8_SATURATED) != 0;
-    st->flush += (fl & AMP_F8_FLUSHED) != 0;
-    st->nan += (fl & AMP_F8_NAN) != 0;
-}
-
 /* y = deq(quant(x)) of x [rows, cols]: per tensor with scale s (mx 0), or
  * MX32 in blocks along each row / down each column (along_cols); codes
  * (and scales, MX32) in the backend's layout when not NULL. */
 static void ref_q(float *y, const float *x, int rows, int cols, int mx, int along_cols, float s,
                   uint32_t format, ref_stats *st, uint8_t *codes, uint8_t *scales) {
-    int fmt = amp_format_fp8(format);
-    if (!mx) {
-        for (int i = 0; i < rows * cols; i++) {
-            unsigned fl = 0;
-            uint8_t q = amp_fp8_quantize_element(x[i], s, fmt, &fl);
-            count(st, x[i], fl);
-            if (codes) codes[i] = q;
-            y[i] = amp_fp8_to_float(q, fmt) * amp_fp8_inv_scale(s);
-        }
+    if (mx) {
+        mx_ref(y, x, rows, cols, along_cols, format, st, codes, scales);
         return;
     }
-    int lines = along_cols ? cols : rows, len = along_cols ? rows : cols;
-    int nb = (len + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK;
-    for (int l = 0; l < lines; l++)
-        for (int b = 0; b < nb; b++) {
-            int n = len - b * AMP_MX_BLOCK < AMP_MX_BLOCK ? len - b * AMP_MX_BLOCK : AMP_MX_BLOCK;
-            float v[AMP_MX_BLOCK];
-            int idx[AMP_MX_BLOCK];
-            for (int i = 0; i < n; i++) {
-                int e = b * AMP_MX_BLOCK + i;
-                idx[i] = along_cols ? e * cols + l : l * cols + e;
-                v[i] = x[idx[i]];
-            }
-            uint8_t q[AMP_MX_BLOCK], sc;
-            amp_mx_quantize_block(q, &sc, v, n, fmt);
-            if (scales) scales[along_cols ? b * cols + l : l * nb + b] = sc;
-            for (int i = 0; i < n; i++) {
-                unsigned fl = 0;
-                amp_fp8_quantize_element(v[i], amp_mx_element_factor(sc), fmt, &fl);
-                if (st) st->amax = 0.0f; /* an MX operand has no amax */
-                count(st, 0.0f, fl);
-                if (codes) codes[idx[i]] = q[i];
-                y[idx[i]] = amp_mx_dequantize_element(q[i], sc, fmt);
-            }
-        }
+    for (int i = 0; i < rows * cols; i++) y[i] = qdq(x[i], s, format, st, codes ? codes + i : NULL);
 }
 
-/* col [c*9, n*p*q] of x [n, c, h, w] for a 3x3 kernel (images side by side). */
-static void im2col(float *col, const float *x, int n, int c, int h, int w, int stride, int pad,
-                   int p, int q) {
-    int cols = n * p * q;
+/* For each entry of the column matrix [c*9, n*p*q] of x [n, c, h, w] (a
+ * 3x3 kernel, images side by side): the index into x it reads, -1 in the
+ * padding. */
+static int *col_index(int n, int c, int h, int w, int stride, int pad, int p, int q) {
+    int cols = n * p * q, *ix = malloc(sizeof(int) * (size_t)c * 9 * cols);
     for (int ci = 0; ci < c; ci++)
-        for (int ky = 0; ky < 3; ky++)
-            for (int kx = 0; kx < 3; kx++)
-                for (int i = 0; i < n; i++)
-                    for (int oy = 0; oy < p; oy++)
-                        for (int ox = 0; ox < q; ox++) {
-                            int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
-                            float v = iy < 0 || iy >= h || ix < 0 || ix >= w
-                                          ? 0.0f
-                                          : x[((i * c + ci) * h + iy) * w + ix];
-                            col[(ci * 9 + ky * 3 + kx) * cols + (i * p + oy) * q + ox] = v;
-                        }
+        for (int k = 0; k < 9; k++)
+            for (int i = 0; i < n; i++)
+                for (int oy = 0; oy < p; oy++)
+                    for (int ox = 0; ox < q; ox++) {
+                        int iy = oy * stride - pad + k / 3, xx = ox * stride - pad + k % 3;
+                        ix[(ci * 9 + k) * cols + (i * p + oy) * q + ox] =
+                            iy < 0 || iy >= h || xx < 0 || xx >= w ? -1
+                                                                   : ((i * c + ci) * h + iy) * w + xx;
+                    }
+    return ix;
 }
 
-/* dx [n, c, h, w] = the col2im of dcol [c*9, n*p*q] (sums in double). */
-static void col2im(float *dx, const float *dcol, int n, int c, int h, int w, int stride, int pad,
-                   int p, int q) {
-    int cols = n * p * q;
-    double *acc = calloc((size_t)n * c * h * w, sizeof *acc);
-    for (int ci = 0; ci < c; ci++)
-        for (int ky = 0; ky < 3; ky++)
-            for (int kx = 0; kx < 3; kx++)
-                for (int i = 0; i < n; i++)
-                    for (int oy = 0; oy < p; oy++)
-                        for (int ox = 0; ox < q; ox++) {
-                            int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
-                            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-                            acc[((i * c + ci) * h + iy) * w + ix] +=
-                                dcol[(ci * 9 + ky * 3 + kx) * cols + (i * p + oy) * q + ox];
-                        }
-    for (int i = 0; i < n * c * h * w; i++) dx[i] = (float)acc[i];
+/* col = im2col(x), len entries of the index table ix */
+static void im2col(float *col, const float *x, const int *ix, int len) {
+    for (int j = 0; j < len; j++) col[j] = ix[j] < 0 ? 0.0f : x[ix[j]];
+}
+
+/* dx [xn] = col2im(dcol): each entry added where it was read (double sums) */
+static void col2im(float *dx, int xn, const float *dcol, const int *ix, int len) {
+    double *acc = calloc((size_t)xn, sizeof *acc);
+    for (int j = 0; j < len; j++)
+        if (ix[j] >= 0) acc[ix[j]] += dcol[j];
+    for (int i = 0; i < xn; i++) dx[i] = (float)acc[i];
     free(acc);
-}
-
-/* c[M, N] = op(a) op(b) in double: a(i, k) = a[i * as_m + k * as_k] etc.;
- * mag gets the sum of |terms| for the tolerance. */
-static void gemm(float *c, double *mag, const float *a, int as_m, int as_k, const float *b,
-                 int bs_k, int bs_n, int M, int Nn, int K) {
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < Nn; j++) {
-            double s = 0.0, g = 0.0;
-            for (int k = 0; k < K; k++) {
-                double t = (double)a[i * as_m + k * as_k] * b[k * bs_k + j * bs_n];
-                s += t;
-                g += fabs(t);
-            }
-            c[i * Nn + j] = (float)s;
-            if (mag) mag[i * Nn + j] = g;
-        }
 }
 
 /* NCHW [n, c, P] -> [c, n*P] and back */
@@ -158,19 +92,6 @@ static void from_cfirst(float *dst, const float *src, int n, int c, int P) {
     for (int i = 0; i < n; i++)
         for (int ch = 0; ch < c; ch++)
             for (int j = 0; j < P; j++) dst[(i * c + ch) * P + j] = src[ch * n * P + i * P + j];
-}
-
-static int check_array(const char *what, const float *got, const float *want, const double *mag,
-                       int n) {
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        double m = mag ? mag[i] : fabs(want[i]);
-        if (!(fabs((double)got[i] - want[i]) <= 1e-5 * m + 1e-6 * fabs(want[i]) + 1e-30) &&
-            bad++ < 3)
-            fprintf(stderr, "  %s[%d]: %.9g, reference %.9g\n", what, i, got[i], want[i]);
-    }
-    EXPECT(bad == 0, "%s: %d of %d values off the reference", what, bad, n);
-    return bad;
 }
 
 /* one conv layer of the reference: the operands as the kit quantizes them */
@@ -365,9 +286,10 @@ int main(int argc, char **argv) {
     ref_q(wq2, w2, C2, K2, mx, 0, r2.s[1], FMT[1], &st[1][1], c2, mx ? c2 + C2 * K2 : NULL);
     r1.wq = wq1, r2.wq = wq2;
     static float col1[K1 * N * P1], y1[N * C1 * P1], col2[K2 * N * P2], y2[N * F];
-    im2col(col1, x, N, C0, H, W, 1, 1, H, W);
+    int *ix1 = col_index(N, C0, H, W, 1, 1, H, W), *ix2 = col_index(N, C1, H, W, 2, 0, H2, W2);
+    im2col(col1, x, ix1, K1 * N * P1);
     ref_forward(&r1, y1, col1, mx, &st[0][0], P1);
-    im2col(col2, y1, N, C1, H, W, 2, 0, H2, W2);
+    im2col(col2, y1, ix2, K2 * N * P2);
     ref_forward(&r2, y2, col2, mx, &st[1][0], P2);
     /* fc (FP32, unscaled) and the loss */
     float z[N * CLS], dz[N * CLS];
@@ -387,7 +309,8 @@ int main(int argc, char **argv) {
     static double mw1[C1 * K1], mw2[C2 * K2];
     gemm(dy2, NULL, dz, CLS, 1, wf, F, 1, N, F, CLS);
     ref_backward(&r2, gw2, mw2, gb2, dcol2, dy2, col2, mx, mx && broken, &st[1][2], P2);
-    col2im(dy1, dcol2, N, C1, H, W, 2, 0, H2, W2);
+    col2im(dy1, N * C1 * P1, dcol2, ix2, K2 * N * P2);
+    free(ix1), free(ix2);
     ref_backward(&r1, gw1, mw1, gb1, NULL, dy1, col1, mx, mx && broken, &st[0][2], P1);
 
     /* ---- compare ---- */
@@ -408,24 +331,15 @@ int main(int argc, char **argv) {
     static const char *role[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
     for (int l = 0; l < 2; l++)
         for (int r = 0; r < AMP_ROLE_COUNT; r++) {
-            const amp_fp8_stats *g = &amp_scaled_find(m->scaled, conv[l], r)->step;
-            const ref_stats *w = &st[l][r];
             /* exactly where the operand is known exactly here (the batch, the
              * masters); else the amax within FP32 rounding, and the counts
              * within 2: a value that cancels to about 0 in a GEMM or col2im
              * is 0 in FP32 (not flushed) and 1e-12 in double (flushed) */
             int exact = r == AMP_ROLE_WEIGHT || (l == 0 && r == AMP_ROLE_INPUT);
-            int amax_ok = exact || mx ? g->amax == w->amax
-                                      : fabs((double)g->amax - w->amax) <= 1e-6 * w->amax;
-            long long slack = exact ? 0 : 2;
-            int counts_ok = llabs((long long)g->saturated - (long long)w->sat) <= slack &&
-                            llabs((long long)g->flushed - (long long)w->flush) <= slack &&
-                            g->nan == w->nan;
-            EXPECT(amax_ok && counts_ok,
-                   "conv%d %s stats: amax %.9g sat %llu flush %llu nan %llu, reference amax %.9g "
-                   "sat %llu flush %llu nan %llu",
-                   l + 1, role[r], g->amax, g->saturated, g->flushed, g->nan, w->amax, w->sat,
-                   w->flush, w->nan);
+            char what[64];
+            snprintf(what, sizeof what, "conv%d %s", l + 1, role[r]);
+            check_stats(what, &amp_scaled_find(m->scaled, conv[l], r)->step, &st[l][r], exact || mx,
+                        exact ? 0 : 2);
         }
     if (!amp_test_failures)
         printf("ok  conv %s: loss %.7g, conv1 input sat %llu flush %llu, conv1 weight sat %llu, "

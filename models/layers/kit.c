@@ -98,14 +98,6 @@ int amp_kit_layer(const amp_model *m, const char *name) {
     return -1;
 }
 
-float *amp_kit_master(amp_model *m, int t) {
-    return t < 0 || !m->master ? NULL : m->master + m->desc.params[t].offset;
-}
-
-float *amp_kit_grad(amp_model *m, int t) {
-    return t < 0 || !m->grads ? NULL : m->grads + m->desc.params[t].offset;
-}
-
 void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int layer) {
     if (t < 0 || dt == AMP_DTYPE_F32) return; /* the master weights serve */
     m->kit->copy[t] = (amp_kit_copy){1, dt, f32_store, layer, NULL, -1, 1.0f};
