@@ -4,7 +4,14 @@
  *                 the same pass (GB/s of FP32 input read)
  *   dequantize    FP8 -> FP32 (GB/s of FP32 output written)
  *   mx_quantize   FP32 -> MXFP8, blocks of 32 (GB/s of FP32 input read)
- * on normal random values (scale 448 / amax, a few saturating).
+ * on normal random values (scale 448 / amax, a few saturating); then the CPU
+ * backend's "scaled" family as the layer kit calls it (its ISA path, one
+ * thread, counts on):
+ *   mx_qdq rows   MXFP8 quantize-dequantize of [n/1024, 1024], blocks along rows
+ *   mx_qdq cols   the same array in blocks down its columns
+ *   mx_deq rows   MXFP8 codes + scales -> FP32, blocks along rows
+ *   fp8_qdq       per-tensor quantize-dequantize
+ * (GB/s of FP32 input read).
  *
  *   bench_fp8 [--n N] [--reps R]   (default N = 2^24 elements, R = 20; median of R)
  */
@@ -15,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/backend.h"
 #include "backend/cpu_fp8.h"
 
 static double now_s(void) {
@@ -80,6 +88,32 @@ int main(int argc, char **argv) {
                    (double)n * 4 / t[reps / 2] / 1e9, t[reps / 2] * 1e3);
         }
     }
+    char err[512];
+    amp_backend *be = amp_backend_cpu_create(err, sizeof err);
+    if (!be || !be->ops->scaled) {
+        fprintf(stderr, "%s: no CPU backend with the scaled family: %s\n", argv[0], be ? "" : err);
+        return 1;
+    }
+    for (int op = 0; op < 4; op++) {
+        amp_mx_desc d = {(int)(n / 1024), 1024, AMP_FP8_E4M3, op == 1};
+        if (op == 2) be->ops->scaled->mx_quantize(be, q, sc, x, &d, NULL);
+        for (int r = 0; r < reps; r++) {
+            amp_fp8_stats st = {0, 0, 0, 0};
+            double t0 = now_s();
+            if (op <= 1)
+                be->ops->scaled->mx_qdq(be, y, x, &d, &st);
+            else if (op == 2)
+                be->ops->scaled->mx_dequantize(be, y, q, sc, &d);
+            else
+                be->ops->scaled->fp8_qdq(be, y, x, n, 448.0f / 4.2f, AMP_FP8_E4M3, &st);
+            t[r] = now_s() - t0;
+        }
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        static const char *names[] = {"mx_qdq rows", "mx_qdq cols", "mx_deq rows", "fp8_qdq"};
+        printf("backend  %-12s %7.2f GB/s  (%.3f ms)\n", names[op],
+               (double)n * 4 / t[reps / 2] / 1e9, t[reps / 2] * 1e3);
+    }
+    be->ops->destroy(be);
     free(x);
     free(y);
     free(q);

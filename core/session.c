@@ -54,7 +54,7 @@ static int open_backend(amp_session *s, char *err, size_t errlen) {
 static const char *const role_names[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
 
 /* The scaled operand formats of layer l (nl: "loss") are in range and on a
- * layer that runs a GEMM (the kit's Conv2d has none yet). A policy of ABI 1.0/1.1 has none: its
+ * layer that runs a GEMM or a convolution (its im2col GEMMs). A policy of ABI 1.0/1.1 has none: its
  * struct does not reach operand[], which the host preset to DTYPE. */
 static int check_operands(amp_session *s, int l, const amp_layer_precision *p, char *err,
                           size_t errlen) {
@@ -73,11 +73,8 @@ static int check_operands(amp_session *s, int l, const amp_layer_precision *p, c
             snprintf(buf, sizeof buf, "an amax history of %u values (1..%u)", f->history_len,
                      AMP_AMAX_HISTORY_MAX);
             why = buf;
-        } else if (classes & (1u << AMP_OP_CONV))
-            why = "a scaled format on a conv layer (the layer kit's Conv2d has no scaled "
-                  "operands yet; keep the layer in a dtype with layer.<name> = bf16)";
-        else if (!(classes & (1u << AMP_OP_GEMM)))
-            why = "a scaled format on a layer that runs no GEMM";
+        } else if (!(classes & ((1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV))))
+            why = "a scaled format on a layer that runs no GEMM or convolution";
         if (why) {
             snprintf(err, errlen, "precision plugin '%s' gives layer '%s' (%s operand) %s", name,
                      layer, role_names[r], why);

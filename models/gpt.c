@@ -171,8 +171,11 @@ static int gpt_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
     int C = k.n_embd, V = in->classes;
     builder b = {d, k.bias, 0};
     /* transformer.wte is also the LM head's weight (tied; nanoGPT's state_dict
-     * holds it under both names, safetensors' save_model under lm_head.weight) */
-    int wte = add_layer(&b, "transformer.wte", (1u << AMP_OP_POINTWISE) | (1u << AMP_OP_GEMM));
+     * holds it under both names, safetensors' save_model under lm_head.weight).
+     * The GEMM that reads it is lm_head's: that layer has the GEMM class and
+     * its operands (an FP8 weight operand quantizes this tensor), the lookup
+     * here has none. */
+    int wte = add_layer(&b, "transformer.wte", 1u << AMP_OP_POINTWISE);
     add_param(&b, "transformer.wte", "weight", wte, 1, 2, V, C);
     if (!b.fail) amp_model_desc_tie_last(d, "lm_head.weight");
     int wpe = add_layer(&b, "transformer.wpe", 1u << AMP_OP_POINTWISE);

@@ -140,6 +140,24 @@ static int create_scaled(amp_model *m, char *err, size_t errlen) {
     return 0;
 }
 
+/* Every scaled slot is one a layer object quantizes: a slot nothing uses
+ * would keep its scale forever and fill the telemetry and the checkpoint
+ * with an operand that does not exist (the policy gave formats to a layer
+ * whose GEMM is another layer's). */
+static int check_scaled_claimed(const amp_model *m, char *err, size_t errlen) {
+    for (int i = 0; i < m->scaled->nslots; i++) {
+        const amp_scaled_slot *sl = &m->scaled->slot[i];
+        if (sl->claimed) continue;
+        static const char *const role[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
+        snprintf(err, errlen,
+                 "model '%s': layer '%s' has a scaled %s operand, but none of its GEMMs reads "
+                 "one (only Linear and Conv2d layers quantize their operands)",
+                 m->ops->name, m->layer_names[sl->layer], role[sl->role]);
+        return -1;
+    }
+    return 0;
+}
+
 int amp_model_scaled_collect(amp_model *m) {
     if (!m->scaled || m->scaled->nslots == 0) return 0;
     if (!amp_backend_supports(m->be, "scaled"))
@@ -190,7 +208,7 @@ int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_back
         amp_model_free(m);
         return -1;
     }
-    if (ops->create(m, cfg, err, errlen) != 0) {
+    if (ops->create(m, cfg, err, errlen) != 0 || check_scaled_claimed(m, err, errlen) != 0) {
         amp_model_free(m);
         return -1;
     }

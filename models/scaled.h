@@ -25,6 +25,7 @@ typedef struct amp_scaled_slot {
     amp_fp8_stats step;     /* this optimizer step so far (host copy; amax max, counts summed) */
     amp_fp8_stats last;     /* the last finished step's, for telemetry */
     int64_t kept;           /* updates that kept the previous scale (amax 0 or not finite) */
+    int claimed;            /* a layer object quantizes it (amp_format_scaled_slot) */
 } amp_scaled_slot;
 
 /* The policy's scale_update (amp_precision_vtable), or NULL for the default. */

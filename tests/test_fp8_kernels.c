@@ -6,7 +6,12 @@
  * decode(q) * inv_scale.
  *   test_fp8_kernels          a random sample: random FP32 patterns and
  *                             normal values, several scales, lengths with
- *                             every vector tail (seconds)
+ *                             every vector tail (seconds); and MX32
+ *                             (mx_pass, mx_decode) in both orientations
+ *                             against mx.h's blocks: codes, scales, value
+ *                             bits and counts, over shapes with every kind
+ *                             of tail, zero, subnormal, NaN / inf and
+ *                             saturating blocks
  *   test_fp8_kernels --all    every one of the 2^32 FP32 bit patterns at
  *                             scale 1, both formats (label long; OpenMP
  *                             threads over chunks; minutes on 2 cores) */
@@ -123,6 +128,153 @@ static unsigned long long check_mx(float *x, size_t n, uint8_t *want, uint8_t *g
     return nbad;
 }
 
+/* ---- MX32 in both orientations (mx_pass, mx_decode) ---- */
+
+/* The reference, from mx.h's block functions: block by block along rows or
+ * down columns, codes, scales, values and counts. */
+static void mx_reference(uint8_t *elem, uint8_t *scales, float *y, unsigned long long cnt[3],
+                         const float *x, size_t rows, size_t cols, int along_cols, int fmt) {
+    size_t lines = along_cols ? cols : rows, len = along_cols ? rows : cols;
+    size_t nb = (len + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK;
+    cnt[0] = cnt[1] = cnt[2] = 0;
+    for (size_t l = 0; l < lines; l++)
+        for (size_t b = 0; b < nb; b++) {
+            int n = (int)(len - b * AMP_MX_BLOCK < AMP_MX_BLOCK ? len - b * AMP_MX_BLOCK : AMP_MX_BLOCK);
+            float v[AMP_MX_BLOCK];
+            size_t idx[AMP_MX_BLOCK];
+            for (int i = 0; i < n; i++) {
+                size_t e = b * AMP_MX_BLOCK + (size_t)i;
+                idx[i] = along_cols ? e * cols + l : l * cols + e;
+                v[i] = x[idx[i]];
+            }
+            uint8_t q[AMP_MX_BLOCK], sc;
+            amp_mx_quantize_block(q, &sc, v, n, fmt);
+            scales[along_cols ? b * cols + l : l * nb + b] = sc;
+            for (int i = 0; i < n; i++) {
+                unsigned fl = 0;
+                amp_fp8_quantize_element(v[i], amp_mx_element_factor(sc), fmt, &fl);
+                cnt[0] += (fl & AMP_F8_SATURATED) != 0;
+                cnt[1] += (fl & AMP_F8_FLUSHED) != 0;
+                cnt[2] += (fl & AMP_F8_NAN) != 0;
+                elem[idx[i]] = q[i];
+                y[idx[i]] = amp_mx_dequantize_element(q[i], sc, fmt);
+            }
+        }
+}
+
+static int same_bits(const float *a, const float *b, size_t n, size_t *at) {
+    for (size_t i = 0; i < n; i++)
+        if (amp_f32_bits(a[i]) != amp_f32_bits(b[i])) {
+            *at = i;
+            return 0;
+        }
+    return 1;
+}
+
+/* x [rows, cols] of kind k: 0 random FP32 patterns (NaN, inf, subnormals
+ * among them), 1 normal values over 2^-140..2^120 with all-zero blocks,
+ * blocks of FP32 subnormals only and blocks with one NaN or inf, 2 values
+ * just below each binade's top (1.75..2 x 2^e: E4M3 elements up to 512,
+ * saturated at 448) and their negatives. */
+static void mx_fill(float *x, size_t rows, size_t cols, int kind, uint64_t *s) {
+    size_t n = rows * cols;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rng_next(s);
+        if (kind == 0)
+            x[i] = amp_f32_from_bits((uint32_t)r);
+        else if (kind == 1)
+            x[i] = ldexpf((float)((r >> 40) & 0xffffff) / 0x1p24f, (int)(r % 261) - 140) *
+                   ((r >> 39) & 1 ? -1.0f : 1.0f);
+        else
+            x[i] = ldexpf(1.75f + (float)((r >> 40) & 0xffff) / 0x1p18f, (int)(r % 41) - 20) *
+                   ((r >> 39) & 1 ? -1.0f : 1.0f);
+    }
+    if (kind != 1) return;
+    for (size_t i = 0; i + 32 <= n; i += 96) { /* a run of 32 zeros: a zero block either way in 1-wide shapes */
+        for (size_t j = 0; j < 32; j++) x[i + j] = 0.0f;
+        if (i + 64 <= n)
+            for (size_t j = 32; j < 64; j++) x[i + j] = amp_f32_from_bits((uint32_t)(j * 977) & 0x7fffffu);
+    }
+    for (size_t i = 17; i < n; i += 211) x[i] = (i / 211) % 2 ? NAN : -INFINITY;
+    if (cols >= 32) /* whole column blocks of zeros and of subnormals */
+        for (size_t r = 0; r < rows && r < 32; r++) {
+            x[r * cols + 3] = 0.0f;
+            x[r * cols + 5] = amp_f32_from_bits(0x800000u - 1u - (uint32_t)r);
+        }
+}
+
+static unsigned long long check_mx_pass(void) {
+    static const size_t shapes[][2] = {{1, 32},  {3, 100}, {37, 45}, {64, 17}, {33, 64},
+                                       {5, 1},   {70, 19}, {32, 16}, {96, 130}, {2, 7}};
+    enum { MAXN = 96 * 130 };
+    static float x[MAXN], y_ref[MAXN], y[MAXN], xd[MAXN];
+    static uint8_t e_ref[MAXN], e[MAXN], s_ref[MAXN], sc[MAXN];
+    uint64_t s = 777;
+    unsigned long long bad = 0, blocks = 0;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int along = 0; along < 2; along++)
+                for (int fmt = 0; fmt < 2; fmt++) {
+                    size_t R = shapes[sh][0], C = shapes[sh][1], n = R * C;
+                    size_t nsc = along ? (R + 31) / 32 * C : R * ((C + 31) / 32);
+                    mx_fill(x, R, C, kind, &s);
+                    unsigned long long cref[3];
+                    mx_reference(e_ref, s_ref, y_ref, cref, x, R, C, along, fmt);
+                    blocks += nsc;
+                    for (int p = 0; p < npaths; p++) {
+                        const char *name = amp_isa_name(paths[p]->isa);
+                        amp_fp8_stats st = {0, 0, 0, 0};
+                        memset(e, 0xaa, n);
+                        memset(sc, 0xaa, nsc);
+                        paths[p]->mx_pass(e, sc, y, x, R, C, along, fmt, &st);
+                        size_t at = 0;
+                        int ok = memcmp(e, e_ref, n) == 0 && memcmp(sc, s_ref, nsc) == 0 &&
+                                 same_bits(y, y_ref, n, &at) && st.saturated == cref[0] &&
+                                 st.flushed == cref[1] && st.nan == cref[2] && st.amax == 0.0f;
+                        /* in place (y = x), values only, no counts */
+                        memcpy(xd, x, n * sizeof *x);
+                        paths[p]->mx_pass(NULL, NULL, xd, xd, R, C, along, fmt, NULL);
+                        ok = ok && same_bits(xd, y_ref, n, &at);
+                        paths[p]->mx_decode(xd, e_ref, s_ref, R, C, along, fmt);
+                        ok = ok && same_bits(xd, y_ref, n, &at);
+                        if (!ok && bad++ < SHOW_MAX)
+                            fprintf(stderr,
+                                    "MISMATCH %s mx_pass/mx_decode [%zu x %zu] kind %d %s fmt %d: "
+                                    "counts %llu/%llu/%llu vs %llu/%llu/%llu, first value at %zu: "
+                                    "%08x vs %08x\n",
+                                    name, R, C, kind, along ? "down columns" : "along rows", fmt,
+                                    st.saturated, st.flushed, st.nan, cref[0], cref[1], cref[2], at,
+                                    amp_f32_bits(y[at]), amp_f32_bits(y_ref[at]));
+                    }
+                }
+    /* mx_decode of every code under every scale byte (0 and 0xff included) */
+    for (int along = 0; along < 2; along++)
+        for (int fmt = 0; fmt < 2; fmt++) {
+            size_t R = 256, C = along ? 40 : 32;
+            for (size_t i = 0; i < R * C; i++) e_ref[i] = (uint8_t)(i * 7 + i / C);
+            size_t nsc = along ? (R + 31) / 32 * C : R * ((C + 31) / 32);
+            for (size_t i = 0; i < nsc; i++) s_ref[i] = (uint8_t)(i * 13);
+            s_ref[0] = 0, s_ref[1 % nsc] = 0xff;
+            for (size_t r = 0; r < R; r++)
+                for (size_t c = 0; c < C; c++) {
+                    size_t b = along ? r / 32 * C + c : r * ((C + 31) / 32) + c / 32;
+                    y_ref[r * C + c] = amp_mx_dequantize_element(e_ref[r * C + c], s_ref[b], fmt);
+                }
+            for (int p = 0; p < npaths; p++) {
+                size_t at = 0;
+                paths[p]->mx_decode(xd, e_ref, s_ref, R, C, along, fmt);
+                if (!same_bits(xd, y_ref, R * C, &at) && bad++ < SHOW_MAX)
+                    fprintf(stderr, "MISMATCH %s mx_decode of every code, fmt %d %s: at %zu %08x vs %08x\n",
+                            amp_isa_name(paths[p]->isa), fmt, along ? "down columns" : "along rows",
+                            at, amp_f32_bits(xd[at]), amp_f32_bits(y_ref[at]));
+            }
+        }
+    printf("mx_pass / mx_decode: %llu blocks per path, both orientations and formats, %d paths: "
+           "%llu mismatches\n",
+           blocks, npaths, bad);
+    return bad;
+}
+
 static int run_all(void) {
     unsigned long long nbad = 0;
     long long chunks = (long long)(((uint64_t)1 << 32) / CHUNK);
@@ -174,6 +326,7 @@ static int run_sample(void) {
             }
         nbad += check_mx(x, N, want, got);
     }
+    nbad += check_mx_pass();
     printf("random sample: %llu elements, %d paths (quantize, dequantize, mx_quantize): %llu "
            "mismatches\n",
            elems, npaths, nbad);

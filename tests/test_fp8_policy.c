@@ -67,7 +67,7 @@ static void test_fp8_formats(void)
     pol p;
     CHECK(pol_make(&p, vt_fp8, NULL) == 0, "fp8 defaults: %s", p.h.error);
     check_roles(&p, "fp8", "fc1", E4, E4, E5, AMP_SCALING_DELAYED, 1024);
-    check_roles(&p, "fp8", "conv1", DT, DT, DT, 0, 0); /* GEMM layers only: no scaled conv */
+    check_roles(&p, "fp8", "conv1", E4, E4, E5, AMP_SCALING_DELAYED, 1024); /* GEMM and CONV */
     check_roles(&p, "fp8", "ln", DT, DT, DT, 0, 0);
     check_roles(&p, "fp8", "loss", DT, DT, DT, 0, 0);
     amp_layer_precision lp = resolve(&p, "fc1");
@@ -78,11 +78,12 @@ static void test_fp8_formats(void)
     pol_free(&p);
 
     const char *kv[] = {"format", "e4m3", "recipe", "current", "amax_history_len", "16",
-                        "layer.head", "bf16", NULL};
+                        "layer.head", "bf16", "layer.conv1", "bf16", NULL};
     CHECK(pol_make(&p, vt_fp8, kv) == 0, "fp8 e4m3 current: %s", p.h.error);
     CHECK(th_unread(&p.h) == NULL, "fp8 left %s unread", th_unread(&p.h));
     check_roles(&p, "fp8 e4m3", "fc1", E4, E4, E4, AMP_SCALING_CURRENT, 16);
     check_roles(&p, "fp8 layer.head", "head", DT, DT, DT, 0, 0);
+    check_roles(&p, "fp8 layer.conv1", "conv1", DT, DT, DT, 0, 0);
     lp = resolve(&p, "head");
     CHECK(lp.compute[AMP_OP_GEMM] == AMP_DTYPE_BF16 && lp.param == AMP_DTYPE_BF16,
           "layer.head = bf16 keeps bf16");
@@ -166,6 +167,7 @@ static void test_mxfp8(void)
     pol p;
     CHECK(pol_make(&p, vt_mxfp8, NULL) == 0, "mxfp8: %s", p.h.error);
     check_roles(&p, "mxfp8", "fc1", E4, E4, E4, AMP_SCALING_MX32, 0);
+    check_roles(&p, "mxfp8", "conv1", E4, E4, E4, AMP_SCALING_MX32, 0);
     check_roles(&p, "mxfp8", "ln", DT, DT, DT, 0, 0);
     CHECK(vt_mxfp8->scale_update == NULL, "mxfp8 has no scale_update");
     pol_free(&p);

@@ -55,6 +55,7 @@
 #include "model.h"
 #include "ref_tensors.h"
 #include "scaled.h"
+#include "scaled_state.h"
 #include "session.h"
 #include "session_helpers.h"
 
@@ -254,8 +255,15 @@ int main(int argc, char **argv) {
     for (int r = 0; r < AMP_ROLE_COUNT; r++)
         EXPECT(amp_scaled_find(m->scaled, head, r) == NULL,
                "lm_head has a scaled %s slot despite layer.lm_head = bf16", ROLE_NAMES[r]);
-    printf("the fp8 policy's slots: %d, %d of them on the 8 FP8 Linears compared here\n",
+    /* and nothing else: transformer.wte (the lookup; its weight is lm_head's
+     * GEMM operand) has no slot that nothing would quantize */
+    EXPECT(m->scaled->nslots == nslots, "the fp8 policy gave %d slots, the 8 FP8 Linears have %d",
            m->scaled->nslots, nslots);
+    for (int r = 0; r < AMP_ROLE_COUNT; r++)
+        EXPECT(amp_scaled_find(m->scaled, layer_index(m, "transformer.wte"), r) == NULL,
+               "transformer.wte has a scaled %s slot", ROLE_NAMES[r]);
+    printf("the fp8 policy's slots: %d, all on the 8 FP8 Linears compared here\n",
+           m->scaled->nslots);
     if (amp_test_failures) {
         fprintf(stderr, "%d failure(s) in the policy's slots\n", amp_test_failures);
         return 1;
@@ -336,6 +344,23 @@ int main(int argc, char **argv) {
         return 1;
     }
     double worst_w = compare_final(m, fp8, w, WEIGHT_TOL);
+    /* the checkpoint's SCLD section: the 24 operands the GEMMs read, none of
+     * them on transformer.wte, and none that kept its scale */
+    uint8_t *scld = NULL;
+    size_t scld_len = 0;
+    EXPECT(amp_scaled_state_save(m->scaled, &scld, &scld_len) == 0 && scld_len >= 20,
+           "SCLD: no state");
+    if (scld && scld_len >= 20) {
+        uint32_t n = (uint32_t)scld[8] | (uint32_t)scld[9] << 8 | (uint32_t)scld[10] << 16 |
+                     (uint32_t)scld[11] << 24;
+        EXPECT((int)n == nslots, "SCLD holds %u operands, the FP8 Linears have %d", n, nslots);
+        int wte = layer_index(m, "transformer.wte");
+        for (int k = 0; k < m->scaled->nslots; k++)
+            EXPECT(m->scaled->slot[k].layer != wte && m->scaled->slot[k].kept == 0,
+                   "operand %d (layer %d) kept its scale %lld times", k, m->scaled->slot[k].layer,
+                   (long long)m->scaled->slot[k].kept);
+    }
+    free(scld);
     printf("fp8 GPT vs torch, %d steps: losses worst rel %.2e (limit %g); scales: the recipe on "
            "the own history %.2e, torch's where the histories agree %.2e (limit %g)\n", STEPS,
            worst_loss, LOSS_TOL, worst_rule, worst_scale, SCALE_TOL);

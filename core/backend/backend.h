@@ -373,6 +373,14 @@ typedef struct amp_scaled_ops {
     /* y = mx_dequantize(mx_quantize(x)) without storing the codes (y may be x). */
     int (*mx_qdq)(amp_backend *be, float *y, const float *x, const amp_mx_desc *d,
                   amp_fp8_stats *st);
+    /* A Conv2d's GEMM operands for the kit (its scaled operands are
+     * quantized between the im2col and the GEMM, so the layer does both):
+     * col [K, n*p*q] (K = c_in*kh*kw, images side by side) from x [n, c_in,
+     * h, w], as FP32, 0 in the padding (d->dt is ignored: FP32). */
+    int (*conv2d_im2col)(amp_backend *be, float *col, const float *x, const amp_conv2d_desc *d);
+    /* dx [n, c_in, h, w] (FP32, overwritten) = the sum of col [K, n*p*q]'s
+     * entries over the positions im2col read them from (col2im). */
+    int (*conv2d_col2im)(amp_backend *be, float *dx, const float *col, const amp_conv2d_desc *d);
 } amp_scaled_ops;
 
 /* ---- fused ops: each optional on its own, asked for by its name with

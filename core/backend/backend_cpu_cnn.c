@@ -504,6 +504,45 @@ static int cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, 
     return 0;
 }
 
+/* ---- the whole batch's column matrix, for a Conv2d whose GEMM operands
+ * the kit quantizes (the "scaled" family): one chunk of all n images ---- */
+
+static int whole_batch(amp_backend *be, conv_ws *s, float *col, const amp_conv2d_desc *d,
+                       amp_conv2d_desc *d32) {
+    if (amp_conv2d_desc_check(d, be->err, sizeof be->err) != 0) return 1;
+    *d32 = *d;
+    d32->dt = AMP_DTYPE_F32;
+    s->g = geom(d32, be->info.threads);
+    s->g.G = d->n;
+    s->k = amp_cpu_kern_of(be);
+    s->col = col;
+    s->yc = s->wf = s->xf = NULL;
+    return 0;
+}
+
+int amp_cpu_conv2d_im2col(amp_backend *be, float *col, const float *x, const amp_conv2d_desc *d) {
+    conv_ws s;
+    amp_conv2d_desc d32;
+    if (whole_batch(be, &s, col, d, &d32) != 0) return 1;
+    return im2col(be, &s, x, &d32, 0, d->n);
+}
+
+int amp_cpu_conv2d_col2im(amp_backend *be, float *dx, const float *col, const amp_conv2d_desc *d) {
+    conv_ws s;
+    amp_conv2d_desc d32;
+    if (whole_batch(be, &s, (float *)col, d, &d32) != 0) return 1;
+    const conv_geom *gm = &s.g;
+    size_t cols = (size_t)d->n * gm->P, x_img = (size_t)d->c_in * d->h * d->w;
+    int lvl = isa_level(s.k);
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)d->n * x_img > 32768)
+    for (int gi = 0; gi < d->n; gi++)
+        for (int ci = 0; ci < d->c_in; ci++)
+            CNN_PICK(col2im_plane, lvl)(dx + (size_t)gi * x_img + (size_t)ci * d->h * d->w,
+                                        col + (size_t)ci * d->kh * d->kw * cols + (size_t)gi * gm->P,
+                                        cols, &d32, gm->p, gm->q);
+    return 0;
+}
+
 /* The FP64 sum of a channel's dy over the batch (lanes as above). */
 static double channel_sum(const amp_cpu_kern *k, const void *dy, const amp_conv2d_desc *d, int co,
                           int P) {

@@ -29,6 +29,17 @@ typedef struct amp_cpu_fp8 {
                         int fmt);
     void (*mx_dequantize)(float *x, const uint8_t *elem, const uint8_t *scales, size_t rows,
                           size_t cols, int fmt);
+    /* MX32 of [rows, cols] in blocks of 32 along each row (along_cols 0:
+     * scales [rows][ceil(cols / 32)]) or down each column (scales
+     * [ceil(rows / 32)][cols]), a short last block a block of its own:
+     * codes into elem, scale bytes into scales, decoded values into y (any
+     * of the three may be NULL; y may be x); the saturated / flushed / NaN
+     * counts added to st (may be NULL; its amax untouched) */
+    void (*mx_pass)(uint8_t *elem, uint8_t *scales, float *y, const float *x, size_t rows,
+                    size_t cols, int along_cols, int fmt, amp_fp8_stats *st);
+    /* x = the values of elem with scales, either orientation */
+    void (*mx_decode)(float *x, const uint8_t *elem, const uint8_t *scales, size_t rows,
+                      size_t cols, int along_cols, int fmt);
 } amp_cpu_fp8;
 
 /* The table of a path, or NULL when this build has no code for it.

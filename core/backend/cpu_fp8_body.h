@@ -110,24 +110,6 @@ static void AMPF_NAME(quantize)(uint8_t *q, const float *x, size_t n, float scal
     AMPF_NAME(quantize_scalar)(q, x, i, n, scale, fmt, st);
 }
 
-/* One full MX block of 32: the scale from the two vectors' amax, then the
- * elements through cast_vec. */
-static inline void AMPF_NAME(mx_block32)(uint8_t *elem, uint8_t *scale, const float *x, int fmt,
-                                         const AMPF_NAME(fp8_consts) *c) {
-    const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-    __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-    __m512i a0 = _mm512_and_si512(_mm512_castps_si512(v0), absm);
-    __m512i a1 = _mm512_and_si512(_mm512_castps_si512(v1), absm);
-    /* NaN magnitudes are above inf's, so the integer max is NaN when any lane is */
-    uint32_t amax = (uint32_t)_mm512_reduce_max_epu32(_mm512_max_epu32(a0, a1));
-    uint8_t s = amp_mx_scale_e8m0(amax, fmt);
-    __m512 f = _mm512_set1_ps(amp_mx_element_factor(s));
-    __mmask16 sat, nan;
-    *scale = s;
-    _mm_storeu_si128((__m128i *)elem, _mm512_cvtepi32_epi8(AMPF_NAME(cast_vec)(_mm512_mul_ps(v0, f), c, &sat, &nan)));
-    _mm_storeu_si128((__m128i *)(elem + 16), _mm512_cvtepi32_epi8(AMPF_NAME(cast_vec)(_mm512_mul_ps(v1, f), c, &sat, &nan)));
-}
-#define AMPF_HAVE_MX_BLOCK32 1
 
 #elif defined(__AVX2__)
 /* As the AVX-512 branch's (compare results are -1 per lane here). */
@@ -198,33 +180,6 @@ static void AMPF_NAME(quantize)(uint8_t *q, const float *x, size_t n, float scal
     AMPF_NAME(quantize_scalar)(q, x, i, n, scale, fmt, st);
 }
 
-/* As the AVX-512 branch's mx_block32, over four vectors. */
-static inline void AMPF_NAME(mx_block32)(uint8_t *elem, uint8_t *scale, const float *x, int fmt,
-                                         const AMPF_NAME(fp8_consts) *c) {
-    const __m256i absm = _mm256_set1_epi32(0x7fffffff);
-    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                          0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m256i join = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
-    __m256 v[4];
-    __m256i mx = _mm256_setzero_si256();
-    for (int j = 0; j < 4; j++) { /* a NaN magnitude is above inf's: the max is NaN if any is */
-        v[j] = _mm256_loadu_ps(x + 8 * j);
-        mx = _mm256_max_epi32(mx, _mm256_and_si256(_mm256_castps_si256(v[j]), absm));
-    }
-    uint32_t m8[8], amax = 0;
-    _mm256_storeu_si256((__m256i *)m8, mx);
-    for (int j = 0; j < 8; j++) amax = m8[j] > amax ? m8[j] : amax;
-    uint8_t s = amp_mx_scale_e8m0(amax, fmt);
-    __m256 f = _mm256_set1_ps(amp_mx_element_factor(s));
-    *scale = s;
-    for (int j = 0; j < 4; j++) {
-        __m256i sat, nan;
-        __m256i code = AMPF_NAME(cast_vec)(_mm256_mul_ps(v[j], f), c, &sat, &nan);
-        __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(code, pick), join);
-        _mm_storel_epi64((__m128i *)(elem + 8 * j), _mm256_castsi256_si128(bytes));
-    }
-}
-#define AMPF_HAVE_MX_BLOCK32 1
 
 #else /* generic */
 static void AMPF_NAME(quantize)(uint8_t *q, const float *x, size_t n, float scale, int fmt,
@@ -242,35 +197,7 @@ static void AMPF_NAME(dequantize)(float *restrict x, const uint8_t *restrict q, 
     for (size_t i = 0; i < n; i++) x[i] = tab[q[i]] * inv_scale;
 }
 
-static void AMPF_NAME(mx_quantize)(uint8_t *elem, uint8_t *scales, const float *x, size_t rows,
-                                   size_t cols, int fmt) {
-    size_t nb = (cols + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK;
-#ifdef AMPF_HAVE_MX_BLOCK32
-    const AMPF_NAME(fp8_consts) c = AMPF_NAME(consts_of)(fmt);
-#endif
-    for (size_t r = 0; r < rows; r++)
-        for (size_t b = 0; b < nb; b++) {
-            size_t j = b * AMP_MX_BLOCK;
-            int len = (int)(cols - j < AMP_MX_BLOCK ? cols - j : AMP_MX_BLOCK);
-#ifdef AMPF_HAVE_MX_BLOCK32
-            if (len == AMP_MX_BLOCK) {
-                AMPF_NAME(mx_block32)(elem + r * cols + j, scales + r * nb + b, x + r * cols + j, fmt, &c);
-                continue;
-            }
-#endif
-            amp_mx_quantize_block(elem + r * cols + j, scales + r * nb + b, x + r * cols + j, len,
-                                  fmt);
-        }
-}
-
-static void AMPF_NAME(mx_dequantize)(float *x, const uint8_t *elem, const uint8_t *scales,
-                                     size_t rows, size_t cols, int fmt) {
-    size_t nb = (cols + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t j = 0; j < cols; j++)
-            x[r * cols + j] =
-                amp_mx_dequantize_element(elem[r * cols + j], scales[r * nb + j / AMP_MX_BLOCK], fmt);
-}
+#include "backend/cpu_fp8_mx_body.h"
 
 static const amp_cpu_fp8 AMPF_NAME(fp8_table) = {
     .isa = AMPF_ISA,
@@ -278,4 +205,6 @@ static const amp_cpu_fp8 AMPF_NAME(fp8_table) = {
     .dequantize = AMPF_NAME(dequantize),
     .mx_quantize = AMPF_NAME(mx_quantize),
     .mx_dequantize = AMPF_NAME(mx_dequantize),
+    .mx_pass = AMPF_NAME(mx_pass),
+    .mx_decode = AMPF_NAME(mx_decode),
 };

@@ -26,10 +26,12 @@ int amp_conv2d_init(amp_model *m, amp_conv2d *C, const char *name, amp_dtype x_d
                  m->ops->name, name);
         return -1;
     }
-    /* scaled operands are not implemented on a Conv2d: refused, never run
-     * in another format */
-    for (int r = 0; r < AMP_ROLE_COUNT; r++)
-        if (amp_format_scaled_slot(m, C->layer, r, "Conv2d", 0) != -1) return -1;
+    C->scaled = 0;
+    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
+        C->fp8[r] = amp_format_scaled_slot(m, C->layer, r, "Conv2d");
+        if (C->fp8[r] == -2) return -1;
+        C->scaled |= C->fp8[r] >= 0;
+    }
     const amp_layer_precision *pr = &m->prec[C->layer];
     int out = (int)m->desc.params[C->w].shape[0];
     C->cd = pr->compute[AMP_OP_CONV];
@@ -39,11 +41,15 @@ int amp_conv2d_init(amp_model *m, amp_conv2d *C, const char *name, amp_dtype x_d
     C->in_n = (size_t)c * h * w;
     C->out_n = (size_t)out * amp_conv2d_out_h(&C->d) * amp_conv2d_out_w(&C->d);
     C->wn = (size_t)out * c * k * k;
-    amp_kit_add_copy(m, C->w, C->cd, 0, C->layer);
-    amp_kit_add_copy(m, C->b, C->cd, 1, C->layer);
     double bound = 1.0 / sqrt((double)c * k * k);
     amp_kit_init_rule(m, C->w, AMP_INIT_UNIFORM, bound);
     amp_kit_init_rule(m, C->b, AMP_INIT_UNIFORM, bound);
+    if (C->scaled) {
+        amp_conv2d_scaled_plan(m, C, rows);
+        return amp_conv2d_desc_check(&C->d, m->be->err, sizeof m->be->err);
+    }
+    amp_kit_add_copy(m, C->w, C->cd, 0, C->layer);
+    amp_kit_add_copy(m, C->b, C->cd, 1, C->layer);
     size_t ws = 0, R = (size_t)rows;
     CHECK(AMP_CONV(m->be, conv2d_workspace, &C->d, &ws));
     amp_kit_need(m, AMP_SCRATCH_CONV_WS, ws);
@@ -55,8 +61,10 @@ int amp_conv2d_init(amp_model *m, amp_conv2d *C, const char *name, amp_dtype x_d
 }
 
 void amp_conv2d_layout(amp_model *m, amp_conv2d *C, void *x) {
-    C->x_op = C->x_dt == C->cd ? x
-                               : amp_kit_take(m, AMP_MEM_ACTIVATIONS, (size_t)C->d.n * C->in_n, C->cd);
+    /* scaled: FP32 values, x's own (INPUT scaled) or rounded to cd */
+    amp_dtype op = C->scaled ? AMP_DTYPE_F32 : C->cd;
+    int own = C->x_dt != op || (C->scaled && C->fp8[AMP_ROLE_INPUT] < 0 && C->cd != AMP_DTYPE_F32);
+    C->x_op = own ? amp_kit_take(m, AMP_MEM_ACTIVATIONS, (size_t)C->d.n * C->in_n, op) : x;
 }
 
 /* dst(dst_dt)[n] = src(src_dt)[n], through FP32 scratch when both are 16-bit
@@ -73,6 +81,7 @@ static int convert(amp_model *m, void *dst, amp_dtype dst_dt, const void *src, a
 }
 
 int amp_conv2d_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x, int rows) {
+    if (C->scaled) return amp_conv2d_scaled_forward(m, C, out, x, rows);
     amp_backend *be = m->be;
     amp_round_count *fwd = amp_model_rounds(m, C->layer, AMP_ROUND_FWD);
     size_t on = (size_t)rows * C->out_n;
@@ -89,6 +98,7 @@ int amp_conv2d_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x
 
 int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
                         int accumulate) {
+    if (C->scaled) return amp_conv2d_scaled_backward(m, C, dx, dy, rows, accumulate);
     amp_backend *be = m->be;
     amp_kit *k = m->kit;
     amp_round_count *gc = amp_model_rounds(m, C->layer, AMP_ROUND_GRAD);

@@ -14,9 +14,11 @@ int amp_conv2d_convs_only(amp_model *m, const amp_conv2d *C, float *y, float *dx
     amp_backend *be = m->be;
     amp_kit *k = m->kit;
     size_t ws = k->need[AMP_SCRATCH_CONV_WS];
-    const void *w = amp_kit_weight(m, C->w).p;
     amp_conv2d_desc d = C->d;
     d.n = rows;
+    /* a scaled conv's copy holds codes: its floor is the FP32 convs */
+    const void *w = C->scaled ? amp_kit_master(m, C->w) : amp_kit_weight(m, C->w).p;
+    if (C->scaled) d.dt = AMP_DTYPE_F32;
     double one = 2.0 * rows * (double)C->out_n * d.c_in * d.kh * d.kw;
     CHECK(AMP_CONV(be, conv2d_forward, y, C->x_op, w, NULL, &d, k->conv_ws, ws));
     CHECK(AMP_CONV(be, conv2d_backward_filter, k->scratch[AMP_SCRATCH_DW], NULL, C->x_op, y, &d, k->conv_ws, ws));

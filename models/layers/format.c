@@ -69,20 +69,17 @@ static const char *role_name(int role) {
     return role == AMP_ROLE_INPUT ? "input" : role == AMP_ROLE_WEIGHT ? "weight" : "grad_output";
 }
 
-int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what, int implemented) {
+int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what) {
     amp_scaled_slot *sl = amp_scaled_find(m->scaled, layer, role);
     if (!sl) return -1;
-    int sc = (int)sl->fmt.scaling;
-    if (!implemented || sc >= AMP_SCALING_COUNT) {
+    if (sl->fmt.scaling >= AMP_SCALING_COUNT) { /* the host checked it: a model built by hand */
         snprintf(m->be->err, sizeof m->be->err,
-                 "model '%s': layer '%s' (%s): scaled operands (here the %s operand, scaling %s) "
-                 "are not implemented for this layer kind; keep the layer in a dtype "
-                 "(layer.%s = bf16)",
+                 "model '%s': layer '%s' (%s): the %s operand has the unknown scaling %u",
                  m->ops->name, m->desc.layers[layer].name, what, role_name(role),
-                 sc == AMP_SCALING_MX32 ? "mx32" : sc == AMP_SCALING_CURRENT ? "current" : "delayed",
-                 m->desc.layers[layer].name);
+                 (unsigned)sl->fmt.scaling);
         return -2;
     }
+    sl->claimed = 1;
     return (int)(sl - m->scaled->slot);
 }
 
@@ -100,9 +97,13 @@ static int scale_for(amp_model *m, amp_scaled_slot *sl, const float *x, size_t n
     return 0;
 }
 
+/* A weight as the GEMM's [out, in] matrix: out = its first dimension (a
+ * Conv2d's [out, c, kh, kw] is [out, c*kh*kw]). */
+static size_t weight_in(const amp_param_desc *p) { return p->numel / (size_t)p->shape[0]; }
+
 /* The MX32 codes' E8M0 scales of a [out, in] weight, blocks along its rows. */
 static size_t mx_row_scales(const amp_param_desc *p) {
-    size_t in = (size_t)p->shape[p->ndim - 1], out = p->numel / in;
+    size_t in = weight_in(p), out = (size_t)p->shape[0];
     return out * ((in + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK);
 }
 
@@ -113,8 +114,7 @@ size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot) {
 
 static amp_mx_desc weight_blocks(const amp_model *m, int t, int fmt, int along_cols) {
     const amp_param_desc *p = &m->desc.params[t];
-    int in = (int)p->shape[p->ndim - 1];
-    return (amp_mx_desc){(int)(p->numel / (size_t)in), in, fmt, along_cols};
+    return (amp_mx_desc){(int)p->shape[0], (int)weight_in(p), fmt, along_cols};
 }
 
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,

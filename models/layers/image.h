@@ -46,7 +46,13 @@ typedef struct amp_conv2d {
     amp_dtype x_dt;        /* how its input is stored */
     amp_conv2d_desc d;     /* d.n: the most rows per call */
     size_t in_n, out_n, wn; /* per row, per row, weight elements */
-    void *x_op;            /* [rows, in_n] the input in cd, kept for the backward */
+    void *x_op;            /* [rows, in_n] the input in cd, kept for the backward
+                            * (scaled: FP32, x's own values where INPUT is scaled) */
+    /* per amp_gemm_role: m->scaled's slot index of a scaled operand, or -1;
+     * any >= 0 makes the layer run its im2col GEMMs itself, FP32 on the
+     * dequantized operands (conv2d_scaled.c) */
+    int fp8[AMP_ROLE_COUNT];
+    int scaled;
 } amp_conv2d;
 
 /* The Conv2d `name` (name.weight [out, c, k, k], name.bias when present) on

@@ -65,6 +65,25 @@ void amp_kit_layout(amp_model *m) {
         if (i != AMP_SCRATCH_CONV_WS) k->scratch[i] = amp_arena_take(W, k->need[i] * 4);
     k->conv_ws = amp_arena_take(W, k->need[AMP_SCRATCH_CONV_WS]);
     k->cast_cnt = amp_arena_take(W, (size_t)m->desc.nlayers * sizeof *k->cast_cnt);
+    k->ones_ready = 0;
+}
+
+const float *amp_kit_ones(amp_model *m) {
+    amp_kit *k = m->kit;
+    size_t n = k->need[AMP_SCRATCH_ONES];
+    if (!k->ones_ready) {
+        float *host = malloc((n ? n : 1) * sizeof *host);
+        if (!host) {
+            snprintf(m->be->err, sizeof m->be->err, "out of host memory");
+            return NULL;
+        }
+        for (size_t i = 0; i < n; i++) host[i] = 1.0f;
+        int rc = m->be->ops->upload(m->be, k->scratch[AMP_SCRATCH_ONES], host, n * sizeof *host);
+        free(host);
+        if (rc != 0) return NULL;
+        k->ones_ready = 1;
+    }
+    return k->scratch[AMP_SCRATCH_ONES];
 }
 
 void amp_kit_need(amp_model *m, amp_kit_scratch what, size_t n) {
@@ -77,14 +96,6 @@ int amp_kit_layer(const amp_model *m, const char *name) {
     for (int l = 0; l < m->desc.nlayers; l++)
         if (strcmp(m->desc.layers[l].name, name) == 0) return l;
     return -1;
-}
-
-float *amp_kit_master(amp_model *m, int t) {
-    return t < 0 || !m->master ? NULL : m->master + m->desc.params[t].offset;
-}
-
-float *amp_kit_grad(amp_model *m, int t) {
-    return t < 0 || !m->grads ? NULL : m->grads + m->desc.params[t].offset;
 }
 
 void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int layer) {

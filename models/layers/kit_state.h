@@ -3,6 +3,7 @@
 #ifndef AMP_LAYERS_KIT_STATE_H
 #define AMP_LAYERS_KIT_STATE_H
 
+#include "image.h"
 #include "layers.h"
 
 /* A tensor's working copy: the master weights in dt, cast once per step. */
@@ -36,6 +37,8 @@ typedef enum amp_kit_scratch {
     AMP_SCRATCH_ATT_DY,      /* attention: its output's gradient (its dtype) */
     AMP_SCRATCH_ATT_DQKV,    /* attention: the input's gradient, until the Linear before reads it */
     AMP_SCRATCH_CONV_WS,     /* bytes: the largest workspace a Conv2d's shape asked for */
+    AMP_SCRATCH_COL,         /* a scaled Conv2d's column matrix [K, rows*p*q] */
+    AMP_SCRATCH_ONES,        /* 1.0f each: a scaled Conv2d's bias as a GEMM (amp_kit_ones) */
     AMP_SCRATCH_COUNT
 } amp_kit_scratch;
 
@@ -52,6 +55,7 @@ struct amp_kit {
      * copies hold the last step's weights (used once by the next cast) */
     amp_round_count *cast_cnt;
     int cast_fresh;
+    int ones_ready; /* scratch[AMP_SCRATCH_ONES] holds its ones */
 };
 
 void amp_kit_need(amp_model *m, amp_kit_scratch what, size_t n);
@@ -63,6 +67,16 @@ void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int laye
 void amp_kit_add_fp8_copy(amp_model *m, int t, int slot, int layer);
 /* What the GEMMs read for tensor t: its working copy, or the master. */
 amp_array amp_kit_weight(amp_model *m, int t);
+/* need[AMP_SCRATCH_ONES] FP32 ones (uploaded by the first call); NULL and
+ * be->err on failure. */
+const float *amp_kit_ones(amp_model *m);
+
+/* ---- a Conv2d with scaled operands (conv2d_scaled.c) ---- */
+/* Its working copies and scratch, once C's shape and fp8[] are set. */
+void amp_conv2d_scaled_plan(amp_model *m, amp_conv2d *C, int rows);
+int amp_conv2d_scaled_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x, int rows);
+int amp_conv2d_scaled_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy,
+                               int rows, int accumulate);
 
 /* ---- the number formats (format.c) ---- */
 /* The dtype a GEMM of dtype gemm is fed: gemm, or F32 where the backend
@@ -78,9 +92,9 @@ const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int
 const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                        const amp_array *v, size_t n, amp_round_count *cnt);
 /* The slot index of (layer, role) in m->scaled, -1 when that operand is not
- * scaled; -2 with be->err when `what` (a layer kind: "Linear", "Conv2d")
- * has no scaled operands implemented (implemented 0). */
-int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what, int implemented);
+ * scaled; -2 with be->err (naming `what`, the layer kind) for a scaling
+ * the kit does not know. */
+int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what);
 /* v [rows, cols] quantize-dequantized into operand scratch `scratch` (FP32)
  * with slot index `slot`'s scale: CURRENT takes v's own amax first; MX32
  * blocks along each row, or down each column with along_cols (ignored per

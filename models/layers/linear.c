@@ -38,7 +38,7 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     L->param = m->prec[W->layer].param; /* a tied weight: its own layer's */
     L->scaled = 0;
     for (int r = 0; r < AMP_ROLE_COUNT; r++) {
-        L->fp8[r] = amp_format_scaled_slot(m, L->layer, r, "Linear", 1);
+        L->fp8[r] = amp_format_scaled_slot(m, L->layer, r, "Linear");
         if (L->fp8[r] == -2) return -1;
         L->scaled |= L->fp8[r] >= 0;
     }

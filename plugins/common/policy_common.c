@@ -218,7 +218,7 @@ int amp_policy_resolve(const amp_policy *p, const char *layer, amp_layer_precisi
     for (int r = 0; r < AMP_ROLE_COUNT; r++)
         out->operand[r] = (amp_operand_format){AMP_FORMAT_DTYPE, 0, 0, 0};
     for (int i = 0; p->scaled && layer && i < p->layer_count; i++) {
-        const unsigned gemm = 1u << AMP_OP_GEMM; /* the host has no scaled conv (yet) */
+        const unsigned gemm = (1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV); /* Linear, Conv2d */
         if (p->layers[i].set || !p->layers[i].name || strcmp(layer, p->layers[i].name) != 0 ||
             !(p->layer_classes[i] & gemm))
             continue;

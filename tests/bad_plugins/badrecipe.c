@@ -2,16 +2,17 @@
  * operands in E4M3 (delayed, history 4), and a scale_update that returns
  * -1 (default), NaN (BAD_RECIPE_NAN), +inf (BAD_RECIPE_INF) or fails
  * (BAD_RECIPE_FAIL), from step BAD_RECIPE_STEP on (default 1). With
- * BAD_RECIPE_CONV the conv layers get them too (which the host refuses). */
+ * BAD_RECIPE_NORM the norm layers get them too (which the host refuses: a
+ * norm runs no GEMM or convolution). */
 #include <math.h>
 #include <string.h>
 
 #include "amptrain/plugin.h"
 
-#ifdef BAD_RECIPE_CONV
-#define CONV_TOO (1u << AMP_OP_CONV)
+#ifdef BAD_RECIPE_NORM
+#define ALSO (1u << AMP_OP_NORM)
 #else
-#define CONV_TOO 0u
+#define ALSO 0u
 #endif
 
 #ifndef BAD_RECIPE_STEP
@@ -40,7 +41,7 @@ static int br_resolve(void *self, const char *layer, amp_layer_precision *out)
     out->activation = out->param = AMP_DTYPE_F32;
     for (int i = 0; i < s->n && i < 256; i++)
         if (strcmp(layer, s->host->layer_name(s->host->ctx, i)) == 0 &&
-            (s->classes[i] & ((1u << AMP_OP_GEMM) | CONV_TOO)))
+            (s->classes[i] & ((1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV) | ALSO)))
             for (int r = 0; r < AMP_ROLE_COUNT; r++)
                 out->operand[r] = (amp_operand_format){AMP_FORMAT_F8_E4M3, AMP_SCALING_DELAYED, 4, 0};
     return 0;

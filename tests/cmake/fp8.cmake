@@ -27,6 +27,16 @@ add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
 set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
 add_test(NAME test_linear_mxfp8_broken COMMAND test_linear_fp8 --mx-break)
 set_tests_properties(test_linear_mxfp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# The Conv2d under scaled operands (the CNN's two convs; its im2col GEMMs)
+# against a scalar reference with its own im2col and double GEMMs, per
+# tensor and MX32, each with a broken reference that must fail.
+amp_unit_test(test_conv_fp8 numerics fp8 kit)
+add_test(NAME test_conv_fp8_broken COMMAND test_conv_fp8 --break)
+set_tests_properties(test_conv_fp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+add_test(NAME test_conv_mxfp8 COMMAND test_conv_fp8 --mx)
+set_tests_properties(test_conv_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
+add_test(NAME test_conv_mxfp8_broken COMMAND test_conv_fp8 --mx-break)
+set_tests_properties(test_conv_mxfp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
 # The fp8 and mxfp8 policies: operand formats per layer and role, every
 # key's checks, the scale_update rule.
 amp_unit_test(test_fp8_policy plugins fp8)
@@ -36,7 +46,7 @@ add_dependencies(test_fp8_policy amp_precision_fp8 amp_precision_mxfp8)
 amp_unit_test(test_scaled_state fp8 checkpoint)
 
 # The shipped FP8 configs load and train a few steps from the CLI (on the CNN
-# the fp8 and mxfp8 policies put scaled operands on its fc layers only).
+# the fp8 and mxfp8 policies put scaled operands on its convs and fc layers).
 include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
 set(AMP_FP8_RUNS ${CMAKE_BINARY_DIR}/tests/fp8_runs)
 foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp8 cnn_fashion_fp8)
@@ -53,3 +63,46 @@ amp_expect_fail(fp8_bad_history LABELS fp8 cli
   OPTIONS --no-outputs ${AMP_FP8_RUNS}/bad_history
   COMMAND $<TARGET_FILE:amptrain> train ${CMAKE_CURRENT_SOURCE_DIR}/configs/bad_fp8_history.ini
           --out ${AMP_FP8_RUNS}/bad_history)
+# On the CNN from the CLI the convs carry scaled operands (their telemetry in
+# summary.json), under fp8 and mxfp8, and `layer.conv1 = bf16` keeps conv1 out.
+amp_expect_fail(fp8_cnn_conv LABELS fp8 cli
+  OPTIONS --stdout
+          --also [=["layer":"conv2","role":"grad_output","format":"e5m2","scaling":"delayed"]=]
+          --also [=["layer":"fc1","role":"input"]=]
+          --not [=["layer":"conv1","role"]=]
+  CODE 0
+  REGEX [=["layer":"conv2","role":"input","format":"e4m3","scaling":"delayed"]=]
+  COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --set train.steps=2 --set precision.layer.conv1=bf16 --out \"$3\" >/dev/null && cat \"$3/summary.json\""
+          sh $<TARGET_FILE:amptrain> ${PROJECT_SOURCE_DIR}/configs/cnn_fashion_fp8.ini
+          ${AMP_FP8_RUNS}/cnn_conv)
+amp_expect_fail(mxfp8_cnn_conv LABELS fp8 cli
+  OPTIONS --stdout --also [=["layer":"conv2","role":"grad_output","format":"e4m3","scaling":"mx32"]=]
+  CODE 0
+  REGEX [=["layer":"conv1","role":"input","format":"e4m3","scaling":"mx32"]=]
+  COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --set train.steps=2 --set precision.plugin=mxfp8 --out \"$3\" >/dev/null && cat \"$3/summary.json\""
+          sh $<TARGET_FILE:amptrain> ${PROJECT_SOURCE_DIR}/configs/cnn_fashion_bf16.ini
+          ${AMP_FP8_RUNS}/cnn_conv_mx)
+# The GPT's tied head: under fp8 the slots are exactly the ones a GEMM reads.
+# With lm_head in FP8 its three operands are there and move (its weight
+# operand is transformer.wte.weight's codes); transformer.wte, the lookup,
+# has none, so no operand keeps its scale (`kept` stays 0) in the telemetry.
+amp_expect_fail(fp8_gpt_tied_head LABELS fp8 cli
+  OPTIONS --stdout
+          --also [=["layer":"lm_head","role":"weight","format":"e4m3","scaling":"delayed"]=]
+          --also [=["layer":"lm_head","role":"grad_output","format":"e5m2"]=]
+          --not [=["layer":"transformer.wte"]=]
+          --not [=["kept":[1-9]]=]
+  CODE 0
+  REGEX [=["layer":"lm_head","role":"input","format":"e4m3","scaling":"delayed"]=]
+  COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --out \"$3\" >/dev/null && cat \"$3/summary.json\""
+          sh $<TARGET_FILE:amptrain> ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_fp8_tied_head.ini
+          ${AMP_FP8_RUNS}/gpt_tied_head)
+# The shipped config (lm_head bf16): no lm_head or wte operand at all.
+amp_expect_fail(fp8_gpt_no_dead_slots LABELS fp8 cli
+  OPTIONS --stdout --not [=["layer":"transformer.wte"]=] --not [=["layer":"lm_head"]=]
+          --not [=["kept":[1-9]]=]
+  CODE 0
+  REGEX [=["layer":"transformer.h.3.mlp.c_proj","role":"grad_output","format":"e5m2"]=]
+  COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --set train.steps=3 --out \"$3\" >/dev/null && cat \"$3/summary.json\""
+          sh $<TARGET_FILE:amptrain> ${PROJECT_SOURCE_DIR}/configs/gpt_shakespeare_fp8.ini
+          ${AMP_FP8_RUNS}/gpt_no_dead_slots)

@@ -244,14 +244,15 @@ amp_bad_plugin(precision negrecipe badrecipe.c BAD_RECIPE_NAME="negrecipe")
 amp_bad_plugin(precision nanrecipe badrecipe.c BAD_RECIPE_NAME="nanrecipe" BAD_RECIPE_NAN)
 amp_bad_plugin(precision infrecipe badrecipe.c BAD_RECIPE_NAME="infrecipe" BAD_RECIPE_INF)
 amp_bad_plugin(precision failrecipe badrecipe.c BAD_RECIPE_NAME="failrecipe" BAD_RECIPE_FAIL)
-# A policy that puts FP8 operands on a conv layer: refused at config time.
-amp_bad_plugin(precision convrecipe badrecipe.c BAD_RECIPE_NAME="convrecipe" BAD_RECIPE_CONV)
-amp_expect_fail(loader_conv_recipe ENV ${AMP_BAD_ENV} LABELS loader fp8
+# A policy that puts FP8 operands on a norm layer (no GEMM, no convolution):
+# refused at config time. (Conv layers take them: fp8_cnn_conv.)
+amp_bad_plugin(precision normrecipe badrecipe.c BAD_RECIPE_NAME="normrecipe" BAD_RECIPE_NORM)
+amp_expect_fail(loader_norm_recipe ENV ${AMP_BAD_ENV} LABELS loader fp8
   CODE 2
-  REGEX [=[precision plugin 'convrecipe' gives layer 'conv1' \(input operand\) a scaled format on a conv layer]=]
-  OPTIONS --no-outputs ${AMP_BAD_OUT}/convrecipe
+  REGEX [=[precision plugin 'normrecipe' gives layer 'bn1' \(input operand\) a scaled format on a layer that runs no GEMM or convolution]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/normrecipe
   COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/cnn_fashion_bf16.ini
-          --set precision.plugin=convrecipe --set train.steps=1 --out ${AMP_BAD_OUT}/convrecipe)
+          --set precision.plugin=normrecipe --set train.steps=1 --out ${AMP_BAD_OUT}/normrecipe)
 foreach(bad neg nan inf fail)
   if(bad STREQUAL "fail")
     set(why [=[scale_update failed for layer 'fc1' role 0: the recipe gave up on layer fc1]=])

@@ -1,0 +1,12 @@
+/* A tensor's rows of the model's flat arrays (the FP32 master weights and
+ * the gradients): what the kit's state (kit.c) and the number formats
+ * (format.c) both read, below both. */
+#include "layers.h"
+
+float *amp_kit_master(amp_model *m, int t) {
+    return t < 0 || !m->master ? NULL : m->master + m->desc.params[t].offset;
+}
+
+float *amp_kit_grad(amp_model *m, int t) {
+    return t < 0 || !m->grads ? NULL : m->grads + m->desc.params[t].offset;
+}
