@@ -55,26 +55,13 @@ static int cpu_fp8_qdq(amp_backend *be, float *y, const float *x, size_t n, floa
  * element functions (amp_mx_quantize_block's bits, with the flags of
  * amp_fp8_quantize_element, whose codes are the same). ---- */
 
-/* Block b of d: its first element, length and stride. */
+/* Block b of d and the number of blocks: mx.h's geometry, shared with CUDA. */
 static void mx_block(const amp_mx_desc *d, size_t b, size_t *first, int *n, size_t *stride) {
-    size_t R = (size_t)d->rows, C = (size_t)d->cols;
-    if (!d->along_cols) {
-        size_t nb = (C + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK, k = b % nb * AMP_MX_BLOCK;
-        *first = b / nb * C + k;
-        *n = (int)(C - k < AMP_MX_BLOCK ? C - k : AMP_MX_BLOCK);
-        *stride = 1;
-    } else {
-        size_t k = b / C * AMP_MX_BLOCK;
-        *first = k * C + b % C;
-        *n = (int)(R - k < AMP_MX_BLOCK ? R - k : AMP_MX_BLOCK);
-        *stride = C;
-    }
+    amp_mx_block_at((size_t)d->rows, (size_t)d->cols, d->along_cols, b, first, n, stride);
 }
 
 static size_t mx_blocks(const amp_mx_desc *d) {
-    size_t R = (size_t)d->rows, C = (size_t)d->cols;
-    return d->along_cols ? (R + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK * C
-                         : (C + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK * R;
+    return amp_mx_block_count((size_t)d->rows, (size_t)d->cols, d->along_cols);
 }
 
 /* One pass: codes into elem and/or decoded values into y (either NULL). */

@@ -12,11 +12,22 @@ amp_unit_test(test_fp8_kernels numerics fp8)
 target_link_libraries(test_fp8_kernels PRIVATE OpenMP::OpenMP_C)
 add_test(NAME test_fp8_kernels_all COMMAND test_fp8_kernels --all)
 set_tests_properties(test_fp8_kernels_all PROPERTIES LABELS "long;fp8" TIMEOUT 900)
-# The CUDA quantize-with-amax against the CPU reference (77 without a device).
+# The CUDA backend's "scaled" family and fp8_gemm against the CPU backend's
+# (77 without a device); the same rows CPU against CPU where there is no GPU,
+# and with one scaled op of the second CPU broken on purpose exactly the rows
+# using it fail.
 amp_unit_test(test_gpu_fp8 gpu fp8)
-if(AMP_HAVE_CUDA) # calls the module's quantize and the runtime itself
-  target_link_libraries(test_gpu_fp8 PRIVATE amptrain_cuda CUDA::cudart)
-endif()
+add_test(NAME gpu_rows_self_check_test_gpu_fp8 COMMAND test_gpu_fp8 --self-check)
+add_test(NAME gpu_rows_perturbed_fp8_quantize
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
+                 "^test_gpu_fp8: 4 of 14 op row\\(s\\) failed \\([0-9]+ check\\(s\\)\\): fp8_quantize e4m3 n1048653 random bit patterns; fp8_quantize e5m2 n1048653 random bit patterns; fp8_quantize e4m3 n1048653 values in \\[-500,500\\); fp8_quantize e5m2 n1048653 values in \\[-500,500\\)$"
+                 $<TARGET_FILE:test_gpu_fp8> --self-check --perturb fp8_quantize)
+add_test(NAME gpu_rows_perturbed_mx_qdq
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
+                 "^test_gpu_fp8: 2 of 14 op row\\(s\\) failed \\([0-9]+ check\\(s\\)\\): mx_qdq e4m3 300x1000 along rows; mx_qdq e5m2 1000x300 down columns$"
+                 $<TARGET_FILE:test_gpu_fp8> --self-check --perturb mx_qdq)
+set_tests_properties(gpu_rows_self_check_test_gpu_fp8 gpu_rows_perturbed_fp8_quantize
+                     gpu_rows_perturbed_mx_qdq PROPERTIES LABELS "cli;fp8")
 # The Linear under per-tensor FP8 operands (the MLP's two layers) against a
 # scalar reference of FP8_SPEC's math: gradients, working-copy codes, stats.
 amp_unit_test(test_linear_fp8 numerics fp8 kit)
