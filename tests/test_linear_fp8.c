@@ -9,7 +9,11 @@
  * dY, current-scaled W (its scale from the master's amax).
  * `test_linear_fp8 --break-role` swaps fc1's X and W scales in the
  * reference only, so the run must fail (shows the test can); `--mx` runs
- * the MX32 case (mx_main), `--mx-break` its broken reference. */
+ * the MX32 case (mx_main), `--mx-break` its broken reference.
+ * `--fp8-gemm` gives the CPU backend a fused fp8_gemm (the composition a
+ * device backend falls back to: dequantize both operands, FP32 gemm_ex),
+ * so the forwards take the Linear's FP8-GEMM path (codes, scales, stats as
+ * a GPU's cuBLASLt call gets them) against the same reference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,15 +134,45 @@ static void check_stats(const char *what, const amp_fp8_stats *got, const ref_st
 
 static int mx_main(int break_blocks);
 
+/* --fp8-gemm: the CPU backend's tables with a fused fp8_gemm added. */
+static amp_backend_ops fp8_gemm_ops;
+static amp_fused_ops fp8_gemm_fused;
+static int fp8_gemm_calls;
+
+static int composed_fp8_gemm(amp_backend *be, const amp_gemm_desc *d,
+                             const amp_fp8_gemm_operands *q) {
+    size_t na = (size_t)d->m * d->k, nb = (size_t)d->k * d->n;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    int rc = !a || !b ||
+             AMP_SCALED(be, fp8_dequantize, a, d->a, na, q->a_scale, q->a_fmt) ||
+             AMP_SCALED(be, fp8_dequantize, b, d->b, nb, q->b_scale, q->b_fmt);
+    amp_gemm_desc g = *d;
+    g.a = a, g.b = b, g.in_dtype = AMP_DTYPE_F32;
+    if (!rc) rc = AMP_CALL(be, gemm_ex, &g);
+    free(a), free(b);
+    fp8_gemm_calls++;
+    return rc;
+}
+
+static void add_fp8_gemm(amp_backend *be) {
+    fp8_gemm_ops = *be->ops;
+    if (be->ops->fused) fp8_gemm_fused = *be->ops->fused;
+    fp8_gemm_fused.fp8_gemm = composed_fp8_gemm;
+    fp8_gemm_ops.fused = &fp8_gemm_fused;
+    be->ops = &fp8_gemm_ops;
+}
+
 int main(int argc, char **argv) {
     int break_role = argc > 1 && strcmp(argv[1], "--break-role") == 0;
     if (argc > 1 && strncmp(argv[1], "--mx", 4) == 0) return mx_main(strcmp(argv[1], "--mx-break") == 0);
     char err[1024];
+    int with_fp8_gemm = argc > 1 && strcmp(argv[1], "--fp8-gemm") == 0;
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
     if (!be) {
         fprintf(stderr, "test_linear_fp8: %s\n", err);
         return 1;
     }
+    if (with_fp8_gemm) add_fp8_gemm(be);
     amp_config *cfg = make_config((const char *const[]){"model.hidden=9", "model.activation=none",
                                                         NULL});
     amp_model_input in = {.batch = ROWS, .features = FEAT, .classes = CLS, .targets = 1};
@@ -205,6 +239,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_linear_fp8: %s\n", be->err);
         return 1;
     }
+
+    /* both forwards (per-tensor X and W) went to fp8_gemm, the rest composed */
+    EXPECT(fp8_gemm_calls == (with_fp8_gemm ? 2 : 0), "fp8_gemm ran %d times", fp8_gemm_calls);
 
     /* ---- the reference, from the spec ---- */
     ref_stats st[2][AMP_ROLE_COUNT];
@@ -281,9 +318,10 @@ int main(int argc, char **argv) {
             check_stats(what, &amp_scaled_find(m->scaled, l, r)->step, &st[l][r], exact);
         }
     if (!amp_test_failures)
-        printf("ok  linear fp8: loss %.7g, fc1 input sat %llu flush %llu, weight sat %llu, "
+        printf("ok  linear fp8%s: loss %.7g, fc1 input sat %llu flush %llu, weight sat %llu, "
                "grad flush %llu; fc2 weight scale %.7g (current)\n",
-               got_loss, st[0][0].sat, st[0][0].flush, st[0][1].sat, st[0][2].flush, sw2);
+               with_fp8_gemm ? " (forwards on fp8_gemm)" : "", got_loss, st[0][0].sat,
+               st[0][0].flush, st[0][1].sat, st[0][2].flush, sw2);
     (void)bad;
     amp_model_free(m);
     amp_config_free(cfg);

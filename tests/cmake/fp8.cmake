@@ -33,6 +33,10 @@ set_tests_properties(gpu_rows_self_check_test_gpu_fp8 gpu_rows_perturbed_fp8_qua
 amp_unit_test(test_linear_fp8 numerics fp8 kit)
 add_test(NAME test_linear_fp8_broken COMMAND test_linear_fp8 --break-role)
 set_tests_properties(test_linear_fp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# The same with the forwards on a fused fp8_gemm (the Linear's FP8-GEMM path
+# that a GPU takes, here with the composed GEMM on the CPU).
+add_test(NAME test_linear_fp8_gemm COMMAND test_linear_fp8 --fp8-gemm)
+set_tests_properties(test_linear_fp8_gemm PROPERTIES LABELS "numerics;fp8;kit")
 # The same under MX32 (blocks of 32 along each GEMM's reduction dimension).
 add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
 set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
