@@ -62,6 +62,23 @@ foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp
             --set run.device=cpu --set train.steps=3 --set train.log_every=1
             --out ${AMP_FP8_RUNS}/${cfg})
 endforeach()
+# The same three GPT configs on the GPU (label gpu; 77 without a device):
+# they train, and the log names the scaled GEMMs' path (cuBLASLt FP8 or
+# emulated, and why; MX32 emulated).
+foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp8)
+  if(cfg STREQUAL gpt_shakespeare_mxfp8)
+    set(_path "cuda: MX32 operands run emulated")
+  else()
+    set(_path "cuda: fp8_gemm (runs on cuBLASLt FP8 tensor cores|emulated)")
+  endif()
+  add_test(NAME fp8_config_${cfg}_cuda
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_train_run.sh $<TARGET_FILE:amptrain>
+                   ${PROJECT_SOURCE_DIR}/configs/${cfg}.ini ${AMP_FP8_RUNS}/${cfg}_cuda
+                   "${cfg}: test_acc .* 3 steps \\(0 skipped\\)" "${_path}"
+                   -- --set train.steps=3 --set train.log_every=1)
+  set_tests_properties(fp8_config_${cfg}_cuda PROPERTIES LABELS "gpu;fp8" SKIP_RETURN_CODE 77)
+endforeach()
+unset(_path)
 amp_expect_fail(fp8_bad_history LABELS fp8 cli
   CODE 2
   REGEX [=[bad_fp8_history\.ini:13: \[precision\] amax_history_len: 1e\+12 is not an integer in 1\.\.65536]=]

@@ -27,8 +27,12 @@ typedef struct amp_cuda_impl {
     struct amp_cudnn_state *dnn; /* cuDNN handle and conv plans (cnn_cuda.cu); made on first use */
     int cc;                       /* compute capability, major * 10 + minor */
     cublasLtHandle_t lt;          /* fp8_gemm's cuBLASLt (fp8_gemm_cuda.cu); made on first use */
-    unsigned fp8_gemm_said;       /* fp8_gemm's paths already named in the log (bits) */
+    unsigned fp8_gemm_said;       /* scaled GEMM paths already named in the log (bits) */
 } amp_cuda_impl;
+
+/* amp_cuda_impl.fp8_gemm_said: bits 0..15 fp8_gemm's paths (fp8_gemm_cuda.cu),
+ * this one the MX32 path (scaled_cuda.cu). */
+#define AMP_CUDA_SAID_MX (1u << 16)
 
 static inline amp_cuda_impl *amp_cuda_im(amp_backend *be) { return (amp_cuda_impl *)be->impl; }
 

@@ -46,6 +46,8 @@ enum {
     FP8_REASONS
 };
 
+static_assert(FP8_REASONS <= 16, "fp8_gemm_said holds 16 path bits (cuda_internal.h)");
+
 static const char *const fp8_reason_text[FP8_REASONS] = {
     "cuBLASLt FP8 tensor cores",
     "the GPU is older than sm_89 (no FP8 tensor cores)",
@@ -75,7 +77,9 @@ static void fp8_say(amp_backend *be, int why, const amp_gemm_desc *d) {
     if (im->fp8_gemm_said & (1u << why)) return;
     im->fp8_gemm_said |= 1u << why;
     if (why == FP8_NATIVE)
-        amp_log(AMP_LOG_INFO, "cuda: fp8_gemm runs on %s (sm_%d; first shape m=%d n=%d k=%d)",
+        amp_log(AMP_LOG_INFO,
+                "cuda: fp8_gemm runs on %s (sm_%d; first shape m=%d n=%d k=%d); a Linear's dW "
+                "and dX GEMMs stay emulated (FP32 cuBLAS on the dequantized operands)",
                 fp8_reason_text[why], im->cc, d->m, d->n, d->k);
     else
         amp_log(AMP_LOG_INFO,

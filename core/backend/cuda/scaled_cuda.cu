@@ -16,6 +16,10 @@
 #include "backend/kernels/fp8.h"
 #include "backend/kernels/mx.h"
 
+extern "C" {
+#include "log.h"
+}
+
 #define AMP_FP8_THREADS 256
 
 /* The record's amax as the unsigned its bits are (amp_fp8_stats.amax is a
@@ -200,6 +204,13 @@ static int mx_launch(amp_backend *be, uint8_t *elem, uint8_t *scales, float *y, 
     }
     size_t nb = amp_mx_block_count((size_t)d->rows, (size_t)d->cols, d->along_cols);
     if (nb == 0) return 0;
+    amp_cuda_impl *im = amp_cuda_im(be);
+    if (!(im->fp8_gemm_said & AMP_CUDA_SAID_MX)) { /* the path MX32 GEMMs take, said once */
+        im->fp8_gemm_said |= AMP_CUDA_SAID_MX;
+        amp_log(AMP_LOG_INFO, "cuda: MX32 operands run emulated (block quantize-dequantize "
+                "kernels, FP32 cuBLAS GEMMs); cuBLASLt's block-scaled VEC32_UE8M0 GEMM is not "
+                "used (sm_%d)", im->cc);
+    }
     amp_k_mx_pass<<<fp8_grid(be, nb, AMP_FP8_THREADS / 32), AMP_FP8_THREADS, 0, fp8_stream(be)>>>(
         elem, scales, y, x, *d, st);
     AMP_CHECK_LAUNCH(amp_k_mx_pass);
