@@ -72,7 +72,7 @@ static int fp8_refusal(const amp_cuda_impl *im, const amp_gemm_desc *d,
     return FP8_NATIVE;
 }
 
-static void fp8_say(amp_backend *be, int why, const amp_gemm_desc *d) {
+static void fp8_say(amp_backend *be, int why, const amp_gemm_desc *d, const char *detail) {
     amp_cuda_impl *im = amp_cuda_im(be);
     if (im->fp8_gemm_said & (1u << why)) return;
     im->fp8_gemm_said |= 1u << why;
@@ -83,9 +83,9 @@ static void fp8_say(amp_backend *be, int why, const amp_gemm_desc *d) {
                 fp8_reason_text[why], im->cc, d->m, d->n, d->k);
     else
         amp_log(AMP_LOG_INFO,
-                "cuda: fp8_gemm emulated (codes dequantized to FP32, FP32 cuBLAS GEMM) where %s "
+                "cuda: fp8_gemm emulated (codes dequantized to FP32, FP32 cuBLAS GEMM) where %s%s "
                 "(sm_%d; first shape m=%d n=%d k=%d); said once",
-                fp8_reason_text[why], im->cc, d->m, d->n, d->k);
+                fp8_reason_text[why], detail, im->cc, d->m, d->n, d->k);
 }
 
 static cudaDataType_t fp8_type(int fmt) {
@@ -117,16 +117,17 @@ static void fp8_lt_free(fp8_lt_call *c) {
         }                                                                                          \
     } while (0)
 
-/* The cuBLASLt FP8 GEMM into d->acc (no epilogue); *declined = 1 (and
- * nothing run) when the heuristic has no algorithm. Row-major C = A . B^T is
+/* The cuBLASLt FP8 GEMM into d->acc (no epilogue); *declined = the
+ * heuristic's status name (and nothing run) when it offers no algorithm
+ * for the call: an unsupported type or layout combination says so there. Row-major C = A . B^T is
  * column-major C^T = B . A^T: cuBLASLt's A is d->b (transposed), its B is
  * d->a, as in gemm_ex. */
 static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
-                      int *declined) {
+                      const char **declined) {
     amp_cuda_impl *im = amp_cuda_im(be);
     fp8_lt_call c;
     memset(&c, 0, sizeof c);
-    *declined = 0;
+    *declined = NULL;
     if (!im->lt) FP8_LT(cublasLtCreate(&im->lt));
     void *p;
     if (amp_cuda_scratch(be, FP8_SCALES_BYTES + FP8_LT_WORKSPACE, &p)) return 1;
@@ -158,12 +159,11 @@ static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gem
     int found = 0;
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(im->lt, c.op, c.la, c.lb, c.lc, c.lc,
                                                        c.pref, 1, &h, &found);
-    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
         fp8_lt_free(&c);
-        *declined = 1;
+        *declined = hs != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(hs) : "no result";
         return 0;
     }
-    FP8_LT(hs);
     FP8_LT(cublasLtMatmul(im->lt, c.op, &d->alpha, d->b, c.la, d->a, c.lb, &d->beta, d->acc, c.lc,
                           d->acc, c.lc, &h.algo, ws, wsb, im->stream));
     fp8_lt_free(&c);
@@ -208,16 +208,18 @@ int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gem
     }
     if (d->m <= 0 || d->n <= 0) return 0;
     int why = fp8_refusal(amp_cuda_im(be), d, q);
+    char detail[96] = "";
     if (why == FP8_NATIVE) {
-        int declined;
+        const char *declined;
         if (fp8_native(be, d, q, &declined) != 0) return 1;
         if (!declined) {
-            fp8_say(be, FP8_NATIVE, d);
+            fp8_say(be, FP8_NATIVE, d, "");
             return d->bias || d->out ? amp_cuda_gemm_epilogue(be, d, d->acc, 0) : 0;
         }
         why = FP8_NO_ALGO;
+        snprintf(detail, sizeof detail, " (%s)", declined);
     }
-    fp8_say(be, why, d);
+    fp8_say(be, why, d, detail);
     return fp8_emulated(be, d, q);
 }
 
