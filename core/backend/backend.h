@@ -413,9 +413,10 @@ typedef struct amp_fused_ops {
      * an FP8 GEMM unit where the GPU and the shapes allow and otherwise
      * composes fp8_dequantize of both operands + the FP32 gemm_ex (saying
      * so once in the log); unlike the other fused ops the FP8 unit's sums
-     * are ordered (and its scales applied) its own way, so its result
-     * equals the composition to FP32 rounding, not bit for bit. The CPU
-     * has no FP8 unit and no fp8_gemm: its Linear composes. */
+     * are ordered and rounded (and its scales applied) its own way, so its
+     * result equals the composition to the rounding of its accumulation,
+     * not bit for bit. The CPU has no FP8 unit and no fp8_gemm: its Linear
+     * composes. */
     int (*fp8_gemm)(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q);
 } amp_fused_ops;
 

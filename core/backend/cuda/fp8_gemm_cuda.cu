@@ -15,8 +15,10 @@
  *   the FP32 GEMM's summation order.
  *
  * The products of two FP8 values are exact in FP32 on both paths; the
- * tensor cores order their sums and apply the scales after the sum, so
- * the cuBLASLt result equals the emulated one to FP32 rounding. */
+ * tensor cores order their sums their own way (on Hopper with fewer than
+ * FP32's bits between promotions of the partial sums) and apply the scales
+ * after the sum, so the cuBLASLt result equals the emulated one to the
+ * rounding of that accumulation, not bit for bit. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
