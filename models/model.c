@@ -118,7 +118,8 @@ static int check_host_memory(const amp_model *m, char *err, size_t errlen) {
 }
 
 /* m->scaled from the policy's operand formats. A policy with scaled operands
- * on a backend without the "scaled" family is refused here, naming both. */
+ * on a backend without the "scaled" family is refused here, naming both. A
+ * device backend gets the slots' step records in its own memory. */
 static int create_scaled(amp_model *m, char *err, size_t errlen) {
     int n = m->desc.nlayers;
     m->layer_names = calloc((size_t)n, sizeof *m->layer_names);
@@ -128,7 +129,8 @@ static int create_scaled(amp_model *m, char *err, size_t errlen) {
     }
     for (int i = 0; i < n; i++) m->layer_names[i] = m->desc.layers[i].name;
     if (amp_scaled_create(&m->scaled, n, m->prec, m->layer_names, err, errlen) != 0) return -1;
-    if (m->scaled->nslots > 0 && !amp_backend_supports(m->be, "scaled")) {
+    int nslots = m->scaled->nslots;
+    if (nslots > 0 && !amp_backend_supports(m->be, "scaled")) {
         const amp_scaled_slot *sl = &m->scaled->slot[0];
         snprintf(err, errlen,
                  "backend '%s' has no family 'scaled' (FP8/MX GEMM operands): layer '%s' has a "
@@ -136,6 +138,16 @@ static int create_scaled(amp_model *m, char *err, size_t errlen) {
                  "scaled formats",
                  m->be->ops->name, m->layer_names[sl->layer]);
         return -1;
+    }
+    if (nslots > 0 && m->be->device != AMP_DEVICE_CPU) {
+        amp_backend *be = m->be;
+        size_t bytes = (size_t)nslots * sizeof *m->scaled_dev;
+        m->scaled_dev = be->ops->alloc(be, bytes);
+        if (!m->scaled_dev || be->ops->zero(be, m->scaled_dev, bytes) != 0) {
+            snprintf(err, errlen, "the scaled operands' step records (%zu bytes): %s", bytes,
+                     be->err);
+            return -1;
+        }
     }
     return 0;
 }
@@ -162,8 +174,21 @@ int amp_model_scaled_collect(amp_model *m) {
     if (!m->scaled || m->scaled->nslots == 0) return 0;
     if (!amp_backend_supports(m->be, "scaled"))
         return amp_backend_missing(m->be, "scaled", "scaled_collect");
-    /* The CPU family's quantizers merged into slot->step (host memory). */
-    return 0;
+    if (!m->scaled_dev) return 0; /* the CPU family's quantizers merged into slot->step */
+    amp_backend *be = m->be;
+    int n = m->scaled->nslots;
+    size_t bytes = (size_t)n * sizeof *m->scaled_dev;
+    amp_fp8_stats *h = malloc(bytes);
+    if (!h) {
+        snprintf(be->err, sizeof be->err, "out of host memory for %d scaled-operand records", n);
+        return 1;
+    }
+    int rc = be->ops->download(be, h, m->scaled_dev, bytes);
+    if (rc == 0) rc = be->ops->zero(be, m->scaled_dev, bytes);
+    if (rc == 0)
+        for (int i = 0; i < n; i++) amp_fp8_stats_merge(&m->scaled->slot[i].step, &h[i]);
+    free(h);
+    return rc;
 }
 
 int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
@@ -243,6 +268,7 @@ void amp_model_free(amp_model *m) {
     if (m->ops && m->ops->destroy) m->ops->destroy(m);
     for (int c = 0; c < AMP_MEM_COUNT; c++) amp_arena_release(&m->mem[c], m->be);
     amp_model_desc_free(&m->desc);
+    if (m->scaled_dev) m->be->ops->release(m->be, m->scaled_dev);
     amp_scaled_free(m->scaled);
     free(m->layer_names);
     free(m->prec);

@@ -183,6 +183,10 @@ struct amp_model {
      * role) the policy put in an FP8/MX format; never NULL after create
      * (no slots when the policy has none). */
     amp_scaled *scaled;
+    /* On a device backend: [nslots] step records in device memory the
+     * quantize ops add to, brought into slot->step by
+     * amp_model_scaled_collect (NULL on the CPU: they add to slot->step). */
+    amp_fp8_stats *scaled_dev;
     const char **layer_names;  /* [desc.nlayers] into desc.layers, for scaled's hook */
     int32_t *y;                /* [batch, targets] */
     amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
@@ -247,8 +251,15 @@ void amp_model_free(amp_model *m);
  * amp_scaled_step_end: brings every slot's stats of this step (what the
  * kit's quantizers saw) into slot->step. On the CPU backend the quantizers
  * add into slot->step directly (host memory), so there is nothing to copy;
- * a device backend's download goes here. 0, or 1 with m->be->err. */
+ * on a device it downloads m->scaled_dev (one copy, after the step's other
+ * work), merges it and zeroes it. 0, or 1 with m->be->err. */
 int amp_model_scaled_collect(amp_model *m);
+
+/* The record the quantize ops of slot `slot` add to (device memory on a
+ * device backend). */
+static inline amp_fp8_stats *amp_model_scaled_stats(amp_model *m, int slot) {
+    return m->scaled_dev ? &m->scaled_dev[slot] : &m->scaled->slot[slot].step;
+}
 
 /* Bytes of the stats record (header + 2 round counts per layer). */
 size_t amp_model_stats_bytes(int nlayers);

@@ -14,11 +14,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$work" && mkdir -p "$work/bin" "$work/out" "$work/debs" || exit 1
 printf '#!/bin/sh\necho "stand-in cmake: sleeping"\nexec sleep 60\n' >"$work/bin/cmake"
 chmod +x "$work/bin/cmake"
-order="gpu prefix build gemm kernels ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
+order="gpu prefix build gemm kernels fp8 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
   racecheck_gpt memcheck_cnn racecheck_cnn bench cnn gpt torch"
 
 # parts_in SUMMARY: the part names of the table, in order
-parts_in() { sed -n 's/^| \([a-z_]*\) *|.*/\1/p' "$1" | grep -vx part | tr '\n' ' '; }
+parts_in() { sed -n 's/^| \([a-z0-9_]*\) *|.*/\1/p' "$1" | grep -vx part | tr '\n' ' '; }
 
 PATH=$work/bin:$PATH OUT=$work/out timeout 120 bash "$src/scripts/gpu-check.sh" --debs "$work/debs" \
     --build-dir "$work/build" >"$work/run.log" 2>&1 &
@@ -46,6 +46,6 @@ PATH=$work/bin:$PATH timeout 60 bash "$src/scripts/gpu-check.sh" --dry-run --bui
     fail "--dry-run failed: $(tail -n 5 "$work/dry.log")"
 sum=$work/dry/gpu-check-logs/summary.md
 [ "$(parts_in "$sum")" = "$(echo $order) " ] || fail "dry-run parts: '$(parts_in "$sum")'"
-[ "$(grep -cE '^\| [a-z_]+ +\| dry +\|' "$sum")" = $(($(echo $order | wc -w) - 1)) ] ||
+[ "$(grep -cE '^\| [a-z0-9_]+ +\| dry +\|' "$sum")" = $(($(echo $order | wc -w) - 1)) ] ||
     fail "not every part but gpu says what it would run: $(cat "$sum")"
 echo "ok  --dry-run: every part in order, each with what it would run"

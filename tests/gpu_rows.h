@@ -10,8 +10,9 @@
  *   --self-check      the device under test is a second CPU backend, so the
  *                     rows, comparisons and summary run on a machine without
  *                     a GPU (rows marked cuda_only are skipped, saying so)
- *   --perturb OP      with --self-check: the device's OP (act_forward or
- *                     scale) returns a wrong element, so the rows using it
+ *   --perturb OP      with --self-check: the device's OP (act_forward,
+ *                     scale, or the scaled family's fp8_quantize or
+ *                     mx_qdq) returns a wrong element, so the rows using it
  *                     must fail and every other row still pass
  *   --only PREFIX     only the rows whose name starts with PREFIX
  * A row with `needs` runs only where the device has that op family
@@ -229,6 +230,24 @@ static inline int rows_bad_scale(amp_backend *be, float *x, size_t n, float s) {
     return rc;
 }
 
+static amp_scaled_ops rows_perturbed_scaled;
+
+/* One code (the middle one) off by one. */
+static inline int rows_bad_fp8_quantize(amp_backend *be, uint8_t *q, const float *x, size_t n,
+                                        float scale, int fmt, amp_fp8_stats *st) {
+    int rc = rows_real_ops->scaled->fp8_quantize(be, q, x, n, scale, fmt, st);
+    if (rc == 0 && n) q[n / 2] ^= 1u;
+    return rc;
+}
+
+static inline int rows_bad_mx_qdq(amp_backend *be, float *y, const float *x, const amp_mx_desc *d,
+                                  amp_fp8_stats *st) {
+    int rc = rows_real_ops->scaled->mx_qdq(be, y, x, d, st);
+    size_t n = (size_t)d->rows * (size_t)d->cols;
+    if (rc == 0 && n) y[n / 2] += 0.5f;
+    return rc;
+}
+
 /* The device backend (a CPU one: --perturb needs --self-check) with op broken. */
 static inline int rows_perturb(const char *op) {
     rows_real_ops = rows_dev->ops;
@@ -237,7 +256,14 @@ static inline int rows_perturb(const char *op) {
         rows_perturbed_ops.act_forward = rows_bad_act_forward;
     else if (strcmp(op, "scale") == 0)
         rows_perturbed_ops.scale = rows_bad_scale;
-    else
+    else if (strcmp(op, "fp8_quantize") == 0 || strcmp(op, "mx_qdq") == 0) {
+        rows_perturbed_scaled = *rows_dev->ops->scaled;
+        if (op[0] == 'f')
+            rows_perturbed_scaled.fp8_quantize = rows_bad_fp8_quantize;
+        else
+            rows_perturbed_scaled.mx_qdq = rows_bad_mx_qdq;
+        rows_perturbed_ops.scaled = &rows_perturbed_scaled;
+    } else
         return -1;
     rows_dev->ops = &rows_perturbed_ops;
     return 0;
@@ -247,7 +273,8 @@ static inline int rows_perturb(const char *op) {
 
 static inline int rows_usage(const char *test, const char *why) {
     fprintf(stderr,
-            "%s: %s\nusage: %s [--self-check [--perturb act_forward|scale]] [--only PREFIX]\n",
+            "%s: %s\nusage: %s [--self-check [--perturb act_forward|scale|fp8_quantize|mx_qdq]] "
+            "[--only PREFIX]\n",
             test, why, test);
     return 2;
 }

@@ -1,8 +1,10 @@
 /* CPU/CUDA parity of whole training runs, one row per model and policy
  * (gpu_rows.h): the same config runs once with run.device=cpu (the
  * reference) and once with run.device=cuda under fp32, fp16 + dynamic scaler
- * and bf16 + no scaler, and the per-step losses, skipped steps and the final
- * evaluation are compared with the tolerances written at each check.
+ * and bf16 + no scaler (the gpt also under fp8 delayed and current scaling
+ * and mxfp8, lm_head in bf16, as configs/gpt_shakespeare_fp8*.ini), and the
+ * per-step losses, skipped steps and the final evaluation are compared with
+ * the tolerances written at each check.
  *   mlp: 100 steps on synthetic `tiny` data (MLP 64-128-64-10, batch 64,
  *        SGD lr 0.01 momentum 0.9, seed 7); test accuracy too.
  *   gpt: 20 steps on Shakespeare (2 layers, 2 heads, 64 wide, block 32,
@@ -41,9 +43,21 @@ typedef struct run_result {
     char backend[16];
 } run_result;
 
-/* The row's policy: its dtype's precision plugin, fp16 with the dynamic scaler. */
+/* The row's policy: its dtype's precision plugin, fp16 with the dynamic
+ * scaler; shape[1] picks an FP8 policy instead (1 fp8 delayed, 2 fp8
+ * current, 3 mxfp8), as configs/gpt_shakespeare_fp8*.ini have them. */
+enum { POLICY_DTYPE, POLICY_FP8, POLICY_FP8_CURRENT, POLICY_MXFP8 };
 static const char *precision_of(const amp_gpu_row *r) {
+    if (r->shape[1] == POLICY_FP8 || r->shape[1] == POLICY_FP8_CURRENT) return "fp8";
+    if (r->shape[1] == POLICY_MXFP8) return "mxfp8";
     return r->dt == AMP_DTYPE_F32 ? "fp32" : r->dt == AMP_DTYPE_F16 ? "fp16" : "bf16";
+}
+static const char *const *policy_keys(const amp_gpu_row *r) {
+    static const char *const none[] = {NULL};
+    static const char *const fp8[] = {"precision.layer.lm_head=bf16", NULL};
+    static const char *const current[] = {"precision.layer.lm_head=bf16",
+                                          "precision.recipe=current", NULL};
+    return r->shape[1] == POLICY_FP8_CURRENT ? current : r->shape[1] ? fp8 : none;
 }
 static const char *scaler_of(const amp_gpu_row *r) {
     return r->dt == AMP_DTYPE_F16 ? "dynamic" : "none";
@@ -65,6 +79,8 @@ static void train_on(const amp_gpu_row *r, const char *const *sets, int steps, c
     for (int i = 0; i < 3; i++)
         if (amp_config_set(cfg, policy[i], err, sizeof err) != 0)
             amp_op_abort("config %s: %s", policy[i], err);
+    for (const char *const *k = policy_keys(r); *k; k++)
+        if (amp_config_set(cfg, *k, err, sizeof err) != 0) amp_op_abort("config %s: %s", *k, err);
     amp_session *s = NULL;
     if (amp_session_open(&s, cfg, err, sizeof err) != 0)
         amp_op_abort("session on %s: %s", device, err);
@@ -170,7 +186,10 @@ static void gpt_row(const amp_gpu_row *r) {
         maxd = fmax(maxd, d);
         /* fp32: summation order only (no TF32): step by step. 16-bit: a
          * rounding can land one ulp apart after differently ordered FP32
-         * sums, and the runs drift a little: 5e-2 per step. */
+         * sums, and the runs drift a little: 5e-2 per step. FP8/MX32 the
+         * same: the casts are the CPU's bits, the GEMM sums (FP32 cuBLAS,
+         * or cuBLASLt's FP8 tensor cores in the forwards on sm_89+) are
+         * ordered their own way, so a code may land one step apart. */
         double lim = is_fp32 ? 1e-4 + 1e-3 * fabs(a.loss[i]) : 5e-2;
         if (!(d <= lim) && bad++ == 0) first = i;
     }
@@ -194,6 +213,10 @@ static const amp_gpu_row rows[] = {
     {"gpt fp32", gpt_row, {20}, .dt = AMP_DTYPE_F32},
     {"gpt fp16+dynamic", gpt_row, {20}, .dt = AMP_DTYPE_F16},
     {"gpt bf16+none", gpt_row, {20}, .dt = AMP_DTYPE_BF16},
+    {"gpt fp8 delayed hybrid", gpt_row, {20, POLICY_FP8}, .dt = AMP_DTYPE_BF16, .needs = "scaled"},
+    {"gpt fp8 current hybrid", gpt_row, {20, POLICY_FP8_CURRENT}, .dt = AMP_DTYPE_BF16,
+     .needs = "scaled"},
+    {"gpt mxfp8", gpt_row, {20, POLICY_MXFP8}, .dt = AMP_DTYPE_BF16, .needs = "scaled"},
 };
 
 int main(int argc, char **argv) {

@@ -9,7 +9,11 @@
  * dY, current-scaled W (its scale from the master's amax).
  * `test_linear_fp8 --break-role` swaps fc1's X and W scales in the
  * reference only, so the run must fail (shows the test can); `--mx` runs
- * the MX32 case (mx_main), `--mx-break` its broken reference. */
+ * the MX32 case (mx_main), `--mx-break` its broken reference.
+ * `--fp8-gemm` gives the CPU backend a fused fp8_gemm (the composition a
+ * device backend falls back to: dequantize both operands, FP32 gemm_ex),
+ * so the forwards take the Linear's FP8-GEMM path (codes, scales, stats as
+ * a GPU's cuBLASLt call gets them) against the same reference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +55,35 @@ typedef struct ref_out {
     ref_stats st[2][AMP_ROLE_COUNT];
 } ref_out;
 
+/* --fp8-gemm: the CPU backend's tables with a fused fp8_gemm added. */
+static int with_fp8_gemm;
+static amp_backend_ops fp8_gemm_ops;
+static amp_fused_ops fp8_gemm_fused;
+static int fp8_gemm_calls;
+
+static int composed_fp8_gemm(amp_backend *be, const amp_gemm_desc *d,
+                             const amp_fp8_gemm_operands *q) {
+    size_t na = (size_t)d->m * d->k, nb = (size_t)d->k * d->n;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    int rc = !a || !b ||
+             AMP_SCALED(be, fp8_dequantize, a, d->a, na, q->a_scale, q->a_fmt) ||
+             AMP_SCALED(be, fp8_dequantize, b, d->b, nb, q->b_scale, q->b_fmt);
+    amp_gemm_desc g = *d;
+    g.a = a, g.b = b, g.in_dtype = AMP_DTYPE_F32;
+    if (!rc) rc = AMP_CALL(be, gemm_ex, &g);
+    free(a), free(b);
+    fp8_gemm_calls++;
+    return rc;
+}
+
+static void add_fp8_gemm(amp_backend *be) {
+    fp8_gemm_ops = *be->ops;
+    if (be->ops->fused) fp8_gemm_fused = *be->ops->fused;
+    fp8_gemm_fused.fp8_gemm = composed_fp8_gemm;
+    fp8_gemm_ops.fused = &fp8_gemm_fused;
+    be->ops = &fp8_gemm_ops;
+}
+
 /* The MLP with fc1 and fc2's operands as fmt(layer, role) gives them,
  * a batch whose every 11th value is multiplied by tiny, one step run. */
 static int mlp_step(mlp_run *R, amp_operand_format (*fmt)(int layer, int role), float tiny) {
@@ -60,6 +93,7 @@ static int mlp_step(mlp_run *R, amp_operand_format (*fmt)(int layer, int role), 
         fprintf(stderr, "test_linear_fp8: %s\n", err);
         return -1;
     }
+    if (with_fp8_gemm) add_fp8_gemm(R->be);
     R->cfg = make_config((const char *const[]){"model.hidden=9", "model.activation=none", NULL});
     amp_model_input in = {.batch = ROWS, .features = FEAT, .classes = CLS, .targets = 1};
     const amp_model_ops *ops = amp_model_find("mlp");
@@ -205,6 +239,7 @@ static int mx_main(int break_blocks);
 int main(int argc, char **argv) {
     int break_role = argc > 1 && strcmp(argv[1], "--break-role") == 0;
     if (argc > 1 && strncmp(argv[1], "--mx", 4) == 0) return mx_main(strcmp(argv[1], "--mx-break") == 0);
+    with_fp8_gemm = argc > 1 && strcmp(argv[1], "--fp8-gemm") == 0;
     static mlp_run R;
     if (mlp_step(&R, per_tensor_fmt, 1e-6f) != 0) return 1;
     amp_model *m = R.m;
@@ -213,6 +248,8 @@ int main(int argc, char **argv) {
         for (int r = 0; r < AMP_ROLE_COUNT; r++)
             if (SCALE[l][r] > 0.0f) amp_scaled_find(m->scaled, l, r)->scale = SCALE[l][r];
     if (mlp_run_step(&R) != 0) return 1;
+    /* both forwards (per-tensor X and W) went to fp8_gemm, the rest composed */
+    EXPECT(fp8_gemm_calls == (with_fp8_gemm ? 2 : 0), "fp8_gemm ran %d times", fp8_gemm_calls);
 
     /* ---- the reference, from the spec ---- */
     static ref_out ref;
@@ -254,9 +291,9 @@ int main(int argc, char **argv) {
     EXPECT(k2->fp8_scale == sw2, "fc2's working copy: quantized at %.9g, the current scale is %.9g",
            k2->fp8_scale, sw2);
     if (!amp_test_failures)
-        printf("ok  linear fp8: loss %.7g, fc1 input sat %llu flush %llu, weight sat %llu, "
+        printf("ok  linear fp8%s: loss %.7g, fc1 input sat %llu flush %llu, weight sat %llu, "
                "grad flush %llu; fc2 weight scale %.7g (current)\n",
-               m->stats->loss_sum / ROWS, st[0][0].sat, st[0][0].flush, st[0][1].sat,
+               with_fp8_gemm ? " (forwards on fp8_gemm)" : "", m->stats->loss_sum / ROWS, st[0][0].sat, st[0][0].flush, st[0][1].sat,
                st[0][2].flush, sw2);
     mlp_free(&R);
     return amp_test_failures ? 1 : 0;

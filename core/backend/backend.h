@@ -383,6 +383,14 @@ typedef struct amp_scaled_ops {
     int (*conv2d_col2im)(amp_backend *be, float *dx, const float *col, const amp_conv2d_desc *d);
 } amp_scaled_ops;
 
+/* fp8_gemm's operands: d->a and d->b hold FP8 codes (1 byte each, stored
+ * densely as the descriptor's shapes say), quantized as cast(clamp(v *
+ * scale)) with these formats (amp_fp8_format) and per-tensor scales. */
+typedef struct amp_fp8_gemm_operands {
+    int a_fmt, b_fmt;
+    float a_scale, b_scale;
+} amp_fp8_gemm_operands;
+
 /* ---- fused ops: each optional on its own, asked for by its name with
  * amp_backend_supports(be, "optim_step_cast") etc. A caller without one
  * composes core ops that give the same bits. ---- */
@@ -408,6 +416,16 @@ typedef struct amp_fused_ops {
      * gets, in one pass (amp_act_round_args). Without it models compose
      * quantize + widen + act_backward + round, which gives the same bits. */
     int (*act_backward_round)(amp_backend *be, const amp_act_round_args *a);
+    /* gemm_ex (batch 1, FP32 accumulation, its epilogue) on FP8 codes:
+     * acc = op(dec(A) / a_scale) op(dec(B) / b_scale). A backend runs it on
+     * an FP8 GEMM unit where the GPU and the shapes allow and otherwise
+     * composes fp8_dequantize of both operands + the FP32 gemm_ex (saying
+     * so once in the log); unlike the other fused ops the FP8 unit's sums
+     * are ordered and rounded (and its scales applied) its own way, so its
+     * result equals the composition to the rounding of its accumulation,
+     * not bit for bit. The CPU has no FP8 unit and no fp8_gemm: its Linear
+     * composes. */
+    int (*fp8_gemm)(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q);
 } amp_fused_ops;
 
 /* ---- the core: every backend has all of these (none is NULL) ---- */
@@ -501,7 +519,7 @@ struct amp_backend {
 
 /* 1 when the backend offers `name`: a family ("transformer", "conv", "scaled") or
  * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
- * "act_backward_round"); 0 otherwise (unknown names included). */
+ * "act_backward_round", "fp8_gemm"); 0 otherwise (unknown names included). */
 int amp_backend_supports(const amp_backend *be, const char *name);
 /* Sets be->err to "backend 'cpu' has no op 'NAME' (family 'FAMILY')" and
  * returns 1: what calling a missing op gives. */

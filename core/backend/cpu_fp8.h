@@ -51,12 +51,4 @@ const amp_cpu_fp8 *amp_cpu_fp8_generic(void);
 const amp_cpu_fp8 *amp_cpu_fp8_avx2(void);
 const amp_cpu_fp8 *amp_cpu_fp8_avx512(void);
 
-/* dst takes src's amax (the larger) and counts (added). */
-static inline void amp_fp8_stats_merge(amp_fp8_stats *dst, const amp_fp8_stats *src) {
-    if (src->amax > dst->amax) dst->amax = src->amax;
-    dst->saturated += src->saturated;
-    dst->flushed += src->flushed;
-    dst->nan += src->nan;
-}
-
 #endif

@@ -61,9 +61,10 @@ const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype g
 
 /* ---- scaled operands (FP8 per tensor: FP8_SPEC's Linear) ----
  * A scaled operand reaches its GEMM as the FP32 values deq(quant(v)); the
- * GEMM is the FP32 one. The stats record each quantize adds to is the
- * slot's step record, host memory on the CPU backend (the only one with the
- * "scaled" family); amp_model_scaled_collect is where a device's goes. */
+ * GEMM is the FP32 one, or, where the backend has fp8_gemm, the codes go to
+ * it (amp_format_scaled_codes). The stats record each quantize adds to is
+ * amp_model_scaled_stats: the slot's step record on the CPU backend, a
+ * device record that amp_model_scaled_collect brings into it on a GPU. */
 
 static const char *role_name(int role) {
     return role == AMP_ROLE_INPUT ? "input" : role == AMP_ROLE_WEIGHT ? "weight" : "grad_output";
@@ -135,7 +136,7 @@ const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, cons
         wide = dst;
     }
     int fmt = amp_format_fp8(sl->fmt.format);
-    amp_fp8_stats *st = count ? &sl->step : NULL;
+    amp_fp8_stats *st = count ? amp_model_scaled_stats(m, slot) : NULL;
     if (is_mx(sl)) {
         amp_mx_desc d = {rows, cols, fmt, along_cols};
         return AMP_SCALED(be, mx_qdq, dst, wide, &d, st) != 0 ? NULL : dst;
@@ -165,6 +166,39 @@ const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int alon
     return dst;
 }
 
+int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g) {
+    amp_kit *k = m->kit;
+    amp_backend *be = m->be;
+    const amp_kit_copy *c = &k->copy[t];
+    if (x_slot < 0 || c->fp8_slot < 0 || !amp_backend_supports(be, "fp8_gemm")) return 0;
+    amp_scaled_slot *sx = &m->scaled->slot[x_slot];
+    const amp_scaled_slot *sw = &m->scaled->slot[c->fp8_slot];
+    if (is_mx(sx) || is_mx(sw)) return 0;
+    size_t n = (size_t)g->m * (size_t)g->k;
+    if (n > k->need[AMP_SCRATCH_OPERAND]) {
+        snprintf(be->err, sizeof be->err, "model '%s': FP8 operand of %zu elements exceeds the "
+                 "scratch of %zu", m->ops->name, n, k->need[AMP_SCRATCH_OPERAND]);
+        return -1;
+    }
+    const float *wide = x->store == AMP_DTYPE_F32 ? x->p : x->f32;
+    if (!wide) { /* 16-bit values widen exactly, beside the codes */
+        if (be->ops->widen(be, k->op_f32[1], x->p, x->store, n) != 0) return -1;
+        wide = k->op_f32[1];
+    }
+    uint8_t *codes = (uint8_t *)k->op_f32[0];
+    int fmt = amp_format_fp8(sx->fmt.format);
+    float scale;
+    if (scale_for(m, sx, wide, n, &scale) != 0) return -1;
+    if (AMP_SCALED(be, fp8_quantize, codes, wide, n, scale, fmt,
+                   amp_model_scaled_stats(m, x_slot)) != 0)
+        return -1;
+    g->a = codes;
+    g->b = c->ptr;
+    g->in_dtype = AMP_DTYPE_F32;
+    amp_fp8_gemm_operands q = {fmt, amp_format_fp8(sw->fmt.format), scale, c->fp8_scale};
+    return AMP_FUSED(be, fp8_gemm, g, &q) != 0 ? -1 : 1;
+}
+
 /* qW = quant(master, s_w): 1 byte per value and the scale it used (MX32:
  * the forward's blocks and their scales); the master's stats go to the
  * WEIGHT slot. */
@@ -175,12 +209,13 @@ static int cast_fp8(amp_model *m, amp_kit_copy *c, const float *master, size_t n
         int t = (int)(c - m->kit->copy);
         amp_mx_desc d = weight_blocks(m, t, fmt, 0);
         return AMP_SCALED(m->be, mx_quantize, c->ptr, (uint8_t *)c->ptr + n, master, &d,
-                          &sl->step);
+                          amp_model_scaled_stats(m, c->fp8_slot));
     }
     float scale;
     if (scale_for(m, sl, master, n, &scale) != 0) return -1;
     c->fp8_scale = scale;
-    return AMP_SCALED(m->be, fp8_quantize, c->ptr, master, n, scale, fmt, &sl->step);
+    return AMP_SCALED(m->be, fp8_quantize, c->ptr, master, n, scale, fmt,
+                      amp_model_scaled_stats(m, c->fp8_slot));
 }
 
 int amp_format_cast(amp_model *m, amp_kit_copy *c, const float *master, size_t n) {

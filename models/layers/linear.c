@@ -107,20 +107,11 @@ static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot, i
     return operand(m, L, slot, &w, (size_t)L->in * L->out);
 }
 
-int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_out, amp_array x,
-                       int rows) {
+/* The descriptor of the forward GEMM y[rows, out] = x[rows, in] . W[out, in]^T
+ * with its epilogue, on operands xg and wg. */
+static amp_gemm_desc forward_gemm(amp_model *m, const amp_linear *L, void *out, void *act_out,
+                                  const void *xg, const void *wg, int rows) {
     amp_array w = amp_kit_weight(m, L->w);
-    const void *xg, *wg;
-    if (L->scaled) {
-        /* MX32: x and W in blocks along in, the reduction dimension */
-        xg = scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, rows, L->in, 0, 1);
-        wg = xg ? scaled_weight(m, L, 1, 0) : NULL;
-    } else {
-        xg = operand(m, L, 0, &x, (size_t)rows * L->in);
-        wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
-    }
-    if (!xg || !wg) return -1;
-    /* y[rows, out] = x[rows, in] . W[out, in]^T */
     float *acc = m->kit->scratch[AMP_SCRATCH_ACC];
     amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, AMP_GEMM_NT, rows, L->out, L->in);
     g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
@@ -130,6 +121,28 @@ int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_o
     g.act_out = act_out;
     g.out_dtype = L->out_dt;
     g.cnt = amp_model_rounds(m, L->layer, AMP_ROUND_FWD);
+    return g;
+}
+
+int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_out, amp_array x,
+                       int rows) {
+    amp_array w = amp_kit_weight(m, L->w);
+    const void *xg, *wg;
+    if (L->scaled) { /* the backend's FP8 GEMM on the codes, where it has one */
+        amp_gemm_desc g = forward_gemm(m, L, out, act_out, NULL, NULL, rows);
+        int rc = amp_format_fp8_gemm(m, L->fp8[AMP_ROLE_INPUT], L->w, &x, &g);
+        if (rc != 0) return rc < 0 ? -1 : 0;
+    }
+    if (L->scaled) {
+        /* MX32: x and W in blocks along in, the reduction dimension */
+        xg = scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, rows, L->in, 0, 1);
+        wg = xg ? scaled_weight(m, L, 1, 0) : NULL;
+    } else {
+        xg = operand(m, L, 0, &x, (size_t)rows * L->in);
+        wg = operand(m, L, 1, &w, (size_t)L->in * L->out);
+    }
+    if (!xg || !wg) return -1;
+    amp_gemm_desc g = forward_gemm(m, L, out, act_out, xg, wg, rows);
     return AMP_CALL(m->be, gemm_ex, &g);
 }
 

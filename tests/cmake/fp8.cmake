@@ -12,16 +12,31 @@ amp_unit_test(test_fp8_kernels numerics fp8)
 target_link_libraries(test_fp8_kernels PRIVATE OpenMP::OpenMP_C)
 add_test(NAME test_fp8_kernels_all COMMAND test_fp8_kernels --all)
 set_tests_properties(test_fp8_kernels_all PROPERTIES LABELS "long;fp8" TIMEOUT 900)
-# The CUDA quantize-with-amax against the CPU reference (77 without a device).
+# The CUDA backend's "scaled" family and fp8_gemm against the CPU backend's
+# (77 without a device); the same rows CPU against CPU where there is no GPU,
+# and with one scaled op of the second CPU broken on purpose exactly the rows
+# using it fail.
 amp_unit_test(test_gpu_fp8 gpu fp8)
-if(AMP_HAVE_CUDA) # calls the module's quantize and the runtime itself
-  target_link_libraries(test_gpu_fp8 PRIVATE amptrain_cuda CUDA::cudart)
-endif()
+add_test(NAME gpu_rows_self_check_test_gpu_fp8 COMMAND test_gpu_fp8 --self-check)
+add_test(NAME gpu_rows_perturbed_fp8_quantize
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
+                 "^test_gpu_fp8: 4 of 14 op row\\(s\\) failed \\([0-9]+ check\\(s\\)\\): fp8_quantize e4m3 n1048653 random bit patterns; fp8_quantize e5m2 n1048653 random bit patterns; fp8_quantize e4m3 n1048653 values in \\[-500,500\\); fp8_quantize e5m2 n1048653 values in \\[-500,500\\)$"
+                 $<TARGET_FILE:test_gpu_fp8> --self-check --perturb fp8_quantize)
+add_test(NAME gpu_rows_perturbed_mx_qdq
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
+                 "^test_gpu_fp8: 2 of 14 op row\\(s\\) failed \\([0-9]+ check\\(s\\)\\): mx_qdq e4m3 300x1000 along rows; mx_qdq e5m2 1000x300 down columns$"
+                 $<TARGET_FILE:test_gpu_fp8> --self-check --perturb mx_qdq)
+set_tests_properties(gpu_rows_self_check_test_gpu_fp8 gpu_rows_perturbed_fp8_quantize
+                     gpu_rows_perturbed_mx_qdq PROPERTIES LABELS "cli;fp8")
 # The Linear under per-tensor FP8 operands (the MLP's two layers) against a
 # scalar reference of FP8_SPEC's math: gradients, working-copy codes, stats.
 amp_unit_test(test_linear_fp8 numerics fp8 kit)
 add_test(NAME test_linear_fp8_broken COMMAND test_linear_fp8 --break-role)
 set_tests_properties(test_linear_fp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# The same with the forwards on a fused fp8_gemm (the Linear's FP8-GEMM path
+# that a GPU takes, here with the composed GEMM on the CPU).
+add_test(NAME test_linear_fp8_gemm COMMAND test_linear_fp8 --fp8-gemm)
+set_tests_properties(test_linear_fp8_gemm PROPERTIES LABELS "numerics;fp8;kit")
 # The same under MX32 (blocks of 32 along each GEMM's reduction dimension).
 add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
 set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
@@ -57,6 +72,23 @@ foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp
             --set run.device=cpu --set train.steps=3 --set train.log_every=1
             --out ${AMP_FP8_RUNS}/${cfg})
 endforeach()
+# The same three GPT configs on the GPU (label gpu; 77 without a device):
+# they train, and the log names the scaled GEMMs' path (cuBLASLt FP8 or
+# emulated, and why; MX32 emulated).
+foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp8)
+  if(cfg STREQUAL gpt_shakespeare_mxfp8)
+    set(_path "cuda: MX32 operands run emulated")
+  else()
+    set(_path "cuda: fp8_gemm (runs on cuBLASLt FP8 tensor cores|emulated)")
+  endif()
+  add_test(NAME fp8_config_${cfg}_cuda
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_train_run.sh $<TARGET_FILE:amptrain>
+                   ${PROJECT_SOURCE_DIR}/configs/${cfg}.ini ${AMP_FP8_RUNS}/${cfg}_cuda
+                   "${cfg}: test_acc .* 3 steps \\(0 skipped\\)" "${_path}"
+                   -- --set train.steps=3 --set train.log_every=1)
+  set_tests_properties(fp8_config_${cfg}_cuda PROPERTIES LABELS "gpu;fp8" SKIP_RETURN_CODE 77)
+endforeach()
+unset(_path)
 amp_expect_fail(fp8_bad_history LABELS fp8 cli
   CODE 2
   REGEX [=[bad_fp8_history\.ini:13: \[precision\] amax_history_len: 1e\+12 is not an integer in 1\.\.65536]=]

@@ -280,6 +280,7 @@ static void cuda_destroy(amp_backend *be) {
         if (im->partials) cuda_warn("cudaFree", cudaFree(im->partials));
         if (im->scratch) cuda_warn("cudaFree", cudaFree(im->scratch));
         amp_cuda_cnn_destroy(be);
+        amp_cuda_fp8_gemm_destroy(be);
         if (im->blas) {
             cublasStatus_t st = cublasDestroy(im->blas);
             if (st != CUBLAS_STATUS_SUCCESS)
@@ -315,6 +316,7 @@ static amp_backend_ops cuda_make_ops(void) {
     o.conv = &amp_cuda_conv_ops;
 #endif
     o.fused = &amp_cuda_fused_ops;
+    o.scaled = &amp_cuda_scaled_ops;
     return o;
 }
 
@@ -329,6 +331,7 @@ static int cuda_init(amp_backend *be) {
     cudaDeviceProp prop;
     AMP_CHECK_CUDA(cudaGetDeviceProperties(&prop, im->device));
     im->sm_count = prop.multiProcessorCount;
+    im->cc = prop.major * 10 + prop.minor;
     /* A GPU the kernels were not compiled for fails here, by name, rather
      * than at the first launch of a training step. */
     if (amp_cuda_check_kernel_image(be) != 0) {

@@ -4,6 +4,7 @@
 #ifndef AMP_CUDA_INTERNAL_H
 #define AMP_CUDA_INTERNAL_H
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -24,7 +25,14 @@ typedef struct amp_cuda_impl {
     size_t scratch_bytes;
     int sync_each; /* AMPTRAIN_CUDA_SYNC=1: synchronise after every launch */
     struct amp_cudnn_state *dnn; /* cuDNN handle and conv plans (cnn_cuda.cu); made on first use */
+    int cc;                       /* compute capability, major * 10 + minor */
+    cublasLtHandle_t lt;          /* fp8_gemm's cuBLASLt (fp8_gemm_cuda.cu); made on first use */
+    unsigned fp8_gemm_said;       /* scaled GEMM paths already named in the log (bits) */
 } amp_cuda_impl;
+
+/* amp_cuda_impl.fp8_gemm_said: bits 0..15 fp8_gemm's paths (fp8_gemm_cuda.cu),
+ * this one the MX32 path (scaled_cuda.cu). */
+#define AMP_CUDA_SAID_MX (1u << 16)
 
 static inline amp_cuda_impl *amp_cuda_im(amp_backend *be) { return (amp_cuda_impl *)be->impl; }
 
@@ -78,6 +86,13 @@ int amp_cuda_gemm_epilogue(amp_backend *be, const amp_gemm_desc *d, float *acc, 
 void amp_cuda_kernel_ops(amp_backend_ops *o);
 extern const amp_fused_ops amp_cuda_fused_ops;
 extern const amp_transformer_ops amp_cuda_transformer_ops; /* transformer_cuda.cu */
+/* The "scaled" family (scaled_cuda.cu) and its dequantize, which fp8_gemm's
+ * emulated path calls; the fused fp8_gemm (fp8_gemm_cuda.cu). */
+extern const amp_scaled_ops amp_cuda_scaled_ops;
+int amp_cuda_fp8_dequantize(amp_backend *be, float *x, const uint8_t *q, size_t n, float scale,
+                            int fmt);
+int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q);
+void amp_cuda_fp8_gemm_destroy(amp_backend *be); /* frees im->lt; safe when never made */
 
 /* The "conv" family (cnn_cuda.cu), built only with cuDNN (AMP_HAVE_CUDNN). */
 typedef struct amp_cudnn_state amp_cudnn_state;

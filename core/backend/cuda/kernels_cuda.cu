@@ -503,6 +503,7 @@ static amp_fused_ops cuda_make_fused_ops(void) {
     amp_fused_ops f;
     memset(&f, 0, sizeof f);
     f.optim_multi_step = cuda_optim_multi_step;
+    f.fp8_gemm = amp_cuda_fp8_gemm;
     return f;
 }
 

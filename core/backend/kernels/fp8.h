@@ -142,6 +142,15 @@ typedef struct amp_fp8_stats {
     unsigned long long saturated, flushed, nan;
 } amp_fp8_stats;
 
+/* dst takes src's amax (the larger) and counts (added): how the records of
+ * parts of an array, or of a step's quantizes, combine. */
+static inline AMP_HD void amp_fp8_stats_merge(amp_fp8_stats *dst, const amp_fp8_stats *src) {
+    if (src->amax > dst->amax) dst->amax = src->amax;
+    dst->saturated += src->saturated;
+    dst->flushed += src->flushed;
+    dst->nan += src->nan;
+}
+
 /* The inverse scale a dequantize multiplies by: float(1 / scale), as
  * Transformer Engine keeps scale_inv (its dequantize is decode(q) *
  * scale_inv; exact for the power-of-two scales of margin-based recipes). */

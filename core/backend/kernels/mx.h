@@ -33,6 +33,7 @@
 #ifndef AMP_KERNELS_MX_H
 #define AMP_KERNELS_MX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend/kernels/amp_hd.h"
@@ -99,6 +100,31 @@ static inline AMP_HD void amp_mx_quantize_block(uint8_t *elem, uint8_t *scale, c
 static inline AMP_HD float amp_mx_dequantize_element(uint8_t q, uint8_t s, int fmt) {
     if (s == AMP_MX_SCALE_NAN) return amp_f32_from_bits(0x7fc00000u);
     return amp_fp8_to_float(q, fmt) * amp_mx_scale_to_float(s);
+}
+
+/* The geometry of an MX32 operand, row-major [rows, cols], in blocks of 32
+ * along each row or, with along_cols, down each column; a short last block
+ * is a block of its own. The CPU loops and the CUDA kernels walk the same
+ * blocks in the same order (scale b belongs to block b). */
+static inline AMP_HD size_t amp_mx_block_count(size_t rows, size_t cols, int along_cols) {
+    return along_cols ? (rows + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK * cols
+                      : (cols + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK * rows;
+}
+
+/* Block b: its first element, its length and the stride between its elements. */
+static inline AMP_HD void amp_mx_block_at(size_t rows, size_t cols, int along_cols, size_t b,
+                                          size_t *first, int *n, size_t *stride) {
+    if (!along_cols) {
+        size_t nb = (cols + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK, k = b % nb * AMP_MX_BLOCK;
+        *first = b / nb * cols + k;
+        *n = (int)(cols - k < AMP_MX_BLOCK ? cols - k : AMP_MX_BLOCK);
+        *stride = 1;
+    } else {
+        size_t k = b / cols * AMP_MX_BLOCK;
+        *first = k * cols + b % cols;
+        *n = (int)(rows - k < AMP_MX_BLOCK ? rows - k : AMP_MX_BLOCK);
+        *stride = cols;
+    }
 }
 
 #endif
