@@ -1002,26 +1002,17 @@ static void chart_fp8_heat(FILE *f, const amp_ab_study *st, int a) {
     free(rows);
 }
 
-static void heat_key(FILE *f) {
-    fputs("<div class=\"heat-key\"><span>rate (log scale):</span>", f);
+/* The colour key: `what` the colours scale, then the grey of `none` (NULL: no such cell). */
+static void heat_key(FILE *f, const char *what, const char *none) {
+    fprintf(f, "<div class=\"heat-key\"><span>%s (log scale):</span>", what);
     for (int e = -8; e <= 0; e += 2) {
         char fill[32];
         heat_color(fill, sizeof fill, pow(10.0, e));
         fprintf(f, "<span><i style=\"background:%s\"></i>1e%d</span>", fill, e);
     }
-    fputs("<span><i style=\"background:#f7f9f7\"></i>0</span>"
-          "<span><i style=\"background:#eceef1\"></i>no nonzero value rounded to 16 bits</span></div>\n", f);
-}
-
-/* The key of a map coloured relative to its largest value. */
-static void heat_key_relative(FILE *f) {
-    fputs("<div class=\"heat-key\"><span>share of the largest (log scale):</span>", f);
-    for (int e = -8; e <= 0; e += 2) {
-        char fill[32];
-        heat_color(fill, sizeof fill, pow(10.0, e));
-        fprintf(f, "<span><i style=\"background:%s\"></i>1e%d</span>", fill, e);
-    }
-    fputs("<span><i style=\"background:#f7f9f7\"></i>0</span></div>\n", f);
+    fputs("<span><i style=\"background:#f7f9f7\"></i>0</span>", f);
+    if (none) fprintf(f, "<span><i style=\"background:#eceef1\"></i>%s</span>", none);
+    fputs("</div>\n", f);
 }
 
 /* ------------------------------------------------------------ tables */
@@ -1398,7 +1389,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
           "(over), summed over all seeds; forward = weights and activations, grad = gradients"
           "</span></figcaption>\n",
           f);
-    heat_key(f);
+    heat_key(f, "rate", "no nonzero value rounded to 16 bits");
     fputs("<div class=\"heats\">\n", f);
     for (int a = 0; a < st->narms; a++) chart_heat(f, st, a);
     fputs("</div></figure>\n", f);
@@ -1424,7 +1415,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
               "clamped to the format's max (saturated) and the nonzero values that became 0 "
               "(flushed) per step, the mean over the span and the seeds, coloured on a log "
               "scale relative to the map's largest (key below)</span></figcaption>\n", f);
-        heat_key_relative(f);
+        heat_key(f, "share of the largest", NULL);
         fputs("<div class=\"heats\">\n", f);
         for (int a = 0; a < st->narms; a++) chart_fp8_heat(f, st, a);
         fputs("</div></figure>\n", f);
