@@ -24,6 +24,7 @@
  * Exit status: 0 ok, 1 runtime failure, 2 usage error. */
 #include <cblas.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,8 @@ typedef struct bench_opts {
     int hidden[MAX_HIDDEN];
     int nhidden;
     char hidden_text[256];
-    int run_policy[8]; /* by index into policies[]; all when none was named */
+    int run_policy[16]; /* by index into policies[]; all when none was named */
+    int rounds;         /* interleaved rounds of every policy (medians over them) */
     const char *device; /* cpu or cuda */
     int no_floor;       /* skip the floor (the policies' rows only) */
 } bench_opts;
@@ -60,14 +62,23 @@ typedef struct policy {
     const char *label;     /* as printed */
     const char *precision; /* [precision] plugin */
     const char *scaler;    /* [scaler] plugin */
+    const char *format;    /* fp8 / mxfp8: [precision] format; NULL otherwise */
+    const char *recipe;    /* fp8: [precision] recipe; NULL otherwise */
 } policy;
 
+/* The fp8 rows are configs/gpt_shakespeare_fp8{,_current}.ini and _mxfp8.ini
+ * (the GPT's lm_head kept in bf16, as there). */
 static const policy policies[] = {
-    {"fp32", "fp32", "none"},
-    {"fp16+dynamic", "fp16", "dynamic"},
-    {"bf16+none", "bf16", "none"},
-    {"tf32", "fp32", "none"}, /* fp32 with precision.tf32 = 1: CUDA only */
+    {"fp32", "fp32", "none", NULL, NULL},
+    {"fp16+dynamic", "fp16", "dynamic", NULL, NULL},
+    {"bf16+none", "bf16", "none", NULL, NULL},
+    {"tf32", "fp32", "none", NULL, NULL}, /* fp32 with precision.tf32 = 1: CUDA only */
+    {"fp8", "fp8", "none", "hybrid", "delayed"},
+    {"fp8_current", "fp8", "none", "hybrid", "current"},
+    {"mxfp8", "mxfp8", "none", "e4m3", NULL},
 };
+#define BF16_ROW 2
+#define TF32_ROW 3
 #define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
 
 static int cmp_double(const void *a, const void *b) {
@@ -87,7 +98,7 @@ static void usage(FILE *f) {
             "                  [--hidden W,W,...] [--features N] [--classes N]\n"
             "                  [--n-layer N] [--n-head N] [--n-embd N] [--block-size N]\n"
             "                  [--activation gelu|gelu_tanh]\n"
-            "                  [--policy NAME]... [--device cpu|cuda] [--no-floor]\n"
+            "                  [--policy NAME]... [--device cpu|cuda] [--no-floor] [--rounds N]\n"
             "  --model M      mlp (default) or gpt (nanoGPT shakespeare_char, shipped corpus)\n"
             "  --steps N      timed steps per policy and floor repetitions (default 30)\n"
             "  --warmup N     untimed steps first (default 5)\n"
@@ -98,8 +109,12 @@ static void usage(FILE *f) {
             "  --n-layer N, --n-head N, --n-embd N, --block-size N\n"
             "                 gpt: the shape (default 4, 4, 128, 64)\n"
             "  --activation A gpt: [model] activation (default gelu)\n"
-            "  --policy NAME  fp32, fp16, bf16 or tf32; repeat to pick several (default all;\n"
-            "                 tf32 only with --device cuda)\n"
+            "  --policy NAME  fp32, fp16, bf16, tf32, fp8 (delayed scaling), fp8_current or\n"
+            "                 mxfp8; repeat to pick several (default all; tf32 only with\n"
+            "                 --device cuda)\n"
+            "  --rounds N     run the policies N times, interleaved (the order rotating per\n"
+            "                 round); the table gives medians over the rounds and, beside\n"
+            "                 bf16, each policy's step over bf16's paired by round (default 1)\n"
             "  --device D     cpu (default) or cuda\n"
             "  --no-floor     skip the GEMM floor (for repeated, interleaved runs)\n"
             "Threads: AMPTRAIN_THREADS (CPU backend). Plugins: beside the build tree, or\n"
@@ -163,6 +178,7 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     o->classes = 10;
     o->device = "cpu";
     o->no_floor = 0;
+    o->rounds = 1;
     memset(o->run_policy, 0, sizeof o->run_policy);
     if (parse_hidden(o, "1024,1024") != 0) return -1;
     for (int i = 1; i < argc; i++) {
@@ -195,6 +211,8 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
                         v ? v : "(missing)");
         } else if (strcmp(a, "--steps") == 0) {
             rc = parse_int(a, v, 1, 1000000, &o->steps);
+        } else if (strcmp(a, "--rounds") == 0) {
+            rc = parse_int(a, v, 1, 1000, &o->rounds);
         } else if (strcmp(a, "--warmup") == 0) {
             rc = parse_int(a, v, 0, 1000000, &o->warmup);
         } else if (strcmp(a, "--batch") == 0) {
@@ -222,8 +240,9 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
                     o->run_policy[k] = 1;
                     rc = 0;
                 }
-            if (rc != 0) fprintf(stderr, "bench_step: --policy '%s': expected fp32, fp16, bf16 or tf32\n",
-                                 v ? v : "(missing)");
+            if (rc != 0)
+                fprintf(stderr, "bench_step: --policy '%s': expected fp32, fp16, bf16, tf32, fp8, "
+                        "fp8_current or mxfp8\n", v ? v : "(missing)");
         } else {
             fprintf(stderr, "bench_step: unknown option '%s'\n", a);
             usage(stderr);
@@ -241,7 +260,8 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
     int any = 0;
     for (int k = 0; k < NPOLICIES; k++) any |= o->run_policy[k];
     /* tf32 only means something on the GPU */
-    for (int k = 0; k < NPOLICIES && !any; k++) o->run_policy[k] = k < 3 || strcmp(o->device, "cuda") == 0;
+    for (int k = 0; k < NPOLICIES && !any; k++)
+        o->run_policy[k] = k != TF32_ROW || strcmp(o->device, "cuda") == 0;
     return 0;
 }
 
@@ -548,6 +568,7 @@ typedef struct policy_result {
     size_t arena_bytes;  /* all memory categories together (exact) */
     size_t act_bytes;    /* the activations category alone */
     size_t device_bytes; /* cudaMemGetInfo use on the GPU, 0 on the CPU */
+    int scaled;          /* GEMM operands in an FP8 / MXFP8 format */
 } policy_result;
 
 /* The trainer's hook: the times of the steps after the warm-up. */
@@ -589,7 +610,10 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
               set_int(cfg, "train.eval_every", (long long)o->warmup + o->steps) ||
               set_str(cfg, "precision.plugin", p->precision) ||
               set_str(cfg, "scaler.plugin", p->scaler) ||
-              (strcmp(p->label, "tf32") == 0 && set_str(cfg, "precision.tf32", "1"));
+              (strcmp(p->label, "tf32") == 0 && set_str(cfg, "precision.tf32", "1")) ||
+              (p->format && set_str(cfg, "precision.format", p->format)) ||
+              (p->recipe && set_str(cfg, "precision.recipe", p->recipe)) ||
+              (p->format && o->gpt && set_str(cfg, "precision.layer.lm_head", "bf16"));
     if (o->gpt) /* configs/gpt_shakespeare_*.ini, on the shipped corpus */
         bad = bad || set_str(cfg, "data.dataset", "text") || set_str(cfg, "model.name", "gpt") ||
               set_int(cfg, "model.n_layer", o->n_layer) || set_int(cfg, "model.n_head", o->n_head) ||
@@ -634,6 +658,11 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
         res->act_bytes = s->model->mem[AMP_MEM_ACTIVATIONS].size;
         res->device_bytes = s->be->ops->device_bytes_used(s->be);
         res->info = s->be->info;
+        res->scaled = s->model->scaled ? s->model->scaled->nslots : 0;
+        if (p->format && res->scaled == 0) { /* the policy would have timed a bf16 step */
+            fprintf(stderr, "bench_step: %s: the step has no FP8 operand\n", p->label);
+            rc = -1;
+        }
     } else {
         fprintf(stderr, "bench_step: %s: %s\n", p->label, err);
     }
@@ -732,15 +761,45 @@ int main(int argc, char **argv) {
     printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "---------------", "----------------:", "----------:",
            "-----------:", "---------:", "-------------:", "-------------:", "------------:");
     fflush(stdout);
-    int failed = 0, ran[NPOLICIES] = {0};
+    /* Round after round every chosen policy once, the order rotating per
+     * round, so a drift in machine speed touches every policy alike. */
+    int failed = 0, ran[NPOLICIES] = {0}, dead[NPOLICIES] = {0}, sel[NPOLICIES], nsel = 0;
+    int R = o.rounds;
     policy_result results[NPOLICIES];
-    for (int i = 0; i < NPOLICIES; i++) {
-        if (!o.run_policy[i]) continue;
-        policy_result r;
-        if (measure_policy(&o, &policies[i], &r) != 0) {
-            failed = 1;
-            continue;
+    double *wall = calloc((size_t)NPOLICIES * (size_t)R, sizeof *wall);
+    double *cpu_t = calloc((size_t)NPOLICIES * (size_t)R, sizeof *cpu_t);
+    double *tmp = calloc((size_t)R, sizeof *tmp);
+    if (!wall || !cpu_t || !tmp) {
+        fprintf(stderr, "bench_step: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < NPOLICIES; i++)
+        if (o.run_policy[i]) sel[nsel++] = i;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < nsel; j++) {
+            int i = sel[(j + r) % nsel];
+            if (dead[i]) continue;
+            policy_result res;
+            if (measure_policy(&o, &policies[i], &res) != 0) {
+                failed = dead[i] = 1;
+                continue;
+            }
+            wall[i * R + r] = res.median_ms;
+            cpu_t[i * R + r] = res.cpu_ms;
+            results[i] = res;
+            ran[i]++;
+            if (R > 1)
+                fprintf(stderr, "round %d/%d %-13s %10.3f ms, cpu %10.3f ms\n", r + 1, R,
+                        policies[i].label, res.median_ms, res.cpu_ms);
         }
+    for (int j = 0; j < nsel; j++) {
+        int i = sel[j];
+        if (dead[i]) continue;
+        policy_result r = results[i];
+        memcpy(tmp, &wall[i * R], (size_t)R * sizeof *tmp);
+        r.median_ms = results[i].median_ms = median(tmp, R);
+        memcpy(tmp, &cpu_t[i * R], (size_t)R * sizeof *tmp);
+        r.cpu_ms = results[i].cpu_ms = median(tmp, R);
         if (o.no_floor)
             printf("| %-13s | %15.3f | %9s | %10s | %8.1f | %12.2f | %12.2f |", policies[i].label,
                    r.median_ms, "-", "-", flops / (r.median_ms * 1e6),
@@ -752,10 +811,40 @@ int main(int argc, char **argv) {
         printf(" %11.3f |", r.cpu_ms);
         if (r.skipped) printf(" %lld of the timed steps skipped (overflow)", (long long)r.skipped);
         printf("\n");
-        fflush(stdout);
-        results[i] = r;
-        ran[i] = 1;
     }
+    if (R > 1) printf("(medians over %d interleaved rounds)\n", R);
+    /* Each policy against bf16, paired by round: the ratio of the two medians
+     * of one round, then the median of those ratios over the rounds. */
+    if (ran[BF16_ROW] == R && nsel > 1) {
+        printf("\nagainst bf16+none, paired by round (%d interleaved round%s): the median over the "
+               "rounds of the policy's median step / bf16's in the same round\n",
+               R, R == 1 ? "" : "s");
+        printf("| %-13s | %9s | %9s | %11s | %11s | %17s |\n", "policy", "wall ms", "cpu ms",
+               "wall / bf16", "cpu / bf16", "cpu / bf16 range");
+        printf("|%s|%s|%s|%s|%s|%s|\n", "---------------", "----------:", "----------:",
+               "------------:", "------------:", "------------------:");
+        for (int j = 0; j < nsel; j++) {
+            int i = sel[j];
+            if (ran[i] != R) continue;
+            double q[2], lo = INFINITY, hi = -INFINITY;
+            for (int k = 0; k < 2; k++) {
+                const double *v = k ? cpu_t : wall;
+                for (int r = 0; r < R; r++) tmp[r] = v[i * R + r] / v[BF16_ROW * R + r];
+                if (k)
+                    for (int r = 0; r < R; r++) {
+                        lo = tmp[r] < lo ? tmp[r] : lo;
+                        hi = tmp[r] > hi ? tmp[r] : hi;
+                    }
+                q[k] = median(tmp, R);
+            }
+            printf("| %-13s | %9.3f | %9.3f | %10.3fx | %10.3fx | %7.3f .. %6.3f |\n",
+                   policies[i].label, results[i].median_ms, results[i].cpu_ms, q[0], q[1], lo, hi);
+        }
+    }
+    fflush(stdout);
+    free(wall);
+    free(cpu_t);
+    free(tmp);
     /* what ran, per policy: the GEMM kernel of each input dtype the step used */
     for (int i = 0; i < NPOLICIES; i++) {
         if (!ran[i] || !results[i].info.isa[0]) continue;
@@ -764,6 +853,7 @@ int main(int argc, char **argv) {
         static const char *const dn[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
         for (int d = 0; d < AMP_DTYPE_COUNT; d++)
             if (results[i].info.gemm[d][0]) printf("; %s GEMM %s", dn[d], results[i].info.gemm[d]);
+        if (results[i].scaled) printf("; %d FP8 operands", results[i].scaled);
         if (results[i].info.scratch_bytes)
             printf("; backend scratch %.2f MiB", (double)results[i].info.scratch_bytes / 1048576.0);
         printf("\n");

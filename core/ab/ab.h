@@ -36,6 +36,24 @@ typedef struct amp_ab_layer { /* per-layer rounding totals from summary.json */
     double grad_under, grad_over, grad_rounded;
 } amp_ab_layer;
 
+/* The "fp8" arrays of a run's step lines (scaled GEMM operands): one slot
+ * per (layer, role), in the order of the first step line, and per step
+ * line (indexed like amp_ab_run.pts) each slot's scale and counts. */
+typedef struct amp_ab_fp8 {
+    int nslots;              /* 0: the run has no scaled operand */
+    char (*layer)[96];       /* [nslots] */
+    char (*role)[16];        /* [nslots]: input, weight, grad_output */
+    int *block;              /* [nslots]: per-block scaling (mx32), no one scale */
+    double *scale, *saturated, *flushed; /* [npts * nslots], step-major */
+    size_t npts, cap;        /* step lines held, and room for */
+} amp_ab_fp8;
+
+/* Reads step line `v` (file:lineno) into fp: the first line fixes the
+ * slots, every later one must list the same. 0, or -1 with err. */
+int amp_ab_fp8_add(amp_ab_fp8 *fp, const amp_jval *v, const char *file, int lineno, char *err,
+                   size_t errlen);
+void amp_ab_fp8_free(amp_ab_fp8 *fp);
+
 typedef struct amp_ab_run {
     uint64_t seed;
     char dir[PATH_MAX];
@@ -56,6 +74,7 @@ typedef struct amp_ab_run {
     size_t npts;
     amp_ab_eval *evals;
     size_t nevals;
+    amp_ab_fp8 fp8; /* the scaled operands over the steps; nslots 0 when none */
 } amp_ab_run;
 
 typedef struct amp_ab_arm {

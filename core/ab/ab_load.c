@@ -228,6 +228,7 @@ static int load_metrics(amp_ab_run *r, const char *file, char *err, size_t errle
                          num_or_null(v, "overflow", &p->overflow, file, err, errlen)
                      ? -1
                      : 0;
+            if (rc == 0) rc = amp_ab_fp8_add(&r->fp8, v, file, lineno, err, errlen);
             if (rc == 0) {
                 p->skipped = sk->b;
                 r->npts++;
@@ -257,6 +258,7 @@ void amp_ab_run_free(amp_ab_run *r) {
     free(r->pts);
     free(r->evals);
     free(r->layers);
+    amp_ab_fp8_free(&r->fp8);
     r->layers = NULL;
     r->nlayers = 0;
     r->summary = NULL;

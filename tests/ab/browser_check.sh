@@ -1,15 +1,17 @@
 #!/bin/sh
-# browser_check.sh REPORT.html NARMS
+# browser_check.sh REPORT.html NARMS [CHART-ID...]
 # Renders an `amptrain ab` report in headless Chromium (Debian's `chromium`)
 # and checks the DOM it built: no console messages (no script errors, nothing
 # blocked), nothing fetched from outside the file, and every chart present
 # with data: chart-loss, chart-eval, chart-scale, chart-steptime, chart-memory
 # and one chart-heat-<i> per arm, each holding a series per arm whose path
-# `d` holds coordinates (or whose rects have a size).
+# `d` holds coordinates (or whose rects have a size). Each CHART-ID named
+# after NARMS must be there too; one ending in -<i> is arm i's chart.
 # Exit 77 (CTest skip) when chromium is not installed.
 set -u
 report=$1
 narms=$2
+shift 2
 command -v chromium >/dev/null 2>&1 || { echo "chromium is not installed: skipping"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed: skipping"; exit 77; }
 [ -r "$report" ] || { echo "browser_check: $report is missing"; exit 1; }
@@ -30,7 +32,7 @@ if grep -E ':CONSOLE[:(]|Uncaught' "$tmp/stderr"; then
     echo "browser_check: the page logged console messages (above)"
     exit 1
 fi
-python3 - "$tmp/dom.html" "$narms" <<'PY'
+python3 - "$tmp/dom.html" "$narms" "$@" <<'PY'
 import re, sys
 from html.parser import HTMLParser
 
@@ -66,6 +68,7 @@ if p.external:
     fail.append(f"the report loads external resources: {p.external}")
 want = ["chart-loss", "chart-eval", "chart-scale", "chart-steptime", "chart-memory"]
 want += [f"chart-heat-{i}" for i in range(narms)]
+want += sys.argv[3:]
 num = re.compile(r"-?\d+(\.\d+)?")
 for cid in want:
     if cid not in p.charts:
@@ -82,7 +85,8 @@ for cid in want:
             if not (float(a.get("width", 0)) > 0 and float(a.get("height", 0)) > 0):
                 fail.append(f"{cid}: a data rect has no size")
         arms.add(a.get("data-arm"))
-    need = {str(i) for i in range(narms)} if not cid.startswith("chart-heat-") else {cid.rsplit("-", 1)[1]}
+    per_arm = cid.startswith("chart-heat-") or cid in sys.argv[3:] and re.search(r"-\d+$", cid)
+    need = {cid.rsplit("-", 1)[1]} if per_arm else {str(i) for i in range(narms)}
     if not need <= arms:
         fail.append(f"{cid}: series for arms {sorted(need - arms)} are missing (has {sorted(arms)})")
 # the loss curves need more than one point each

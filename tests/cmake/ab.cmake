@@ -30,17 +30,24 @@ set_tests_properties(ab_report_browser PROPERTIES LABELS "ab;browser" FIXTURES_R
   SKIP_RETURN_CODE 77)
 
 # An fp8 arm beside bf16 (as the FP8 study runs them): the report gains the
-# per-layer, per-role FP8 operand table and still renders in the browser.
+# per-layer, per-role FP8 operand table, the scale of every operand over the
+# steps and the saturation / flush heat maps per role (checked against the
+# runs' metrics.jsonl), and still renders in the browser.
 add_test(NAME ab_fp8_run
          COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp8.ini
-                 --seeds 1 --set run.device=cpu --out ${AMP_AB_OUT}/fp8)
+                 --seeds 2 --set run.device=cpu --out ${AMP_AB_OUT}/fp8)
 set_tests_properties(ab_fp8_run PROPERTIES LABELS "ab;fp8" FIXTURES_SETUP ab_fp8)
 add_test(NAME ab_fp8_report
          COMMAND grep -q "</td><td>input</td><td>e4m3</td>"
                  ${AMP_AB_OUT}/fp8/report.html)
 set_tests_properties(ab_fp8_report PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_fp8)
+add_test(NAME ab_fp8_charts
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/ab/fp8_charts_check.py
+                 ${AMP_AB_OUT}/fp8/report.html ${AMP_AB_OUT}/fp8/runs/tiny_fp8 1)
+set_tests_properties(ab_fp8_charts PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_fp8)
 add_test(NAME ab_fp8_report_browser
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/browser_check.sh ${AMP_AB_OUT}/fp8/report.html 2)
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/browser_check.sh ${AMP_AB_OUT}/fp8/report.html 2
+                 chart-fp8-scale-1 chart-fp8-heat-1)
 set_tests_properties(ab_fp8_report_browser PROPERTIES LABELS "ab;browser;fp8"
   FIXTURES_REQUIRED ab_fp8 SKIP_RETURN_CODE 77)
 

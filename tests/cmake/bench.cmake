@@ -1,14 +1,19 @@
 # Smoke run of the step benchmark on a small shape: proves it builds, finds
 # the plugins beside the build tree (<build>/plugins, no AMPTRAIN_PLUGIN_PATH)
-# and runs every policy. It checks no timing.
+# and runs every policy (fp8 delayed, fp8 current and mxfp8 with their FP8
+# operands among them), in two interleaved rounds with the table of ratios
+# to bf16. It checks no timing.
+set(AMP_BENCH_FP8_ROWS "fp8 +\\| +[0-9.]+ \\| +[0-9.]+ \\| +[0-9.]+x \\| +[0-9.]+x .*fp8_current +\\| +[0-9.]+ \\| .*mxfp8 +\\| +[0-9.]+ \\| +[0-9.]+ \\| +[0-9.]+x \\| +[0-9.]+x .*fp8 kernels: .*FP8 operands.*mxfp8 kernels: .*FP8 operands")
 add_test(NAME bench_step_smoke
-         COMMAND bench_step --steps 2 --warmup 0 --batch 16 --hidden 32,32 --features 64)
-set_tests_properties(bench_step_smoke PROPERTIES LABELS bench)
+         COMMAND bench_step --steps 2 --warmup 0 --batch 16 --hidden 32,32 --features 64 --rounds 2)
+set_tests_properties(bench_step_smoke PROPERTIES LABELS "bench;fp8"
+  PASS_REGULAR_EXPRESSION "${AMP_BENCH_FP8_ROWS}" FAIL_REGULAR_EXPRESSION "bench_step: [a-z-]")
 # The GPT mode on a small shape (the shipped corpus, every policy and the floor).
 add_test(NAME bench_step_gpt_smoke
          COMMAND bench_step --model gpt --steps 2 --warmup 0 --batch 2 --n-layer 1 --n-head 2
-                 --n-embd 32 --block-size 16)
-set_tests_properties(bench_step_gpt_smoke PROPERTIES LABELS bench)
+                 --n-embd 32 --block-size 16 --rounds 2)
+set_tests_properties(bench_step_gpt_smoke PROPERTIES LABELS "bench;fp8"
+  PASS_REGULAR_EXPRESSION "${AMP_BENCH_FP8_ROWS}" FAIL_REGULAR_EXPRESSION "bench_step: [a-z-]")
 # The INI benchmark on small sizes: it parses, reads back and checks every key.
 add_test(NAME bench_config_smoke COMMAND bench_config 100 2000)
 set_tests_properties(bench_config_smoke PROPERTIES LABELS bench)
