@@ -1,5 +1,5 @@
 /* The CPU backend's "scaled" family: per-tensor FP8 quantize, dequantize
- * and quantize-dequantize on the ISA path's kernels (cpu_fp8.h), so every
+ * and quantize-dequantize (NVFP4's in cpu_nvfp4.c) on the ISA path's kernels (cpu_fp8.h), so every
  * result has the scalar functions' bits (backend/kernels/fp8.h). The stats
  * record is host memory here. */
 #include <stddef.h>
@@ -150,4 +150,7 @@ const amp_scaled_ops amp_cpu_scaled_ops = {
     .mx_quantize = cpu_mx_quantize,
     .mx_dequantize = cpu_mx_dequantize,
     .mx_qdq = cpu_mx_qdq,
+    .nvfp4_quantize = amp_cpu_nvfp4_quantize,
+    .nvfp4_dequantize = amp_cpu_nvfp4_dequantize,
+    .nvfp4_qdq = amp_cpu_nvfp4_qdq,
 };
