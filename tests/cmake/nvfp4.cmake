@@ -21,7 +21,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
 set(AMP_NVFP4_RUNS ${CMAKE_BINARY_DIR}/tests/nvfp4_runs)
 amp_expect_fail(nvfp4_bad_blocks LABELS nvfp4 cli
   CODE 2
-  REGEX [=[bad_nvfp4_blocks\.ini:14: \[precision\] weight_blocks: unknown value '3d'; use 2d \| 1d]=]
+  REGEX [=[bad_nvfp4_blocks\.ini:14: \[precision\] weight_blocks: unknown value '3d'. use 2d \| 1d]=]
   OPTIONS --no-outputs ${AMP_NVFP4_RUNS}/bad_blocks
   COMMAND $<TARGET_FILE:amptrain> train ${CMAKE_CURRENT_SOURCE_DIR}/configs/bad_nvfp4_blocks.ini
           --out ${AMP_NVFP4_RUNS}/bad_blocks)
