@@ -41,3 +41,6 @@ foreach(bad "hadamard=2|hadamard: 2 is not an integer in 0\\.\\.1"
     COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/gpt_shakespeare_nvfp4.ini
             --set precision.${set} --out ${AMP_NVFP4_RUNS}/bad_${tag})
 endforeach()
+# The quantizer (1x16 rows and 16x16 tiles) against PyTorch's reference from
+# the format's definition (tests/data/nvfp4_reference.txt, scripts/nvfp4_reference.py).
+amp_unit_test(test_nvfp4_torch numerics nvfp4)
