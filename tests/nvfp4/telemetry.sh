@@ -55,4 +55,11 @@ params=$(grep -o '"params": *[0-9]*' "$W/nvfp4/summary.json" | grep -o '[0-9]*$'
 # master) is a GEMM weight here: at most 0.51 bytes per parameter
 [ $(( $(wp nvfp4_no_bf16_layers) * 100 )) -le $(( params * 51 )) ] ||
     fail "all-NVFP4 working copy: $(wp nvfp4_no_bf16_layers) bytes for $params parameters"
+# the A/B report's operand table shows the NVFP4 columns
+"$A" ab "$CONFIGS/gpt_shakespeare_bf16.ini" "$CONFIGS/gpt_shakespeare_nvfp4.ini" --seeds 1 \
+    --set run.device=cpu --set train.steps=2 --set data.eval_iters=1 --out "$W/ab" >"$W/ab.log" 2>&1 ||
+    fail "ab: $(tail -3 "$W/ab.log")"
+grep -q '<th>block scales</th><th>SR bias</th>' "$W/ab/report.html" || fail "report: no NVFP4 columns"
+grep -Eq '</td><td>grad_output</td><td>nvfp4</td>.*<td>[0-9.e+-]+ \.\. [0-9.e+-]+</td><td>[+-][0-9.]+e[+-][0-9]+</td></tr>' \
+    "$W/ab/report.html" || fail "report: no block-scale range and bias on an NVFP4 gradient"
 echo "nvfp4 telemetry: all checks passed"
