@@ -1,6 +1,8 @@
-/* The CPU backend's NVFP4 ops (the "scaled" family's nvfp4_*): scalar
- * loops over the blocks of amp_nvfp4_desc's three layouts on nvfp4.h's
- * element functions, so the bits are the header's. */
+/* The CPU backend's NVFP4 ops (the "scaled" family's nvfp4_*) over the
+ * blocks of amp_nvfp4_desc's three layouts. Rows and columns go through
+ * branch-free loops the compiler vectorises; 16x16 tiles (weights, small)
+ * through nvfp4.h's element functions. Both give the header's bits
+ * (test_nvfp4_kernels, test_nvfp4_torch). */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,7 +72,7 @@ static inline void nv_store(uint8_t *codes, size_t j, uint8_t q) {
 /* Columns handled per pass of a COLS row group (their scales on the
  * stack), and the longest run nv_run takes. */
 #define COL_CHUNK 256
-#define COL_CHUNK_MAX 256
+#define COL_CHUNK_MAX COL_CHUNK
 
 /* The counts of one run of elements. */
 typedef struct nv_counts {

@@ -1,7 +1,7 @@
 /* The CPU backend's "scaled" family: per-tensor FP8 quantize, dequantize
- * and quantize-dequantize (NVFP4's in cpu_nvfp4.c) on the ISA path's kernels (cpu_fp8.h), so every
- * result has the scalar functions' bits (backend/kernels/fp8.h). The stats
- * record is host memory here. */
+ * and quantize-dequantize on the ISA path's kernels (cpu_fp8.h), so every
+ * result has the scalar functions' bits (backend/kernels/fp8.h); NVFP4's
+ * ops are in cpu_nvfp4.c. The stats record is host memory here. */
 #include <stddef.h>
 #include <stdint.h>
 
