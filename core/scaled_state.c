@@ -66,9 +66,28 @@ int amp_scaled_end_step(amp_scaled *s, amp_dist *d, amp_plugin *precision, char 
     return 0;
 }
 
+/* NVFP4's extras: the flags, the E4M3 block scales' range (blocks with a
+ * nonzero amax) and, when stochastic, the mean rounding bias
+ * sum(deq - x) / sum(|x|) of the rounded elements (~0 when unbiased). */
+static void nvfp4_json(FILE *f, const amp_scaled_slot *sl) {
+    const amp_nvfp4_stats *nv = &sl->nv_last;
+    fprintf(f, ",\"stochastic\":%s,\"hadamard\":%s,\"blocks\":%llu,\"block_scale_min\":",
+            (sl->flags & AMP_OPERAND_STOCHASTIC) ? "true" : "false",
+            (sl->flags & AMP_OPERAND_HADAMARD) ? "true" : "false", nv->blocks);
+    amp_json_num(f, nv->blocks ? nv->scale_min : 0.0);
+    fputs(",\"block_scale_max\":", f);
+    amp_json_num(f, nv->blocks ? nv->scale_max : 0.0);
+    if (sl->flags & AMP_OPERAND_STOCHASTIC) {
+        fputs(",\"sr_bias\":", f);
+        amp_json_num(f, nv->sr_abs > 0.0 ? nv->sr_err / nv->sr_abs : 0.0);
+        fprintf(f, ",\"sr_count\":%llu", nv->sr_count);
+    }
+}
+
 void amp_scaled_json(FILE *f, const amp_scaled *s, const char *sep) {
-    static const char *const formats[AMP_FORMAT_COUNT] = {"dtype", "e4m3", "e5m2"};
-    static const char *const scalings[AMP_SCALING_COUNT] = {"delayed", "current", "mx32"};
+    static const char *const formats[AMP_FORMAT_COUNT] = {"dtype", "e4m3", "e5m2", "nvfp4"};
+    static const char *const scalings[AMP_SCALING_COUNT] = {"delayed", "current", "mx32",
+                                                            "nvfp4_1d", "nvfp4_2d"};
     if (!s || s->nslots == 0) return;
     fputs(",\"fp8\":[", f);
     for (int i = 0; i < s->nslots; i++) {
@@ -81,8 +100,10 @@ void amp_scaled_json(FILE *f, const amp_scaled *s, const char *sep) {
         amp_json_num(f, sl->last.amax);
         fputs(",\"scale\":", f);
         amp_json_num(f, sl->scale);
-        fprintf(f, ",\"saturated\":%llu,\"flushed\":%llu,\"nan\":%llu,\"kept\":%lld}",
+        fprintf(f, ",\"saturated\":%llu,\"flushed\":%llu,\"nan\":%llu,\"kept\":%lld",
                 sl->last.saturated, sl->last.flushed, sl->last.nan, (long long)sl->kept);
+        if (sl->fmt.format == AMP_FORMAT_NVFP4) nvfp4_json(f, sl);
+        fputs("}", f);
     }
     fputs("]", f);
 }
@@ -97,6 +118,10 @@ static uint64_t f64_bits(double f) {
     memcpy(&u, &f, 8);
     return u;
 }
+
+/* The scaling with the operand flags above bit 16 (0 before NVFP4, so an
+ * older state reads the same): a resume under other flags is refused. */
+static uint32_t scaling_word(const amp_scaled_slot *sl) { return sl->fmt.scaling | sl->flags << 16; }
 
 static size_t history_of(const amp_scaled_slot *sl) {
     return sl->fmt.scaling == AMP_SCALING_DELAYED ? sl->fmt.history_len : 0;
@@ -116,7 +141,7 @@ int amp_scaled_state_save(const amp_scaled *s, uint8_t **out, size_t *len) {
     for (int i = 0; i < s->nslots; i++) {
         const amp_scaled_slot *sl = &s->slot[i];
         uint32_t fixed[7] = {(uint32_t)sl->layer, (uint32_t)sl->role, sl->fmt.format,
-                             sl->fmt.scaling, sl->fmt.history_len, sl->head, sl->count};
+                             scaling_word(sl), sl->fmt.history_len, sl->head, sl->count};
         for (int k = 0; k < 7; k++) p = amp_le_put(p, fixed[k], 4);
         p = amp_le_put(p, amp_f32_bits(sl->scale), 4);
         p = amp_le_put(p, (uint64_t)sl->kept, 8);
@@ -170,7 +195,7 @@ int amp_scaled_state_load(amp_scaled *s, const uint8_t *buf, size_t len, const c
             uint32_t f[7];
             for (int k = 0; k < 7; k++) f[k] = (uint32_t)amp_le_take(&q, 4);
             uint32_t want[5] = {(uint32_t)sl->layer, (uint32_t)sl->role, sl->fmt.format,
-                                sl->fmt.scaling, sl->fmt.history_len};
+                                scaling_word(sl), sl->fmt.history_len};
             if (memcmp(f, want, sizeof want) != 0) {
                 char a[200], b[200];
                 slot_text(a, sizeof a, s, f);

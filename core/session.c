@@ -61,13 +61,37 @@ static int check_operands(amp_session *s, int l, const amp_layer_precision *p, c
     const char *name = s->precision.entry->name;
     const char *layer = l < s->nlayers ? s->layer_ptrs[l] : "loss";
     unsigned classes = l < s->nlayers ? s->layer_classes[l] : 0u;
+    const unsigned known = AMP_OPERAND_STOCHASTIC | AMP_OPERAND_HADAMARD;
     for (int r = 0; r < AMP_ROLE_COUNT; r++) {
         const amp_operand_format *f = &p->operand[r];
         if (f->format == AMP_FORMAT_DTYPE) continue;
         const char *why = NULL;
         char buf[160];
+        int nv = f->format == AMP_FORMAT_NVFP4;
+        int nv_scaling = f->scaling == AMP_SCALING_NVFP4_1D || f->scaling == AMP_SCALING_NVFP4_2D;
+        /* the transform is undone only when both weight-GEMM operands have it */
+        int other = r == AMP_ROLE_INPUT ? AMP_ROLE_GRAD_OUTPUT : AMP_ROLE_INPUT;
+        uint32_t flags = p->operand_flags[r];
         if (f->format >= AMP_FORMAT_COUNT) why = "an unknown format";
         else if (f->scaling >= AMP_SCALING_COUNT) why = "an unknown scaling";
+        else if (nv != nv_scaling)
+            why = nv ? "the NVFP4 format with a scaling that is not NVFP4_1D or NVFP4_2D"
+                     : "an NVFP4 scaling with a format that is not NVFP4";
+        else if (f->scaling == AMP_SCALING_NVFP4_2D && r != AMP_ROLE_WEIGHT)
+            why = "16x16 NVFP4 blocks (NVFP4_2D), which are for the weight role only";
+        else if (flags & ~known) {
+            snprintf(buf, sizeof buf, "unknown operand flags 0x%x", (unsigned)(flags & ~known));
+            why = buf;
+        } else if (flags && !nv)
+            why = "operand flags on a format that is not NVFP4";
+        else if ((flags & AMP_OPERAND_HADAMARD) && r == AMP_ROLE_WEIGHT)
+            why = "the Hadamard flag on the weight (it belongs on the input and grad_output, "
+                  "the weight-gradient GEMM's operands)";
+        else if ((flags & AMP_OPERAND_HADAMARD) &&
+                 (p->operand[other].format != AMP_FORMAT_NVFP4 ||
+                  !(p->operand_flags[other] & AMP_OPERAND_HADAMARD)))
+            why = "the Hadamard flag on one of the weight-gradient GEMM's operands only (it "
+                  "must be on both input and grad_output)";
         else if (f->scaling == AMP_SCALING_DELAYED &&
                  (f->history_len < 1 || f->history_len > AMP_AMAX_HISTORY_MAX)) {
             snprintf(buf, sizeof buf, "an amax history of %u values (1..%u)", f->history_len,
@@ -97,6 +121,7 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
         p.activation = p.param = AMP_DTYPE_F32;
         for (int r = 0; r < AMP_ROLE_COUNT; r++)
             p.operand[r] = (amp_operand_format){AMP_FORMAT_DTYPE, 0, 0, 0};
+        for (int r = 0; r < AMP_ROLE_COUNT; r++) p.operand_flags[r] = 0;
         s->precision.host.err[0] = '\0';
         if (vt->resolve(s->precision.self, layer, &p) != 0) {
             snprintf(err, errlen, "precision plugin '%s': resolving layer '%s' failed: %s",
@@ -406,6 +431,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
                                  opt_lo, opt_len, cfg, err, errlen) != 0)
         goto runtime_error;
     s->scaled = s->model->scaled;
+    if (s->scaled) s->scaled->seed = s->set.seed;
     amp_scaled_wire(s->scaled, &s->precision);
     /* the names now live in the model's own copy of the tables */
     for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;

@@ -139,6 +139,19 @@ static int create_scaled(amp_model *m, char *err, size_t errlen) {
                  m->be->ops->name, m->layer_names[sl->layer]);
         return -1;
     }
+    for (int i = 0; i < m->scaled->nslots; i++) {
+        const amp_scaled_slot *sl = &m->scaled->slot[i];
+        const amp_scaled_ops *so = m->be->ops->scaled;
+        if (sl->fmt.format == AMP_FORMAT_NVFP4 &&
+            (!so->nvfp4_qdq || !so->nvfp4_quantize || !so->nvfp4_dequantize)) {
+            snprintf(err, errlen,
+                     "backend '%s' has no NVFP4 ops (nvfp4_qdq, nvfp4_quantize, "
+                     "nvfp4_dequantize): layer '%s' has an NVFP4 operand; run on the CPU "
+                     "(run.device = cpu) or choose a policy without NVFP4",
+                     m->be->ops->name, m->layer_names[sl->layer]);
+            return -1;
+        }
+    }
     if (nslots > 0 && m->be->device != AMP_DEVICE_CPU) {
         amp_backend *be = m->be;
         size_t bytes = (size_t)nslots * sizeof *m->scaled_dev;

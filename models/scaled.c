@@ -9,7 +9,17 @@
 double amp_format_max(uint32_t format) {
     return format == AMP_FORMAT_F8_E4M3   ? (double)AMP_FP8_E4M3_MAX
            : format == AMP_FORMAT_F8_E5M2 ? (double)AMP_FP8_E5M2_MAX
+           : format == AMP_FORMAT_NVFP4   ? 6.0
                                           : 0.0;
+}
+
+uint64_t amp_scaled_nvfp4_key(amp_scaled *s, amp_scaled_slot *sl) {
+    uint64_t tensor = ((uint64_t)(sl - s->slot) << 32) | sl->nv_calls++;
+    return amp_nvfp4_tensor_key(s->seed, (uint64_t)s->step, tensor);
+}
+
+uint32_t amp_scaled_nvfp4_signs(const amp_scaled *s) {
+    return amp_hadamard16_signs(s->seed, (uint64_t)s->step);
 }
 
 int amp_format_fp8(uint32_t format) {
@@ -36,6 +46,7 @@ int amp_scaled_create(amp_scaled **out, int nlayers, const amp_layer_precision *
         sl->layer = (int)(i / AMP_ROLE_COUNT);
         sl->role = (int)(i % AMP_ROLE_COUNT);
         sl->fmt = prec[sl->layer].operand[sl->role];
+        sl->flags = prec[sl->layer].operand_flags[sl->role];
         sl->scale = 1.0f;
         if (sl->fmt.scaling != AMP_SCALING_DELAYED) continue;
         size_t H = sl->fmt.history_len ? sl->fmt.history_len : 1;
@@ -154,6 +165,9 @@ int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen) {
         }
         sl->last = sl->step;
         memset(&sl->step, 0, sizeof sl->step);
+        sl->nv_last = sl->nv_step;
+        memset(&sl->nv_step, 0, sizeof sl->nv_step);
+        sl->nv_calls = 0;
     }
     if (rc == 0 && s) s->step++;
     return rc;

@@ -14,11 +14,13 @@
 
 #include "amptrain/plugin.h"
 #include "backend/kernels/fp8.h"
+#include "backend/kernels/nvfp4.h"
 
 typedef struct amp_scaled_slot {
     int layer;              /* index into the model's layer table */
     int role;               /* amp_gemm_role */
     amp_operand_format fmt; /* from the policy */
+    uint32_t flags;         /* the policy's amp_operand_flag bits (NVFP4) */
     float scale;            /* DELAYED: quantizes this step; CURRENT: the last one used */
     double *history;        /* DELAYED: [fmt.history_len], circular, newest at [head] */
     uint32_t head, count;   /* count <= history_len values written so far */
@@ -26,6 +28,12 @@ typedef struct amp_scaled_slot {
     amp_fp8_stats last;     /* the last finished step's, for telemetry */
     int64_t kept;           /* updates that kept the previous scale (amax 0 or not finite) */
     int claimed;            /* a layer object quantizes it (amp_format_scaled_slot) */
+    /* NVFP4: the block scales and rounding bias of this step and of the
+     * last finished one (this rank's), and the quantizes of this step so
+     * far (each one's stochastic-rounding key takes it, so every tensor
+     * of a step gets its own bits) */
+    amp_nvfp4_stats nv_step, nv_last;
+    uint32_t nv_calls;
 } amp_scaled_slot;
 
 /* The policy's scale_update (amp_precision_vtable), or NULL for the default. */
@@ -40,6 +48,7 @@ typedef struct amp_scaled {
     void *update_ctx;
     int64_t step;           /* optimizer steps finished (the stats' step index) */
     double *ordered; /* the newest-first history handed to a recipe hook, sized once */
+    uint64_t seed;          /* the run's seed: NVFP4's stochastic rounding and Hadamard signs */
 } amp_scaled;
 
 /* Slots for every (layer, role) of prec[nlayers] whose format is not
@@ -52,8 +61,13 @@ void amp_scaled_free(amp_scaled *s);
 /* The slot of (layer, role), or NULL when that operand is not scaled. */
 amp_scaled_slot *amp_scaled_find(amp_scaled *s, int layer, int role);
 
-/* The largest finite value of an amp_format (448, 57344; 0 for DTYPE). */
+/* The largest finite value of an amp_format (448, 57344, 6; 0 for DTYPE). */
 double amp_format_max(uint32_t format);
+/* The stochastic-rounding key of the next quantize of slot sl this step
+ * (advances sl's count). */
+uint64_t amp_scaled_nvfp4_key(amp_scaled *s, amp_scaled_slot *sl);
+/* The Hadamard transform's signs of this step. */
+uint32_t amp_scaled_nvfp4_signs(const amp_scaled *s);
 /* amp_format as the backend's amp_fp8_format. */
 int amp_format_fp8(uint32_t format);
 

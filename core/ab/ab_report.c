@@ -704,7 +704,9 @@ static double jnum(const amp_jval *o, const char *key) {
 
 /* The first run's last step, one row per (layer, role) its summary.json's
  * "fp8" array has: amax, scale, kept, and the saturated / flushed counts
- * coloured on a log scale relative to the table's largest. */
+ * coloured on a log scale relative to the table's largest; for NVFP4
+ * operands also the E4M3 block scales' range and the stochastic rounding's
+ * mean bias (docs/nvfp4.md). */
 static void chart_fp8(FILE *f, const amp_ab_study *st, int a) {
     const amp_ab_arm *arm = &st->arms[a];
     const amp_jval *ops = arm->nruns ? amp_json_get_type(arm->runs[0].summary, "fp8", AMP_JARR) : NULL;
@@ -720,7 +722,8 @@ static void chart_fp8(FILE *f, const amp_ab_study *st, int a) {
     fputs("\"></i>", f);
     esc(f, arm->name);
     fputs("</div>\n<table class=\"fp8\"><tr><th>layer</th><th>role</th><th>format</th><th>amax</th>"
-          "<th>scale</th><th>saturated</th><th>flushed</th><th>kept</th></tr>\n", f);
+          "<th>scale</th><th>saturated</th><th>flushed</th><th>kept</th><th>block scales</th>"
+          "<th>SR bias</th></tr>\n", f);
     for (size_t i = 0; i < ops->n; i++) {
         const amp_jval *o = &ops->items[i];
         const amp_jval *layer = amp_json_get_type(o, "layer", AMP_JSTR);
@@ -739,7 +742,16 @@ static void chart_fp8(FILE *f, const amp_ab_study *st, int a) {
             if (v[c] > 0 && most[c] > 0) heat_color(fill, sizeof fill, v[c] / most[c]);
             fprintf(f, "<td style=\"background:%s\">%.0f</td>", fill, v[c]);
         }
-        fprintf(f, "<td>%.0f</td></tr>\n", jnum(o, "kept"));
+        fprintf(f, "<td>%.0f</td>", jnum(o, "kept"));
+        double lo = jnum(o, "block_scale_min"), hi = jnum(o, "block_scale_max"), b = jnum(o, "sr_bias");
+        if (isnan(lo) || isnan(hi))
+            fputs("<td class=\"muted\">&mdash;</td>", f);
+        else
+            fprintf(f, "<td>%.4g .. %.4g</td>", lo, hi);
+        if (isnan(b))
+            fputs("<td class=\"muted\">&mdash;</td></tr>\n", f);
+        else
+            fprintf(f, "<td>%+.2e</td></tr>\n", b);
     }
     fputs("</table></div>\n", f);
 }

@@ -17,6 +17,7 @@
 
 #include "amptrain/plugin.h"
 #include "backend/kernels/fp8.h"
+#include "backend/kernels/nvfp4.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -351,6 +352,24 @@ typedef struct amp_mx_desc {
     int along_cols;
 } amp_mx_desc;
 
+/* An NVFP4 operand (backend/kernels/nvfp4.h): a row-major [rows, cols]
+ * array in blocks of 16 along each row (AMP_NVFP4_ROWS, scales
+ * [rows][ceil(cols / 16)]), down each column (AMP_NVFP4_COLS, scales
+ * [ceil(rows / 16)][cols]) or in 16x16 tiles (AMP_NVFP4_TILES, scales
+ * [ceil(rows / 16)][ceil(cols / 16)]); a short last block is a block of its
+ * own. The tensor scale comes from the amax of the values quantized (after
+ * the transform when `hadamard`). */
+enum { AMP_NVFP4_ROWS = 0, AMP_NVFP4_COLS = 1, AMP_NVFP4_TILES = 2 };
+typedef struct amp_nvfp4_desc {
+    int rows, cols;
+    int blocks;          /* AMP_NVFP4_ROWS / _COLS / _TILES */
+    int stochastic;      /* round with amp_float_to_e2m1_sr, element j's bits amp_nvfp4_random(sr_key, j) */
+    uint64_t sr_key;     /* amp_nvfp4_tensor_key(seed, step, tensor) */
+    int hadamard;        /* COLS only: amp_hadamard16 down each column, per group of 16 rows
+                            (a short last group untransformed), before the quantize */
+    uint32_t signs;      /* the transform's signs */
+} amp_nvfp4_desc;
+
 typedef struct amp_scaled_ops {
     /* *amax_host = max |x[i]| over the non-NaN elements (synchronises). */
     int (*fp8_amax)(amp_backend *be, float *amax_host, const float *x, size_t n);
@@ -381,6 +400,20 @@ typedef struct amp_scaled_ops {
     /* dx [n, c_in, h, w] (FP32, overwritten) = the sum of col [K, n*p*q]'s
      * entries over the positions im2col read them from (col2im). */
     int (*conv2d_col2im)(amp_backend *be, float *dx, const float *col, const amp_conv2d_desc *d);
+    /* NVFP4 (may be NULL: the kit refuses NVFP4 operands then). codes: 4 bits
+     * per value, element j in byte j / 2 (low nibble for even j); scales the
+     * E4M3 block scales in the desc's layout; *s_dec the tensor's decode
+     * scale (host). st takes amax and the saturated / flushed / NaN counts,
+     * nv the block scales' range and the rounding bias (both may be NULL). */
+    int (*nvfp4_quantize)(amp_backend *be, uint8_t *codes, uint8_t *scales, float *s_dec,
+                          const float *x, const amp_nvfp4_desc *d, amp_fp8_stats *st,
+                          amp_nvfp4_stats *nv);
+    int (*nvfp4_dequantize)(amp_backend *be, float *x, const uint8_t *codes, const uint8_t *scales,
+                            float s_dec, const amp_nvfp4_desc *d);
+    /* y = dequantize(quantize(x)) without storing the codes (y may be x);
+     * *s_enc_host (may be NULL) the tensor scale used. */
+    int (*nvfp4_qdq)(amp_backend *be, float *y, const float *x, const amp_nvfp4_desc *d,
+                     float *s_enc_host, amp_fp8_stats *st, amp_nvfp4_stats *nv);
 } amp_scaled_ops;
 
 /* fp8_gemm's operands: d->a and d->b hold FP8 codes (1 byte each, stored

@@ -27,6 +27,14 @@ const struct amp_cpu_fp8 *amp_cpu_fp8_of(amp_backend *be);
 
 /* The scaled family (cpu_scaled.c). */
 extern const amp_scaled_ops amp_cpu_scaled_ops;
+/* cpu_nvfp4.c: the family's nvfp4_* ops */
+int amp_cpu_nvfp4_quantize(amp_backend *be, uint8_t *codes, uint8_t *scales, float *s_dec,
+                           const float *x, const amp_nvfp4_desc *d, amp_fp8_stats *st,
+                           amp_nvfp4_stats *nv);
+int amp_cpu_nvfp4_dequantize(amp_backend *be, float *x, const uint8_t *codes,
+                             const uint8_t *scales, float s_dec, const amp_nvfp4_desc *d);
+int amp_cpu_nvfp4_qdq(amp_backend *be, float *y, const float *x, const amp_nvfp4_desc *d,
+                      float *s_enc_host, amp_fp8_stats *st, amp_nvfp4_stats *nv);
 
 /* The transformer family (cpu_transformer.c). */
 extern const amp_transformer_ops amp_cpu_transformer_ops;

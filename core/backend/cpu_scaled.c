@@ -1,7 +1,7 @@
 /* The CPU backend's "scaled" family: per-tensor FP8 quantize, dequantize
  * and quantize-dequantize on the ISA path's kernels (cpu_fp8.h), so every
- * result has the scalar functions' bits (backend/kernels/fp8.h). The stats
- * record is host memory here. */
+ * result has the scalar functions' bits (backend/kernels/fp8.h); NVFP4's
+ * ops are in cpu_nvfp4.c. The stats record is host memory here. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,4 +86,7 @@ const amp_scaled_ops amp_cpu_scaled_ops = {
     .mx_qdq = cpu_mx_qdq,
     .conv2d_im2col = amp_cpu_conv2d_im2col,
     .conv2d_col2im = amp_cpu_conv2d_col2im,
+    .nvfp4_quantize = amp_cpu_nvfp4_quantize,
+    .nvfp4_dequantize = amp_cpu_nvfp4_dequantize,
+    .nvfp4_qdq = amp_cpu_nvfp4_qdq,
 };

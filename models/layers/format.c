@@ -85,6 +85,7 @@ int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what) 
 }
 
 static int is_mx(const amp_scaled_slot *sl) { return sl->fmt.scaling == AMP_SCALING_MX32; }
+static int is_nv(const amp_scaled_slot *sl) { return sl->fmt.format == AMP_FORMAT_NVFP4; }
 
 /* The scale that quantizes x[n] now: CURRENT from x's own amax. */
 static int scale_for(amp_model *m, amp_scaled_slot *sl, const float *x, size_t n, float *scale) {
@@ -108,9 +109,57 @@ static size_t mx_row_scales(const amp_param_desc *p) {
     return out * ((in + AMP_MX_BLOCK - 1) / AMP_MX_BLOCK);
 }
 
+/* ---- NVFP4 (FP4 E2M1 in blocks of 16 with E4M3 scales, an FP32 tensor
+ * scale: backend/kernels/nvfp4.h). A weight's copy holds the codes at 4
+ * bits, then its block scales: 16x16 tiles under NVFP4_2D (the forward and
+ * dX read the same values), the forward's 1x16 blocks along `in` under
+ * NVFP4_1D (dX's blocks down the columns come from the FP32 master, as
+ * MX32's). The tensor's decode scale is kept as c->fp8_scale. ---- */
+
+static amp_nvfp4_desc nv_weight_desc(const amp_model *m, int t, const amp_scaled_slot *sl,
+                                     int along_cols) {
+    const amp_param_desc *p = &m->desc.params[t];
+    int blocks = sl->fmt.scaling == AMP_SCALING_NVFP4_2D ? AMP_NVFP4_TILES
+                 : along_cols                            ? AMP_NVFP4_COLS
+                                                         : AMP_NVFP4_ROWS;
+    return (amp_nvfp4_desc){(int)p->shape[0], (int)weight_in(p), blocks, 0, 0, 0, 0};
+}
+
+static size_t nv_scales(const amp_nvfp4_desc *d) {
+    size_t r16 = ((size_t)d->rows + 15) / 16, c16 = ((size_t)d->cols + 15) / 16;
+    return d->blocks == AMP_NVFP4_TILES  ? r16 * c16
+           : d->blocks == AMP_NVFP4_ROWS ? (size_t)d->rows * c16
+                                         : r16 * (size_t)d->cols;
+}
+
 size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot) {
     const amp_param_desc *p = &m->desc.params[t];
-    return p->numel + (is_mx(&m->scaled->slot[slot]) ? mx_row_scales(p) : 0);
+    const amp_scaled_slot *sl = &m->scaled->slot[slot];
+    if (is_nv(sl)) {
+        amp_nvfp4_desc d = nv_weight_desc(m, t, sl, 0);
+        return (p->numel + 1) / 2 + nv_scales(&d);
+    }
+    return p->numel + (is_mx(sl) ? mx_row_scales(p) : 0);
+}
+
+/* An activation or gradient operand [rows, cols] in NVFP4 into dst: 1x16
+ * blocks along the rows, or down the columns (along_cols: the weight
+ * GEMM's operands, where the slot's HADAMARD flag applies). */
+static const float *nv_operand(amp_model *m, amp_scaled_slot *sl, float *dst, const float *wide,
+                               int rows, int cols, int along_cols, int count) {
+    amp_scaled *s = m->scaled;
+    uint32_t fl = sl->flags;
+    amp_nvfp4_desc d = {rows, cols, along_cols ? AMP_NVFP4_COLS : AMP_NVFP4_ROWS,
+                        (fl & AMP_OPERAND_STOCHASTIC) != 0, 0,
+                        along_cols && (fl & AMP_OPERAND_HADAMARD), 0};
+    if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(s, sl);
+    if (d.hadamard) d.signs = amp_scaled_nvfp4_signs(s);
+    float s_enc;
+    if (AMP_SCALED(m->be, nvfp4_qdq, dst, wide, &d, &s_enc, count ? &sl->step : NULL,
+                   count ? &sl->nv_step : NULL) != 0)
+        return NULL;
+    if (count) sl->scale = s_enc;
+    return dst;
 }
 
 static amp_mx_desc weight_blocks(const amp_model *m, int t, int fmt, int along_cols) {
@@ -135,6 +184,7 @@ const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, cons
         if (be->ops->widen(be, dst, v->p, v->store, n) != 0) return NULL;
         wide = dst;
     }
+    if (is_nv(sl)) return nv_operand(m, sl, dst, wide, rows, cols, along_cols, count);
     int fmt = amp_format_fp8(sl->fmt.format);
     amp_fp8_stats *st = count ? amp_model_scaled_stats(m, slot) : NULL;
     if (is_mx(sl)) {
@@ -151,10 +201,21 @@ const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int alon
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
     const amp_kit_copy *c = &k->copy[t];
-    const amp_scaled_slot *sl = &m->scaled->slot[c->fp8_slot];
+    amp_scaled_slot *sl = &m->scaled->slot[c->fp8_slot];
     size_t n = m->desc.params[t].numel;
     int fmt = amp_format_fp8(sl->fmt.format);
     float *dst = k->op_f32[scratch];
+    if (is_nv(sl)) {
+        amp_nvfp4_desc d = nv_weight_desc(m, t, sl, along_cols);
+        int from_master = d.blocks == AMP_NVFP4_COLS; /* NVFP4_1D's dX blocks */
+        d.stochastic = from_master && (sl->flags & AMP_OPERAND_STOCHASTIC);
+        if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(m->scaled, sl);
+        int rc = from_master ? AMP_SCALED(be, nvfp4_qdq, dst, amp_kit_master(m, t), &d, NULL,
+                                          NULL, NULL)
+                             : AMP_SCALED(be, nvfp4_dequantize, dst, c->ptr,
+                                          (const uint8_t *)c->ptr + (n + 1) / 2, c->fp8_scale, &d);
+        return rc != 0 ? NULL : dst;
+    }
     if (is_mx(sl)) {
         amp_mx_desc d = weight_blocks(m, t, fmt, along_cols);
         int rc = along_cols ? AMP_SCALED(be, mx_qdq, dst, amp_kit_master(m, t), &d, NULL)
@@ -173,7 +234,7 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
     if (x_slot < 0 || c->fp8_slot < 0 || !amp_backend_supports(be, "fp8_gemm")) return 0;
     amp_scaled_slot *sx = &m->scaled->slot[x_slot];
     const amp_scaled_slot *sw = &m->scaled->slot[c->fp8_slot];
-    if (is_mx(sx) || is_mx(sw)) return 0;
+    if (is_mx(sx) || is_mx(sw) || is_nv(sx) || is_nv(sw)) return 0; /* per tensor only */
     size_t n = (size_t)g->m * (size_t)g->k;
     if (n > k->need[AMP_SCRATCH_OPERAND]) {
         snprintf(be->err, sizeof be->err, "model '%s': FP8 operand of %zu elements exceeds the "
@@ -205,6 +266,18 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
 static int cast_fp8(amp_model *m, amp_kit_copy *c, const float *master, size_t n) {
     amp_scaled_slot *sl = &m->scaled->slot[c->fp8_slot];
     int fmt = amp_format_fp8(sl->fmt.format);
+    if (is_nv(sl)) {
+        amp_nvfp4_desc d = nv_weight_desc(m, (int)(c - m->kit->copy), sl, 0);
+        float s_dec;
+        d.stochastic = (sl->flags & AMP_OPERAND_STOCHASTIC) != 0;
+        if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(m->scaled, sl);
+        if (AMP_SCALED(m->be, nvfp4_quantize, c->ptr, (uint8_t *)c->ptr + (n + 1) / 2, &s_dec,
+                       master, &d, &sl->step, &sl->nv_step) != 0)
+            return -1;
+        c->fp8_scale = s_dec;
+        sl->scale = 1.0f / s_dec;
+        return 0;
+    }
     if (is_mx(sl)) {
         int t = (int)(c - m->kit->copy);
         amp_mx_desc d = weight_blocks(m, t, fmt, 0);

@@ -95,8 +95,12 @@ static const float *scaled_operand(amp_model *m, const amp_linear *L, int role, 
     return amp_format_scaled_operand(m, L->fp8[role], slot, v, rows, cols, along_cols, count);
 }
 
+/* Blocked along a GEMM's reduction dimension (MX32, NVFP4 1x16): the
+ * operand is quantized again for each GEMM that reduces along another one. */
 static int role_is_mx(const amp_model *m, const amp_linear *L, int role) {
-    return L->fp8[role] >= 0 && m->scaled->slot[L->fp8[role]].fmt.scaling == AMP_SCALING_MX32;
+    if (L->fp8[role] < 0) return 0;
+    const amp_operand_format *f = &m->scaled->slot[L->fp8[role]].fmt;
+    return f->scaling == AMP_SCALING_MX32 || f->format == AMP_FORMAT_NVFP4;
 }
 
 /* The weight of a scaled Linear, FP32 in scratch `slot` (MX32 along_cols:

@@ -215,15 +215,19 @@ int amp_policy_resolve(const amp_policy *p, const char *layer, amp_layer_precisi
         out->activation = d;
         out->param = d;
     }
-    for (int r = 0; r < AMP_ROLE_COUNT; r++)
+    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
         out->operand[r] = (amp_operand_format){AMP_FORMAT_DTYPE, 0, 0, 0};
+        out->operand_flags[r] = 0;
+    }
     for (int i = 0; p->scaled && layer && i < p->layer_count; i++) {
         const unsigned gemm = (1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV); /* Linear, Conv2d */
         if (p->layers[i].set || !p->layers[i].name || strcmp(layer, p->layers[i].name) != 0 ||
             !(p->layer_classes[i] & gemm))
             continue;
-        for (int r = 0; r < AMP_ROLE_COUNT; r++)
+        for (int r = 0; r < AMP_ROLE_COUNT; r++) {
             out->operand[r] = p->operand[r];
+            out->operand_flags[r] = p->operand_flags[r];
+        }
     }
     return 0;
 }
@@ -270,6 +274,18 @@ int amp_policy_integer(const amp_host_api *h, const char *key, double lo, double
 int amp_policy_set_scaled(amp_policy *p, uint32_t grad_format, uint32_t scaling,
                           uint32_t history_len)
 {
+    amp_operand_format op[AMP_ROLE_COUNT];
+    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
+        uint32_t f = r == AMP_ROLE_GRAD_OUTPUT ? grad_format : AMP_FORMAT_F8_E4M3;
+        op[r] = (amp_operand_format){f, scaling, history_len, 0};
+    }
+    const uint32_t none[AMP_ROLE_COUNT] = {0};
+    return amp_policy_set_operands(p, op, none);
+}
+
+int amp_policy_set_operands(amp_policy *p, const amp_operand_format *operand,
+                            const uint32_t *flags)
+{
     const amp_host_api *h = p->host;
     if (h->struct_size <= offsetof(amp_host_api, layer_op_classes) || !h->layer_op_classes) {
         h->error(h->ctx, "this host does not tell layer op classes (plugin ABI 1.2 needed)");
@@ -282,8 +298,8 @@ int amp_policy_set_scaled(amp_policy *p, uint32_t grad_format, uint32_t scaling,
     for (int i = 0; i < p->layer_count; i++)
         p->layer_classes[i] = h->layer_op_classes(h->ctx, i);
     for (int r = 0; r < AMP_ROLE_COUNT; r++) {
-        uint32_t f = r == AMP_ROLE_GRAD_OUTPUT ? grad_format : AMP_FORMAT_F8_E4M3;
-        p->operand[r] = (amp_operand_format){f, scaling, history_len, 0};
+        p->operand[r] = operand[r];
+        p->operand_flags[r] = flags[r];
     }
     p->scaled = 1;
     return 0;

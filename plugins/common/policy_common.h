@@ -35,6 +35,7 @@ typedef struct amp_policy {
      * that runs GEMM or CONV and has no layer.* override gets operand[]. */
     int scaled;
     amp_operand_format operand[AMP_ROLE_COUNT];
+    uint32_t operand_flags[AMP_ROLE_COUNT]; /* ABI 1.3's amp_operand_flag bits */
     unsigned *layer_classes; /* [layer_count] from host->layer_op_classes */
 } amp_policy;
 
@@ -59,6 +60,9 @@ int amp_policy_integer(const amp_host_api *host, const char *key, double lo, dou
  * 1.2 (layer_op_classes); -1 after host->error otherwise. */
 int amp_policy_set_scaled(amp_policy *p, uint32_t grad_format, uint32_t scaling,
                           uint32_t history_len);
+/* The same with each role's format and flags given ([AMP_ROLE_COUNT]). */
+int amp_policy_set_operands(amp_policy *p, const amp_operand_format *operand,
+                            const uint32_t *flags);
 
 /* Vtable adaptors so each plugin's table is three lines. */
 void amp_policy_vt_fini(void *self);

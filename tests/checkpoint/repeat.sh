@@ -61,3 +61,8 @@ variant fp8_delayed "$HERE/tiny_sgd.ini" 20 40 --set precision.plugin=fp8 \
     --set precision.amax_history_len=7 --set train.steps=80 --set train.log_every=1
 variant fp8_current "$HERE/tiny_sgd.ini" 20 40 --set precision.plugin=fp8 \
     --set precision.recipe=current --set train.steps=80
+# NVFP4 (the full recipe): stochastic rounding keyed by (seed, step, tensor,
+# element) and the Hadamard signs by (seed, step), so the resumed run draws
+# the same bits; 3 micro-batches (each quantize of a step its own key).
+variant nvfp4 "$HERE/tiny_sgd.ini" 20 40 --set precision.plugin=nvfp4 --set train.steps=80 \
+    --set train.log_every=1

@@ -79,11 +79,11 @@ amp_expect_fail(abi_lower_minor_trains ENV AMPTRAIN_PLUGIN_PATH=${AMP_ABI_PLUGIN
           --set run.device=cpu --set train.steps=3 --set scaler.plugin=oldminor --out ${CMAKE_BINARY_DIR}/tests/abi_runs/oldminor)
 # Listed with the ABI it was built for, and without the `keys` line its
 # shorter entry does not have (the only built-ins that declare keys, fp8 and
-# mxfp8, start theirs with `format=`).
+# mxfp8, start theirs with `format=`, nvfp4 with `weight_blocks=`).
 amp_expect_fail(abi_lower_minor_listed ENV AMPTRAIN_PLUGIN_PATH=${AMP_ABI_PLUGIN_DIR}
   LABELS abi
   CODE 0
   REGEX [=[^scaler +oldminor +1\.0\.0 +1\.0 +.*amp_scaler_oldminor\.so$]=]
-  OPTIONS --stdout --also [=[test: built against ABI 1\.0]=] --not [=[^ +keys: [^f]]=]
+  OPTIONS --stdout --also [=[test: built against ABI 1\.0]=] --not [=[^ +keys: [^fw]]=]
           --also "^scaler +dynamic +[^ ]+ +${AMP_ABI_MAJOR}\\.${AMP_ABI_MINOR} "
   COMMAND $<TARGET_FILE:amptrain> plugins -v)

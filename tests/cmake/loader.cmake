@@ -266,3 +266,24 @@ foreach(bad neg nan inf fail)
     COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=${bad}recipe --set scaler.plugin=none
             --out ${AMP_BAD_OUT}/${bad}recipe)
 endforeach()
+
+# A policy's NVFP4 operand choices the host refuses at config time (exit 2,
+# naming the plugin, the layer and the role; ABI 1.3).
+amp_bad_plugin(precision badnvfp4 badnvfp4.c)
+foreach(bad "delayed|weight operand\\) the NVFP4 format with a scaling that is not NVFP4_1D or NVFP4_2D"
+            "fp8_nvfp4_scaling|weight operand\\) an NVFP4 scaling with a format that is not NVFP4"
+            "tiles_input|input operand\\) 16x16 NVFP4 blocks \\(NVFP4_2D\\), which are for the weight role only"
+            "flag_bits|grad_output operand\\) unknown operand flags 0x80"
+            "flags_fp8|input operand\\) operand flags on a format that is not NVFP4"
+            "hadamard_weight|weight operand\\) the Hadamard flag on the weight"
+            "hadamard_one|input operand\\) the Hadamard flag on one of the weight-gradient GEMM's operands only")
+  string(REPLACE "|" ";" parts "${bad}")
+  list(GET parts 0 case)
+  list(GET parts 1 re)
+  amp_expect_fail(loader_nvfp4_${case} ENV ${AMP_BAD_ENV} LABELS loader nvfp4
+    CODE 2
+    REGEX "precision plugin 'badnvfp4' gives layer 'fc1' \\(${re}"
+    OPTIONS --no-outputs ${AMP_BAD_OUT}/nvfp4_${case}
+    COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=badnvfp4 --set precision.misuse=${case}
+            --out ${AMP_BAD_OUT}/nvfp4_${case})
+endforeach()

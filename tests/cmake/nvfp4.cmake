@@ -1,3 +1,46 @@
 # NVFP4 formats (core/backend/kernels/nvfp4.h): the E2M1 cast against its
 # definition computed independently.
 amp_unit_test(test_nvfp4_format numerics nvfp4)
+# Stochastic rounding (unbiased, keyed), the Hadamard transform (H H^T = 16 I,
+# the weight-gradient GEMM unchanged), 16x16 tiles (W and W^T alike) and the
+# CPU backend's nvfp4 ops against a scalar reference on the header's functions.
+amp_unit_test(test_nvfp4_kernels numerics nvfp4)
+add_test(NAME test_nvfp4_kernels_broken COMMAND test_nvfp4_kernels --break-sr)
+set_tests_properties(test_nvfp4_kernels_broken PROPERTIES LABELS "nvfp4" WILL_FAIL TRUE)
+
+# The nvfp4 policy from the CLI: the shipped configs (the full recipe and the
+# four ablation arms) train, and summary.json shows what each key asked for,
+# per layer and role; the all-NVFP4 working copy is half a byte per weight.
+add_test(NAME nvfp4_telemetry
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/nvfp4/telemetry.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${CMAKE_BINARY_DIR}/tests/nvfp4_runs/telemetry)
+set_tests_properties(nvfp4_telemetry PROPERTIES LABELS "nvfp4;cli" TIMEOUT 300)
+
+# Bad keys exit 2 naming the key (a file's line, or the --set).
+include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
+set(AMP_NVFP4_RUNS ${CMAKE_BINARY_DIR}/tests/nvfp4_runs)
+amp_expect_fail(nvfp4_bad_blocks LABELS nvfp4 cli
+  CODE 2
+  REGEX [=[bad_nvfp4_blocks\.ini:14: \[precision\] weight_blocks: unknown value '3d'. use 2d \| 1d]=]
+  OPTIONS --no-outputs ${AMP_NVFP4_RUNS}/bad_blocks
+  COMMAND $<TARGET_FILE:amptrain> train ${CMAKE_CURRENT_SOURCE_DIR}/configs/bad_nvfp4_blocks.ini
+          --out ${AMP_NVFP4_RUNS}/bad_blocks)
+foreach(bad "hadamard=2|hadamard: 2 is not an integer in 0\\.\\.1"
+            "stochastic_rounding=yes|stochastic_rounding = 'yes': not a finite number"
+            "stochastic_rounding=0.5|stochastic_rounding: 0\\.5 is not an integer in 0\\.\\.1"
+            "hadamrd=1|unknown key 'hadamrd' in \\[precision\\]; did you mean 'hadamard'"
+            "layer.transformer.h.9.*=bf16|layer\\.transformer\\.h\\.9\\.\\*: the pattern 'transformer\\.h\\.9\\.\\*' matches no layer")
+  string(REPLACE "|" ";" parts "${bad}")
+  list(GET parts 0 set)
+  list(GET parts 1 regex)
+  string(REGEX REPLACE "[^a-z0-9_]" "_" tag "${set}")
+  amp_expect_fail(nvfp4_bad_${tag} LABELS nvfp4 cli
+    CODE 2
+    REGEX "--set precision\\.[^:]*: .*${regex}"
+    OPTIONS --no-outputs ${AMP_NVFP4_RUNS}/bad_${tag}
+    COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/gpt_shakespeare_nvfp4.ini
+            --set precision.${set} --out ${AMP_NVFP4_RUNS}/bad_${tag})
+endforeach()
+# The quantizer (1x16 rows and 16x16 tiles) against PyTorch's reference from
+# the format's definition (tests/data/nvfp4_reference.txt, scripts/nvfp4_reference.py).
+amp_unit_test(test_nvfp4_torch numerics nvfp4)

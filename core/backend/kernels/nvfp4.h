@@ -18,6 +18,8 @@
 #ifndef AMP_KERNELS_NVFP4_H
 #define AMP_KERNELS_NVFP4_H
 
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend/kernels/amp_hd.h"
@@ -66,6 +68,102 @@ static inline AMP_HD float amp_nvfp4_element_factor(uint8_t s_blk, float s_dec) 
 
 static inline AMP_HD float amp_nvfp4_decode(uint8_t q, uint8_t s_blk, float s_dec) {
     return (amp_e2m1_to_float(q) * amp_e4m3_to_float(s_blk)) * s_dec;
+}
+
+/* ---- stochastic rounding (counter-based: no state, so a resume repeats
+ * the bits). One key per quantized tensor from (seed, step, tensor); an
+ * element's 32 random bits are splitmix64's output for the counter
+ * `element` under that key (Steele, Lea & Flood's SplitMix: a 64-bit
+ * counter through a bijective mixer). ---- */
+
+static inline AMP_HD uint64_t amp_nvfp4_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline AMP_HD uint64_t amp_nvfp4_tensor_key(uint64_t seed, uint64_t step, uint64_t tensor) {
+    uint64_t k = amp_nvfp4_mix64(seed + 0x9E3779B97F4A7C15ull);
+    k = amp_nvfp4_mix64(k ^ (step + 0x632BE59BD9B4E019ull));
+    return amp_nvfp4_mix64(k ^ (tensor + 0x8CB92BA72F3D8DD7ull));
+}
+
+static inline AMP_HD uint32_t amp_nvfp4_random(uint64_t key, uint64_t element) {
+    return (uint32_t)(amp_nvfp4_mix64(key + (element + 1u) * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+/* clamp(f, -6, 6) rounded to one of the two E2M1 codes around it, up with
+ * probability (|f| - lo) / (hi - lo) (the gap is 0.5, 1 or 2, so that
+ * fraction is exact in FP32); r's top 24 bits are the uniform it is
+ * compared with, so the probability has a resolution of 2^-24. NaN: +0. */
+static inline AMP_HD uint8_t amp_float_to_e2m1_sr(float f, uint32_t r) {
+    uint32_t u = amp_f32_bits(f);
+    uint32_t a = u & 0x7fffffffu;
+    uint8_t sign = (uint8_t)((u >> 28) & 8u);
+    if (a > 0x7f800000u) return 0;
+    if (a >= AMP_E2M1_MAX_BITS) return (uint8_t)(sign | 7u);
+    float m = amp_f32_from_bits(a);
+    float gap = m < 2.0f ? 0.5f : m < 4.0f ? 1.0f : 2.0f;
+    float lo = floorf(m / gap) * gap;
+    float frac = (m - lo) / gap;
+    uint8_t q = amp_float_to_e2m1(lo); /* lo is a code: exact */
+    if ((float)(r >> 8) * (1.0f / 16777216.0f) < frac) q++;
+    return (uint8_t)(sign | q);
+}
+
+/* ---- the 16-point random Hadamard transform: v <- (H S / 4) v, with H
+ * the Sylvester Hadamard matrix (H[i][j] = (-1)^popcount(i & j), so
+ * H H^T = 16 I) and S = diag(+-1) from `signs` (bit i set: -1). H S / 4
+ * is orthogonal, so a GEMM whose two operands are both transformed along
+ * its reduction dimension gives the product of the untransformed ones. ---- */
+
+static inline AMP_HD int amp_hadamard16_entry(int i, int j) {
+    int p = i & j;
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return (p & 1) ? -1 : 1;
+}
+
+static inline AMP_HD uint32_t amp_hadamard16_signs(uint64_t seed, uint64_t step) {
+    return (uint32_t)(amp_nvfp4_mix64(amp_nvfp4_tensor_key(seed, step, 0x484144414d415244ull)) &
+                      0xffffu);
+}
+
+/* v[k * stride], k = 0..15, in place: signs, the butterflies of the fast
+ * Walsh-Hadamard transform (natural order: H above), then * 0.25 (exact). */
+static inline AMP_HD void amp_hadamard16(float *v, size_t stride, uint32_t signs) {
+    float t[16];
+    for (int k = 0; k < 16; k++) t[k] = ((signs >> k) & 1u) ? -v[(size_t)k * stride] : v[(size_t)k * stride];
+    for (int h = 1; h < 16; h <<= 1)
+        for (int i = 0; i < 16; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                float a = t[j], b = t[j + h];
+                t[j] = a + b;
+                t[j + h] = a - b;
+            }
+    for (int k = 0; k < 16; k++) v[(size_t)k * stride] = t[k] * 0.25f;
+}
+
+/* What one quantize of NVFP4 values saw, beside amp_fp8_stats' amax and
+ * counts: the E4M3 block scales (decoded) of the blocks with a nonzero
+ * amax, and for stochastically rounded elements the sums that make the
+ * mean rounding bias sum(deq - x) / sum(|x|). */
+typedef struct amp_nvfp4_stats {
+    float scale_min, scale_max; /* valid when blocks > 0 */
+    unsigned long long blocks;
+    double sr_err, sr_abs;
+    unsigned long long sr_count;
+} amp_nvfp4_stats;
+
+static inline void amp_nvfp4_stats_merge(amp_nvfp4_stats *into, const amp_nvfp4_stats *s) {
+    if (s->blocks) {
+        if (!into->blocks || s->scale_min < into->scale_min) into->scale_min = s->scale_min;
+        if (!into->blocks || s->scale_max > into->scale_max) into->scale_max = s->scale_max;
+    }
+    into->blocks += s->blocks;
+    into->sr_err += s->sr_err;
+    into->sr_abs += s->sr_abs;
+    into->sr_count += s->sr_count;
 }
 
 #endif

@@ -45,8 +45,11 @@ extern "C" {
 /* 1.1: amp_plugin_info.keys appended.
  * 1.2: scaled GEMM operand formats (amp_layer_precision.operand), the
  *      precision vtable's scale_update hook and amp_host_api's
- *      layer_op_classes appended. */
-#define AMP_PLUGIN_ABI_MINOR 2
+ *      layer_op_classes appended.
+ * 1.3: the NVFP4 format and its two scalings (AMP_FORMAT_NVFP4,
+ *      AMP_SCALING_NVFP4_1D / _2D) appended to their enums, and
+ *      amp_layer_precision.operand_flags (AMP_OPERAND_*) appended. */
+#define AMP_PLUGIN_ABI_MINOR 3
 
 /* The one exported symbol, by name. */
 #define AMP_PLUGIN_ENTRY_SYMBOL "amp_plugin_entry"
@@ -166,6 +169,10 @@ typedef enum amp_format {
     AMP_FORMAT_DTYPE = 0,
     AMP_FORMAT_F8_E4M3 = 1, /* OCP E4M3FN: max 448, no inf */
     AMP_FORMAT_F8_E5M2 = 2, /* OCP E5M2: max 57344 */
+    /* Since 1.3: NVFP4, FP4 E2M1 elements (max 6) in blocks of 16 with an
+     * E4M3 block scale, and one FP32 scale per tensor from its own amax
+     * (docs/nvfp4-formats.md); scaling NVFP4_1D or NVFP4_2D */
+    AMP_FORMAT_NVFP4 = 3,
     AMP_FORMAT_COUNT
 } amp_format;
 
@@ -180,6 +187,14 @@ typedef enum amp_scaling {
     /* one E8M0 scale per block of 32 values along the GEMM's reduction
      * dimension (OCP MX v1.0, MXFP8); no history, no scale_update */
     AMP_SCALING_MX32 = 2,
+    /* Since 1.3, AMP_FORMAT_NVFP4 only: blocks of 1x16 along each GEMM's
+     * reduction dimension (the operand is re-blocked for each GEMM it
+     * feeds); no history, no scale_update */
+    AMP_SCALING_NVFP4_1D = 3,
+    /* Since 1.3, AMP_FORMAT_NVFP4 on the WEIGHT role only: 16x16 tiles, so
+     * W and W^T quantize to the same values (one copy serves the forward
+     * and the data gradient) */
+    AMP_SCALING_NVFP4_2D = 4,
     AMP_SCALING_COUNT
 } amp_scaling;
 
@@ -195,6 +210,21 @@ typedef enum amp_gemm_role {
 
 /* The most amax values a delayed-scaling history may keep. */
 #define AMP_AMAX_HISTORY_MAX 65536u
+
+/* Since ABI 1.3: the bits of amp_layer_precision.operand_flags
+ * (AMP_FORMAT_NVFP4 only; 0 for every other format). */
+enum amp_operand_flag {
+    /* the elements are rounded stochastically (unbiased: up with the
+     * probability of the distance to the lower code), from a counter-based
+     * generator keyed by (run seed, step, tensor, element) */
+    AMP_OPERAND_STOCHASTIC = 1u << 0,
+    /* INPUT and GRAD_OUTPUT, both or neither: the weight-gradient GEMM's
+     * two operands go through the 16-point random Hadamard transform
+     * (random signs from the run seed and the step) along its reduction
+     * dimension before they are quantized; the GEMM's result is unchanged
+     * up to the quantization */
+    AMP_OPERAND_HADAMARD = 1u << 1
+};
 
 /* Since ABI 1.2: how one GEMM operand of a layer is quantized. */
 typedef struct amp_operand_format {
@@ -220,10 +250,14 @@ typedef struct amp_layer_precision {
      * (1 byte per value) plus its scales; `param` stays the dtype of the
      * bias and of the rounding point of the weight's gradient. */
     amp_operand_format operand[AMP_ROLE_COUNT];
+    /* Since ABI 1.3 (write them only when struct_size covers them; the
+     * host presets 0): each operand's amp_operand_flag bits. */
+    uint32_t operand_flags[AMP_ROLE_COUNT];
 } amp_layer_precision;
 
-/* The size of amp_layer_precision in ABI 1.0/1.1. */
+/* The size of amp_layer_precision in ABI 1.0/1.1, and in 1.2. */
 #define AMP_LAYER_PRECISION_SIZE_1_0 offsetof(amp_layer_precision, operand)
+#define AMP_LAYER_PRECISION_SIZE_1_2 offsetof(amp_layer_precision, operand_flags)
 
 /* Since ABI 1.2: what the host measured for one per-tensor scaled operand,
  * handed to scale_update. Delayed scaling: called once per optimizer step,
