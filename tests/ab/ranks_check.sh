@@ -72,29 +72,17 @@ done
 grep -q "^step " "$W"/kill/runs/*/seed-*/train.log 2>/dev/null || fail "no run started: $(cat "$W/kill.log")"
 mpirun_pid=$(pgrep -P "$ab")
 [ -n "$mpirun_pid" ] || fail "no mpirun under ab (pid $ab)"
-r1= r0=
-for c in $(pgrep -P "$mpirun_pid"); do
-    env=$(tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null)
-    case $env in *OMPI_COMM_WORLD_RANK=1*) r1=$c ;; *OMPI_COMM_WORLD_RANK=0*) r0=$c ;; esac
-done
-[ -n "$r1" ] && [ -n "$r0" ] || fail "could not find the rank processes under mpirun $mpirun_pid"
+. "$(dirname "$0")/../dist/rank_procs.sh"
+rank_pids "$mpirun_pid"
+[ -n "$R1" ] && [ -n "$R0" ] || fail "could not find the rank processes under mpirun $mpirun_pid"
 t0=$(date +%s)
-kill -KILL "$r1"
-rc=
-for _ in $(seq 1 300); do
-    if ! kill -0 "$ab" 2>/dev/null; then
-        wait "$ab"
-        rc=$?
-        break
-    fi
-    sleep 0.1
-done
+kill -KILL "$R1"
+wait_end "$ab" 300
 dt=$(($(date +%s) - t0))
-[ -n "$rc" ] || fail "rank 1 was killed $dt s ago and ab still runs"
-[ "$rc" = 1 ] || fail "ab exited $rc after a rank was killed, expected 1: $(tail -3 "$W/kill.log")"
-alive() { [ -e "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
-for _ in $(seq 1 50); do alive "$r0" || alive "$mpirun_pid" || break; sleep 0.1; done
-! alive "$r0" || fail "rank 0 (pid $r0) outlived the study"
+[ -n "$RC" ] || fail "rank 1 was killed $dt s ago and ab still runs"
+[ "$RC" = 1 ] || fail "ab exited $RC after a rank was killed, expected 1: $(tail -3 "$W/kill.log")"
+for _ in $(seq 1 50); do alive "$R0" || alive "$mpirun_pid" || break; sleep 0.1; done
+! alive "$R0" || fail "rank 0 (pid $R0) outlived the study"
 ! alive "$mpirun_pid" || fail "mpirun (pid $mpirun_pid) outlived the study"
 grep -Eq "^amptrain ab: arm '[^']+' seed [0-9]+ failed: exit status [0-9]+; its log: .*train.log$" "$W/kill.log" ||
     fail "no message naming the arm and seed: $(tail -4 "$W/kill.log")"

@@ -26,6 +26,12 @@ if(AMP_HAVE_MPI)
              COMMAND bash ${AMP_DIST_SCRIPTS}/${script}.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
                      ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/${script})
   endforeach()
+  # checkpoints from before [dist] sync_batchnorm (one process suffices: the
+  # resume check compares configs); drop_config_key is gpt.cmake's
+  add_test(NAME dist_syncbn_old_ckpt
+           COMMAND bash ${AMP_DIST_SCRIPTS}/syncbn_old_ckpt.sh $<TARGET_FILE:amptrain>
+                   $<TARGET_FILE:drop_config_key> ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/syncbn_old_ckpt)
+  set_tests_properties(dist_syncbn_old_ckpt PROPERTIES LABELS "mpi;checkpoint" TIMEOUT 300)
   # a rank that never joins (before MPI_Init, or stuck while starting); the
   # test scaler `block` is loader.cmake's (tests/bad_plugins)
   add_test(NAME dist_join
