@@ -11,9 +11,12 @@
 #include "io/config.h"
 
 typedef struct amp_implied_key {
-    const char *model; /* the [model] name it applies to */
+    const char *model; /* the [model] name it applies to; "*": every model (after the named) */
     const char *section, *key, *value;
 } amp_implied_key;
+
+/* 1 when k applies to a run of [model] name `model`. */
+int amp_implied_key_applies(const amp_implied_key *k, const char *model);
 
 extern const amp_implied_key amp_implied_keys[];
 extern const size_t amp_implied_key_count;

@@ -1,4 +1,5 @@
 #include "session.h"
+#include "session_sync_bn.h"
 
 #include <float.h>
 #include <libgen.h>
@@ -444,6 +445,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     s->batcher->rank = s->rank;
     s->batcher->world = s->world;
     if (open_dist(s, err, errlen) != 0) goto runtime_error;
+    amp_session_sync_bn_open(s);
     free(prec);
     *out = s;
     return 0;
@@ -816,9 +818,12 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
         int last = dp && micro == st->accumulate - 1;
         m->grads_ready = last ? on_grads_ready : NULL;
         m->ready_ctx = last ? s : NULL;
-        BE_CHECK(m->ops->forward(m, &fa));
-        int brc = m->ops->backward(m, &ba);
+        m->allsum = amp_session_sync_bn(s); /* every micro-batch: its global batch */
+        int frc = m->ops->forward(m, &fa);
+        int brc = frc ? frc : m->ops->backward(m, &ba);
         m->grads_ready = NULL;
+        m->allsum = NULL;
+        BE_CHECK(frc);
         BE_CHECK(brc);
     }
     BE_CHECK(poison(s));

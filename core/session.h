@@ -69,6 +69,9 @@ typedef struct amp_session {
     int64_t opt_full_step;   /* the step opt_full was gathered after (-1: never) */
     int rank, world;
     int64_t check_every;     /* replica check every K steps (0 off) */
+    /* [dist] sync_batchnorm on several ranks: the hook the model's batch
+     * norm sums its statistics over the ranks through (sum NULL: off) */
+    amp_allsum bn_sync;
     int poisoned;            /* the injected inf went in this step */
     /* A signal number set asynchronously (SIGINT/SIGTERM) or NULL: with
      * several ranks each step's statistics carry it, so all ranks learn of

@@ -393,7 +393,7 @@ static conf_entry *conf_add_implied(conf_entry *v, size_t *n) {
     for (size_t i = 0; model && i < amp_implied_key_count; i++) {
         const amp_implied_key *k = &amp_implied_keys[i];
         conf_entry e = {k->section, k->key, k->value};
-        if (strcmp(model->value, k->model) != 0 || conf_find(v, *n, &e)) continue;
+        if (!amp_implied_key_applies(k, model->value) || conf_find(v, *n, &e)) continue;
         conf_entry *q = realloc(v, (*n + 1) * sizeof *v);
         if (!q) {
             free(v);

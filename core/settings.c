@@ -179,6 +179,10 @@ static const amp_setting core_settings[] = {
     {"dist", "timeout", AMP_SETTING_DOUBLE, "300", .dmin = 1.0, .dmax = 1e7, AT(dist_timeout),
      .doc = "seconds a rank waits for the others (at the start too: in `MPI_Init` and for the "
             "slowest rank to set up) before it stops them all"},
+    {"dist", "sync_batchnorm", AMP_SETTING_BOOL, "true", AT(dist_sync_batchnorm),
+     .doc = "batch norm's statistics over the global batch, summed across the ranks in forward "
+            "and backward (as PyTorch's `SyncBatchNorm`), so N ranks x B rows train as one "
+            "process x N·B; `false`: each rank's own rows (as DDP without SyncBatchNorm)"},
     {.key = NULL}};
 
 /* The other models' own [model] keys (amp_model_ops.settings). */

@@ -60,6 +60,7 @@ typedef struct amp_settings {
     int64_t dist_bucket_kb;
     int64_t dist_check_every;                  /* 0: off (every 10 under AMPTRAIN_LOG=debug) */
     double dist_timeout;                       /* seconds */
+    int dist_sync_batchnorm;                   /* batch norm over the global batch (SyncBatchNorm) */
 } amp_settings;
 
 /* Reads every core key (recording defaults for the resolved config).

@@ -195,6 +195,10 @@ struct amp_model {
      * are final (NULL otherwise); models call amp_model_grads_ready. */
     int (*grads_ready)(void *ctx, int first, int count);
     void *ready_ctx;
+    /* Set by a data-parallel session with [dist] sync_batchnorm during the
+     * training step's forward and backward (NULL otherwise): batch norm
+     * passes it to the backend, which sums its statistics over the ranks. */
+    const amp_allsum *allsum;
 };
 
 /* A model's backward calls this as soon as parameter tensors [first, first

@@ -178,8 +178,23 @@ static void test_pool(const amp_gpu_row *r) {
 
 /* ---- batch norm ------------------------------------------------------------------ */
 
+/* A one-rank amp_allsum (the sum over one rank is the value itself): the
+ * sync path's kernels (totals, the apply and dx from them, dgamma/dbeta
+ * from this rank's sums) must give what the unsynced op gives. Counts its
+ * calls: forward sums twice, backward once. */
+static int bn_sync_calls;
+static int bn_one_rank_sum(void *ctx, double *v, size_t n) {
+    (void)ctx, (void)v, (void)n;
+    bn_sync_calls++;
+    return 0;
+}
+
 static void test_bn(const amp_gpu_row *r) {
     int n = r->shape[0], c = r->shape[1], hw = r->shape[2], training = r->shape[3];
+    /* shape[4]: the GPU side through the sync path (the CPU reference without) */
+    amp_allsum one_rank = {bn_one_rank_sum, NULL};
+    const amp_allsum *sync = r->shape[4] ? &one_rank : NULL;
+    bn_sync_calls = 0;
     size_t xn = (size_t)n * c * hw, cb = (size_t)c * 4;
     float *x = rows_randn(xn, 2.0f), *g = rows_randn(xn, 1.0f),
           *gamma = rows_randn((size_t)c, 1.0f);
@@ -193,10 +208,10 @@ static void test_bn(const amp_gpu_row *r) {
     memcpy(crm, rm, cb), memcpy(crv, rv, cb);
     rows_ok(AMP_CONV(rows_cpu, batch_norm_forward,
                 &(amp_batch_norm_fwd){cy, csm, csi, crm, crv, x, gamma, beta, n, c, hw, training,
-                                      0.1f, 1e-5f}),
+                                      0.1f, 1e-5f, NULL}),
        rows_cpu, "batch_norm_forward");
     rows_ok(AMP_CONV(rows_cpu, batch_norm_backward,
-                &(amp_batch_norm_bwd){cdx, cdg, cdb, g, x, gamma, csm, csi, n, c, hw, training}),
+                &(amp_batch_norm_bwd){cdx, cdg, cdb, g, x, gamma, csm, csi, n, c, hw, training, NULL}),
        rows_cpu, "batch_norm_backward");
     float *gx = rows_to_dev(x, xn * 4), *gg = rows_to_dev(g, xn * 4),
           *ggam = rows_to_dev(gamma, cb);
@@ -205,11 +220,12 @@ static void test_bn(const amp_gpu_row *r) {
     float *gdx = rows_nan_dev(xn * 4), *gdg = rows_nan_dev(cb), *gdb = rows_nan_dev(cb);
     rows_ok(AMP_CONV(rows_dev, batch_norm_forward,
                 &(amp_batch_norm_fwd){gy, gsm, gsi, grm, grv, gx, ggam, gbet, n, c, hw, training,
-                                      0.1f, 1e-5f}),
+                                      0.1f, 1e-5f, sync}),
        rows_dev, "batch_norm_forward");
     rows_ok(AMP_CONV(rows_dev, batch_norm_backward,
-                &(amp_batch_norm_bwd){gdx, gdg, gdb, gg, gx, ggam, gsm, gsi, n, c, hw, training}),
+                &(amp_batch_norm_bwd){gdx, gdg, gdb, gg, gx, ggam, gsm, gsi, n, c, hw, training, sync}),
        rows_dev, "batch_norm_backward");
+    if (sync) EXPECT(bn_sync_calls == 3, "batch_norm sync: the hook ran %d times, not 3", bn_sync_calls);
     const char *mode = training ? "train" : "eval";
     char what[128];
     /* FP64 channel sums in a different order, then the same FP32 math: a few
@@ -268,6 +284,8 @@ static const amp_gpu_row rows[] = {
     {"batch_norm [3,5,35] training", test_bn, {3, 5, 35, 1}, .tol = BN_TOL},
     {"batch_norm [3,5,35] evaluation", test_bn, {3, 5, 35, 0}, .tol = BN_TOL},
     {"batch_norm [64,32,196] training", test_bn, {64, 32, 196, 1}, .tol = BN_TOL},
+    {"batch_norm [3,5,35] training sync", test_bn, {3, 5, 35, 1, 1}, .tol = BN_TOL},
+    {"batch_norm [64,32,196] training sync", test_bn, {64, 32, 196, 1, 1}, .tol = BN_TOL},
 };
 
 int main(int argc, char **argv) {

@@ -118,6 +118,7 @@ typedef struct amp_ab_study {
     amp_ab_diff *diffs;
     int ndiffs;
     int allow_diff;
+    int ranks;               /* --ranks: every run on this many ranks (1: one process) */
     const char *const *sets; /* the user's --set options, applied to every arm */
     int nsets;
     char created[32]; /* UTC, ISO 8601 */

@@ -178,8 +178,8 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
         fputs(i ? ", " : "", f);
         amp_json_str(f, st->sets[i]);
     }
-    fprintf(f, "],\n  \"allow_diff\": %s,\n  \"config_differences\": [",
-            st->allow_diff ? "true" : "false");
+    fprintf(f, "],\n  \"ranks\": %d,\n  \"allow_diff\": %s,\n  \"config_differences\": [",
+            st->ranks > 0 ? st->ranks : 1, st->allow_diff ? "true" : "false");
     for (int d = 0; d < st->ndiffs; d++) {
         const amp_ab_diff *df = &st->diffs[d];
         fprintf(f, "%s\n    {\"section\": ", d ? "," : "");

@@ -507,7 +507,19 @@ static void chart_memory(FILE *f, const amp_ab_study *st) {
         }
         if (any) cats[nc++] = m; /* all-zero categories (device_used on a CPU) are left out */
     }
-    figure_open(f, "Peak memory per category", "exact sizes of each category's allocation, mean over seeds", st);
+    /* --ranks N: summary.json's categories are rank 0's arenas, which every
+     * rank has at the same size (shard slices are padded to one size) */
+    char title[96], note[256];
+    if (st->ranks > 1) {
+        snprintf(title, sizeof title, "Peak memory per category, per rank (%d ranks)", st->ranks);
+        snprintf(note, sizeof note, "exact sizes of the allocation each of the %d ranks holds "
+                 "per category (the job holds %d times as much), mean over seeds",
+                 st->ranks, st->ranks);
+    } else {
+        snprintf(title, sizeof title, "Peak memory per category");
+        snprintf(note, sizeof note, "exact sizes of each category's allocation, mean over seeds");
+    }
+    figure_open(f, title, note, st);
     int bh = 9, gap = 10, group = st->narms * bh + gap;
     int h = 20 + nc * group + 40;
     frame fr = {0, mx > 0 ? mx : 1, 0, 1, 120, 10, 340, (double)(nc * group)};
@@ -1323,7 +1335,9 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
     esc(f, st->arms[0].name);
     fprintf(f, "</b></span><span><b>%d</b> arms &times; <b>%d</b> seeds (", st->narms, st->nseeds);
     for (int i = 0; i < st->nseeds; i++) fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)st->seeds[i]);
-    fputs(")</span><span>device <b>", f);
+    fputs(")</span>", f);
+    if (st->ranks > 1) fprintf(f, "<span>every run on <b>%d</b> ranks</span>", st->ranks);
+    fputs("<span>device <b>", f);
     esc(f, st->device);
     fputs("</b></span><span>", f);
     esc(f, st->cpu);

@@ -238,6 +238,15 @@ typedef struct amp_attention_desc {
     amp_dtype dt;
 } amp_attention_desc;
 
+/* Sums v[n] (FP64, in the backend's memory) over the ranks of a
+ * data-parallel run, in place: how batch norm takes the statistics of the
+ * global batch (SyncBatchNorm). The session supplies it; a backend only
+ * calls it. 0, or non-zero with be->err set. */
+typedef struct amp_allsum {
+    int (*sum)(void *ctx, double *v, size_t n);
+    void *ctx;
+} amp_allsum;
+
 /* batch_norm_forward over x [n, c, hw] (see amp_conv_ops). */
 typedef struct amp_batch_norm_fwd {
     float *y, *save_mean, *save_invstd;
@@ -246,6 +255,7 @@ typedef struct amp_batch_norm_fwd {
     int n, c, hw;
     int training;
     float momentum, eps;
+    const amp_allsum *sync; /* training: the statistics over all ranks' rows (NULL: these rows) */
 } amp_batch_norm_fwd;
 
 /* batch_norm_backward (see amp_conv_ops). */
@@ -254,6 +264,7 @@ typedef struct amp_batch_norm_bwd {
     const float *dy, *x, *gamma, *save_mean, *save_invstd;
     int n, c, hw;
     int training;
+    const amp_allsum *sync; /* training: dx from all ranks' sums (dgamma/dbeta stay these rows') */
 } amp_batch_norm_bwd;
 
 /* ---- family "transformer" (the GPT): each runs its math in FP32 and
@@ -329,11 +340,19 @@ typedef struct amp_conv_ops {
      * (1/sqrt(var + eps)) for the backward, and updates running_mean /
      * running_var (when non-NULL) with `momentum` and the unbiased variance;
      * n*hw must be > 1. training = 0: normalises with the running statistics
-     * and writes them (as mean / invstd) to save_mean / save_invstd. */
+     * and writes them (as mean / invstd) to save_mean / save_invstd.
+     * With a->sync (training): the per-channel sums of x, then of (x -
+     * mean)^2 about the global mean, are summed over the ranks before use,
+     * with the row count, so the statistics (and the running update's
+     * unbiased variance) are those of the global batch, the same two-pass
+     * formula as one process over all the rows. */
     int (*batch_norm_forward)(amp_backend *be, const amp_batch_norm_fwd *a);
     /* dx (FP32, overwritten), dgamma = sum(dy * xhat) and dbeta = sum(dy)
      * per channel (FP32, overwritten; FP64 sums) from the forward's x,
-     * save_mean and save_invstd, in the forward's mode. */
+     * save_mean and save_invstd, in the forward's mode. With a->sync
+     * (training): sum(dy), sum(dy * xhat) and the row count are summed over
+     * the ranks for dx; dgamma and dbeta stay this rank's (the gradient
+     * sum over the ranks adds them). */
     int (*batch_norm_backward)(amp_backend *be, const amp_batch_norm_bwd *a);
 } amp_conv_ops;
 

@@ -8,6 +8,7 @@
  * Also the shape checks every backend runs first (amp_*_desc_check). */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -724,6 +725,107 @@ static int cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, 
 
 /* ---- batch normalisation ------------------------------------------------ */
 
+/* Synchronised batch norm (a->sync): the channel loops of the forward and
+ * backward below, cut where a sum over the ranks must come in. Pass 1 sums
+ * x per channel (with the row count), pass 2 the squared deviations from
+ * the GLOBAL mean, so the variance is the same two-pass formula one process
+ * computes over all rows; only the order of the FP64 additions differs. */
+static int cpu_bn_sync_sum(amp_backend *be, const amp_allsum *sync, double *v, size_t n) {
+    if (sync->sum(sync->ctx, v, n) != 0) {
+        if (!be->err[0]) snprintf(be->err, sizeof be->err, "batch_norm: the sum over the ranks failed");
+        return 1;
+    }
+    return 0;
+}
+
+static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int lvl) {
+    int n = a->n, c = a->c, hw = a->hw;
+    const float *x = a->x;
+    /* [c] sums, the row count, [c] squared deviations */
+    double *v = malloc((2 * (size_t)c + 1) * sizeof *v), *sq = v + c + 1;
+    if (!v) {
+        snprintf(be->err, sizeof be->err, "batch_norm: out of host memory");
+        return 1;
+    }
+#pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
+    for (int ch = 0; ch < c; ch++) {
+        double sum[LANES] = {0};
+        for (int i = 0; i < n; i++) CNN_PICK(lanes_sum, lvl)(sum, x + ((size_t)i * c + ch) * hw, hw);
+        v[ch] = lanes_total(sum);
+    }
+    v[c] = (double)n * hw;
+    if (cpu_bn_sync_sum(be, a->sync, v, (size_t)c + 1) != 0) goto fail;
+    double count = v[c];
+#pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
+    for (int ch = 0; ch < c; ch++) {
+        double d[LANES] = {0}, m = v[ch] / count;
+        for (int i = 0; i < n; i++)
+            CNN_PICK(lanes_sqdev, lvl)(d, x + ((size_t)i * c + ch) * hw, hw, m);
+        sq[ch] = lanes_total(d);
+    }
+    if (cpu_bn_sync_sum(be, a->sync, sq, (size_t)c) != 0) goto fail;
+#pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
+    for (int ch = 0; ch < c; ch++) {
+        double m = v[ch] / count, var = sq[ch] / count;
+        float mean = (float)m, invstd = amp_bn_invstd(var, a->eps);
+        if (a->running_mean && a->running_var)
+            amp_bn_running_update(&a->running_mean[ch], &a->running_var[ch], m, var, count,
+                                  a->momentum);
+        a->save_mean[ch] = mean;
+        a->save_invstd[ch] = invstd;
+        for (int i = 0; i < n; i++) {
+            size_t base = ((size_t)i * c + ch) * hw;
+            CNN_PICK(bn_apply, lvl)(a->y + base, x + base, hw, mean, invstd, a->gamma[ch],
+                                    a->beta[ch]);
+        }
+    }
+    free(v);
+    return 0;
+fail:
+    free(v);
+    return 1;
+}
+
+static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, int lvl) {
+    int n = a->n, c = a->c, hw = a->hw;
+    /* [c] sums of dy, [c] of dy * xhat, the row count */
+    double *v = malloc((2 * (size_t)c + 1) * sizeof *v);
+    if (!v) {
+        snprintf(be->err, sizeof be->err, "batch_norm: out of host memory");
+        return 1;
+    }
+#pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
+    for (int ch = 0; ch < c; ch++) {
+        double sdy[LANES] = {0}, sdyx[LANES] = {0};
+        for (int i = 0; i < n; i++) {
+            size_t base = ((size_t)i * c + ch) * hw;
+            CNN_PICK(lanes_bn_bwd, lvl)(sdy, sdyx, a->dy + base, a->x + base, hw,
+                                        a->save_mean[ch], a->save_invstd[ch]);
+        }
+        v[ch] = lanes_total(sdy);
+        v[c + ch] = lanes_total(sdyx);
+        a->dbeta[ch] = (float)v[ch];
+        a->dgamma[ch] = (float)v[c + ch];
+    }
+    v[2 * c] = (double)n * hw;
+    if (cpu_bn_sync_sum(be, a->sync, v, 2 * (size_t)c + 1) != 0) {
+        free(v);
+        return 1;
+    }
+    double count = v[2 * c];
+#pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
+    for (int ch = 0; ch < c; ch++) {
+        float mdy = (float)(v[ch] / count), mdyx = (float)(v[c + ch] / count);
+        for (int i = 0; i < n; i++) {
+            size_t base = ((size_t)i * c + ch) * hw;
+            CNN_PICK(bn_grad, lvl)(a->dx + base, a->dy + base, a->x + base, hw, a->save_mean[ch],
+                                   a->save_invstd[ch], a->gamma[ch], mdy, mdyx, 1);
+        }
+    }
+    free(v);
+    return 0;
+}
+
 static int cpu_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) {
     float *y = a->y, *save_mean = a->save_mean, *save_invstd = a->save_invstd;
     float *running_mean = a->running_mean, *running_var = a->running_var;
@@ -733,6 +835,7 @@ static int cpu_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) 
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
     int lvl = isa_level(amp_cpu_kern_of(be));
+    if (training && a->sync) return cpu_bn_forward_sync(be, a, lvl);
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean, invstd;
@@ -771,6 +874,7 @@ static int cpu_batch_norm_backward(amp_backend *be, const amp_batch_norm_bwd *a)
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
     int lvl = isa_level(amp_cpu_kern_of(be));
+    if (training && a->sync) return cpu_bn_backward_sync(be, a, lvl);
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean = save_mean[ch], invstd = save_invstd[ch];

@@ -1,5 +1,5 @@
 /* `amptrain ab A.ini B.ini [C.ini ...] [--seeds N] [--set s.k=v]...
- *                [--allow-diff] [--out DIR]`
+ *                [--allow-diff] [--ranks N] [--out DIR]`
  *
  * A/B test of precision policies: every config (an arm) runs with the same
  * seeds; a seed fixes the initial weights and the data order (a model's
@@ -10,7 +10,8 @@
  *
  * Each run is a child process, `amptrain train` itself (/proc/self/exe), with
  * its files kept in DIR/runs/<arm>/seed-<S>/ and its stderr in train.log
- * there. The study is then read back from those files into ab.json and
+ * there; with --ranks N the child is `mpirun -np N amptrain train` (ab_ranks.h).
+ * The study is then read back from those files into ab.json and
  * report.html. Configs that differ in more than [precision]/[scaler] are
  * refused (exit 2) unless --allow-diff is given. */
 #include <ctype.h>
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "ab/ab.h"
+#include "ab/ab_ranks.h"
 #include "ab/ab_scan.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -46,7 +48,8 @@
 
 static const char usage_text[] =
     "usage: amptrain ab A.ini B.ini [C.ini ...] [--seeds N] [--set section.key=value]...\n"
-    "                   [--allow-diff] [--metric auto|loss|acc] [--scan GROUPS] [--out DIR]\n"
+    "                   [--allow-diff] [--metric auto|loss|acc] [--scan GROUPS] [--ranks N]\n"
+    "                   [--out DIR]\n"
     "  runs every config with the same N seeds (default 3), interleaved, and writes\n"
     "  DIR/ab.json and DIR/report.html (DIR defaults to runs/ab); the first config is\n"
     "  the baseline\n"
@@ -54,7 +57,8 @@ static const char usage_text[] =
     "            (classifiers); auto (default) follows the model\n"
     "  --scan    layer sensitivity: A.ini is the baseline policy, B.ini the candidate;\n"
     "            B also runs with each group of layers kept at A's precision. GROUPS:\n"
-    "            blocks, layers, or comma-separated layer globs (`*` crosses dots)\n";
+    "            blocks, layers, or comma-separated layer globs (`*` crosses dots)\n"
+    "  --ranks   every run on N ranks (data parallel), started with the mpirun on PATH\n";
 
 typedef struct ab_args {
     const char *configs[AMP_AB_MAX_ARMS];
@@ -70,6 +74,8 @@ typedef struct ab_args {
     int seeds;
     int allow_diff;
     amp_ab_metric metric;
+    int ranks;
+    amp_ab_launch launch; /* how a run starts (mpirun with --ranks N > 1) */
     const char *out;
 } ab_args;
 
@@ -103,6 +109,14 @@ static int ab_opt(void *user, int opt, const char *arg) {
     case 'S':
         a->scan = arg;
         return 0;
+    case 'r': {
+        char err[128];
+        if (amp_ab_ranks_parse(&a->ranks, arg, err, sizeof err) != 0) {
+            fprintf(stderr, "amptrain ab: %s\n", err);
+            return -1;
+        }
+        return 0;
+    }
     case 'm':
         if (strcmp(arg, "auto") == 0) a->metric = AMP_AB_METRIC_AUTO;
         else if (strcmp(arg, "loss") == 0) a->metric = AMP_AB_METRIC_LOSS;
@@ -136,10 +150,12 @@ static int parse_args(ab_args *a, int argc, char **argv) {
                                          {"allow-diff", no_argument, NULL, 'd'},
                                          {"metric", required_argument, NULL, 'm'},
                                          {"scan", required_argument, NULL, 'S'},
+                                         {"ranks", required_argument, NULL, 'r'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->seeds = 3;
+    a->ranks = 1;
     a->out = "runs/ab";
     a->sets = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a->sets);
     if (!a->sets) {
@@ -256,7 +272,18 @@ static int validate(const ab_args *a, int i, amp_ab_arm *arm, arm_cfg *ac, char 
         snprintf(arm->precision, sizeof arm->precision, "%s", s->precision.entry->name);
         snprintf(arm->scaler, sizeof arm->scaler, "%s", s->scaler.entry->name);
         ac->seed = s->set.seed;
-        if (amp_config_each_resolved(cfg, add_entry, ac) != 0 || keep_layers(ac, s) != 0) {
+        /* one rank's steps per epoch / N: the epoch on N ranks (floors nest) */
+        if (s->steps_per_epoch < a->ranks) {
+            snprintf(err, errlen,
+                     "%s: on %d ranks a step takes [data] batch_size %d x [train] accumulate "
+                     "%lld x %d = %lld examples, but the training set has only %lld; lower "
+                     "batch_size, accumulate or --ranks",
+                     a->configs[i], a->ranks, s->set.batch_size, (long long)s->set.accumulate,
+                     a->ranks,
+                     (long long)s->set.batch_size * s->set.accumulate * a->ranks,
+                     (long long)s->data_ops->train_rows(&s->data));
+            code = 2;
+        } else if (amp_config_each_resolved(cfg, add_entry, ac) != 0 || keep_layers(ac, s) != 0) {
             snprintf(err, errlen, "out of host memory");
             code = 1;
         }
@@ -339,20 +366,41 @@ static int write_atomic(const char *dir, const char *name, int (*fn)(const amp_a
     return amp_out_commit(&o, err, errlen);
 }
 
-/* The last non-empty line of a log, to show why a run failed. */
-static void last_line(const char *path, char *out, size_t cap) {
+/* The last non-empty line of a log, to show why a run failed. On several
+ * ranks mpirun closes the log with its own boxed notes, so the line that
+ * says most is, in this order: the last a rank wrote about itself failing
+ * alone ("amptrain: rank 1: ..."), what mpirun saw ("mpirun noticed that
+ * process rank 1 ... exited on signal 9"), the last amptrain message (an
+ * error all ranks agreed on), the last line that is not a box's rule. */
+static void last_line(const char *path, int ranks, char *out, size_t cap) {
     out[0] = '\0';
     char err[64];
     FILE *f = amp_file_fopen_read(path, NULL, err, sizeof err); /* a log, not a FIFO */
     if (!f) return;
+    enum { RANK, MPIRUN, OURS, ANY, KINDS };
+    char best[KINDS][1024];
+    for (int k = 0; k < KINDS; k++) best[k][0] = '\0';
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         size_t n = strcspn(line, "\r\n");
         line[n] = '\0';
         char *p = strrchr(line, '\r'); /* progress bars redraw with \r */
-        if (n) snprintf(out, cap, "%s", p ? p + 1 : line);
+        const char *l = p ? p + 1 : line;
+        if (!l[0] || strspn(l, "-") == strlen(l)) continue;
+        snprintf(best[ANY], sizeof best[ANY], "%s", l);
+        if (ranks == 1) continue;
+        if (strncmp(l, "amptrain: rank ", 15) == 0) snprintf(best[RANK], sizeof best[RANK], "%s", l);
+        else if (strncmp(l, "mpirun noticed", 14) == 0)
+            snprintf(best[MPIRUN], sizeof best[MPIRUN], "%s", l);
+        else if (strncmp(l, "amptrain: ", 10) == 0 && strncmp(l, "amptrain: warning", 17) != 0)
+            snprintf(best[OURS], sizeof best[OURS], "%s", l);
     }
     fclose(f);
+    for (int k = 0; k < KINDS; k++)
+        if (best[k][0]) {
+            snprintf(out, cap, "%s", best[k]);
+            return;
+        }
 }
 
 /* Deletes DIR/checkpoints/ (only the files in it: it has no subfolders). */
@@ -449,13 +497,14 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     char seed_set[64], out_log[PATH_MAX + 16];
     snprintf(seed_set, sizeof seed_set, "run.seed=%llu", (unsigned long long)seed);
     snprintf(out_log, sizeof out_log, "%s/train.log", dir);
-    const char **argv = malloc((size_t)(10 + 2 * (a->nsets + a->narm_sets[arm])) * sizeof *argv);
+    const char **argv = malloc((size_t)(10 + AMP_AB_LAUNCH_ARGS + 2 * (a->nsets + a->narm_sets[arm])) *
+                               sizeof *argv);
     if (!argv) {
         snprintf(err, errlen, "cannot start a run: out of host memory");
         return -1;
     }
-    int n = 0;
-    argv[n++] = "amptrain";
+    const char *program;
+    int n = amp_ab_launch_argv(&a->launch, argv, &program);
     argv[n++] = "train";
     argv[n++] = a->configs[arm];
     for (int i = 0; i < a->nsets + a->narm_sets[arm]; i++) {
@@ -497,8 +546,8 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
         sigprocmask(SIG_SETMASK, &orig, NULL);
         int fd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
-        execv("/proc/self/exe", (char *const *)argv);
-        fprintf(stderr, "amptrain ab: cannot run /proc/self/exe: %s\n", strerror(errno));
+        execv(program, (char *const *)argv);
+        fprintf(stderr, "amptrain ab: cannot run %s: %s\n", program, strerror(errno));
         _exit(127);
     }
     setpgid(pid, pid); /* also here: whichever runs first, no signal finds it in ab's group */
@@ -525,7 +574,7 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     char why[1100];
-    last_line(out_log, why, sizeof why);
+    last_line(out_log, a->ranks, why, sizeof why);
     if (WIFSIGNALED(status))
         snprintf(err, errlen, "killed by signal %d; its log: %s%s%s", WTERMSIG(status), out_log,
                  why[0] ? "\n  last line: " : "", why);
@@ -742,6 +791,12 @@ int amp_cmd_ab(int argc, char **argv) {
         return 2;
     }
     char err[4096] = "";
+    int lc = amp_ab_launch_prepare(&a.launch, a.ranks, err, sizeof err);
+    if (lc != 0) {
+        fprintf(stderr, "amptrain ab: %s\n", err);
+        args_free(&a);
+        return lc;
+    }
     amp_run_lock lock = {-1, ""};
     amp_ab_study st;
     memset(&st, 0, sizeof st);
@@ -755,6 +810,7 @@ int amp_cmd_ab(int argc, char **argv) {
     st.allow_diff = a.allow_diff;
     st.sets = a.sets;
     st.nsets = a.nsets;
+    st.ranks = a.ranks;
     int code = prepare(&a, &st, err, sizeof err);
     if (code != 0) {
         fprintf(stderr, "amptrain ab: %s\n", err);
@@ -785,9 +841,11 @@ int amp_cmd_ab(int argc, char **argv) {
 
     machine_info(&st);
     int total = st.nseeds * st.narms, k = 0;
-    fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved (order rotating per seed); baseline %s; output in %s\n",
+    char on_ranks[PATH_MAX + 64] = "";
+    if (a.ranks > 1) snprintf(on_ranks, sizeof on_ranks, "; every run on %d ranks (%s)", a.ranks, a.launch.mpirun);
+    fprintf(stderr, "amptrain ab: %d arms x %d seeds (%llu..%llu), interleaved (order rotating per seed); baseline %s%s; output in %s\n",
             st.narms, st.nseeds, (unsigned long long)st.seeds[0],
-            (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, a.out);
+            (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, on_ranks, a.out);
     double t_all = amp_clock_s();
     catch_stop_signals();
     for (int s = 0; s < st.nseeds; s++)

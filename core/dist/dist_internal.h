@@ -71,6 +71,10 @@ void amp_dist_fatal(int rank, const char *fmt, ...) __attribute__((format(printf
 int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen);
 /* d's MPI transport for g (dist.c). */
 int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen);
+/* NCCL's sum of v[n] doubles (device memory) over the ranks, on the
+ * transport's stream between the backend's work before and after it
+ * (dist_allsum.c). 0, or -1 with err. */
+int amp_dist_nccl_allsum(dist_grads *g, double *v, size_t n, char *err, size_t errlen);
 /* cudaSetDevice(local rank) after checking there are enough devices. */
 int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_t errlen);
 

@@ -184,4 +184,37 @@ int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     return 0;
 }
 
+/* Sync batch norm's sums (dist_allsum.h): on NCCL's stream like the
+ * buckets, so the communicator's collectives keep one order on one stream;
+ * the events are released once the streams have passed them. */
+int amp_dist_nccl_allsum(dist_grads *g, double *v, size_t n, char *err, size_t errlen) {
+    nccl_grads *nc = g->impl;
+    if (!nc->comm && nccl_connect(g, err, errlen) != 0) return -1;
+    cudaEvent_t before, after;
+    CUDA_TRY(cudaEventCreateWithFlags(&before, cudaEventDisableTiming));
+    if (cudaEventCreateWithFlags(&after, cudaEventDisableTiming) != cudaSuccess) {
+        cudaEventDestroy(before);
+        snprintf(err, errlen, "cudaEventCreateWithFlags failed for the batch-norm sum");
+        return -1;
+    }
+    int rc = -1;
+    if (cudaEventRecord(before, nc->compute) != cudaSuccess ||
+        cudaStreamWaitEvent(nc->stream, before, 0) != cudaSuccess) {
+        snprintf(err, errlen, "ordering the batch-norm sum after the backend's stream failed");
+    } else {
+        ncclResult_t r = ncclAllReduce(v, v, n, ncclFloat64, ncclSum, nc->comm, nc->stream);
+        if (r != ncclSuccess)
+            snprintf(err, errlen, "ncclAllReduce of the batch-norm statistics failed: %s",
+                     ncclGetErrorString(r));
+        else if (cudaEventRecord(after, nc->stream) != cudaSuccess ||
+                 cudaStreamWaitEvent(nc->compute, after, 0) != cudaSuccess)
+            snprintf(err, errlen, "ordering the backend's stream after the batch-norm sum failed");
+        else
+            rc = 0;
+    }
+    cudaEventDestroy(before);
+    cudaEventDestroy(after);
+    return rc;
+}
+
 #endif /* AMP_HAVE_NCCL */

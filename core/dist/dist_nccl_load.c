@@ -21,3 +21,9 @@ int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_
     *(void **)&select = amp_cuda_module_symbol("amp_dist_nccl_select_device", err, errlen);
     return select ? select(local_rank, local_size, err, errlen) : -1;
 }
+
+int amp_dist_nccl_allsum(dist_grads *g, double *v, size_t n, char *err, size_t errlen) {
+    int (*sum)(dist_grads *, double *, size_t, char *, size_t);
+    *(void **)&sum = amp_cuda_module_symbol("amp_dist_nccl_allsum", err, errlen);
+    return sum ? sum(g, v, n, err, errlen) : -1;
+}

@@ -2,7 +2,9 @@
  * with FP32 weights whatever the policy (autocast's fp32 list); the output
  * rounded once into the layer's activation dtype, counted. The running
  * statistics and num_batches_tracked live in the master array, so
- * checkpoints carry them. */
+ * checkpoints carry them. Under data parallel with [dist] sync_batchnorm the
+ * model's allsum hook makes the batch statistics those of the global batch
+ * (the backend sums them over the ranks through it; no MPI here). */
 #include <stdio.h>
 
 #include "image.h"
@@ -58,7 +60,8 @@ int amp_batchnorm_forward(amp_model *m, amp_batchnorm *N, amp_array *y, void *ou
                    &(amp_batch_norm_fwd){yf, N->save_mean, N->save_invstd,
                                          amp_kit_master(m, N->mean), amp_kit_master(m, N->var), xf,
                                          amp_kit_master(m, N->g), amp_kit_master(m, N->b), rows,
-                                         N->c, N->hw, training, N->momentum, N->eps}));
+                                         N->c, N->hw, training, N->momentum, N->eps,
+                                         training ? m->allsum : NULL}));
     if (training && !N->one_ready) {
         const float one = 1.0f;
         CHECK(be->ops->upload(be, N->one, &one, sizeof one));
@@ -86,7 +89,7 @@ int amp_batchnorm_backward(amp_model *m, const amp_batchnorm *N, float *dy, amp_
     float *dg = k->scratch[AMP_SCRATCH_DW], *db = k->scratch[AMP_SCRATCH_DB];
     CHECK(AMP_CONV(be, batch_norm_backward,
                    &(amp_batch_norm_bwd){dy, dg, db, dy, xf, amp_kit_master(m, N->g), N->save_mean,
-                                         N->save_invstd, rows, N->c, N->hw, 1}));
+                                         N->save_invstd, rows, N->c, N->hw, 1, m->allsum}));
     CHECK(be->ops->quantize(be, amp_kit_grad(m, N->g), dg, (size_t)N->c, AMP_DTYPE_F32, NULL,
                             accumulate));
     return be->ops->quantize(be, amp_kit_grad(m, N->b), db, (size_t)N->c, AMP_DTYPE_F32, NULL,

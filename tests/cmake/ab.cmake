@@ -156,3 +156,17 @@ amp_expect_fail(ab_scan_empty LABELS ab
   REGEX [=[^amptrain ab: --scan 'fc1,,fc2': an empty group. expected blocks, layers or comma-separated layer globs]=]
   COMMAND $<TARGET_FILE:amptrain> ab ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE}
           --scan "fc1,,fc2" --set run.device=cpu --out ${AMP_AB_OUT}/scan_bad)
+
+# `ab --ranks 2` (label mpi): the study on 2 ranks per run, its report, the
+# refusals of a bad --ranks and of a missing mpirun, and a rank killed mid-arm.
+if(AMP_HAVE_MPI)
+  set(AMP_AB_MPIRUN "${MPIEXEC_EXECUTABLE}")
+  if(NOT AMP_AB_MPIRUN)
+    set(AMP_AB_MPIRUN mpirun)
+  endif()
+  add_test(NAME ab_ranks
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/ranks_check.sh ${AMP_AB_MPIRUN}
+                   $<TARGET_FILE:amptrain> $<TARGET_FILE:test_ab_check> ${AMP_AB_NONE} ${AMP_AB_DYN}
+                   ${AMP_AB_OUT}/ranks)
+  set_tests_properties(ab_ranks PROPERTIES LABELS "ab;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

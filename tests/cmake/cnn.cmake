@@ -7,6 +7,10 @@ amp_unit_test(test_cnn_ops numerics cnn)
 add_test(NAME test_cnn_ops_avx2 COMMAND test_cnn_ops)
 set_tests_properties(test_cnn_ops_avx2 PROPERTIES LABELS "numerics;cnn" SKIP_RETURN_CODE 77
                      ENVIRONMENT "AMPTRAIN_ISA=avx2")
+# Synchronised batch norm ([dist] sync_batchnorm): two threads as two ranks
+# with half a batch each, against one call over the whole batch.
+amp_unit_test(test_sync_bn numerics cnn)
+target_link_libraries(test_sync_bn PRIVATE Threads::Threads)
 # The same ops on CUDA (cuDNN convolutions, own pooling/batch-norm kernels)
 # against the CPU, per op and dtype. Label `gpu`; 77 (skipped) without a device.
 amp_unit_test(test_gpu_cnn gpu cnn)

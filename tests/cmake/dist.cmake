@@ -21,18 +21,24 @@ if(AMP_HAVE_MPI)
                                      $<TARGET_FILE:test_dist>)
   add_test(NAME dist_hang COMMAND bash ${AMP_DIST_SCRIPTS}/hang.sh ${AMP_MPIRUN}
                                   $<TARGET_FILE:test_dist>)
-  foreach(script cli resume kill fp8 shard)
+  foreach(script cli resume kill fp8 shard syncbn)
     add_test(NAME dist_${script}
              COMMAND bash ${AMP_DIST_SCRIPTS}/${script}.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
                      ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/${script})
   endforeach()
+  # checkpoints from before [dist] sync_batchnorm (one process suffices: the
+  # resume check compares configs); drop_config_key is gpt.cmake's
+  add_test(NAME dist_syncbn_old_ckpt
+           COMMAND bash ${AMP_DIST_SCRIPTS}/syncbn_old_ckpt.sh $<TARGET_FILE:amptrain>
+                   $<TARGET_FILE:drop_config_key> ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/syncbn_old_ckpt)
+  set_tests_properties(dist_syncbn_old_ckpt PROPERTIES LABELS "mpi;checkpoint" TIMEOUT 300)
   # a rank that never joins (before MPI_Init, or stuck while starting); the
   # test scaler `block` is loader.cmake's (tests/bad_plugins)
   add_test(NAME dist_join
            COMMAND bash ${AMP_DIST_SCRIPTS}/join.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
                    ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/join ${CMAKE_BINARY_DIR}/tests/bad_plugins)
   set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill dist_join dist_fp8
-                       dist_shard PROPERTIES
+                       dist_shard dist_syncbn PROPERTIES
                        LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
   # two 30000-step 2-rank runs (the step got faster on the CPU since 6000 steps
   # took about 35 s): about 25 s here; far more under ASan with -j2
@@ -42,6 +48,11 @@ if(AMP_HAVE_MPI)
   add_test(NAME dist_nccl COMMAND bash ${AMP_DIST_SCRIPTS}/nccl.sh ${AMP_MPIRUN}
                                   $<TARGET_FILE:test_dist> ${AMP_HAVE_NCCL})
   set_tests_properties(dist_nccl PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # [dist] sync_batchnorm over NCCL: 2 GPUs x B against 1 GPU x 2B
+  add_test(NAME dist_syncbn_nccl
+           COMMAND bash ${AMP_DIST_SCRIPTS}/syncbn.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
+                   ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/syncbn_nccl cuda ${AMP_HAVE_NCCL})
+  set_tests_properties(dist_syncbn_nccl PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
 else()
   add_test(NAME dist_skipped
            COMMAND sh -c "echo 'amptrain was built without MPI (AMP_MPI=OFF or no libopenmpi-dev): the mpi tests are skipped'; exit 77")

@@ -17,33 +17,22 @@ for i in $(seq 1 1000); do
     sleep 0.02
 done
 grep -q '^step 500/' "$W/run.log" || fail "the run did not get going"
-# the rank processes are mpirun's children; rank 1 is the one whose
-# environment says so
-r1= r0=
-for c in $(pgrep -P "$pid"); do
-    env=$(tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null)
-    case $env in *OMPI_COMM_WORLD_RANK=1*) r1=$c ;; *OMPI_COMM_WORLD_RANK=0*) r0=$c ;; esac
-done
+# the rank processes are mpirun's children
+. "$(dirname "$0")/rank_procs.sh"
+rank_pids "$pid"
+r1=$R1 r0=$R0
 [ -n "$r1" ] && [ -n "$r0" ] || fail "could not find the rank processes under mpirun $pid"
 t0=$(date +%s)
 kill -KILL "$r1"
-rc=
-for i in $(seq 1 300); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-        wait "$pid"
-        rc=$?
-        break
-    fi
-    sleep 0.1
-done
+wait_end "$pid" 300
+rc=$RC
 dt=$(($(date +%s) - t0))
 if [ -z "$rc" ]; then
     kill -KILL "$pid" "$r0" 2>/dev/null
     fail "rank 1 was killed $dt s ago and the job still runs"
 fi
 [ "$rc" != 0 ] || fail "the job exited 0 after rank 1 was killed"
-# rank 0 is gone too (a zombie waiting to be reaped counts as gone)
-alive() { [ -e "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# rank 0 is gone too
 for i in $(seq 1 50); do alive "$r0" || break; sleep 0.1; done
 ! alive "$r0" || fail "rank 0 (pid $r0) is still running after the job ended"
 grep -q "exited on signal 9" "$W/run.log" || fail "no message about the killed rank: $(tail -5 "$W/run.log")"

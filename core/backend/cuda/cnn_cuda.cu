@@ -168,10 +168,17 @@ __global__ void amp_k_bn_sum(double *psum, const float *x, int n, int c, int hw)
     if (threadIdx.x == 0) psum[(size_t)blockIdx.x * gridDim.y + blockIdx.y] = s;
 }
 
-/* Training, pass 2: the slice sums of (x - mean)^2 (two-pass variance). */
-__global__ void amp_k_bn_sqsum(double *psq, const double *psum, const float *x, int n, int c,
-                               int hw) {
-    double m = bn_combine(psum, blockIdx.x, gridDim.y) / ((double)n * hw), sq = 0.0;
+/* The row count of the statistics: *cnt where the sums are over all ranks
+ * (sync), else these n * hw. */
+__device__ static double bn_count(const double *cnt, int n, int hw) {
+    return cnt ? *cnt : (double)n * hw;
+}
+
+/* Training, pass 2: the slice sums of (x - mean)^2 (two-pass variance); the
+ * mean from psum's msplits partials per channel over bn_count rows. */
+__global__ void amp_k_bn_sqsum(double *psq, const double *psum, int msplits, const double *cnt,
+                               const float *x, int n, int c, int hw) {
+    double m = bn_combine(psum, blockIdx.x, msplits) / bn_count(cnt, n, hw), sq = 0.0;
     BN_SLICE_LOOP(e, n, c, hw) {
         double t = (double)x[e] - m;
         sq += t * t;
@@ -185,15 +192,15 @@ __global__ void amp_k_bn_sqsum(double *psq, const double *psum, const float *x, 
  * channel, then y over the block's slice. */
 __global__ void amp_k_bn_apply(float *y, float *save_mean, float *save_invstd,
                                float *running_mean, float *running_var, const double *psum,
-                               const double *psq, const float *x, const float *gamma,
-                               const float *beta, int n, int c, int hw, int training,
-                               float momentum, float eps) {
+                               const double *psq, int splits, const double *cnt,
+                               const float *x, const float *gamma, const float *beta, int n,
+                               int c, int hw, int training, float momentum, float eps) {
     int ch = blockIdx.x;
     float mean, invstd;
     if (training) {
-        double count = (double)n * hw;
-        double m = bn_combine(psum, ch, gridDim.y) / count;
-        double var = bn_combine(psq, ch, gridDim.y) / count;
+        double count = bn_count(cnt, n, hw);
+        double m = bn_combine(psum, ch, splits) / count;
+        double var = bn_combine(psq, ch, splits) / count;
         mean = (float)m;
         invstd = amp_bn_invstd(var, eps);
         if (blockIdx.y == 0 && threadIdx.x == 0 && running_mean && running_var)
@@ -232,19 +239,33 @@ __global__ void amp_k_bn_grad_sums(double *pdy, double *pdyx, const float *dy, c
 /* Backward, pass 2: dgamma/dbeta from block 0 of the channel, dx over the
  * block's slice. */
 __global__ void amp_k_bn_bwd(float *dx, float *dgamma, float *dbeta, const double *pdy,
-                             const double *pdyx, const float *dy, const float *x,
-                             const float *gamma, const float *save_mean, const float *save_invstd,
-                             int n, int c, int hw, int training) {
+                             const double *pdyx, int splits, const double *cnt, const float *dy,
+                             const float *x, const float *gamma, const float *save_mean,
+                             const float *save_invstd, int n, int c, int hw, int training) {
     int ch = blockIdx.x;
     float mean = save_mean[ch], invstd = save_invstd[ch], g = gamma[ch];
-    double sdy = bn_combine(pdy, ch, gridDim.y), sdyx = bn_combine(pdyx, ch, gridDim.y);
-    double count = (double)n * hw;
-    if (blockIdx.y == 0 && threadIdx.x == 0) {
+    double sdy = bn_combine(pdy, ch, splits), sdyx = bn_combine(pdyx, ch, splits);
+    double count = bn_count(cnt, n, hw);
+    if (dgamma && blockIdx.y == 0 && threadIdx.x == 0) {
         dgamma[ch] = (float)sdyx;
         dbeta[ch] = (float)sdy;
     }
     float mdy = (float)(sdy / count), mdyx = (float)(sdyx / count);
     BN_SLICE_LOOP(e, n, c, hw) dx[e] = amp_bn_grad(dy[e], x[e], mean, invstd, g, mdy, mdyx, training);
+}
+
+/* Sync batch norm: each channel's partials combined into out[c] (and, when
+ * outf, also as FP32: this rank's dgamma / dbeta), and the row count into
+ * *cnt_out when given, ready to be summed over the ranks. */
+__global__ void amp_k_bn_totals(double *out, float *outf, const double *p, int c, int splits,
+                                double *cnt_out, double count) {
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch < c) {
+        double t = bn_combine(p, ch, splits);
+        out[ch] = t;
+        if (outf) outf[ch] = (float)t;
+    }
+    if (cnt_out && ch == 0) *cnt_out = count;
 }
 
 static int bn_shape_ok(amp_backend *be, int n, int c, int hw, int training) {
@@ -262,12 +283,79 @@ static int bn_shape_ok(amp_backend *be, int n, int c, int hw, int training) {
     return 1;
 }
 
-/* Two FP64 partial arrays of c * splits in the backend's scratch. */
-static int bn_partials(amp_backend *be, int c, int splits, double **a, double **b) {
+/* Two FP64 partial arrays of c * splits in the backend's scratch, and after
+ * them, when tot is given, 2 * c + 2 doubles for the sync totals. */
+static int bn_partials(amp_backend *be, int c, int splits, double **a, double **b, double **tot) {
     void *p;
-    if (amp_cuda_scratch(be, 2 * (size_t)c * splits * sizeof(double), &p)) return 1;
+    size_t extra = tot ? 2 * (size_t)c + 2 : 0;
+    if (amp_cuda_scratch(be, (2 * (size_t)c * splits + extra) * sizeof(double), &p)) return 1;
     *a = (double *)p;
     *b = *a + (size_t)c * splits;
+    if (tot) *tot = *b + (size_t)c * splits;
+    return 0;
+}
+
+static int bn_sync_sum(amp_backend *be, const amp_allsum *sync, double *v, size_t n) {
+    if (sync->sum(sync->ctx, v, n) != 0) {
+        if (!be->err[0]) snprintf(be->err, sizeof be->err, "batch_norm: the sum over the ranks failed");
+        return 1;
+    }
+    return 0;
+}
+
+#define BN_TOTALS_GRID(c) (unsigned)(((c) + 255) / 256), 256
+
+/* Training forward with a->sync: the channel sums and the row count summed
+ * over the ranks, the squared deviations from that global mean likewise,
+ * then the apply kernel on the totals (one "split"). */
+static int bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int splits) {
+    int n = a->n, c = a->c, hw = a->hw;
+    dim3 grid((unsigned)c, (unsigned)splits);
+    double *psum, *psq, *tot;
+    if (bn_partials(be, c, splits, &psum, &psq, &tot)) return 1;
+    double *cnt = tot + c, *tsq = tot + c + 1;
+    amp_k_bn_sum<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(psum, a->x, n, c, hw);
+    AMP_CHECK_LAUNCH(amp_k_bn_sum);
+    amp_k_bn_totals<<<BN_TOTALS_GRID(c), 0, cnn_stream(be)>>>(tot, NULL, psum, c, splits, cnt,
+                                                              (double)n * hw);
+    AMP_CHECK_LAUNCH(amp_k_bn_totals);
+    if (bn_sync_sum(be, a->sync, tot, (size_t)c + 1)) return 1;
+    amp_k_bn_sqsum<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(psq, tot, 1, cnt, a->x, n, c, hw);
+    AMP_CHECK_LAUNCH(amp_k_bn_sqsum);
+    amp_k_bn_totals<<<BN_TOTALS_GRID(c), 0, cnn_stream(be)>>>(tsq, NULL, psq, c, splits, NULL,
+                                                              0.0);
+    AMP_CHECK_LAUNCH(amp_k_bn_totals);
+    if (bn_sync_sum(be, a->sync, tsq, (size_t)c)) return 1;
+    amp_k_bn_apply<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(
+        a->y, a->save_mean, a->save_invstd, a->running_mean, a->running_var, tot, tsq, 1, cnt,
+        a->x, a->gamma, a->beta, n, c, hw, 1, a->momentum, a->eps);
+    AMP_CHECK_LAUNCH(amp_k_bn_apply);
+    return 0;
+}
+
+/* Training backward with a->sync: this rank's sums give dgamma / dbeta;
+ * their sums over the ranks (with the row count) give dx. */
+static int bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, int splits) {
+    int n = a->n, c = a->c, hw = a->hw;
+    dim3 grid((unsigned)c, (unsigned)splits);
+    double *pdy, *pdyx, *tot;
+    if (bn_partials(be, c, splits, &pdy, &pdyx, &tot)) return 1;
+    amp_k_bn_grad_sums<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(pdy, pdyx, a->dy, a->x,
+                                                                  a->save_mean, a->save_invstd,
+                                                                  n, c, hw);
+    AMP_CHECK_LAUNCH(amp_k_bn_grad_sums);
+    amp_k_bn_totals<<<BN_TOTALS_GRID(c), 0, cnn_stream(be)>>>(tot, a->dbeta, pdy, c, splits,
+                                                              tot + 2 * c, (double)n * hw);
+    AMP_CHECK_LAUNCH(amp_k_bn_totals);
+    amp_k_bn_totals<<<BN_TOTALS_GRID(c), 0, cnn_stream(be)>>>(tot + c, a->dgamma, pdyx, c, splits,
+                                                              NULL, 0.0);
+    AMP_CHECK_LAUNCH(amp_k_bn_totals);
+    if (bn_sync_sum(be, a->sync, tot, 2 * (size_t)c + 1)) return 1;
+    amp_k_bn_bwd<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(a->dx, NULL, NULL, tot, tot + c, 1,
+                                                            tot + 2 * c, a->dy, a->x, a->gamma,
+                                                            a->save_mean, a->save_invstd, n, c,
+                                                            hw, 1);
+    AMP_CHECK_LAUNCH(amp_k_bn_bwd);
     return 0;
 }
 
@@ -279,18 +367,20 @@ static int cuda_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a)
     float momentum = a->momentum, eps = a->eps;
     if (!bn_shape_ok(be, n, c, hw, training)) return 1;
     int splits = bn_splits(n, hw);
+    if (training && a->sync) return bn_forward_sync(be, a, splits);
     dim3 grid((unsigned)c, (unsigned)splits);
     double *psum = NULL, *psq = NULL;
     if (training) {
-        if (bn_partials(be, c, splits, &psum, &psq)) return 1;
+        if (bn_partials(be, c, splits, &psum, &psq, NULL)) return 1;
         amp_k_bn_sum<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(psum, x, n, c, hw);
         AMP_CHECK_LAUNCH(amp_k_bn_sum);
-        amp_k_bn_sqsum<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(psq, psum, x, n, c, hw);
+        amp_k_bn_sqsum<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(psq, psum, splits, NULL, x, n,
+                                                                   c, hw);
         AMP_CHECK_LAUNCH(amp_k_bn_sqsum);
     }
     amp_k_bn_apply<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(
-        y, save_mean, save_invstd, running_mean, running_var, psum, psq, x, gamma, beta, n, c, hw,
-        training, momentum, eps);
+        y, save_mean, save_invstd, running_mean, running_var, psum, psq, splits, NULL, x, gamma,
+        beta, n, c, hw, training, momentum, eps);
     AMP_CHECK_LAUNCH(amp_k_bn_apply);
     return 0;
 }
@@ -302,15 +392,16 @@ static int cuda_batch_norm_backward(amp_backend *be, const amp_batch_norm_bwd *a
     int n = a->n, c = a->c, hw = a->hw, training = a->training;
     if (!bn_shape_ok(be, n, c, hw, training)) return 1;
     int splits = bn_splits(n, hw);
+    if (training && a->sync) return bn_backward_sync(be, a, splits);
     dim3 grid((unsigned)c, (unsigned)splits);
     double *pdy, *pdyx;
-    if (bn_partials(be, c, splits, &pdy, &pdyx)) return 1;
+    if (bn_partials(be, c, splits, &pdy, &pdyx, NULL)) return 1;
     amp_k_bn_grad_sums<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(pdy, pdyx, dy, x, save_mean,
                                                                   save_invstd, n, c, hw);
     AMP_CHECK_LAUNCH(amp_k_bn_grad_sums);
-    amp_k_bn_bwd<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(dx, dgamma, dbeta, pdy, pdyx, dy, x,
-                                                            gamma, save_mean, save_invstd, n, c,
-                                                            hw, training);
+    amp_k_bn_bwd<<<grid, AMP_CNN_BLOCK, 0, cnn_stream(be)>>>(dx, dgamma, dbeta, pdy, pdyx, splits,
+                                                            NULL, dy, x, gamma, save_mean,
+                                                            save_invstd, n, c, hw, training);
     AMP_CHECK_LAUNCH(amp_k_bn_bwd);
     return 0;
 }
