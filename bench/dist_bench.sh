@@ -5,7 +5,12 @@
 # and bf16, 128 rows per rank per step. Prints a markdown table from each
 # run's summary.json: median step ms, median comm ms (the part of a step
 # spent waiting for the gradient sum and the statistics, not hidden behind
-# backward), the comm share, and rows per second over all ranks.
+# backward), the comm share, and rows per second over all ranks. Then the
+# traffic table for N > 1: the bytes each rank sent the others per applied
+# step (summary.json's "ranks": the gradients' reduce-scatter and gather
+# back, the weights' gather), for shard = none with f32 gradients (the f32
+# all-reduce) and for [dist] shard = optimizer (ZeRO-1) under the fp32 and
+# bf16 policies, and each one's share of the f32 all-reduce's bytes.
 #
 # usage: bench/dist_bench.sh [BUILD_DIR] [--steps N] [--np "1 2"] [--set section.key=value]...
 # Each rank runs with OPENBLAS_NUM_THREADS=1 and --bind-to none, so N = 1
@@ -22,7 +27,7 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;;
     --np) nps=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) build=$1; shift ;;
     esac
 done
@@ -50,5 +55,30 @@ for np in $nps; do
         rows=$(sed -nE 's/^batch_size = ([0-9]+).*/\1/p' "$out/config.ini" | head -n 1)
         awk -v np="$np" -v dt="$dt" -v s="$step" -v c="$comm" -v b="$rows" 'BEGIN {
             printf "| %d | %s | %.2f | %.3f | %.1f%% | %.0f |\n", np, dt, s, c, 100 * c / s, np * b * 1000 / s }'
+    done
+done
+
+# traffic: exact bytes, whatever the machine's load
+sent() { # RUN_DIR: "max mean total" of the ranks' bytes sent per step
+    grep -o '"total": [0-9]*}}' "$1/summary.json" | grep -o '[0-9]*' |
+        awk '{ t += $1; if ($1 > m) m = $1; n++ } END { printf "%d %.0f %d\n", m, t / n, t }'
+}
+echo
+echo "| ranks | shard | policy | bytes sent per rank per step (max) | mean | all ranks | of the f32 all-reduce |"
+echo "|---:|---|---|---:|---:|---:|---:|"
+for np in $nps; do
+    [ "$np" = 1 ] && continue
+    base=
+    for arm in "none fp32" "optimizer fp32" "optimizer bf16"; do
+        set -- $arm
+        out=$work/traffic-np$np-$1-$2
+        OPENBLAS_NUM_THREADS=1 mpirun "${extra[@]}" -np "$np" "$amptrain" train "$here/dist_mlp.ini" \
+            --set train.steps=3 --set dist.shard="$1" --set precision.plugin="$2" \
+            ${sets[@]+"${sets[@]}"} --out "$out" 2>"$out.log" ||
+            { echo "dist_bench: traffic np $np $arm failed:" >&2; tail -5 "$out.log" >&2; exit 1; }
+        read -r mx mean total < <(sent "$out")
+        [ -n "$base" ] || base=$total
+        awk -v np="$np" -v sh="$1" -v p="$2" -v m="$mx" -v a="$mean" -v t="$total" -v b="$base" 'BEGIN {
+            printf "| %d | %s | %s | %d | %.0f | %d | %.4f |\n", np, sh, p, m, a, t, t / b }'
     done
 done

@@ -276,7 +276,7 @@ static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
                  amp_safetensors_count(st), d->nparam_tensors + both, d->params[0].name);
         rc = -1;
     }
-    if (rc == 0 && s->be->ops->upload(s->be, m->master, host, d->nparams * sizeof(float)) != 0) {
+    if (rc == 0 && amp_model_put_master(m, host) != 0) {
         snprintf(err, errlen, "%s", s->be->err);
         rc = -1;
     }
@@ -335,8 +335,8 @@ static int open_dist(amp_session *s, char *err, size_t errlen) {
         t[i].numel = d->params[i].numel;
         t[i].grad_cnt = amp_model_rounds(m, d->params[i].layer, AMP_ROUND_GRAD);
     }
-    int rc = amp_dist_grads_open(&s->grads, s->dist, s->be, m->grads, t, d->nparam_tensors, err,
-                                 errlen);
+    int rc = amp_dist_grads_open(&s->grads, s->dist, s->be, m->grads, t, d->nparam_tensors,
+                                 s->shard, err, errlen);
     free(t);
     return rc;
 }
@@ -431,6 +431,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     if (amp_model_create_sharded(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers,
                                  opt_lo, opt_len, cfg, err, errlen) != 0)
         goto runtime_error;
+    if (s->shard && amp_session_shard_open(s, err, errlen) != 0) goto runtime_error;
     s->scaled = s->model->scaled;
     if (s->scaled) s->scaled->seed = s->set.seed;
     amp_scaled_wire(s->scaled, &s->precision);
@@ -464,6 +465,7 @@ runtime_error:
 void amp_session_close(amp_session *s) {
     if (!s) return;
     amp_dist_grads_close(s->grads); /* before the backend goes */
+    amp_session_shard_close(s);
     amp_model_free(s->model);
     amp_batcher_free(s->batcher);
     if (s->be) s->be->ops->destroy(s->be);
@@ -510,6 +512,20 @@ double amp_session_lr(const amp_session *s) {
         }                                                   \
     } while (0)
 
+/* The trained elements whose summed gradients and master update are this
+ * rank's: [*lo, *lo + *n) (all of them unsharded; the last shard is short
+ * by the padding, a shard past the end empty). */
+static void own_range(const amp_session *s, size_t *lo, size_t *n) {
+    size_t nt = s->model->desc.ntrained;
+    if (!s->shard) {
+        *lo = 0;
+        *n = nt;
+        return;
+    }
+    *lo = (size_t)s->rank * s->shard < nt ? (size_t)s->rank * s->shard : nt;
+    *n = nt - *lo < s->shard ? nt - *lo : s->shard;
+}
+
 /* Uploads the batcher's staged rows into the model's input. */
 static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
     amp_model *m = s->model;
@@ -538,7 +554,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
     /* A shard ([dist] shard = optimizer) steps part of the flat array: the
      * working copies are cast from the gathered master weights instead, and
      * each run is cut to the shard (AdamW is per element: no value changes). */
-    int sharded = m->opt_lo != 0 || m->opt_len < d->nparams;
+    int sharded = m->sharded;
     size_t lo = m->opt_lo, hi = m->opt_lo + m->opt_len;
     int fused = !sharded && m->ops->working_copy && amp_backend_supports(be, "optim_step_cast");
     if (fused) {
@@ -575,7 +591,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
             continue;
         }
         size_t n = end - off;
-        float *w = m->master + off, *g = m->grads + off;
+        float *w = m->master + (sharded ? off - lo : off), *g = m->grads + off;
         float *s0 = m->opt[0] ? m->opt[0] + (off - lo) : NULL;
         float *s1 = m->opt[1] ? m->opt[1] + (off - lo) : NULL;
         o.weight_decay = d->params[i].decay ? (float)st->weight_decay : 0.0f;
@@ -605,37 +621,9 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
 
 static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
     BE_CHECK(amp_model_optimizer_step(s->model, &s->set, lr, s->applied + 1));
-    if (!s->shard) return 0;
-    /* Each rank updated its shard of the master weights: gather them whole
-     * (FP32, so every rank casts the same working copies next step). */
-    amp_model *m = s->model;
-    size_t n = m->desc.ntrained, lo = m->opt_lo, mine = lo < n ? n - lo : 0;
-    if (mine > s->shard) mine = s->shard;
-    float *slot = s->gather + lo;
-    if (mine) BE_CHECK(s->be->ops->download(s->be, slot, m->master + lo, mine * sizeof(float)));
-    if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
-        return -1;
-    BE_CHECK(s->be->ops->upload(s->be, m->master, s->gather, n * sizeof(float)));
-    return 0;
-}
-
-int amp_session_gather_optim(amp_session *s, char *err, size_t errlen) {
-    if (!s->shard) return 0;
-    amp_model *m = s->model;
-    size_t n = m->desc.nparams, nt = m->desc.ntrained, lo = m->opt_lo;
-    size_t mine = lo < nt ? nt - lo : 0;
-    if (mine > s->shard) mine = s->shard;
-    for (int k = 0; k < m->opt_buffers; k++) {
-        memset(s->gather, 0, (size_t)s->world * s->shard * sizeof(float));
-        if (mine) BE_CHECK(s->be->ops->download(s->be, s->gather + lo, m->opt[k], mine * sizeof(float)));
-        if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
-            return -1;
-        /* the buffers' moments are never stepped: 0, as unsharded */
-        memset(s->opt_full + (size_t)k * n, 0, n * sizeof(float));
-        memcpy(s->opt_full + (size_t)k * n, s->gather, nt * sizeof(float));
-    }
-    s->opt_full_step = s->step;
-    return 0;
+    /* Each rank updated its shard of the master weights: the working
+     * copies of every rank get them, in their working dtypes. */
+    return amp_session_share_weights(s, err, errlen);
 }
 
 /* The test hook: one inf in this rank's gradients, before they travel. */
@@ -667,21 +655,26 @@ static int on_grads_ready(void *ctx, int first, int count) {
 static int reduce_stats(amp_session *s, char *err, size_t errlen) {
     amp_step_stats *h = s->hstats;
     amp_round_count *rc = amp_stats_rounds(h, 0, 0);
-    int nr = 2 * s->nlayers, n = AMP_DIST_NMAX + 2 + 3 * nr;
-    double stackv[AMP_DIST_NMAX + 2 + 3 * 8], *v = stackv;
+    int nr = 2 * s->nlayers, n = AMP_DIST_NMAX + 5 + 3 * nr;
+    double stackv[AMP_DIST_NMAX + 5 + 3 * 8], *v = stackv;
     enum { SUM0 = AMP_DIST_NMAX };
+    /* sharded: each rank checked its own shard, so those three add up */
+    int part = s->shard != 0;
     if (n > (int)(sizeof stackv / sizeof stackv[0]) && !(v = malloc((size_t)n * sizeof *v))) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    v[0] = (double)h->nonfinite;
-    v[1] = h->sumsq;
+    v[0] = part ? 0.0 : (double)h->nonfinite;
+    v[1] = part ? 0.0 : h->sumsq;
     v[2] = (double)h->maxabs;
-    v[3] = (double)h->checked;
+    v[3] = part ? 0.0 : (double)h->checked;
     v[4] = s->stop_flag ? (double)*s->stop_flag : 0.0;
     v[SUM0] = h->loss_sum;
     v[SUM0 + 1] = (double)h->correct;
-    double *cnt = v + SUM0 + 2;
+    v[SUM0 + 2] = part ? (double)h->nonfinite : 0.0;
+    v[SUM0 + 3] = part ? h->sumsq : 0.0;
+    v[SUM0 + 4] = part ? (double)h->checked : 0.0;
+    double *cnt = v + SUM0 + 5;
     for (int i = 0; i < nr; i++) {
         cnt[3 * i] = (double)rc[i].underflow;
         cnt[3 * i + 1] = (double)rc[i].overflow;
@@ -689,10 +682,10 @@ static int reduce_stats(amp_session *s, char *err, size_t errlen) {
     }
     int r = amp_dist_reduce_step(s->dist, v, n, err, errlen);
     if (r == 0) {
-        h->nonfinite = (unsigned long long)v[0];
-        h->sumsq = v[1];
+        h->nonfinite = (unsigned long long)(part ? v[SUM0 + 2] : v[0]);
+        h->sumsq = part ? v[SUM0 + 3] : v[1];
         h->maxabs = (float)v[2];
-        h->checked = (unsigned long long)v[3];
+        h->checked = (unsigned long long)(part ? v[SUM0 + 4] : v[3]);
         s->stop_agreed = (int)v[4];
         h->loss_sum = v[SUM0];
         h->correct = (unsigned long long)v[SUM0 + 1];
@@ -731,7 +724,10 @@ static int check_replicas(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
     size_t n = m->desc.nparams;
     uint32_t sums[4] = {0, 0, 0, 0};
-    if (crc_of(s, m->master, n, &sums[0], err, errlen) != 0) return -1;
+    /* sharded: the FP32 weights every rank holds (each rank's masters are its own shard) */
+    if (crc_of(s, s->shard ? m->wts : m->master, s->shard ? s->wts_n : n, &sums[0], err,
+               errlen) != 0)
+        return -1;
     /* sharded, each rank holds other moments: only its master weights compare */
     for (int k = 0; k < m->opt_buffers && !s->shard; k++)
         if (crc_of(s, m->opt[k], n, &sums[1], err, errlen) != 0) return -1;
@@ -799,10 +795,21 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     int64_t per_step = (int64_t)st->batch_size * st->accumulate * s->world;
     s->batcher->ops->begin_step(s->batcher, s->step, per_step);
     size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
+    /* Sharded, the copies come from the gathered shards (after the weights
+     * were put: gathered now), and the counts of that rounding are the
+     * owners' (the last gather's, kept: the masters have not moved since). */
+    if (s->shard && m->copies_stale && amp_session_share_weights(s, err, errlen) != 0) return -1;
+    if (s->shard) amp_kit_cast_end(m, 1);
     BE_CHECK(be->ops->zero(be, m->stats, stats_bytes));
     BE_CHECK(m->ops->cast_weights(m));
-    /* Every rank casts the same weights: rank 0 alone counts that rounding. */
+    /* Every rank casts the same weights: rank 0 alone counts that rounding;
+     * sharded, each rank counts the rounding of its own shard. */
     if (dp && s->rank > 0) BE_CHECK(be->ops->zero(be, m->stats, stats_bytes));
+    if (dp && s->rank > 0 && s->shard) {
+        amp_kit_cast_end(m, 1);
+        if (amp_model_cast_reuse(m) < 0) BE_CHECK(-1);
+    }
+    s->weights_sent = 0;
     amp_dist_grads_begin(s->grads, s->step);
     s->poisoned = 0;
     /* d(loss)/d(row loss) over the GLOBAL rows: the sum over ranks is the mean */
@@ -829,7 +836,12 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     BE_CHECK(poison(s));
     if (dp && amp_dist_grads_end(s->grads, err, errlen) != 0) return -1;
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */
-    BE_CHECK(be->ops->unscale_check(be, m->grads, m->stats, m->desc.ntrained, inv_scale));
+    /* Sharded, a rank holds the sums of its shard only: it unscales and
+     * checks those, and the partial sums of squares, non-finite and checked
+     * counts are added over the ranks in the one statistics reduction. */
+    size_t own_lo, own_n;
+    own_range(s, &own_lo, &own_n);
+    if (own_n) BE_CHECK(be->ops->unscale_check(be, m->grads + own_lo, m->stats, own_n, inv_scale));
     BE_CHECK(be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
     double t_stats = amp_clock_ms();
     if (dp && reduce_stats(s, err, errlen) != 0) return -1;
@@ -874,8 +886,9 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     double lr = 0.0;
     if (!skip) {
         if (st->grad_clip > 0.0 && ss.grad_norm > st->grad_clip)
-            BE_CHECK(be->ops->scale(be, m->grads, m->desc.ntrained,
-                                    (float)(st->grad_clip / (ss.grad_norm + 1e-6))));
+            if (own_n)
+                BE_CHECK(be->ops->scale(be, m->grads + own_lo, own_n,
+                                        (float)(st->grad_clip / (ss.grad_norm + 1e-6))));
         lr = amp_session_lr(s);
         if (optimizer_step(s, lr, err, errlen) != 0) return -1;
         s->applied++;
@@ -954,6 +967,7 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
     amp_model *m = s->model;
     amp_backend *be = s->be;
     size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
+    if (s->shard && m->copies_stale && amp_session_share_weights(s, err, errlen) != 0) return -1;
     BE_CHECK(be->ops->zero(be, m->stats, stats_bytes));
     BE_CHECK(m->ops->cast_weights(m));
     int B = s->set.batch_size;
@@ -986,10 +1000,20 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
 
 float *amp_session_weights(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
+    if (s->shard && s->master_full_step != s->step) {
+        snprintf(err, errlen, "[dist] shard: the master weights of step %lld were not gathered "
+                 "(amp_session_gather_optim), so this rank cannot read them whole",
+                 (long long)s->step);
+        return NULL;
+    }
     float *host = malloc(m->desc.nparams * sizeof(float));
     if (!host) {
         snprintf(err, errlen, "out of host memory");
         return NULL;
+    }
+    if (s->shard) {
+        memcpy(host, s->master_full, m->desc.nparams * sizeof(float));
+        return host;
     }
     if (s->be->ops->download(s->be, host, m->master, m->desc.nparams * sizeof(float)) != 0) {
         snprintf(err, errlen, "%s", s->be->err);

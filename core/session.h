@@ -63,10 +63,20 @@ typedef struct amp_session {
     /* data parallel (core/dist/): the caller's context, NULL alone */
     amp_dist *dist;
     amp_dist_grads *grads;   /* this session's gradient reduction (NULL alone) */
-    size_t shard;            /* [dist] shard = optimizer: elements per rank (0: unsharded) */
-    float *gather;           /* [world * shard] host staging of the gathered master weights */
+    size_t shard;            /* [dist] shard: elements per rank (0: unsharded) */
+    float *gather;           /* [world * shard] host staging of a gathered FP32 array */
     float *opt_full;         /* [opt_buffers * nparams] the gathered moments for a checkpoint */
     int64_t opt_full_step;   /* the step opt_full was gathered after (-1: never) */
+    /* sharded (session_shard.c): the master weights gathered whole on the
+     * host (checkpoints, the weights file), and the weights wire */
+    float *master_full;      /* [nparams] */
+    int64_t master_full_step;
+    size_t *wire_at;         /* [nparam_tensors + 1] byte offset of each tensor on the wire */
+    size_t *block_bytes, *block_at; /* [world] each rank's block of it */
+    uint8_t *wire, *wire_mine; /* host: the whole wire, this rank's block */
+    void *dev16;             /* backend scratch of 16-bit values */
+    size_t wts_n;            /* elements of the model's wts */
+    uint64_t weights_sent;   /* bytes this rank sent of the weights in the last step */
     int rank, world;
     int64_t check_every;     /* replica check every K steps (0 off) */
     /* [dist] sync_batchnorm on several ranks: the hook the model's batch
@@ -146,9 +156,18 @@ int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t
  * snapshot_free releases; the run-level fields (losses, metrics, wall time)
  * are the caller's. 0, or -1 with err. */
 int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen);
-/* [dist] shard = optimizer: every rank calls this before rank 0 takes a
- * snapshot (the moments are gathered whole). No-op unsharded. 0, or -1. */
+/* [dist] shard: every rank calls this before rank 0 takes a snapshot or
+ * reads the weights (amp_session_weights, save/check_weights): the
+ * moments and the FP32 master weights are gathered whole on the host.
+ * No-op unsharded. 0, or -1. */
 int amp_session_gather_optim(amp_session *s, char *err, size_t errlen);
+/* Sharded (session_shard.c): the wire and buffers, after the model; their
+ * release; and the gather of the updated shards into every rank's working
+ * copies in their working dtypes (after each applied step, and before the
+ * first forward after the weights were put). 0, or -1 with err. */
+int amp_session_shard_open(amp_session *s, char *err, size_t errlen);
+void amp_session_shard_close(amp_session *s);
+int amp_session_share_weights(amp_session *s, char *err, size_t errlen);
 void amp_session_snapshot_free(amp_checkpoint *ck);
 
 /* Continues from ck: refuses (returns 2, err says what differs) a checkpoint

@@ -181,7 +181,16 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
     if (!ck->data_id) goto fail;
     ck->data_id_len = strlen(ck->data_id);
     size_t nparams = d->nparams;
-    ck->master = download_le(s, m->master, nparams, err, errlen);
+    if (s->shard) { /* the masters gathered whole (amp_session_gather_optim) */
+        float *w = amp_session_weights(s, err, errlen);
+        uint8_t *le = w ? malloc(nparams * 4 + 1) : NULL;
+        for (size_t i = 0; le && i < nparams; i++) amp_ckpt_put_f32(le, i, w[i]);
+        if (w && !le) snprintf(err, errlen, "out of host memory");
+        free(w);
+        ck->master = le;
+    } else {
+        ck->master = download_le(s, m->master, nparams, err, errlen);
+    }
     ck->master_len = nparams * 4;
     if (!ck->master) goto fail;
     if (ck->opt_buffers) {
@@ -406,9 +415,36 @@ static conf_entry *conf_add_implied(conf_entry *v, size_t *n) {
     return v;
 }
 
-/* Appends "[s] k: checkpoint 'a', config 'b'" for every key that differs. */
-static int config_diff(const char *saved, size_t saved_len, const amp_config *cfg, char *out,
-                       size_t outlen) {
+/* The split of the global batch: free to differ when a resume on another
+ * number of ranks keeps batch_size x accumulate x ranks (check_compatible). */
+static int batch_split_key(const conf_entry *e) {
+    return (strcmp(e->section, "data") == 0 && strcmp(e->key, "batch_size") == 0) ||
+           (strcmp(e->section, "train") == 0 && strcmp(e->key, "accumulate") == 0);
+}
+
+/* Key section.key of a checkpoint's resolved config as an integer, or dflt. */
+static long long saved_int(const amp_checkpoint *ck, const char *section, const char *key,
+                           long long dflt) {
+    char *text = malloc(ck->config_len + 1);
+    size_t n = 0;
+    conf_entry *v = NULL;
+    if (text) {
+        memcpy(text, ck->config, ck->config_len);
+        text[ck->config_len] = '\0';
+        v = conf_parse(text, &n);
+    }
+    conf_entry want = {section, key, NULL};
+    const conf_entry *e = v ? conf_find(v, n, &want) : NULL;
+    long long r = e ? strtoll(e->value, NULL, 10) : dflt;
+    free(v);
+    free(text);
+    return r > 0 ? r : dflt;
+}
+
+/* Appends "[s] k: checkpoint 'a', config 'b'" for every key that differs
+ * (batch_free: but [data] batch_size and [train] accumulate). */
+static int config_diff(const char *saved, size_t saved_len, const amp_config *cfg, int batch_free,
+                       char *out, size_t outlen) {
     size_t now_len = 0;
     char *now = resolved_config(cfg, &now_len);
     char *then = malloc(saved_len + 1);
@@ -430,7 +466,8 @@ static int config_diff(const char *saved, size_t saved_len, const amp_config *cf
             size_t nv = pass ? nb : na, nw = pass ? na : nb;
             for (size_t i = 0; i < nv; i++) {
                 const conf_entry *o = conf_find(w, nw, &v[i]);
-                if (free_to_differ(&v[i]) || (o && same_value(cfg, pass ? o->value : v[i].value,
+                if (free_to_differ(&v[i]) || (batch_free && batch_split_key(&v[i])) ||
+                    (o && same_value(cfg, pass ? o->value : v[i].value,
                                                              pass ? v[i].value : o->value)))
                     continue;
                 if (pass && o) continue; /* reported in the first pass */
@@ -498,18 +535,36 @@ static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err,
     /* The global batch is batch_size x accumulate x ranks, and each rank's
      * rows are one slice of it: another number of ranks is another
      * sequence of batches (and other partial sums), so it is refused. */
-    if (ck->world_size != (uint32_t)s->world) {
-        char how[64];
+    /* Another number of ranks that keeps the global batch (batch_size x
+     * accumulate x ranks) trains on the same rows step by step; only the
+     * split of the gradient sums changes (FP32 summation order, and under
+     * 16-bit policies the rounding of each rank's partial gradient). */
+    long long ck_rows = saved_int(ck, "data", "batch_size", 0) *
+                        saved_int(ck, "train", "accumulate", 1) * (long long)ck->world_size;
+    long long rows = (long long)s->set.batch_size * s->set.accumulate * s->world;
+    int other_ranks = ck->world_size != (uint32_t)s->world;
+    if (other_ranks && ck_rows != rows) {
+        char how[64], keep[160] = "";
         if (ck->world_size == 1)
             snprintf(how, sizeof how, "without mpirun (or with mpirun -np 1)");
         else
             snprintf(how, sizeof how, "with mpirun -np %u", (unsigned)ck->world_size);
+        if (ck_rows > 0 && ck_rows % ((long long)s->set.accumulate * s->world) == 0)
+            snprintf(keep, sizeof keep, ", or on %d rank%s keep its %lld rows per step with "
+                     "--set data.batch_size=%lld", s->world, s->world == 1 ? "" : "s", ck_rows,
+                     ck_rows / ((long long)s->set.accumulate * s->world));
         snprintf(err, errlen,
                  "written by a run on %u rank%s, and this run has %d: the global batch (batch_size "
-                 "x accumulate x ranks) and its split across ranks would change. Resume it %s",
-                 (unsigned)ck->world_size, ck->world_size == 1 ? "" : "s", s->world, how);
+                 "x accumulate x ranks) and its split across ranks would change. Resume it %s%s",
+                 (unsigned)ck->world_size, ck->world_size == 1 ? "" : "s", s->world, how, keep);
         return -1;
     }
+    if (other_ranks)
+        amp_log(AMP_LOG_WARN,
+                "resuming a checkpoint of %u rank%s on %d with the same %lld rows per step: the "
+                "run continues on the same batches, but the gradients are summed in another "
+                "split, so its numbers are not bit-identical to the run it continues",
+                (unsigned)ck->world_size, ck->world_size == 1 ? "" : "s", s->world, rows);
     uint32_t opt_buffers = (uint32_t)m->opt_buffers;
     if (ck->optim != (uint32_t)s->set.optim || ck->opt_buffers != opt_buffers) {
         snprintf(err, errlen, "optimizer differs: the checkpoint holds %s state (%u arrays), the config gives %s (%u)",
@@ -539,7 +594,7 @@ static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err,
         return -1;
     }
     char diff[1536] = "";
-    int nd = config_diff(ck->config, ck->config_len, s->cfg, diff, sizeof diff);
+    int nd = config_diff(ck->config, ck->config_len, s->cfg, other_ranks, diff, sizeof diff);
     if (nd < 0) {
         snprintf(err, errlen, "out of host memory comparing the configs");
         return -1;
@@ -589,7 +644,16 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
         return 2;
     amp_model *m = s->model;
     size_t n = m->desc.nparams;
-    if (upload_le(s, m->master, ck->master, n, err, errlen) != 0) return 1;
+    if (s->shard) { /* this rank's shard and the FP32 weights; the copies follow */
+        for (size_t i = 0; i < n; i++) s->master_full[i] = amp_ckpt_f32(ck->master, i);
+        if (amp_model_put_master(m, s->master_full) != 0) {
+            snprintf(err, errlen, "%s", s->be->err);
+            return 1;
+        }
+        s->master_full_step = ck->step;
+    } else if (upload_le(s, m->master, ck->master, n, err, errlen) != 0) {
+        return 1;
+    }
     /* sharded: this rank's part of the whole moments (the padding stays 0) */
     size_t nt = s->shard ? m->desc.ntrained : n; /* sharded: the trained elements */
     size_t lo = m->opt_lo < nt ? m->opt_lo : nt, mine = nt - lo < m->opt_len ? nt - lo : m->opt_len;

@@ -169,8 +169,9 @@ static const amp_setting core_settings[] = {
     {"dist", "grad_dtype", AMP_SETTING_CHOICE, "f32", .choices = grad_dtypes, AT(dist_grad_bf16),
      .doc = "what the gradients travel as between ranks (`bf16` is counted as a rounding point)"},
     {"dist", "shard", AMP_SETTING_CHOICE, "none", .choices = shard_kinds, AT(dist_shard),
-     .doc = "`optimizer`: each rank keeps 1/N of the optimizer moments and updates 1/N of the "
-            "master weights, which are then gathered (see docs/data-parallel.md)"},
+     .doc = "`optimizer` (ZeRO-1): each rank keeps 1/N of the FP32 master weights and "
+            "optimizer moments, receives its 1/N of the summed gradients and gathers the "
+            "updated weights in their working dtype (see docs/data-parallel.md)"},
     {"dist", "bucket_kb", AMP_SETTING_INT, "1024", 1, 1 << 21, AT(dist_bucket_kb),
      .doc = "target size of a gradient bucket (KiB of f32 gradients)"},
     {"dist", "check_every", AMP_SETTING_INT, "0", 0, BIG, AT(dist_check_every),

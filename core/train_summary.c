@@ -1,5 +1,7 @@
 #include "train_summary.h"
 
+#include <stdlib.h>
+
 #include "scaled_state.h"
 
 #include "io/json.h"
@@ -76,9 +78,24 @@ void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_resu
     amp_json_str(f, amp_dist_grads_transport(s->grads));
     fputs(",\n  \"median_comm_ms\": ", f);
     amp_json_num(f, r->median_comm_ms);
-    /* [dist] shard = optimizer: elements of the moments and master update per rank (padded) */
+    /* [dist] shard: elements of the masters, moments and update per rank (padded) */
     fprintf(f, ",\n  \"dist_shard\": \"%s\",\n  \"dist_shard_elements\": %zu",
             s->shard ? "optimizer" : "none", s->shard ? s->shard : m->desc.nparams);
+    if (r->per_rank) { /* rank by rank: arena bytes, and what the last applied step sent */
+        fputs(",\n  \"ranks\": [", f);
+        for (int k = 0; k < s->world; k++) {
+            const uint64_t *row = r->per_rank + (size_t)k * AMP_RANK_ROW;
+            fprintf(f, "%s\n    {\"rank\": %d, \"memory_bytes\": {", k ? "," : "", k);
+            for (int c = 0; c < AMP_MEM_COUNT; c++)
+                fprintf(f, "%s\"%s\": %llu", c ? ", " : "", amp_mem_category_names[c],
+                        (unsigned long long)row[c]);
+            fprintf(f, "}, \"sent_bytes_per_step\": {\"gradients\": %llu, \"weights\": %llu, "
+                    "\"total\": %llu}}", (unsigned long long)row[AMP_MEM_COUNT],
+                    (unsigned long long)row[AMP_MEM_COUNT + 1],
+                    (unsigned long long)(row[AMP_MEM_COUNT] + row[AMP_MEM_COUNT + 1]));
+        }
+        fputs("\n  ]", f);
+    }
     /* the bf16 send buffer, outside the model's memory categories */
     fprintf(f, ",\n  \"dist_buffer_bytes\": %zu", amp_dist_grads_bytes(s->grads));
     /* the whole process, arenas and all the rest (libraries, stacks) */
@@ -111,4 +128,19 @@ void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_resu
             to, tn);
     amp_scaled_json(f, s->scaled, "\n    "); /* the last step's scaled operands */
     fputs("\n}\n", f);
+}
+
+int amp_train_gather_ranks(const amp_session *s, amp_train_result *r, const uint64_t sent[2],
+                           char *err, size_t errlen) {
+    if (s->world == 1) return 0;
+    r->per_rank = calloc((size_t)s->world * AMP_RANK_ROW, sizeof *r->per_rank);
+    if (!r->per_rank) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    uint64_t *row = r->per_rank + (size_t)s->rank * AMP_RANK_ROW;
+    for (int c = 0; c < AMP_MEM_COUNT; c++) row[c] = s->model->mem[c].size;
+    row[AMP_MEM_COUNT] = sent[0];
+    row[AMP_MEM_COUNT + 1] = sent[1];
+    return amp_dist_allgather(s->dist, r->per_rank, AMP_RANK_ROW * sizeof *row, err, errlen);
 }

@@ -352,6 +352,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
     res->device_peak = c->prior_peak;
     int rc = c->eval_owed ? owed_eval(s, c, talk, tty, err, errlen) : 0;
     amp_step_record last = {0};
+    uint64_t sent[2] = {0, 0}; /* the last applied step's gradient and weight bytes */
     while (s->step < s->total_steps && rc == 0) {
         amp_step_record r;
         double cpu0 = amp_cpu_ms();
@@ -359,6 +360,10 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         double step_cpu = amp_cpu_ms() - cpu0;
         amp_median_add(cpu, step_cpu);
         last = r;
+        if (!r.skipped) {
+            sent[0] = amp_dist_grads_sent(s->grads);
+            sent[1] = s->weights_sent;
+        }
         amp_median_add(comm, r.comm_ms);
         amp_median_add(ms, r.step_ms);
         c->losses[(size_t)(r.step - 1) % AMP_CKPT_MAX_LOSSES] = r.loss;
@@ -385,7 +390,9 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         }
         /* Non-finite weights make every later step non-finite and skipped:
          * stop at once instead of skipping to the end. */
-        if (r.skipped && !isfinite(r.loss) && amp_session_check_weights(s, err, errlen) != 0)
+        if (r.skipped && !isfinite(r.loss) &&
+            (amp_session_gather_optim(s, err, errlen) != 0 ||
+             amp_session_check_weights(s, err, errlen) != 0))
             rc = -1;
         if (rc == 0 && eval_due(s, r.step)) rc = eval_line(s, lf, talk, tty, err, errlen);
         int bad = fclose(lf) != 0;
@@ -447,7 +454,12 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
                  (long long)s->step, last.loss, last.scale);
         rc = -1;
     }
-    if (rc == 0 && amp_session_check_weights(s, err, errlen) != 0) rc = -1;
+    /* every rank's memory and traffic, for rank 0's summary.json */
+    if (rc == 0 && c->outdir && amp_train_gather_ranks(s, res, sent, err, errlen) != 0) rc = -1;
+    /* sharded: the masters whole on every rank, for the check and the weights file */
+    if (rc == 0 && (amp_session_gather_optim(s, err, errlen) != 0 ||
+                    amp_session_check_weights(s, err, errlen) != 0))
+        rc = -1;
     s->eval_stopped = 0;
     if (rc == 0) rc = amp_session_evaluate(s, &res->test_loss, &res->test_acc, err, errlen);
     if (rc == 0 && s->eval_stopped) {
@@ -984,6 +996,7 @@ done:
     amp_out_abort(&summary);
     free(ctx.pending);
     free(ctx.valid);
+    free(res.per_rank);
     amp_run_lock_release(&lock);
     /* A failure of this rank alone: the others wait for it, so stop them. */
     amp_dist_exit(dist, code);

@@ -89,7 +89,11 @@ const amp_round_count *amp_stats_rounds_const(const amp_step_stats *stats, int l
 static void layout(amp_model *m) {
     amp_arena *mem = m->mem;
     size_t n = m->desc.nparams, B = (size_t)m->input.batch;
-    m->master = amp_arena_take(&mem[AMP_MEM_MASTER], n * 4);
+    m->master = amp_arena_take(&mem[AMP_MEM_MASTER], (m->sharded ? m->opt_len : n) * 4);
+    size_t nw = 0; /* sharded: the FP32 weights every rank reads */
+    for (int t = 0; m->sharded && t < m->desc.nparam_tensors; t++)
+        if (m->wts_off[t] != (size_t)-1) nw += m->desc.params[t].numel;
+    m->wts = m->sharded ? amp_arena_take(&mem[AMP_MEM_WORKING], nw * 4) : NULL;
     m->grads = amp_arena_take(&mem[AMP_MEM_GRADS], n * 4);
     for (int i = 0; i < 2; i++)
         m->opt[i] = i < m->opt_buffers ? amp_arena_take(&mem[AMP_MEM_OPTIM], m->opt_len * 4) : NULL;
@@ -204,6 +208,45 @@ int amp_model_scaled_collect(amp_model *m) {
     return rc;
 }
 
+int amp_model_copy16(amp_model *m, int t, amp_working_copy *wc) {
+    return t < m->desc.nparam_tensors && !m->desc.params[t].buffer && m->ops->working_copy &&
+           m->ops->working_copy(m, t, wc);
+}
+
+/* Sharded: where each tensor the forward reads in FP32 lives in wts (the
+ * copies are known once the model's create has run). */
+static int plan_wts(amp_model *m, char *err, size_t errlen) {
+    int nt = m->desc.nparam_tensors;
+    m->wts_off = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *m->wts_off);
+    if (!m->wts_off) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    size_t at = 0;
+    for (int t = 0; t < nt; t++) {
+        amp_working_copy wc;
+        m->wts_off[t] = amp_model_copy16(m, t, &wc) ? (size_t)-1 : at;
+        if (m->wts_off[t] != (size_t)-1) at += m->desc.params[t].numel;
+    }
+    return 0;
+}
+
+int amp_model_put_master(amp_model *m, const float *host) {
+    amp_backend *be = m->be;
+    const amp_model_desc *d = &m->desc;
+    if (!m->sharded) return be->ops->upload(be, m->master, host, d->nparams * sizeof(float));
+    size_t lo = m->opt_lo < d->ntrained ? m->opt_lo : d->ntrained;
+    size_t mine = d->ntrained - lo < m->opt_len ? d->ntrained - lo : m->opt_len;
+    if (mine && be->ops->upload(be, m->master, host + lo, mine * sizeof(float)) != 0) return -1;
+    for (int t = 0; t < d->nparam_tensors; t++)
+        if (m->wts_off[t] != (size_t)-1 && d->params[t].numel &&
+            be->ops->upload(be, m->wts + m->wts_off[t], host + d->params[t].offset,
+                            d->params[t].numel * sizeof(float)) != 0)
+            return -1;
+    m->copies_stale = 1;
+    return 0;
+}
+
 int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                      amp_model_desc *desc, const amp_layer_precision *prec,
                      const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
@@ -236,6 +279,7 @@ int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_back
     m->opt_buffers = opt_buffers;
     m->opt_lo = opt_lo;
     m->opt_len = opt_len;
+    m->sharded = opt_lo != 0 || opt_len != m->desc.nparams;
     if (in->batch <= 0 || m->desc.nlayers <= 0 || m->desc.nparams == 0) {
         snprintf(err, errlen, "model '%s': invalid shape (%d layers, %zu parameters, batch %d)",
                  ops->name, m->desc.nlayers, m->desc.nparams, in->batch);
@@ -247,6 +291,10 @@ int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_back
         return -1;
     }
     if (ops->create(m, cfg, err, errlen) != 0 || check_scaled_claimed(m, err, errlen) != 0) {
+        amp_model_free(m);
+        return -1;
+    }
+    if (m->sharded && plan_wts(m, err, errlen) != 0) {
         amp_model_free(m);
         return -1;
     }
@@ -285,5 +333,6 @@ void amp_model_free(amp_model *m) {
     amp_scaled_free(m->scaled);
     free(m->layer_names);
     free(m->prec);
+    free(m->wts_off);
     free(m);
 }

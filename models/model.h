@@ -163,10 +163,21 @@ struct amp_model {
     int opt_buffers;           /* FP32 optimizer arrays per parameter (0, 1 or 2) */
     amp_arena mem[AMP_MEM_COUNT];
     /* the common part, carved by the core before the model's layout */
-    float *master;             /* [nparams] FP32 master weights */
+    float *master;             /* [nparams] FP32 master weights; sharded: [opt_len], elements
+                                * [opt_lo, opt_lo + opt_len) of the flat array */
     float *grads;              /* [nparams] */
     float *opt[2];             /* [opt_len] each, or NULL: elements [opt_lo, opt_lo + opt_len) */
-    size_t opt_lo, opt_len;    /* the optimizer's shard of the flat array ([dist] shard) */
+    size_t opt_lo, opt_len;    /* this rank's shard of the flat array ([dist] shard) */
+    /* [dist] shard: the masters are this rank's shard only; what the
+     * forward reads in FP32 every rank holds in `wts` (AMP_MEM_WORKING): the
+     * tensors without a 16-bit working copy (amp_model_ops.working_copy
+     * returns 0: FP32 layers, norms, embeddings, FP8 copies' sources) and
+     * the buffers, wts_off[t] elements in (-1: a tensor with a 16-bit copy,
+     * which the session writes from the gathered shards). copies_stale:
+     * the copies do not hold the masters yet (after amp_model_put_master). */
+    int sharded, copies_stale;
+    float *wts;
+    size_t *wts_off;           /* [nparam_tensors] */
     void *x;                   /* [batch, features] f32, or [batch, features] int32 tokens */
     /* What m->x holds: F32 (or int32 tokens) unless the model's create sets
      * a 16-bit dtype, which it may where the backend has upload_round; the
@@ -241,13 +252,23 @@ int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                      amp_model_desc *desc, const amp_layer_precision *prec,
                      const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
                      size_t errlen);
-/* The same with the optimizer state for elements [opt_lo, opt_lo + opt_len)
- * of the flat array only (one rank's shard, [dist] shard = optimizer);
- * opt_len counts the padding past nparams. amp_model_create is (0, nparams). */
+/* The same with the master weights and optimizer state for elements
+ * [opt_lo, opt_lo + opt_len) of the flat array only (one rank's shard,
+ * [dist] shard; opt_len counts the padding past the trained elements) and
+ * the FP32 weights the forward reads in `wts` (see amp_model.sharded).
+ * amp_model_create is unsharded. */
 int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                              amp_model_desc *desc, const amp_layer_precision *prec,
                              const amp_model_input *in, int opt_buffers, size_t opt_lo,
                              size_t opt_len, amp_config *cfg, char *err, size_t errlen);
+/* The model's weights from host[nparams] (the flat array): unsharded into
+ * master; sharded, this rank's shard into master and the FP32 tensors and
+ * buffers into wts (the 16-bit copies are then stale until the session
+ * gathers the shards). 0, or -1 with be->err. */
+int amp_model_put_master(amp_model *m, const float *host);
+/* Whether tensor t has a 16-bit working copy, which the session writes
+ * from the gathered shards when sharded (*wc filled). */
+int amp_model_copy16(amp_model *m, int t, amp_working_copy *wc);
 void amp_model_free(amp_model *m);
 
 /* The one call the host makes at the end of an optimizer step, before it

@@ -30,7 +30,8 @@ struct amp_dist {
     int agreed;              /* the last code amp_dist_agree returned */
 #if AMP_HAVE_MPI
     MPI_Comm comm;
-    MPI_Op bf16_sum, step_op;
+    MPI_Comm back;           /* the gradient sums' gathers back (their own order) */
+    MPI_Op step_op;
     MPI_Datatype step_type;  /* n doubles, for amp_dist_reduce_step */
     int step_n;
 #endif
@@ -67,6 +68,8 @@ void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early) {
     *buckets = g ? g->nbuckets : 0;
     *early = g ? g->early : 0;
 }
+
+uint64_t amp_dist_grads_sent(const amp_dist_grads *g) { return g ? g->sent : 0; }
 
 size_t amp_dist_grads_bytes(const amp_dist_grads *g) {
     return g && g->wire ? g->nparams * sizeof(uint16_t) : 0;
@@ -118,18 +121,6 @@ static void dist_defaults(amp_dist *d) {
 
 /* ======================================================================= */
 #if AMP_HAVE_MPI
-
-/* inout[i] = bf16(widen(in[i]) + widen(inout[i])): the sum of bf16
- * gradients in FP32, rounded once per addition (commutative, so every rank
- * gets the same bits). */
-static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
-    (void)dt;
-    const uint16_t *a = in;
-    uint16_t *b = inout;
-    for (int i = 0; i < *len; i++)
-        b[i] = amp_round16(amp_widen16(a[i], AMP_DTYPE_BF16) + amp_widen16(b[i], AMP_DTYPE_BF16),
-                           AMP_DTYPE_BF16, NULL);
-}
 
 /* One element is the whole step record: the first AMP_DIST_NMAX doubles
  * take the max (a NaN wins), the rest are summed. */
@@ -221,6 +212,7 @@ amp_dist *amp_dist_init(int *argc, char ***argv, double join_timeout_s, char *er
     }
     d->mpi = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &d->back);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->world);
     MPI_Comm node;
@@ -228,7 +220,6 @@ amp_dist *amp_dist_init(int *argc, char ***argv, double join_timeout_s, char *er
     MPI_Comm_rank(node, &d->local_rank);
     MPI_Comm_size(node, &d->local_size);
     MPI_Comm_free(&node);
-    MPI_Op_create(bf16_sum_fn, 1, &d->bf16_sum);
     MPI_Op_create(step_op_fn, 1, &d->step_op);
     d->step_type = MPI_DATATYPE_NULL;
     return d;
@@ -238,12 +229,25 @@ void amp_dist_finalize(amp_dist *d) {
     if (!d) return;
     if (d->mpi) {
         if (d->step_type != MPI_DATATYPE_NULL) MPI_Type_free(&d->step_type);
-        MPI_Op_free(&d->bf16_sum);
         MPI_Op_free(&d->step_op);
         MPI_Comm_free(&d->comm);
+        MPI_Comm_free(&d->back);
         MPI_Finalize();
     }
     free(d);
+}
+
+/* Between two polls of a wait: spin first, then yield (a rank sharing the
+ * core computes), and after a second of waiting (a peer far behind, e.g.
+ * writing a checkpoint) sleep a millisecond. */
+static void back_off(unsigned spin, double waited_ms) {
+    if (spin < 64) return;
+    if (waited_ms < 1000.0) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Waits for n requests, polling so that the wait is bounded: a peer that
@@ -267,13 +271,7 @@ static int wait_all(int rank, MPI_Request *req, int n, double timeout_s, const c
                            "hangs, or is more than [dist] timeout = %g s behind)",
                            waited / 1e3, what, step >= 0 ? " at step " : "",
                            step >= 0 ? (long long)step + 1 : 0LL, timeout_s);
-        if (spin < 64) continue;
-        if (waited < 1000.0) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
+        back_off(spin, waited);
     }
 }
 
@@ -376,6 +374,35 @@ int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_
     return 0;
 }
 
+int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,
+                        const size_t *displ, uint64_t *sent, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    int W = d->world, *c = calloc(4 * (size_t)W, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    int rc = 0;
+    for (int r = 0; r < W; r++) {
+        if (bytes[r] > (size_t)INT_MAX || displ[r] > (size_t)INT_MAX) rc = -1;
+        c[r] = r == d->rank ? 0 : (int)bytes[d->rank];     /* mine to every other rank */
+        c[W + r] = 0;
+        c[2 * W + r] = r == d->rank ? 0 : (int)bytes[r];   /* theirs into place */
+        c[3 * W + r] = (int)displ[r];
+        if (r != d->rank) *sent += bytes[d->rank];
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "a shard of the weights is more than 2 GiB, more than one MPI call moves");
+        free(c);
+        return -1;
+    }
+    MPI_Request r;
+    MPI_Ialltoallv(mine, c, c + W, MPI_BYTE, all, c + 2 * W, c + 3 * W, MPI_BYTE, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "gathering the updated weights", -1);
+    free(c);
+    return 0;
+}
+
 /* n doubles reduced with op across the ranks, in place. */
 static int allreduce(amp_dist *d, double *v, int n, MPI_Op op, const char *what) {
     if (!d || !d->mpi || d->world == 1) return 0;
@@ -461,49 +488,222 @@ int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen) {
 #endif
 }
 
-/* ---- the MPI gradient transport (host memory) ---- */
+/* ---- the MPI gradient transport (host memory) ----
+ *
+ * A bucket is reduce-scattered, not all-reduced: every element has one
+ * owner (rank i / part), each rank sends the owners their pieces of its
+ * bucket (MPI_Ialltoallv, direct sends), and the owner adds the N
+ * contributions itself in rank order, x0 + x1 + ... + x(N-1), each
+ * addition rounded (to f32, or to bf16 for grad_dtype = bf16, as the bf16
+ * MPI operation did). So the sum of an element has the same bits whatever
+ * the partition and whatever MPI would choose for an allreduce: a sharded
+ * run (keep_shard) and shard = none, which gathers the sums back to every
+ * rank (a second MPI_Ialltoallv), add the same numbers in the same order.
+ * On two ranks x0 + x1 is the only order there is, so this is the same as
+ * the MPI_Iallreduce it replaces. */
+
+typedef struct mpi_piece_plan {
+    int *cnt[4];    /* [world] each: send counts, send displacements, receive counts, receive
+                     * displacements, in elements */
+    size_t lo, len; /* this rank's piece of the bucket (flat offset, elements) */
+} mpi_piece_plan;
 
 typedef struct mpi_grads {
     MPI_Comm comm;
-    MPI_Op bf16_sum;
-    MPI_Request *req; /* [nbuckets] */
+    MPI_Comm back;          /* the gathers back, ordered apart from the scatters (d's) */
+    int gathered;           /* buckets whose gather back is posted this step */
+    MPI_Request *req;       /* [nbuckets] */
+    mpi_piece_plan *scatter, *gather; /* [nbuckets] */
+    void **stage;           /* [nbuckets] world x the rank's piece: the contributions */
 } mpi_grads;
+
+static size_t esize(const dist_grads *g) {
+    return g->dtype == AMP_DIST_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+static void *base_of(const dist_grads *g) {
+    return g->dtype == AMP_DIST_BF16 ? (void *)g->wire : (void *)g->grads;
+}
+
+/* Rank r's piece of [o, o + c): [*lo, *lo + *len). */
+static void piece(const dist_grads *g, int r, size_t o, size_t c, size_t *lo, size_t *len) {
+    size_t a = (size_t)r * g->part, b = a + g->part;
+    if (a < o) a = o;
+    if (b > o + c) b = o + c;
+    *lo = a;
+    *len = b > a ? b - a : 0;
+}
+
+/* The counts of bucket k's two exchanges, once at open. */
+static int plan_pieces(dist_grads *g, mpi_grads *m) {
+    int W = g->world;
+    for (int k = 0; k < g->nbuckets; k++) {
+        const dist_bucket *b = &g->buckets[k];
+        mpi_piece_plan *S = &m->scatter[k], *G = &m->gather[k];
+        for (int i = 0; i < 4; i++) {
+            S->cnt[i] = calloc((size_t)W, sizeof(int));
+            G->cnt[i] = calloc((size_t)W, sizeof(int));
+            if (!S->cnt[i] || !G->cnt[i]) return -1;
+        }
+        piece(g, g->rank, b->offset, b->count, &S->lo, &S->len);
+        G->lo = S->lo;
+        G->len = S->len;
+        for (int r = 0; r < W; r++) {
+            size_t lo, len;
+            piece(g, r, b->offset, b->count, &lo, &len);
+            /* scatter: my part of r's piece to r; r's part of my piece into stage row r */
+            S->cnt[0][r] = (int)len;
+            S->cnt[1][r] = (int)(lo - b->offset);
+            S->cnt[2][r] = (int)S->len;
+            S->cnt[3][r] = (int)((size_t)r * S->len);
+            /* gather back: my summed piece to every other rank, theirs into place */
+            G->cnt[0][r] = r == g->rank ? 0 : (int)S->len;
+            G->cnt[1][r] = 0;
+            G->cnt[2][r] = r == g->rank ? 0 : (int)len;
+            G->cnt[3][r] = (int)(lo - b->offset);
+        }
+        m->stage[k] = malloc((size_t)W * (S->len ? S->len : 1) * esize(g));
+        if (!m->stage[k]) return -1;
+    }
+    return 0;
+}
+
+/* The owner's sum of its piece: stage rows 0..N-1 added in rank order. */
+static void add_in_rank_order(dist_grads *g, mpi_grads *m, int k) {
+    const mpi_piece_plan *S = &m->scatter[k];
+    size_t n = S->len;
+    int W = g->world;
+    if (g->dtype == AMP_DIST_BF16) {
+        const uint16_t *st = m->stage[k];
+        uint16_t *out = g->wire + S->lo;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t acc = st[i];
+            for (int r = 1; r < W; r++)
+                acc = amp_round16(amp_widen16(acc, AMP_DTYPE_BF16) +
+                                      amp_widen16(st[(size_t)r * n + i], AMP_DTYPE_BF16),
+                                  AMP_DTYPE_BF16, NULL);
+            out[i] = acc;
+        }
+    } else {
+        const float *st = m->stage[k];
+        float *out = g->grads + S->lo;
+        for (size_t i = 0; i < n; i++) {
+            float acc = st[i];
+            for (int r = 1; r < W; r++) acc += st[(size_t)r * n + i];
+            out[i] = acc;
+        }
+    }
+}
+
+static MPI_Datatype wire_type(const dist_grads *g) {
+    return g->dtype == AMP_DIST_BF16 ? MPI_UINT16_T : MPI_FLOAT;
+}
 
 static int mpi_post(dist_grads *g, int k, char *err, size_t errlen) {
     mpi_grads *m = g->impl;
     const dist_bucket *b = &g->buckets[k];
-    int rc = g->dtype == AMP_DIST_BF16
-                 ? MPI_Iallreduce(MPI_IN_PLACE, g->wire + b->offset, (int)b->count, MPI_UINT16_T,
-                                  m->bf16_sum, m->comm, &m->req[k])
-                 : MPI_Iallreduce(MPI_IN_PLACE, g->grads + b->offset, (int)b->count, MPI_FLOAT,
-                                  MPI_SUM, m->comm, &m->req[k]);
-    if (rc != MPI_SUCCESS) {
-        snprintf(err, errlen, "MPI_Iallreduce of gradient bucket %d failed", k);
+    const mpi_piece_plan *S = &m->scatter[k];
+    char *base = (char *)base_of(g) + b->offset * esize(g);
+    if (MPI_Ialltoallv(base, S->cnt[0], S->cnt[1], wire_type(g), m->stage[k], S->cnt[2], S->cnt[3],
+                       wire_type(g), m->comm, &m->req[k]) != MPI_SUCCESS) {
+        snprintf(err, errlen, "MPI_Ialltoallv (reduce-scatter) of gradient bucket %d failed", k);
         return -1;
     }
+    for (int r = 0; r < g->world; r++)
+        if (r != g->rank) g->sent += (uint64_t)S->cnt[0][r] * esize(g);
+    g->buckets[k].phase = 1;
+    if (k == 0) m->gathered = 0;
     return 0;
+}
+
+/* Posts the gather of bucket k's sums to every rank (shard = none). */
+static int post_gather(dist_grads *g, mpi_grads *m, int k, char *err, size_t errlen) {
+    const mpi_piece_plan *G = &m->gather[k];
+    char *base = (char *)base_of(g);
+    /* sent from the stage: OpenMPI takes a send buffer equal to the receive
+     * buffer (a piece at the bucket's start) for MPI_IN_PLACE */
+    memcpy(m->stage[k], base + G->lo * esize(g), G->len * esize(g));
+    if (MPI_Ialltoallv(m->stage[k], G->cnt[0], G->cnt[1], wire_type(g),
+                       base + g->buckets[k].offset * esize(g), G->cnt[2], G->cnt[3], wire_type(g),
+                       m->back, &m->req[k]) != MPI_SUCCESS) {
+        snprintf(err, errlen, "MPI_Ialltoallv (gathering the sums) of bucket %d failed", k);
+        return -1;
+    }
+    g->sent += (uint64_t)(g->world - 1) * G->len * esize(g);
+    g->buckets[k].phase = 2;
+    return 0;
+}
+
+/* Moves every posted bucket on as far as it goes without blocking: a
+ * scatter that arrived is summed; the gathers back (shard = none) go out on
+ * their own communicator in bucket order, so every rank posts the same
+ * collectives in the same order whenever its scatters complete. 1 when
+ * all posted buckets are done, 0 not yet, -1 on an MPI error. */
+static int advance(dist_grads *g, char *err, size_t errlen) {
+    mpi_grads *m = g->impl;
+    int all = 1;
+    for (int k = 0; k < g->next; k++) {
+        dist_bucket *b = &g->buckets[k];
+        if (b->phase == 1 || b->phase == 2) {
+            int done = 0;
+            if (MPI_Test(&m->req[k], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                snprintf(err, errlen, "MPI_Test on gradient bucket %d failed", k);
+                return -1;
+            }
+            if (done && b->phase == 1) {
+                add_in_rank_order(g, m, k);
+                b->phase = g->keep_shard ? 3 : 4;
+            } else if (done) {
+                b->phase = 3;
+            }
+        }
+        if (b->phase != 3) all = 0;
+    }
+    while (m->gathered < g->next && g->buckets[m->gathered].phase == 4) {
+        if (post_gather(g, m, m->gathered, err, errlen) != 0) return -1;
+        m->gathered++;
+        all = 0;
+    }
+    return all;
 }
 
 /* OpenMPI advances non-blocking collectives only inside MPI calls: a test
  * at every ready point is what lets them run during backward. */
 static int mpi_progress(dist_grads *g, char *err, size_t errlen) {
-    mpi_grads *m = g->impl;
-    int done = 0;
-    if (g->next > 0 && MPI_Testall(g->next, m->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
-        snprintf(err, errlen, "MPI_Testall on the gradient buckets failed");
-        return -1;
-    }
-    return 0;
+    return advance(g, err, errlen) < 0 ? -1 : 0;
 }
 
+/* As wait_all: bounded by [dist] timeout, yielding while it waits. */
 static int mpi_wait(dist_grads *g, char *err, size_t errlen) {
-    mpi_grads *m = g->impl;
-    return wait_all(g->rank, m->req, g->next, g->timeout_s, "the gradient allreduce", g->step);
+    double t0 = amp_clock_ms();
+    for (unsigned spin = 0;; spin++) {
+        int rc = advance(g, err, errlen);
+        if (rc < 0) amp_dist_fatal(g->rank, "MPI failed in the gradient reduce-scatter: %s", err);
+        if (rc == 1) return 0;
+        double waited = amp_clock_ms() - t0;
+        if (waited > g->timeout_s * 1e3)
+            amp_dist_fatal(g->rank,
+                           "no word from the other ranks for %.0f s in the gradient reduce-scatter "
+                           "at step %lld (a rank died, hangs, or is more than [dist] timeout = %g s "
+                           "behind)",
+                           waited / 1e3, (long long)g->step + 1, g->timeout_s);
+        back_off(spin, waited);
+    }
 }
 
 static void mpi_close(dist_grads *g) {
     mpi_grads *m = g->impl;
     if (!m) return;
+    for (int k = 0; k < g->nbuckets; k++) {
+        for (int i = 0; i < 4; i++) {
+            if (m->scatter) free(m->scatter[k].cnt[i]);
+            if (m->gather) free(m->gather[k].cnt[i]);
+        }
+        if (m->stage) free(m->stage[k]);
+    }
+    free(m->scatter);
+    free(m->gather);
+    free(m->stage);
     free(m->req);
     free(m);
     g->impl = NULL;
@@ -514,17 +714,22 @@ static const dist_transport mpi_transport = {"mpi",    1,    mpi_post, mpi_progr
 
 int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     mpi_grads *m = calloc(1, sizeof *m);
-    if (m) m->req = calloc((size_t)g->nbuckets, sizeof *m->req);
-    if (!m || !m->req) {
-        if (m) free(m);
+    g->impl = m;
+    g->tr = &mpi_transport;
+    size_t nb = (size_t)g->nbuckets;
+    if (m) {
+        m->req = calloc(nb, sizeof *m->req);
+        m->scatter = calloc(nb, sizeof *m->scatter);
+        m->gather = calloc(nb, sizeof *m->gather);
+        m->stage = calloc(nb, sizeof *m->stage);
+    }
+    if (!m || !m->req || !m->scatter || !m->gather || !m->stage || plan_pieces(g, m) != 0) {
         snprintf(err, errlen, "out of host memory");
-        return -1;
+        return -1; /* amp_dist_grads_close frees what was made */
     }
     for (int k = 0; k < g->nbuckets; k++) m->req[k] = MPI_REQUEST_NULL;
     m->comm = d->comm;
-    m->bf16_sum = d->bf16_sum;
-    g->impl = m;
-    g->tr = &mpi_transport;
+    m->back = d->back;
     return 0;
 }
 
@@ -564,6 +769,10 @@ int amp_dist_agree(amp_dist *d, int code, int *who) {
 int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen) { return 0; }
 int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
     return 0; /* one rank: its shard is the whole */
+}
+int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,
+                        const size_t *displ, uint64_t *sent, char *err, size_t errlen) {
+    return 0;
 }
 int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
 int amp_dist_max(amp_dist *d, double *v, int n, char *err, size_t errlen) { return 0; }
@@ -633,7 +842,8 @@ static int plan_buckets(dist_grads *g, size_t bucket_bytes, char *err, size_t er
 }
 
 int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, float *grads,
-                        const amp_dist_tensor *tensors, int ntensors, char *err, size_t errlen) {
+                        const amp_dist_tensor *tensors, int ntensors, size_t shard, char *err,
+                        size_t errlen) {
     *out = NULL;
     if (!d || d->world == 1) return 0;
     dist_grads *g = calloc(1, sizeof *g);
@@ -663,6 +873,10 @@ int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, floa
         g->nparams = tensors[i].offset + tensors[i].numel;
     }
     if (plan_buckets(g, d->set.bucket_bytes, err, errlen) != 0) goto fail;
+    /* shard = none cuts the sums by an even split of the whole array (any
+     * split adds the same numbers in the same order) */
+    g->keep_shard = shard > 0;
+    g->part = shard > 0 ? shard : (g->nparams + (size_t)g->world - 1) / (size_t)g->world;
     if (g->dtype == AMP_DIST_BF16) {
         g->wire = be->ops->alloc(be, g->nparams * sizeof(uint16_t));
         if (!g->wire) {
@@ -699,7 +913,9 @@ void amp_dist_grads_begin(amp_dist_grads *g, int64_t step) {
     g->step = step;
     g->next = 0;
     g->early = 0;
-    for (int k = 0; k < g->nbuckets; k++) g->buckets[k].ready = g->buckets[k].posted = 0;
+    g->sent = 0;
+    for (int k = 0; k < g->nbuckets; k++)
+        g->buckets[k].ready = g->buckets[k].posted = g->buckets[k].phase = 0;
 }
 
 /* Posts bucket k: for bf16, rounds its tensors into the wire buffer first
@@ -748,8 +964,14 @@ int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen) {
         g->next++;
     }
     if (rc == 0) rc = g->tr->wait(g, err, errlen);
-    if (rc == 0 && g->dtype == AMP_DIST_BF16 &&
-        g->be->ops->widen(g->be, g->grads, g->wire, AMP_DTYPE_BF16, g->nparams) != 0) {
+    /* sharded: only this rank's piece holds sums */
+    size_t lo = 0, n = g->nparams;
+    if (g->keep_shard) {
+        lo = (size_t)g->rank * g->part < n ? (size_t)g->rank * g->part : n;
+        n = n - lo < g->part ? n - lo : g->part;
+    }
+    if (rc == 0 && g->dtype == AMP_DIST_BF16 && n > 0 &&
+        g->be->ops->widen(g->be, g->grads + lo, g->wire + lo, AMP_DTYPE_BF16, n) != 0) {
         snprintf(err, errlen, "widening the summed bf16 gradients: %s", g->be->err);
         rc = -1;
     }

@@ -8,10 +8,12 @@
  *      divided by the GLOBAL row count, so the sum over ranks is the mean;
  *   2. the gradients are summed across ranks in buckets (contiguous ranges
  *      of the flat gradient array, in backward order), each posted as soon
- *      as the model reports its tensors final (amp_model_grads_ready):
- *      MPI_Iallreduce on the CPU, ncclAllReduce on a second CUDA stream on
- *      the GPU. [dist] grad_dtype = bf16 sends them rounded to bf16 (the
- *      rounding is counted in the layer's gradient telemetry);
+ *      as the model reports its tensors final (amp_model_grads_ready): on
+ *      the CPU reduce-scattered (each element's owner adds the ranks'
+ *      values in rank order) and, unsharded, gathered back; ncclAllReduce
+ *      on a second CUDA stream on the GPU. [dist] grad_dtype = bf16 sends
+ *      them rounded to bf16 (the rounding is counted in the layer's
+ *      gradient telemetry);
  *   3. after the step's one stats download, ONE small allreduce makes the
  *      statistics common: max over ranks of the non-finite count, the
  *      gradient sum of squares and max |g| (and of the stop signal), and the
@@ -92,6 +94,12 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
  * every rank's buf (world * per_rank bytes): the sharded optimizer's
  * master weights and moments. 0, or -1 with err. */
 int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen);
+/* Rank r's bytes[r] bytes (this rank's at `mine`, apart from `all`) into
+ * every rank's all + displ[r], by direct sends (MPI_Ialltoallv): this rank
+ * sends its block to each other rank, adding what it sent to *sent. The
+ * sharded run's updated weights, in their working dtypes. 0, or -1. */
+int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,
+                        const size_t *displ, uint64_t *sent, char *err, size_t errlen);
 /* Sums n doubles across ranks, in place. 0, or -1 with err. */
 int amp_dist_sum(amp_dist *d, double *v, int n, char *err, size_t errlen);
 /* The max of n doubles across ranks, in place (no NaN in v). 0, or -1. */
@@ -112,10 +120,20 @@ int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen);
 
 /* Sets up the gradient reduction over grads[nparams] on be (CPU: MPI;
  * CUDA: NCCL) for one session (several may share d, each with its own).
- * tensors are in flat order and cover grads. *out is NULL on one rank.
- * 0, or -1 with err. */
+ * tensors are in flat order and cover grads. shard = 0: after
+ * amp_dist_grads_end every rank holds the whole sum; shard = S > 0
+ * ([dist] shard): rank r holds the sums of elements [r S, (r + 1) S) only
+ * (the buckets are reduce-scattered; the rest of grads is left as this
+ * rank's own gradients; NCCL still all-reduces). On the CPU every element
+ * is summed in rank order either way, so both give the same bits. *out is
+ * NULL on one rank. 0, or -1 with err. */
 int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, float *grads,
-                        const amp_dist_tensor *tensors, int ntensors, char *err, size_t errlen);
+                        const amp_dist_tensor *tensors, int ntensors, size_t shard, char *err,
+                        size_t errlen);
+/* Bytes this rank sent to the other ranks for the gradients of the last
+ * step (MPI: exactly what it handed to MPI's direct sends; NCCL: a ring
+ * all-reduce's 2 (N - 1) / N of the buckets). */
+uint64_t amp_dist_grads_sent(const amp_dist_grads *g);
 /* Releases it (before the backend is destroyed). NULL is fine. */
 void amp_dist_grads_close(amp_dist_grads *g);
 /* Before the last micro-batch's backward of 0-based step `step`. */

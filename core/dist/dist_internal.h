@@ -14,6 +14,7 @@ typedef struct dist_bucket {
     int first, ntensors;
     int ready;  /* tensors reported final this step */
     int posted;
+    int phase;  /* MPI: 0 not posted, 1 scattering, 4 summed, 2 gathering back, 3 done */
 } dist_bucket;
 
 typedef struct dist_grads dist_grads;
@@ -52,6 +53,13 @@ struct dist_grads {
     int next;                   /* the next bucket to post */
     int early;                  /* buckets posted from grads_ready this step */
     amp_dist_dtype dtype;
+    /* The partition the sums are cut by: rank r owns the summed elements
+     * [r * part, (r + 1) * part). keep_shard: each rank keeps only its own
+     * (sharded runs); 0: the sums are gathered back, so every rank holds
+     * all of them (shard = none). */
+    size_t part;
+    int keep_shard;
+    uint64_t sent;              /* bytes this rank sent to the others this step */
     int rank, world, local_rank;
     double timeout_s;
     int64_t step;               /* for messages */

@@ -81,6 +81,10 @@ static int nccl_post(dist_grads *g, int k, char *err, size_t errlen) {
     CUDA_TRY(cudaEventRecord(n->ready[k], n->compute));
     CUDA_TRY(cudaStreamWaitEvent(n->stream, n->ready[k], 0));
     n->last_ready = k;
+    /* a ring all-reduce sends 2 (N - 1) / N of the bucket (NCCL picks; a
+     * sharded run uses its own part of the sum) */
+    g->sent += 2 * (uint64_t)(g->world - 1) * b->count * (g->dtype == AMP_DIST_BF16 ? 2u : 4u) /
+               (uint64_t)g->world;
     if (g->dtype == AMP_DIST_BF16)
         NCCL_TRY(ncclAllReduce(g->wire + b->offset, g->wire + b->offset, b->count, ncclBfloat16,
                                ncclSum, n->comm, n->stream));

@@ -146,7 +146,7 @@ int amp_kit_init_params(amp_model *m, uint64_t seed) {
             }
         }
     }
-    int rc = m->be->ops->upload(m->be, m->master, host, d->nparams * sizeof(float));
+    int rc = amp_model_put_master(m, host);
     free(host);
     return rc;
 }
@@ -156,10 +156,11 @@ int amp_kit_init_params(amp_model *m, uint64_t seed) {
 int amp_kit_cast_weights(amp_model *m) {
     int reused = amp_model_cast_reuse(m);
     if (reused < 0) return -1;
-    /* the optimizer's fused cast writes no FP8 copy: those are cast here */
+    /* the optimizer's fused cast writes no FP8 copy: those are cast here;
+     * sharded, the 16-bit copies are written from the gathered shards */
     for (int t = 0; t < m->kit->ntensors; t++) {
         amp_kit_copy *c = &m->kit->copy[t];
-        if (c->on && (!reused || c->fp8_slot >= 0))
+        if (c->on && (c->fp8_slot >= 0 || (!reused && !m->sharded)))
             CHECK(amp_format_cast(m, c, amp_kit_master(m, t), m->desc.params[t].numel));
     }
     return 0;

@@ -4,7 +4,10 @@
 #include "layers.h"
 
 float *amp_kit_master(amp_model *m, int t) {
-    return t < 0 || !m->master ? NULL : m->master + m->desc.params[t].offset;
+    if (t < 0 || !m->master) return NULL;
+    if (m->sharded) /* the FP32 weights every rank holds (model.h) */
+        return m->wts_off[t] == (size_t)-1 || !m->wts ? NULL : m->wts + m->wts_off[t];
+    return m->master + m->desc.params[t].offset;
 }
 
 float *amp_kit_grad(amp_model *m, int t) {

@@ -8,13 +8,10 @@
 # usage: ranks_check.sh MPIRUN AMPTRAIN TEST_AB_CHECK CONFIG_A CONFIG_B WORKDIR
 set -u
 MPIRUN=$1 A=$2 CHECK=$3 CA=$4 CB=$5 W=$6
-fail() { echo "FAIL: $*" >&2; exit 1; }
-if ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    echo "SKIP: '$MPIRUN' not found: install openmpi-bin to run the mpi tests"
-    exit 77
-fi
-# as tests/dist/lib.sh: copies through the shared segment (containers)
-export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+# the mpi tests' environment: copies through the shared segment (containers)
+# and, under AddressSanitizer, OpenMPI's own leaks suppressed by library
+. "$(dirname "$0")/../dist/lib.sh"
+need_mpirun "$MPIRUN"
 rm -rf "$W" && mkdir -p "$W" || exit 1
 # ab finds mpirun on PATH: put the one the build found first
 PATH=$(dirname "$(command -v "$MPIRUN")"):$PATH

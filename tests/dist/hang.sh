@@ -16,7 +16,7 @@ rc=$?
 dt=$(($(date +%s) - t0))
 [ "$rc" != 0 ] || fail "the job exited 0 although rank 1 hung"
 [ "$dt" -le 30 ] || fail "the job took $dt s to end after rank 1 hung (timeout 2 s)"
-grep -q "rank 0: no word from the other ranks for [0-9]* s in the gradient allreduce at step 3 .*; stopping all ranks" "$log" ||
+grep -q "rank 0: no word from the other ranks for [0-9]* s in the gradient reduce-scatter at step 3 .*; stopping all ranks" "$log" ||
     fail "no clear message from rank 0: $(cat "$log")"
 echo "hung rank 1: rank 0 stopped the job after $dt s (exit $rc):"
 grep "no word" "$log"

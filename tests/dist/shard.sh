@@ -1,10 +1,14 @@
 #!/bin/bash
-# [dist] shard = optimizer on 2 and 4 ranks: the same weights, metrics
-# (losses, scales, skips) as shard = none, bit for bit, over 50 steps under
-# fp32, fp16 + dynamic and bf16 (AdamW is per element, the gradients are
-# summed as before, and the gathered master weights are the same bits); the
-# summary shows each rank's optimizer bytes at 1/N plus padding; a sharded
-# checkpoint resumes unsharded (and back) and continues the same losses.
+# [dist] shard = optimizer (ZeRO-1) on 2 and 4 ranks, under fp32, fp16 +
+# dynamic and bf16, over 50 steps: bit for bit the weights and metrics
+# (losses, scales, skips, norms) of shard = none (every element's sum is
+# added in rank order either way, the optimizer is per element, and the
+# owner's rounding into the working dtype is the cast's); each rank's
+# master and optimizer arenas are exactly its padded shard; the bytes each
+# rank sent per step are exactly the reduce-scatter's and the working-dtype
+# gather's, and under bf16 ZeRO-1 sends 0.75 of shard = none's f32 sums
+# over the job; the CNN (batch norm) is bitwise too; a sharded checkpoint
+# resumes unsharded (and back) and continues the same losses.
 # usage: shard.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -12,16 +16,22 @@ MPIRUN=$1 A=$2 HERE=$3 W=$4
 need_mpirun "$MPIRUN"
 rm -rf "$W" && mkdir -p "$W" || exit 1
 cfg=$HERE/tiny.ini
-# hidden 47: 2953 parameters, which 2 and 4 ranks do not divide (padding)
+# hidden 47,24: 2953 parameters in 6 tensors, which 2 and 4 ranks do not divide (padding)
+n=2953 ntensors=6
 base=(--set model.hidden=47,24 --set train.steps=50 --set train.eval_every=0)
 
 # fp32 and bf16 without a loss scaler: the tiny config less its [scaler] keys
 noscale=$W/noscale.ini
 sed -e '/^growth_interval/d' -e 's/^plugin = dynamic/plugin = none/' "$cfg" >"$noscale"
 
-optim_bytes() { grep -o '"optimizer_state": [0-9]*' "$1/summary.json" | grep -o '[0-9]*$'; }
+# rank_field RUN RANK KEY: KEY's number in rank RANK's row of summary.json's "ranks"
+rank_field() {
+    grep -o "{\"rank\": $2, .*" "$1/summary.json" | grep -o "\"$3\": [0-9]*" | head -1 | grep -o '[0-9]*$'
+}
+align() { echo $(( ($1 + 255) / 256 * 256 )); } # the arena's alignment
 
 for np in 2 4; do
+    S=$(( (n + np - 1) / np ))
     for prec in fp32 fp16 bf16; do
         args=("${base[@]}" --set precision.plugin=$prec) c=$cfg
         [ $prec = fp16 ] || c=$noscale
@@ -35,13 +45,36 @@ for np in 2 4; do
             fail "$np ranks $prec: shard=optimizer ends with other weights than shard=none"
         cmp <(mask "$ref/metrics.jsonl") <(mask "$run/metrics.jsonl") ||
             fail "$np ranks $prec: shard=optimizer logs other metrics than shard=none"
-        full=$(optim_bytes "$ref") part=$(optim_bytes "$run")
-        # AdamW: 2 moments of ceil(2953 / np) floats (the arena rounds up to its alignment)
-        want=$(( 2 * 4 * ((2953 + np - 1) / np) ))
-        [ "$part" -ge "$want" ] && [ $(( part - full / np )) -lt $(( 2 * 1024 )) ] ||
-            fail "$np ranks $prec: optimizer bytes $part per rank, unsharded $full (want ~$want)"
         grep -q '"dist_shard": "optimizer"' "$run/summary.json" || fail "summary lacks dist_shard"
-        echo "$np ranks $prec: shard=optimizer == shard=none bitwise over 50 steps; optimizer $part of $full bytes per rank"
+        wsize=2 # the working dtype on the weights' wire
+        [ $prec = fp32 ] && wsize=4
+        sum_none=0 sum_zero=0
+        for ((r = 0; r < np; r++)); do
+            # memory: the masters and AdamW's 2 moments of this rank's S elements, exactly
+            full=$(rank_field "$ref" $r master_params) part=$(rank_field "$run" $r master_params)
+            opt=$(rank_field "$run" $r optimizer_state)
+            [ "$full" = "$(align $((4 * n)))" ] || fail "$np ranks $prec: unsharded masters $full bytes"
+            [ "$part" = "$(align $((4 * S)))" ] && [ "$opt" = "$((2 * $(align $((4 * S)))))" ] ||
+                fail "$np ranks $prec rank $r: masters $part, moments $opt bytes (want $(align $((4 * S))) and twice that)"
+            [ $(( (part + opt) - 3 * full / np )) -lt $(( 1024 * ntensors )) ] ||
+                fail "$np ranks $prec rank $r: $((part + opt)) bytes, more than 1/$np of $((3 * full)) plus 1 KiB a tensor"
+            # traffic: this rank's elements of the sums are [r S, (r + 1) S) (the last short)
+            mine=$(( n - r * S < S ? n - r * S : S ))
+            g=$(rank_field "$run" $r gradients) w=$(rank_field "$run" $r weights)
+            [ "$g" = $((4 * (n - mine))) ] && [ "$w" = $((wsize * mine * (np - 1))) ] ||
+                fail "$np ranks $prec rank $r: sent gradients $g, weights $w bytes (want $((4 * (n - mine))), $((wsize * mine * (np - 1))))"
+            g0=$(rank_field "$ref" $r gradients) w0=$(rank_field "$ref" $r weights)
+            [ "$g0" = $((4 * (n - mine) + 4 * mine * (np - 1))) ] && [ "$w0" = 0 ] ||
+                fail "$np ranks $prec rank $r: shard=none sent $g0 + $w0 bytes"
+            sum_none=$((sum_none + g0)) sum_zero=$((sum_zero + g + w))
+        done
+        if [ $prec = bf16 ]; then
+            [ $((4 * sum_zero)) -le $((3 * sum_none)) ] ||
+                fail "$np ranks bf16: ZeRO-1 sent $sum_zero bytes a step, more than 0.75 x $sum_none"
+        fi
+        echo "$np ranks $prec: shard=optimizer == shard=none bitwise over 50 steps; per rank" \
+             "masters $part + moments $opt bytes (unsharded $full + $((2 * full))); the job sent" \
+             "$sum_zero bytes a step (shard=none $sum_none)"
     done
 done
 

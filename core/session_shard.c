@@ -1,0 +1,187 @@
+/* [dist] shard: each rank keeps the FP32 master weights and optimizer
+ * moments of its shard of the trained elements only (model.h: master,
+ * opt, wts). After the optimizer steps the shard, the owner rounds it into
+ * the working dtype of each tensor (bf16/fp16 for a tensor with a 16-bit
+ * working copy, FP32 for the rest) and the ranks gather those values: the
+ * "weights wire" is the trained elements, tensor by tensor, each in its
+ * working dtype, and rank r's block is the part of it that encodes
+ * elements [r S, (r + 1) S). The rounding is the one the unsharded cast
+ * does, so every working copy holds the same bits; it is counted into the
+ * owner's cast counts, which the ranks' statistics add up. For a
+ * checkpoint (or the weights file) the FP32 masters and the moments are
+ * gathered whole on the host (amp_session_gather_optim). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers/layers.h"
+#include "session.h"
+
+#define TRY(expr)                                           \
+    do {                                                    \
+        if ((expr) != 0) {                                  \
+            snprintf(err, errlen, "%s", s->be->err);        \
+            return -1;                                      \
+        }                                                   \
+    } while (0)
+
+/* Bytes of tensor t's values on the weights wire. */
+static size_t wire_size(amp_model *m, int t) {
+    amp_working_copy wc;
+    return amp_model_copy16(m, t, &wc) ? 2 : 4;
+}
+
+/* The wire's byte offset of trained element i (i <= ntrained). */
+static size_t wire_byte(const amp_session *s, size_t i) {
+    const amp_model_desc *d = &s->model->desc;
+    for (int t = 0; t < d->nparam_tensors && !d->params[t].buffer; t++) {
+        const amp_param_desc *P = &d->params[t];
+        if (i < P->offset + P->numel) return s->wire_at[t] + (i - P->offset) * wire_size(s->model, t);
+    }
+    return s->wire_at[d->nparam_tensors];
+}
+
+int amp_session_shard_open(amp_session *s, char *err, size_t errlen) {
+    amp_model *m = s->model;
+    const amp_model_desc *d = &m->desc;
+    int W = s->world, nt = d->nparam_tensors;
+    s->wire_at = calloc((size_t)nt + 1, sizeof *s->wire_at);
+    s->block_bytes = calloc((size_t)W, sizeof *s->block_bytes);
+    s->block_at = calloc((size_t)W, sizeof *s->block_at);
+    s->master_full = malloc(d->nparams * sizeof(float));
+    if (!s->wire_at || !s->block_bytes || !s->block_at || !s->master_full) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    size_t at = 0, widest = s->shard;
+    for (int t = 0; t < nt; t++) {
+        s->wire_at[t] = at;
+        if (d->params[t].buffer) continue; /* each rank's own */
+        at += d->params[t].numel * wire_size(m, t);
+        if (d->params[t].numel > widest) widest = d->params[t].numel;
+    }
+    s->wire_at[nt] = at;
+    for (int r = 0; r < W; r++) {
+        size_t a = (size_t)r * s->shard, b = a + s->shard;
+        if (a > d->ntrained) a = d->ntrained;
+        if (b > d->ntrained) b = d->ntrained;
+        s->block_at[r] = wire_byte(s, a);
+        s->block_bytes[r] = wire_byte(s, b) - s->block_at[r];
+    }
+    s->wire = malloc(at ? at : 1);
+    s->wire_mine = malloc(s->block_bytes[s->rank] ? s->block_bytes[s->rank] : 1);
+    s->dev16 = s->be->ops->alloc(s->be, (widest ? widest : 1) * sizeof(uint16_t));
+    if (!s->wire || !s->wire_mine || !s->dev16) {
+        snprintf(err, errlen, "the sharded weights' gather buffers: %s",
+                 !s->dev16 ? s->be->err : "out of host memory");
+        return -1;
+    }
+    for (int t = 0; t < nt; t++)
+        if (m->wts_off[t] != (size_t)-1) s->wts_n += d->params[t].numel;
+    s->master_full_step = -1;
+    return 0;
+}
+
+void amp_session_shard_close(amp_session *s) {
+    free(s->wire_at);
+    free(s->block_bytes);
+    free(s->block_at);
+    free(s->master_full);
+    free(s->wire);
+    free(s->wire_mine);
+    if (s->dev16 && s->be) s->be->ops->release(s->be, s->dev16);
+}
+
+/* This rank's shard of the masters into its block, in the working dtypes
+ * (the rounding counted in the owner's cast counts). */
+static int encode_shard(amp_session *s, char *err, size_t errlen) {
+    amp_model *m = s->model;
+    amp_backend *be = s->be;
+    const amp_model_desc *d = &m->desc;
+    size_t lo = (size_t)s->rank * s->shard, hi = lo + s->shard;
+    TRY(amp_kit_cast_begin(m));
+    for (int t = 0; t < d->nparam_tensors && !d->params[t].buffer; t++) {
+        const amp_param_desc *P = &d->params[t];
+        size_t a = P->offset > lo ? P->offset : lo;
+        size_t b = P->offset + P->numel < hi ? P->offset + P->numel : hi;
+        if (a >= b) continue;
+        const float *src = m->master + (a - lo);
+        uint8_t *dst = s->wire_mine + (wire_byte(s, a) - s->block_at[s->rank]);
+        amp_working_copy wc;
+        if (amp_model_copy16(m, t, &wc)) {
+            TRY(be->ops->round(be, s->dev16, wc.dt, src, b - a, amp_kit_cast_count(m, wc.layer)));
+            TRY(be->ops->download(be, dst, s->dev16, (b - a) * sizeof(uint16_t)));
+        } else {
+            TRY(be->ops->download(be, dst, src, (b - a) * sizeof(float)));
+        }
+    }
+    amp_kit_cast_end(m, 1);
+    return 0;
+}
+
+/* The gathered wire into every working copy and into wts. */
+static int decode_all(amp_session *s, char *err, size_t errlen) {
+    amp_model *m = s->model;
+    amp_backend *be = s->be;
+    const amp_model_desc *d = &m->desc;
+    for (int t = 0; t < d->nparam_tensors && !d->params[t].buffer; t++) {
+        const amp_param_desc *P = &d->params[t];
+        const uint8_t *src = s->wire + s->wire_at[t];
+        amp_working_copy wc;
+        if (!P->numel) continue;
+        if (!amp_model_copy16(m, t, &wc)) {
+            TRY(be->ops->upload(be, m->wts + m->wts_off[t], src, P->numel * sizeof(float)));
+        } else if (!wc.f32_store) {
+            TRY(be->ops->upload(be, wc.ptr, src, P->numel * sizeof(uint16_t)));
+        } else { /* an FP32 array of the 16-bit values */
+            TRY(be->ops->upload(be, s->dev16, src, P->numel * sizeof(uint16_t)));
+            TRY(be->ops->widen(be, wc.ptr, s->dev16, wc.dt, P->numel));
+        }
+    }
+    return 0;
+}
+
+int amp_session_share_weights(amp_session *s, char *err, size_t errlen) {
+    if (!s->shard) return 0;
+    if (encode_shard(s, err, errlen) != 0) return -1;
+    if (amp_dist_allgatherv(s->dist, s->wire_mine, s->wire, s->block_bytes, s->block_at,
+                            &s->weights_sent, err, errlen) != 0)
+        return -1;
+    memcpy(s->wire + s->block_at[s->rank], s->wire_mine, s->block_bytes[s->rank]);
+    if (decode_all(s, err, errlen) != 0) return -1;
+    s->model->copies_stale = 0;
+    return 0;
+}
+
+/* Every rank's `mine` FP32 values at flat offset lo into full[0, ntrained). */
+static int gather_f32(amp_session *s, const float *dev, float *full, char *err, size_t errlen) {
+    amp_model *m = s->model;
+    size_t nt = m->desc.ntrained, lo = m->opt_lo, mine = lo < nt ? nt - lo : 0;
+    if (mine > s->shard) mine = s->shard;
+    memset(s->gather, 0, (size_t)s->world * s->shard * sizeof(float));
+    if (mine) TRY(s->be->ops->download(s->be, s->gather + lo, dev, mine * sizeof(float)));
+    if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
+        return -1;
+    memcpy(full, s->gather, nt * sizeof(float));
+    return 0;
+}
+
+int amp_session_gather_optim(amp_session *s, char *err, size_t errlen) {
+    if (!s->shard) return 0;
+    amp_model *m = s->model;
+    const amp_model_desc *d = &m->desc;
+    size_t n = d->nparams, nt = d->ntrained;
+    for (int k = 0; k < m->opt_buffers; k++) {
+        if (gather_f32(s, m->opt[k], s->opt_full + (size_t)k * n, err, errlen) != 0) return -1;
+        /* the buffers' moments are never stepped: 0, as unsharded */
+        memset(s->opt_full + (size_t)k * n + nt, 0, (n - nt) * sizeof(float));
+    }
+    if (gather_f32(s, m->master, s->master_full, err, errlen) != 0) return -1;
+    /* the buffers (batch norm's running statistics) are this rank's own */
+    for (int t = 0; t < d->nparam_tensors; t++)
+        if (d->params[t].buffer && d->params[t].numel)
+            TRY(s->be->ops->download(s->be, s->master_full + d->params[t].offset,
+                                     m->wts + m->wts_off[t], d->params[t].numel * sizeof(float)));
+    s->opt_full_step = s->master_full_step = s->step;
+    return 0;
+}
