@@ -49,14 +49,12 @@ anywhere, e.g. beside the checkout:
         [--ref tests/data/gpt_reference.safetensors] \\
         [--out tests/data/gpt_fp8_reference.safetensors]
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_reference as gr  # noqa: E402  (the model, the casts, the writer)
@@ -96,13 +94,6 @@ class Slot:
         self.amax = np.float32(0.0)
 
 
-GEMM_DTYPE = [torch.float32]  # --order-noise: float64 (every Linear), another accumulation
-
-
-def gemm(a, b):
-    return (a.to(GEMM_DTYPE[0]) @ b.to(GEMM_DTYPE[0])).float()
-
-
 class Fp8LinearFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, b, slots):
@@ -110,18 +101,15 @@ class Fp8LinearFn(torch.autograd.Function):
         xd, wd = slots["input"].quantize(x2), slots["weight"].quantize(w)
         ctx.save_for_backward(xd, wd)
         ctx.slots, ctx.shape, ctx.has_bias = slots, x.shape, b is not None
-        y = gemm(xd, wd.t())
-        if b is not None:
-            y = y + b
-        return y.reshape(*x.shape[:-1], w.shape[0])
+        return gr.gemm_bias(xd, wd, b, x.shape[:-1])
 
     @staticmethod
     def backward(ctx, dy):
         xd, wd = ctx.saved_tensors
         dy2 = dy.reshape(-1, dy.shape[-1])
         gd = ctx.slots["grad_output"].quantize(dy2)
-        dx = gemm(gd, wd).reshape(ctx.shape)
-        dw = gemm(gd.t(), xd).to(torch.bfloat16).float()  # the param dtype's rounding
+        dx = gr.gemm(gd, wd).reshape(ctx.shape)
+        dw = gr.gemm(gd.t(), xd).to(torch.bfloat16).float()  # the param dtype's rounding
         db = dy2.sum(0) if ctx.has_bias else None  # dY's bf16 values, not the codes
         return dx, dw, db, None
 
@@ -136,21 +124,16 @@ class Fp8Cast(gr.Cast):
     def linear(self, x, lin):
         slots = self.slots_of.get(id(lin))
         if slots is None:  # lm_head: layer.lm_head = bf16
-            if GEMM_DTYPE[0] == torch.float32:
+            if gr.GEMM_DTYPE[0] == torch.float32:
                 return super().linear(x, lin)
-            return self(gemm(self(x), self(lin.weight).t()))  # no bias (tied head)
+            return self(gr.gemm(self(x), self(lin.weight).t()))  # no bias (tied head)
         b = None if lin.bias is None else self(lin.bias)
         return self(Fp8LinearFn.apply(self(x), lin.weight, b, slots))
 
 
 def run(ref, verbose):
     """The 4 fp8 steps from the reference's weights and batch: [(name, tensor)]."""
-    x, y = ref["ref.x"].long(), ref["ref.y"].long()
-    model = gr.GPT(ref["transformer.wte.weight"].shape[0])
-    params = list(model.named_parameters())  # the tied weight once, as wte
-    with torch.no_grad():
-        for n, p in params:
-            p.copy_(ref[n])
+    model, params, x, y = gr.model_from(ref)
     slots_of, layers = {}, []
     for name, mod in model.named_modules():
         if any(name.endswith(s) for s in FP8_LINEARS):
@@ -160,11 +143,7 @@ def run(ref, verbose):
     # the plain bf16 policy at the same weights: how far FP8 moves step 0
     _, l16, g16 = gr.grads_under(model, x, y, gr.Cast(torch.bfloat16), 1.0)
 
-    decay = [p for n, p in params if p.dim() >= 2]
-    no_decay = [p for n, p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": gr.WD},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=gr.LR, betas=gr.BETAS, eps=gr.EPS)
+    opt = gr.adamw(params)
     losses, out = [], []
     for step in range(STEPS):
         if step == STEPS - 1:
@@ -204,43 +183,18 @@ def run(ref, verbose):
     return out
 
 
-def order_noise(a, b):
-    """The test's measures between two runs that differ only in how the FP8
-    GEMMs accumulate: what another implementation may differ by."""
-    a, b = dict(a), dict(b)
-    worst = {}
-    for k in a:
-        kind = k.split(".")[1] if not k.startswith("fp8.losses") else "losses"
-        if kind in ("step0", "last", "final"):
-            d = (a[k] - b[k]).abs().max().item() / a[k].abs().max().item()
-        else:  # relative, element by element
-            d = ((a[k] - b[k]).abs() / a[k].abs()).max().item()
-        if d >= worst.get(kind, (0.0, ""))[0]:
-            worst[kind] = (d, k)
-    for kind, (d, k) in sorted(worst.items()):
-        print(f"  order noise {kind}: {d:.3e} ({k})")
+def kind_of(name):
+    """How --order-noise reports a tensor: the gradients and weights against
+    their largest value, the losses, scales and amaxes element by element."""
+    kind = name.split(".")[1] if not name.startswith("fp8.losses") else "losses"
+    return kind, kind not in ("step0", "last", "final")
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ref", default=os.path.join(here, "..", "tests", "data", "gpt_reference.safetensors"))
-    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "data", "gpt_fp8_reference.safetensors"))
-    ap.add_argument("--order-noise", action="store_true",
-                    help="also run the FP8 GEMMs in float64 and print how far that moves each measure")
-    args = ap.parse_args()
-    ref = load_file(args.ref)
-    out = run(ref, True)
-    if args.order_noise:
-        GEMM_DTYPE[0] = torch.float64
-        order_noise(out, run(ref, False))
-        GEMM_DTYPE[0] = torch.float32
-    meta = {"torch": torch.__version__, "steps": str(STEPS), "recipe": "delayed", "format": "hybrid",
+    meta = {"steps": str(STEPS), "recipe": "delayed", "format": "hybrid",
             "amax_history_len": str(HISTORY), "amax_compute": "max", "margin": "0",
-            "bf16_layers": "lm_head", "lr": str(gr.LR), "beta1": str(gr.BETAS[0]),
-            "beta2": str(gr.BETAS[1]), "eps": str(gr.EPS), "weight_decay": str(gr.WD)}
-    gr.write_safetensors(args.out, out, meta)
-    print(f"wrote {args.out} ({os.path.getsize(args.out)} bytes)")
+            "bf16_layers": "lm_head"}
+    gr.policy_main("gpt_fp8_reference.safetensors", run, meta, kind_of, "FP8")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,11 @@ class Cast:
         y = F.linear(self(x), self(lin.weight), None if lin.bias is None else self(lin.bias))
         return self(y)
 
+    def softmax(self, att):
+        """The attention's masked softmax (FP32: autocast's fp32 list); a
+        subclass (scripts/gpt_nvfp4_reference.py) changes its backward."""
+        return F.softmax(att, dim=-1)
+
 
 def linear(cast, x, lin):
     return cast.linear(x, lin)
@@ -94,7 +99,7 @@ class Block(nn.Module):
         att = cast(cast(q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1))))
         mask = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
         att = att.masked_fill(mask == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)  # FP32 (autocast's fp32 list)
+        att = cast.softmax(att)  # FP32 (autocast's fp32 list)
         y = cast(cast(att) @ v)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return linear(cast, y, self.attn.c_proj)
@@ -165,6 +170,88 @@ def grads_under(model, x, y, cast, scale):
     return logits, loss, {n: p.grad.detach() / scale for n, p in model.named_parameters()}
 
 
+def adamw(params):
+    """nanoGPT's AdamW over [(name, param)]: weight decay on the 2-D tensors only."""
+    decay = [p for n, p in params if p.dim() >= 2]
+    no_decay = [p for n, p in params if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": WD},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=LR, betas=BETAS, eps=EPS)
+
+
+def model_from(ref):
+    """The GPT with the initial weights of this script's file (its tensors
+    `ref`), and its batch: (model, [(name, param)], x, y)."""
+    model = GPT(ref["transformer.wte.weight"].shape[0])
+    params = list(model.named_parameters())  # the tied weight once, as wte
+    with torch.no_grad():
+        for n, p in params:
+            p.copy_(ref[n])
+    return model, params, ref["ref.x"].long(), ref["ref.y"].long()
+
+
+GEMM_DTYPE = [torch.float32]  # a policy script's --order-noise: float64, another accumulation
+
+
+def gemm(a, b):
+    """a @ b summed in GEMM_DTYPE[0], as FP32: a policy script's GEMMs."""
+    return (a.to(GEMM_DTYPE[0]) @ b.to(GEMM_DTYPE[0])).float()
+
+
+def gemm_bias(xd, wd, b, lead):
+    """x W^T + b on the values the GEMM reads ([rows, in], [out, in]), FP32,
+    shaped [*lead, out]: a policy script's Linear forward."""
+    y = gemm(xd, wd.t())
+    if b is not None:
+        y = y + b
+    return y.reshape(*lead, wd.shape[0])
+
+
+def order_noise(a, b, kind_of):
+    """The test's measures between two runs a, b ([(name, tensor)]) that
+    differ only in how the GEMMs accumulate: what another implementation may
+    differ by. kind_of(name) -> (the kind it is reported under, 1 when it is
+    compared element by element (relative), 0 against its largest value)."""
+    a, b = dict(a), dict(b)
+    worst = {}
+    for k in a:
+        kind, per_element = kind_of(k)
+        if per_element:
+            d = ((a[k] - b[k]).abs() / a[k].abs()).max().item()
+        else:
+            d = (a[k] - b[k]).abs().max().item() / a[k].abs().max().item()
+        if d >= worst.get(kind, (0.0, ""))[0]:
+            worst[kind] = (d, k)
+    for kind, (d, k) in sorted(worst.items()):
+        print(f"  order noise {kind}: {d:.3e} ({k})")
+
+
+def policy_main(out_name, run, meta, kind_of, what):
+    """main() of a script that runs this GPT under a precision policy
+    (gpt_fp8_reference.py, gpt_nvfp4_reference.py): run(ref, verbose) from
+    the weights and batch of --ref, written to --out (tests/data/<out_name>)
+    with meta and this optimizer's settings; --order-noise runs it again
+    with GEMM_DTYPE[0] (the policy's GEMMs) float64 and prints order_noise."""
+    from safetensors.torch import load_file
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ref", default=os.path.join(here, "..", "tests", "data", "gpt_reference.safetensors"))
+    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "data", out_name))
+    ap.add_argument("--order-noise", action="store_true",
+                    help=f"also run the {what} GEMMs in float64 and print how far that moves each measure")
+    args = ap.parse_args()
+    ref = load_file(args.ref)
+    out = run(ref, True)
+    if args.order_noise:
+        GEMM_DTYPE[0] = torch.float64
+        order_noise(out, run(ref, False), kind_of)
+        GEMM_DTYPE[0] = torch.float32
+    meta = {"torch": torch.__version__, **meta, "lr": str(LR), "beta1": str(BETAS[0]),
+            "beta2": str(BETAS[1]), "eps": str(EPS), "weight_decay": str(WD)}
+    write_safetensors(args.out, out, meta)
+    print(f"wrote {args.out} ({os.path.getsize(args.out)} bytes)")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -196,10 +283,7 @@ def main():
         out += [(tag + ".grad." + n, g16[n]) for n, _ in params]
         print(f"{tag}: loss {l16.item():.6f} (fp32 {loss.item():.6f})")
 
-    decay = [p for n, p in params if p.dim() >= 2]
-    no_decay = [p for n, p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=LR, betas=BETAS, eps=EPS)
+    opt = adamw(params)
     losses = []
     for _ in range(STEPS):
         opt.zero_grad(set_to_none=True)

@@ -40,7 +40,7 @@
  *              moments carry the runs' different histories). This one
  *              catches a missing or wrong update only.
  *
- * An argument names another reference file in place of FP8_PATH (e.g. a
+ * An argument names another reference file in place of FP8_DEFAULT (e.g. a
  * perturbed copy, which must fail). */
 #include <math.h>
 #include <stdio.h>
@@ -49,11 +49,10 @@
 
 #include "backend/backend.h"
 #include "expect.h"
+#include "gpt_ref.h"
 #include "io/config.h"
-#include "io/safetensors.h"
 #include "layers/layers.h"
 #include "model.h"
-#include "ref_tensors.h"
 #include "scaled.h"
 #include "scaled_state.h"
 #include "session.h"
@@ -61,8 +60,6 @@
 
 #define REF_PATH AMP_TEST_SOURCE_DIR "/tests/data/gpt_reference.safetensors"
 #define FP8_DEFAULT AMP_TEST_SOURCE_DIR "/tests/data/gpt_fp8_reference.safetensors"
-
-static const char *FP8_PATH = FP8_DEFAULT;
 
 #define STEPS 4
 #define LOSS_TOL 1e-5
@@ -77,10 +74,6 @@ static const int B = 4, T = 16;
 static const char *const ROLE_NAMES[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
 static const char *const FP8_LINEARS[] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
 
-static float *tensor_of(amp_safetensors *f, const char *path, const char *name, size_t *numel) {
-    return ref_tensor_of(f, path, "scripts/gpt_fp8_reference.py", name, numel);
-}
-
 static const char *const gpt_fp8[] = {
     "run.device=cpu", "data.dataset=text", "data.path=" AMP_TEST_SOURCE_DIR "/data/tinyshakespeare.txt",
     "data.batch_size=4", "data.eval_iters=1", "model.name=gpt", "model.n_layer=2", "model.n_head=2",
@@ -92,122 +85,6 @@ static const char *const gpt_fp8[] = {
     "precision.amax_history_len=4", "precision.amax_compute=max", "precision.margin=0",
     "precision.layer.lm_head=bf16", "scaler.plugin=none", NULL};
 
-static int layer_index(const amp_model *m, const char *name) {
-    for (int l = 0; l < m->desc.nlayers; l++)
-        if (strcmp(m->desc.layers[l].name, name) == 0) return l;
-    fprintf(stderr, "FAIL: the GPT has no layer %s\n", name);
-    exit(1);
-}
-
-/* The reference's initial weights and batch (gpt_reference.safetensors). */
-static void load_start(amp_model *m, amp_safetensors *ref) {
-    char err[512];
-    const amp_model_desc *d = &m->desc;
-    for (int i = 0; i < d->nparam_tensors; i++) {
-        const amp_param_desc *P = &d->params[i];
-        if (amp_safetensors_get_f32(ref, P->name, P->ndim, P->shape, m->master + P->offset, err,
-                                    sizeof err) != 0) {
-            fprintf(stderr, "FAIL: %s\n", err);
-            exit(1);
-        }
-    }
-    float *x = tensor_of(ref, REF_PATH, "ref.x", NULL), *y = tensor_of(ref, REF_PATH, "ref.y", NULL);
-    int32_t *mx = m->x;
-    for (int i = 0; i < B * T; i++) {
-        mx[i] = (int32_t)x[i];
-        m->y[i] = (int32_t)y[i];
-    }
-    free(x);
-    free(y);
-}
-
-/* One forward and backward at loss scale 1; returns the mean loss. */
-static double forward_backward(amp_model *m) {
-    amp_backend *be = m->be;
-    amp_forward_args fa = {B, 1, 1.0f / (float)(B * T)};
-    amp_backward_args ba = {B, 0};
-    if (be->ops->zero(be, m->stats, amp_model_stats_bytes(m->desc.nlayers)) ||
-        m->ops->cast_weights(m) || m->ops->forward(m, &fa) || m->ops->backward(m, &ba)) {
-        fprintf(stderr, "FAIL: gpt step: %s\n", be->err);
-        exit(1);
-    }
-    return m->stats->loss_sum / (double)(B * T);
-}
-
-/* Each tensor of `values` (the parameter table's layout) against the
- * reference's "<prefix><name>": max |ours - ref| <= tol * max |ref|.
- * Returns the worst ratio. */
-static double compare_tensors(amp_model *m, amp_safetensors *f, const char *prefix,
-                              const float *values, double tol) {
-    const amp_model_desc *d = &m->desc;
-    double worst = 0.0;
-    for (int i = 0; i < d->nparam_tensors; i++) {
-        const amp_param_desc *P = &d->params[i];
-        char name[160];
-        snprintf(name, sizeof name, "%s%s", prefix, P->name);
-        size_t n = 0;
-        float *r = tensor_of(f, FP8_PATH, name, &n);
-        EXPECT(n == P->numel, "%s: %zu elements, the model has %zu", name, n, P->numel);
-        double mx = 0.0, diff = 0.0;
-        for (size_t j = 0; j < n && j < P->numel; j++) {
-            mx = fmax(mx, fabs(r[j]));
-            diff = fmax(diff, fabs(values[P->offset + j] - r[j]));
-        }
-        double rel = mx > 0 ? diff / mx : diff;
-        worst = fmax(worst, rel);
-        EXPECT(mx > 0, "%s is all zeros in the reference", name);
-        EXPECT(rel <= tol, "%s: max |amptrain - torch| = %.3g, %.3g of max |torch| %.3g (limit %g)",
-               name, diff, rel, mx, tol);
-        free(r);
-    }
-    return worst;
-}
-
-/* ||w - w_ref|| / ||w_ref - w_start|| per tensor (w_start: the weights the
- * last step started from, fp8.last.start.*); returns the worst. */
-static double compare_final(amp_model *m, amp_safetensors *f, const float *w, double tol) {
-    const amp_model_desc *d = &m->desc;
-    double worst = 0.0;
-    for (int i = 0; i < d->nparam_tensors; i++) {
-        const amp_param_desc *P = &d->params[i];
-        char name[160], start[160];
-        snprintf(name, sizeof name, "fp8.final.%s", P->name);
-        snprintf(start, sizeof start, "fp8.last.start.%s", P->name);
-        size_t n = 0, n0 = 0;
-        float *r = tensor_of(f, FP8_PATH, name, &n), *r0 = tensor_of(f, FP8_PATH, start, &n0);
-        EXPECT(n == P->numel && n0 == P->numel, "%s: %zu elements, the model has %zu", name, n,
-               P->numel);
-        double err2 = 0.0, moved2 = 0.0;
-        for (size_t j = 0; j < n && j < n0 && j < P->numel; j++) {
-            err2 += (w[P->offset + j] - (double)r[j]) * (w[P->offset + j] - (double)r[j]);
-            moved2 += ((double)r[j] - r0[j]) * ((double)r[j] - r0[j]);
-        }
-        double rel = sqrt(err2 / moved2);
-        worst = fmax(worst, rel);
-        EXPECT(moved2 > 0 && rel <= tol,
-               "%s: ||amptrain - torch|| = %.3g of how far torch's last step moved it %.3g "
-               "(limit %g)", name, rel, sqrt(moved2), tol);
-        free(r);
-        free(r0);
-    }
-    return worst;
-}
-
-/* The reference's "<prefix><name>" tensors into `dst` (the parameter
- * table's layout). */
-static void load_tensors(amp_model *m, amp_safetensors *f, const char *prefix, float *dst) {
-    char err[512];
-    for (int i = 0; i < m->desc.nparam_tensors; i++) {
-        const amp_param_desc *P = &m->desc.params[i];
-        char name[160];
-        snprintf(name, sizeof name, "%s%s", prefix, P->name);
-        if (amp_safetensors_get_f32(f, name, P->ndim, P->shape, dst + P->offset, err, sizeof err) != 0) {
-            fprintf(stderr, "FAIL: %s\n", err);
-            exit(1);
-        }
-    }
-}
-
 typedef struct ref_slot {
     char name[128];
     amp_scaled_slot *slot;
@@ -215,8 +92,8 @@ typedef struct ref_slot {
 } ref_slot;
 
 int main(int argc, char **argv) {
-    if (argc > 1) FP8_PATH = argv[1];
-    amp_safetensors *ref = ref_open(REF_PATH), *fp8 = ref_open(FP8_PATH);
+    gpt_ref ref = gpt_ref_open(REF_PATH, "scripts/gpt_reference.py");
+    gpt_ref fp8 = gpt_ref_open(argc > 1 ? argv[1] : FP8_DEFAULT, "scripts/gpt_fp8_reference.py");
     amp_config *cfg = make_config(gpt_fp8);
     amp_session *s = open_or_die(cfg);
     amp_model *m = s->model;
@@ -230,16 +107,16 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 4; k++) {
             char layer[96];
             snprintf(layer, sizeof layer, "transformer.h.%d.%s", b, FP8_LINEARS[k]);
-            int l = layer_index(m, layer);
+            int l = gpt_ref_layer(m, layer);
             for (int r = 0; r < AMP_ROLE_COUNT; r++) {
                 ref_slot *rs = &slots[nslots++];
                 snprintf(rs->name, sizeof rs->name, "%s.%s", layer, ROLE_NAMES[r]);
                 rs->slot = amp_scaled_find(m->scaled, l, r);
                 char key[160];
                 snprintf(key, sizeof key, "fp8.scale.%s", rs->name);
-                rs->scale = tensor_of(fp8, FP8_PATH, key, NULL);
+                rs->scale = gpt_ref_tensor(&fp8, key, NULL);
                 snprintf(key, sizeof key, "fp8.amax.%s", rs->name);
-                rs->amax = tensor_of(fp8, FP8_PATH, key, NULL);
+                rs->amax = gpt_ref_tensor(&fp8, key, NULL);
                 uint32_t want = r == AMP_ROLE_GRAD_OUTPUT ? AMP_FORMAT_F8_E5M2 : AMP_FORMAT_F8_E4M3;
                 if (!rs->slot) {
                     EXPECT(0, "%s has no scaled slot under the fp8 policy", rs->name);
@@ -251,7 +128,7 @@ int main(int argc, char **argv) {
                        rs->slot->fmt.format, rs->slot->fmt.scaling, rs->slot->fmt.history_len, want);
             }
         }
-    int head = layer_index(m, "lm_head");
+    int head = gpt_ref_layer(m, "lm_head");
     for (int r = 0; r < AMP_ROLE_COUNT; r++)
         EXPECT(amp_scaled_find(m->scaled, head, r) == NULL,
                "lm_head has a scaled %s slot despite layer.lm_head = bf16", ROLE_NAMES[r]);
@@ -260,7 +137,7 @@ int main(int argc, char **argv) {
     EXPECT(m->scaled->nslots == nslots, "the fp8 policy gave %d slots, the 8 FP8 Linears have %d",
            m->scaled->nslots, nslots);
     for (int r = 0; r < AMP_ROLE_COUNT; r++)
-        EXPECT(amp_scaled_find(m->scaled, layer_index(m, "transformer.wte"), r) == NULL,
+        EXPECT(amp_scaled_find(m->scaled, gpt_ref_layer(m, "transformer.wte"), r) == NULL,
                "transformer.wte has a scaled %s slot", ROLE_NAMES[r]);
     printf("the fp8 policy's slots: %d, all on the 8 FP8 Linears compared here\n",
            m->scaled->nslots);
@@ -269,15 +146,9 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    load_start(m, ref);
-    float *losses = tensor_of(fp8, FP8_PATH, "fp8.losses", NULL);
-    amp_settings st;
-    memset(&st, 0, sizeof st);
-    st.optim = AMP_OPTIM_ADAMW;
-    st.beta1 = 0.9;
-    st.beta2 = 0.99;
-    st.eps = 1e-8;
-    st.weight_decay = 0.1;
+    gpt_ref_load_params(m, &ref, "", m->master);
+    gpt_ref_load_batch(m, &ref, B * T);
+    float *losses = gpt_ref_tensor(&fp8, "fp8.losses", NULL);
     double worst_loss = 0, worst_scale = 0, worst_rule = 0, worst_amax[2] = {0, 0},
            worst_grad[2] = {0, 0};
     float ours[2 * 4 * AMP_ROLE_COUNT][STEPS]; /* the amax each slot saw, per step */
@@ -305,17 +176,17 @@ int main(int argc, char **argv) {
             if (last) sl->scale = slots[k].scale[i]; /* the last step from torch's state */
         }
         if (last) {
-            load_tensors(m, fp8, "fp8.last.start.", m->master);
+            gpt_ref_load_params(m, &fp8, "fp8.last.start.", m->master);
             amp_kit_cast_end(m, 0); /* the optimizer's fused cast wrote copies of the old ones */
         }
-        double loss = forward_backward(m);
+        double loss = gpt_ref_step(m, B, T, 1.0f, 1);
         double rl = fabs(loss - losses[i]) / fabs(losses[i]);
         worst_loss = fmax(worst_loss, rl);
         EXPECT(rl <= LOSS_TOL, "step %d: loss %.8f, torch %.8f (rel %.3g > %g)", i, loss, losses[i],
                rl, LOSS_TOL);
         if (i == 0 || last)
-            worst_grad[last] = compare_tensors(m, fp8, last ? "fp8.last.grad." : "fp8.step0.grad.",
-                                               m->grads, last ? GRAD_TOL_LAST : GRAD_TOL_0);
+            worst_grad[last] = gpt_ref_compare(m, &fp8, last ? "fp8.last.grad." : "fp8.step0.grad.",
+                                               m->grads, 1.0f, last ? GRAD_TOL_LAST : GRAD_TOL_0);
         if (amp_model_scaled_collect(m) != 0) {
             fprintf(stderr, "FAIL: scaled_collect: %s\n", m->be->err);
             return 1;
@@ -328,22 +199,15 @@ int main(int argc, char **argv) {
             EXPECT(r <= tol, "step %d %s: amax %.9g, torch %.9g (rel %.3g, limit %g)", i,
                    slots[k].name, a, want, r, tol);
         }
-        if (amp_model_optimizer_step(m, &st, 1e-3, i + 1) != 0) {
-            fprintf(stderr, "FAIL: optimizer: %s\n", m->be->err);
-            return 1;
-        }
-        /* alone: no ranks to reduce the stats across */
-        if (amp_scaled_step_end(m->scaled, err, sizeof err) != 0) {
-            fprintf(stderr, "FAIL: scale update: %s\n", err);
-            return 1;
-        }
+        gpt_ref_update(m, i);
     }
     float *w = amp_session_weights(s, err, sizeof err);
     if (!w) {
         fprintf(stderr, "FAIL: weights: %s\n", err);
         return 1;
     }
-    double worst_w = compare_final(m, fp8, w, WEIGHT_TOL);
+    double worst_w =
+        gpt_ref_compare_moved(m, &fp8, "fp8.final.", "fp8.last.start.", w, WEIGHT_TOL);
     /* the checkpoint's SCLD section: the 24 operands the GEMMs read, none of
      * them on transformer.wte, and none that kept its scale */
     uint8_t *scld = NULL;
@@ -354,7 +218,7 @@ int main(int argc, char **argv) {
         uint32_t n = (uint32_t)scld[8] | (uint32_t)scld[9] << 8 | (uint32_t)scld[10] << 16 |
                      (uint32_t)scld[11] << 24;
         EXPECT((int)n == nslots, "SCLD holds %u operands, the FP8 Linears have %d", n, nslots);
-        int wte = layer_index(m, "transformer.wte");
+        int wte = gpt_ref_layer(m, "transformer.wte");
         for (int k = 0; k < m->scaled->nslots; k++)
             EXPECT(m->scaled->slot[k].layer != wte && m->scaled->slot[k].kept == 0,
                    "operand %d (layer %d) kept its scale %lld times", k, m->scaled->slot[k].layer,
@@ -374,8 +238,8 @@ int main(int argc, char **argv) {
     for (int k = 0; k < nslots; k++) free(slots[k].scale), free(slots[k].amax);
     amp_session_close(s);
     amp_config_free(cfg);
-    amp_safetensors_close(ref);
-    amp_safetensors_close(fp8);
+    gpt_ref_close(&ref);
+    gpt_ref_close(&fp8);
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);
     return amp_test_failures ? 1 : 0;
 }

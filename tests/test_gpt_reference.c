@@ -28,19 +28,18 @@
 
 #include "backend/backend.h"
 #include "expect.h"
+#include "gpt_ref.h"
 #include "io/config.h"
-#include "io/safetensors.h"
 #include "model.h"
-#include "ref_tensors.h"
 #include "session.h"
 
 #define REF_PATH AMP_TEST_SOURCE_DIR "/tests/data/gpt_reference.safetensors"
 
-static amp_safetensors *ref;
+static gpt_ref ref;
 static int B = 4, T = 16, V = 65;
 
 static float *ref_tensor(const char *name, size_t *numel) {
-    return ref_tensor_of(ref, REF_PATH, "scripts/gpt_reference.py", name, numel);
+    return gpt_ref_tensor(&ref, name, numel);
 }
 
 /* What the fp32/fp16/bf16 policies answer for every layer (policy_common.c). */
@@ -81,72 +80,6 @@ static amp_model *build(amp_backend *be, amp_config *cfg, amp_dtype low, int opt
     return m;
 }
 
-/* The reference's tensors into the master weights, by the parameter table's
- * names and shapes; every tensor of the table must be there. */
-static void load_weights(amp_model *m) {
-    char err[512];
-    const amp_model_desc *d = &m->desc;
-    for (int i = 0; i < d->nparam_tensors; i++) {
-        const amp_param_desc *P = &d->params[i];
-        if (amp_safetensors_get_f32(ref, P->name, P->ndim, P->shape, m->master + P->offset, err,
-                                    sizeof err) != 0) {
-            fprintf(stderr, "FAIL: %s\n", err);
-            exit(1);
-        }
-    }
-}
-
-static void load_batch(amp_model *m) {
-    float *x = ref_tensor("ref.x", NULL), *y = ref_tensor("ref.y", NULL);
-    int32_t *mx = m->x;
-    for (int i = 0; i < B * T; i++) {
-        mx[i] = (int32_t)x[i];
-        m->y[i] = (int32_t)y[i];
-    }
-    free(x);
-    free(y);
-}
-
-/* Forward (and backward) at loss scale `scale`; returns the mean loss. */
-static double run(amp_model *m, float scale, int backward) {
-    amp_backend *be = m->be;
-    amp_forward_args fa = {B, backward, scale / (float)(B * T)};
-    amp_backward_args ba = {B, 0};
-    if (be->ops->zero(be, m->stats, amp_model_stats_bytes(m->desc.nlayers)) ||
-        m->ops->cast_weights(m) || m->ops->forward(m, &fa) || (backward && m->ops->backward(m, &ba))) {
-        fprintf(stderr, "FAIL: gpt step: %s\n", be->err);
-        exit(1);
-    }
-    return m->stats->loss_sum / (double)(B * T);
-}
-
-/* Every gradient tensor: max |ours/scale - ref| <= frac * max |ref|. */
-static void compare_grads(amp_model *m, const char *prefix, float scale, double frac,
-                          double *worst_out) {
-    const amp_model_desc *d = &m->desc;
-    double worst = 0.0;
-    for (int i = 0; i < d->nparam_tensors; i++) {
-        const amp_param_desc *P = &d->params[i];
-        char name[160];
-        snprintf(name, sizeof name, "%sgrad.%s", prefix, P->name);
-        size_t n = 0;
-        float *g = ref_tensor(name, &n);
-        EXPECT(n == P->numel, "%s: %zu elements, the model has %zu", name, n, P->numel);
-        double mx = 0.0, diff = 0.0;
-        for (size_t j = 0; j < n && j < P->numel; j++) {
-            mx = fmax(mx, fabs(g[j]));
-            diff = fmax(diff, fabs(m->grads[P->offset + j] / scale - g[j]));
-        }
-        double rel = mx > 0 ? diff / mx : diff;
-        worst = fmax(worst, rel);
-        EXPECT(mx > 0, "%s is all zeros in the reference", name);
-        EXPECT(rel <= frac, "%s: max |amptrain - torch| = %.3g, %.3g of max |torch| %.3g (limit %.g)",
-               name, diff, rel, mx, frac);
-        free(g);
-    }
-    *worst_out = worst;
-}
-
 static amp_config *gpt_config(void) {
     static const char *const sets[] = {"model.name=gpt", "model.n_layer=2", "model.n_head=2",
                                        "model.n_embd=32", "model.block_size=16", "model.bias=true",
@@ -165,10 +98,10 @@ static amp_config *gpt_config(void) {
 static void test_fp32(amp_backend *be) {
     amp_config *cfg = gpt_config();
     amp_model *m = build(be, cfg, AMP_DTYPE_F32, 2);
-    load_weights(m);
-    load_batch(m);
+    gpt_ref_load_params(m, &ref, "", m->master);
+    gpt_ref_load_batch(m, &ref, B * T);
     float *rl = ref_tensor("ref.loss", NULL);
-    double loss = run(m, 1.0f, 1);
+    double loss = gpt_ref_step(m, B, T, 1.0f, 1);
     double rel = fabs(loss - rl[0]) / fabs(rl[0]);
     EXPECT(rel <= 1e-5, "fp32 loss %.8f, torch %.8f (rel %.3g > 1e-5)", loss, rl[0], rel);
     printf("fp32 loss %.7f torch %.7f (rel %.2e)\n", loss, rl[0], rel);
@@ -185,30 +118,20 @@ static void test_fp32(amp_backend *be) {
         }
     EXPECT(lw <= 1e-5, "fp32 logits: max |amptrain - torch| %.3g > 1e-5", lw);
     printf("fp32 logits max |diff| %.2e\n", lw);
-    double gw;
-    compare_grads(m, "", 1.0f, 1e-4, &gw);
+    double gw = gpt_ref_compare(m, &ref, "grad.", m->grads, 1.0f, 1e-4);
     printf("fp32 gradients: worst tensor max|diff|/max|ref| %.2e\n", gw);
 
     /* 10 AdamW steps on the same batch, nanoGPT's decay grouping */
-    amp_settings st;
-    memset(&st, 0, sizeof st);
-    st.optim = AMP_OPTIM_ADAMW;
-    st.beta1 = 0.9;
-    st.beta2 = 0.99;
-    st.eps = 1e-8;
-    st.weight_decay = 0.1;
     float *rlosses = ref_tensor("ref.losses", NULL);
-    load_weights(m); /* the gradient check above left the weights as loaded, but be explicit */
+    /* the gradient check above left the weights as loaded, but be explicit */
+    gpt_ref_load_params(m, &ref, "", m->master);
     double worst = 0.0;
     for (int i = 0; i < 10; i++) {
-        double l = run(m, 1.0f, 1);
+        double l = gpt_ref_step(m, B, T, 1.0f, 1);
         double r = fabs(l - rlosses[i]) / fabs(rlosses[i]);
         worst = fmax(worst, r);
         EXPECT(r <= 1e-5, "AdamW step %d: loss %.8f, torch %.8f (rel %.3g)", i, l, rlosses[i], r);
-        if (amp_model_optimizer_step(m, &st, 1e-3, i + 1) != 0) {
-            fprintf(stderr, "FAIL: optimizer: %s\n", be->err);
-            exit(1);
-        }
+        gpt_ref_update(m, i);
     }
     printf("fp32 10 AdamW losses: worst rel diff %.2e (last torch %.6f)\n", worst, rlosses[9]);
     /* Without the grouping (decay on every tensor) the losses move: the
@@ -224,12 +147,12 @@ static void test_16(amp_backend *be, amp_dtype dt) {
     double loss_tol = 1e-4, grad_tol = dt == AMP_DTYPE_F16 ? 5e-3 : 0.02;
     amp_config *cfg = gpt_config();
     amp_model *m = build(be, cfg, dt, 0);
-    load_weights(m);
-    load_batch(m);
+    gpt_ref_load_params(m, &ref, "", m->master);
+    gpt_ref_load_batch(m, &ref, B * T);
     char name[64];
     snprintf(name, sizeof name, "%s.loss", tag);
     float *rl = ref_tensor(name, NULL);
-    double loss = run(m, scale, 1);
+    double loss = gpt_ref_step(m, B, T, scale, 1);
     double rel = fabs(loss - rl[0]) / fabs(rl[0]);
     EXPECT(rel <= loss_tol, "%s loss %.7f, torch %.7f (rel %.3g > %.g)", tag, loss, rl[0], rel,
            loss_tol);
@@ -240,9 +163,8 @@ static void test_16(amp_backend *be, amp_dtype dt) {
                    amp_model_rounds(m, l, AMP_ROUND_GRAD)->nonzero;
     EXPECT(rounded > m->desc.nparams, "%s: only %llu values rounded", tag, rounded);
     char prefix[16];
-    snprintf(prefix, sizeof prefix, "%s.", tag);
-    double gw;
-    compare_grads(m, prefix, scale, grad_tol, &gw);
+    snprintf(prefix, sizeof prefix, "%s.grad.", tag);
+    double gw = gpt_ref_compare(m, &ref, prefix, m->grads, scale, grad_tol);
     printf("%s loss %.7f torch %.7f (rel %.2e); gradients worst %.2e of max|ref| (limit %.g); "
            "%llu values rounded\n", tag, loss, rl[0], rel, gw, grad_tol, rounded);
     free(rl);
@@ -252,7 +174,7 @@ static void test_16(amp_backend *be, amp_dtype dt) {
 
 int main(void) {
     char err[512];
-    ref = ref_open(REF_PATH);
+    ref = gpt_ref_open(REF_PATH, "scripts/gpt_reference.py");
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
     if (!be) {
         fprintf(stderr, "FAIL: %s\n", err);
@@ -262,7 +184,7 @@ int main(void) {
     test_16(be, AMP_DTYPE_BF16);
     test_16(be, AMP_DTYPE_F16);
     be->ops->destroy(be);
-    amp_safetensors_close(ref);
+    gpt_ref_close(&ref);
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);
     return amp_test_failures ? 1 : 0;
 }

@@ -59,3 +59,16 @@ amp_expect_fail(sample_not_text_checkpoint LABELS cli
 # written by scripts/gpt_fp8_reference.py (by hand, never here).
 amp_unit_test(test_gpt_fp8_reference train fp8)
 add_dependencies(test_gpt_fp8_reference amp_precision_fp8 amp_scaler_none)
+# The GPT under the nvfp4 policy against PyTorch: tests/data/gpt_nvfp4_reference.safetensors,
+# written by scripts/gpt_nvfp4_reference.py (by hand, never here). The test must fail on a
+# reference a little off: every loss times 1 + 2e-5, or one gradient value moved.
+amp_unit_test(test_gpt_nvfp4_reference train nvfp4)
+add_dependencies(test_gpt_nvfp4_reference amp_precision_nvfp4 amp_scaler_none)
+amp_expect_fail(test_gpt_nvfp4_reference_perturbed_loss LABELS train nvfp4
+  CODE 1
+  REGEX [=[step 0: loss [0-9.]+, torch [0-9.]+ \(rel [0-9.e-]+ > 1e-05\)]=]
+  COMMAND $<TARGET_FILE:test_gpt_nvfp4_reference> --perturb loss)
+amp_expect_fail(test_gpt_nvfp4_reference_perturbed_grad LABELS train nvfp4
+  CODE 1
+  REGEX [=[nvfp4\.step0\.grad\.transformer\.h\.0\.attn\.c_attn\.weight: max \|amptrain - torch\| = ]=]
+  COMMAND $<TARGET_FILE:test_gpt_nvfp4_reference> --perturb grad)
