@@ -227,7 +227,7 @@ static void fp8_gemm_row(const amp_gpu_row *r) {
     h.out = dpre;
     h.act_out = dact;
     h.out_dtype = AMP_DTYPE_F32;
-    amp_fp8_gemm_operands q = {fa, fb, sa, sb};
+    amp_fp8_gemm_operands q = {fa, fb, sa, sb, NULL, NULL};
     rows_ok(AMP_FUSED(rows_dev, fp8_gemm, &h, &q), rows_dev, "fp8_gemm");
     float *got = rows_take_dev(dpre, nc * 4);
     /* |v| <= 1 after dequantize: each product's magnitude is at most 1 */

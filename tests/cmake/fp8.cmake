@@ -74,10 +74,10 @@ foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp
 endforeach()
 # The same three GPT configs on the GPU (label gpu; 77 without a device):
 # they train, and the log names the scaled GEMMs' path (cuBLASLt FP8 or
-# emulated, and why; MX32 emulated).
+# emulated, and why; MX32 block-scaled on sm_100 and later, or emulated and why).
 foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp8)
   if(cfg STREQUAL gpt_shakespeare_mxfp8)
-    set(_path "cuda: MX32 operands run emulated")
+    set(_path "cuda: fp8_gemm MX32 (runs on cuBLASLt block-scaled|emulated)")
   else()
     set(_path "cuda: fp8_gemm (runs on cuBLASLt FP8 tensor cores|emulated)")
   endif()
