@@ -17,6 +17,14 @@ set_tests_properties(test_fp8_kernels_all PROPERTIES LABELS "long;fp8" TIMEOUT 9
 # and with one scaled op of the second CPU broken on purpose exactly the rows
 # using it fail.
 amp_unit_test(test_gpu_fp8 gpu fp8)
+# cuBLASLt's block-scaled MXFP8 GEMM (sm_100 and later; 77 on older GPUs and
+# without a device): fp8_gemm on MX32 operands against the CPU's composition,
+# and the path each shape must take.
+amp_unit_test(test_gpu_mx_gemm gpu fp8)
+if(AMP_HAVE_CUDA) # the module's test hooks (cuda_testing.h)
+  target_link_libraries(test_gpu_fp8 PRIVATE amptrain_cuda CUDA::cudart)
+  target_link_libraries(test_gpu_mx_gemm PRIVATE amptrain_cuda CUDA::cudart)
+endif()
 add_test(NAME gpu_rows_self_check_test_gpu_fp8 COMMAND test_gpu_fp8 --self-check)
 add_test(NAME gpu_rows_perturbed_fp8_quantize
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
@@ -42,6 +50,10 @@ add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
 set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
 add_test(NAME test_linear_mxfp8_broken COMMAND test_linear_fp8 --mx-break)
 set_tests_properties(test_linear_mxfp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# MX32 with the forwards on a fused fp8_gemm: the codes and block scales a
+# GPU's block-scaled GEMM gets, composed on the CPU.
+add_test(NAME test_linear_mxfp8_gemm COMMAND test_linear_fp8 --mx-fp8-gemm)
+set_tests_properties(test_linear_mxfp8_gemm PROPERTIES LABELS "numerics;fp8;kit")
 # The Conv2d under scaled operands (the CNN's two convs; its im2col GEMMs)
 # against a scalar reference with its own im2col and double GEMMs, per
 # tensor and MX32, each with a broken reference that must fail.
