@@ -13,7 +13,10 @@
  *     tensor cores keep fewer than FP32's bits between promotions of the
  *     partial sums), so the stated tolerance is 2e-5 * k absolute with
  *     inputs scaled to |v| <= 1: far below what a wrong scale, format or
- *     layout gives (errors of order 1).
+ *     layout gives (errors of order 1);
+ *   - fp8_gemm on MX32 operands (tests/mx_gemm_rows.h): block-scaled on
+ *     sm_100 and later where the shape fits, emulated elsewhere, against
+ *     the CPU's mx_dequantize + FP32 GEMM within the same 2e-5 * k.
  * Skips (77) without a device; --self-check runs every row but fp8_gemm
  * (the CPU has none) with a second CPU backend as the device. */
 #include <math.h>
@@ -25,6 +28,7 @@
 #include "backend/kernels/fp8.h"
 #include "backend/kernels/mx.h"
 #include "gpu_rows.h"
+#include "mx_gemm_rows.h"
 
 #define N ((1 << 20) + 77)
 
@@ -209,25 +213,13 @@ static void fp8_gemm_row(const amp_gpu_row *r) {
     float *want = rows_alloc(nc * 4), *want_act = rows_alloc(nc * 4);
     rows_ok(AMP_SCALED(rows_cpu, fp8_dequantize, da, qa, na, sa, fa), rows_cpu, "fp8_dequantize");
     rows_ok(AMP_SCALED(rows_cpu, fp8_dequantize, db, qb, nb, sb, fb), rows_cpu, "fp8_dequantize");
-    amp_gemm_desc g = amp_gemm_plain(acc, da, db, AMP_DTYPE_F32, AMP_GEMM_NT, m, n, k);
-    g.bias = bias;
-    g.bias_dtype = AMP_DTYPE_F32;
-    g.act = AMP_ACT_GELU_TANH;
-    g.out = want; /* the pre-activation: GELU's tanh is not bitwise across devices */
-    g.act_out = want_act;
-    g.out_dtype = AMP_DTYPE_F32;
+    amp_gemm_desc g = rows_linear_gemm(acc, da, db, m, n, k, bias, want, want_act);
     rows_ok(AMP_CALL(rows_cpu, gemm_ex, &g), rows_cpu, "gemm_ex");
     /* the device's fp8_gemm on the same codes */
     void *dqa = rows_to_dev(qa, na), *dqb = rows_to_dev(qb, nb), *dbias = rows_to_dev(bias, n * 4);
     float *dacc = rows_nan_dev(nc * 4), *dpre = rows_nan_dev(nc * 4), *dact = rows_nan_dev(nc * 4);
-    amp_gemm_desc h = amp_gemm_plain(dacc, dqa, dqb, AMP_DTYPE_F32, AMP_GEMM_NT, m, n, k);
-    h.bias = dbias;
-    h.bias_dtype = AMP_DTYPE_F32;
-    h.act = AMP_ACT_GELU_TANH;
-    h.out = dpre;
-    h.act_out = dact;
-    h.out_dtype = AMP_DTYPE_F32;
-    amp_fp8_gemm_operands q = {fa, fb, sa, sb};
+    amp_gemm_desc h = rows_linear_gemm(dacc, dqa, dqb, m, n, k, dbias, dpre, dact);
+    amp_fp8_gemm_operands q = {fa, fb, sa, sb, NULL, NULL};
     rows_ok(AMP_FUSED(rows_dev, fp8_gemm, &h, &q), rows_dev, "fp8_gemm");
     float *got = rows_take_dev(dpre, nc * 4);
     /* |v| <= 1 after dequantize: each product's magnitude is at most 1 */
@@ -266,6 +258,7 @@ static const amp_gpu_row rows[] = {
     GEMM("fp8_gemm e5m2 x e4m3 128x64x512", 128, 64, 512, 1, 0, 0x1p10f, 448.0f),
     GEMM("fp8_gemm e5m2 x e5m2 64x64x64", 64, 64, 64, 1, 1, 1.0f, 1.0f),
     GEMM("fp8_gemm e4m3 x e4m3 100x60x70", 100, 60, 70, 0, 0, 200.0f, 200.0f),
+    MX_GEMM_ROWS,
 };
 
 int main(int argc, char **argv) {

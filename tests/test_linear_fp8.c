@@ -13,7 +13,9 @@
  * `--fp8-gemm` gives the CPU backend a fused fp8_gemm (the composition a
  * device backend falls back to: dequantize both operands, FP32 gemm_ex),
  * so the forwards take the Linear's FP8-GEMM path (codes, scales, stats as
- * a GPU's cuBLASLt call gets them) against the same reference. */
+ * a GPU's cuBLASLt call gets them) against the same reference;
+ * `--mx-fp8-gemm` does the same in the MX32 case (the codes and the block
+ * scales a GPU's block-scaled call gets; the composition mx_dequantizes). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +67,14 @@ static int composed_fp8_gemm(amp_backend *be, const amp_gemm_desc *d,
                              const amp_fp8_gemm_operands *q) {
     size_t na = (size_t)d->m * d->k, nb = (size_t)d->k * d->n;
     float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
-    int rc = !a || !b ||
-             AMP_SCALED(be, fp8_dequantize, a, d->a, na, q->a_scale, q->a_fmt) ||
+    amp_mx_desc ma = {d->m, d->k, q->a_fmt, 0}, mb = {d->n, d->k, q->b_fmt, 0};
+    int rc = !a || !b;
+    if (!rc && q->a_mx) /* MX32: A [m, k], B [n, k] (the TN form), blocks along k */
+        rc = !d->trans_b || d->trans_a ||
+             AMP_SCALED(be, mx_dequantize, a, d->a, q->a_mx, &ma) ||
+             AMP_SCALED(be, mx_dequantize, b, d->b, q->b_mx, &mb);
+    else if (!rc)
+        rc = AMP_SCALED(be, fp8_dequantize, a, d->a, na, q->a_scale, q->a_fmt) ||
              AMP_SCALED(be, fp8_dequantize, b, d->b, nb, q->b_scale, q->b_fmt);
     amp_gemm_desc g = *d;
     g.a = a, g.b = b, g.in_dtype = AMP_DTYPE_F32;
@@ -238,7 +246,10 @@ static int mx_main(int break_blocks);
 
 int main(int argc, char **argv) {
     int break_role = argc > 1 && strcmp(argv[1], "--break-role") == 0;
-    if (argc > 1 && strncmp(argv[1], "--mx", 4) == 0) return mx_main(strcmp(argv[1], "--mx-break") == 0);
+    if (argc > 1 && strncmp(argv[1], "--mx", 4) == 0) {
+        with_fp8_gemm = strcmp(argv[1], "--mx-fp8-gemm") == 0;
+        return mx_main(strcmp(argv[1], "--mx-break") == 0);
+    }
     with_fp8_gemm = argc > 1 && strcmp(argv[1], "--fp8-gemm") == 0;
     static mlp_run R;
     if (mlp_step(&R, per_tensor_fmt, 1e-6f) != 0) return 1;
@@ -319,6 +330,8 @@ static int mx_main(int break_blocks) {
     static mlp_run R;
     /* tiny values of 1e-9 are flushed against their block's scale */
     if (mlp_step(&R, mx_fmt, 1e-9f) != 0 || mlp_run_step(&R) != 0) return 1;
+    /* both forwards (MX32 X and W) went to fp8_gemm with their block scales */
+    EXPECT(fp8_gemm_calls == (with_fp8_gemm ? 2 : 0), "fp8_gemm ran %d times", fp8_gemm_calls);
     static ref_out ref;
     memset(&ref, 0, sizeof ref);
     ref_stats (*st)[AMP_ROLE_COUNT] = ref.st;
@@ -349,9 +362,10 @@ static int mx_main(int break_blocks) {
 
     check_run(&R, &ref, "mx", c1, sizeof c1, c2, sizeof c2, mx_exact);
     if (!amp_test_failures)
-        printf("ok  linear mxfp8: loss %.7g, fc1 input flush %llu, fc1 grad flush %llu, "
+        printf("ok  linear mxfp8%s: loss %.7g, fc1 input flush %llu, fc1 grad flush %llu, "
                "fc2 grad flush %llu\n",
-               R.m->stats->loss_sum / ROWS, st[0][0].flush, st[0][2].flush, st[1][2].flush);
+               with_fp8_gemm ? " (forwards on fp8_gemm)" : "", R.m->stats->loss_sum / ROWS,
+               st[0][0].flush, st[0][2].flush, st[1][2].flush);
     mlp_free(&R);
     return amp_test_failures ? 1 : 0;
 }

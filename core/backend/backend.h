@@ -437,10 +437,15 @@ typedef struct amp_scaled_ops {
 
 /* fp8_gemm's operands: d->a and d->b hold FP8 codes (1 byte each, stored
  * densely as the descriptor's shapes say), quantized as cast(clamp(v *
- * scale)) with these formats (amp_fp8_format) and per-tensor scales. */
+ * scale)) with these formats (amp_fp8_format) and per-tensor scales.
+ * MX32 operands instead (both or neither; a_scale and b_scale unused): the
+ * E8M0 block scales (dev) of A [m, k] and B [n, k] (the TN form: trans_a 0,
+ * trans_b 1), blocks of 32 along k, as mx_quantize writes them with
+ * along_cols 0 (scales [m][ceil(k / 32)] and [n][ceil(k / 32)]). */
 typedef struct amp_fp8_gemm_operands {
     int a_fmt, b_fmt;
     float a_scale, b_scale;
+    const uint8_t *a_mx, *b_mx;
 } amp_fp8_gemm_operands;
 
 /* ---- fused ops: each optional on its own, asked for by its name with
@@ -469,9 +474,10 @@ typedef struct amp_fused_ops {
      * quantize + widen + act_backward + round, which gives the same bits. */
     int (*act_backward_round)(amp_backend *be, const amp_act_round_args *a);
     /* gemm_ex (batch 1, FP32 accumulation, its epilogue) on FP8 codes:
-     * acc = op(dec(A) / a_scale) op(dec(B) / b_scale). A backend runs it on
+     * acc = op(dec(A) / a_scale) op(dec(B) / b_scale), or with MX32
+     * operands acc = mx_dequantize(A) . mx_dequantize(B)^T. A backend runs it on
      * an FP8 GEMM unit where the GPU and the shapes allow and otherwise
-     * composes fp8_dequantize of both operands + the FP32 gemm_ex (saying
+     * composes fp8_dequantize (mx_dequantize) of both operands + the FP32 gemm_ex (saying
      * so once in the log); unlike the other fused ops the FP8 unit's sums
      * are ordered and rounded (and its scales applied) its own way, so its
      * result equals the composition to the rounding of its accumulation,

@@ -61,8 +61,9 @@ const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype g
 
 /* ---- scaled operands (FP8 per tensor: FP8_SPEC's Linear) ----
  * A scaled operand reaches its GEMM as the FP32 values deq(quant(v)); the
- * GEMM is the FP32 one, or, where the backend has fp8_gemm, the codes go to
- * it (amp_format_scaled_codes). The stats record each quantize adds to is
+ * GEMM is the FP32 one, or, where the backend has fp8_gemm, a Linear's
+ * forward gives it the codes (per tensor, or MX32 with their block scales:
+ * amp_format_fp8_gemm). The stats record each quantize adds to is
  * amp_model_scaled_stats: the slot's step record on the CPU backend, a
  * device record that amp_model_scaled_collect brings into it on a GPU. */
 
@@ -227,6 +228,17 @@ const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int alon
     return dst;
 }
 
+/* X's MX32 codes and their scales in operand scratch 0 (the scales after
+ * the codes, 16-byte aligned): 0 when they do not fit its bytes. */
+static uint8_t *mx_codes_scales(amp_kit *k, int rows, int cols, uint8_t **scales) {
+    size_t n = (size_t)rows * (size_t)cols, at = (n + 15) / 16 * 16;
+    size_t nb = amp_mx_block_count((size_t)rows, (size_t)cols, 0);
+    if (at + nb > k->need[AMP_SCRATCH_OPERAND] * sizeof(float)) return NULL;
+    uint8_t *codes = (uint8_t *)k->op_f32[0];
+    *scales = codes + at;
+    return codes;
+}
+
 int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g) {
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
@@ -234,29 +246,41 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
     if (x_slot < 0 || c->fp8_slot < 0 || !amp_backend_supports(be, "fp8_gemm")) return 0;
     amp_scaled_slot *sx = &m->scaled->slot[x_slot];
     const amp_scaled_slot *sw = &m->scaled->slot[c->fp8_slot];
-    if (is_mx(sx) || is_mx(sw) || is_nv(sx) || is_nv(sw)) return 0; /* per tensor only */
+    if (is_nv(sx) || is_nv(sw)) return 0;
+    int mx = is_mx(sx);
+    if (mx != is_mx(sw)) return 0; /* per tensor x per tensor, or MX32 x MX32 */
     size_t n = (size_t)g->m * (size_t)g->k;
     if (n > k->need[AMP_SCRATCH_OPERAND]) {
         snprintf(be->err, sizeof be->err, "model '%s': FP8 operand of %zu elements exceeds the "
                  "scratch of %zu", m->ops->name, n, k->need[AMP_SCRATCH_OPERAND]);
         return -1;
     }
+    uint8_t *codes = (uint8_t *)k->op_f32[0], *x_scales = NULL;
+    if (mx && !(codes = mx_codes_scales(k, g->m, g->k, &x_scales))) return 0;
     const float *wide = x->store == AMP_DTYPE_F32 ? x->p : x->f32;
     if (!wide) { /* 16-bit values widen exactly, beside the codes */
         if (be->ops->widen(be, k->op_f32[1], x->p, x->store, n) != 0) return -1;
         wide = k->op_f32[1];
     }
-    uint8_t *codes = (uint8_t *)k->op_f32[0];
     int fmt = amp_format_fp8(sx->fmt.format);
-    float scale;
-    if (scale_for(m, sx, wide, n, &scale) != 0) return -1;
-    if (AMP_SCALED(be, fp8_quantize, codes, wide, n, scale, fmt,
-                   amp_model_scaled_stats(m, x_slot)) != 0)
-        return -1;
+    amp_fp8_gemm_operands q = {fmt, amp_format_fp8(sw->fmt.format), 0.0f, c->fp8_scale, NULL,
+                               NULL};
+    if (mx) { /* X [rows, in] and W [out, in], both in blocks along in */
+        amp_mx_desc d = {g->m, g->k, fmt, 0};
+        if (AMP_SCALED(be, mx_quantize, codes, x_scales, wide, &d,
+                       amp_model_scaled_stats(m, x_slot)) != 0)
+            return -1;
+        q.a_mx = x_scales;
+        q.b_mx = (const uint8_t *)c->ptr + m->desc.params[t].numel;
+    } else {
+        if (scale_for(m, sx, wide, n, &q.a_scale) != 0) return -1;
+        if (AMP_SCALED(be, fp8_quantize, codes, wide, n, q.a_scale, fmt,
+                       amp_model_scaled_stats(m, x_slot)) != 0)
+            return -1;
+    }
     g->a = codes;
     g->b = c->ptr;
     g->in_dtype = AMP_DTYPE_F32;
-    amp_fp8_gemm_operands q = {fmt, amp_format_fp8(sw->fmt.format), scale, c->fp8_scale};
     return AMP_FUSED(be, fp8_gemm, g, &q) != 0 ? -1 : 1;
 }
 

@@ -17,6 +17,14 @@ set_tests_properties(test_fp8_kernels_all PROPERTIES LABELS "long;fp8" TIMEOUT 9
 # and with one scaled op of the second CPU broken on purpose exactly the rows
 # using it fail.
 amp_unit_test(test_gpu_fp8 gpu fp8)
+# cuBLASLt's block-scaled MXFP8 GEMM (sm_100 and later; 77 on older GPUs and
+# without a device): fp8_gemm on MX32 operands against the CPU's composition,
+# and the path each shape must take.
+amp_unit_test(test_gpu_mx_gemm gpu fp8)
+if(AMP_HAVE_CUDA) # the module's test hooks (cuda_testing.h)
+  target_link_libraries(test_gpu_fp8 PRIVATE amptrain_cuda CUDA::cudart)
+  target_link_libraries(test_gpu_mx_gemm PRIVATE amptrain_cuda CUDA::cudart)
+endif()
 add_test(NAME gpu_rows_self_check_test_gpu_fp8 COMMAND test_gpu_fp8 --self-check)
 add_test(NAME gpu_rows_perturbed_fp8_quantize
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
@@ -42,6 +50,10 @@ add_test(NAME test_linear_mxfp8 COMMAND test_linear_fp8 --mx)
 set_tests_properties(test_linear_mxfp8 PROPERTIES LABELS "numerics;fp8;kit")
 add_test(NAME test_linear_mxfp8_broken COMMAND test_linear_fp8 --mx-break)
 set_tests_properties(test_linear_mxfp8_broken PROPERTIES LABELS "fp8;kit" WILL_FAIL TRUE)
+# MX32 with the forwards on a fused fp8_gemm: the codes and block scales a
+# GPU's block-scaled GEMM gets, composed on the CPU.
+add_test(NAME test_linear_mxfp8_gemm COMMAND test_linear_fp8 --mx-fp8-gemm)
+set_tests_properties(test_linear_mxfp8_gemm PROPERTIES LABELS "numerics;fp8;kit")
 # The Conv2d under scaled operands (the CNN's two convs; its im2col GEMMs)
 # against a scalar reference with its own im2col and double GEMMs, per
 # tensor and MX32, each with a broken reference that must fail.
@@ -74,10 +86,10 @@ foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp
 endforeach()
 # The same three GPT configs on the GPU (label gpu; 77 without a device):
 # they train, and the log names the scaled GEMMs' path (cuBLASLt FP8 or
-# emulated, and why; MX32 emulated).
+# emulated, and why; MX32 block-scaled on sm_100 and later, or emulated and why).
 foreach(cfg gpt_shakespeare_fp8 gpt_shakespeare_fp8_current gpt_shakespeare_mxfp8)
   if(cfg STREQUAL gpt_shakespeare_mxfp8)
-    set(_path "cuda: MX32 operands run emulated")
+    set(_path "cuda: fp8_gemm MX32 (runs on cuBLASLt block-scaled|emulated)")
   else()
     set(_path "cuda: fp8_gemm (runs on cuBLASLt FP8 tensor cores|emulated)")
   endif()
@@ -138,3 +150,14 @@ amp_expect_fail(fp8_gpt_no_dead_slots LABELS fp8 cli
   COMMAND sh -c "\"$1\" train \"$2\" --set run.device=cpu --set train.steps=3 --out \"$3\" >/dev/null && cat \"$3/summary.json\""
           sh $<TARGET_FILE:amptrain> ${PROJECT_SOURCE_DIR}/configs/gpt_shakespeare_fp8.ini
           ${AMP_FP8_RUNS}/gpt_no_dead_slots)
+# The tiled MX32 scale layout of cuBLASLt's block-scaled GEMM
+# (core/backend/kernels/mx_tiled.h) against the documented layout written a
+# second way, padded shapes included; --break lays the tiles out naively and
+# must fail on the byte comparison (not, say, a crash).
+amp_unit_test(test_mx_tiled numerics fp8)
+add_test(NAME test_mx_tiled_broken
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh
+                 --also "FAIL .*300x33: [0-9]+ of 13824 bytes differ"
+                 1 "^test_mx_tiled: [0-9]+ check\\(s\\) failed \\(as --break requires\\)$"
+                 $<TARGET_FILE:test_mx_tiled> --break)
+set_tests_properties(test_mx_tiled_broken PROPERTIES LABELS "fp8")

@@ -28,6 +28,7 @@ typedef struct amp_cuda_impl {
     int cc;                       /* compute capability, major * 10 + minor */
     cublasLtHandle_t lt;          /* fp8_gemm's cuBLASLt (fp8_gemm_cuda.cu); made on first use */
     unsigned fp8_gemm_said;       /* scaled GEMM paths already named in the log (bits) */
+    int fp8_gemm_last;            /* the path of the latest fp8_gemm call (fp8_gemm_cuda.cu) */
 } amp_cuda_impl;
 
 /* amp_cuda_impl.fp8_gemm_said: bits 0..15 fp8_gemm's paths (fp8_gemm_cuda.cu),

@@ -1,4 +1,4 @@
-/* Test hooks into the CUDA backend, for tests/test_gpu_kernels.c. Defined
+/* Test hooks into the CUDA backend, for the gpu tests that need them. Defined
  * only in builds with CUDA (AMP_HAVE_CUDA). */
 #ifndef AMP_CUDA_TESTING_H
 #define AMP_CUDA_TESTING_H
@@ -13,6 +13,13 @@ extern "C" {
  * partials, computed by the device's reduction kernel. n is at most
  * AMP_REDUCE_MAX_BLOCKS. 0, or 1 with be->err. */
 int amp_cuda_test_sum_partials(amp_backend *be, double *out, const double *partials, unsigned n);
+
+/* The device's compute capability, major * 10 + minor (tests/test_gpu_mx_gemm.c). */
+int amp_cuda_test_compute_capability(amp_backend *be);
+
+/* 1 when the latest fp8_gemm call ran on cuBLASLt's block-scaled MXFP8
+ * GEMM, 0 when it took another path (tests/mx_gemm_rows.h). */
+int amp_cuda_test_fp8_gemm_block_scaled(amp_backend *be);
 
 #ifdef __cplusplus
 }

@@ -1,34 +1,58 @@
-/* The fused fp8_gemm (backend.h) on the CUDA backend: a GEMM on per-tensor
- * FP8 codes. Two paths, chosen per call and each named once in the log:
+/* The fused fp8_gemm (backend.h) on the CUDA backend: a GEMM on FP8 codes
+ * with per-tensor scales, or on MX32 operands (E8M0 block scales, blocks of
+ * 32 along k). The paths, chosen per call and each named once in the log:
  *
- *   cuBLASLt FP8 (sm_89 and later): the codes go to the tensor cores as
- *   CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2 with the inverse scales as
+ *   cuBLASLt FP8 (per tensor; sm_89 and later): the codes go to the tensor
+ *   cores as CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2 with the inverse scales as
  *   CUBLASLT_MATMUL_DESC_{A,B}_SCALE_POINTER, FP32 accumulation and an
  *   FP32 result; then the descriptor's epilogue. It needs cuBLASLt's FP8
  *   layout rules: the TN form (row-major A . B^T, what a Linear's forward
  *   is), dimensions and leading dimensions multiples of 16, 16-byte
  *   aligned operands, not E5M2 x E5M2, and an algorithm the heuristic finds.
  *
- *   emulated (everywhere else): both operands dequantized into FP32
- *   (amp_cuda_fp8_dequantize, the CPU's bits) and the FP32 gemm_ex: the
- *   composition the CPU's Linear runs, so it differs from the CPU only by
- *   the FP32 GEMM's summation order.
+ *   cuBLASLt block-scaled MXFP8 (MX32; sm_100 and later, built against
+ *   cuBLAS 12.8 or later): the same, with the scale modes
+ *   CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 and the block scales
+ *   rearranged first into cuBLASLt's tiled layout (backend/kernels/
+ *   mx_tiled.h, amp_k_mx_tile); m and n multiples of 16, k of 32 (whole
+ *   blocks), the same alignment, and an algorithm the heuristic finds.
  *
- * The products of two FP8 values are exact in FP32 on both paths; the
- * tensor cores order their sums their own way (on Hopper with fewer than
- * FP32's bits between promotions of the partial sums) and apply the scales
- * after the sum, so the cuBLASLt result equals the emulated one to the
- * rounding of that accumulation, not bit for bit. */
+ *   emulated (everywhere else): both operands dequantized into FP32
+ *   (fp8_dequantize or mx_dequantize: the CPU's bits) and the FP32 gemm_ex:
+ *   the composition the CPU's Linear runs, so it differs from the CPU only
+ *   by the FP32 GEMM's summation order.
+ *
+ * The products of two FP8 values are exact in FP32 on every path, and so
+ * are the power-of-two block scales; the tensor cores order their sums
+ * their own way (on Hopper with fewer than FP32's bits between promotions
+ * of the partial sums) and apply per-tensor scales after the sum, so a
+ * cuBLASLt result equals the emulated one to the rounding of that
+ * accumulation, not bit for bit. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/cuda_testing.h"
 #include "backend/kernels/fp8.h"
+#include "backend/kernels/mx.h"
+#include "backend/kernels/mx_tiled.h"
 
 extern "C" {
 #include "log.h"
 }
+
+/* cuBLASLt's block-scaled GEMM (the VEC32_UE8M0 scale mode and the
+ * A/B_SCALE_MODE attributes) came with cuBLAS 12.8; older headers build
+ * the emulated MX32 path only. */
+#ifdef CUBLAS_VERSION
+#if CUBLAS_VERSION >= 120800
+#define AMP_LT_BLOCK_SCALED 1
+#endif
+#endif
+#ifndef AMP_LT_BLOCK_SCALED
+#define AMP_LT_BLOCK_SCALED 0
+#endif
 
 #define FP8_LT_WORKSPACE ((size_t)32 << 20)
 #define FP8_SCALES_BYTES 256 /* the two device scales, ahead of the workspace */
@@ -45,6 +69,13 @@ enum {
     FP8_LEADING,
     FP8_ALIGN,
     FP8_NO_ALGO,
+    /* MX32 operands */
+    MX_NATIVE,
+    MX_OLD_GPU,
+    MX_OLD_CUBLAS,
+    MX_DIMS,
+    MX_LEADING,
+    MX_NO_ALGO,
     FP8_REASONS
 };
 
@@ -60,6 +91,12 @@ static const char *const fp8_reason_text[FP8_REASONS] = {
     "a leading dimension not a multiple of 16 bytes",
     "an operand not 16-byte aligned",
     "cuBLASLt's heuristic found no FP8 algorithm for it",
+    "cuBLASLt block-scaled MXFP8 tensor cores (VEC32_UE8M0 scales in the tiled layout)",
+    "the GPU is older than sm_100 (no block-scaled tensor cores)",
+    "this build's cuBLAS headers predate the block-scaled GEMM (cuBLAS 12.8)",
+    "m or n not a multiple of 16, or k not a positive multiple of 32 (whole blocks)",
+    "a leading dimension not a multiple of 16 bytes, or an operand not 16-byte aligned",
+    "cuBLASLt's heuristic found no block-scaled algorithm for it",
 };
 
 static int fp8_refusal(const amp_cuda_impl *im, const amp_gemm_desc *d,
@@ -74,15 +111,30 @@ static int fp8_refusal(const amp_cuda_impl *im, const amp_gemm_desc *d,
     return FP8_NATIVE;
 }
 
+/* The same for MX32 operands (the caller checked the TN form, batch 1). */
+static int mx_refusal(const amp_cuda_impl *im, const amp_gemm_desc *d) {
+    if (im->cc < 100) return MX_OLD_GPU;
+    if (!AMP_LT_BLOCK_SCALED) return MX_OLD_CUBLAS;
+    if (d->m % 16 || d->n % 16 || d->k <= 0 || d->k % AMP_MX_BLOCK) return MX_DIMS;
+    if (d->lda % 16 || d->ldb % 16 || d->ldc % 4) return MX_LEADING;
+    if (((uintptr_t)d->a | (uintptr_t)d->b | (uintptr_t)d->acc) % 16) return MX_LEADING;
+    return MX_NATIVE;
+}
+
 static void fp8_say(amp_backend *be, int why, const amp_gemm_desc *d, const char *detail) {
     amp_cuda_impl *im = amp_cuda_im(be);
     if (im->fp8_gemm_said & (1u << why)) return;
     im->fp8_gemm_said |= 1u << why;
-    if (why == FP8_NATIVE)
+    if (why == FP8_NATIVE || why == MX_NATIVE)
         amp_log(AMP_LOG_INFO,
-                "cuda: fp8_gemm runs on %s (sm_%d; first shape m=%d n=%d k=%d); a Linear's dW "
+                "cuda: fp8_gemm %sruns on %s (sm_%d; first shape m=%d n=%d k=%d); a Linear's dW "
                 "and dX GEMMs stay emulated (FP32 cuBLAS on the dequantized operands)",
-                fp8_reason_text[why], im->cc, d->m, d->n, d->k);
+                why == MX_NATIVE ? "MX32 " : "", fp8_reason_text[why], im->cc, d->m, d->n, d->k);
+    else if (why > FP8_NO_ALGO)
+        amp_log(AMP_LOG_INFO,
+                "cuda: fp8_gemm MX32 emulated (blocks dequantized to FP32, FP32 cuBLAS GEMM) "
+                "where %s%s (sm_%d; first shape m=%d n=%d k=%d); said once",
+                fp8_reason_text[why], detail, im->cc, d->m, d->n, d->k);
     else
         amp_log(AMP_LOG_INFO,
                 "cuda: fp8_gemm emulated (codes dequantized to FP32, FP32 cuBLAS GEMM) where %s%s "
@@ -94,7 +146,7 @@ static cudaDataType_t fp8_type(int fmt) {
     return fmt == AMP_FP8_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
 
-/* Everything fp8_native creates, freed in one place. */
+/* Everything lt_matmul creates, freed in one place. */
 struct fp8_lt_call {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -119,35 +171,39 @@ static void fp8_lt_free(fp8_lt_call *c) {
         }                                                                                          \
     } while (0)
 
-/* The cuBLASLt FP8 GEMM into d->acc (no epilogue); *declined = the
- * heuristic's status name (and nothing run) when it offers no algorithm
- * for the call: an unsupported type or layout combination says so there. Row-major C = A . B^T is
- * column-major C^T = B . A^T: cuBLASLt's A is d->b (transposed), its B is
- * d->a, as in gemm_ex. */
-static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
-                      const char **declined) {
+/* A cuBLASLt FP8 GEMM into d->acc (no epilogue), with the scales
+ * scale_a / scale_b (dev) of cuBLASLt's A and B read in scale mode `mode`
+ * (0: one FP32 per tensor, the default; else a cublasLtMatmulMatrixScale_t
+ * for both); *declined = the heuristic's status name (and nothing run)
+ * when it offers no algorithm for the call: an unsupported type or layout
+ * combination says so there. Row-major C = A . B^T is column-major
+ * C^T = B . A^T: cuBLASLt's A is d->b (transposed), its B is d->a, as in
+ * gemm_ex. ws: FP8_LT_WORKSPACE bytes of workspace. */
+static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
+                     const void *scale_a, const void *scale_b, int32_t mode, void *ws,
+                     const char **declined) {
     amp_cuda_impl *im = amp_cuda_im(be);
     fp8_lt_call c;
     memset(&c, 0, sizeof c);
     *declined = NULL;
-    if (!im->lt) FP8_LT(cublasLtCreate(&im->lt));
-    void *p;
-    if (amp_cuda_scratch(be, FP8_SCALES_BYTES + FP8_LT_WORKSPACE, &p)) return 1;
-    float *scales = (float *)p;
-    void *ws = (char *)p + FP8_SCALES_BYTES;
-    /* cuBLASLt multiplies by these: the inverses of the quantize scales */
-    float inv[2] = {amp_fp8_inv_scale(q->b_scale), amp_fp8_inv_scale(q->a_scale)};
-    AMP_CHECK_CUDA(cudaMemcpyAsync(scales, inv, sizeof inv, cudaMemcpyHostToDevice, im->stream));
-    AMP_CHECK_LAUNCH(cudaMemcpyAsync);
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    const float *sa = scales, *sb = scales + 1;
     FP8_LT(cublasLtMatmulDescCreate(&c.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
-                                          sizeof sa));
-    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
-                                          sizeof sb));
+#if AMP_LT_BLOCK_SCALED
+    if (mode != 0) {
+        FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode,
+                                              sizeof mode));
+        FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode,
+                                              sizeof mode));
+    }
+#else
+    (void)mode; /* only 0 reaches here: mx_refusal keeps MX32 calls away */
+#endif
+    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a,
+                                          sizeof scale_a));
+    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b,
+                                          sizeof scale_b));
     FP8_LT(cublasLtMatrixLayoutCreate(&c.la, fp8_type(q->b_fmt), (uint64_t)d->k, (uint64_t)d->n,
                                       d->ldb));
     FP8_LT(cublasLtMatrixLayoutCreate(&c.lb, fp8_type(q->a_fmt), (uint64_t)d->k, (uint64_t)d->m,
@@ -173,6 +229,80 @@ static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gem
     return 0;
 }
 
+/* The handle, made on first use. */
+static int lt_handle(amp_backend *be) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    if (!im->lt) AMP_CHECK_CUBLAS(cublasLtCreate(&im->lt));
+    return 0;
+}
+
+/* The per-tensor FP8 GEMM: cuBLASLt multiplies by the inverses of the
+ * quantize scales, uploaded ahead of the workspace. */
+static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
+                      const char **declined) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    void *p;
+    if (lt_handle(be) || amp_cuda_scratch(be, FP8_SCALES_BYTES + FP8_LT_WORKSPACE, &p)) return 1;
+    float *scales = (float *)p;
+    float inv[2] = {amp_fp8_inv_scale(q->b_scale), amp_fp8_inv_scale(q->a_scale)};
+    AMP_CHECK_CUDA(cudaMemcpyAsync(scales, inv, sizeof inv, cudaMemcpyHostToDevice, im->stream));
+    AMP_CHECK_LAUNCH(cudaMemcpyAsync);
+    return lt_matmul(be, d, q, scales, scales + 1, 0, (char *)p + FP8_SCALES_BYTES, declined);
+}
+
+#if AMP_LT_BLOCK_SCALED
+/* MX32 scales [rows][kb] into cuBLASLt's tiled layout, every padded
+ * position written (the padding 0): one thread per position, the index
+ * and value of backend/kernels/mx_tiled.h. */
+__global__ void amp_k_mx_tile(uint8_t *tiled, const uint8_t *scales, size_t rows, size_t kb,
+                              size_t positions) {
+    size_t pc = amp_mx_tiled_cols(kb);
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < positions;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t row = i / pc, c = i % pc;
+        tiled[amp_mx_tiled_index(row, c, kb)] = amp_mx_tiled_value(scales, rows, kb, row, c);
+    }
+}
+
+static int mx_tile(amp_backend *be, uint8_t *tiled, const uint8_t *scales, size_t rows,
+                   size_t kb) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    size_t positions = amp_mx_tiled_bytes(rows, kb), want = (positions + 255) / 256;
+    if (positions == 0) return 0;
+    size_t cap = (size_t)(im->sm_count > 0 ? im->sm_count : 1) * 8;
+    amp_k_mx_tile<<<(unsigned)(want < cap ? want : cap), 256, 0, im->stream>>>(tiled, scales, rows,
+                                                                             kb, positions);
+    AMP_CHECK_LAUNCH(amp_k_mx_tile);
+    return 0;
+}
+
+/* cuBLASLt's block-scaled MXFP8 GEMM into d->acc (no epilogue), declined as
+ * fp8_native is. The scales are tiled into scratch after the workspace
+ * (each a whole number of 512-byte tiles, so both stay 16-byte aligned).
+ * cuBLASLt's A is d->b (W [n, k]: its scales have n rows), its B is d->a
+ * (X [m, k]: m rows); each operand's scales go with it. */
+static int mx_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
+                     const char **declined) {
+    size_t kb = (size_t)d->k / AMP_MX_BLOCK;
+    size_t ta = amp_mx_tiled_bytes((size_t)d->m, kb), tb = amp_mx_tiled_bytes((size_t)d->n, kb);
+    void *p;
+    if (lt_handle(be) || amp_cuda_scratch(be, FP8_LT_WORKSPACE + ta + tb, &p)) return 1;
+    uint8_t *tiled_a = (uint8_t *)p + FP8_LT_WORKSPACE, *tiled_b = tiled_a + ta;
+    if (mx_tile(be, tiled_a, q->a_mx, (size_t)d->m, kb) ||
+        mx_tile(be, tiled_b, q->b_mx, (size_t)d->n, kb))
+        return 1;
+    int32_t mode = (int32_t)CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+    return lt_matmul(be, d, q, tiled_b, tiled_a, mode, p, declined);
+}
+#else
+static int mx_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
+                     const char **declined) {
+    (void)be, (void)d, (void)q; /* mx_refusal answers MX_OLD_CUBLAS first */
+    *declined = "this build's cuBLAS headers lack the block-scaled GEMM";
+    return 0;
+}
+#endif
+
 /* Both operands dequantized into scratch, then the FP32 gemm_ex with the
  * descriptor's epilogue: the CPU's composition. Dense operands only. */
 static int fp8_emulated(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q) {
@@ -188,8 +318,13 @@ static int fp8_emulated(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_g
     void *p;
     if (amp_cuda_scratch(be, (na + nb) * sizeof(float), &p)) return 1;
     float *a = (float *)p, *b = a + na;
-    if (amp_cuda_fp8_dequantize(be, a, (const uint8_t *)d->a, na, q->a_scale, q->a_fmt) ||
-        amp_cuda_fp8_dequantize(be, b, (const uint8_t *)d->b, nb, q->b_scale, q->b_fmt))
+    if (q->a_mx) { /* MX32: A [m, k] and B [n, k], blocks along k */
+        amp_mx_desc ma = {d->m, d->k, q->a_fmt, 0}, mb = {d->n, d->k, q->b_fmt, 0};
+        if (amp_cuda_scaled_ops.mx_dequantize(be, a, (const uint8_t *)d->a, q->a_mx, &ma) ||
+            amp_cuda_scaled_ops.mx_dequantize(be, b, (const uint8_t *)d->b, q->b_mx, &mb))
+            return 1;
+    } else if (amp_cuda_fp8_dequantize(be, a, (const uint8_t *)d->a, na, q->a_scale, q->a_fmt) ||
+               amp_cuda_fp8_dequantize(be, b, (const uint8_t *)d->b, nb, q->b_scale, q->b_fmt))
         return 1;
     amp_gemm_desc g = *d;
     g.a = a;
@@ -208,21 +343,45 @@ int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gem
             return 1;
         }
     }
+    int mx = q->a_mx != NULL;
+    if (mx != (q->b_mx != NULL)) {
+        snprintf(be->err, sizeof be->err,
+                 "cuda fp8_gemm: MX32 scales for %s only (both operands MX32, or neither)",
+                 mx ? "A" : "B");
+        return 1;
+    }
+    if (mx && (d->batch != 1 || d->trans_a || !d->trans_b)) {
+        snprintf(be->err, sizeof be->err,
+                 "cuda fp8_gemm: MX32 operands take one GEMM of the TN form (A [m, k], B [n, k], "
+                 "blocks along k); got batch %d, trans_a %d, trans_b %d",
+                 d->batch, d->trans_a, d->trans_b);
+        return 1;
+    }
     if (d->m <= 0 || d->n <= 0) return 0;
-    int why = fp8_refusal(amp_cuda_im(be), d, q);
+    amp_cuda_impl *im = amp_cuda_im(be);
+    int why = mx ? mx_refusal(im, d) : fp8_refusal(im, d, q);
     char detail[96] = "";
-    if (why == FP8_NATIVE) {
+    if (why == FP8_NATIVE || why == MX_NATIVE) {
         const char *declined;
-        if (fp8_native(be, d, q, &declined) != 0) return 1;
+        if ((mx ? mx_native(be, d, q, &declined) : fp8_native(be, d, q, &declined)) != 0)
+            return 1;
         if (!declined) {
-            fp8_say(be, FP8_NATIVE, d, "");
+            im->fp8_gemm_last = why;
+            fp8_say(be, why, d, "");
             return d->bias || d->out ? amp_cuda_gemm_epilogue(be, d, d->acc, 0) : 0;
         }
-        why = FP8_NO_ALGO;
+        why = mx ? MX_NO_ALGO : FP8_NO_ALGO;
         snprintf(detail, sizeof detail, " (%s)", declined);
     }
+    im->fp8_gemm_last = why;
     fp8_say(be, why, d, detail);
     return fp8_emulated(be, d, q);
+}
+
+extern "C" int amp_cuda_test_compute_capability(amp_backend *be) { return amp_cuda_im(be)->cc; }
+
+extern "C" int amp_cuda_test_fp8_gemm_block_scaled(amp_backend *be) {
+    return amp_cuda_im(be)->fp8_gemm_last == MX_NATIVE;
 }
 
 void amp_cuda_fp8_gemm_destroy(amp_backend *be) {

@@ -207,9 +207,9 @@ static int mx_launch(amp_backend *be, uint8_t *elem, uint8_t *scales, float *y, 
     amp_cuda_impl *im = amp_cuda_im(be);
     if (!(im->fp8_gemm_said & AMP_CUDA_SAID_MX)) { /* the path MX32 GEMMs take, said once */
         im->fp8_gemm_said |= AMP_CUDA_SAID_MX;
-        amp_log(AMP_LOG_INFO, "cuda: MX32 operands run emulated (block quantize-dequantize "
-                "kernels, FP32 cuBLAS GEMMs); cuBLASLt's block-scaled VEC32_UE8M0 GEMM is not "
-                "used (sm_%d)", im->cc);
+        amp_log(AMP_LOG_INFO, "cuda: MX32 operands: block quantize-dequantize kernels and FP32 "
+                "cuBLAS GEMMs for every GEMM but a Linear's forward, which fp8_gemm runs and "
+                "names (sm_%d)", im->cc);
     }
     amp_k_mx_pass<<<fp8_grid(be, nb, AMP_FP8_THREADS / 32), AMP_FP8_THREADS, 0, fp8_stream(be)>>>(
         elem, scales, y, x, *d, st);
