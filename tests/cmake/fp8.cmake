@@ -161,3 +161,9 @@ add_test(NAME test_mx_tiled_broken
                  1 "^test_mx_tiled: [0-9]+ check\\(s\\) failed \\(as --break requires\\)$"
                  $<TARGET_FILE:test_mx_tiled> --break)
 set_tests_properties(test_mx_tiled_broken PROPERTIES LABELS "fp8")
+# FP8 working weights at one byte a value (half of a 2-byte bf16 copy), from
+# summary.json's exact arena bytes; the head in bf16 must break the bound.
+add_test(NAME fp8_working_bytes
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/working_bytes.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_fp8_tied_head.ini ${AMP_FP8_RUNS}/working_bytes)
+set_tests_properties(fp8_working_bytes PROPERTIES LABELS "fp8;cli")
