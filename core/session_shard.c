@@ -98,6 +98,10 @@ int amp_session_shard_device(amp_session *s, char *err, size_t errlen) {
         snprintf(err, errlen, "the sharded weights' device gather buffer: %s", s->be->err);
         return -1;
     }
+    /* the host wire is not used */
+    free(s->wire);
+    free(s->wire_mine);
+    s->wire = s->wire_mine = NULL;
     return 0;
 }
 

@@ -403,9 +403,10 @@ static void check_shard_blocks(const policy *p, const char *hidden) {
         free(hz), free(hd);
     }
     if (g_rank == 0)
-        printf("%s, %s: ZeRO-1 with NCCL's padded-block weights gather (on MPI) == shard = none "
-               "bitwise over %d steps (%d of %d working copies 16-bit; grad_norm within %.2g)\n",
-               p->name, hidden, STEPS, copies, md->desc.nparam_tensors, norm);
+        printf("%s, %s (%zu parameters): ZeRO-1 with NCCL's padded-block weights gather (on "
+               "MPI) == shard = none bitwise over %d steps (%d of %d working copies 16-bit; "
+               "grad_norm within %.2g)\n",
+               p->name, hidden, n, STEPS, copies, md->desc.nparam_tensors, norm);
     close_session(z);
     close_session(d);
 }
