@@ -14,7 +14,10 @@
  *     telemetry and training still follows the FP32 reference;
  *   - two 2-rank runs are bitwise equal; evaluation split over ranks gives
  *     the reference's accuracy; a rank whose weights differ fails the
- *     replica check on every rank with one message.
+ *     replica check on every rank with one message;
+ *   - [dist] shard = optimizer with the weights gathered in the NCCL
+ *     transport's padded blocks (check_shard_blocks) is bitwise shard =
+ *     none.
  * `test_dist hang` is the watchdog case: rank 1 stops answering and rank 0
  * must end the job after [dist] timeout (tests/dist/hang.sh checks it).
  * `test_dist fail`: rank 1 fails alone mid-run (amp_dist_exit stops the
