@@ -338,6 +338,7 @@ static int open_dist(amp_session *s, char *err, size_t errlen) {
     int rc = amp_dist_grads_open(&s->grads, s->dist, s->be, m->grads, t, d->nparam_tensors,
                                  s->shard, err, errlen);
     free(t);
+    if (rc == 0 && s->shard) rc = amp_session_shard_device(s, err, errlen);
     return rc;
 }
 

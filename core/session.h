@@ -74,6 +74,11 @@ typedef struct amp_session {
     size_t *wire_at;         /* [nparam_tensors + 1] byte offset of each tensor on the wire */
     size_t *block_bytes, *block_at; /* [world] each rank's block of it */
     uint8_t *wire, *wire_mine; /* host: the whole wire, this rank's block */
+    /* NCCL (amp_dist_grads_on_device): the wire gathered in device memory
+     * instead, rank r's block at r * dev_block (the longest block, padded
+     * to 16 bytes: ncclAllGather moves equal blocks) */
+    uint8_t *dev_wire;
+    size_t dev_block;
     void *dev16;             /* backend scratch of 16-bit values */
     size_t wts_n;            /* elements of the model's wts */
     uint64_t weights_sent;   /* bytes this rank sent of the weights in the last step */
@@ -166,6 +171,9 @@ int amp_session_gather_optim(amp_session *s, char *err, size_t errlen);
  * copies in their working dtypes (after each applied step, and before the
  * first forward after the weights were put). 0, or -1 with err. */
 int amp_session_shard_open(amp_session *s, char *err, size_t errlen);
+/* After the gradient reduction opened: the device wire where its
+ * transport gathers on the device. 0, or -1. */
+int amp_session_shard_device(amp_session *s, char *err, size_t errlen);
 void amp_session_shard_close(amp_session *s);
 int amp_session_share_weights(amp_session *s, char *err, size_t errlen);
 void amp_session_snapshot_free(amp_checkpoint *ck);

@@ -9,7 +9,11 @@
  * does, so every working copy holds the same bits; it is counted into the
  * owner's cast counts, which the ranks' statistics add up. For a
  * checkpoint (or the weights file) the FP32 masters and the moments are
- * gathered whole on the host (amp_session_gather_optim). */
+ * gathered whole on the host (amp_session_gather_optim). Over MPI the wire
+ * is gathered in host memory (MPI_Ialltoallv's direct sends); over NCCL in
+ * device memory with ncclAllGather, each rank's block padded to the
+ * longest (dev_block bytes), and the working copies are written from
+ * there by device copies. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +86,25 @@ int amp_session_shard_open(amp_session *s, char *err, size_t errlen) {
     return 0;
 }
 
+int amp_session_shard_device(amp_session *s, char *err, size_t errlen) {
+    if (!amp_dist_grads_on_device(s->grads)) return 0;
+    size_t widest = 0;
+    for (int r = 0; r < s->world; r++)
+        if (s->block_bytes[r] > widest) widest = s->block_bytes[r];
+    s->dev_block = (widest + 15) / 16 * 16;
+    if (!s->dev_block) s->dev_block = 16;
+    s->dev_wire = s->be->ops->alloc(s->be, (size_t)s->world * s->dev_block);
+    if (!s->dev_wire || s->be->ops->zero(s->be, s->dev_wire, (size_t)s->world * s->dev_block)) {
+        snprintf(err, errlen, "the sharded weights' device gather buffer: %s", s->be->err);
+        return -1;
+    }
+    /* the host wire is not used */
+    free(s->wire);
+    free(s->wire_mine);
+    s->wire = s->wire_mine = NULL;
+    return 0;
+}
+
 void amp_session_shard_close(amp_session *s) {
     free(s->wire_at);
     free(s->block_bytes);
@@ -90,15 +113,20 @@ void amp_session_shard_close(amp_session *s) {
     free(s->wire);
     free(s->wire_mine);
     if (s->dev16 && s->be) s->be->ops->release(s->be, s->dev16);
+    if (s->dev_wire && s->be) s->be->ops->release(s->be, s->dev_wire);
 }
 
 /* This rank's shard of the masters into its block, in the working dtypes
- * (the rounding counted in the owner's cast counts). */
+ * (the rounding counted in the owner's cast counts): on the host, or (the
+ * device wire) in place in the device buffer, where a 16-bit value's byte
+ * offset is even (every tensor's values start at an even byte) and the
+ * FP32 ones are copied bytewise. */
 static int encode_shard(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
     amp_backend *be = s->be;
     const amp_model_desc *d = &m->desc;
     size_t lo = (size_t)s->rank * s->shard, hi = lo + s->shard;
+    uint8_t *block = s->dev_wire ? s->dev_wire + (size_t)s->rank * s->dev_block : s->wire_mine;
     TRY(amp_kit_cast_begin(m));
     for (int t = 0; t < d->nparam_tensors && !d->params[t].buffer; t++) {
         const amp_param_desc *P = &d->params[t];
@@ -106,16 +134,44 @@ static int encode_shard(amp_session *s, char *err, size_t errlen) {
         size_t b = P->offset + P->numel < hi ? P->offset + P->numel : hi;
         if (a >= b) continue;
         const float *src = m->master + (a - lo);
-        uint8_t *dst = s->wire_mine + (wire_byte(s, a) - s->block_at[s->rank]);
+        uint8_t *dst = block + (wire_byte(s, a) - s->block_at[s->rank]);
         amp_working_copy wc;
-        if (amp_model_copy16(m, t, &wc)) {
-            TRY(be->ops->round(be, s->dev16, wc.dt, src, b - a, amp_kit_cast_count(m, wc.layer)));
+        amp_round_count *cnt = NULL;
+        int w16 = amp_model_copy16(m, t, &wc);
+        if (w16) cnt = amp_kit_cast_count(m, wc.layer);
+        if (w16 && s->dev_wire) {
+            TRY(be->ops->round(be, dst, wc.dt, src, b - a, cnt));
+        } else if (w16) {
+            TRY(be->ops->round(be, s->dev16, wc.dt, src, b - a, cnt));
             TRY(be->ops->download(be, dst, s->dev16, (b - a) * sizeof(uint16_t)));
+        } else if (s->dev_wire) {
+            TRY(be->ops->copy(be, dst, src, (b - a) * sizeof(float)));
         } else {
             TRY(be->ops->download(be, dst, src, (b - a) * sizeof(float)));
         }
     }
     amp_kit_cast_end(m, 1);
+    return 0;
+}
+
+/* The wire's bytes [at, at + bytes) into device memory dst: from the host
+ * wire, or from each rank's block of the device wire that holds part of
+ * them. */
+static int put_wire(amp_session *s, void *dst, size_t at, size_t bytes, char *err,
+                    size_t errlen) {
+    amp_backend *be = s->be;
+    if (!s->dev_wire) {
+        TRY(be->ops->upload(be, dst, s->wire + at, bytes));
+        return 0;
+    }
+    for (int r = 0; r < s->world; r++) {
+        size_t a = s->block_at[r] > at ? s->block_at[r] : at;
+        size_t b = s->block_at[r] + s->block_bytes[r];
+        if (b > at + bytes) b = at + bytes;
+        if (a < b)
+            TRY(be->ops->copy(be, (uint8_t *)dst + (a - at),
+                              s->dev_wire + (size_t)r * s->dev_block + (a - s->block_at[r]), b - a));
+    }
     return 0;
 }
 
@@ -126,15 +182,16 @@ static int decode_all(amp_session *s, char *err, size_t errlen) {
     const amp_model_desc *d = &m->desc;
     for (int t = 0; t < d->nparam_tensors && !d->params[t].buffer; t++) {
         const amp_param_desc *P = &d->params[t];
-        const uint8_t *src = s->wire + s->wire_at[t];
+        size_t at = s->wire_at[t];
         amp_working_copy wc;
         if (!P->numel) continue;
         if (!amp_model_copy16(m, t, &wc)) {
-            TRY(be->ops->upload(be, m->wts + m->wts_off[t], src, P->numel * sizeof(float)));
+            if (put_wire(s, m->wts + m->wts_off[t], at, P->numel * sizeof(float), err, errlen))
+                return -1;
         } else if (!wc.f32_store) {
-            TRY(be->ops->upload(be, wc.ptr, src, P->numel * sizeof(uint16_t)));
+            if (put_wire(s, wc.ptr, at, P->numel * sizeof(uint16_t), err, errlen)) return -1;
         } else { /* an FP32 array of the 16-bit values */
-            TRY(be->ops->upload(be, s->dev16, src, P->numel * sizeof(uint16_t)));
+            if (put_wire(s, s->dev16, at, P->numel * sizeof(uint16_t), err, errlen)) return -1;
             TRY(be->ops->widen(be, wc.ptr, s->dev16, wc.dt, P->numel));
         }
     }
@@ -144,10 +201,17 @@ static int decode_all(amp_session *s, char *err, size_t errlen) {
 int amp_session_share_weights(amp_session *s, char *err, size_t errlen) {
     if (!s->shard) return 0;
     if (encode_shard(s, err, errlen) != 0) return -1;
-    if (amp_dist_allgatherv(s->dist, s->wire_mine, s->wire, s->block_bytes, s->block_at,
-                            &s->weights_sent, err, errlen) != 0)
-        return -1;
-    memcpy(s->wire + s->block_at[s->rank], s->wire_mine, s->block_bytes[s->rank]);
+    if (s->dev_wire) {
+        if (amp_dist_grads_allgather(s->grads, s->dev_wire, s->dev_block, err, errlen) != 0)
+            return -1;
+        /* counted as amp_dist_allgatherv counts: this rank's block, to N - 1 ranks */
+        s->weights_sent += (uint64_t)(s->world - 1) * s->block_bytes[s->rank];
+    } else {
+        if (amp_dist_allgatherv(s->dist, s->wire_mine, s->wire, s->block_bytes, s->block_at,
+                                &s->weights_sent, err, errlen) != 0)
+            return -1;
+        memcpy(s->wire + s->block_at[s->rank], s->wire_mine, s->block_bytes[s->rank]);
+    }
     if (decode_all(s, err, errlen) != 0) return -1;
     s->model->copies_stale = 0;
     return 0;

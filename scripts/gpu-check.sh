@@ -26,7 +26,8 @@
 #                           block-scaled MXFP8 GEMM; skips, not a failure,
 #                           on a GPU older than sm_100)
 #                 ctest     the other `gpu` tests (a gpu test that skips on a
-#                           GPU host fails, except dist_nccl with one GPU)
+#                           GPU host fails, except the 2-GPU NCCL tests
+#                           with one GPU)
 #                 nccl      dist_nccl's result (2 ranks, 2 GPUs, MPI build)
 #                 parity    CPU-vs-GPU training parity, the MLP rows
 #                           (tests/test_gpu_parity --only mlp; its gpt
@@ -461,7 +462,8 @@ fi
 
 # --- the basic tests first, then the other gpu tests --------------------------------
 # ctest_part NAME CAP CTEST-ARGS...: on a GPU host only the no-GPU CLI check
-# may skip, and dist_nccl with one GPU; any other skip fails, with its reason.
+# may skip, and the 2-GPU NCCL tests with one GPU; any other skip fails, with
+# its reason.
 ctest_part() {
     local name=$1 cap=$2 st note skipped why may_skip=train_cuda_without_gpu
     shift 2
@@ -469,7 +471,7 @@ ctest_part() {
     [ "$PART_RC" = 126 ] && return
     st=$(status_of $PART_RC)
     note=$(part_note $PART_RC "$LOGS/ctest.log")
-    [ "${GPUS:-0}" -lt 2 ] && may_skip="$may_skip|dist_nccl"
+    [ "${GPUS:-0}" -lt 2 ] && may_skip="$may_skip|dist_nccl|dist_syncbn_nccl|dist_shard_nccl"
     # the block-scaled GEMM needs sm_100: its test skips on an older GPU, saying so
     grep -q 'test_gpu_mx_gemm: skipped: the GPU is sm_' "$LOGS/ctest.log" 2>/dev/null &&
         may_skip="$may_skip|test_gpu_mx_gemm"

@@ -495,6 +495,9 @@ typedef struct amp_backend_ops {
     int (*upload)(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes);
     int (*download)(amp_backend *be, void *dst_host, const void *src_dev, size_t bytes);
     int (*zero)(amp_backend *be, void *dst_dev, size_t bytes);
+    /* dst_dev[bytes] = src_dev[bytes] (device memory, not overlapping, any
+     * alignment), ordered with the backend's other work. */
+    int (*copy)(amp_backend *be, void *dst_dev, const void *src_dev, size_t bytes);
     /* The descriptor GEMM (see amp_gemm_desc): batched, with the fused
      * bias/activation/rounding epilogue. */
     int (*gemm_ex)(amp_backend *be, const amp_gemm_desc *d);

@@ -632,6 +632,7 @@ static const amp_backend_ops cpu_ops = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .zero = cpu_zero,
+    .copy = cpu_copy,
     .gemm_ex = cpu_gemm_ex,
     .round = cpu_round,
     .quantize = cpu_quantize,

@@ -28,6 +28,7 @@ struct amp_dist {
     int mpi;                 /* MPI_Init was called here */
     amp_dist_settings set;
     int agreed;              /* the last code amp_dist_agree returned */
+    int test_device_gather;  /* amp_dist_test_device_gather */
 #if AMP_HAVE_MPI
     MPI_Comm comm;
     MPI_Comm back;           /* the gradient sums' gathers back (their own order) */
@@ -72,7 +73,50 @@ void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early) {
 uint64_t amp_dist_grads_sent(const amp_dist_grads *g) { return g ? g->sent : 0; }
 
 size_t amp_dist_grads_bytes(const amp_dist_grads *g) {
-    return g && g->wire ? g->nparams * sizeof(uint16_t) : 0;
+    return g ? (g->wire ? g->nparams * sizeof(uint16_t) : 0) + g->stage_bytes : 0;
+}
+
+size_t dist_esize(const dist_grads *g) {
+    return g->dtype == AMP_DIST_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+void dist_piece(const dist_grads *g, int r, size_t o, size_t c, size_t *lo, size_t *len) {
+    size_t a = (size_t)r * g->part, b = a + g->part;
+    if (a < o) a = o;
+    if (b > o + c) b = o + c;
+    *lo = a;
+    *len = b > a ? b - a : 0;
+}
+
+uint64_t dist_scatter_bytes(const dist_grads *g, int k) {
+    const dist_bucket *b = &g->buckets[k];
+    uint64_t n = 0;
+    for (int r = 0; r < g->world; r++) {
+        size_t lo, len;
+        dist_piece(g, r, b->offset, b->count, &lo, &len);
+        if (r != g->rank) n += len;
+    }
+    return n * dist_esize(g);
+}
+
+uint64_t dist_gather_bytes(const dist_grads *g, int k) {
+    const dist_bucket *b = &g->buckets[k];
+    size_t lo, len;
+    dist_piece(g, g->rank, b->offset, b->count, &lo, &len);
+    return g->keep_shard ? 0 : (uint64_t)(g->world - 1) * len * dist_esize(g);
+}
+
+int amp_dist_grads_on_device(const amp_dist_grads *g) {
+    return g && g->tr && g->tr->allgather;
+}
+
+int amp_dist_grads_allgather(amp_dist_grads *g, void *buf, size_t block, char *err,
+                             size_t errlen) {
+    if (!amp_dist_grads_on_device(g)) {
+        snprintf(err, errlen, "the %s transport gathers on the host", amp_dist_grads_transport(g));
+        return -1;
+    }
+    return g->tr->allgather(g, buf, block, err, errlen);
 }
 
 void amp_dist_configure(amp_dist *d, const amp_dist_settings *set) {
@@ -80,6 +124,10 @@ void amp_dist_configure(amp_dist *d, const amp_dist_settings *set) {
 }
 
 const amp_dist_settings *amp_dist_settings_of(const amp_dist *d) { return d ? &d->set : NULL; }
+
+void amp_dist_test_device_gather(amp_dist *d, int on) {
+    if (d) d->test_device_gather = on;
+}
 
 double amp_dist_grads_comm_ms(const amp_dist_grads *g) {
     if (!g) return 0.0;
@@ -509,6 +557,7 @@ typedef struct mpi_piece_plan {
 } mpi_piece_plan;
 
 typedef struct mpi_grads {
+    amp_dist *d;
     MPI_Comm comm;
     MPI_Comm back;          /* the gathers back, ordered apart from the scatters (d's) */
     int gathered;           /* buckets whose gather back is posted this step */
@@ -517,21 +566,8 @@ typedef struct mpi_grads {
     void **stage;           /* [nbuckets] world x the rank's piece: the contributions */
 } mpi_grads;
 
-static size_t esize(const dist_grads *g) {
-    return g->dtype == AMP_DIST_BF16 ? sizeof(uint16_t) : sizeof(float);
-}
-
 static void *base_of(const dist_grads *g) {
     return g->dtype == AMP_DIST_BF16 ? (void *)g->wire : (void *)g->grads;
-}
-
-/* Rank r's piece of [o, o + c): [*lo, *lo + *len). */
-static void piece(const dist_grads *g, int r, size_t o, size_t c, size_t *lo, size_t *len) {
-    size_t a = (size_t)r * g->part, b = a + g->part;
-    if (a < o) a = o;
-    if (b > o + c) b = o + c;
-    *lo = a;
-    *len = b > a ? b - a : 0;
 }
 
 /* The counts of bucket k's two exchanges, once at open. */
@@ -545,12 +581,12 @@ static int plan_pieces(dist_grads *g, mpi_grads *m) {
             G->cnt[i] = calloc((size_t)W, sizeof(int));
             if (!S->cnt[i] || !G->cnt[i]) return -1;
         }
-        piece(g, g->rank, b->offset, b->count, &S->lo, &S->len);
+        dist_piece(g, g->rank, b->offset, b->count, &S->lo, &S->len);
         G->lo = S->lo;
         G->len = S->len;
         for (int r = 0; r < W; r++) {
             size_t lo, len;
-            piece(g, r, b->offset, b->count, &lo, &len);
+            dist_piece(g, r, b->offset, b->count, &lo, &len);
             /* scatter: my part of r's piece to r; r's part of my piece into stage row r */
             S->cnt[0][r] = (int)len;
             S->cnt[1][r] = (int)(lo - b->offset);
@@ -562,7 +598,7 @@ static int plan_pieces(dist_grads *g, mpi_grads *m) {
             G->cnt[2][r] = r == g->rank ? 0 : (int)len;
             G->cnt[3][r] = (int)(lo - b->offset);
         }
-        m->stage[k] = malloc((size_t)W * (S->len ? S->len : 1) * esize(g));
+        m->stage[k] = malloc((size_t)W * (S->len ? S->len : 1) * dist_esize(g));
         if (!m->stage[k]) return -1;
     }
     return 0;
@@ -603,14 +639,13 @@ static int mpi_post(dist_grads *g, int k, char *err, size_t errlen) {
     mpi_grads *m = g->impl;
     const dist_bucket *b = &g->buckets[k];
     const mpi_piece_plan *S = &m->scatter[k];
-    char *base = (char *)base_of(g) + b->offset * esize(g);
+    char *base = (char *)base_of(g) + b->offset * dist_esize(g);
     if (MPI_Ialltoallv(base, S->cnt[0], S->cnt[1], wire_type(g), m->stage[k], S->cnt[2], S->cnt[3],
                        wire_type(g), m->comm, &m->req[k]) != MPI_SUCCESS) {
         snprintf(err, errlen, "MPI_Ialltoallv (reduce-scatter) of gradient bucket %d failed", k);
         return -1;
     }
-    for (int r = 0; r < g->world; r++)
-        if (r != g->rank) g->sent += (uint64_t)S->cnt[0][r] * esize(g);
+    g->sent += dist_scatter_bytes(g, k);
     g->buckets[k].phase = 1;
     if (k == 0) m->gathered = 0;
     return 0;
@@ -622,14 +657,14 @@ static int post_gather(dist_grads *g, mpi_grads *m, int k, char *err, size_t err
     char *base = (char *)base_of(g);
     /* sent from the stage: OpenMPI takes a send buffer equal to the receive
      * buffer (a piece at the bucket's start) for MPI_IN_PLACE */
-    memcpy(m->stage[k], base + G->lo * esize(g), G->len * esize(g));
+    memcpy(m->stage[k], base + G->lo * dist_esize(g), G->len * dist_esize(g));
     if (MPI_Ialltoallv(m->stage[k], G->cnt[0], G->cnt[1], wire_type(g),
-                       base + g->buckets[k].offset * esize(g), G->cnt[2], G->cnt[3], wire_type(g),
+                       base + g->buckets[k].offset * dist_esize(g), G->cnt[2], G->cnt[3], wire_type(g),
                        m->back, &m->req[k]) != MPI_SUCCESS) {
         snprintf(err, errlen, "MPI_Ialltoallv (gathering the sums) of bucket %d failed", k);
         return -1;
     }
-    g->sent += (uint64_t)(g->world - 1) * G->len * esize(g);
+    g->sent += dist_gather_bytes(g, k);
     g->buckets[k].phase = 2;
     return 0;
 }
@@ -709,13 +744,26 @@ static void mpi_close(dist_grads *g) {
     g->impl = NULL;
 }
 
-static const dist_transport mpi_transport = {"mpi",    1,    mpi_post, mpi_progress,
-                                             mpi_wait, NULL, mpi_close};
+/* the sharded weights are gathered on the host (amp_dist_allgatherv) */
+static const dist_transport mpi_transport = {"mpi",    1,    mpi_post,  mpi_progress,
+                                             mpi_wait, NULL, mpi_close, NULL};
+
+/* amp_dist_test_device_gather: NCCL's gather of equal blocks in place
+ * (MPI_Iallgather), on the CPU backend's memory. */
+static int mpi_allgather_blocks(dist_grads *g, void *buf, size_t block, char *err,
+                                size_t errlen) {
+    mpi_grads *m = g->impl;
+    return amp_dist_allgather(m->d, buf, block, err, errlen);
+}
+
+static const dist_transport mpi_block_transport = {"mpi",    1,    mpi_post,  mpi_progress,
+                                                   mpi_wait, NULL, mpi_close, mpi_allgather_blocks};
 
 int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     mpi_grads *m = calloc(1, sizeof *m);
     g->impl = m;
-    g->tr = &mpi_transport;
+    g->tr = d->test_device_gather && g->be->device == AMP_DEVICE_CPU ? &mpi_block_transport
+                                                                     : &mpi_transport;
     size_t nb = (size_t)g->nbuckets;
     if (m) {
         m->req = calloc(nb, sizeof *m->req);
@@ -728,6 +776,7 @@ int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen
         return -1; /* amp_dist_grads_close frees what was made */
     }
     for (int k = 0; k < g->nbuckets; k++) m->req[k] = MPI_REQUEST_NULL;
+    m->d = d;
     m->comm = d->comm;
     m->back = d->back;
     return 0;

@@ -10,8 +10,9 @@
  *      of the flat gradient array, in backward order), each posted as soon
  *      as the model reports its tensors final (amp_model_grads_ready): on
  *      the CPU reduce-scattered (each element's owner adds the ranks'
- *      values in rank order) and, unsharded, gathered back; ncclAllReduce
- *      on a second CUDA stream on the GPU. [dist] grad_dtype = bf16 sends
+ *      values in rank order) and, unsharded, gathered back; on the GPU
+ *      on a second CUDA stream, ncclAllReduce (sharded: reduce-scattered
+ *      with NCCL into the owners' slices). [dist] grad_dtype = bf16 sends
  *      them rounded to bf16 (the rounding is counted in the layer's
  *      gradient telemetry);
  *   3. after the step's one stats download, ONE small allreduce makes the
@@ -123,17 +124,31 @@ int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen);
  * tensors are in flat order and cover grads. shard = 0: after
  * amp_dist_grads_end every rank holds the whole sum; shard = S > 0
  * ([dist] shard): rank r holds the sums of elements [r S, (r + 1) S) only
- * (the buckets are reduce-scattered; the rest of grads is left as this
- * rank's own gradients; NCCL still all-reduces). On the CPU every element
- * is summed in rank order either way, so both give the same bits. *out is
- * NULL on one rank. 0, or -1 with err. */
+ * (the buckets are reduce-scattered: MPI's direct sends, or NCCL's
+ * ncclReduceScatter over a padded copy of the bucket, ncclReduce where the
+ * bucket has one owner; the rest of grads is left as this rank's own
+ * gradients). On the CPU every element is summed in rank order either
+ * way, so both give the same bits; NCCL's order is NCCL's (on 2 ranks
+ * every sum is one addition, the same bits whatever the collective). *out
+ * is NULL on one rank. 0, or -1 with err. */
 int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, float *grads,
                         const amp_dist_tensor *tensors, int ntensors, size_t shard, char *err,
                         size_t errlen);
 /* Bytes this rank sent to the other ranks for the gradients of the last
- * step (MPI: exactly what it handed to MPI's direct sends; NCCL: a ring
- * all-reduce's 2 (N - 1) / N of the buckets). */
+ * step, counted the same way on either transport: its values of the
+ * elements other ranks own, and unsharded its sums to the N - 1 others
+ * (MPI: exactly what it handed to MPI's direct sends; NCCL's ring moves
+ * the same total over the ranks, plus a reduce-scatter's padding). */
 uint64_t amp_dist_grads_sent(const amp_dist_grads *g);
+/* 1 when the transport gathers the sharded weights in device memory
+ * (NCCL): then amp_dist_grads_allgather, not amp_dist_allgatherv. */
+int amp_dist_grads_on_device(const amp_dist_grads *g);
+/* ncclAllGather of block bytes from every rank, in place: rank r's at
+ * buf + r * block (device memory, world * block bytes) into every rank's
+ * buf, after the backend's work before it and before its work after it;
+ * the wait is bounded by [dist] timeout. 0, or -1 with err (MPI: -1). */
+int amp_dist_grads_allgather(amp_dist_grads *g, void *buf, size_t block, char *err,
+                             size_t errlen);
 /* Releases it (before the backend is destroyed). NULL is fine. */
 void amp_dist_grads_close(amp_dist_grads *g);
 /* Before the last micro-batch's backward of 0-based step `step`. */
@@ -154,7 +169,8 @@ double amp_dist_grads_comm_ms(const amp_dist_grads *g);
 void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early);
 /* "mpi" or "nccl" ("none" for NULL). */
 const char *amp_dist_grads_transport(const amp_dist_grads *g);
-/* Bytes the reduction allocated on the backend (the bf16 wire copy). */
+/* Bytes the reduction allocated on the device (the bf16 wire copy, NCCL's
+ * padded reduce-scatter stage). */
 size_t amp_dist_grads_bytes(const amp_dist_grads *g);
 
 /* The step record after its download, made common in one allreduce: the
@@ -170,6 +186,13 @@ int amp_dist_reduce_step(amp_dist *d, double *v, int n, char *err, size_t errlen
  * equal, -1 out of memory. */
 int amp_dist_compare(amp_dist *d, const uint32_t *sums, const char *const *labels, int n,
                      int64_t step, char *err, size_t errlen);
+
+/* Test hook: gradient reductions opened while on, on the CPU backend over
+ * MPI, gather the sharded weights as the NCCL transport does (equal padded
+ * blocks in a buffer of the backend's, amp_dist_grads_allgather, with
+ * MPI_Iallgather), so the session's side of NCCL's weights gather runs on
+ * the CPU. Off by default; training never turns it on. */
+void amp_dist_test_device_gather(amp_dist *d, int on);
 
 /* The [dist] settings (the session reads them); before grads_open. */
 void amp_dist_configure(amp_dist *d, const amp_dist_settings *set);

@@ -38,6 +38,9 @@ typedef struct dist_transport {
      * host-timed transports. */
     double (*hidden_ms)(dist_grads *g);
     void (*close)(dist_grads *g);
+    /* amp_dist_grads_allgather on device memory; NULL where the weights
+     * are gathered on the host (MPI). */
+    int (*allgather)(dist_grads *g, void *buf, size_t block, char *err, size_t errlen);
 } dist_transport;
 
 struct dist_grads {
@@ -59,6 +62,7 @@ struct dist_grads {
      * all of them (shard = none). */
     size_t part;
     int keep_shard;
+    size_t stage_bytes;         /* (dev) the transport's own buffers (NCCL's padded stage) */
     uint64_t sent;              /* bytes this rank sent to the others this step */
     int rank, world, local_rank;
     double timeout_s;
@@ -67,6 +71,18 @@ struct dist_grads {
     const dist_transport *tr;
     void *impl;
 };
+
+/* Rank r's piece of the elements [o, o + c): [*lo, *lo + *len), the part
+ * of rank r's [r part, (r + 1) part) in it (empty: *len = 0). */
+void dist_piece(const dist_grads *g, int r, size_t o, size_t c, size_t *lo, size_t *len);
+/* Bytes of the wire's elements (2 for bf16, 4 for f32). */
+size_t dist_esize(const dist_grads *g);
+/* What this rank sends of bucket k, counted as MPI's direct sends move it
+ * whatever the transport: its values of the other ranks' pieces (the
+ * reduce-scatter), and (dist_gather_bytes, shard = none) its summed piece
+ * to each of the N - 1 others. */
+uint64_t dist_scatter_bytes(const dist_grads *g, int k);
+uint64_t dist_gather_bytes(const dist_grads *g, int k);
 
 /* Prints "amptrain: rank R: MESSAGE; stopping all ranks" and ends every
  * rank (MPI_Abort). For waits on other ranks that ran out of time: nothing

@@ -1,5 +1,15 @@
 /* The GPU gradient transport: ncclAllReduce on a stream of its own, so a
- * bucket is summed while the backend's stream goes on with backward. Each
+ * bucket is summed while the backend's stream goes on with backward.
+ * Sharded ([dist] shard = optimizer), a bucket is reduce-scattered into
+ * its owners' slices instead (rank r owns elements [r S, (r + 1) S)):
+ * ncclReduceScatter cuts its buffer into N equal parts, so the pieces of
+ * the bucket are copied into a stage of N parts of P elements (P the
+ * longest piece; part r holds rank r's piece, the rest padding, whose sums
+ * nobody reads), reduce-scattered in place, and the owner's part copied
+ * back into its slice of the gradients; a bucket inside one rank's slice
+ * goes to its owner with ncclReduce (the reduce-scatter whose other parts
+ * are empty, without sending N - 1 parts of padding). The sharded weights
+ * are gathered with ncclAllGather on the same stream. Each
  * bucket waits for an event recorded on the backend's stream when the model
  * reported it final; at the end the host polls the last NCCL event (bounded
  * by [dist] timeout, so a hung peer cannot hang this rank) and the backend's
@@ -28,6 +38,13 @@ typedef struct nccl_grads {
     cudaEvent_t done;     /* recorded on stream after the last bucket */
     int last_ready;       /* the bucket whose ready event ends backward (-1 none) */
     float exposed_ms;     /* this step: from backward's end to the last bucket summed */
+    /* sharded: bucket k goes to owner[k] alone (ncclReduce), or (owner[k]
+     * = -1) is reduce-scattered in parts of part[k] elements through the
+     * stage (part[k] = 0: no rank owns any of it, nothing to send) */
+    int *owner;           /* [nbuckets] */
+    size_t *part;         /* [nbuckets] */
+    void *stage;          /* (dev) world x max part[k] wire elements */
+    cudaEvent_t before, gathered; /* around the weights' all-gather */
 } nccl_grads;
 
 #define NCCL_TRY(expr)                                                                        \
@@ -74,6 +91,34 @@ static int nccl_connect(dist_grads *g, char *err, size_t errlen) {
     return 0;
 }
 
+/* Sharded: bucket k's sums into its owners' slices (see the file
+ * comment), on NCCL's stream. */
+static int post_shard(dist_grads *g, int k, char *base, ncclDataType_t type, char *err,
+                      size_t errlen) {
+    nccl_grads *n = g->impl;
+    const dist_bucket *b = &g->buckets[k];
+    size_t es = dist_esize(g), P = n->part[k], lo, len;
+    if (n->owner[k] >= 0) {
+        NCCL_TRY(ncclReduce(base + b->offset * es, base + b->offset * es, b->count, type, ncclSum,
+                            n->owner[k], n->comm, n->stream));
+        return 0;
+    }
+    if (P == 0) return 0;
+    char *st = n->stage, *mine = st + (size_t)g->rank * P * es;
+    for (int r = 0; r < g->world; r++) {
+        dist_piece(g, r, b->offset, b->count, &lo, &len);
+        if (len)
+            CUDA_TRY(cudaMemcpyAsync(st + (size_t)r * P * es, base + lo * es, len * es,
+                                     cudaMemcpyDeviceToDevice, n->stream));
+    }
+    NCCL_TRY(ncclReduceScatter(st, mine, P, type, ncclSum, n->comm, n->stream));
+    dist_piece(g, g->rank, b->offset, b->count, &lo, &len);
+    if (len)
+        CUDA_TRY(cudaMemcpyAsync(base + lo * es, mine, len * es, cudaMemcpyDeviceToDevice,
+                                 n->stream));
+    return 0;
+}
+
 static int nccl_post(dist_grads *g, int k, char *err, size_t errlen) {
     nccl_grads *n = g->impl;
     const dist_bucket *b = &g->buckets[k];
@@ -81,16 +126,14 @@ static int nccl_post(dist_grads *g, int k, char *err, size_t errlen) {
     CUDA_TRY(cudaEventRecord(n->ready[k], n->compute));
     CUDA_TRY(cudaStreamWaitEvent(n->stream, n->ready[k], 0));
     n->last_ready = k;
-    /* a ring all-reduce sends 2 (N - 1) / N of the bucket (NCCL picks; a
-     * sharded run uses its own part of the sum) */
-    g->sent += 2 * (uint64_t)(g->world - 1) * b->count * (g->dtype == AMP_DIST_BF16 ? 2u : 4u) /
-               (uint64_t)g->world;
-    if (g->dtype == AMP_DIST_BF16)
-        NCCL_TRY(ncclAllReduce(g->wire + b->offset, g->wire + b->offset, b->count, ncclBfloat16,
-                               ncclSum, n->comm, n->stream));
-    else
-        NCCL_TRY(ncclAllReduce(g->grads + b->offset, g->grads + b->offset, b->count, ncclFloat32,
-                               ncclSum, n->comm, n->stream));
+    /* counted as MPI's direct sends move it (dist.h) */
+    g->sent += dist_scatter_bytes(g, k) + dist_gather_bytes(g, k);
+    int bf16 = g->dtype == AMP_DIST_BF16;
+    char *base = bf16 ? (char *)g->wire : (char *)g->grads;
+    ncclDataType_t type = bf16 ? ncclBfloat16 : ncclFloat32;
+    if (g->keep_shard) return post_shard(g, k, base, type, err, errlen);
+    char *p = base + b->offset * dist_esize(g);
+    NCCL_TRY(ncclAllReduce(p, p, b->count, type, ncclSum, n->comm, n->stream));
     return 0;
 }
 
@@ -99,14 +142,14 @@ static int nccl_progress(dist_grads *g, char *err, size_t errlen) {
     return 0; /* NCCL runs on its own stream */
 }
 
-/* Polls the end of the last bucket with a time limit, watching NCCL's
+/* Polls ev (recorded on NCCL's stream) with a time limit, watching NCCL's
  * asynchronous errors; then orders the backend's stream after it. */
-static int nccl_wait(dist_grads *g, char *err, size_t errlen) {
+static int poll_event(dist_grads *g, cudaEvent_t ev, const char *what, char *err,
+                      size_t errlen) {
     nccl_grads *n = g->impl;
-    CUDA_TRY(cudaEventRecord(n->done, n->stream));
     double t0 = amp_clock_ms();
     for (;;) {
-        cudaError_t e = cudaEventQuery(n->done);
+        cudaError_t e = cudaEventQuery(ev);
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) CUDA_TRY(e);
         ncclResult_t async = ncclSuccess;
@@ -114,8 +157,7 @@ static int nccl_wait(dist_grads *g, char *err, size_t errlen) {
         if (async != ncclSuccess) {
             ncclCommAbort(n->comm);
             n->comm = NULL;
-            snprintf(err, errlen, "NCCL failed in the gradient allreduce: %s",
-                     ncclGetErrorString(async));
+            snprintf(err, errlen, "NCCL failed in %s: %s", what, ncclGetErrorString(async));
             return -1;
         }
         double waited = amp_clock_ms() - t0;
@@ -123,14 +165,25 @@ static int nccl_wait(dist_grads *g, char *err, size_t errlen) {
             ncclCommAbort(n->comm); /* frees the kernels that wait for the peer */
             n->comm = NULL;
             amp_dist_fatal(g->rank,
-                           "the NCCL gradient allreduce at step %lld did not finish in %.0f s (a "
-                           "rank died, hangs, or is more than [dist] timeout = %g s behind)",
-                           (long long)g->step + 1, waited / 1e3, g->timeout_s);
+                           "%s over NCCL at step %lld did not finish in %.0f s (a rank died, "
+                           "hangs, or is more than [dist] timeout = %g s behind)",
+                           what, (long long)g->step + 1, waited / 1e3, g->timeout_s);
         }
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    CUDA_TRY(cudaStreamWaitEvent(n->compute, n->done, 0));
+    CUDA_TRY(cudaStreamWaitEvent(n->compute, ev, 0));
+    return 0;
+}
+
+/* The end of the last bucket, bounded (poll_event). */
+static int nccl_wait(dist_grads *g, char *err, size_t errlen) {
+    nccl_grads *n = g->impl;
+    CUDA_TRY(cudaEventRecord(n->done, n->stream));
+    if (poll_event(g, n->done,
+                   g->keep_shard ? "the gradient reduce-scatter" : "the gradient allreduce", err,
+                   errlen) != 0)
+        return -1;
     n->exposed_ms = 0.0f;
     if (n->last_ready >= 0) {
         float ms = 0.0f;
@@ -146,6 +199,19 @@ static double nccl_hidden_ms(dist_grads *g) {
     return n ? (double)n->exposed_ms : 0.0;
 }
 
+/* The sharded weights (amp_dist_grads_allgather): after the backend's
+ * work that wrote this rank's block, bounded like the buckets. */
+static int nccl_allgather(dist_grads *g, void *buf, size_t block, char *err, size_t errlen) {
+    nccl_grads *n = g->impl;
+    if (!n->comm && nccl_connect(g, err, errlen) != 0) return -1;
+    char *p = buf;
+    CUDA_TRY(cudaEventRecord(n->before, n->compute));
+    CUDA_TRY(cudaStreamWaitEvent(n->stream, n->before, 0));
+    NCCL_TRY(ncclAllGather(p + (size_t)g->rank * block, p, block, ncclUint8, n->comm, n->stream));
+    CUDA_TRY(cudaEventRecord(n->gathered, n->stream));
+    return poll_event(g, n->gathered, "the weights' all-gather", err, errlen);
+}
+
 static void nccl_close(dist_grads *g) {
     nccl_grads *n = g->impl;
     if (!n) return;
@@ -154,7 +220,12 @@ static void nccl_close(dist_grads *g) {
     for (int k = 0; n->ready && k < g->nbuckets; k++)
         if (n->ready[k]) cudaEventDestroy(n->ready[k]);
     free(n->ready);
+    free(n->owner);
+    free(n->part);
+    if (n->stage) g->be->ops->release(g->be, n->stage);
     if (n->done) cudaEventDestroy(n->done);
+    if (n->before) cudaEventDestroy(n->before);
+    if (n->gathered) cudaEventDestroy(n->gathered);
     if (n->stream) cudaStreamDestroy(n->stream);
     free(n);
     g->impl = NULL;
@@ -162,8 +233,43 @@ static void nccl_close(dist_grads *g) {
 
 /* host_timed = 0: the host's wait covers backward still running on the
  * GPU, so the step's communication time is the events' (hidden_ms). */
-static const dist_transport nccl_transport = {"nccl", 0,        nccl_post, nccl_progress,
-                                              nccl_wait, nccl_hidden_ms, nccl_close};
+static const dist_transport nccl_transport = {"nccl",         0,          nccl_post,
+                                              nccl_progress,  nccl_wait,  nccl_hidden_ms,
+                                              nccl_close,     nccl_allgather};
+
+/* Sharded: how each bucket travels, and the stage for the reduce-scatters
+ * (zeroed once: its padding is summed but never read). */
+static int plan_shard(dist_grads *g, nccl_grads *n, char *err, size_t errlen) {
+    n->owner = calloc((size_t)g->nbuckets, sizeof *n->owner);
+    n->part = calloc((size_t)g->nbuckets, sizeof *n->part);
+    if (!n->owner || !n->part) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    size_t widest = 0;
+    for (int k = 0; k < g->nbuckets; k++) {
+        const dist_bucket *b = &g->buckets[k];
+        int owners = 0, last = -1;
+        size_t P = 0, lo, len;
+        for (int r = 0; r < g->world; r++) {
+            dist_piece(g, r, b->offset, b->count, &lo, &len);
+            if (len) owners++, last = r;
+            if (len > P) P = len;
+        }
+        n->owner[k] = owners == 1 ? last : -1;
+        n->part[k] = owners > 1 ? P : 0;
+        if (n->part[k] > widest) widest = n->part[k];
+    }
+    if (!widest) return 0;
+    g->stage_bytes = (size_t)g->world * widest * dist_esize(g);
+    n->stage = g->be->ops->alloc(g->be, g->stage_bytes);
+    if (!n->stage || g->be->ops->zero(g->be, n->stage, g->stage_bytes) != 0) {
+        snprintf(err, errlen, "the reduce-scatter's stage of %zu bytes: %s", g->stage_bytes,
+                 g->be->err);
+        return -1;
+    }
+    return 0;
+}
 
 int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     nccl_grads *n = calloc(1, sizeof *n);
@@ -184,8 +290,10 @@ int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     CUDA_TRY(cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
     for (int k = 0; k < g->nbuckets; k++) CUDA_TRY(cudaEventCreate(&n->ready[k]));
     CUDA_TRY(cudaEventCreate(&n->done));
+    CUDA_TRY(cudaEventCreateWithFlags(&n->before, cudaEventDisableTiming));
+    CUDA_TRY(cudaEventCreateWithFlags(&n->gathered, cudaEventDisableTiming));
     n->d = d;
-    return 0;
+    return g->keep_shard ? plan_shard(g, n, err, errlen) : 0;
 }
 
 /* Sync batch norm's sums (dist_allsum.h): on NCCL's stream like the

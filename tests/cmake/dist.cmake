@@ -53,6 +53,12 @@ if(AMP_HAVE_MPI)
            COMMAND bash ${AMP_DIST_SCRIPTS}/syncbn.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
                    ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/syncbn_nccl cuda ${AMP_HAVE_NCCL})
   set_tests_properties(dist_syncbn_nccl PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # [dist] shard = optimizer over NCCL (reduce-scatter, device all-gather)
+  # against shard = none on 2 GPUs, and a sharded checkpoint resumed unsharded
+  add_test(NAME dist_shard_nccl
+           COMMAND bash ${AMP_DIST_SCRIPTS}/shard_nccl.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
+                   ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/shard_nccl ${AMP_HAVE_NCCL})
+  set_tests_properties(dist_shard_nccl PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
 else()
   add_test(NAME dist_skipped
            COMMAND sh -c "echo 'amptrain was built without MPI (AMP_MPI=OFF or no libopenmpi-dev): the mpi tests are skipped'; exit 77")

@@ -21,6 +21,51 @@ need_mpirun() {
     fi
 }
 
+# need_nccl_gpus HAVE_NCCL WHAT: skip (77) with a message unless the build
+# has NCCL and 2 GPUs are visible (NCCL refuses two ranks on one device);
+# WHAT names the test in the message.
+need_nccl_gpus() {
+    case $1 in ON | on | 1 | TRUE | true) ;; *)
+        echo "SKIP: amptrain was built without NCCL (needs MPI, CUDA and nccl.h/libnccl)"
+        exit 77 ;;
+    esac
+    local gpus
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if [ "${gpus:-0}" -lt 2 ]; then
+        echo "SKIP: ${gpus:-0} GPU(s) visible: $2 needs 2"
+        exit 77
+    fi
+}
+
+# rank_field RUN RANK KEY: KEY's number in rank RANK's row of summary.json's "ranks"
+rank_field() {
+    grep -o "{\"rank\": $2, .*" "$1/summary.json" | grep -o "\"$3\": [0-9]*" | head -1 | grep -o '[0-9]*$'
+}
+
+# sent_bytes REF RUN N NP WSIZE WHAT: every rank's bytes sent in the last
+# step (summary.json's "ranks"), as MPI's direct sends count them on either
+# transport, for N trained elements on NP ranks (rank r's elements of the
+# sums are [r S, (r + 1) S), S = ceil(N / NP), the last short): the sharded
+# RUN sent 4 (N - its slice) of gradients and WSIZE x its slice x (NP - 1)
+# of weights (WSIZE: the working dtype's bytes), the unsharded REF 4 (N -
+# its slice) + 4 x its slice x (NP - 1) and no weights. Prints the bytes
+# all ranks sent a step: REF's, then RUN's.
+sent_bytes() {
+    local ref=$1 run=$2 n=$3 np=$4 wsize=$5 what=$6 r mine g w g0 w0 none=0 zero=0
+    local S=$(( (n + np - 1) / np ))
+    for ((r = 0; r < np; r++)); do
+        mine=$(( n - r * S < S ? n - r * S : S ))
+        g=$(rank_field "$run" $r gradients) w=$(rank_field "$run" $r weights)
+        [ "$g" = $((4 * (n - mine))) ] && [ "$w" = $((wsize * mine * (np - 1))) ] ||
+            fail "$what rank $r: sent gradients $g, weights $w bytes (want $((4 * (n - mine))), $((wsize * mine * (np - 1))))"
+        g0=$(rank_field "$ref" $r gradients) w0=$(rank_field "$ref" $r weights)
+        [ "$g0" = $((4 * (n - mine) + 4 * mine * (np - 1))) ] && [ "$w0" = 0 ] ||
+            fail "$what rank $r: shard=none sent $g0 + $w0 bytes (want $((4 * (n - mine) + 4 * mine * (np - 1))) + 0)"
+        none=$((none + g0)) zero=$((zero + g + w))
+    done
+    echo "$none $zero"
+}
+
 # In containers without ptrace between processes (Docker's default), OpenMPI's
 # shared-memory transport fails its single-copy (CMA) reads; copying through
 # the shared segment works everywhere, and these messages are small.

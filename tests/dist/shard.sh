@@ -24,10 +24,6 @@ base=(--set model.hidden=47,24 --set train.steps=50 --set train.eval_every=0)
 noscale=$W/noscale.ini
 sed -e '/^growth_interval/d' -e 's/^plugin = dynamic/plugin = none/' "$cfg" >"$noscale"
 
-# rank_field RUN RANK KEY: KEY's number in rank RANK's row of summary.json's "ranks"
-rank_field() {
-    grep -o "{\"rank\": $2, .*" "$1/summary.json" | grep -o "\"$3\": [0-9]*" | head -1 | grep -o '[0-9]*$'
-}
 align() { echo $(( ($1 + 255) / 256 * 256 )); } # the arena's alignment
 
 for np in 2 4; do
@@ -48,7 +44,6 @@ for np in 2 4; do
         grep -q '"dist_shard": "optimizer"' "$run/summary.json" || fail "summary lacks dist_shard"
         wsize=2 # the working dtype on the weights' wire
         [ $prec = fp32 ] && wsize=4
-        sum_none=0 sum_zero=0
         for ((r = 0; r < np; r++)); do
             # memory: the masters and AdamW's 2 moments of this rank's S elements, exactly
             full=$(rank_field "$ref" $r master_params) part=$(rank_field "$run" $r master_params)
@@ -58,16 +53,10 @@ for np in 2 4; do
                 fail "$np ranks $prec rank $r: masters $part, moments $opt bytes (want $(align $((4 * S))) and twice that)"
             [ $(( (part + opt) - 3 * full / np )) -lt $(( 1024 * ntensors )) ] ||
                 fail "$np ranks $prec rank $r: $((part + opt)) bytes, more than 1/$np of $((3 * full)) plus 1 KiB a tensor"
-            # traffic: this rank's elements of the sums are [r S, (r + 1) S) (the last short)
-            mine=$(( n - r * S < S ? n - r * S : S ))
-            g=$(rank_field "$run" $r gradients) w=$(rank_field "$run" $r weights)
-            [ "$g" = $((4 * (n - mine))) ] && [ "$w" = $((wsize * mine * (np - 1))) ] ||
-                fail "$np ranks $prec rank $r: sent gradients $g, weights $w bytes (want $((4 * (n - mine))), $((wsize * mine * (np - 1))))"
-            g0=$(rank_field "$ref" $r gradients) w0=$(rank_field "$ref" $r weights)
-            [ "$g0" = $((4 * (n - mine) + 4 * mine * (np - 1))) ] && [ "$w0" = 0 ] ||
-                fail "$np ranks $prec rank $r: shard=none sent $g0 + $w0 bytes"
-            sum_none=$((sum_none + g0)) sum_zero=$((sum_zero + g + w))
         done
+        # traffic: exactly the reduce-scatter's and the working-dtype gather's
+        sums=$(sent_bytes "$ref" "$run" $n $np $wsize "$np ranks $prec") || exit 1
+        read -r sum_none sum_zero <<<"$sums"
         if [ $prec = bf16 ]; then
             [ $((4 * sum_zero)) -le $((3 * sum_none)) ] ||
                 fail "$np ranks bf16: ZeRO-1 sent $sum_zero bytes a step, more than 0.75 x $sum_none"

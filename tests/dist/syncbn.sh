@@ -14,17 +14,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 MPIRUN=$1 A=$2 HERE=$3 W=$4 DEVICE=${5:-cpu}
 need_mpirun "$MPIRUN"
-if [ "$DEVICE" = cuda ]; then
-    case ${6:-} in ON | on | 1 | TRUE | true) ;; *)
-        echo "SKIP: amptrain was built without NCCL (needs MPI, CUDA and nccl.h/libnccl)"
-        exit 77 ;;
-    esac
-    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-    if [ "${gpus:-0}" -lt 2 ]; then
-        echo "SKIP: ${gpus:-0} GPU(s) visible: sync batch norm over NCCL needs 2"
-        exit 77
-    fi
-fi
+[ "$DEVICE" = cuda ] && need_nccl_gpus "${6:-}" "sync batch norm over NCCL"
 command -v python3 >/dev/null || { echo "SKIP: python3 (reads the weights) not found"; exit 77; }
 rm -rf "$W" && mkdir -p "$W" || exit 1
 root=$(cd "$HERE/../.." && pwd)

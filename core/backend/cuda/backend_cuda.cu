@@ -141,12 +141,23 @@ static void cuda_release(amp_backend *be, void *p) {
 /* Pageable source: cudaMemcpyAsync returns once src is staged, so the caller
  * may reuse it at once (not true for pinned buffers, which the core never
  * hands us). */
-static int cuda_upload(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes) {
+/* An asynchronous copy on the backend's stream (upload, copy). */
+static int cuda_memcpy(amp_backend *be, void *dst, const void *src, size_t bytes,
+                       cudaMemcpyKind kind, const char *what) {
     if (bytes == 0) return 0;
-    AMP_CHECK_CUDA(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice,
-                                   amp_cuda_im(be)->stream));
-    if (amp_cuda_after_launch(be, "cudaMemcpyAsync (upload)", __FILE__, __LINE__)) return 1;
+    AMP_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, amp_cuda_im(be)->stream));
+    if (amp_cuda_after_launch(be, what, __FILE__, __LINE__)) return 1;
     return 0;
+}
+
+static int cuda_upload(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes) {
+    return cuda_memcpy(be, dst_dev, src_host, bytes, cudaMemcpyHostToDevice,
+                       "cudaMemcpyAsync (upload)");
+}
+
+static int cuda_copy(amp_backend *be, void *dst_dev, const void *src_dev, size_t bytes) {
+    return cuda_memcpy(be, dst_dev, src_dev, bytes, cudaMemcpyDeviceToDevice,
+                       "cudaMemcpyAsync (copy)");
 }
 
 static int cuda_download(amp_backend *be, void *dst_host, const void *src_dev, size_t bytes) {
@@ -307,6 +318,7 @@ static amp_backend_ops cuda_make_ops(void) {
     o.upload = cuda_upload;
     o.download = cuda_download;
     o.zero = cuda_zero;
+    o.copy = cuda_copy;
     o.gemm_ex = cuda_gemm_ex;
     amp_cuda_kernel_ops(&o);
     o.device_bytes_used = cuda_device_bytes_used;
