@@ -377,8 +377,8 @@ typedef struct amp_mx_desc {
  * [ceil(rows / 16)][cols]) or in 16x16 tiles (AMP_NVFP4_TILES, scales
  * [ceil(rows / 16)][ceil(cols / 16)]); a short last block is a block of its
  * own. The tensor scale comes from the amax of the values quantized (after
- * the transform when `hadamard`). */
-enum { AMP_NVFP4_ROWS = 0, AMP_NVFP4_COLS = 1, AMP_NVFP4_TILES = 2 };
+ * the transform when `hadamard`). The layouts' block numbering is nvfp4.h's
+ * (amp_nvfp4_block_count, _of, _at). */
 typedef struct amp_nvfp4_desc {
     int rows, cols;
     int blocks;          /* AMP_NVFP4_ROWS / _COLS / _TILES */
@@ -579,6 +579,10 @@ int amp_backend_missing(amp_backend *be, const char *family, const char *op);
 /* Checks what every gemm_ex implementation requires of a descriptor; 0,
  * or 1 with be->err. */
 int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d);
+/* Checks what every nvfp4_* op (op: its name) requires of a descriptor:
+ * sizes >= 0, a known layout, the transform only in nvfp4_qdq down the
+ * columns; 0, or 1 with be->err. */
+int amp_nvfp4_desc_check(amp_backend *be, const amp_nvfp4_desc *d, const char *op);
 /* Core ops: every backend has them. */
 #define AMP_CALL(be, op, ...) ((be)->ops->op((be), __VA_ARGS__))
 /* An op of an optional family or a fused op: fails with be->err naming

@@ -125,19 +125,13 @@ static amp_nvfp4_desc nv_weight_desc(const amp_model *m, int t, const amp_scaled
     return (amp_nvfp4_desc){(int)p->shape[0], (int)weight_in(p), blocks, 0, 0, 0, 0};
 }
 
-static size_t nv_scales(const amp_nvfp4_desc *d) {
-    size_t r16 = ((size_t)d->rows + 15) / 16, c16 = ((size_t)d->cols + 15) / 16;
-    return d->blocks == AMP_NVFP4_TILES  ? r16 * c16
-           : d->blocks == AMP_NVFP4_ROWS ? (size_t)d->rows * c16
-                                         : r16 * (size_t)d->cols;
-}
-
 size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot) {
     const amp_param_desc *p = &m->desc.params[t];
     const amp_scaled_slot *sl = &m->scaled->slot[slot];
     if (is_nv(sl)) {
         amp_nvfp4_desc d = nv_weight_desc(m, t, sl, 0);
-        return (p->numel + 1) / 2 + nv_scales(&d);
+        return (p->numel + 1) / 2 +
+               amp_nvfp4_block_count((size_t)d.rows, (size_t)d.cols, d.blocks);
     }
     return p->numel + (is_mx(sl) ? mx_row_scales(p) : 0);
 }

@@ -29,6 +29,42 @@
 #define AMP_E2M1_MAX_BITS 0x40c00000u /* 6.0 */
 #define AMP_F32_MAX_BITS 0x7f7fffffu
 
+/* The block layouts of a row-major [rows, cols] array: 1x16 blocks along
+ * each row (block b = row * ceil(cols / 16) + col / 16), 1x16 blocks down
+ * each column (b = row / 16 * cols + col) or 16x16 tiles (b = row / 16 *
+ * ceil(cols / 16) + col / 16); a short last block is a block of its own. */
+enum { AMP_NVFP4_ROWS = 0, AMP_NVFP4_COLS = 1, AMP_NVFP4_TILES = 2 };
+
+static inline AMP_HD size_t amp_nvfp4_block_count(size_t rows, size_t cols, int blocks) {
+    size_t r16 = (rows + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    size_t c16 = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    return blocks == AMP_NVFP4_ROWS ? rows * c16 : blocks == AMP_NVFP4_COLS ? r16 * cols : r16 * c16;
+}
+
+/* The block holding element (r, c). */
+static inline AMP_HD size_t amp_nvfp4_block_of(size_t cols, int blocks, size_t r, size_t c) {
+    size_t c16 = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    if (blocks == AMP_NVFP4_ROWS) return r * c16 + c / AMP_NVFP4_BLOCK;
+    if (blocks == AMP_NVFP4_COLS) return r / AMP_NVFP4_BLOCK * cols + c;
+    return r / AMP_NVFP4_BLOCK * c16 + c / AMP_NVFP4_BLOCK;
+}
+
+/* Block b's first row and column, its height and its width. */
+static inline AMP_HD void amp_nvfp4_block_at(size_t rows, size_t cols, int blocks, size_t b,
+                                             size_t *r0, size_t *c0, int *h, int *w) {
+    size_t c16 = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    if (blocks == AMP_NVFP4_COLS) {
+        *r0 = b / cols * AMP_NVFP4_BLOCK;
+        *c0 = b % cols;
+    } else {
+        *r0 = b / c16 * (blocks == AMP_NVFP4_ROWS ? 1 : AMP_NVFP4_BLOCK);
+        *c0 = b % c16 * AMP_NVFP4_BLOCK;
+    }
+    size_t hr = rows - *r0, wc = cols - *c0;
+    *h = blocks == AMP_NVFP4_ROWS ? 1 : (int)(hr < AMP_NVFP4_BLOCK ? hr : AMP_NVFP4_BLOCK);
+    *w = blocks == AMP_NVFP4_COLS ? 1 : (int)(wc < AMP_NVFP4_BLOCK ? wc : AMP_NVFP4_BLOCK);
+}
+
 /* RNE cast of clamp(f, -6, 6) to an E2M1 code (NaN: +0). */
 static inline AMP_HD uint8_t amp_float_to_e2m1(float f) {
     uint32_t u = amp_f32_bits(f);
@@ -155,7 +191,7 @@ typedef struct amp_nvfp4_stats {
     unsigned long long sr_count;
 } amp_nvfp4_stats;
 
-static inline void amp_nvfp4_stats_merge(amp_nvfp4_stats *into, const amp_nvfp4_stats *s) {
+static inline AMP_HD void amp_nvfp4_stats_merge(amp_nvfp4_stats *into, const amp_nvfp4_stats *s) {
     if (s->blocks) {
         if (!into->blocks || s->scale_min < into->scale_min) into->scale_min = s->scale_min;
         if (!into->blocks || s->scale_max > into->scale_max) into->scale_max = s->scale_max;
