@@ -1,0 +1,298 @@
+/* The CUDA backend's NVFP4 ops (the "scaled" family's nvfp4_quantize,
+ * nvfp4_dequantize and nvfp4_qdq) over amp_nvfp4_desc's three layouts: 1x16
+ * blocks along the rows, 1x16 blocks down the columns (with the 16-point
+ * random Hadamard transform before them) and 16x16 tiles. Every element is
+ * nvfp4.h's function, the one cpu_nvfp4.c's loops give the bits of
+ * (compiled __host__ __device__, --fmad=false): the tensor amax, the
+ * transform, the E4M3 block scales, the E2M1 codes (nearest even, or
+ * stochastic with amp_nvfp4_random(sr_key, element)), the decoded values
+ * and the saturated / flushed / NaN counts are the CPU backend's bit for
+ * bit. Amaxes are integer maxima of the magnitudes' bits and the counts
+ * integer atomics, so they do not depend on the launch shape; the stochastic
+ * rounding's bias sums (doubles) are added in another order than the CPU's,
+ * so they equal its sums to their rounding only.
+ *
+ * One op is a few launches on the backend's stream:
+ *   [qdq with the transform: y = x, then amp_hadamard16 down every column of
+ *   each full group of 16 rows, in place]; the tensor amax into a scratch
+ *   record; one thread per block: its amax, its scale, its elements; [the
+ *   codes packed two per byte]; the record folded into st and nv. The
+ *   tensor scale reaches the host (a download, which synchronises) only when
+ *   the caller asks for it. The GEMMs stay the kit's FP32 ones on the
+ *   decoded values: cuBLASLt's block-scaled FP4 GEMM is not used (said once
+ *   in the log). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/scaled_cuda.cuh"
+#include "backend/kernels/nvfp4.h"
+
+extern "C" {
+#include "log.h"
+}
+
+/* One op's device scratch: the tensor amax, then what its blocks saw
+ * (zeroed by the op before its first launch). */
+typedef struct nv_record {
+    unsigned amax;          /* bits of the tensor amax (non-NaN |x|) */
+    float s_enc;            /* written last, for the host */
+    unsigned scale_min_inv; /* ~bits of the smallest block scale (0: none yet) */
+    unsigned scale_max;     /* bits of the largest */
+    unsigned long long blocks, sr_count;
+    double sr_err, sr_abs;
+} nv_record;
+
+static size_t nv_block_count(const amp_nvfp4_desc &d) {
+    return amp_nvfp4_block_count((size_t)d.rows, (size_t)d.cols, d.blocks);
+}
+
+/* |x|'s bits, or 0 for a NaN (amaxes ignore NaN; +-inf counts). */
+static __device__ unsigned nv_mag(float x) {
+    unsigned a = amp_f32_bits(x) & 0x7fffffffu;
+    return a > 0x7f800000u ? 0u : a;
+}
+
+/* amp_hadamard16 down every column of each full group of 16 rows, in
+ * place: one thread per (group, column), adjacent threads on adjacent
+ * columns. */
+__global__ void amp_k_nv_hadamard(float *y, size_t groups, size_t cols, uint32_t signs) {
+    AMP_FP8_LOOP(i, groups * cols) {
+        size_t g = i / cols, c = i % cols;
+        amp_hadamard16(y + g * AMP_NVFP4_BLOCK * cols + c, cols, signs);
+    }
+}
+
+__global__ void amp_k_nv_amax(nv_record *rec, const float *x, size_t n) {
+    unsigned m = 0;
+    AMP_FP8_LOOP(i, n) {
+        unsigned a = nv_mag(x[i]);
+        m = a > m ? a : m;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        unsigned mo = __shfl_down_sync(0xffffffffu, m, o);
+        m = mo > m ? mo : m;
+    }
+    if ((threadIdx.x & 31) == 0 && m) atomicMax(&rec->amax, m);
+}
+
+/* What one thread's blocks saw beyond amp_fp8_counts, reduced over its warp
+ * into the record by lane 0. Every lane of the warp must call flush. */
+struct nv_counts {
+    unsigned min_inv, max;
+    unsigned long long blocks, sr_count;
+    double sr_err, sr_abs;
+    __device__ void block(float sv) {
+        unsigned b = amp_f32_bits(sv);
+        min_inv = ~b > min_inv ? ~b : min_inv;
+        max = b > max ? b : max;
+        blocks++;
+    }
+    __device__ void flush(nv_record *rec) {
+        for (int o = 16; o > 0; o >>= 1) {
+            unsigned a = __shfl_down_sync(0xffffffffu, min_inv, o);
+            unsigned b = __shfl_down_sync(0xffffffffu, max, o);
+            min_inv = a > min_inv ? a : min_inv;
+            max = b > max ? b : max;
+            blocks += __shfl_down_sync(0xffffffffu, blocks, o);
+            sr_count += __shfl_down_sync(0xffffffffu, sr_count, o);
+            sr_err += __shfl_down_sync(0xffffffffu, sr_err, o);
+            sr_abs += __shfl_down_sync(0xffffffffu, sr_abs, o);
+        }
+        if ((threadIdx.x & 31) != 0) return;
+        if (blocks) {
+            atomicMax(&rec->scale_min_inv, min_inv);
+            atomicMax(&rec->scale_max, max);
+            atomicAdd(&rec->blocks, blocks);
+        }
+        if (sr_count) {
+            atomicAdd(&rec->sr_count, sr_count);
+            atomicAdd(&rec->sr_err, sr_err);
+            atomicAdd(&rec->sr_abs, sr_abs);
+        }
+    }
+};
+
+/* One thread per block: its amax, its E4M3 scale (into scales, may be
+ * NULL), then each element's code (into q, one byte each, may be NULL) and
+ * decoded value (into y, may be NULL; y may be src: each block is read
+ * and written by its own thread, every element read before it is written).
+ * Counts into st (may be NULL) and the record. */
+__global__ void amp_k_nv_pass(uint8_t *q, uint8_t *scales, float *y, const float *src,
+                              amp_nvfp4_desc d, nv_record *rec, amp_fp8_stats *st) {
+    size_t R = (size_t)d.rows, C = (size_t)d.cols, nb = amp_nvfp4_block_count(R, C, d.blocks);
+    float s_enc = amp_nvfp4_tensor_scale(amp_f32_from_bits(rec->amax));
+    float s_dec = 1.0f / s_enc;
+    amp_fp8_counts k = {0, 0, 0, 0};
+    nv_counts v = {0, 0, 0, 0, 0.0, 0.0};
+    AMP_FP8_LOOP(b, nb) {
+        size_t r0, c0;
+        int h, w;
+        amp_nvfp4_block_at(R, C, d.blocks, b, &r0, &c0, &h, &w);
+        unsigned m = 0;
+        for (int i = 0; i < h; i++)
+            for (int j = 0; j < w; j++) {
+                unsigned a = nv_mag(src[(r0 + i) * C + c0 + j]);
+                m = a > m ? a : m;
+            }
+        float bmax = amp_f32_from_bits(m);
+        uint8_t s = amp_nvfp4_block_scale(bmax, s_enc);
+        float enc = amp_nvfp4_element_factor(s, s_dec);
+        if (scales) scales[b] = s;
+        if (bmax > 0.0f) v.block(amp_e4m3_to_float(s));
+        for (int i = 0; i < h; i++)
+            for (int j = 0; j < w; j++) {
+                size_t e = (r0 + i) * C + c0 + j;
+                float x = src[e], xv = x * enc;
+                uint8_t c = d.stochastic ? amp_float_to_e2m1_sr(xv, amp_nvfp4_random(d.sr_key, e))
+                                         : amp_float_to_e2m1(xv);
+                float out = amp_nvfp4_decode(c, s, s_dec);
+                int is_nan = x != x;
+                unsigned f = (is_nan ? AMP_F8_NAN : 0u) |
+                             (!is_nan && s != 0 && fabsf(xv) > 6.0f ? AMP_F8_SATURATED : 0u) |
+                             (!is_nan && x != 0.0f && out == 0.0f ? AMP_F8_FLUSHED : 0u);
+                k.add_flags(f);
+                if (d.stochastic && !is_nan && fabsf(x) != INFINITY) {
+                    v.sr_err += (double)out - (double)x;
+                    v.sr_abs += fabs((double)x);
+                    v.sr_count++;
+                }
+                if (q) q[e] = c;
+                if (y) y[e] = out;
+            }
+    }
+    k.flush(st, 0);
+    v.flush(rec);
+}
+
+/* codes[i] = the codes of elements 2i (low nibble) and 2i + 1 (high); the
+ * last byte of an odd count keeps its high nibble, as the CPU's store. */
+__global__ void amp_k_nv_pack(uint8_t *codes, const uint8_t *q, size_t n) {
+    AMP_FP8_LOOP(i, (n + 1) / 2) {
+        uint8_t lo = q[2 * i];
+        codes[i] = 2 * i + 1 < n ? (uint8_t)(lo | (q[2 * i + 1] << 4))
+                                 : (uint8_t)((codes[i] & 0xf0u) | lo);
+    }
+}
+
+/* The record into the caller's: the tensor scale for the host, the amax
+ * into st, the blocks' range and bias sums merged into nv (amp_nvfp4_stats'
+ * own merge). One thread. */
+__global__ void amp_k_nv_finish(nv_record *rec, amp_fp8_stats *st, amp_nvfp4_stats *nv) {
+    float amax = amp_f32_from_bits(rec->amax);
+    rec->s_enc = amp_nvfp4_tensor_scale(amax);
+    if (st && amax > st->amax) st->amax = amax;
+    if (!nv) return;
+    amp_nvfp4_stats s;
+    s.scale_min = amp_f32_from_bits(~rec->scale_min_inv);
+    s.scale_max = amp_f32_from_bits(rec->scale_max);
+    s.blocks = rec->blocks;
+    s.sr_err = rec->sr_err;
+    s.sr_abs = rec->sr_abs;
+    s.sr_count = rec->sr_count;
+    amp_nvfp4_stats_merge(nv, &s);
+}
+
+__global__ void amp_k_nv_dequantize(float *x, const uint8_t *codes, const uint8_t *scales,
+                                    float s_dec, amp_nvfp4_desc d) {
+    size_t C = (size_t)d.cols;
+    AMP_FP8_LOOP(j, (size_t)d.rows * C) {
+        uint8_t c = (uint8_t)((codes[j / 2] >> ((j & 1) * 4)) & 0x0fu);
+        x[j] = amp_nvfp4_decode(c, scales[amp_nvfp4_block_of(C, d.blocks, j / C, j % C)], s_dec);
+    }
+}
+
+static int nv_check(amp_backend *be, const amp_nvfp4_desc *d, const char *op) {
+    if (amp_nvfp4_desc_check(be, d, op)) return 1;
+    amp_cuda_impl *im = amp_cuda_im(be);
+    if (!(im->fp8_gemm_said & AMP_CUDA_SAID_NVFP4)) { /* the path NVFP4 GEMMs take, said once */
+        im->fp8_gemm_said |= AMP_CUDA_SAID_NVFP4;
+        amp_log(AMP_LOG_INFO, "cuda: NVFP4 operands run emulated (quantize-dequantize kernels, "
+                "FP32 cuBLAS GEMMs on the decoded values); cuBLASLt's block-scaled FP4 GEMM "
+                "(VEC16_UE4M3 scales, sm_100 and later) is not used (sm_%d)", im->cc);
+    }
+    return 0;
+}
+
+/* codes (may be NULL) at 4 bits, scales (may be NULL), y (may be NULL) from
+ * src, which is y after the transform when d->hadamard (the caller has
+ * copied x there). *s_enc_host (may be NULL) the tensor scale, downloaded. */
+static int nv_run(amp_backend *be, uint8_t *codes, uint8_t *scales, float *y, const float *src,
+                  const amp_nvfp4_desc *d, float *s_enc_host, amp_fp8_stats *st,
+                  amp_nvfp4_stats *nv) {
+    size_t n = (size_t)d->rows * (size_t)d->cols;
+    cudaStream_t s = amp_cuda_im(be)->stream;
+    if (n == 0) { /* the CPU's: no amax, tensor scale 1 */
+        if (s_enc_host) *s_enc_host = 1.0f;
+        return 0;
+    }
+    size_t rec_bytes = 256; /* keeps the codes' scratch aligned */
+    void *p;
+    if (amp_cuda_scratch(be, rec_bytes + (codes ? n : 0), &p)) return 1;
+    nv_record *rec = (nv_record *)p;
+    uint8_t *q = codes ? (uint8_t *)p + rec_bytes : NULL;
+    AMP_CHECK_CUDA(cudaMemsetAsync(rec, 0, sizeof *rec, s));
+    if (d->hadamard && d->rows >= AMP_NVFP4_BLOCK) {
+        size_t groups = (size_t)d->rows / AMP_NVFP4_BLOCK, cols = (size_t)d->cols;
+        amp_k_nv_hadamard<<<fp8_grid(be, groups * cols, AMP_FP8_THREADS), AMP_FP8_THREADS, 0,
+                            s>>>(y, groups, cols, d->signs);
+        AMP_CHECK_LAUNCH(amp_k_nv_hadamard);
+    }
+    amp_k_nv_amax<<<fp8_grid(be, n, AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(rec, src, n);
+    AMP_CHECK_LAUNCH(amp_k_nv_amax);
+    amp_k_nv_pass<<<fp8_grid(be, nv_block_count(*d), AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(
+        q, scales, y, src, *d, rec, st);
+    AMP_CHECK_LAUNCH(amp_k_nv_pass);
+    if (codes) {
+        amp_k_nv_pack<<<fp8_grid(be, (n + 1) / 2, AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(
+            codes, q, n);
+        AMP_CHECK_LAUNCH(amp_k_nv_pack);
+    }
+    amp_k_nv_finish<<<1, 1, 0, s>>>(rec, st, nv);
+    AMP_CHECK_LAUNCH(amp_k_nv_finish);
+    if (s_enc_host && be->ops->download(be, s_enc_host, &rec->s_enc, sizeof *s_enc_host)) return 1;
+    return 0;
+}
+
+static int cuda_nvfp4_quantize(amp_backend *be, uint8_t *codes, uint8_t *scales, float *s_dec,
+                               const float *x, const amp_nvfp4_desc *d, amp_fp8_stats *st,
+                               amp_nvfp4_stats *nv) {
+    if (nv_check(be, d, "nvfp4_quantize")) return 1;
+    float s_enc;
+    if (nv_run(be, codes, scales, NULL, x, d, &s_enc, st, nv)) return 1;
+    *s_dec = 1.0f / s_enc;
+    return 0;
+}
+
+static int cuda_nvfp4_dequantize(amp_backend *be, float *x, const uint8_t *codes,
+                                 const uint8_t *scales, float s_dec, const amp_nvfp4_desc *d) {
+    if (nv_check(be, d, "nvfp4_dequantize")) return 1;
+    size_t n = (size_t)d->rows * (size_t)d->cols;
+    if (n == 0) return 0;
+    amp_k_nv_dequantize<<<fp8_grid(be, n, AMP_FP8_THREADS), AMP_FP8_THREADS, 0,
+                          amp_cuda_im(be)->stream>>>(x, codes, scales, s_dec, *d);
+    AMP_CHECK_LAUNCH(amp_k_nv_dequantize);
+    return 0;
+}
+
+static int cuda_nvfp4_qdq(amp_backend *be, float *y, const float *x, const amp_nvfp4_desc *d,
+                          float *s_enc_host, amp_fp8_stats *st, amp_nvfp4_stats *nv) {
+    if (nv_check(be, d, "nvfp4_qdq")) return 1;
+    const float *src = x;
+    if (d->hadamard) {
+        size_t n = (size_t)d->rows * (size_t)d->cols;
+        if (y != x && n)
+            AMP_CHECK_CUDA(cudaMemcpyAsync(y, x, n * sizeof *y, cudaMemcpyDeviceToDevice,
+                                           amp_cuda_im(be)->stream));
+        src = y;
+    }
+    return nv_run(be, NULL, NULL, y, src, d, s_enc_host, st, nv);
+}
+
+void amp_cuda_nvfp4_ops(amp_scaled_ops *o) {
+    o->nvfp4_quantize = cuda_nvfp4_quantize;
+    o->nvfp4_dequantize = cuda_nvfp4_dequantize;
+    o->nvfp4_qdq = cuda_nvfp4_qdq;
+}
