@@ -149,8 +149,10 @@ static const float *nv_operand(amp_model *m, amp_scaled_slot *sl, float *dst, co
     if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(s, sl);
     if (d.hadamard) d.signs = amp_scaled_nvfp4_signs(s);
     float s_enc;
-    if (AMP_SCALED(m->be, nvfp4_qdq, dst, wide, &d, &s_enc, count ? &sl->step : NULL,
-                   count ? &sl->nv_step : NULL) != 0)
+    int slot = (int)(sl - s->slot);
+    if (AMP_SCALED(m->be, nvfp4_qdq, dst, wide, &d, count ? &s_enc : NULL,
+                   count ? amp_model_scaled_stats(m, slot) : NULL,
+                   count ? amp_model_nvfp4_stats(m, slot) : NULL) != 0)
         return NULL;
     if (count) sl->scale = s_enc;
     return dst;
@@ -266,7 +268,8 @@ static int cast_fp8(amp_model *m, amp_kit_copy *c, const float *master, size_t n
         d.stochastic = (sl->flags & AMP_OPERAND_STOCHASTIC) != 0;
         if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(m->scaled, sl);
         if (AMP_SCALED(m->be, nvfp4_quantize, c->ptr, (uint8_t *)c->ptr + (n + 1) / 2, &s_dec,
-                       master, &d, &sl->step, &sl->nv_step) != 0)
+                       master, &d, amp_model_scaled_stats(m, c->fp8_slot),
+                       amp_model_nvfp4_stats(m, c->fp8_slot)) != 0)
             return -1;
         c->fp8_scale = s_dec;
         sl->scale = 1.0f / s_dec;
