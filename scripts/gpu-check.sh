@@ -22,6 +22,9 @@
 #                 fp8       ctest test_gpu_fp8 (the scaled family vs the CPU,
 #                           bit for bit; fp8_gemm, cuBLASLt FP8 on sm_89+,
 #                           within its stated tolerance)
+#                 nvfp4     ctest test_gpu_nvfp4 (the NVFP4 ops vs the CPU,
+#                           bit for bit: codes, block and tensor scales,
+#                           values, counts, the transform, SR bits)
 #                 ctest     the other `gpu` tests (a gpu test that skips on a
 #                           GPU host fails, except dist_nccl with one GPU)
 #                 nccl      dist_nccl's result (2 ranks, 2 GPUs, MPI build)
@@ -113,9 +116,9 @@ case $BUILD in / | "$ROOT") echo "gpu-check: refusing to use $BUILD as the build
 # What the check needs built, and nothing else: amptrain and its plugins,
 # the `gpu` tests' programs, the benchmarks.
 AMP_GPU_TARGETS="amptrain amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
-  amp_precision_fp8 amp_precision_mxfp8 amp_scaler_none
+  amp_precision_fp8 amp_precision_mxfp8 amp_precision_nvfp4 amp_scaler_none
   amp_scaler_dynamic amp_scaler_static amp_scaler_hysteresis
-  test_gpu_gemm test_gpu_kernels test_gpu_parity test_gpu_transformer test_gpu_fp8
+  test_gpu_gemm test_gpu_kernels test_gpu_parity test_gpu_transformer test_gpu_fp8 test_gpu_nvfp4
   test_gpu_cnn test_cnn_reference test_gpu_cnn_parity bench_step bench_cnn"
 
 # cmake_build: the GPU host's configure and build, the same here in the
@@ -238,7 +241,7 @@ DRY=$([ "$MODE" = dry ] && echo 1 || echo 0)
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then LOGS=$OUT/gpu-check; else LOGS=$BUILD/gpu-check-logs; fi
 rm -rf "$BUILD" && mkdir -p "$BUILD" "$LOGS" || exit 1
 # The parts, most valuable first: the order they run and are listed in.
-PARTS="gpu prefix build gemm kernels fp8 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
+PARTS="gpu prefix build gemm kernels fp8 nvfp4 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
   racecheck_gpt memcheck_cnn racecheck_cnn bench cnn gpt torch"
 declare -A ST=() SEC=() NOTE=()
 FAILED=0
@@ -479,7 +482,8 @@ ctest_part() {
 ctest_part gemm 40 -R '^test_gpu_gemm$'
 ctest_part kernels 40 -R '^test_gpu_kernels$'
 ctest_part fp8 40 -R '^test_gpu_fp8$'
-ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_parity)$'
+ctest_part nvfp4 30 -R '^test_gpu_nvfp4$'
+ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_nvfp4|test_gpu_parity)$'
 # --- nccl: the 2-process NCCL smoke test (dist_nccl) ran inside ctest -----
 nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" 2>/dev/null | tail -n 1)
 if [ "$DRY" = 1 ]; then
