@@ -173,6 +173,7 @@ typedef struct ref_out {
     uint8_t *q, *s;
     float s_enc;
     amp_fp8_stats st;
+    double *t_err, *t_abs; /* the bias terms of the stochastic elements (NaN: left out) */
 } ref_out;
 
 /* nvfp4.h's rule written out element by element. */
@@ -207,6 +208,9 @@ static void reference(const float *x0, const amp_nvfp4_desc *d, ref_out *o) {
             o->st.nan += isnan(x[j]);
             o->st.saturated += !isnan(x[j]) && o->s[b] != 0 && fabsf(v) > 6.0f;
             o->st.flushed += !isnan(x[j]) && x[j] != 0.0f && o->y[j] == 0.0f;
+            int counted = d->stochastic && isfinite(x[j]);
+            o->t_err[j] = counted ? (double)o->y[j] - (double)x[j] : NAN;
+            o->t_abs[j] = counted ? fabs((double)x[j]) : NAN;
         }
     free(x);
     free(bmax);
@@ -219,10 +223,12 @@ static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d
     o.y = malloc(n * 4);
     o.q = malloc(n);
     o.s = malloc(nb);
+    o.t_err = malloc(n * sizeof(double));
+    o.t_abs = malloc(n * sizeof(double));
     reference(x, d, &o);
     float *y = malloc(n * 4), s_enc = 0;
     amp_fp8_stats st = {0};
-    amp_nvfp4_stats nv = {0};
+    amp_nvfp4_stats nv = {0.0f, 0.0f, 0, 0.25, 10.0, 0}; /* sums a record already holds */
     CHECK(be->ops->scaled->nvfp4_qdq(be, y, x, d, &s_enc, &st, &nv) == 0, "%s: qdq failed", what);
     size_t bad = 0;
     for (size_t j = 0; j < n; j++)
@@ -235,6 +241,19 @@ static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d
     CHECK(st.saturated == o.st.saturated && st.flushed == o.st.flushed && st.nan == o.st.nan,
           "%s: saturated/flushed/nan %llu %llu %llu, reference %llu %llu %llu", what, st.saturated,
           st.flushed, st.nan, o.st.saturated, o.st.flushed, o.st.nan);
+    if (d->stochastic) { /* the bias sums in nvfp4.h's order, as the CUDA kernels add them */
+        size_t R = (size_t)d->rows, C = (size_t)d->cols, runs = amp_nvfp4_sum_runs(R, C, d->blocks);
+        double *pe = malloc((runs + 1) * sizeof *pe), *pa = malloc((runs + 1) * sizeof *pa);
+        for (size_t i = 0; i < runs; i++)
+            amp_nvfp4_sum_run(&pe[i], &pa[i], o.t_err, o.t_abs, R, C, d->blocks, i);
+        double e = 0.25, a = 10.0;
+        amp_nvfp4_add_sums(&e, &a, pe, pa, o.t_err, o.t_abs, R, C, d->blocks);
+        CHECK(memcmp(&e, &nv.sr_err, sizeof e) == 0 && memcmp(&a, &nv.sr_abs, sizeof a) == 0,
+              "%s: bias sums %.17g %.17g, in nvfp4.h's order %.17g %.17g", what, nv.sr_err,
+              nv.sr_abs, e, a);
+        free(pe);
+        free(pa);
+    }
     if (!d->hadamard) { /* the codes at 4 bits and the scales, back to the same values */
         uint8_t *codes = calloc((n + 1) / 2, 1), *sc = malloc(nb);
         float s_dec = 0, *z = malloc(n * 4);
@@ -254,6 +273,8 @@ static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d
     free(o.y);
     free(o.q);
     free(o.s);
+    free(o.t_err);
+    free(o.t_abs);
     free(y);
 }
 

@@ -56,8 +56,9 @@ static inline void nv_store(uint8_t *codes, size_t j, uint8_t q) {
 }
 
 /* Columns handled per pass of a COLS row group (their scales on the
- * stack), and the longest run nv_run takes. */
-#define COL_CHUNK 256
+ * stack), and the longest run nv_run takes; the runs the bias sums add
+ * (nvfp4.h's AMP_NVFP4_SUM_COLS, which the CUDA code follows). */
+#define COL_CHUNK AMP_NVFP4_SUM_COLS
 #define COL_CHUNK_MAX COL_CHUNK
 
 /* The counts of one run of elements. */

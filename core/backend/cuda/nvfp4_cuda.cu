@@ -9,18 +9,19 @@
  * and the saturated / flushed / NaN counts are the CPU backend's bit for
  * bit. Amaxes are integer maxima of the magnitudes' bits and the counts
  * integer atomics, so they do not depend on the launch shape; the stochastic
- * rounding's bias sums (doubles) are added in another order than the CPU's,
- * so they equal its sums to their rounding only.
+ * rounding's bias sums (doubles) are added in the order nvfp4.h fixes, as
+ * the CPU adds them: per-element terms, per-run partial sums in parallel,
+ * then one thread adds the runs in order onto the record's sums.
  *
  * One op is a few launches on the backend's stream:
  *   [qdq with the transform: y = x, then amp_hadamard16 down every column of
  *   each full group of 16 rows, in place]; the tensor amax into a scratch
  *   record; one thread per block: its amax, its scale, its elements; [the
- *   codes packed two per byte]; the record folded into st and nv. The
- *   tensor scale reaches the host (a download, which synchronises) only when
- *   the caller asks for it. The GEMMs stay the kit's FP32 ones on the
- *   decoded values: cuBLASLt's block-scaled FP4 GEMM is not used (said once
- *   in the log). */
+ *   codes packed two per byte]; [the bias sums' runs]; the record folded
+ *   into st and nv. The tensor scale reaches the host (a download, which
+ *   synchronises) only when the caller asks for it. The GEMMs stay the
+ *   kit's FP32 ones on the decoded values: cuBLASLt's block-scaled FP4 GEMM
+ *   is not used (said once in the log). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,14 +36,15 @@ extern "C" {
 }
 
 /* One op's device scratch: the tensor amax, then what its blocks saw
- * (zeroed by the op before its first launch). */
+ * (zeroed by the op before its first launch). The bias sums are not here:
+ * they are added in nvfp4.h's order from per-element terms (t_err, t_abs)
+ * and per-run partial sums, in the same scratch. */
 typedef struct nv_record {
     unsigned amax;          /* bits of the tensor amax (non-NaN |x|) */
     float s_enc;            /* written last, for the host */
     unsigned scale_min_inv; /* ~bits of the smallest block scale (0: none yet) */
     unsigned scale_max;     /* bits of the largest */
     unsigned long long blocks, sr_count;
-    double sr_err, sr_abs;
 } nv_record;
 
 static size_t nv_block_count(const amp_nvfp4_desc &d) {
@@ -83,7 +85,6 @@ __global__ void amp_k_nv_amax(nv_record *rec, const float *x, size_t n) {
 struct nv_counts {
     unsigned min_inv, max;
     unsigned long long blocks, sr_count;
-    double sr_err, sr_abs;
     __device__ void block(float sv) {
         unsigned b = amp_f32_bits(sv);
         min_inv = ~b > min_inv ? ~b : min_inv;
@@ -98,8 +99,6 @@ struct nv_counts {
             max = b > max ? b : max;
             blocks += __shfl_down_sync(0xffffffffu, blocks, o);
             sr_count += __shfl_down_sync(0xffffffffu, sr_count, o);
-            sr_err += __shfl_down_sync(0xffffffffu, sr_err, o);
-            sr_abs += __shfl_down_sync(0xffffffffu, sr_abs, o);
         }
         if ((threadIdx.x & 31) != 0) return;
         if (blocks) {
@@ -107,11 +106,7 @@ struct nv_counts {
             atomicMax(&rec->scale_max, max);
             atomicAdd(&rec->blocks, blocks);
         }
-        if (sr_count) {
-            atomicAdd(&rec->sr_count, sr_count);
-            atomicAdd(&rec->sr_err, sr_err);
-            atomicAdd(&rec->sr_abs, sr_abs);
-        }
+        if (sr_count) atomicAdd(&rec->sr_count, sr_count);
     }
 };
 
@@ -119,14 +114,17 @@ struct nv_counts {
  * NULL), then each element's code (into q, one byte each, may be NULL) and
  * decoded value (into y, may be NULL; y may be src: each block is read
  * and written by its own thread, every element read before it is written).
- * Counts into st (may be NULL) and the record. */
+ * Counts into st (may be NULL) and the record; with t_err (stochastic
+ * rounding counted) each element's bias terms into t_err / t_abs, NaN for
+ * an element the sums leave out (a non-finite x). */
 __global__ void amp_k_nv_pass(uint8_t *q, uint8_t *scales, float *y, const float *src,
-                              amp_nvfp4_desc d, nv_record *rec, amp_fp8_stats *st) {
+                              amp_nvfp4_desc d, nv_record *rec, amp_fp8_stats *st, double *t_err,
+                              double *t_abs) {
     size_t R = (size_t)d.rows, C = (size_t)d.cols, nb = amp_nvfp4_block_count(R, C, d.blocks);
     float s_enc = amp_nvfp4_tensor_scale(amp_f32_from_bits(rec->amax));
     float s_dec = 1.0f / s_enc;
     amp_fp8_counts k = {0, 0, 0, 0};
-    nv_counts v = {0, 0, 0, 0, 0.0, 0.0};
+    nv_counts v = {0, 0, 0, 0};
     AMP_FP8_LOOP(b, nb) {
         size_t r0, c0;
         int h, w;
@@ -154,10 +152,11 @@ __global__ void amp_k_nv_pass(uint8_t *q, uint8_t *scales, float *y, const float
                              (!is_nan && s != 0 && fabsf(xv) > 6.0f ? AMP_F8_SATURATED : 0u) |
                              (!is_nan && x != 0.0f && out == 0.0f ? AMP_F8_FLUSHED : 0u);
                 k.add_flags(f);
-                if (d.stochastic && !is_nan && fabsf(x) != INFINITY) {
-                    v.sr_err += (double)out - (double)x;
-                    v.sr_abs += fabs((double)x);
-                    v.sr_count++;
+                int counted = d.stochastic && !is_nan && fabsf(x) != INFINITY;
+                v.sr_count += (unsigned long long)counted;
+                if (t_err) {
+                    t_err[e] = counted ? (double)out - (double)x : (double)NAN;
+                    t_abs[e] = counted ? fabs((double)x) : (double)NAN;
                 }
                 if (q) q[e] = c;
                 if (y) y[e] = out;
@@ -177,22 +176,37 @@ __global__ void amp_k_nv_pack(uint8_t *codes, const uint8_t *q, size_t n) {
     }
 }
 
+/* The runs' partial sums of the bias terms (ROWS, COLS), one thread per
+ * run (nvfp4.h's amp_nvfp4_sum_run). */
+__global__ void amp_k_nv_runs(double *p_err, double *p_abs, const double *t_err,
+                              const double *t_abs, amp_nvfp4_desc d, size_t runs) {
+    AMP_FP8_LOOP(i, runs)
+        amp_nvfp4_sum_run(&p_err[i], &p_abs[i], t_err, t_abs, (size_t)d.rows, (size_t)d.cols,
+                          d.blocks, i);
+}
+
 /* The record into the caller's: the tensor scale for the host, the amax
- * into st, the blocks' range and bias sums merged into nv (amp_nvfp4_stats'
- * own merge). One thread. */
-__global__ void amp_k_nv_finish(nv_record *rec, amp_fp8_stats *st, amp_nvfp4_stats *nv) {
+ * into st, the blocks' range and count merged into nv (amp_nvfp4_stats'
+ * own merge) and, with t_err, the bias sums added on. One thread. */
+__global__ void amp_k_nv_finish(nv_record *rec, amp_fp8_stats *st, amp_nvfp4_stats *nv,
+                                const double *p_err, const double *p_abs, const double *t_err,
+                                const double *t_abs, amp_nvfp4_desc d) {
     float amax = amp_f32_from_bits(rec->amax);
     rec->s_enc = amp_nvfp4_tensor_scale(amax);
     if (st && amax > st->amax) st->amax = amax;
     if (!nv) return;
     amp_nvfp4_stats s;
+    memset(&s, 0, sizeof s);
     s.scale_min = amp_f32_from_bits(~rec->scale_min_inv);
     s.scale_max = amp_f32_from_bits(rec->scale_max);
     s.blocks = rec->blocks;
-    s.sr_err = rec->sr_err;
-    s.sr_abs = rec->sr_abs;
     s.sr_count = rec->sr_count;
+    double e = nv->sr_err, a = nv->sr_abs; /* the sums as they were, untouched by the merge */
     amp_nvfp4_stats_merge(nv, &s);
+    nv->sr_err = e, nv->sr_abs = a;
+    if (t_err)
+        amp_nvfp4_add_sums(&nv->sr_err, &nv->sr_abs, p_err, p_abs, t_err, t_abs, (size_t)d.rows,
+                           (size_t)d.cols, d.blocks);
 }
 
 __global__ void amp_k_nv_dequantize(float *x, const uint8_t *codes, const uint8_t *scales,
@@ -228,11 +242,19 @@ static int nv_run(amp_backend *be, uint8_t *codes, uint8_t *scales, float *y, co
         if (s_enc_host) *s_enc_host = 1.0f;
         return 0;
     }
-    size_t rec_bytes = 256; /* keeps the codes' scratch aligned */
+    /* scratch: the record, the codes a byte each, the bias terms and the runs' sums */
+    int sums = d->stochastic && nv;
+    size_t runs = sums ? amp_nvfp4_sum_runs((size_t)d->rows, (size_t)d->cols, d->blocks) : 0;
+    size_t rec_bytes = 256, q_bytes = codes ? (n + 255) / 256 * 256 : 0;
+    size_t t_bytes = sums ? 2 * n * sizeof(double) : 0, p_bytes = 2 * runs * sizeof(double);
     void *p;
-    if (amp_cuda_scratch(be, rec_bytes + (codes ? n : 0), &p)) return 1;
+    if (amp_cuda_scratch(be, rec_bytes + q_bytes + t_bytes + p_bytes, &p)) return 1;
     nv_record *rec = (nv_record *)p;
     uint8_t *q = codes ? (uint8_t *)p + rec_bytes : NULL;
+    double *t_err = sums ? (double *)((uint8_t *)p + rec_bytes + q_bytes) : NULL;
+    double *t_abs = sums ? t_err + n : NULL;
+    double *p_err = runs ? (double *)((uint8_t *)p + rec_bytes + q_bytes + t_bytes) : NULL;
+    double *p_abs = runs ? p_err + runs : NULL;
     AMP_CHECK_CUDA(cudaMemsetAsync(rec, 0, sizeof *rec, s));
     if (d->hadamard && d->rows >= AMP_NVFP4_BLOCK) {
         size_t groups = (size_t)d->rows / AMP_NVFP4_BLOCK, cols = (size_t)d->cols;
@@ -243,14 +265,19 @@ static int nv_run(amp_backend *be, uint8_t *codes, uint8_t *scales, float *y, co
     amp_k_nv_amax<<<fp8_grid(be, n, AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(rec, src, n);
     AMP_CHECK_LAUNCH(amp_k_nv_amax);
     amp_k_nv_pass<<<fp8_grid(be, nv_block_count(*d), AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(
-        q, scales, y, src, *d, rec, st);
+        q, scales, y, src, *d, rec, st, t_err, t_abs);
     AMP_CHECK_LAUNCH(amp_k_nv_pass);
+    if (runs) {
+        amp_k_nv_runs<<<fp8_grid(be, runs, AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(
+            p_err, p_abs, t_err, t_abs, *d, runs);
+        AMP_CHECK_LAUNCH(amp_k_nv_runs);
+    }
     if (codes) {
         amp_k_nv_pack<<<fp8_grid(be, (n + 1) / 2, AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(
             codes, q, n);
         AMP_CHECK_LAUNCH(amp_k_nv_pack);
     }
-    amp_k_nv_finish<<<1, 1, 0, s>>>(rec, st, nv);
+    amp_k_nv_finish<<<1, 1, 0, s>>>(rec, st, nv, p_err, p_abs, t_err, t_abs, *d);
     AMP_CHECK_LAUNCH(amp_k_nv_finish);
     if (s_enc_host && be->ops->download(be, s_enc_host, &rec->s_enc, sizeof *s_enc_host)) return 1;
     return 0;

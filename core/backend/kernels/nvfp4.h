@@ -183,7 +183,79 @@ static inline AMP_HD void amp_hadamard16(float *v, size_t stride, uint32_t signs
 /* What one quantize of NVFP4 values saw, beside amp_fp8_stats' amax and
  * counts: the E4M3 block scales (decoded) of the blocks with a nonzero
  * amax, and for stochastically rounded elements the sums that make the
- * mean rounding bias sum(deq - x) / sum(|x|). */
+ * mean rounding bias sum(deq - x) / sum(|x|) over the finite x.
+ *
+ * The sums are doubles added in one order, so every backend gives the
+ * same bits: a quantize adds, to the record's sums as they were, runs of
+ * terms each summed from 0 in element order: ROWS one run per block, in
+ * block order; COLS per group of 16 rows, per AMP_NVFP4_SUM_COLS columns
+ * from the left, one run per row of the group (its columns in order);
+ * TILES each term on its own, tile by tile, row-major within a tile. */
+#define AMP_NVFP4_SUM_COLS 256
+
+/* The runs of that order for a [rows, cols] array (0 for TILES). */
+static inline AMP_HD size_t amp_nvfp4_sum_runs(size_t rows, size_t cols, int blocks) {
+    size_t cr = (cols + AMP_NVFP4_SUM_COLS - 1) / AMP_NVFP4_SUM_COLS;
+    return blocks == AMP_NVFP4_ROWS   ? amp_nvfp4_block_count(rows, cols, blocks)
+           : blocks == AMP_NVFP4_COLS ? rows * cr
+                                      : 0;
+}
+
+/* Run i's sums (ROWS, COLS; COLS run i is row i / cr's i % cr-th run of
+ * columns) from 0, over per-element terms t_err / t_abs [rows * cols]
+ * (NaN where an element is left out: a sum from +0 never becomes -0, so
+ * skipping it gives the bits of adding 0.0). */
+static inline AMP_HD void amp_nvfp4_sum_run(double *e, double *a, const double *t_err,
+                                            const double *t_abs, size_t rows, size_t cols,
+                                            int blocks, size_t i) {
+    size_t first, len;
+    if (blocks == AMP_NVFP4_ROWS) {
+        size_t r0, c0;
+        int h, w;
+        amp_nvfp4_block_at(rows, cols, blocks, i, &r0, &c0, &h, &w);
+        first = r0 * cols + c0, len = (size_t)w;
+    } else {
+        size_t cr = (cols + AMP_NVFP4_SUM_COLS - 1) / AMP_NVFP4_SUM_COLS;
+        size_t c0 = i % cr * AMP_NVFP4_SUM_COLS;
+        first = i / cr * cols + c0;
+        len = cols - c0 < AMP_NVFP4_SUM_COLS ? cols - c0 : AMP_NVFP4_SUM_COLS;
+    }
+    double se = 0.0, sa = 0.0;
+    for (size_t j = first; j < first + len; j++)
+        if (t_err[j] == t_err[j]) se += t_err[j], sa += t_abs[j];
+    *e = se, *a = sa;
+}
+
+/* *e, *a (a record's sums) += the runs' sums p_err / p_abs in the order
+ * above (ROWS: block order; COLS: per group of 16 rows, per run of
+ * columns, per row), or TILES' terms tile by tile. */
+static inline AMP_HD void amp_nvfp4_add_sums(double *e, double *a, const double *p_err,
+                                             const double *p_abs, const double *t_err,
+                                             const double *t_abs, size_t rows, size_t cols,
+                                             int blocks) {
+    double se = *e, sa = *a;
+    if (blocks == AMP_NVFP4_ROWS) {
+        for (size_t b = 0, nb = amp_nvfp4_block_count(rows, cols, blocks); b < nb; b++)
+            se += p_err[b], sa += p_abs[b];
+    } else if (blocks == AMP_NVFP4_COLS) {
+        size_t cr = (cols + AMP_NVFP4_SUM_COLS - 1) / AMP_NVFP4_SUM_COLS;
+        for (size_t r0 = 0; r0 < rows; r0 += AMP_NVFP4_BLOCK)
+            for (size_t k = 0; k < cr; k++)
+                for (size_t r = r0; r < rows && r < r0 + AMP_NVFP4_BLOCK; r++)
+                    se += p_err[r * cr + k], sa += p_abs[r * cr + k];
+    } else {
+        for (size_t b = 0, nb = amp_nvfp4_block_count(rows, cols, blocks); b < nb; b++) {
+            size_t r0, c0;
+            int h, w;
+            amp_nvfp4_block_at(rows, cols, blocks, b, &r0, &c0, &h, &w);
+            for (size_t r = r0; r < r0 + (size_t)h; r++)
+                for (size_t c = c0; c < c0 + (size_t)w; c++)
+                    if (t_err[r * cols + c] == t_err[r * cols + c])
+                        se += t_err[r * cols + c], sa += t_abs[r * cols + c];
+        }
+    }
+    *e = se, *a = sa;
+}
 typedef struct amp_nvfp4_stats {
     float scale_min, scale_max; /* valid when blocks > 0 */
     unsigned long long blocks;
