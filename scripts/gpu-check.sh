@@ -40,7 +40,7 @@
 #                 cnn       bench_cnn --device cuda, default then
 #                           deterministic algorithms (each runs)
 #                 gpt       the GPT step time per policy (50 steps each; the
-#                           fp8 and mxfp8 rows say which fp8_gemm path ran)
+#                           fp8, mxfp8 and nvfp4 rows say which GEMM path ran)
 #                 torch     scripts/torch_amp_bench.py (PyTorch's AMP)
 #               summary.md lists every part with its status or the reason it
 #               did not run; it is rewritten after each part and on a stop
@@ -581,17 +581,19 @@ if needs cnn "$BUILD/bench/bench_cnn"; then
     finish_part cnn "$LOGS/bench.log"
 fi
 # The GPT's step time per policy (its table goes to bench.log), and for the
-# FP8 policies the fp8_gemm path the log names (cuBLASLt or emulated, why).
+# scaled policies the GEMM path the log names (cuBLASLt FP8 or emulated, why;
+# MX32 and NVFP4 emulated). nvfp4 runs last: the newest kernels, and if it overruns
+# the part's cap every other row is already in the table.
 gpt_steps() {
     local p rc=0 sum path
-    echo "| GPT policy | median step ms (CUDA) | final train loss | fp8_gemm |"
+    echo "| GPT policy | median step ms (CUDA) | final train loss | scaled GEMM path |"
     echo "|---|---:|---:|---|"
-    for p in fp32 fp16_dynamic bf16 fp8 fp8_current mxfp8; do
+    for p in fp32 fp16_dynamic bf16 fp8 fp8_current mxfp8 nvfp4; do
         "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
             --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
             --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
         sum=$BUILD/gpt-$p/summary.json
-        path=$(grep -E 'fp8_gemm (runs on|emulated)' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
+        path=$(grep -E 'fp8_gemm (runs on|emulated)|(MX32|NVFP4) operands run' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
         echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
             "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") | ${path:--} |"
     done
