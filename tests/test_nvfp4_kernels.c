@@ -216,6 +216,61 @@ static void reference(const float *x0, const amp_nvfp4_desc *d, ref_out *o) {
     free(bmax);
 }
 
+/* The CUDA kernels' per-thread work replayed here (nvfp4_cuda.cu: the
+ * transform per column of each 16-row group, the amax, amp_nvfp4_block_pass
+ * per block in any order, the bias sums' runs and their sum), against the
+ * CPU op's results y, nv and st and the reference's codes and scales. */
+static void replay_kernels(const float *x, const amp_nvfp4_desc *d, const ref_out *o,
+                           const float *y, const amp_nvfp4_stats *nv, const amp_fp8_stats *st,
+                           const char *what) {
+    size_t R = (size_t)d->rows, C = (size_t)d->cols, n = R * C, nb = nblocks(d);
+    float *v = malloc(n * sizeof *v);
+    uint8_t *q = malloc(n), *sc = malloc(nb);
+    double *te = malloc(n * sizeof *te), *ta = malloc(n * sizeof *ta);
+    memcpy(v, x, n * sizeof *v);
+    if (d->hadamard)
+        for (size_t g = 0; g + 16 <= R; g += 16)
+            for (size_t c = 0; c < C; c++) amp_hadamard16(v + g * C + c, C, d->signs);
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = amp_f32_bits(v[i]) & 0x7fffffffu;
+        m = a <= 0x7f800000u && a > m ? a : m;
+    }
+    float s_enc = amp_nvfp4_tensor_scale(amp_f32_from_bits(m));
+    amp_nvfp4_block_out k = {q, v, te, ta, 0, 0, 0, 0, 0.0f}; /* in place, as the kit calls it */
+    amp_nvfp4_stats got = {0.0f, 0.0f, 0, 0.25, 10.0, 0};
+    for (size_t b = nb; b-- > 0;) { /* the blocks in another order than the CPU's */
+        sc[b] = amp_nvfp4_block_pass(&k, v, d, s_enc, b);
+        float sv = amp_e4m3_to_float(sc[b]);
+        if (k.bmax > 0.0f) {
+            if (!got.blocks || sv < got.scale_min) got.scale_min = sv;
+            if (!got.blocks || sv > got.scale_max) got.scale_max = sv;
+            got.blocks++;
+        }
+    }
+    if (d->stochastic) {
+        size_t runs = amp_nvfp4_sum_runs(R, C, d->blocks);
+        double *pe = malloc((runs + 1) * sizeof *pe), *pa = malloc((runs + 1) * sizeof *pa);
+        for (size_t i = runs; i-- > 0;) amp_nvfp4_sum_run(&pe[i], &pa[i], te, ta, R, C, d->blocks, i);
+        amp_nvfp4_add_sums(&got.sr_err, &got.sr_abs, pe, pa, te, ta, R, C, d->blocks);
+        free(pe);
+        free(pa);
+    }
+    size_t bad = 0;
+    for (size_t j = 0; j < n; j++) bad += memcmp(&v[j], &y[j], 4) != 0 || q[j] != o->q[j];
+    for (size_t b = 0; b < nb; b++) bad += sc[b] != o->s[b];
+    CHECK(bad == 0, "%s: the kernels' replay: %zu values, codes or scales differ", what, bad);
+    CHECK(k.saturated == st->saturated && k.flushed == st->flushed && k.nan == st->nan &&
+              k.sr_count == nv->sr_count && got.blocks == nv->blocks &&
+              (!got.blocks || (got.scale_min == nv->scale_min && got.scale_max == nv->scale_max)),
+          "%s: the kernels' replay: counts differ", what);
+    if (d->stochastic)
+        CHECK(memcmp(&got.sr_err, &nv->sr_err, 8) == 0 && memcmp(&got.sr_abs, &nv->sr_abs, 8) == 0,
+              "%s: the kernels' replay: bias sums %.17g %.17g, cpu %.17g %.17g", what, got.sr_err,
+              got.sr_abs, nv->sr_err, nv->sr_abs);
+    free(v), free(q), free(sc), free(te), free(ta);
+}
+
 static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d, const char *what) {
     size_t n = (size_t)d->rows * (size_t)d->cols, nb = nblocks(d);
     ref_out o;
@@ -241,6 +296,7 @@ static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d
     CHECK(st.saturated == o.st.saturated && st.flushed == o.st.flushed && st.nan == o.st.nan,
           "%s: saturated/flushed/nan %llu %llu %llu, reference %llu %llu %llu", what, st.saturated,
           st.flushed, st.nan, o.st.saturated, o.st.flushed, o.st.nan);
+    replay_kernels(x, d, &o, y, &nv, &st, what);
     if (d->stochastic) { /* the bias sums in nvfp4.h's order, as the CUDA kernels add them */
         size_t R = (size_t)d->rows, C = (size_t)d->cols, runs = amp_nvfp4_sum_runs(R, C, d->blocks);
         double *pe = malloc((runs + 1) * sizeof *pe), *pa = malloc((runs + 1) * sizeof *pa);

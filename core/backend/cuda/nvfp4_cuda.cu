@@ -110,58 +110,24 @@ struct nv_counts {
     }
 };
 
-/* One thread per block: its amax, its E4M3 scale (into scales, may be
- * NULL), then each element's code (into q, one byte each, may be NULL) and
- * decoded value (into y, may be NULL; y may be src: each block is read
- * and written by its own thread, every element read before it is written).
- * Counts into st (may be NULL) and the record; with t_err (stochastic
- * rounding counted) each element's bias terms into t_err / t_abs, NaN for
- * an element the sums leave out (a non-finite x). */
+/* One thread per block: amp_nvfp4_block_pass (its amax, scale, codes into
+ * q, values into y, bias terms into t_err / t_abs; y may be src), the
+ * scale into scales (may be NULL), the counts into st (may be NULL) and
+ * the record. */
 __global__ void amp_k_nv_pass(uint8_t *q, uint8_t *scales, float *y, const float *src,
                               amp_nvfp4_desc d, nv_record *rec, amp_fp8_stats *st, double *t_err,
                               double *t_abs) {
-    size_t R = (size_t)d.rows, C = (size_t)d.cols, nb = amp_nvfp4_block_count(R, C, d.blocks);
+    size_t nb = amp_nvfp4_block_count((size_t)d.rows, (size_t)d.cols, d.blocks);
     float s_enc = amp_nvfp4_tensor_scale(amp_f32_from_bits(rec->amax));
-    float s_dec = 1.0f / s_enc;
-    amp_fp8_counts k = {0, 0, 0, 0};
+    amp_nvfp4_block_out o = {q, y, t_err, t_abs, 0, 0, 0, 0, 0.0f};
     nv_counts v = {0, 0, 0, 0};
     AMP_FP8_LOOP(b, nb) {
-        size_t r0, c0;
-        int h, w;
-        amp_nvfp4_block_at(R, C, d.blocks, b, &r0, &c0, &h, &w);
-        unsigned m = 0;
-        for (int i = 0; i < h; i++)
-            for (int j = 0; j < w; j++) {
-                unsigned a = nv_mag(src[(r0 + i) * C + c0 + j]);
-                m = a > m ? a : m;
-            }
-        float bmax = amp_f32_from_bits(m);
-        uint8_t s = amp_nvfp4_block_scale(bmax, s_enc);
-        float enc = amp_nvfp4_element_factor(s, s_dec);
+        uint8_t s = amp_nvfp4_block_pass(&o, src, &d, s_enc, b);
         if (scales) scales[b] = s;
-        if (bmax > 0.0f) v.block(amp_e4m3_to_float(s));
-        for (int i = 0; i < h; i++)
-            for (int j = 0; j < w; j++) {
-                size_t e = (r0 + i) * C + c0 + j;
-                float x = src[e], xv = x * enc;
-                uint8_t c = d.stochastic ? amp_float_to_e2m1_sr(xv, amp_nvfp4_random(d.sr_key, e))
-                                         : amp_float_to_e2m1(xv);
-                float out = amp_nvfp4_decode(c, s, s_dec);
-                int is_nan = x != x;
-                unsigned f = (is_nan ? AMP_F8_NAN : 0u) |
-                             (!is_nan && s != 0 && fabsf(xv) > 6.0f ? AMP_F8_SATURATED : 0u) |
-                             (!is_nan && x != 0.0f && out == 0.0f ? AMP_F8_FLUSHED : 0u);
-                k.add_flags(f);
-                int counted = d.stochastic && !is_nan && fabsf(x) != INFINITY;
-                v.sr_count += (unsigned long long)counted;
-                if (t_err) {
-                    t_err[e] = counted ? (double)out - (double)x : (double)NAN;
-                    t_abs[e] = counted ? fabs((double)x) : (double)NAN;
-                }
-                if (q) q[e] = c;
-                if (y) y[e] = out;
-            }
+        if (o.bmax > 0.0f) v.block(amp_e4m3_to_float(s));
     }
+    amp_fp8_counts k = {0, o.saturated, o.flushed, o.nan};
+    v.sr_count = o.sr_count;
     k.flush(st, 0);
     v.flush(rec);
 }

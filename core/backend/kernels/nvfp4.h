@@ -65,6 +65,24 @@ static inline AMP_HD void amp_nvfp4_block_at(size_t rows, size_t cols, int block
     *w = blocks == AMP_NVFP4_COLS ? 1 : (int)(wc < AMP_NVFP4_BLOCK ? wc : AMP_NVFP4_BLOCK);
 }
 
+/* An NVFP4 operand of the backends' nvfp4_* ops: a row-major [rows, cols]
+ * array in blocks of 16 along each row (AMP_NVFP4_ROWS, scales
+ * [rows][ceil(cols / 16)]), down each column (AMP_NVFP4_COLS, scales
+ * [ceil(rows / 16)][cols]) or in 16x16 tiles (AMP_NVFP4_TILES, scales
+ * [ceil(rows / 16)][ceil(cols / 16)]); a short last block is a block of its
+ * own. The tensor scale comes from the amax of the values quantized (after
+ * the transform when `hadamard`). The layouts' block numbering is
+ * amp_nvfp4_block_count, _of and _at's. */
+typedef struct amp_nvfp4_desc {
+    int rows, cols;
+    int blocks;          /* AMP_NVFP4_ROWS / _COLS / _TILES */
+    int stochastic;      /* round with amp_float_to_e2m1_sr, element j's bits amp_nvfp4_random(sr_key, j) */
+    uint64_t sr_key;     /* amp_nvfp4_tensor_key(seed, step, tensor) */
+    int hadamard;        /* COLS only: amp_hadamard16 down each column, per group of 16 rows
+                            (a short last group untransformed), before the quantize */
+    uint32_t signs;      /* the transform's signs */
+} amp_nvfp4_desc;
+
 /* RNE cast of clamp(f, -6, 6) to an E2M1 code (NaN: +0). */
 static inline AMP_HD uint8_t amp_float_to_e2m1(float f) {
     uint32_t u = amp_f32_bits(f);
@@ -272,6 +290,60 @@ static inline AMP_HD void amp_nvfp4_stats_merge(amp_nvfp4_stats *into, const amp
     into->sr_err += s->sr_err;
     into->sr_abs += s->sr_abs;
     into->sr_count += s->sr_count;
+}
+
+/* One block's quantize (what a CUDA thread does for its block; the CPU's
+ * loops give the same bits): its amax (NaN ignored), its E4M3 scale
+ * (returned), then each element's code into q (one byte per element, may
+ * be NULL) and decoded value into y (may be NULL; may be src: every element
+ * is read before it is written), the counts added to the record's fields,
+ * the block's amax into bmax, and with t_err (stochastic rounding) each
+ * element's bias terms into t_err / t_abs, NaN for an element the sums
+ * leave out (non-finite x). */
+typedef struct amp_nvfp4_block_out {
+    uint8_t *q;
+    float *y;
+    double *t_err, *t_abs;
+    unsigned long long saturated, flushed, nan, sr_count;
+    float bmax; /* the last block's */
+} amp_nvfp4_block_out;
+
+static inline AMP_HD uint8_t amp_nvfp4_block_pass(amp_nvfp4_block_out *o, const float *src,
+                                                  const amp_nvfp4_desc *d, float s_enc,
+                                                  size_t b) {
+    size_t C = (size_t)d->cols, r0, c0;
+    int h, w;
+    amp_nvfp4_block_at((size_t)d->rows, C, d->blocks, b, &r0, &c0, &h, &w);
+    uint32_t m = 0;
+    for (size_t r = r0; r < r0 + (size_t)h; r++)
+        for (size_t c = c0; c < c0 + (size_t)w; c++) {
+            uint32_t a = amp_f32_bits(src[r * C + c]) & 0x7fffffffu;
+            m = a <= 0x7f800000u && a > m ? a : m;
+        }
+    float s_dec = 1.0f / s_enc;
+    o->bmax = amp_f32_from_bits(m);
+    uint8_t s = amp_nvfp4_block_scale(o->bmax, s_enc);
+    float enc = amp_nvfp4_element_factor(s, s_dec);
+    for (size_t r = r0; r < r0 + (size_t)h; r++)
+        for (size_t c = c0; c < c0 + (size_t)w; c++) {
+            size_t e = r * C + c;
+            float x = src[e], v = x * enc;
+            uint8_t q = d->stochastic ? amp_float_to_e2m1_sr(v, amp_nvfp4_random(d->sr_key, e))
+                                      : amp_float_to_e2m1(v);
+            float out = amp_nvfp4_decode(q, s, s_dec);
+            int is_nan = x != x, counted = d->stochastic && !is_nan && fabsf(x) != INFINITY;
+            o->nan += (unsigned long long)is_nan;
+            o->saturated += (unsigned long long)(!is_nan && s != 0 && fabsf(v) > 6.0f);
+            o->flushed += (unsigned long long)(!is_nan && x != 0.0f && out == 0.0f);
+            o->sr_count += (unsigned long long)counted;
+            if (o->t_err) {
+                o->t_err[e] = counted ? (double)out - (double)x : (double)NAN;
+                o->t_abs[e] = counted ? fabs((double)x) : (double)NAN;
+            }
+            if (o->q) o->q[e] = q;
+            if (o->y) o->y[e] = out;
+        }
+    return s;
 }
 
 #endif
