@@ -16,7 +16,8 @@
  * One op is a few launches on the backend's stream:
  *   [qdq with the transform: y = x, then amp_hadamard16 down every column of
  *   each full group of 16 rows, in place]; the tensor amax into a scratch
- *   record; one thread per block: its amax, its scale, its elements; [the
+ *   record; one thread per block: amp_nvfp4_block_pass (its amax, its scale,
+ *   its elements; test_nvfp4_kernels replays this work on the CPU); [the
  *   codes packed two per byte]; [the bias sums' runs]; the record folded
  *   into st and nv. The tensor scale reaches the host (a download, which
  *   synchronises) only when the caller asks for it. The GEMMs stay the
