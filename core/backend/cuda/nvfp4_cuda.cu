@@ -48,10 +48,6 @@ typedef struct nv_record {
     unsigned long long blocks, sr_count;
 } nv_record;
 
-static size_t nv_block_count(const amp_nvfp4_desc &d) {
-    return amp_nvfp4_block_count((size_t)d.rows, (size_t)d.cols, d.blocks);
-}
-
 /* |x|'s bits, or 0 for a NaN (amaxes ignore NaN; +-inf counts). */
 static __device__ unsigned nv_mag(float x) {
     unsigned a = amp_f32_bits(x) & 0x7fffffffu;
@@ -231,7 +227,8 @@ static int nv_run(amp_backend *be, uint8_t *codes, uint8_t *scales, float *y, co
     }
     amp_k_nv_amax<<<fp8_grid(be, n, AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(rec, src, n);
     AMP_CHECK_LAUNCH(amp_k_nv_amax);
-    amp_k_nv_pass<<<fp8_grid(be, nv_block_count(*d), AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(
+    size_t nb = amp_nvfp4_block_count((size_t)d->rows, (size_t)d->cols, d->blocks);
+    amp_k_nv_pass<<<fp8_grid(be, nb, AMP_FP8_THREADS), AMP_FP8_THREADS, 0, s>>>(
         q, scales, y, src, *d, rec, st, t_err, t_abs);
     AMP_CHECK_LAUNCH(amp_k_nv_pass);
     if (runs) {
