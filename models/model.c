@@ -121,6 +121,18 @@ static int check_host_memory(const amp_model *m, char *err, size_t errlen) {
     return -1;
 }
 
+/* *p = nslots zeroed records of `size` bytes in the backend's memory. */
+static int dev_records(amp_model *m, void **p, size_t size, char *err, size_t errlen) {
+    amp_backend *be = m->be;
+    size_t bytes = (size_t)m->scaled->nslots * size;
+    *p = be->ops->alloc(be, bytes);
+    if (!*p || be->ops->zero(be, *p, bytes) != 0) {
+        snprintf(err, errlen, "the scaled operands' step records (%zu bytes): %s", bytes, be->err);
+        return -1;
+    }
+    return 0;
+}
+
 /* m->scaled from the policy's operand formats. A policy with scaled operands
  * on a backend without the "scaled" family is refused here, naming both. A
  * device backend gets the slots' step records in its own memory. */
@@ -157,14 +169,11 @@ static int create_scaled(amp_model *m, char *err, size_t errlen) {
         }
     }
     if (nslots > 0 && m->be->device != AMP_DEVICE_CPU) {
-        amp_backend *be = m->be;
-        size_t bytes = (size_t)nslots * sizeof *m->scaled_dev;
-        m->scaled_dev = be->ops->alloc(be, bytes);
-        if (!m->scaled_dev || be->ops->zero(be, m->scaled_dev, bytes) != 0) {
-            snprintf(err, errlen, "the scaled operands' step records (%zu bytes): %s", bytes,
-                     be->err);
+        int nv = 0;
+        for (int i = 0; i < nslots; i++) nv |= m->scaled->slot[i].fmt.format == AMP_FORMAT_NVFP4;
+        if (dev_records(m, (void **)&m->scaled_dev, sizeof *m->scaled_dev, err, errlen) != 0 ||
+            (nv && dev_records(m, (void **)&m->nvfp4_dev, sizeof *m->nvfp4_dev, err, errlen) != 0))
             return -1;
-        }
     }
     return 0;
 }
@@ -194,17 +203,24 @@ int amp_model_scaled_collect(amp_model *m) {
     if (!m->scaled_dev) return 0; /* the CPU family's quantizers merged into slot->step */
     amp_backend *be = m->be;
     int n = m->scaled->nslots;
-    size_t bytes = (size_t)n * sizeof *m->scaled_dev;
+    size_t bytes = (size_t)n * sizeof *m->scaled_dev, nv_bytes = (size_t)n * sizeof *m->nvfp4_dev;
     amp_fp8_stats *h = malloc(bytes);
-    if (!h) {
+    amp_nvfp4_stats *hv = m->nvfp4_dev ? malloc(nv_bytes) : NULL;
+    if (!h || (m->nvfp4_dev && !hv)) {
+        free(h);
         snprintf(be->err, sizeof be->err, "out of host memory for %d scaled-operand records", n);
         return 1;
     }
     int rc = be->ops->download(be, h, m->scaled_dev, bytes);
     if (rc == 0) rc = be->ops->zero(be, m->scaled_dev, bytes);
-    if (rc == 0)
-        for (int i = 0; i < n; i++) amp_fp8_stats_merge(&m->scaled->slot[i].step, &h[i]);
+    if (rc == 0 && hv) rc = be->ops->download(be, hv, m->nvfp4_dev, nv_bytes);
+    if (rc == 0 && hv) rc = be->ops->zero(be, m->nvfp4_dev, nv_bytes);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        amp_fp8_stats_merge(&m->scaled->slot[i].step, &h[i]);
+        if (hv) amp_nvfp4_stats_merge(&m->scaled->slot[i].nv_step, &hv[i]);
+    }
     free(h);
+    free(hv);
     return rc;
 }
 
@@ -330,6 +346,7 @@ void amp_model_free(amp_model *m) {
     for (int c = 0; c < AMP_MEM_COUNT; c++) amp_arena_release(&m->mem[c], m->be);
     amp_model_desc_free(&m->desc);
     if (m->scaled_dev) m->be->ops->release(m->be, m->scaled_dev);
+    if (m->nvfp4_dev) m->be->ops->release(m->be, m->nvfp4_dev);
     amp_scaled_free(m->scaled);
     free(m->layer_names);
     free(m->prec);

@@ -198,6 +198,9 @@ struct amp_model {
      * quantize ops add to, brought into slot->step by
      * amp_model_scaled_collect (NULL on the CPU: they add to slot->step). */
     amp_fp8_stats *scaled_dev;
+    /* The same for NVFP4's block-scale range and rounding bias ([nslots],
+     * into slot->nv_step), when a slot is NVFP4. */
+    amp_nvfp4_stats *nvfp4_dev;
     const char **layer_names;  /* [desc.nlayers] into desc.layers, for scaled's hook */
     int32_t *y;                /* [batch, targets] */
     amp_step_stats *stats;     /* the step record, 2 * nlayers round counts after it */
@@ -284,6 +287,11 @@ int amp_model_scaled_collect(amp_model *m);
  * device backend). */
 static inline amp_fp8_stats *amp_model_scaled_stats(amp_model *m, int slot) {
     return m->scaled_dev ? &m->scaled_dev[slot] : &m->scaled->slot[slot].step;
+}
+
+/* The NVFP4 record of slot `slot` (device memory on a device backend). */
+static inline amp_nvfp4_stats *amp_model_nvfp4_stats(amp_model *m, int slot) {
+    return m->nvfp4_dev ? &m->nvfp4_dev[slot] : &m->scaled->slot[slot].nv_step;
 }
 
 /* Bytes of the stats record (header + 2 round counts per layer). */

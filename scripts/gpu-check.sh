@@ -25,6 +25,9 @@
 #                           tolerance) and test_gpu_mx_gemm (cuBLASLt's
 #                           block-scaled MXFP8 GEMM; skips, not a failure,
 #                           on a GPU older than sm_100)
+#                 nvfp4     ctest test_gpu_nvfp4 (the NVFP4 ops vs the CPU,
+#                           bit for bit: codes, block and tensor scales,
+#                           values, counts, the transform, SR bits)
 #                 ctest     the other `gpu` tests (a gpu test that skips on a
 #                           GPU host fails, except the 2-GPU NCCL tests
 #                           with one GPU)
@@ -41,7 +44,7 @@
 #                 cnn       bench_cnn --device cuda, default then
 #                           deterministic algorithms (each runs)
 #                 gpt       the GPT step time per policy (50 steps each; the
-#                           fp8 and mxfp8 rows say which fp8_gemm path ran)
+#                           fp8, mxfp8 and nvfp4 rows say which GEMM path ran)
 #                 torch     scripts/torch_amp_bench.py (PyTorch's AMP)
 #               summary.md lists every part with its status or the reason it
 #               did not run; it is rewritten after each part and on a stop
@@ -117,9 +120,9 @@ case $BUILD in / | "$ROOT") echo "gpu-check: refusing to use $BUILD as the build
 # What the check needs built, and nothing else: amptrain and its plugins,
 # the `gpu` tests' programs, the benchmarks.
 AMP_GPU_TARGETS="amptrain amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
-  amp_precision_fp8 amp_precision_mxfp8 amp_scaler_none
+  amp_precision_fp8 amp_precision_mxfp8 amp_precision_nvfp4 amp_scaler_none
   amp_scaler_dynamic amp_scaler_static amp_scaler_hysteresis
-  test_gpu_gemm test_gpu_kernels test_gpu_parity test_gpu_transformer test_gpu_fp8
+  test_gpu_gemm test_gpu_kernels test_gpu_parity test_gpu_transformer test_gpu_fp8 test_gpu_nvfp4
   test_gpu_mx_gemm test_gpu_cnn test_cnn_reference test_gpu_cnn_parity bench_step bench_cnn"
 
 # cmake_build: the GPU host's configure and build, the same here in the
@@ -242,7 +245,7 @@ DRY=$([ "$MODE" = dry ] && echo 1 || echo 0)
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then LOGS=$OUT/gpu-check; else LOGS=$BUILD/gpu-check-logs; fi
 rm -rf "$BUILD" && mkdir -p "$BUILD" "$LOGS" || exit 1
 # The parts, most valuable first: the order they run and are listed in.
-PARTS="gpu prefix build gemm kernels fp8 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
+PARTS="gpu prefix build gemm kernels fp8 nvfp4 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
   racecheck_gpt memcheck_cnn racecheck_cnn bench cnn gpt torch"
 declare -A ST=() SEC=() NOTE=()
 FAILED=0
@@ -487,7 +490,8 @@ ctest_part() {
 ctest_part gemm 40 -R '^test_gpu_gemm$'
 ctest_part kernels 40 -R '^test_gpu_kernels$'
 ctest_part fp8 40 -R '^(test_gpu_fp8|test_gpu_mx_gemm)$'
-ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_mx_gemm|test_gpu_parity)$'
+ctest_part nvfp4 30 -R '^test_gpu_nvfp4$'
+ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_mx_gemm|test_gpu_nvfp4|test_gpu_parity)$'
 # --- nccl: the 2-process NCCL smoke test (dist_nccl) ran inside ctest -----
 nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" 2>/dev/null | tail -n 1)
 if [ "$DRY" = 1 ]; then
@@ -585,17 +589,19 @@ if needs cnn "$BUILD/bench/bench_cnn"; then
     finish_part cnn "$LOGS/bench.log"
 fi
 # The GPT's step time per policy (its table goes to bench.log), and for the
-# FP8 policies the fp8_gemm path the log names (cuBLASLt or emulated, why).
+# scaled policies the GEMM path the log names (cuBLASLt FP8 or emulated, why;
+# MX32 and NVFP4 emulated). nvfp4 runs last: the newest kernels, and if it overruns
+# the part's cap every other row is already in the table.
 gpt_steps() {
     local p rc=0 sum path
-    echo "| GPT policy | median step ms (CUDA) | final train loss | fp8_gemm |"
+    echo "| GPT policy | median step ms (CUDA) | final train loss | scaled GEMM path |"
     echo "|---|---:|---:|---|"
-    for p in fp32 fp16_dynamic bf16 fp8 fp8_current mxfp8; do
+    for p in fp32 fp16_dynamic bf16 fp8 fp8_current mxfp8 nvfp4; do
         "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
             --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
             --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
         sum=$BUILD/gpt-$p/summary.json
-        path=$(grep -E 'fp8_gemm (MX32 )?(runs on|emulated)' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
+        path=$(grep -E 'fp8_gemm (MX32 )?(runs on|emulated)|NVFP4 operands run' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
         echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
             "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") | ${path:--} |"
     done

@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$work" && mkdir -p "$work/bin" "$work/out" "$work/debs" || exit 1
 printf '#!/bin/sh\necho "stand-in cmake: sleeping"\nexec sleep 60\n' >"$work/bin/cmake"
 chmod +x "$work/bin/cmake"
-order="gpu prefix build gemm kernels fp8 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
+order="gpu prefix build gemm kernels fp8 nvfp4 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
   racecheck_gpt memcheck_cnn racecheck_cnn bench cnn gpt torch"
 
 # parts_in SUMMARY: the part names of the table, in order

@@ -11,8 +11,8 @@
  *                     rows, comparisons and summary run on a machine without
  *                     a GPU (rows marked cuda_only are skipped, saying so)
  *   --perturb OP      with --self-check: the device's OP (act_forward,
- *                     scale, or the scaled family's fp8_quantize or
- *                     mx_qdq) returns a wrong element, so the rows using it
+ *                     scale, or the scaled family's fp8_quantize,
+ *                     mx_qdq or nvfp4_qdq) returns a wrong element, so the rows using it
  *                     must fail and every other row still pass
  *   --only PREFIX     only the rows whose name starts with PREFIX
  * A row with `needs` runs only where the device has that op family
@@ -211,6 +211,18 @@ static inline void rows_cmp(const char *what, const void *dev, const void *cpu, 
         printf("ok  %-52s n=%-7zu exact\n", what, n);
 }
 
+/* Compares n bytes (codes, scale bytes) bit for bit, the device's against
+ * the CPU's; reports the first difference and a count. */
+static inline void rows_cmp_bytes(const char *what, const uint8_t *dev, const uint8_t *cpu,
+                                  size_t n) {
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (dev[i] != cpu[i] && diff++ == 0) first = i;
+    EXPECT(diff == 0, "%s: %zu of %zu bytes differ (first [%zu]: device 0x%02x cpu 0x%02x)", what,
+           diff, n, first, diff ? dev[first] : 0, diff ? cpu[first] : 0);
+    if (!diff) printf("ok  %-52s n=%-7zu exact\n", what, n);
+}
+
 /* ---- the deliberately broken op of --perturb ----------------------------- */
 
 static amp_backend_ops rows_perturbed_ops;
@@ -248,6 +260,15 @@ static inline int rows_bad_mx_qdq(amp_backend *be, float *y, const float *x, con
     return rc;
 }
 
+static inline int rows_bad_nvfp4_qdq(amp_backend *be, float *y, const float *x,
+                                     const amp_nvfp4_desc *d, float *s_enc_host,
+                                     amp_fp8_stats *st, amp_nvfp4_stats *nv) {
+    int rc = rows_real_ops->scaled->nvfp4_qdq(be, y, x, d, s_enc_host, st, nv);
+    size_t n = (size_t)d->rows * (size_t)d->cols;
+    if (rc == 0 && n) y[n / 2] += 0.5f;
+    return rc;
+}
+
 /* The device backend (a CPU one: --perturb needs --self-check) with op broken. */
 static inline int rows_perturb(const char *op) {
     rows_real_ops = rows_dev->ops;
@@ -256,12 +277,15 @@ static inline int rows_perturb(const char *op) {
         rows_perturbed_ops.act_forward = rows_bad_act_forward;
     else if (strcmp(op, "scale") == 0)
         rows_perturbed_ops.scale = rows_bad_scale;
-    else if (strcmp(op, "fp8_quantize") == 0 || strcmp(op, "mx_qdq") == 0) {
+    else if (strcmp(op, "fp8_quantize") == 0 || strcmp(op, "mx_qdq") == 0 ||
+             strcmp(op, "nvfp4_qdq") == 0) {
         rows_perturbed_scaled = *rows_dev->ops->scaled;
         if (op[0] == 'f')
             rows_perturbed_scaled.fp8_quantize = rows_bad_fp8_quantize;
-        else
+        else if (op[0] == 'm')
             rows_perturbed_scaled.mx_qdq = rows_bad_mx_qdq;
+        else
+            rows_perturbed_scaled.nvfp4_qdq = rows_bad_nvfp4_qdq;
         rows_perturbed_ops.scaled = &rows_perturbed_scaled;
     } else
         return -1;
@@ -273,8 +297,8 @@ static inline int rows_perturb(const char *op) {
 
 static inline int rows_usage(const char *test, const char *why) {
     fprintf(stderr,
-            "%s: %s\nusage: %s [--self-check [--perturb act_forward|scale|fp8_quantize|mx_qdq]] "
-            "[--only PREFIX]\n",
+            "%s: %s\nusage: %s [--self-check [--perturb "
+            "act_forward|scale|fp8_quantize|mx_qdq|nvfp4_qdq]] [--only PREFIX]\n",
             test, why, test);
     return 2;
 }

@@ -57,15 +57,6 @@ static void expect_stats(const char *what, const amp_fp8_stats *dev, const amp_f
            dev->flushed, cpu->flushed, dev->nan, cpu->nan);
 }
 
-static void expect_bytes(const char *what, const uint8_t *dev, const uint8_t *cpu, size_t n) {
-    size_t diff = 0, first = 0;
-    for (size_t i = 0; i < n; i++)
-        if (dev[i] != cpu[i] && diff++ == 0) first = i;
-    EXPECT(diff == 0, "%s: %zu of %zu bytes differ (first [%zu]: device 0x%02x cpu 0x%02x)", what,
-           diff, n, first, diff ? dev[first] : 0, diff ? cpu[first] : 0);
-    if (!diff) printf("ok  %-52s n=%-7zu exact\n", what, n);
-}
-
 /* shape: input kind, format (0 e4m3, 1 e5m2), 1 for qdq in place of quantize. */
 static void fp8_row(const amp_gpu_row *r) {
     int kind = r->shape[0], fmt = r->shape[1], qdq = r->shape[2];
@@ -93,7 +84,7 @@ static void fp8_row(const amp_gpu_row *r) {
             rows_ok(AMP_SCALED(rows_dev, fp8_quantize, dq, dx, N, scale, fmt, dst), rows_dev,
                     "fp8_quantize");
             uint8_t *got = rows_take_dev(dq, N);
-            expect_bytes(what, got, want, N);
+            rows_cmp_bytes(what, got, want, N);
             free(want), free(got);
         }
         amp_fp8_stats *st = rows_take_dev(dst, sizeof *st);
@@ -175,9 +166,9 @@ static void mx_row(const amp_gpu_row *r) {
         rows_ok(AMP_SCALED(rows_dev, mx_quantize, de, ds, dx, &d, dst), rows_dev, "mx_quantize");
         uint8_t *ge = rows_from_dev(de, n), *gs = rows_from_dev(ds, nb);
         snprintf(what, sizeof what, "%s elements", r->name);
-        expect_bytes(what, ge, we, n);
+        rows_cmp_bytes(what, ge, we, n);
         snprintf(what, sizeof what, "%s scales", r->name);
-        expect_bytes(what, gs, ws, nb);
+        rows_cmp_bytes(what, gs, ws, nb);
         /* and back, from the CPU's codes on both sides */
         float *want = rows_alloc(n * sizeof *want), *dy = rows_nan_dev(n * sizeof *want);
         rows_ok(rows_dev->ops->upload(rows_dev, de, we, n), rows_dev, "upload");

@@ -1,8 +1,9 @@
 /* CPU/CUDA parity of whole training runs, one row per model and policy
  * (gpu_rows.h): the same config runs once with run.device=cpu (the
  * reference) and once with run.device=cuda under fp32, fp16 + dynamic scaler
- * and bf16 + no scaler (the gpt also under fp8 delayed and current scaling
- * and mxfp8, lm_head in bf16, as configs/gpt_shakespeare_fp8*.ini), and the
+ * and bf16 + no scaler (the gpt also under fp8 delayed and current scaling,
+ * mxfp8 and nvfp4, lm_head in bf16, as configs/gpt_shakespeare_fp8*.ini and
+ * _nvfp4.ini have them), and the
  * per-step losses, skipped steps and the final evaluation are compared with
  * the tolerances written at each check.
  *   mlp: 100 steps on synthetic `tiny` data (MLP 64-128-64-10, batch 64,
@@ -44,12 +45,14 @@ typedef struct run_result {
 } run_result;
 
 /* The row's policy: its dtype's precision plugin, fp16 with the dynamic
- * scaler; shape[1] picks an FP8 policy instead (1 fp8 delayed, 2 fp8
- * current, 3 mxfp8), as configs/gpt_shakespeare_fp8*.ini have them. */
-enum { POLICY_DTYPE, POLICY_FP8, POLICY_FP8_CURRENT, POLICY_MXFP8 };
+ * scaler; shape[1] picks a scaled policy instead (1 fp8 delayed, 2 fp8
+ * current, 3 mxfp8, 4 nvfp4's full recipe), as configs/gpt_shakespeare_fp8*.ini
+ * and _nvfp4.ini have them. */
+enum { POLICY_DTYPE, POLICY_FP8, POLICY_FP8_CURRENT, POLICY_MXFP8, POLICY_NVFP4 };
 static const char *precision_of(const amp_gpu_row *r) {
     if (r->shape[1] == POLICY_FP8 || r->shape[1] == POLICY_FP8_CURRENT) return "fp8";
     if (r->shape[1] == POLICY_MXFP8) return "mxfp8";
+    if (r->shape[1] == POLICY_NVFP4) return "nvfp4";
     return r->dt == AMP_DTYPE_F32 ? "fp32" : r->dt == AMP_DTYPE_F16 ? "fp16" : "bf16";
 }
 static const char *const *policy_keys(const amp_gpu_row *r) {
@@ -189,7 +192,9 @@ static void gpt_row(const amp_gpu_row *r) {
          * sums, and the runs drift a little: 5e-2 per step. FP8/MX32 the
          * same: the casts are the CPU's bits, the GEMM sums (FP32 cuBLAS,
          * or cuBLASLt's FP8 tensor cores in the forwards on sm_89+) are
-         * ordered their own way, so a code may land one step apart. */
+         * ordered their own way, so a code may land one step apart. NVFP4
+         * the same (FP32 cuBLAS on the decoded values; the stochastic
+         * rounding's bits are keyed by element, the CPU's). */
         double lim = is_fp32 ? 1e-4 + 1e-3 * fabs(a.loss[i]) : 5e-2;
         if (!(d <= lim) && bad++ == 0) first = i;
     }
@@ -217,6 +222,7 @@ static const amp_gpu_row rows[] = {
     {"gpt fp8 current hybrid", gpt_row, {20, POLICY_FP8_CURRENT}, .dt = AMP_DTYPE_BF16,
      .needs = "scaled"},
     {"gpt mxfp8", gpt_row, {20, POLICY_MXFP8}, .dt = AMP_DTYPE_BF16, .needs = "scaled"},
+    {"gpt nvfp4", gpt_row, {20, POLICY_NVFP4}, .dt = AMP_DTYPE_BF16, .needs = "scaled"},
 };
 
 int main(int argc, char **argv) {

@@ -173,6 +173,7 @@ typedef struct ref_out {
     uint8_t *q, *s;
     float s_enc;
     amp_fp8_stats st;
+    double *t_err, *t_abs; /* the bias terms of the stochastic elements (NaN: left out) */
 } ref_out;
 
 /* nvfp4.h's rule written out element by element. */
@@ -207,9 +208,67 @@ static void reference(const float *x0, const amp_nvfp4_desc *d, ref_out *o) {
             o->st.nan += isnan(x[j]);
             o->st.saturated += !isnan(x[j]) && o->s[b] != 0 && fabsf(v) > 6.0f;
             o->st.flushed += !isnan(x[j]) && x[j] != 0.0f && o->y[j] == 0.0f;
+            int counted = d->stochastic && isfinite(x[j]);
+            o->t_err[j] = counted ? (double)o->y[j] - (double)x[j] : NAN;
+            o->t_abs[j] = counted ? fabs((double)x[j]) : NAN;
         }
     free(x);
     free(bmax);
+}
+
+/* The CUDA kernels' per-thread work replayed here (nvfp4_cuda.cu: the
+ * transform per column of each 16-row group, the amax, amp_nvfp4_block_pass
+ * per block in any order, the bias sums' runs and their sum), against the
+ * CPU op's results y, nv and st and the reference's codes and scales. */
+static void replay_kernels(const float *x, const amp_nvfp4_desc *d, const ref_out *o,
+                           const float *y, const amp_nvfp4_stats *nv, const amp_fp8_stats *st,
+                           const char *what) {
+    size_t R = (size_t)d->rows, C = (size_t)d->cols, n = R * C, nb = nblocks(d);
+    float *v = malloc(n * sizeof *v);
+    uint8_t *q = malloc(n), *sc = malloc(nb);
+    double *te = malloc(n * sizeof *te), *ta = malloc(n * sizeof *ta);
+    memcpy(v, x, n * sizeof *v);
+    if (d->hadamard)
+        for (size_t g = 0; g + 16 <= R; g += 16)
+            for (size_t c = 0; c < C; c++) amp_hadamard16(v + g * C + c, C, d->signs);
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = amp_f32_bits(v[i]) & 0x7fffffffu;
+        m = a <= 0x7f800000u && a > m ? a : m;
+    }
+    float s_enc = amp_nvfp4_tensor_scale(amp_f32_from_bits(m));
+    amp_nvfp4_block_out k = {q, v, te, ta, 0, 0, 0, 0, 0.0f}; /* in place, as the kit calls it */
+    amp_nvfp4_stats got = {0.0f, 0.0f, 0, 0.25, 10.0, 0};
+    for (size_t b = nb; b-- > 0;) { /* the blocks in another order than the CPU's */
+        sc[b] = amp_nvfp4_block_pass(&k, v, d, s_enc, b);
+        float sv = amp_e4m3_to_float(sc[b]);
+        if (k.bmax > 0.0f) {
+            if (!got.blocks || sv < got.scale_min) got.scale_min = sv;
+            if (!got.blocks || sv > got.scale_max) got.scale_max = sv;
+            got.blocks++;
+        }
+    }
+    if (d->stochastic) {
+        size_t runs = amp_nvfp4_sum_runs(R, C, d->blocks);
+        double *pe = malloc((runs + 1) * sizeof *pe), *pa = malloc((runs + 1) * sizeof *pa);
+        for (size_t i = runs; i-- > 0;) amp_nvfp4_sum_run(&pe[i], &pa[i], te, ta, R, C, d->blocks, i);
+        amp_nvfp4_add_sums(&got.sr_err, &got.sr_abs, pe, pa, te, ta, R, C, d->blocks);
+        free(pe);
+        free(pa);
+    }
+    size_t bad = 0;
+    for (size_t j = 0; j < n; j++) bad += memcmp(&v[j], &y[j], 4) != 0 || q[j] != o->q[j];
+    for (size_t b = 0; b < nb; b++) bad += sc[b] != o->s[b];
+    CHECK(bad == 0, "%s: the kernels' replay: %zu values, codes or scales differ", what, bad);
+    CHECK(k.saturated == st->saturated && k.flushed == st->flushed && k.nan == st->nan &&
+              k.sr_count == nv->sr_count && got.blocks == nv->blocks &&
+              (!got.blocks || (got.scale_min == nv->scale_min && got.scale_max == nv->scale_max)),
+          "%s: the kernels' replay: counts differ", what);
+    if (d->stochastic)
+        CHECK(memcmp(&got.sr_err, &nv->sr_err, 8) == 0 && memcmp(&got.sr_abs, &nv->sr_abs, 8) == 0,
+              "%s: the kernels' replay: bias sums %.17g %.17g, cpu %.17g %.17g", what, got.sr_err,
+              got.sr_abs, nv->sr_err, nv->sr_abs);
+    free(v), free(q), free(sc), free(te), free(ta);
 }
 
 static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d, const char *what) {
@@ -219,10 +278,12 @@ static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d
     o.y = malloc(n * 4);
     o.q = malloc(n);
     o.s = malloc(nb);
+    o.t_err = malloc(n * sizeof(double));
+    o.t_abs = malloc(n * sizeof(double));
     reference(x, d, &o);
     float *y = malloc(n * 4), s_enc = 0;
     amp_fp8_stats st = {0};
-    amp_nvfp4_stats nv = {0};
+    amp_nvfp4_stats nv = {0.0f, 0.0f, 0, 0.25, 10.0, 0}; /* sums a record already holds */
     CHECK(be->ops->scaled->nvfp4_qdq(be, y, x, d, &s_enc, &st, &nv) == 0, "%s: qdq failed", what);
     size_t bad = 0;
     for (size_t j = 0; j < n; j++)
@@ -235,6 +296,20 @@ static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d
     CHECK(st.saturated == o.st.saturated && st.flushed == o.st.flushed && st.nan == o.st.nan,
           "%s: saturated/flushed/nan %llu %llu %llu, reference %llu %llu %llu", what, st.saturated,
           st.flushed, st.nan, o.st.saturated, o.st.flushed, o.st.nan);
+    replay_kernels(x, d, &o, y, &nv, &st, what);
+    if (d->stochastic) { /* the bias sums in nvfp4.h's order, as the CUDA kernels add them */
+        size_t R = (size_t)d->rows, C = (size_t)d->cols, runs = amp_nvfp4_sum_runs(R, C, d->blocks);
+        double *pe = malloc((runs + 1) * sizeof *pe), *pa = malloc((runs + 1) * sizeof *pa);
+        for (size_t i = 0; i < runs; i++)
+            amp_nvfp4_sum_run(&pe[i], &pa[i], o.t_err, o.t_abs, R, C, d->blocks, i);
+        double e = 0.25, a = 10.0;
+        amp_nvfp4_add_sums(&e, &a, pe, pa, o.t_err, o.t_abs, R, C, d->blocks);
+        CHECK(memcmp(&e, &nv.sr_err, sizeof e) == 0 && memcmp(&a, &nv.sr_abs, sizeof a) == 0,
+              "%s: bias sums %.17g %.17g, in nvfp4.h's order %.17g %.17g", what, nv.sr_err,
+              nv.sr_abs, e, a);
+        free(pe);
+        free(pa);
+    }
     if (!d->hadamard) { /* the codes at 4 bits and the scales, back to the same values */
         uint8_t *codes = calloc((n + 1) / 2, 1), *sc = malloc(nb);
         float s_dec = 0, *z = malloc(n * 4);
@@ -254,6 +329,8 @@ static void compare_one(amp_backend *be, const float *x, const amp_nvfp4_desc *d
     free(o.y);
     free(o.q);
     free(o.s);
+    free(o.t_err);
+    free(o.t_abs);
     free(y);
 }
 

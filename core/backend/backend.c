@@ -27,6 +27,20 @@ int amp_backend_missing(amp_backend *be, const char *family, const char *op) {
     return 1;
 }
 
+int amp_nvfp4_desc_check(amp_backend *be, const amp_nvfp4_desc *d, const char *op) {
+    const char *why = NULL;
+    if (d->rows < 0 || d->cols < 0 || d->blocks < AMP_NVFP4_ROWS || d->blocks > AMP_NVFP4_TILES)
+        why = "a negative size or an unknown block layout";
+    else if (d->hadamard && strcmp(op, "nvfp4_qdq") != 0)
+        why = "the Hadamard transform is for quantize-dequantize (nvfp4_qdq) only";
+    else if (d->hadamard && d->blocks != AMP_NVFP4_COLS)
+        why = "the Hadamard transform runs down the columns (blocks AMP_NVFP4_COLS)";
+    if (!why) return 0;
+    snprintf(be->err, sizeof be->err, "%s: %s (shape [%d, %d], blocks %d)", op, why, d->rows,
+             d->cols, d->blocks);
+    return 1;
+}
+
 int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d) {
     if ((d->bias || d->out) && d->ldc != d->n) {
         snprintf(be->err, sizeof be->err, "gemm_ex: an epilogue needs ldc == n (ldc %d, n %d)",

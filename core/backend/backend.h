@@ -371,23 +371,7 @@ typedef struct amp_mx_desc {
     int along_cols;
 } amp_mx_desc;
 
-/* An NVFP4 operand (backend/kernels/nvfp4.h): a row-major [rows, cols]
- * array in blocks of 16 along each row (AMP_NVFP4_ROWS, scales
- * [rows][ceil(cols / 16)]), down each column (AMP_NVFP4_COLS, scales
- * [ceil(rows / 16)][cols]) or in 16x16 tiles (AMP_NVFP4_TILES, scales
- * [ceil(rows / 16)][ceil(cols / 16)]); a short last block is a block of its
- * own. The tensor scale comes from the amax of the values quantized (after
- * the transform when `hadamard`). */
-enum { AMP_NVFP4_ROWS = 0, AMP_NVFP4_COLS = 1, AMP_NVFP4_TILES = 2 };
-typedef struct amp_nvfp4_desc {
-    int rows, cols;
-    int blocks;          /* AMP_NVFP4_ROWS / _COLS / _TILES */
-    int stochastic;      /* round with amp_float_to_e2m1_sr, element j's bits amp_nvfp4_random(sr_key, j) */
-    uint64_t sr_key;     /* amp_nvfp4_tensor_key(seed, step, tensor) */
-    int hadamard;        /* COLS only: amp_hadamard16 down each column, per group of 16 rows
-                            (a short last group untransformed), before the quantize */
-    uint32_t signs;      /* the transform's signs */
-} amp_nvfp4_desc;
+/* An NVFP4 operand: amp_nvfp4_desc (backend/kernels/nvfp4.h). */
 
 typedef struct amp_scaled_ops {
     /* *amax_host = max |x[i]| over the non-NaN elements (synchronises). */
@@ -588,6 +572,10 @@ int amp_backend_missing(amp_backend *be, const char *family, const char *op);
 /* Checks what every gemm_ex implementation requires of a descriptor; 0,
  * or 1 with be->err. */
 int amp_gemm_desc_check(amp_backend *be, const amp_gemm_desc *d);
+/* Checks what every nvfp4_* op (op: its name) requires of a descriptor:
+ * sizes >= 0, a known layout, the transform only in nvfp4_qdq down the
+ * columns; 0, or 1 with be->err. */
+int amp_nvfp4_desc_check(amp_backend *be, const amp_nvfp4_desc *d, const char *op);
 /* Core ops: every backend has them. */
 #define AMP_CALL(be, op, ...) ((be)->ops->op((be), __VA_ARGS__))
 /* An op of an optional family or a fused op: fails with be->err naming

@@ -37,6 +37,7 @@ static char no_driver[512];             /* why auto did not open it */
 void *const amp_cuda_module_host_symbols[] = {
     (void *)amp_log, (void *)amp_env_choice, (void *)amp_gemm_desc_check,
     (void *)amp_conv2d_desc_check, (void *)amp_pool2d_desc_check, (void *)amp_env_zero_one,
+    (void *)amp_nvfp4_desc_check,
 };
 
 static void *open_beside_exe(char *tried, size_t len) {

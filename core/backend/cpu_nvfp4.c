@@ -14,31 +14,17 @@
 
 #define TILE AMP_NVFP4_BLOCK
 
-static size_t ceil16(int n) { return ((size_t)n + TILE - 1) / TILE; }
-
 static size_t nv_blocks(const amp_nvfp4_desc *d) {
-    switch (d->blocks) {
-    case AMP_NVFP4_ROWS: return (size_t)d->rows * ceil16(d->cols);
-    case AMP_NVFP4_COLS: return ceil16(d->rows) * (size_t)d->cols;
-    default: return ceil16(d->rows) * ceil16(d->cols);
-    }
+    return amp_nvfp4_block_count((size_t)d->rows, (size_t)d->cols, d->blocks);
 }
 
 /* The element indices of block b (at most 16 x 16); their count. */
 static int nv_block(const amp_nvfp4_desc *d, size_t b, size_t *idx) {
-    size_t R = (size_t)d->rows, C = (size_t)d->cols;
-    int n = 0;
-    if (d->blocks == AMP_NVFP4_ROWS) {
-        size_t nb = ceil16(d->cols), r = b / nb, k = b % nb * TILE;
-        for (size_t c = k; c < C && c < k + TILE; c++) idx[n++] = r * C + c;
-    } else if (d->blocks == AMP_NVFP4_COLS) {
-        size_t k = b / C * TILE, c = b % C;
-        for (size_t r = k; r < R && r < k + TILE; r++) idx[n++] = r * C + c;
-    } else {
-        size_t nbc = ceil16(d->cols), r0 = b / nbc * TILE, c0 = b % nbc * TILE;
-        for (size_t r = r0; r < R && r < r0 + TILE; r++)
-            for (size_t c = c0; c < C && c < c0 + TILE; c++) idx[n++] = r * C + c;
-    }
+    size_t C = (size_t)d->cols, r0, c0;
+    int h, w, n = 0;
+    amp_nvfp4_block_at((size_t)d->rows, C, d->blocks, b, &r0, &c0, &h, &w);
+    for (size_t r = r0; r < r0 + (size_t)h; r++)
+        for (size_t c = c0; c < c0 + (size_t)w; c++) idx[n++] = r * C + c;
     return n;
 }
 
@@ -70,8 +56,9 @@ static inline void nv_store(uint8_t *codes, size_t j, uint8_t q) {
 }
 
 /* Columns handled per pass of a COLS row group (their scales on the
- * stack), and the longest run nv_run takes. */
-#define COL_CHUNK 256
+ * stack), and the longest run nv_run takes; the runs the bias sums add
+ * (nvfp4.h's AMP_NVFP4_SUM_COLS, which the CUDA code follows). */
+#define COL_CHUNK AMP_NVFP4_SUM_COLS
 #define COL_CHUNK_MAX COL_CHUNK
 
 /* The counts of one run of elements. */
@@ -226,7 +213,6 @@ static void nv_pass(uint8_t *codes, uint8_t *scales, float *y, const float *src,
     size_t R = (size_t)d->rows, C = (size_t)d->cols;
     float s_dec = 1.0f / s_enc;
     if (d->blocks == AMP_NVFP4_ROWS) {
-        size_t nb = ceil16(d->cols);
         for (size_t r = 0; r < R; r++)
             for (size_t k = 0; k < C; k += TILE) {
                 size_t e = k + TILE < C ? k + TILE : C, row = r * C;
@@ -234,7 +220,7 @@ static void nv_pass(uint8_t *codes, uint8_t *scales, float *y, const float *src,
                 for (size_t c = k; c < e; c++) bmax = fabsf(src[row + c]) > bmax ? fabsf(src[row + c]) : bmax;
                 uint8_t s = nv_scale(bmax, s_enc, nv);
                 float enc = amp_nvfp4_element_factor(s, s_dec), sv = amp_e4m3_to_float(s);
-                if (scales) scales[r * nb + k / TILE] = s;
+                if (scales) scales[amp_nvfp4_block_of(C, AMP_NVFP4_ROWS, r, k)] = s;
                 nv_run(d, src, y, codes, row + k, e - k, &enc, 0, &sv, s_dec, st, nv);
             }
         return;
@@ -310,11 +296,7 @@ static float nv_begin(const float *x, size_t n, amp_fp8_stats *st) {
 int amp_cpu_nvfp4_quantize(amp_backend *be, uint8_t *codes, uint8_t *scales, float *s_dec,
                               const float *x, const amp_nvfp4_desc *d, amp_fp8_stats *st,
                               amp_nvfp4_stats *nv) {
-    if (d->hadamard) {
-        snprintf(be->err, sizeof be->err, "nvfp4_quantize: the Hadamard transform is for "
-                 "quantize-dequantize (nvfp4_qdq) only");
-        return -1;
-    }
+    if (amp_nvfp4_desc_check(be, d, "nvfp4_quantize")) return 1;
     float s_enc = nv_begin(x, (size_t)d->rows * (size_t)d->cols, st);
     nv_pass(codes, scales, NULL, x, d, s_enc, st, nv);
     *s_dec = 1.0f / s_enc;
@@ -323,7 +305,7 @@ int amp_cpu_nvfp4_quantize(amp_backend *be, uint8_t *codes, uint8_t *scales, flo
 
 int amp_cpu_nvfp4_dequantize(amp_backend *be, float *x, const uint8_t *codes,
                                 const uint8_t *scales, float s_dec, const amp_nvfp4_desc *d) {
-    (void)be;
+    if (amp_nvfp4_desc_check(be, d, "nvfp4_dequantize")) return 1;
     size_t nb = nv_blocks(d), idx[TILE * TILE];
     for (size_t b = 0; b < nb; b++) {
         int n = nv_block(d, b, idx);
@@ -340,12 +322,8 @@ int amp_cpu_nvfp4_qdq(amp_backend *be, float *y, const float *x, const amp_nvfp4
                          float *s_enc_host, amp_fp8_stats *st, amp_nvfp4_stats *nv) {
     size_t n = (size_t)d->rows * (size_t)d->cols;
     const float *src = x;
+    if (amp_nvfp4_desc_check(be, d, "nvfp4_qdq")) return 1;
     if (d->hadamard) {
-        if (d->blocks != AMP_NVFP4_COLS) {
-            snprintf(be->err, sizeof be->err, "nvfp4_qdq: the Hadamard transform runs down the "
-                     "columns (blocks AMP_NVFP4_COLS)");
-            return -1;
-        }
         if (y != x) memcpy(y, x, n * sizeof *y);
         for (size_t r = 0; r + TILE <= (size_t)d->rows; r += TILE)
             nv_hadamard_rows(y + r * (size_t)d->cols, (size_t)d->cols, d->signs);

@@ -126,19 +126,13 @@ static amp_nvfp4_desc nv_weight_desc(const amp_model *m, int t, const amp_scaled
     return (amp_nvfp4_desc){(int)p->shape[0], (int)weight_in(p), blocks, 0, 0, 0, 0};
 }
 
-static size_t nv_scales(const amp_nvfp4_desc *d) {
-    size_t r16 = ((size_t)d->rows + 15) / 16, c16 = ((size_t)d->cols + 15) / 16;
-    return d->blocks == AMP_NVFP4_TILES  ? r16 * c16
-           : d->blocks == AMP_NVFP4_ROWS ? (size_t)d->rows * c16
-                                         : r16 * (size_t)d->cols;
-}
-
 size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot) {
     const amp_param_desc *p = &m->desc.params[t];
     const amp_scaled_slot *sl = &m->scaled->slot[slot];
     if (is_nv(sl)) {
         amp_nvfp4_desc d = nv_weight_desc(m, t, sl, 0);
-        return (p->numel + 1) / 2 + nv_scales(&d);
+        return (p->numel + 1) / 2 +
+               amp_nvfp4_block_count((size_t)d.rows, (size_t)d.cols, d.blocks);
     }
     return p->numel + (is_mx(sl) ? mx_row_scales(p) : 0);
 }
@@ -156,8 +150,10 @@ static const float *nv_operand(amp_model *m, amp_scaled_slot *sl, float *dst, co
     if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(s, sl);
     if (d.hadamard) d.signs = amp_scaled_nvfp4_signs(s);
     float s_enc;
-    if (AMP_SCALED(m->be, nvfp4_qdq, dst, wide, &d, &s_enc, count ? &sl->step : NULL,
-                   count ? &sl->nv_step : NULL) != 0)
+    int slot = (int)(sl - s->slot);
+    if (AMP_SCALED(m->be, nvfp4_qdq, dst, wide, &d, count ? &s_enc : NULL,
+                   count ? amp_model_scaled_stats(m, slot) : NULL,
+                   count ? amp_model_nvfp4_stats(m, slot) : NULL) != 0)
         return NULL;
     if (count) sl->scale = s_enc;
     return dst;
@@ -296,7 +292,8 @@ static int cast_fp8(amp_model *m, amp_kit_copy *c, const float *master, size_t n
         d.stochastic = (sl->flags & AMP_OPERAND_STOCHASTIC) != 0;
         if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(m->scaled, sl);
         if (AMP_SCALED(m->be, nvfp4_quantize, c->ptr, (uint8_t *)c->ptr + (n + 1) / 2, &s_dec,
-                       master, &d, &sl->step, &sl->nv_step) != 0)
+                       master, &d, amp_model_scaled_stats(m, c->fp8_slot),
+                       amp_model_nvfp4_stats(m, c->fp8_slot)) != 0)
             return -1;
         c->fp8_scale = s_dec;
         sl->scale = 1.0f / s_dec;

@@ -5,7 +5,7 @@
 # 77 (skipped) when no device is visible.
 amp_unit_test(test_gpu_parity gpu ARGS --only mlp)
 add_dependencies(test_gpu_parity amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
-                 amp_precision_fp8 amp_precision_mxfp8
+                 amp_precision_fp8 amp_precision_mxfp8 amp_precision_nvfp4
                  amp_scaler_none amp_scaler_dynamic)
 
 # The CLI on a machine WITHOUT a GPU: `--set run.device=cuda` must fail with

@@ -44,3 +44,27 @@ endforeach()
 # The quantizer (1x16 rows and 16x16 tiles) against PyTorch's reference from
 # the format's definition (tests/data/nvfp4_reference.txt, scripts/nvfp4_reference.py).
 amp_unit_test(test_nvfp4_torch numerics nvfp4)
+
+# The CUDA backend's NVFP4 ops against the CPU backend's, bit for bit (77
+# without a device); the same rows CPU against CPU where there is no GPU,
+# and with the second CPU's nvfp4_qdq broken on purpose exactly the rows
+# using it fail.
+amp_unit_test(test_gpu_nvfp4 gpu nvfp4)
+add_test(NAME gpu_rows_self_check_test_gpu_nvfp4 COMMAND test_gpu_nvfp4 --self-check)
+add_test(NAME gpu_rows_perturbed_nvfp4_qdq
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
+                 "^test_gpu_nvfp4: 16 of 24 op row\\(s\\) failed \\([0-9]+ check\\(s\\)\\): nvfp4_qdq ties 2x16 rows; .*nvfp4_qdq 300x1000 cols sr hadamard$"
+                 $<TARGET_FILE:test_gpu_nvfp4> --self-check --perturb nvfp4_qdq)
+set_tests_properties(gpu_rows_self_check_test_gpu_nvfp4 gpu_rows_perturbed_nvfp4_qdq
+                     PROPERTIES LABELS "cli;nvfp4")
+# The full recipe and the 1x16-weight arm train 3 steps from the CLI on the
+# GPU (label gpu; 77 without a device), and the log names the GEMMs' path.
+foreach(cfg gpt_shakespeare_nvfp4 gpt_shakespeare_nvfp4_1d_weights)
+  add_test(NAME nvfp4_config_${cfg}_cuda
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_train_run.sh $<TARGET_FILE:amptrain>
+                   ${PROJECT_SOURCE_DIR}/configs/${cfg}.ini ${AMP_NVFP4_RUNS}/${cfg}_cuda
+                   "${cfg}: test_acc .* 3 steps \\(0 skipped\\)"
+                   "cuda: NVFP4 operands run emulated .*block-scaled FP4 GEMM .* is not used"
+                   -- --set train.steps=3 --set train.log_every=1)
+  set_tests_properties(nvfp4_config_${cfg}_cuda PROPERTIES LABELS "gpu;nvfp4" SKIP_RETURN_CODE 77)
+endforeach()

@@ -32,8 +32,9 @@ typedef struct amp_cuda_impl {
 } amp_cuda_impl;
 
 /* amp_cuda_impl.fp8_gemm_said: bits 0..15 fp8_gemm's paths (fp8_gemm_cuda.cu),
- * this one the MX32 path (scaled_cuda.cu). */
+ * then the MX32 path (scaled_cuda.cu) and the NVFP4 path (nvfp4_cuda.cu). */
 #define AMP_CUDA_SAID_MX (1u << 16)
+#define AMP_CUDA_SAID_NVFP4 (1u << 17)
 
 static inline amp_cuda_impl *amp_cuda_im(amp_backend *be) { return (amp_cuda_impl *)be->impl; }
 
@@ -92,6 +93,9 @@ extern const amp_transformer_ops amp_cuda_transformer_ops; /* transformer_cuda.c
 extern const amp_scaled_ops amp_cuda_scaled_ops;
 int amp_cuda_fp8_dequantize(amp_backend *be, float *x, const uint8_t *q, size_t n, float scale,
                             int fmt);
+/* Fills the family's nvfp4_quantize, nvfp4_dequantize and nvfp4_qdq
+ * (nvfp4_cuda.cu). */
+void amp_cuda_nvfp4_ops(amp_scaled_ops *o);
 int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q);
 void amp_cuda_fp8_gemm_destroy(amp_backend *be); /* frees im->lt; safe when never made */
 

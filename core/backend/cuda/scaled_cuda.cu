@@ -6,64 +6,20 @@
  * magnitudes' bits (non-negative floats order as their bits do) and the
  * counts are integer atomics, so no result depends on the launch shape or
  * the order of the blocks. Stats records are device memory; every op runs
- * on the backend's stream. */
+ * on the backend's stream. The NVFP4 ops are nvfp4_cuda.cu's. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/scaled_cuda.cuh"
 #include "backend/kernels/fp8.h"
 #include "backend/kernels/mx.h"
 
 extern "C" {
 #include "log.h"
 }
-
-#define AMP_FP8_THREADS 256
-
-/* The record's amax as the unsigned its bits are (amp_fp8_stats.amax is a
- * float >= 0 or +inf; the integer max of such bits is their float max). */
-static __device__ unsigned *amp_fp8_amax_bits(amp_fp8_stats *st) {
-    return reinterpret_cast<unsigned *>(&st->amax);
-}
-
-/* One thread's share of a pass, reduced over its warp and added to st by
- * lane 0. Every lane of the warp must call flush. */
-struct amp_fp8_counts {
-    unsigned amax;
-    unsigned long long sat, flush_, nan;
-    __device__ void add(float x, unsigned f) {
-        unsigned a = amp_f32_bits(x) & 0x7fffffffu;
-        if (a <= 0x7f800000u && a > amax) amax = a; /* NaN inputs are not in the amax */
-        add_flags(f);
-    }
-    __device__ void add_flags(unsigned f) {
-        sat += (f & AMP_F8_SATURATED) != 0;
-        flush_ += (f & AMP_F8_FLUSHED) != 0;
-        nan += (f & AMP_F8_NAN) != 0;
-    }
-    __device__ void flush(amp_fp8_stats *st, int with_amax) {
-        for (int o = 16; o > 0; o >>= 1) {
-            unsigned m = __shfl_down_sync(0xffffffffu, amax, o);
-            amax = m > amax ? m : amax;
-            sat += __shfl_down_sync(0xffffffffu, sat, o);
-            flush_ += __shfl_down_sync(0xffffffffu, flush_, o);
-            nan += __shfl_down_sync(0xffffffffu, nan, o);
-        }
-        if ((threadIdx.x & 31) != 0 || !st) return;
-        if (with_amax && amax) atomicMax(amp_fp8_amax_bits(st), amax);
-        if (sat) atomicAdd(&st->saturated, sat);
-        if (flush_) atomicAdd(&st->flushed, flush_);
-        if (nan) atomicAdd(&st->nan, nan);
-    }
-};
-
-/* Grid-stride loops over n elements; the bound is the same for every lane
- * of a warp at the flush (the loop ends before it). */
-#define AMP_FP8_LOOP(i, n)                                                                         \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                        \
-         i += (size_t)gridDim.x * blockDim.x)
 
 /* q (may be NULL) = codes, y (may be NULL) = decoded codes * inv. */
 __global__ void amp_k_fp8_pass(uint8_t *q, float *y, const float *x, size_t n, float scale,
@@ -131,15 +87,6 @@ __global__ void amp_k_mx_dequantize(float *x, const uint8_t *elem, const uint8_t
         size_t j = first + (size_t)lane * stride;
         if (lane < n) x[j] = amp_mx_dequantize_element(elem[j], scales[b], d.fmt);
     }
-}
-
-/* Blocks for `items` work items of `per_block` each, capped at 8 per SM
- * (grid-stride loops do the rest; the cap bounds the atomics). items > 0. */
-static unsigned fp8_grid(amp_backend *be, size_t items, size_t per_block) {
-    size_t want = (items + per_block - 1) / per_block;
-    size_t cap = (size_t)amp_cuda_im(be)->sm_count * 8;
-    if (cap < 1) cap = 1;
-    return (unsigned)(want < cap ? want : cap);
 }
 
 static cudaStream_t fp8_stream(amp_backend *be) { return amp_cuda_im(be)->stream; }
@@ -249,6 +196,7 @@ static amp_scaled_ops cuda_make_scaled_ops(void) {
     o.mx_quantize = cuda_mx_quantize;
     o.mx_dequantize = cuda_mx_dequantize;
     o.mx_qdq = cuda_mx_qdq;
+    amp_cuda_nvfp4_ops(&o);
     return o;
 }
 

@@ -29,6 +29,60 @@
 #define AMP_E2M1_MAX_BITS 0x40c00000u /* 6.0 */
 #define AMP_F32_MAX_BITS 0x7f7fffffu
 
+/* The block layouts of a row-major [rows, cols] array: 1x16 blocks along
+ * each row (block b = row * ceil(cols / 16) + col / 16), 1x16 blocks down
+ * each column (b = row / 16 * cols + col) or 16x16 tiles (b = row / 16 *
+ * ceil(cols / 16) + col / 16); a short last block is a block of its own. */
+enum { AMP_NVFP4_ROWS = 0, AMP_NVFP4_COLS = 1, AMP_NVFP4_TILES = 2 };
+
+static inline AMP_HD size_t amp_nvfp4_block_count(size_t rows, size_t cols, int blocks) {
+    size_t r16 = (rows + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    size_t c16 = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    return blocks == AMP_NVFP4_ROWS ? rows * c16 : blocks == AMP_NVFP4_COLS ? r16 * cols : r16 * c16;
+}
+
+/* The block holding element (r, c). */
+static inline AMP_HD size_t amp_nvfp4_block_of(size_t cols, int blocks, size_t r, size_t c) {
+    size_t c16 = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    if (blocks == AMP_NVFP4_ROWS) return r * c16 + c / AMP_NVFP4_BLOCK;
+    if (blocks == AMP_NVFP4_COLS) return r / AMP_NVFP4_BLOCK * cols + c;
+    return r / AMP_NVFP4_BLOCK * c16 + c / AMP_NVFP4_BLOCK;
+}
+
+/* Block b's first row and column, its height and its width. */
+static inline AMP_HD void amp_nvfp4_block_at(size_t rows, size_t cols, int blocks, size_t b,
+                                             size_t *r0, size_t *c0, int *h, int *w) {
+    size_t c16 = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    if (blocks == AMP_NVFP4_COLS) {
+        *r0 = b / cols * AMP_NVFP4_BLOCK;
+        *c0 = b % cols;
+    } else {
+        *r0 = b / c16 * (blocks == AMP_NVFP4_ROWS ? 1 : AMP_NVFP4_BLOCK);
+        *c0 = b % c16 * AMP_NVFP4_BLOCK;
+    }
+    size_t hr = rows - *r0, wc = cols - *c0;
+    *h = blocks == AMP_NVFP4_ROWS ? 1 : (int)(hr < AMP_NVFP4_BLOCK ? hr : AMP_NVFP4_BLOCK);
+    *w = blocks == AMP_NVFP4_COLS ? 1 : (int)(wc < AMP_NVFP4_BLOCK ? wc : AMP_NVFP4_BLOCK);
+}
+
+/* An NVFP4 operand of the backends' nvfp4_* ops: a row-major [rows, cols]
+ * array in blocks of 16 along each row (AMP_NVFP4_ROWS, scales
+ * [rows][ceil(cols / 16)]), down each column (AMP_NVFP4_COLS, scales
+ * [ceil(rows / 16)][cols]) or in 16x16 tiles (AMP_NVFP4_TILES, scales
+ * [ceil(rows / 16)][ceil(cols / 16)]); a short last block is a block of its
+ * own. The tensor scale comes from the amax of the values quantized (after
+ * the transform when `hadamard`). The layouts' block numbering is
+ * amp_nvfp4_block_count, _of and _at's. */
+typedef struct amp_nvfp4_desc {
+    int rows, cols;
+    int blocks;          /* AMP_NVFP4_ROWS / _COLS / _TILES */
+    int stochastic;      /* round with amp_float_to_e2m1_sr, element j's bits amp_nvfp4_random(sr_key, j) */
+    uint64_t sr_key;     /* amp_nvfp4_tensor_key(seed, step, tensor) */
+    int hadamard;        /* COLS only: amp_hadamard16 down each column, per group of 16 rows
+                            (a short last group untransformed), before the quantize */
+    uint32_t signs;      /* the transform's signs */
+} amp_nvfp4_desc;
+
 /* RNE cast of clamp(f, -6, 6) to an E2M1 code (NaN: +0). */
 static inline AMP_HD uint8_t amp_float_to_e2m1(float f) {
     uint32_t u = amp_f32_bits(f);
@@ -147,7 +201,79 @@ static inline AMP_HD void amp_hadamard16(float *v, size_t stride, uint32_t signs
 /* What one quantize of NVFP4 values saw, beside amp_fp8_stats' amax and
  * counts: the E4M3 block scales (decoded) of the blocks with a nonzero
  * amax, and for stochastically rounded elements the sums that make the
- * mean rounding bias sum(deq - x) / sum(|x|). */
+ * mean rounding bias sum(deq - x) / sum(|x|) over the finite x.
+ *
+ * The sums are doubles added in one order, so every backend gives the
+ * same bits: a quantize adds, to the record's sums as they were, runs of
+ * terms each summed from 0 in element order: ROWS one run per block, in
+ * block order; COLS per group of 16 rows, per AMP_NVFP4_SUM_COLS columns
+ * from the left, one run per row of the group (its columns in order);
+ * TILES each term on its own, tile by tile, row-major within a tile. */
+#define AMP_NVFP4_SUM_COLS 256
+
+/* The runs of that order for a [rows, cols] array (0 for TILES). */
+static inline AMP_HD size_t amp_nvfp4_sum_runs(size_t rows, size_t cols, int blocks) {
+    size_t cr = (cols + AMP_NVFP4_SUM_COLS - 1) / AMP_NVFP4_SUM_COLS;
+    return blocks == AMP_NVFP4_ROWS   ? amp_nvfp4_block_count(rows, cols, blocks)
+           : blocks == AMP_NVFP4_COLS ? rows * cr
+                                      : 0;
+}
+
+/* Run i's sums (ROWS, COLS; COLS run i is row i / cr's i % cr-th run of
+ * columns) from 0, over per-element terms t_err / t_abs [rows * cols]
+ * (NaN where an element is left out: a sum from +0 never becomes -0, so
+ * skipping it gives the bits of adding 0.0). */
+static inline AMP_HD void amp_nvfp4_sum_run(double *e, double *a, const double *t_err,
+                                            const double *t_abs, size_t rows, size_t cols,
+                                            int blocks, size_t i) {
+    size_t first, len;
+    if (blocks == AMP_NVFP4_ROWS) {
+        size_t r0, c0;
+        int h, w;
+        amp_nvfp4_block_at(rows, cols, blocks, i, &r0, &c0, &h, &w);
+        first = r0 * cols + c0, len = (size_t)w;
+    } else {
+        size_t cr = (cols + AMP_NVFP4_SUM_COLS - 1) / AMP_NVFP4_SUM_COLS;
+        size_t c0 = i % cr * AMP_NVFP4_SUM_COLS;
+        first = i / cr * cols + c0;
+        len = cols - c0 < AMP_NVFP4_SUM_COLS ? cols - c0 : AMP_NVFP4_SUM_COLS;
+    }
+    double se = 0.0, sa = 0.0;
+    for (size_t j = first; j < first + len; j++)
+        if (t_err[j] == t_err[j]) se += t_err[j], sa += t_abs[j];
+    *e = se, *a = sa;
+}
+
+/* *e, *a (a record's sums) += the runs' sums p_err / p_abs in the order
+ * above (ROWS: block order; COLS: per group of 16 rows, per run of
+ * columns, per row), or TILES' terms tile by tile. */
+static inline AMP_HD void amp_nvfp4_add_sums(double *e, double *a, const double *p_err,
+                                             const double *p_abs, const double *t_err,
+                                             const double *t_abs, size_t rows, size_t cols,
+                                             int blocks) {
+    double se = *e, sa = *a;
+    if (blocks == AMP_NVFP4_ROWS) {
+        for (size_t b = 0, nb = amp_nvfp4_block_count(rows, cols, blocks); b < nb; b++)
+            se += p_err[b], sa += p_abs[b];
+    } else if (blocks == AMP_NVFP4_COLS) {
+        size_t cr = (cols + AMP_NVFP4_SUM_COLS - 1) / AMP_NVFP4_SUM_COLS;
+        for (size_t r0 = 0; r0 < rows; r0 += AMP_NVFP4_BLOCK)
+            for (size_t k = 0; k < cr; k++)
+                for (size_t r = r0; r < rows && r < r0 + AMP_NVFP4_BLOCK; r++)
+                    se += p_err[r * cr + k], sa += p_abs[r * cr + k];
+    } else {
+        for (size_t b = 0, nb = amp_nvfp4_block_count(rows, cols, blocks); b < nb; b++) {
+            size_t r0, c0;
+            int h, w;
+            amp_nvfp4_block_at(rows, cols, blocks, b, &r0, &c0, &h, &w);
+            for (size_t r = r0; r < r0 + (size_t)h; r++)
+                for (size_t c = c0; c < c0 + (size_t)w; c++)
+                    if (t_err[r * cols + c] == t_err[r * cols + c])
+                        se += t_err[r * cols + c], sa += t_abs[r * cols + c];
+        }
+    }
+    *e = se, *a = sa;
+}
 typedef struct amp_nvfp4_stats {
     float scale_min, scale_max; /* valid when blocks > 0 */
     unsigned long long blocks;
@@ -155,7 +281,7 @@ typedef struct amp_nvfp4_stats {
     unsigned long long sr_count;
 } amp_nvfp4_stats;
 
-static inline void amp_nvfp4_stats_merge(amp_nvfp4_stats *into, const amp_nvfp4_stats *s) {
+static inline AMP_HD void amp_nvfp4_stats_merge(amp_nvfp4_stats *into, const amp_nvfp4_stats *s) {
     if (s->blocks) {
         if (!into->blocks || s->scale_min < into->scale_min) into->scale_min = s->scale_min;
         if (!into->blocks || s->scale_max > into->scale_max) into->scale_max = s->scale_max;
@@ -164,6 +290,60 @@ static inline void amp_nvfp4_stats_merge(amp_nvfp4_stats *into, const amp_nvfp4_
     into->sr_err += s->sr_err;
     into->sr_abs += s->sr_abs;
     into->sr_count += s->sr_count;
+}
+
+/* One block's quantize (what a CUDA thread does for its block; the CPU's
+ * loops give the same bits): its amax (NaN ignored), its E4M3 scale
+ * (returned), then each element's code into q (one byte per element, may
+ * be NULL) and decoded value into y (may be NULL; may be src: every element
+ * is read before it is written), the counts added to the record's fields,
+ * the block's amax into bmax, and with t_err (stochastic rounding) each
+ * element's bias terms into t_err / t_abs, NaN for an element the sums
+ * leave out (non-finite x). */
+typedef struct amp_nvfp4_block_out {
+    uint8_t *q;
+    float *y;
+    double *t_err, *t_abs;
+    unsigned long long saturated, flushed, nan, sr_count;
+    float bmax; /* the last block's */
+} amp_nvfp4_block_out;
+
+static inline AMP_HD uint8_t amp_nvfp4_block_pass(amp_nvfp4_block_out *o, const float *src,
+                                                  const amp_nvfp4_desc *d, float s_enc,
+                                                  size_t b) {
+    size_t C = (size_t)d->cols, r0, c0;
+    int h, w;
+    amp_nvfp4_block_at((size_t)d->rows, C, d->blocks, b, &r0, &c0, &h, &w);
+    uint32_t m = 0;
+    for (size_t r = r0; r < r0 + (size_t)h; r++)
+        for (size_t c = c0; c < c0 + (size_t)w; c++) {
+            uint32_t a = amp_f32_bits(src[r * C + c]) & 0x7fffffffu;
+            m = a <= 0x7f800000u && a > m ? a : m;
+        }
+    float s_dec = 1.0f / s_enc;
+    o->bmax = amp_f32_from_bits(m);
+    uint8_t s = amp_nvfp4_block_scale(o->bmax, s_enc);
+    float enc = amp_nvfp4_element_factor(s, s_dec);
+    for (size_t r = r0; r < r0 + (size_t)h; r++)
+        for (size_t c = c0; c < c0 + (size_t)w; c++) {
+            size_t e = r * C + c;
+            float x = src[e], v = x * enc;
+            uint8_t q = d->stochastic ? amp_float_to_e2m1_sr(v, amp_nvfp4_random(d->sr_key, e))
+                                      : amp_float_to_e2m1(v);
+            float out = amp_nvfp4_decode(q, s, s_dec);
+            int is_nan = x != x, counted = d->stochastic && !is_nan && fabsf(x) != INFINITY;
+            o->nan += (unsigned long long)is_nan;
+            o->saturated += (unsigned long long)(!is_nan && s != 0 && fabsf(v) > 6.0f);
+            o->flushed += (unsigned long long)(!is_nan && x != 0.0f && out == 0.0f);
+            o->sr_count += (unsigned long long)counted;
+            if (o->t_err) {
+                o->t_err[e] = counted ? (double)out - (double)x : (double)NAN;
+                o->t_abs[e] = counted ? fabs((double)x) : (double)NAN;
+            }
+            if (o->q) o->q[e] = q;
+            if (o->y) o->y[e] = out;
+        }
+    return s;
 }
 
 #endif
