@@ -158,6 +158,16 @@ static int create_scaled(amp_model *m, char *err, size_t errlen) {
     for (int i = 0; i < m->scaled->nslots; i++) {
         const amp_scaled_slot *sl = &m->scaled->slot[i];
         const amp_scaled_ops *so = m->be->ops->scaled;
+        /* a conv's scaled GEMMs run on im2col columns (conv2d_scaled.c) */
+        if ((m->desc.layers[sl->layer].op_classes & (1u << AMP_OP_CONV)) &&
+            (!so->conv2d_im2col || !so->conv2d_col2im)) {
+            snprintf(err, errlen,
+                     "backend '%s' has no scaled convolution ops (conv2d_im2col, "
+                     "conv2d_col2im): conv layer '%s' has a scaled operand; run on the CPU "
+                     "(run.device = cpu) or keep the convs out (layer.%s = bf16)",
+                     m->be->ops->name, m->layer_names[sl->layer], m->layer_names[sl->layer]);
+            return -1;
+        }
         if (sl->fmt.format == AMP_FORMAT_NVFP4 &&
             (!so->nvfp4_qdq || !so->nvfp4_quantize || !so->nvfp4_dequantize)) {
             snprintf(err, errlen,

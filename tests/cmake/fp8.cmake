@@ -167,3 +167,12 @@ add_test(NAME fp8_working_bytes
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/working_bytes.sh $<TARGET_FILE:amptrain>
                  ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_fp8_tied_head.ini ${AMP_FP8_RUNS}/working_bytes)
 set_tests_properties(fp8_working_bytes PROPERTIES LABELS "fp8;cli")
+# The CUDA backend has no scaled convolution ops: a CNN with FP8 convs on
+# device = cuda is refused before it trains (exit 1, as every backend
+# refusal at model creation), naming the conv layer.
+add_test(NAME fp8_cnn_conv_cuda_refused
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_train_run.sh --exit 1 $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs/cnn_fashion_fp8.ini ${AMP_FP8_RUNS}/cnn_fp8_cuda
+                 "no scaled convolution ops \\(conv2d_im2col, conv2d_col2im\\): conv layer 'conv1'"
+                 -- --set train.steps=1)
+set_tests_properties(fp8_cnn_conv_cuda_refused PROPERTIES LABELS "gpu;fp8" SKIP_RETURN_CODE 77)
