@@ -57,6 +57,15 @@ amp_unit_test(test_nvfp4_torch numerics nvfp4)
 # and with the second CPU's nvfp4_qdq broken on purpose exactly the rows
 # using it fail.
 amp_unit_test(test_gpu_nvfp4 gpu nvfp4)
+# cuBLASLt's block-scaled FP4 GEMM (sm_100 and later; 77 on older GPUs and
+# without a device): nvfp4_gemm against the CPU's composition within the
+# tolerance derived in tests/nvfp4_gemm_rows.h, and the path each shape must
+# take. test_gpu_nvfp4 runs the same rows on any GPU, whichever path.
+amp_unit_test(test_gpu_nvfp4_gemm gpu nvfp4)
+if(AMP_HAVE_CUDA) # the module's test hooks (cuda_testing.h)
+  target_link_libraries(test_gpu_nvfp4 PRIVATE amptrain_cuda CUDA::cudart)
+  target_link_libraries(test_gpu_nvfp4_gemm PRIVATE amptrain_cuda CUDA::cudart)
+endif()
 add_test(NAME gpu_rows_self_check_test_gpu_nvfp4 COMMAND test_gpu_nvfp4 --self-check)
 add_test(NAME gpu_rows_perturbed_nvfp4_qdq
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
