@@ -596,8 +596,8 @@ if needs cnn "$BUILD/bench/bench_cnn"; then
     finish_part cnn "$LOGS/bench.log"
 fi
 # The GPT's step time per policy (its table goes to bench.log), and for the
-# scaled policies the GEMM path the log names (cuBLASLt FP8 or emulated, why;
-# MX32 and NVFP4 emulated). nvfp4 runs last: the newest kernels, and if it overruns
+# scaled policies the forward GEMM's path the log names (cuBLASLt FP8, MXFP8 or
+# FP4, or emulated and why). nvfp4 runs last: the newest kernels, and if it overruns
 # the part's cap every other row is already in the table.
 gpt_steps() {
     local p rc=0 sum path
@@ -608,7 +608,7 @@ gpt_steps() {
             --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
             --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
         sum=$BUILD/gpt-$p/summary.json
-        path=$(grep -E 'fp8_gemm (MX32 )?(runs on|emulated)|NVFP4 operands run' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
+        path=$(grep -E '(fp8_gemm (MX32 )?|nvfp4_gemm )(runs on|emulated)' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
         echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
             "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") | ${path:--} |"
     done
