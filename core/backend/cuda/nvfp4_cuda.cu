@@ -188,7 +188,7 @@ static int nv_check(amp_backend *be, const amp_nvfp4_desc *d, const char *op) {
         im->fp8_gemm_said |= AMP_CUDA_SAID_NVFP4;
         amp_log(AMP_LOG_INFO, "cuda: NVFP4 operands: quantize-dequantize kernels; a Linear's dW "
                 "and dX GEMMs run emulated (FP32 cuBLAS GEMMs on the decoded values), its "
-                "forward GEMM through nvfp4_gemm (cuBLASLt's block-scaled FP4 GEMM, VEC16_UE4M3 "
+                "forward GEMM on NVFP4 X and W through nvfp4_gemm (cuBLASLt's block-scaled FP4 GEMM, VEC16_UE4M3 "
                 "scales, where the GPU (sm_100 and later, this one sm_%d) and the shape allow; "
                 "its path said once)", im->cc);
     }
