@@ -5,12 +5,12 @@
  *   - the scales: nvfp4.h's amp_nvfp4_tile_scales (the body the CUDA
  *     kernel runs: mx_tiled.h's index, amp_nvfp4_tiled_value) against the
  *     layout written from the cuBLAS documentation ("1D Block Scaling
- *     Factors Layout", blocks of 16 along k): pad the [rows][ceil(k / 16)]
- *     scale array to 128-row x 4-column tiles with zeros, emit the tiles one
- *     after the other (k direction fastest), each as 32 lines of 16 bytes,
- *     line i holding the 4 scale bytes of tile rows i, i + 32, i + 64,
- *     i + 96. The reference writes in that order (a running position) and
- *     never calls an index function. Operands with 1x16 blocks along the
+ *     Factors Layout", blocks of 16 along k; tests/tiled_reference.h): pad
+ *     the [rows][ceil(k / 16)] scale array to 128-row x 4-column tiles with
+ *     zeros, emit the tiles one after the other (k direction fastest), each
+ *     as 32 lines of 16 bytes, line i holding the 4 scale bytes of tile rows
+ *     i, i + 32, i + 64, i + 96, written in that order (a running position),
+ *     never through an index function. Operands with 1x16 blocks along the
  *     rows (an activation, a 1x16 weight) and a weight's 16x16 tiles (each
  *     tile's byte for its 16 rows, read here as [row / 16][c]); whole tiles,
  *     one scale, rows or scale columns one past a tile, both padded, a
@@ -36,40 +36,31 @@
 #include "backend/backend.h"
 #include "backend/kernels/nvfp4.h"
 #include "expect.h"
+#include "tiled_reference.h"
 
 static int broken;
 
 /* The scale byte of row `row`, block column c of a [rows, cols] operand,
  * read straight from its scale array: [rows][kb] (1x16 rows) or [ceil(rows
  * / 16)][kb] (16x16 tiles, one byte per tile). */
-static uint8_t scale_at(const uint8_t *s, size_t cols, int tiles, size_t row, size_t c) {
-    size_t kb = (cols + 15) / 16;
-    return s[(tiles ? row / 16 : row) * kb + c];
-}
+typedef struct nv_src {
+    const uint8_t *s;
+    size_t kb;
+    int tiles;
+} nv_src;
 
-/* The documented layout, written in output order. */
-static size_t reference(uint8_t *out, const uint8_t *s, size_t rows, size_t cols, int tiles) {
-    size_t kb = (cols + 15) / 16, row_tiles = (rows + 127) / 128, col_tiles = (kb + 3) / 4;
-    size_t pos = 0;
-    for (size_t rt = 0; rt < row_tiles; rt++)
-        for (size_t ct = 0; ct < col_tiles; ct++)
-            for (size_t line = 0; line < 32; line++)
-                for (size_t group = 0; group < 4; group++)
-                    for (size_t j = 0; j < 4; j++) {
-                        /* the row this byte belongs to; --break: row-major tile */
-                        size_t r = broken ? (line * 16 + group * 4 + j) / 4 : group * 32 + line;
-                        size_t jj = broken ? (line * 16 + group * 4 + j) % 4 : j;
-                        size_t row = rt * 128 + r, c = ct * 4 + jj;
-                        out[pos++] = row < rows && c < kb ? scale_at(s, cols, tiles, row, c) : 0;
-                    }
-    return pos;
+static uint8_t nv_at(const void *src, size_t row, size_t c) {
+    const nv_src *v = src;
+    return v->s[(v->tiles ? row / 16 : row) * v->kb + c];
 }
 
 static void check_scales(size_t rows, size_t cols, int tiles) {
     size_t kb = (cols + 15) / 16, ns = (tiles ? (rows + 15) / 16 : rows) * kb;
     uint8_t *s = malloc(ns), *want = malloc((rows + 128) * (kb + 4)), *got;
     for (size_t i = 0; i < ns; i++) s[i] = (uint8_t)(1 + i * 37 % 127); /* 1..127: E4M3 > 0 */
-    size_t n = reference(want, s, rows, cols, tiles), bytes = amp_mx_tiled_bytes(rows, kb);
+    nv_src src = {s, kb, tiles};
+    size_t n = tiled_reference(want, rows, kb, broken, nv_at, &src);
+    size_t bytes = amp_mx_tiled_bytes(rows, kb);
     const char *lay = tiles ? "16x16 tiles" : "1x16 rows";
     EXPECT(n == bytes, "%zux%zu %s: amp_mx_tiled_bytes %zu, the documented layout has %zu", rows,
            cols, lay, bytes, n);
