@@ -27,7 +27,11 @@
 #                           on a GPU older than sm_100)
 #                 nvfp4     ctest test_gpu_nvfp4 (the NVFP4 ops vs the CPU,
 #                           bit for bit: codes, block and tensor scales,
-#                           values, counts, the transform, SR bits)
+#                           values, counts, the transform, SR bits;
+#                           nvfp4_gemm within its derived tolerance on
+#                           whichever path) and test_gpu_nvfp4_gemm
+#                           (cuBLASLt's block-scaled FP4 GEMM; skips, not
+#                           a failure, on a GPU older than sm_100)
 #                 ctest     the other `gpu` tests (a gpu test that skips on a
 #                           GPU host fails, except the 2-GPU NCCL tests
 #                           with one GPU)
@@ -123,7 +127,8 @@ AMP_GPU_TARGETS="amptrain amp_precision_fp32 amp_precision_fp16 amp_precision_bf
   amp_precision_fp8 amp_precision_mxfp8 amp_precision_nvfp4 amp_scaler_none
   amp_scaler_dynamic amp_scaler_static amp_scaler_hysteresis
   test_gpu_gemm test_gpu_kernels test_gpu_parity test_gpu_transformer test_gpu_fp8 test_gpu_nvfp4
-  test_gpu_mx_gemm test_gpu_cnn test_cnn_reference test_gpu_cnn_parity bench_step bench_cnn"
+  test_gpu_mx_gemm test_gpu_nvfp4_gemm test_gpu_cnn test_cnn_reference test_gpu_cnn_parity
+  bench_step bench_cnn"
 
 # cmake_build: the GPU host's configure and build, the same here in the
 # rehearsal: Ninja when present, sm_90, CUDA required, AMP_WERROR=OFF (a
@@ -475,9 +480,11 @@ ctest_part() {
     st=$(status_of $PART_RC)
     note=$(part_note $PART_RC "$LOGS/ctest.log")
     [ "${GPUS:-0}" -lt 2 ] && may_skip="$may_skip|dist_nccl|dist_syncbn_nccl|dist_shard_nccl"
-    # the block-scaled GEMM needs sm_100: its test skips on an older GPU, saying so
-    grep -q 'test_gpu_mx_gemm: skipped: the GPU is sm_' "$LOGS/ctest.log" 2>/dev/null &&
-        may_skip="$may_skip|test_gpu_mx_gemm"
+    # the block-scaled GEMMs need sm_100: their tests skip on an older GPU, saying so
+    for t in test_gpu_mx_gemm test_gpu_nvfp4_gemm; do
+        grep -q "$t: skipped: the GPU is sm_" "$LOGS/ctest.log" 2>/dev/null &&
+            may_skip="$may_skip|$t"
+    done
     skipped=$(sed -n "/^== $name /,\$p" "$LOGS/ctest.log" | grep -E '\*\*\*Skipped' | grep -Ev "$may_skip" |
         sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' ')
     if [ -n "$skipped" ]; then
@@ -490,8 +497,8 @@ ctest_part() {
 ctest_part gemm 40 -R '^test_gpu_gemm$'
 ctest_part kernels 40 -R '^test_gpu_kernels$'
 ctest_part fp8 40 -R '^(test_gpu_fp8|test_gpu_mx_gemm)$'
-ctest_part nvfp4 30 -R '^test_gpu_nvfp4$'
-ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_mx_gemm|test_gpu_nvfp4|test_gpu_parity)$'
+ctest_part nvfp4 30 -R '^(test_gpu_nvfp4|test_gpu_nvfp4_gemm)$'
+ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_mx_gemm|test_gpu_nvfp4|test_gpu_nvfp4_gemm|test_gpu_parity)$'
 # --- nccl: the 2-process NCCL smoke test (dist_nccl) ran inside ctest -----
 nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" 2>/dev/null | tail -n 1)
 if [ "$DRY" = 1 ]; then
@@ -589,8 +596,8 @@ if needs cnn "$BUILD/bench/bench_cnn"; then
     finish_part cnn "$LOGS/bench.log"
 fi
 # The GPT's step time per policy (its table goes to bench.log), and for the
-# scaled policies the GEMM path the log names (cuBLASLt FP8 or emulated, why;
-# MX32 and NVFP4 emulated). nvfp4 runs last: the newest kernels, and if it overruns
+# scaled policies the forward GEMM's path the log names (cuBLASLt FP8, MXFP8 or
+# FP4, or emulated and why). nvfp4 runs last: the newest kernels, and if it overruns
 # the part's cap every other row is already in the table.
 gpt_steps() {
     local p rc=0 sum path
@@ -601,7 +608,7 @@ gpt_steps() {
             --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
             --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
         sum=$BUILD/gpt-$p/summary.json
-        path=$(grep -E 'fp8_gemm (MX32 )?(runs on|emulated)|NVFP4 operands run' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
+        path=$(grep -E '(fp8_gemm (MX32 )?|nvfp4_gemm )(runs on|emulated)' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
         echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
             "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") | ${path:--} |"
     done

@@ -33,6 +33,10 @@
 #include "op_rows.h"
 #include "rng.h"
 
+#if AMP_HAVE_CUDA
+#include "backend/cuda/cuda_testing.h"
+#endif
+
 /* How a row compares the device's values with the CPU's. */
 typedef enum {
     ROWS_BITS,   /* bit for bit */
@@ -291,6 +295,54 @@ static inline int rows_perturb(const char *op) {
         return -1;
     rows_dev->ops = &rows_perturbed_ops;
     return 0;
+}
+
+/* A Linear's forward y[m, n] = a[m, k] . b[n, k]^T on FP32 (or, for
+ * fp8_gemm and nvfp4_gemm, FP8 or FP4 codes) operands, bias and GELU in the epilogue, the
+ * pre-activation into out (GELU's tanh is not bitwise across devices). */
+static inline amp_gemm_desc rows_linear_gemm(float *acc, const void *a, const void *b, int m,
+                                             int n, int k, const void *bias, void *out,
+                                             void *act_out) {
+    amp_gemm_desc g = amp_gemm_plain(acc, a, b, AMP_DTYPE_F32, AMP_GEMM_NT, m, n, k);
+    g.bias = bias;
+    g.bias_dtype = AMP_DTYPE_F32;
+    g.act = AMP_ACT_GELU_TANH;
+    g.out = out;
+    g.act_out = act_out;
+    g.out_dtype = AMP_DTYPE_F32;
+    return g;
+}
+
+/* The gate of the tests of cuBLASLt's block-scaled GEMMs (sm_100 and
+ * later): 0 when such a device is visible (the test then requires the
+ * path), else 77 after saying why `test` skips (no device, an older GPU:
+ * `elsewhere` runs its rows on the emulated path there; a build without
+ * CUDA), or 1 when the CUDA backend cannot be made. gemm names the GEMM. */
+static inline int rows_block_scaled_gate(const char *test, const char *gemm,
+                                         const char *elsewhere) {
+    if (!amp_backend_cuda_available()) {
+        printf("%s: skipped: no CUDA device visible (%s)\n", test,
+               amp_backend_cuda_unavailable_reason());
+        return 77;
+    }
+#if AMP_HAVE_CUDA
+    char err[512];
+    amp_backend *be = amp_backend_cuda_create(err, sizeof err);
+    if (!be) {
+        fprintf(stderr, "%s: FAIL: creating the CUDA backend: %s\n", test, err);
+        return 1;
+    }
+    int cc = amp_cuda_test_compute_capability(be);
+    be->ops->destroy(be);
+    if (cc >= 100) return 0;
+    printf("%s: skipped: the GPU is sm_%d; cuBLASLt's block-scaled %s GEMM needs sm_100 or later "
+           "(%s runs these rows on the emulated path)\n",
+           test, cc, gemm, elsewhere);
+#else
+    (void)gemm, (void)elsewhere;
+    printf("%s: skipped: built without CUDA\n", test);
+#endif
+    return 77;
 }
 
 /* ---- the program ------------------------------------------------------------- */

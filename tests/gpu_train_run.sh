@@ -36,6 +36,6 @@ if [ "$fail" -ne 0 ]; then
     cat "$tmp/stderr" >&2
     exit 1
 fi
-grep -E 'cuda: (fp8_gemm|MX32|NVFP4)' "$tmp/stderr"
+grep -E 'cuda: (fp8_gemm|nvfp4_gemm|MX32|NVFP4)' "$tmp/stderr"
 tail -n 1 "$tmp/stderr"
 exit 0

@@ -24,22 +24,6 @@
 #include "backend/cuda/cuda_testing.h"
 #endif
 
-/* A Linear's forward y[m, n] = a[m, k] . b[n, k]^T on FP32 (or, for
- * fp8_gemm, FP8) operands, bias and GELU in the epilogue, the
- * pre-activation into out (GELU's tanh is not bitwise across devices). */
-static inline amp_gemm_desc rows_linear_gemm(float *acc, const void *a, const void *b, int m,
-                                             int n, int k, const void *bias, void *out,
-                                             void *act_out) {
-    amp_gemm_desc g = amp_gemm_plain(acc, a, b, AMP_DTYPE_F32, AMP_GEMM_NT, m, n, k);
-    g.bias = bias;
-    g.bias_dtype = AMP_DTYPE_F32;
-    g.act = AMP_ACT_GELU_TANH;
-    g.out = out;
-    g.act_out = act_out;
-    g.out_dtype = AMP_DTYPE_F32;
-    return g;
-}
-
 /* 1: a row whose shape fits cuBLASLt's block-scaled GEMM must have run on
  * it and every other row must not (test_gpu_mx_gemm, sm_100 and later). */
 static int mx_gemm_require_path;

@@ -59,12 +59,17 @@
  *              (L2; measured 1.2e-5). This one catches a missing or wrong
  *              update only (the AdamW moments carry the step before).
  *
- *   test_gpt_nvfp4_reference [--perturb loss|grad] [FILE]
+ *   test_gpt_nvfp4_reference [--perturb loss|grad] [--nvfp4-gemm] [FILE]
  * FILE names another reference in place of the committed one; --perturb
  * reads the reference a little off (every loss times 1 + 2e-5, or the
  * largest value of transformer.h.0.attn.c_attn.weight's step-0 gradient
  * moved by 3 * GRAD_TOL of itself): the test must then fail, and CTest
- * runs it so (tests/cmake/gpt.cmake). */
+ * runs it so (tests/cmake/gpt.cmake).
+ *
+ * --nvfp4-gemm: the same with block 0's forwards through a fused
+ * nvfp4_gemm composed on the CPU (the kit's path to a GPU's block-scaled
+ * FP4 GEMM), under the same limits, and all 4 x STEPS of them must have
+ * taken it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,8 +119,43 @@ static const char *const gpt_nvfp4[] = {
     "precision.layer.lm_head=bf16", "scaler.plugin=none", NULL};
 
 static void usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--perturb loss|grad] [reference.safetensors]\n", argv0);
+    fprintf(stderr, "usage: %s [--perturb loss|grad] [--nvfp4-gemm] [reference.safetensors]\n",
+            argv0);
     exit(2);
+}
+
+/* --nvfp4-gemm: the CPU backend's tables with a fused nvfp4_gemm added, the
+ * composition a device backend falls back to (nvfp4_dequantize both
+ * operands, FP32 gemm_ex), so block 0's forwards take the kit's
+ * nvfp4_gemm path: X's codes and scales, W's copy with its 16x16 tiles,
+ * the decode scales, as a GPU's block-scaled call gets them. */
+static amp_backend_ops nv_gemm_ops;
+static amp_fused_ops nv_gemm_fused;
+static int nv_gemm_calls;
+
+static int composed_nvfp4_gemm(amp_backend *be, const amp_gemm_desc *d,
+                               const amp_nvfp4_gemm_operands *q) {
+    size_t na = (size_t)d->m * d->k, nb = (size_t)d->n * d->k;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    amp_nvfp4_desc da = {d->m, d->k, AMP_NVFP4_ROWS, 0, 0, 0, 0};
+    amp_nvfp4_desc db = {d->n, d->k, q->b_blocks, 0, 0, 0, 0};
+    int rc = !a || !b || d->trans_a || !d->trans_b ||
+             AMP_SCALED(be, nvfp4_dequantize, a, d->a, q->a_scales, q->a_s_dec, &da) ||
+             AMP_SCALED(be, nvfp4_dequantize, b, d->b, q->b_scales, q->b_s_dec, &db);
+    amp_gemm_desc g = *d;
+    g.a = a, g.b = b, g.in_dtype = AMP_DTYPE_F32;
+    if (!rc) rc = AMP_CALL(be, gemm_ex, &g);
+    free(a), free(b);
+    nv_gemm_calls++;
+    return rc;
+}
+
+static void add_nvfp4_gemm(amp_backend *be) {
+    nv_gemm_ops = *be->ops;
+    if (be->ops->fused) nv_gemm_fused = *be->ops->fused;
+    nv_gemm_fused.nvfp4_gemm = composed_nvfp4_gemm;
+    nv_gemm_ops.fused = &nv_gemm_fused;
+    be->ops = &nv_gemm_ops;
 }
 
 /* The policy's operands: three per NVFP4 Linear of block 0, in the order
@@ -167,9 +207,12 @@ static void check_operands(amp_model *m, amp_scaled_slot *slot[NSLOTS], char nam
 
 int main(int argc, char **argv) {
     const char *nv_path = NV_DEFAULT, *perturb = NULL;
+    int with_nv_gemm = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--perturb") == 0 && i + 1 < argc)
             perturb = argv[++i];
+        else if (strcmp(argv[i], "--nvfp4-gemm") == 0)
+            with_nv_gemm = 1;
         else if (argv[i][0] == '-')
             usage(argv[0]);
         else
@@ -186,6 +229,7 @@ int main(int argc, char **argv) {
     amp_session *s = open_or_die(cfg);
     amp_model *m = s->model;
     char err[1024];
+    if (with_nv_gemm) add_nvfp4_gemm(m->be);
 
     amp_scaled_slot *slot[NSLOTS];
     char names[NSLOTS][128];
@@ -241,6 +285,9 @@ int main(int argc, char **argv) {
         }
         gpt_ref_update(m, i);
     }
+    /* block 0's four forwards each step went to nvfp4_gemm */
+    EXPECT(nv_gemm_calls == (with_nv_gemm ? 4 * STEPS : 0), "nvfp4_gemm ran %d times, want %d",
+           nv_gemm_calls, with_nv_gemm ? 4 * STEPS : 0);
     float *w = amp_session_weights(s, err, sizeof err);
     if (!w) {
         fprintf(stderr, "FAIL: weights: %s\n", err);

@@ -18,30 +18,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s (no options)\n", test);
         return 2;
     }
-    if (!amp_backend_cuda_available()) {
-        printf("%s: skipped: no CUDA device visible (%s)\n", test,
-               amp_backend_cuda_unavailable_reason());
-        return 77;
-    }
-#if AMP_HAVE_CUDA
-    char err[512];
-    amp_backend *be = amp_backend_cuda_create(err, sizeof err);
-    if (!be) {
-        fprintf(stderr, "%s: FAIL: creating the CUDA backend: %s\n", test, err);
-        return 1;
-    }
-    int cc = amp_cuda_test_compute_capability(be);
-    be->ops->destroy(be);
-    if (cc < 100) {
-        printf("%s: skipped: the GPU is sm_%d; cuBLASLt's block-scaled GEMM needs sm_100 or "
-               "later (test_gpu_fp8 runs these rows on the emulated path)\n",
-               test, cc);
-        return 77;
-    }
+    int gate = rows_block_scaled_gate(test, "MXFP8", "test_gpu_fp8");
+    if (gate != 0) return gate;
     mx_gemm_require_path = 1;
     return amp_gpu_rows_main(test, argc, argv, rows, sizeof rows / sizeof rows[0], 3);
-#else
-    printf("%s: skipped: built without CUDA\n", test);
-    return 77;
-#endif
 }

@@ -13,8 +13,11 @@
  * values beside the large ones (its E4M3 scale flushes to 0), short last
  * blocks in both directions, and every RNE tie between two codes (tensor
  * and block scale 1); each also with its non-finite values replaced.
- * Stats merge into records that already hold a step's values. Skips (77)
- * without a device; --self-check runs the rows against a second CPU backend. */
+ * Stats merge into records that already hold a step's values. Also the
+ * rows of nvfp4_gemm (tests/nvfp4_gemm_rows.h) on whichever path the GPU
+ * takes, within their derived tolerance. Skips (77) without a device;
+ * --self-check runs the rows against a second CPU backend (which has no
+ * nvfp4_gemm: those rows skip there). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 
 #include "backend/kernels/nvfp4.h"
 #include "gpu_rows.h"
+#include "nvfp4_gemm_rows.h"
 
 enum { IN_HARD = 0, IN_FINITE = 1, IN_TIES = 2 };
 enum { OP_QDQ = 0, OP_QDQ_OUT = 1, OP_QUANTIZE = 2 };
@@ -188,6 +192,7 @@ static const amp_gpu_row rows[] = {
     NV("nvfp4_quantize 80x300 tiles sr", 80, 300, 2, 1, 0, IN_HARD, OP_QUANTIZE),
     NV("nvfp4_quantize 1x5 tiles", 1, 5, 2, 0, 0, IN_HARD, OP_QUANTIZE),
     NV("nvfp4_quantize 300x1000 tiles", 300, 1000, 2, 0, 0, IN_FINITE, OP_QUANTIZE),
+    NV_GEMM_ROWS,
 };
 
 int main(int argc, char **argv) {

@@ -1,12 +1,12 @@
 /* The tiled MX32 scale layout of cuBLASLt's block-scaled GEMM
  * (core/backend/kernels/mx_tiled.h, which the CUDA kernel runs) against the
  * layout written here a second way, from the cuBLAS documentation's
- * description ("1D Block Scaling Factors Layout"): pad the [rows][kb]
- * scale array to 128-row x 4-column tiles with zeros, then emit the tiles
- * one after the other (k direction fastest), each as 32 lines of 16 bytes,
- * line i holding the 4 scale bytes of tile rows i, i + 32, i + 64, i + 96.
- * The reference writes its output in that order (a running position), never
- * calling an index function, so the two share no arithmetic.
+ * description ("1D Block Scaling Factors Layout", tests/tiled_reference.h):
+ * pad the [rows][kb] scale array to 128-row x 4-column tiles with zeros,
+ * then emit the tiles one after the other (k direction fastest), each as 32
+ * lines of 16 bytes, line i holding the 4 scale bytes of tile rows i,
+ * i + 32, i + 64, i + 96, written in that order, never through an index
+ * function, so the two share no arithmetic.
  *
  * Shapes: whole tiles, a single scale, rows and columns one past a tile,
  * both padded, larger than one tile both ways. Every source byte is nonzero
@@ -24,30 +24,27 @@
 
 #include "backend/kernels/mx_tiled.h"
 #include "expect.h"
+#include "tiled_reference.h"
 
 static int broken;
 
-/* The documented layout, written in output order. */
-static size_t reference(uint8_t *out, const uint8_t *s, size_t rows, size_t kb) {
-    size_t row_tiles = (rows + 127) / 128, col_tiles = (kb + 3) / 4, pos = 0;
-    for (size_t rt = 0; rt < row_tiles; rt++)
-        for (size_t ct = 0; ct < col_tiles; ct++)
-            for (size_t line = 0; line < 32; line++)
-                for (size_t group = 0; group < 4; group++)
-                    for (size_t j = 0; j < 4; j++) {
-                        /* the row this byte belongs to; --break: row-major tile */
-                        size_t r = broken ? (line * 16 + group * 4 + j) / 4 : group * 32 + line;
-                        size_t jj = broken ? (line * 16 + group * 4 + j) % 4 : j;
-                        size_t row = rt * 128 + r, c = ct * 4 + jj;
-                        out[pos++] = row < rows && c < kb ? s[row * kb + c] : 0;
-                    }
-    return pos;
+/* Row `row`, block column c of the test's [rows][kb] array. */
+typedef struct mx_src {
+    const uint8_t *s;
+    size_t kb;
+} mx_src;
+
+static uint8_t mx_at(const void *src, size_t row, size_t c) {
+    const mx_src *m = src;
+    return m->s[row * m->kb + c];
 }
 
 static void check_shape(size_t rows, size_t kb) {
     uint8_t *s = malloc(rows * kb), *want = malloc((rows + 128) * (kb + 4)), *got;
     for (size_t i = 0; i < rows * kb; i++) s[i] = (uint8_t)(1 + i * 37 % 255);
-    size_t n = reference(want, s, rows, kb), bytes = amp_mx_tiled_bytes(rows, kb);
+    mx_src src = {s, kb};
+    size_t n = tiled_reference(want, rows, kb, broken, mx_at, &src);
+    size_t bytes = amp_mx_tiled_bytes(rows, kb);
     EXPECT(n == bytes, "%zux%zu: amp_mx_tiled_bytes %zu, the documented layout has %zu", rows,
            kb, bytes, n);
     EXPECT(bytes % AMP_MX_TILE_BYTES == 0, "%zux%zu: %zu bytes is not whole tiles", rows, kb,

@@ -16,6 +16,7 @@ int amp_backend_supports(const amp_backend *be, const char *name) {
     if (strcmp(name, "upload_round") == 0) return f->upload_round != NULL;
     if (strcmp(name, "act_backward_round") == 0) return f->act_backward_round != NULL;
     if (strcmp(name, "fp8_gemm") == 0) return f->fp8_gemm != NULL;
+    if (strcmp(name, "nvfp4_gemm") == 0) return f->nvfp4_gemm != NULL;
     return 0;
 }
 

@@ -432,6 +432,18 @@ typedef struct amp_fp8_gemm_operands {
     const uint8_t *a_mx, *b_mx;
 } amp_fp8_gemm_operands;
 
+/* nvfp4_gemm's operands: d->a holds A [m, k]'s codes and d->b B [n, k]'s
+ * (the TN form: trans_a 0, trans_b 1; 4 bits each, packed as the nvfp4
+ * ops write them), quantized by nvfp4_quantize with blocks of 16 along k:
+ * A's scales (dev) in AMP_NVFP4_ROWS, B's in b_blocks (AMP_NVFP4_ROWS, or
+ * AMP_NVFP4_TILES: a weight's 16x16 tiles); a_s_dec and b_s_dec the
+ * tensors' decode scales (host). */
+typedef struct amp_nvfp4_gemm_operands {
+    const uint8_t *a_scales, *b_scales;
+    int b_blocks;
+    float a_s_dec, b_s_dec;
+} amp_nvfp4_gemm_operands;
+
 /* ---- fused ops: each optional on its own, asked for by its name with
  * amp_backend_supports(be, "optim_step_cast") etc. A caller without one
  * composes core ops that give the same bits. ---- */
@@ -468,6 +480,15 @@ typedef struct amp_fused_ops {
      * not bit for bit. The CPU has no FP8 unit and no fp8_gemm: its Linear
      * composes. */
     int (*fp8_gemm)(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q);
+    /* gemm_ex (batch 1, FP32 accumulation, its epilogue) on NVFP4 codes:
+     * acc = nvfp4_dequantize(A) . nvfp4_dequantize(B)^T (a Linear's
+     * forward). As fp8_gemm: a block-scaled FP4 unit where the GPU and the
+     * shapes allow (its sums, and the tensor scales applied once to them,
+     * rounded its own way: equal to the composition to the rounding of its
+     * accumulation), else nvfp4_dequantize of both + the FP32 gemm_ex,
+     * each path said once in the log. The CPU has none: its Linear
+     * composes. */
+    int (*nvfp4_gemm)(amp_backend *be, const amp_gemm_desc *d, const amp_nvfp4_gemm_operands *q);
 } amp_fused_ops;
 
 /* ---- the core: every backend has all of these (none is NULL) ---- */
@@ -564,7 +585,7 @@ struct amp_backend {
 
 /* 1 when the backend offers `name`: a family ("transformer", "conv", "scaled") or
  * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
- * "act_backward_round", "fp8_gemm"); 0 otherwise (unknown names included). */
+ * "act_backward_round", "fp8_gemm", "nvfp4_gemm"); 0 otherwise (unknown names included). */
 int amp_backend_supports(const amp_backend *be, const char *name);
 /* Sets be->err to "backend 'cpu' has no op 'NAME' (family 'FAMILY')" and
  * returns 1: what calling a missing op gives. */

@@ -61,9 +61,9 @@ const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype g
 
 /* ---- scaled operands (FP8 per tensor: FP8_SPEC's Linear) ----
  * A scaled operand reaches its GEMM as the FP32 values deq(quant(v)); the
- * GEMM is the FP32 one, or, where the backend has fp8_gemm, a Linear's
- * forward gives it the codes (per tensor, or MX32 with their block scales:
- * amp_format_fp8_gemm). The stats record each quantize adds to is
+ * GEMM is the FP32 one, or, where the backend has fp8_gemm (nvfp4_gemm), a
+ * Linear's forward gives it the codes (per tensor, or MX32 or NVFP4 with
+ * their block scales: amp_format_fp8_gemm). The stats record each quantize adds to is
  * amp_model_scaled_stats: the slot's step record on the CPU backend, a
  * device record that amp_model_scaled_collect brings into it on a GPU. */
 
@@ -235,14 +235,61 @@ static uint8_t *mx_codes_scales(amp_kit *k, int rows, int cols, uint8_t **scales
     return codes;
 }
 
+/* X's values in FP32 for its quantize: x itself, or 16-bit values widened
+ * (exactly) into operand scratch 1, beside the codes in scratch 0. */
+static const float *x_wide(amp_model *m, const amp_array *x, size_t n) {
+    amp_backend *be = m->be;
+    if (x->store == AMP_DTYPE_F32) return x->p;
+    if (x->f32) return x->f32;
+    return be->ops->widen(be, m->kit->op_f32[1], x->p, x->store, n) != 0 ? NULL : m->kit->op_f32[1];
+}
+
+/* A Linear's forward on NVFP4 X and W through the backend's nvfp4_gemm: X
+ * quantized as the forward's operand (1x16 blocks along in, the slot's
+ * rounding, counted into its stats) into its codes and scales in operand
+ * scratch 0; W's codes and scales are its working copy. 0 when the
+ * backend has no nvfp4_gemm or X's codes and scales do not fit. */
+static int nv_forward_gemm(amp_model *m, amp_scaled_slot *sx, const amp_kit_copy *c,
+                           const amp_array *x, amp_gemm_desc *g) {
+    amp_kit *k = m->kit;
+    amp_backend *be = m->be;
+    if (!amp_backend_supports(be, "nvfp4_gemm")) return 0;
+    const amp_scaled_slot *sw = &m->scaled->slot[c->fp8_slot];
+    size_t n = (size_t)g->m * (size_t)g->k, at = ((n + 1) / 2 + 15) / 16 * 16;
+    if (n > k->need[AMP_SCRATCH_OPERAND] ||
+        at + amp_nvfp4_block_count((size_t)g->m, (size_t)g->k, AMP_NVFP4_ROWS) >
+            k->need[AMP_SCRATCH_OPERAND] * sizeof(float))
+        return 0;
+    const float *wide = x_wide(m, x, n);
+    if (!wide) return -1;
+    uint8_t *codes = (uint8_t *)k->op_f32[0], *x_scales = codes + at;
+    amp_nvfp4_desc d = {g->m, g->k, AMP_NVFP4_ROWS, (sx->flags & AMP_OPERAND_STOCHASTIC) != 0, 0,
+                        0, 0};
+    if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(m->scaled, sx);
+    int slot = (int)(sx - m->scaled->slot);
+    amp_nvfp4_gemm_operands q = {x_scales, NULL, 0, 0.0f, c->fp8_scale};
+    if (AMP_SCALED(be, nvfp4_quantize, codes, x_scales, &q.a_s_dec, wide, &d,
+                   amp_model_scaled_stats(m, slot), amp_model_nvfp4_stats(m, slot)) != 0)
+        return -1;
+    sx->scale = 1.0f / q.a_s_dec;
+    int t = (int)(c - k->copy);
+    q.b_blocks = nv_weight_desc(m, t, sw, 0).blocks;
+    q.b_scales = (const uint8_t *)c->ptr + (m->desc.params[t].numel + 1) / 2;
+    g->a = codes;
+    g->b = c->ptr;
+    g->in_dtype = AMP_DTYPE_F32;
+    return AMP_FUSED(be, nvfp4_gemm, g, &q) != 0 ? -1 : 1;
+}
+
 int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g) {
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
     const amp_kit_copy *c = &k->copy[t];
-    if (x_slot < 0 || c->fp8_slot < 0 || !amp_backend_supports(be, "fp8_gemm")) return 0;
+    if (x_slot < 0 || c->fp8_slot < 0) return 0;
     amp_scaled_slot *sx = &m->scaled->slot[x_slot];
     const amp_scaled_slot *sw = &m->scaled->slot[c->fp8_slot];
-    if (is_nv(sx) || is_nv(sw)) return 0;
+    if (is_nv(sx) && is_nv(sw)) return nv_forward_gemm(m, sx, c, x, g);
+    if (is_nv(sx) || is_nv(sw) || !amp_backend_supports(be, "fp8_gemm")) return 0;
     int mx = is_mx(sx);
     if (mx != is_mx(sw)) return 0; /* per tensor x per tensor, or MX32 x MX32 */
     size_t n = (size_t)g->m * (size_t)g->k;
@@ -253,11 +300,8 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
     }
     uint8_t *codes = (uint8_t *)k->op_f32[0], *x_scales = NULL;
     if (mx && !(codes = mx_codes_scales(k, g->m, g->k, &x_scales))) return 0;
-    const float *wide = x->store == AMP_DTYPE_F32 ? x->p : x->f32;
-    if (!wide) { /* 16-bit values widen exactly, beside the codes */
-        if (be->ops->widen(be, k->op_f32[1], x->p, x->store, n) != 0) return -1;
-        wide = k->op_f32[1];
-    }
+    const float *wide = x_wide(m, x, n);
+    if (!wide) return -1;
     int fmt = amp_format_fp8(sx->fmt.format);
     amp_fp8_gemm_operands q = {fmt, amp_format_fp8(sw->fmt.format), 0.0f, c->fp8_scale, NULL,
                                NULL};

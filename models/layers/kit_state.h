@@ -103,12 +103,13 @@ int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what);
  * had). NULL and be->err on failure. */
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
                                        int rows, int cols, int along_cols, int count);
-/* The forward's FP8 GEMM on codes (the backend's fp8_gemm; X and W both
- * per tensor or both MX32): y_acc [rows, out] = X [rows, in] . W^T, X
- * quantized (counted, CURRENT from its own amax; MX32 in blocks along in,
- * its scales after the codes) into operand scratch 0 as codes (widened via
- * scratch 1 when 16-bit), W the working copy of tensor t (MX32: its codes
- * and the forward's block scales); g carries the epilogue. 1 when it ran,
+/* The forward's FP8 or FP4 GEMM on codes (the backend's fp8_gemm, X and
+ * W both per tensor or both MX32; or its nvfp4_gemm, both NVFP4): y_acc
+ * [rows, out] = X [rows, in] . W^T, X quantized (counted, CURRENT from its
+ * own amax; MX32 and NVFP4 in blocks along in, its scales after the codes)
+ * into operand scratch 0 as codes (widened via scratch 1 when 16-bit), W
+ * the working copy of tensor t (MX32, NVFP4: its codes and the forward's
+ * block scales, NVFP4_2D's 16x16 tiles); g carries the epilogue. 1 when it ran,
  * 0 when the operands do not fit it (the caller composes), -1 and be->err
  * on failure. */
 int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g);

@@ -64,6 +64,10 @@ add_dependencies(test_gpt_fp8_reference amp_precision_fp8 amp_scaler_none)
 # reference a little off: every loss times 1 + 2e-5, or one gradient value moved.
 amp_unit_test(test_gpt_nvfp4_reference train nvfp4)
 add_dependencies(test_gpt_nvfp4_reference amp_precision_nvfp4 amp_scaler_none)
+# The same with block 0's forwards on a composed nvfp4_gemm (the kit's path to
+# a GPU's block-scaled FP4 GEMM: X's codes and scales, W's 16x16 tiles).
+add_test(NAME test_gpt_nvfp4_reference_nvfp4_gemm COMMAND test_gpt_nvfp4_reference --nvfp4-gemm)
+set_tests_properties(test_gpt_nvfp4_reference_nvfp4_gemm PROPERTIES LABELS "train;nvfp4")
 amp_expect_fail(test_gpt_nvfp4_reference_perturbed_loss LABELS train nvfp4
   CODE 1
   REGEX [=[step 0: loss [0-9.]+, torch [0-9.]+ \(rel [0-9.e-]+ > 1e-05\)]=]

@@ -41,6 +41,13 @@ foreach(bad "hadamard=2|hadamard: 2 is not an integer in 0\\.\\.1"
     COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/gpt_shakespeare_nvfp4.ini
             --set precision.${set} --out ${AMP_NVFP4_RUNS}/bad_${tag})
 endforeach()
+# What nvfp4_gemm hands cuBLASLt's block-scaled FP4 GEMM: the E4M3 scales in
+# its tiled layout (1x16 rows and a weight's 16x16 tiles, padded shapes) and
+# the packed codes read K-major, against the layout written from the cuBLAS
+# documentation and a decode written in the test; --break must fail.
+amp_unit_test(test_nvfp4_tiled numerics nvfp4)
+add_test(NAME test_nvfp4_tiled_broken COMMAND test_nvfp4_tiled --break)
+set_tests_properties(test_nvfp4_tiled_broken PROPERTIES LABELS "nvfp4" WILL_FAIL TRUE)
 # The quantizer (1x16 rows and 16x16 tiles) against PyTorch's reference from
 # the format's definition (tests/data/nvfp4_reference.txt, scripts/nvfp4_reference.py).
 amp_unit_test(test_nvfp4_torch numerics nvfp4)
@@ -50,6 +57,15 @@ amp_unit_test(test_nvfp4_torch numerics nvfp4)
 # and with the second CPU's nvfp4_qdq broken on purpose exactly the rows
 # using it fail.
 amp_unit_test(test_gpu_nvfp4 gpu nvfp4)
+# cuBLASLt's block-scaled FP4 GEMM (sm_100 and later; 77 on older GPUs and
+# without a device): nvfp4_gemm against the CPU's composition within the
+# tolerance derived in tests/nvfp4_gemm_rows.h, and the path each shape must
+# take. test_gpu_nvfp4 runs the same rows on any GPU, whichever path.
+amp_unit_test(test_gpu_nvfp4_gemm gpu nvfp4)
+if(AMP_HAVE_CUDA) # the module's test hooks (cuda_testing.h)
+  target_link_libraries(test_gpu_nvfp4 PRIVATE amptrain_cuda CUDA::cudart)
+  target_link_libraries(test_gpu_nvfp4_gemm PRIVATE amptrain_cuda CUDA::cudart)
+endif()
 add_test(NAME gpu_rows_self_check_test_gpu_nvfp4 COMMAND test_gpu_nvfp4 --self-check)
 add_test(NAME gpu_rows_perturbed_nvfp4_qdq
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh 1
@@ -58,13 +74,14 @@ add_test(NAME gpu_rows_perturbed_nvfp4_qdq
 set_tests_properties(gpu_rows_self_check_test_gpu_nvfp4 gpu_rows_perturbed_nvfp4_qdq
                      PROPERTIES LABELS "cli;nvfp4")
 # The full recipe and the 1x16-weight arm train 3 steps from the CLI on the
-# GPU (label gpu; 77 without a device), and the log names the GEMMs' path.
+# GPU (label gpu; 77 without a device), and the log names the forward GEMM's
+# path (nvfp4_gemm: block-scaled on sm_100 and later, else emulated, and why).
 foreach(cfg gpt_shakespeare_nvfp4 gpt_shakespeare_nvfp4_1d_weights)
   add_test(NAME nvfp4_config_${cfg}_cuda
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_train_run.sh $<TARGET_FILE:amptrain>
                    ${PROJECT_SOURCE_DIR}/configs/${cfg}.ini ${AMP_NVFP4_RUNS}/${cfg}_cuda
                    "${cfg}: test_acc .* 3 steps \\(0 skipped\\)"
-                   "cuda: NVFP4 operands run emulated .*block-scaled FP4 GEMM .* is not used"
+                   "cuda: nvfp4_gemm (runs on cuBLASLt block-scaled FP4|emulated .* where )"
                    -- --set train.steps=3 --set train.log_every=1)
   set_tests_properties(nvfp4_config_${cfg}_cuda PROPERTIES LABELS "gpu;nvfp4" SKIP_RETURN_CODE 77)
 endforeach()

@@ -29,6 +29,8 @@ typedef struct amp_cuda_impl {
     cublasLtHandle_t lt;          /* fp8_gemm's cuBLASLt (fp8_gemm_cuda.cu); made on first use */
     unsigned fp8_gemm_said;       /* scaled GEMM paths already named in the log (bits) */
     int fp8_gemm_last;            /* the path of the latest fp8_gemm call (fp8_gemm_cuda.cu) */
+    unsigned nvfp4_gemm_said;     /* nvfp4_gemm's paths already named in the log (bits) */
+    int nvfp4_gemm_last;          /* the path of the latest nvfp4_gemm call (fp8_gemm_cuda.cu) */
 } amp_cuda_impl;
 
 /* amp_cuda_impl.fp8_gemm_said: bits 0..15 fp8_gemm's paths (fp8_gemm_cuda.cu),
@@ -89,7 +91,7 @@ void amp_cuda_kernel_ops(amp_backend_ops *o);
 extern const amp_fused_ops amp_cuda_fused_ops;
 extern const amp_transformer_ops amp_cuda_transformer_ops; /* transformer_cuda.cu */
 /* The "scaled" family (scaled_cuda.cu) and its dequantize, which fp8_gemm's
- * emulated path calls; the fused fp8_gemm (fp8_gemm_cuda.cu). */
+ * emulated path calls; the fused fp8_gemm and nvfp4_gemm (fp8_gemm_cuda.cu). */
 extern const amp_scaled_ops amp_cuda_scaled_ops;
 int amp_cuda_fp8_dequantize(amp_backend *be, float *x, const uint8_t *q, size_t n, float scale,
                             int fmt);
@@ -97,6 +99,8 @@ int amp_cuda_fp8_dequantize(amp_backend *be, float *x, const uint8_t *q, size_t 
  * (nvfp4_cuda.cu). */
 void amp_cuda_nvfp4_ops(amp_scaled_ops *o);
 int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q);
+int amp_cuda_nvfp4_gemm(amp_backend *be, const amp_gemm_desc *d,
+                        const amp_nvfp4_gemm_operands *q);
 void amp_cuda_fp8_gemm_destroy(amp_backend *be); /* frees im->lt; safe when never made */
 
 /* The "conv" family (cnn_cuda.cu), built only with cuDNN (AMP_HAVE_CUDNN). */

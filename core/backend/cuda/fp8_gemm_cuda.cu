@@ -22,12 +22,37 @@
  *   the composition the CPU's Linear runs, so it differs from the CPU only
  *   by the FP32 GEMM's summation order.
  *
+ * nvfp4_gemm (NVFP4 operands, a Linear's forward) is here too, on the same
+ * cuBLASLt call:
+ *
+ *   cuBLASLt block-scaled FP4 (sm_100 and later, cuBLAS 12.8 or later): the
+ *   packed E2M1 codes as CUDA_R_4F_E2M1 (two per byte, the first element in
+ *   the low nibble, as the nvfp4 ops pack them), the E4M3 block scales with
+ *   CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 in the tiled layout (a
+ *   weight's 16x16 tiles expanded to its rows: nvfp4.h's
+ *   amp_nvfp4_tiled_value), the two tensors' decode scales multiplied into
+ *   alpha, FP32 accumulation and result; m and n multiples of 16, k of 32,
+ *   leading dimensions k (16-byte rows of codes), 16-byte aligned operands,
+ *   a product of the decode scales that is a normal FP32 number, and an
+ *   algorithm the heuristic finds.
+ *
+ *   emulated (everywhere else): both operands nvfp4_dequantize'd into FP32
+ *   and the FP32 gemm_ex, the composition the CPU's Linear runs.
+ *
+ * An E2M1 value times an E4M3 scale has at most 6 significant bits, so the
+ * block-scaled GEMM's products are exact, as are the emulated path's
+ * before its values are multiplied by the decode scale (rounded there,
+ * once per element); the tensor scales enter the block-scaled sum once,
+ * through alpha. The two paths differ by those roundings and by the
+ * accumulation's order and rounding.
+ *
  * The products of two FP8 values are exact in FP32 on every path, and so
  * are the power-of-two block scales; the tensor cores order their sums
  * their own way (on Hopper with fewer than FP32's bits between promotions
  * of the partial sums) and apply per-tensor scales after the sum, so a
  * cuBLASLt result equals the emulated one to the rounding of that
  * accumulation, not bit for bit. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +62,7 @@
 #include "backend/kernels/fp8.h"
 #include "backend/kernels/mx.h"
 #include "backend/kernels/mx_tiled.h"
+#include "backend/kernels/nvfp4.h"
 
 extern "C" {
 #include "log.h"
@@ -171,17 +197,18 @@ static void fp8_lt_free(fp8_lt_call *c) {
         }                                                                                          \
     } while (0)
 
-/* A cuBLASLt FP8 GEMM into d->acc (no epilogue), with the scales
+/* A cuBLASLt FP8 (or FP4) GEMM into d->acc (no epilogue): alpha times
+ * the product of cuBLASLt's A (type_a) and B (type_b), with the scales
  * scale_a / scale_b (dev) of cuBLASLt's A and B read in scale mode `mode`
  * (0: one FP32 per tensor, the default; else a cublasLtMatmulMatrixScale_t
- * for both); *declined = the heuristic's status name (and nothing run)
+ * for both); d->beta as given; *declined = the heuristic's status name (and nothing run)
  * when it offers no algorithm for the call: an unsupported type or layout
  * combination says so there. Row-major C = A . B^T is column-major
  * C^T = B . A^T: cuBLASLt's A is d->b (transposed), its B is d->a, as in
  * gemm_ex. ws: FP8_LT_WORKSPACE bytes of workspace. */
-static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
-                     const void *scale_a, const void *scale_b, int32_t mode, void *ws,
-                     const char **declined) {
+static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, cudaDataType_t type_a,
+                     cudaDataType_t type_b, float alpha, const void *scale_a, const void *scale_b,
+                     int32_t mode, void *ws, const char **declined) {
     amp_cuda_impl *im = amp_cuda_im(be);
     fp8_lt_call c;
     memset(&c, 0, sizeof c);
@@ -198,16 +225,14 @@ static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm
                                               sizeof mode));
     }
 #else
-    (void)mode; /* only 0 reaches here: mx_refusal keeps MX32 calls away */
+    (void)mode; /* only 0 reaches here: mx_refusal and nv_refusal keep block scales away */
 #endif
     FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a,
                                           sizeof scale_a));
     FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b,
                                           sizeof scale_b));
-    FP8_LT(cublasLtMatrixLayoutCreate(&c.la, fp8_type(q->b_fmt), (uint64_t)d->k, (uint64_t)d->n,
-                                      d->ldb));
-    FP8_LT(cublasLtMatrixLayoutCreate(&c.lb, fp8_type(q->a_fmt), (uint64_t)d->k, (uint64_t)d->m,
-                                      d->lda));
+    FP8_LT(cublasLtMatrixLayoutCreate(&c.la, type_a, (uint64_t)d->k, (uint64_t)d->n, d->ldb));
+    FP8_LT(cublasLtMatrixLayoutCreate(&c.lb, type_b, (uint64_t)d->k, (uint64_t)d->m, d->lda));
     FP8_LT(cublasLtMatrixLayoutCreate(&c.lc, CUDA_R_32F, (uint64_t)d->n, (uint64_t)d->m, d->ldc));
     FP8_LT(cublasLtMatmulPreferenceCreate(&c.pref));
     size_t wsb = FP8_LT_WORKSPACE;
@@ -222,7 +247,7 @@ static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm
         *declined = hs != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(hs) : "no result";
         return 0;
     }
-    FP8_LT(cublasLtMatmul(im->lt, c.op, &d->alpha, d->b, c.la, d->a, c.lb, &d->beta, d->acc, c.lc,
+    FP8_LT(cublasLtMatmul(im->lt, c.op, &alpha, d->b, c.la, d->a, c.lb, &d->beta, d->acc, c.lc,
                           d->acc, c.lc, &h.algo, ws, wsb, im->stream));
     fp8_lt_free(&c);
     AMP_CHECK_LAUNCH(cublasLtMatmul);
@@ -247,7 +272,8 @@ static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gem
     float inv[2] = {amp_fp8_inv_scale(q->b_scale), amp_fp8_inv_scale(q->a_scale)};
     AMP_CHECK_CUDA(cudaMemcpyAsync(scales, inv, sizeof inv, cudaMemcpyHostToDevice, im->stream));
     AMP_CHECK_LAUNCH(cudaMemcpyAsync);
-    return lt_matmul(be, d, q, scales, scales + 1, 0, (char *)p + FP8_SCALES_BYTES, declined);
+    return lt_matmul(be, d, fp8_type(q->b_fmt), fp8_type(q->a_fmt), d->alpha, scales, scales + 1, 0,
+                     (char *)p + FP8_SCALES_BYTES, declined);
 }
 
 #if AMP_LT_BLOCK_SCALED
@@ -292,7 +318,8 @@ static int mx_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm
         mx_tile(be, tiled_b, q->b_mx, (size_t)d->n, kb))
         return 1;
     int32_t mode = (int32_t)CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
-    return lt_matmul(be, d, q, tiled_b, tiled_a, mode, p, declined);
+    return lt_matmul(be, d, fp8_type(q->b_fmt), fp8_type(q->a_fmt), d->alpha, tiled_b, tiled_a,
+                     mode, p, declined);
 }
 #else
 static int mx_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
@@ -302,6 +329,16 @@ static int mx_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm
     return 0;
 }
 #endif
+
+/* The descriptor's GEMM (and epilogue) with FP32 operands a and b in place
+ * of its codes: the emulated paths' last step. */
+static int gemm_f32(amp_backend *be, const amp_gemm_desc *d, const float *a, const float *b) {
+    amp_gemm_desc g = *d;
+    g.a = a;
+    g.b = b;
+    g.in_dtype = AMP_DTYPE_F32;
+    return be->ops->gemm_ex(be, &g);
+}
 
 /* Both operands dequantized into scratch, then the FP32 gemm_ex with the
  * descriptor's epilogue: the CPU's composition. Dense operands only. */
@@ -326,11 +363,7 @@ static int fp8_emulated(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_g
     } else if (amp_cuda_fp8_dequantize(be, a, (const uint8_t *)d->a, na, q->a_scale, q->a_fmt) ||
                amp_cuda_fp8_dequantize(be, b, (const uint8_t *)d->b, nb, q->b_scale, q->b_fmt))
         return 1;
-    amp_gemm_desc g = *d;
-    g.a = a;
-    g.b = b;
-    g.in_dtype = AMP_DTYPE_F32;
-    return be->ops->gemm_ex(be, &g);
+    return gemm_f32(be, d, a, b);
 }
 
 int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q) {
@@ -376,6 +409,169 @@ int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gem
     im->fp8_gemm_last = why;
     fp8_say(be, why, d, detail);
     return fp8_emulated(be, d, q);
+}
+
+/* ---- nvfp4_gemm ---- */
+
+/* Why an nvfp4_gemm call cannot take the block-scaled path: each named
+ * once in the log (bit i of im->nvfp4_gemm_said). */
+enum { NV_NATIVE = 0, NV_OLD_GPU, NV_OLD_CUBLAS, NV_DIMS, NV_LEADING, NV_SCALES, NV_NO_ALGO,
+       NV_REASONS };
+
+static const char *const nv_reason_text[NV_REASONS] = {
+    "cuBLASLt block-scaled FP4 tensor cores (E2M1 codes, VEC16_UE4M3 scales in the tiled layout)",
+    "the GPU is older than sm_100 (no block-scaled tensor cores)",
+    "this build's cuBLAS headers predate the block-scaled GEMM (cuBLAS 12.8)",
+    "m or n not a multiple of 16, or k not a positive multiple of 32",
+    "a leading dimension other than k (16-byte rows of codes) or ldc not a multiple of 4, or an "
+    "operand not 16-byte aligned",
+    "the product of the tensors' decode scales is not a normal FP32 number",
+    "cuBLASLt's heuristic found no block-scaled FP4 algorithm for it",
+};
+
+static int nv_refusal(const amp_cuda_impl *im, const amp_gemm_desc *d, float alpha) {
+    if (im->cc < 100) return NV_OLD_GPU;
+    if (!AMP_LT_BLOCK_SCALED) return NV_OLD_CUBLAS;
+    if (d->m % 16 || d->n % 16 || d->k <= 0 || d->k % 32) return NV_DIMS;
+    if (d->lda != d->k || d->ldb != d->k || d->ldc % 4) return NV_LEADING;
+    if (((uintptr_t)d->a | (uintptr_t)d->b | (uintptr_t)d->acc) % 16) return NV_LEADING;
+    if (!isnormal(alpha) && alpha != 0.0f) return NV_SCALES;
+    if (alpha == 0.0f && d->alpha != 0.0f) return NV_SCALES;
+    return NV_NATIVE;
+}
+
+static void nv_say(amp_backend *be, int why, const amp_gemm_desc *d, const char *detail) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    if (im->nvfp4_gemm_said & (1u << why)) return;
+    im->nvfp4_gemm_said |= 1u << why;
+    if (why == NV_NATIVE)
+        amp_log(AMP_LOG_INFO,
+                "cuda: nvfp4_gemm runs on %s (sm_%d; first shape m=%d n=%d k=%d); a Linear's dW "
+                "and dX GEMMs stay emulated (FP32 cuBLAS on the dequantized operands)",
+                nv_reason_text[why], im->cc, d->m, d->n, d->k);
+    else
+        amp_log(AMP_LOG_INFO,
+                "cuda: nvfp4_gemm emulated (codes dequantized to FP32, FP32 cuBLAS GEMM) where "
+                "%s%s (sm_%d; first shape m=%d n=%d k=%d); said once",
+                nv_reason_text[why], detail, im->cc, d->m, d->n, d->k);
+}
+
+#if AMP_LT_BLOCK_SCALED
+/* An NVFP4 operand's E4M3 scales (layout `blocks`) into cuBLASLt's tiled
+ * layout, every padded position written (the padding 0): one thread per
+ * position, the index of mx_tiled.h and the value of nvfp4.h. */
+__global__ void amp_k_nv_tile(uint8_t *tiled, const uint8_t *scales, size_t rows, size_t cols,
+                              int blocks, size_t positions) {
+    size_t kb = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK, pc = amp_mx_tiled_cols(kb);
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < positions;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t row = i / pc, c = i % pc;
+        tiled[amp_mx_tiled_index(row, c, kb)] =
+            amp_nvfp4_tiled_value(scales, rows, cols, blocks, row, c);
+    }
+}
+
+static int nv_tile(amp_backend *be, uint8_t *tiled, const uint8_t *scales, size_t rows,
+                   size_t cols, int blocks) {
+    amp_cuda_impl *im = amp_cuda_im(be);
+    size_t kb = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    size_t positions = amp_mx_tiled_bytes(rows, kb), want = (positions + 255) / 256;
+    if (positions == 0) return 0;
+    size_t cap = (size_t)(im->sm_count > 0 ? im->sm_count : 1) * 8;
+    amp_k_nv_tile<<<(unsigned)(want < cap ? want : cap), 256, 0, im->stream>>>(
+        tiled, scales, rows, cols, blocks, positions);
+    AMP_CHECK_LAUNCH(amp_k_nv_tile);
+    return 0;
+}
+
+/* cuBLASLt's block-scaled FP4 GEMM into d->acc (no epilogue), declined as
+ * fp8_native is; alpha = d->alpha times both decode scales. The scales are
+ * tiled into scratch after the workspace (whole 512-byte tiles, so both
+ * stay 16-byte aligned). cuBLASLt's A is d->b (W [n, k]), its B is d->a
+ * (X [m, k]); each operand's scales go with it. */
+static int nv_native(amp_backend *be, const amp_gemm_desc *d, const amp_nvfp4_gemm_operands *q,
+                     float alpha, const char **declined) {
+    size_t kb = (size_t)d->k / AMP_NVFP4_BLOCK;
+    size_t ta = amp_mx_tiled_bytes((size_t)d->m, kb), tb = amp_mx_tiled_bytes((size_t)d->n, kb);
+    void *p;
+    if (lt_handle(be) || amp_cuda_scratch(be, FP8_LT_WORKSPACE + ta + tb, &p)) return 1;
+    uint8_t *tiled_a = (uint8_t *)p + FP8_LT_WORKSPACE, *tiled_b = tiled_a + ta;
+    if (nv_tile(be, tiled_a, q->a_scales, (size_t)d->m, (size_t)d->k, AMP_NVFP4_ROWS) ||
+        nv_tile(be, tiled_b, q->b_scales, (size_t)d->n, (size_t)d->k, q->b_blocks))
+        return 1;
+    int32_t mode = (int32_t)CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+    return lt_matmul(be, d, CUDA_R_4F_E2M1, CUDA_R_4F_E2M1, alpha, tiled_b, tiled_a, mode, p,
+                     declined);
+}
+#else
+static int nv_native(amp_backend *be, const amp_gemm_desc *d, const amp_nvfp4_gemm_operands *q,
+                     float alpha, const char **declined) {
+    (void)be, (void)d, (void)q, (void)alpha; /* nv_refusal answers NV_OLD_CUBLAS first */
+    *declined = "this build's cuBLAS headers lack the block-scaled GEMM";
+    return 0;
+}
+#endif
+
+/* Both operands nvfp4_dequantize'd into scratch, then the FP32 gemm_ex
+ * with the descriptor's epilogue: the CPU's composition. */
+static int nv_emulated(amp_backend *be, const amp_gemm_desc *d, const amp_nvfp4_gemm_operands *q) {
+    if (d->lda != d->k || d->ldb != d->k) {
+        snprintf(be->err, sizeof be->err,
+                 "cuda nvfp4_gemm: the emulated path takes densely stored operands (lda %d, ldb "
+                 "%d for k=%d)",
+                 d->lda, d->ldb, d->k);
+        return 1;
+    }
+    size_t na = (size_t)d->m * (size_t)d->k, nb = (size_t)d->n * (size_t)d->k;
+    void *p;
+    if (amp_cuda_scratch(be, (na + nb) * sizeof(float), &p)) return 1;
+    float *a = (float *)p, *b = a + na;
+    amp_nvfp4_desc da = {d->m, d->k, AMP_NVFP4_ROWS, 0, 0, 0, 0};
+    amp_nvfp4_desc db = {d->n, d->k, q->b_blocks, 0, 0, 0, 0};
+    if (amp_cuda_scaled_ops.nvfp4_dequantize(be, a, (const uint8_t *)d->a, q->a_scales, q->a_s_dec,
+                                             &da) ||
+        amp_cuda_scaled_ops.nvfp4_dequantize(be, b, (const uint8_t *)d->b, q->b_scales, q->b_s_dec,
+                                             &db))
+        return 1;
+    return gemm_f32(be, d, a, b);
+}
+
+int amp_cuda_nvfp4_gemm(amp_backend *be, const amp_gemm_desc *d,
+                        const amp_nvfp4_gemm_operands *q) {
+    if (amp_gemm_desc_check(be, d) != 0) return 1;
+    if (d->batch != 1 || d->trans_a || !d->trans_b ||
+        (q->b_blocks != AMP_NVFP4_ROWS && q->b_blocks != AMP_NVFP4_TILES)) {
+        snprintf(be->err, sizeof be->err,
+                 "cuda nvfp4_gemm: takes one GEMM of the TN form (A [m, k], B [n, k], blocks of "
+                 "16 along k or B's 16x16 tiles); got batch %d, trans_a %d, trans_b %d, B's "
+                 "blocks %d",
+                 d->batch, d->trans_a, d->trans_b, q->b_blocks);
+        return 1;
+    }
+    amp_cuda_impl *im = amp_cuda_im(be);
+    im->nvfp4_gemm_last = -1; /* no path yet */
+    if (d->m <= 0 || d->n <= 0) return 0;
+    float alpha = d->alpha * q->a_s_dec * q->b_s_dec;
+    int why = nv_refusal(im, d, alpha);
+    char detail[96] = "";
+    if (why == NV_NATIVE) {
+        const char *declined;
+        if (nv_native(be, d, q, alpha, &declined) != 0) return 1;
+        if (!declined) {
+            im->nvfp4_gemm_last = why;
+            nv_say(be, why, d, "");
+            return d->bias || d->out ? amp_cuda_gemm_epilogue(be, d, d->acc, 0) : 0;
+        }
+        why = NV_NO_ALGO;
+        snprintf(detail, sizeof detail, " (%s)", declined);
+    }
+    im->nvfp4_gemm_last = why;
+    nv_say(be, why, d, detail);
+    return nv_emulated(be, d, q);
+}
+
+extern "C" int amp_cuda_test_nvfp4_gemm_block_scaled(amp_backend *be) {
+    return amp_cuda_im(be)->nvfp4_gemm_last == NV_NATIVE;
 }
 
 extern "C" int amp_cuda_test_compute_capability(amp_backend *be) { return amp_cuda_im(be)->cc; }

@@ -504,6 +504,7 @@ static amp_fused_ops cuda_make_fused_ops(void) {
     memset(&f, 0, sizeof f);
     f.optim_multi_step = cuda_optim_multi_step;
     f.fp8_gemm = amp_cuda_fp8_gemm;
+    f.nvfp4_gemm = amp_cuda_nvfp4_gemm;
     return f;
 }
 

@@ -186,9 +186,11 @@ static int nv_check(amp_backend *be, const amp_nvfp4_desc *d, const char *op) {
     amp_cuda_impl *im = amp_cuda_im(be);
     if (!(im->fp8_gemm_said & AMP_CUDA_SAID_NVFP4)) { /* the path NVFP4 GEMMs take, said once */
         im->fp8_gemm_said |= AMP_CUDA_SAID_NVFP4;
-        amp_log(AMP_LOG_INFO, "cuda: NVFP4 operands run emulated (quantize-dequantize kernels, "
-                "FP32 cuBLAS GEMMs on the decoded values); cuBLASLt's block-scaled FP4 GEMM "
-                "(VEC16_UE4M3 scales, sm_100 and later) is not used (sm_%d)", im->cc);
+        amp_log(AMP_LOG_INFO, "cuda: NVFP4 operands: quantize-dequantize kernels; a Linear's dW "
+                "and dX GEMMs run emulated (FP32 cuBLAS GEMMs on the decoded values), its "
+                "forward GEMM on NVFP4 X and W through nvfp4_gemm (cuBLASLt's block-scaled FP4 GEMM, VEC16_UE4M3 "
+                "scales, where the GPU (sm_100 and later, this one sm_%d) and the shape allow; "
+                "its path said once)", im->cc);
     }
     return 0;
 }

@@ -1,14 +1,22 @@
-/* The tiled layout of MX32 scale bytes that cuBLASLt's block-scaled GEMM
- * reads (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0; cuBLAS documentation,
- * "1D Block Scaling Factors Layout"), shared by the CUDA kernel that writes
- * it (fp8_gemm_cuda.cu) and the CPU test that checks it (see amp_hd.h).
+/* The tiled layout of block scale bytes that cuBLASLt's block-scaled GEMM
+ * reads (cuBLAS documentation, "1D Block Scaling Factors Layout"), shared
+ * by the CUDA kernels that write it (fp8_gemm_cuda.cu) and the CPU tests
+ * that check it (see amp_hd.h). The layout counts scale bytes, not
+ * elements, so one index serves both block sizes:
+ *
+ *   MX32 (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0): E8M0 scales, blocks
+ *   of 32 along k, kb = k / 32; the values are amp_mx_tiled_value's.
+ *   NVFP4 (CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3): E4M3 scales, blocks
+ *   of 16 along k, kb = k / 16; the values are nvfp4.h's
+ *   amp_nvfp4_tiled_value (a weight's 16x16 tiles give each of their 16
+ *   rows the tile's scale).
  *
  * An operand of the block-scaled GEMM is stored K-major: `rows` rows (the
- * outer dimension, m or n) of k elements, in blocks of 32 along k, so
- * kb = k / 32 scale bytes per row. amptrain's MX32 scales of such an
- * operand are row-major [rows][kb] (mx.h, blocks along rows); cuBLASLt
- * wants them in tiles of 128 rows x 4 scale columns (128 rows x 128
- * elements of k), each tile 512 contiguous bytes:
+ * outer dimension, m or n) of k elements, in blocks along k, so kb scale
+ * bytes per row. amptrain's scales of such an operand are row-major
+ * [rows][kb] (blocks along rows); cuBLASLt wants them in tiles of 128 rows
+ * x 4 scale columns (128 rows x 128 elements of k for MX32, x 64 for
+ * NVFP4), each tile 512 contiguous bytes:
  *
  *   - the scale array is padded to a whole number of tiles: rows up to a
  *     multiple of 128, kb up to a multiple of 4 (the padding bytes are
@@ -21,8 +29,8 @@
  *     holding the 4 scale bytes of rows r % 32, r % 32 + 32, + 64, + 96.
  *
  * The same arrangement is torchao's `to_blocked` and PyTorch's
- * SWIZZLE_32_4_4 scale layout. Indices are size_t: a tiled array can pass
- * 2^31 bytes before its operand does. */
+ * SWIZZLE_32_4_4 scale layout (for MXFP8 and NVFP4 alike). Indices are
+ * size_t: a tiled array can pass 2^31 bytes before its operand does. */
 #ifndef AMP_KERNELS_MX_TILED_H
 #define AMP_KERNELS_MX_TILED_H
 
@@ -32,7 +40,7 @@
 #include "backend/kernels/amp_hd.h"
 
 #define AMP_MX_TILE_ROWS 128 /* rows per tile */
-#define AMP_MX_TILE_COLS 4   /* scale bytes (blocks of 32 along k) per row of a tile */
+#define AMP_MX_TILE_COLS 4   /* scale bytes (blocks along k) per row of a tile */
 #define AMP_MX_TILE_BYTES (AMP_MX_TILE_ROWS * AMP_MX_TILE_COLS)
 
 /* Rows and scale columns of the padded array. */

@@ -24,6 +24,7 @@
 
 #include "backend/kernels/amp_hd.h"
 #include "backend/kernels/fp8.h"
+#include "backend/kernels/mx_tiled.h"
 
 #define AMP_NVFP4_BLOCK 16
 #define AMP_E2M1_MAX_BITS 0x40c00000u /* 6.0 */
@@ -344,6 +345,41 @@ static inline AMP_HD uint8_t amp_nvfp4_block_pass(amp_nvfp4_block_out *o, const 
             if (o->y) o->y[e] = out;
         }
     return s;
+}
+
+/* ---- the block-scaled GEMM's operands (cuBLASLt's CUDA_R_4F_E2M1 with
+ * CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 scales). An operand is [rows,
+ * k] stored K-major: the codes as the nvfp4 ops pack them (element j of
+ * the row-major array in byte j / 2, the low nibble for even j, which is
+ * cuda_fp4.h's __nv_fp4x2 order: the first element in bits 0..3), so with
+ * k even row r starts at byte r * k / 2 and the leading dimension is k
+ * elements; the E4M3 block scales rearranged into mx_tiled.h's layout
+ * with kb = ceil(k / 16) scale columns. ---- */
+
+/* The scale byte of block column c (elements 16c .. 16c + 15 along k) of
+ * row `row`, from a [rows, cols] operand's scales in layout `blocks`
+ * (AMP_NVFP4_ROWS: its own block; AMP_NVFP4_TILES: the 16x16 tile holding
+ * it, the same byte for the tile's 16 rows); 0 in the padding (row >=
+ * rows or c >= ceil(cols / 16)). AMP_NVFP4_COLS has no such byte (its
+ * blocks run across k): callers keep it away. */
+static inline AMP_HD uint8_t amp_nvfp4_tiled_value(const uint8_t *scales, size_t rows, size_t cols,
+                                                   int blocks, size_t row, size_t c) {
+    size_t kb = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    return row < rows && c < kb ? scales[amp_nvfp4_block_of(cols, blocks, row, c * AMP_NVFP4_BLOCK)]
+                                : (uint8_t)0;
+}
+
+/* The whole rearrangement, one position at a time: tiled[amp_mx_tiled_bytes
+ * (rows, kb)] (kb = ceil(cols / 16)) from the scales in layout `blocks`.
+ * The CUDA kernel runs the same body with one thread per padded position. */
+static inline AMP_HD void amp_nvfp4_tile_scales(uint8_t *tiled, const uint8_t *scales, size_t rows,
+                                                size_t cols, int blocks) {
+    size_t kb = (cols + AMP_NVFP4_BLOCK - 1) / AMP_NVFP4_BLOCK;
+    size_t pr = amp_mx_tiled_rows(rows), pc = amp_mx_tiled_cols(kb);
+    for (size_t row = 0; row < pr; row++)
+        for (size_t c = 0; c < pc; c++)
+            tiled[amp_mx_tiled_index(row, c, kb)] =
+                amp_nvfp4_tiled_value(scales, rows, cols, blocks, row, c);
 }
 
 #endif
