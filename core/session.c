@@ -524,12 +524,13 @@ static int upload_batch(amp_session *s, int rows, char *err, size_t errlen) {
     amp_model *m = s->model;
     amp_batcher *b = s->batcher;
     if (m->x_dtype == AMP_DTYPE_F32)
-        AMP_BE_TRY(s->be->ops->upload(s->be, m->x, b->hx, (size_t)rows * b->x_row_bytes));
+        AMP_BE_TRY(s->be, s->be->ops->upload(s->be, m->x, b->hx, (size_t)rows * b->x_row_bytes));
     else /* the model asked for its batch rounded (model.h) */
-        AMP_BE_TRY(AMP_FUSED(s->be, upload_round, m->x, m->x_dtype, b->hx,
+        AMP_BE_TRY(s->be, AMP_FUSED(s->be, upload_round, m->x, m->x_dtype, b->hx,
                            (size_t)rows * b->x_row_bytes / sizeof(float),
                            amp_model_rounds(m, m->x_round_layer, AMP_ROUND_FWD)));
-    AMP_BE_TRY(s->be->ops->upload(s->be, m->y, b->hy, (size_t)rows * b->y_row_count * sizeof(int32_t)));
+    AMP_BE_TRY(s->be,
+               s->be->ops->upload(s->be, m->y, b->hy, (size_t)rows * b->y_row_count * sizeof(int32_t)));
     return 0;
 }
 
@@ -613,7 +614,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
 }
 
 static int optimizer_step(amp_session *s, double lr, char *err, size_t errlen) {
-    AMP_BE_TRY(amp_model_optimizer_step(s->model, &s->set, lr, s->applied + 1));
+    AMP_BE_TRY(s->be, amp_model_optimizer_step(s->model, &s->set, lr, s->applied + 1));
     /* Each rank updated its shard of the master weights: the working
      * copies of every rank get them, in their working dtypes. */
     return amp_session_share_weights(s, err, errlen);
@@ -793,14 +794,14 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
      * owners' (the last gather's, kept: the masters have not moved since). */
     if (s->shard && m->copies_stale && amp_session_share_weights(s, err, errlen) != 0) return -1;
     if (s->shard) amp_kit_cast_end(m, 1);
-    AMP_BE_TRY(be->ops->zero(be, m->stats, stats_bytes));
-    AMP_BE_TRY(m->ops->cast_weights(m));
+    AMP_BE_TRY(s->be, be->ops->zero(be, m->stats, stats_bytes));
+    AMP_BE_TRY(s->be, m->ops->cast_weights(m));
     /* Every rank casts the same weights: rank 0 alone counts that rounding;
      * sharded, each rank counts the rounding of its own shard. */
-    if (dp && s->rank > 0) AMP_BE_TRY(be->ops->zero(be, m->stats, stats_bytes));
+    if (dp && s->rank > 0) AMP_BE_TRY(s->be, be->ops->zero(be, m->stats, stats_bytes));
     if (dp && s->rank > 0 && s->shard) {
         amp_kit_cast_end(m, 1);
-        if (amp_model_cast_reuse(m) < 0) AMP_BE_TRY(-1);
+        if (amp_model_cast_reuse(m) < 0) AMP_BE_TRY(s->be, -1);
     }
     s->weights_sent = 0;
     amp_dist_grads_begin(s->grads, s->step);
@@ -823,10 +824,10 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
         int brc = frc ? frc : m->ops->backward(m, &ba);
         m->grads_ready = NULL;
         m->allsum = NULL;
-        AMP_BE_TRY(frc);
-        AMP_BE_TRY(brc);
+        AMP_BE_TRY(s->be, frc);
+        AMP_BE_TRY(s->be, brc);
     }
-    AMP_BE_TRY(poison(s));
+    AMP_BE_TRY(s->be, poison(s));
     if (dp && amp_dist_grads_end(s->grads, err, errlen) != 0) return -1;
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */
     /* Sharded, a rank holds the sums of its shard only: it unscales and
@@ -834,8 +835,10 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
      * counts are added over the ranks in the one statistics reduction. */
     size_t own_lo, own_n;
     own_range(s, &own_lo, &own_n);
-    if (own_n) AMP_BE_TRY(be->ops->unscale_check(be, m->grads + own_lo, m->stats, own_n, inv_scale));
-    AMP_BE_TRY(be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
+    if (own_n) AMP_BE_TRY(s->be,
+                          be->ops->unscale_check(be, m->grads + own_lo, m->stats, own_n, inv_scale));
+    AMP_BE_TRY(s->be,
+               be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
     double t_stats = amp_clock_ms();
     if (dp && reduce_stats(s, err, errlen) != 0) return -1;
     double stats_ms = dp ? amp_clock_ms() - t_stats : 0.0;
@@ -880,7 +883,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     if (!skip) {
         if (st->grad_clip > 0.0 && ss.grad_norm > st->grad_clip)
             if (own_n)
-                AMP_BE_TRY(be->ops->scale(be, m->grads + own_lo, own_n,
+                AMP_BE_TRY(s->be, be->ops->scale(be, m->grads + own_lo, own_n,
                                         (float)(st->grad_clip / (ss.grad_norm + 1e-6))));
         lr = amp_session_lr(s);
         if (optimizer_step(s, lr, err, errlen) != 0) return -1;
@@ -890,7 +893,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     }
     /* The scales follow every step, a skipped one too (as Transformer
      * Engine's amax history does); before the next forward quantizes. */
-    AMP_BE_TRY(amp_model_scaled_collect(m));
+    AMP_BE_TRY(s->be, amp_model_scaled_collect(m));
     if (amp_scaled_end_step(s->scaled, s->dist, &s->precision, err, errlen) != 0) return -1;
     s->step++;
     rec->step = s->step;
@@ -961,8 +964,8 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
     amp_backend *be = s->be;
     size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
     if (s->shard && m->copies_stale && amp_session_share_weights(s, err, errlen) != 0) return -1;
-    AMP_BE_TRY(be->ops->zero(be, m->stats, stats_bytes));
-    AMP_BE_TRY(m->ops->cast_weights(m));
+    AMP_BE_TRY(s->be, be->ops->zero(be, m->stats, stats_bytes));
+    AMP_BE_TRY(s->be, m->ops->cast_weights(m));
     int B = s->set.batch_size;
     int64_t n = s->batcher->eval_rows;
     /* rank r evaluates rows [n r / world, n (r + 1) / world) */
@@ -974,9 +977,9 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
         s->batcher->ops->eval(s->batcher, start, rows);
         if (upload_batch(s, rows, err, errlen) != 0) return -1;
         amp_forward_args fa = {rows, 0, 1.0f};
-        AMP_BE_TRY(m->ops->forward(m, &fa));
+        AMP_BE_TRY(s->be, m->ops->forward(m, &fa));
     }
-    AMP_BE_TRY(be->ops->download(be, s->hstats, m->stats, stats_bytes));
+    AMP_BE_TRY(s->be, be->ops->download(be, s->hstats, m->stats, stats_bytes));
     /* [2 + k]: the ranks that signal k stopped (the largest k wins, as for a step) */
     double sums[2 + AMP_EVAL_MAX_SIGNAL] = {s->hstats->loss_sum, (double)s->hstats->correct};
     if (stopped > 0 && stopped < AMP_EVAL_MAX_SIGNAL) sums[2 + stopped] = 1.0;

@@ -19,16 +19,6 @@
 #include "settings.h"
 #include "text.h"
 
-/* In a session function with `s`, `err` and `errlen` in scope: a backend
- * call that fails returns -1 with the backend's message. */
-#define AMP_BE_TRY(expr)                                    \
-    do {                                                    \
-        if ((expr) != 0) {                                  \
-            snprintf(err, errlen, "%s", s->be->err);        \
-            return -1;                                      \
-        }                                                   \
-    } while (0)
-
 typedef struct amp_step_record {
     int64_t step;      /* 1-based index of the step just run */
     int64_t epoch;     /* 0-based epoch the step's data came from */

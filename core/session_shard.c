@@ -119,7 +119,7 @@ static int encode_shard(amp_session *s, char *err, size_t errlen) {
     const amp_model_desc *d = &m->desc;
     size_t lo = (size_t)s->rank * s->shard, hi = lo + s->shard;
     uint8_t *block = s->dev_wire ? s->dev_wire + (size_t)s->rank * s->dev_block : s->wire_mine;
-    AMP_BE_TRY(amp_kit_cast_begin(m));
+    AMP_BE_TRY(s->be, amp_kit_cast_begin(m));
     for (int t = 0; t < d->nparam_tensors && !d->params[t].buffer; t++) {
         const amp_param_desc *P = &d->params[t];
         size_t a = P->offset > lo ? P->offset : lo;
@@ -132,14 +132,14 @@ static int encode_shard(amp_session *s, char *err, size_t errlen) {
         int w16 = amp_model_copy16(m, t, &wc);
         if (w16) cnt = amp_kit_cast_count(m, wc.layer);
         if (w16 && s->dev_wire) {
-            AMP_BE_TRY(be->ops->round(be, dst, wc.dt, src, b - a, cnt));
+            AMP_BE_TRY(s->be, be->ops->round(be, dst, wc.dt, src, b - a, cnt));
         } else if (w16) {
-            AMP_BE_TRY(be->ops->round(be, s->dev16, wc.dt, src, b - a, cnt));
-            AMP_BE_TRY(be->ops->download(be, dst, s->dev16, (b - a) * sizeof(uint16_t)));
+            AMP_BE_TRY(s->be, be->ops->round(be, s->dev16, wc.dt, src, b - a, cnt));
+            AMP_BE_TRY(s->be, be->ops->download(be, dst, s->dev16, (b - a) * sizeof(uint16_t)));
         } else if (s->dev_wire) {
-            AMP_BE_TRY(be->ops->copy(be, dst, src, (b - a) * sizeof(float)));
+            AMP_BE_TRY(s->be, be->ops->copy(be, dst, src, (b - a) * sizeof(float)));
         } else {
-            AMP_BE_TRY(be->ops->download(be, dst, src, (b - a) * sizeof(float)));
+            AMP_BE_TRY(s->be, be->ops->download(be, dst, src, (b - a) * sizeof(float)));
         }
     }
     amp_kit_cast_end(m, 1);
@@ -153,7 +153,7 @@ static int put_wire(amp_session *s, void *dst, size_t at, size_t bytes, char *er
                     size_t errlen) {
     amp_backend *be = s->be;
     if (!s->dev_wire) {
-        AMP_BE_TRY(be->ops->upload(be, dst, s->wire + at, bytes));
+        AMP_BE_TRY(s->be, be->ops->upload(be, dst, s->wire + at, bytes));
         return 0;
     }
     for (int r = 0; r < s->world; r++) {
@@ -161,7 +161,7 @@ static int put_wire(amp_session *s, void *dst, size_t at, size_t bytes, char *er
         size_t b = s->block_at[r] + s->block_bytes[r];
         if (b > at + bytes) b = at + bytes;
         if (a < b)
-            AMP_BE_TRY(be->ops->copy(be, (uint8_t *)dst + (a - at),
+            AMP_BE_TRY(s->be, be->ops->copy(be, (uint8_t *)dst + (a - at),
                               s->dev_wire + (size_t)r * s->dev_block + (a - s->block_at[r]), b - a));
     }
     return 0;
@@ -184,7 +184,7 @@ static int decode_all(amp_session *s, char *err, size_t errlen) {
             if (put_wire(s, wc.ptr, at, P->numel * sizeof(uint16_t), err, errlen)) return -1;
         } else { /* an FP32 array of the 16-bit values */
             if (put_wire(s, s->dev16, at, P->numel * sizeof(uint16_t), err, errlen)) return -1;
-            AMP_BE_TRY(be->ops->widen(be, wc.ptr, s->dev16, wc.dt, P->numel));
+            AMP_BE_TRY(s->be, be->ops->widen(be, wc.ptr, s->dev16, wc.dt, P->numel));
         }
     }
     return 0;
@@ -215,7 +215,8 @@ static int gather_f32(amp_session *s, const float *dev, float *full, char *err, 
     size_t nt = m->desc.ntrained, lo = m->opt_lo, mine = lo < nt ? nt - lo : 0;
     if (mine > s->shard) mine = s->shard;
     memset(s->gather, 0, (size_t)s->world * s->shard * sizeof(float));
-    if (mine) AMP_BE_TRY(s->be->ops->download(s->be, s->gather + lo, dev, mine * sizeof(float)));
+    if (mine) AMP_BE_TRY(s->be,
+                         s->be->ops->download(s->be, s->gather + lo, dev, mine * sizeof(float)));
     if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
         return -1;
     memcpy(full, s->gather, nt * sizeof(float));
@@ -236,7 +237,7 @@ int amp_session_gather_optim(amp_session *s, char *err, size_t errlen) {
     /* the buffers (batch norm's running statistics) are this rank's own */
     for (int t = 0; t < d->nparam_tensors; t++)
         if (d->params[t].buffer && d->params[t].numel)
-            AMP_BE_TRY(s->be->ops->download(s->be, s->master_full + d->params[t].offset,
+            AMP_BE_TRY(s->be, s->be->ops->download(s->be, s->master_full + d->params[t].offset,
                                      m->wts + m->wts_off[t], d->params[t].numel * sizeof(float)));
     s->opt_full_step = s->master_full_step = s->step;
     return 0;

@@ -607,6 +607,15 @@ int amp_nvfp4_desc_check(amp_backend *be, const amp_nvfp4_desc *d, const char *o
 #define AMP_CONV(be, op, ...)                                                                      \
     ((be)->ops->conv ? (be)->ops->conv->op((be), __VA_ARGS__)                                      \
                      : amp_backend_missing((be), "conv", #op))
+/* In a function with `err` and `errlen` in scope: a call on backend `be`
+ * that fails returns -1 with the backend's message. */
+#define AMP_BE_TRY(be, expr)                                                                       \
+    do {                                                                                           \
+        if ((expr) != 0) {                                                                         \
+            snprintf(err, errlen, "%s", (be)->err);                                                \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
 #define AMP_SCALED(be, op, ...)                                                                    \
     ((be)->ops->scaled ? (be)->ops->scaled->op((be), __VA_ARGS__)                                  \
                        : amp_backend_missing((be), "scaled", #op))

@@ -40,8 +40,8 @@ if(AMP_HAVE_MPI)
   set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill dist_join dist_fp8
                        dist_shard dist_syncbn dist_reshard PROPERTIES
                        LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
-  # two 30000-step 2-rank runs (the step got faster on the CPU since 6000 steps
-  # took about 35 s): about 25 s here; far more under ASan with -j2
+  # a timing run, then runs of about 12 s each (resume.sh): 30 s on the
+  # release build, about 2 min under ASan, more beside other tests
   set_tests_properties(dist_resume PROPERTIES TIMEOUT 900)
   # The same session checks on the CUDA backend with NCCL between 2 GPUs;
   # skips without NCCL in the build or with fewer than 2 GPUs.
