@@ -719,7 +719,7 @@ static int check_replicas(amp_session *s, char *err, size_t errlen) {
     size_t n = m->desc.nparams;
     uint32_t sums[4] = {0, 0, 0, 0};
     /* sharded: the FP32 weights every rank holds (each rank's masters are its own shard) */
-    if (crc_of(s, s->shard ? m->wts : m->master, s->shard ? s->wts_n : n, &sums[0], err,
+    if (crc_of(s, s->shard ? m->wts : m->master, s->shard ? m->wts_len : n, &sums[0], err,
                errlen) != 0)
         return -1;
     /* sharded, each rank holds other moments: only its master weights compare */

@@ -80,7 +80,6 @@ typedef struct amp_session {
     uint8_t *dev_wire;
     size_t dev_block;
     void *dev16;             /* backend scratch of 16-bit values */
-    size_t wts_n;            /* elements of the model's wts */
     uint64_t weights_sent;   /* bytes this rank sent of the weights in the last step */
     int rank, world;
     int64_t check_every;     /* replica check every K steps (0 off) */

@@ -72,8 +72,6 @@ int amp_session_shard_open(amp_session *s, char *err, size_t errlen) {
                  !s->dev16 ? s->be->err : "out of host memory");
         return -1;
     }
-    for (int t = 0; t < nt; t++)
-        if (m->wts_off[t] != (size_t)-1) s->wts_n += d->params[t].numel;
     s->master_full_step = -1;
     return 0;
 }

@@ -90,10 +90,8 @@ static void layout(amp_model *m) {
     amp_arena *mem = m->mem;
     size_t n = m->desc.nparams, B = (size_t)m->input.batch;
     m->master = amp_arena_take(&mem[AMP_MEM_MASTER], (m->sharded ? m->opt_len : n) * 4);
-    size_t nw = 0; /* sharded: the FP32 weights every rank reads */
-    for (int t = 0; m->sharded && t < m->desc.nparam_tensors; t++)
-        if (m->wts_off[t] != (size_t)-1) nw += m->desc.params[t].numel;
-    m->wts = m->sharded ? amp_arena_take(&mem[AMP_MEM_WORKING], nw * 4) : NULL;
+    /* sharded: the FP32 weights every rank reads */
+    m->wts = m->sharded ? amp_arena_take(&mem[AMP_MEM_WORKING], m->wts_len * 4) : NULL;
     m->grads = amp_arena_take(&mem[AMP_MEM_GRADS], n * 4);
     for (int i = 0; i < 2; i++)
         m->opt[i] = i < m->opt_buffers ? amp_arena_take(&mem[AMP_MEM_OPTIM], m->opt_len * 4) : NULL;
@@ -254,6 +252,7 @@ static int plan_wts(amp_model *m, char *err, size_t errlen) {
         m->wts_off[t] = amp_model_copy16(m, t, &wc) ? (size_t)-1 : at;
         if (m->wts_off[t] != (size_t)-1) at += m->desc.params[t].numel;
     }
+    m->wts_len = at;
     return 0;
 }
 

@@ -178,6 +178,7 @@ struct amp_model {
     int sharded, copies_stale;
     float *wts;
     size_t *wts_off;           /* [nparam_tensors] */
+    size_t wts_len;            /* elements of wts */
     void *x;                   /* [batch, features] f32, or [batch, features] int32 tokens */
     /* What m->x holds: F32 (or int32 tokens) unless the model's create sets
      * a 16-bit dtype, which it may where the backend has upload_round; the

@@ -224,12 +224,12 @@ const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int alon
     return dst;
 }
 
-/* X's MX32 codes and their scales in operand scratch 0 (the scales after
- * the codes, 16-byte aligned): 0 when they do not fit its bytes. */
-static uint8_t *mx_codes_scales(amp_kit *k, int rows, int cols, uint8_t **scales) {
-    size_t n = (size_t)rows * (size_t)cols, at = (n + 15) / 16 * 16;
-    size_t nb = amp_mx_block_count((size_t)rows, (size_t)cols, 0);
-    if (at + nb > k->need[AMP_SCRATCH_OPERAND] * sizeof(float)) return NULL;
+/* X's codes (code_bytes) and their nscales block scales in operand scratch
+ * 0, the scales after the codes, 16-byte aligned: NULL when they do not fit
+ * its bytes. */
+static uint8_t *codes_scales(amp_kit *k, size_t code_bytes, size_t nscales, uint8_t **scales) {
+    size_t at = (code_bytes + 15) / 16 * 16;
+    if (at + nscales > k->need[AMP_SCRATCH_OPERAND] * sizeof(float)) return NULL;
     uint8_t *codes = (uint8_t *)k->op_f32[0];
     *scales = codes + at;
     return codes;
@@ -255,14 +255,13 @@ static int nv_forward_gemm(amp_model *m, amp_scaled_slot *sx, const amp_kit_copy
     amp_backend *be = m->be;
     if (!amp_backend_supports(be, "nvfp4_gemm")) return 0;
     const amp_scaled_slot *sw = &m->scaled->slot[c->fp8_slot];
-    size_t n = (size_t)g->m * (size_t)g->k, at = ((n + 1) / 2 + 15) / 16 * 16;
-    if (n > k->need[AMP_SCRATCH_OPERAND] ||
-        at + amp_nvfp4_block_count((size_t)g->m, (size_t)g->k, AMP_NVFP4_ROWS) >
-            k->need[AMP_SCRATCH_OPERAND] * sizeof(float))
-        return 0;
+    size_t n = (size_t)g->m * (size_t)g->k;
+    uint8_t *x_scales, *codes = n > k->need[AMP_SCRATCH_OPERAND] ? NULL :
+        codes_scales(k, (n + 1) / 2,
+                     amp_nvfp4_block_count((size_t)g->m, (size_t)g->k, AMP_NVFP4_ROWS), &x_scales);
+    if (!codes) return 0;
     const float *wide = x_wide(m, x, n);
     if (!wide) return -1;
-    uint8_t *codes = (uint8_t *)k->op_f32[0], *x_scales = codes + at;
     amp_nvfp4_desc d = {g->m, g->k, AMP_NVFP4_ROWS, (sx->flags & AMP_OPERAND_STOCHASTIC) != 0, 0,
                         0, 0};
     if (d.stochastic) d.sr_key = amp_scaled_nvfp4_key(m->scaled, sx);
@@ -299,7 +298,9 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
         return -1;
     }
     uint8_t *codes = (uint8_t *)k->op_f32[0], *x_scales = NULL;
-    if (mx && !(codes = mx_codes_scales(k, g->m, g->k, &x_scales))) return 0;
+    if (mx && !(codes = codes_scales(k, n, amp_mx_block_count((size_t)g->m, (size_t)g->k, 0),
+                                     &x_scales)))
+        return 0;
     const float *wide = x_wide(m, x, n);
     if (!wide) return -1;
     int fmt = amp_format_fp8(sx->fmt.format);
