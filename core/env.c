@@ -72,8 +72,9 @@ static int check_plugin_path(char *err, size_t errlen) {
 }
 
 /* Names amptrain reads; others starting with AMPTRAIN_ are warned about. */
-static const char *const known_names[] = {"AMPTRAIN_LOG",  "AMPTRAIN_THREADS",   "AMPTRAIN_ISA",
-                                          "AMPTRAIN_GEMM", "AMPTRAIN_CUDA_SYNC", "AMPTRAIN_PLUGIN_PATH"};
+static const char *const known_names[] = {
+    "AMPTRAIN_LOG",       "AMPTRAIN_THREADS",     "AMPTRAIN_ISA",        "AMPTRAIN_GEMM",
+    "AMPTRAIN_GEMM_PATH", "AMPTRAIN_GEMM_CACHE",  "AMPTRAIN_CUDA_SYNC",  "AMPTRAIN_PLUGIN_PATH"};
 
 static void warn_unknown_names(void) {
     for (char **e = environ; e && *e; e++) {
@@ -85,19 +86,21 @@ static void warn_unknown_names(void) {
         if (!known)
             amp_log(AMP_LOG_WARN,
                     "%.*s is set but amptrain reads no such variable (it reads AMPTRAIN_LOG, "
-                    "AMPTRAIN_THREADS, AMPTRAIN_ISA, AMPTRAIN_GEMM, AMPTRAIN_CUDA_SYNC and "
-                    "AMPTRAIN_PLUGIN_PATH)",
+                    "AMPTRAIN_THREADS, AMPTRAIN_ISA, AMPTRAIN_GEMM, AMPTRAIN_GEMM_PATH, "
+                    "AMPTRAIN_GEMM_CACHE, AMPTRAIN_CUDA_SYNC and AMPTRAIN_PLUGIN_PATH)",
                     (int)n, *e);
     }
 }
 
-int amp_env_check(const char *const *isa_names, char *err, size_t errlen) {
+int amp_env_check(const char *const *isa_names, const char *const *gemm_path_names, char *err,
+                  size_t errlen) {
     int idx;
     long threads;
     if (amp_env_choice("AMPTRAIN_LOG", log_levels, &idx, err, errlen) < 0 ||
         amp_env_int("AMPTRAIN_THREADS", 1, 1024, &threads, err, errlen) < 0 ||
         amp_env_choice("AMPTRAIN_ISA", isa_names, &idx, err, errlen) < 0 ||
         amp_env_choice("AMPTRAIN_GEMM", amp_env_gemm_libs, &idx, err, errlen) < 0 ||
+        amp_env_choice("AMPTRAIN_GEMM_PATH", gemm_path_names, &idx, err, errlen) < 0 ||
         amp_env_choice("AMPTRAIN_CUDA_SYNC", amp_env_zero_one, &idx, err, errlen) < 0 ||
         check_plugin_path(err, errlen) < 0)
         return -1;

@@ -26,13 +26,15 @@ int amp_env_choice(const char *name, const char *const *choices, int *index, cha
 int amp_env_int(const char *name, long min, long max, long *out, char *err, size_t errlen);
 
 /* Checks every AMPTRAIN_* variable amptrain reads: AMPTRAIN_LOG,
- * AMPTRAIN_THREADS, AMPTRAIN_ISA, AMPTRAIN_GEMM, AMPTRAIN_CUDA_SYNC and
- * AMPTRAIN_PLUGIN_PATH (every entry an existing folder). isa_names are
- * AMPTRAIN_ISA's choices (NULL-terminated), given by the caller so that this
- * file stays below the backend. 0, or -1 with the first problem in err.
- * Other AMPTRAIN_* names get a warning (a misspelt variable would do
- * nothing). */
-int amp_env_check(const char *const *isa_names, char *err, size_t errlen);
+ * AMPTRAIN_THREADS, AMPTRAIN_ISA, AMPTRAIN_GEMM, AMPTRAIN_GEMM_PATH,
+ * AMPTRAIN_CUDA_SYNC and AMPTRAIN_PLUGIN_PATH (every entry an existing
+ * folder); AMPTRAIN_GEMM_CACHE is any folder (or "off"). isa_names and
+ * gemm_path_names are AMPTRAIN_ISA's and AMPTRAIN_GEMM_PATH's choices
+ * (NULL-terminated), given by the caller so that this file stays below the
+ * backend. 0, or -1 with the first problem in err. Other AMPTRAIN_* names
+ * get a warning (a misspelt variable would do nothing). */
+int amp_env_check(const char *const *isa_names, const char *const *gemm_path_names, char *err,
+                  size_t errlen);
 
 /* AMPTRAIN_LOG as an AMP_LOG_* level; -1 when unset or bad. */
 int amp_env_log_level(void);

@@ -410,6 +410,10 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     if (open_backend(s, err, errlen) != 0) goto runtime_error;
     const amp_precision_vtable *pv = amp_plugin_precision(&s->precision);
     s->be->deterministic = s->set.deterministic;
+    if (s->set.gemm_path_given &&
+        amp_backend_gemm_path(s->be, (amp_gemm_path)s->set.gemm_path, "[run] gemm_path", err,
+                              errlen) != 0)
+        goto config_error;
     s->be->allow_tf32 = pv->struct_size > offsetof(amp_precision_vtable, allow_tf32) &&
                         pv->allow_tf32 && pv->allow_tf32(s->precision.self);
     amp_model_input in = model_input(s);

@@ -48,13 +48,46 @@ static uint8_t *download_le(amp_session *s, const float *dev, size_t n, char *er
     return p;
 }
 
-/* The EXEC section: where this run executes (malloc'd text). */
+/* The EXEC section: where this run executes (malloc'd text), and the GEMM
+ * path of each shape ("gemm=<shape>\t<path>"), which a resume keeps. */
 static char *exec_text(const amp_session *s) {
     const amp_backend_info *in = &s->be->info;
-    char buf[256];
-    snprintf(buf, sizeof buf, "backend=%s\nisa=%s\nthreads=%d\nscratch_peak=%zu\n",
-             s->be->ops->name, in->isa[0] ? in->isa : "-", in->threads, in->scratch_bytes);
-    return strdup(buf);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    fprintf(f, "backend=%s\nisa=%s\nthreads=%d\nscratch_peak=%zu\n", s->be->ops->name,
+            in->isa[0] ? in->isa : "-", in->threads, in->scratch_bytes);
+    for (int i = 0; i < in->n_gemm_choices; i++)
+        fprintf(f, "gemm=%s\t%s\n", in->gemm_choices[i].key, in->gemm_choices[i].path);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* The checkpoint's GEMM paths back into the backend, so the resumed run
+ * runs every shape as the run before it did. */
+static int preload_gemm_paths(amp_session *s, const amp_checkpoint *ck, char *err, size_t errlen) {
+    const char *t = ck->exec, *end = ck->exec ? ck->exec + ck->exec_len : NULL;
+    while (t && t < end) {
+        const char *e = memchr(t, '\n', (size_t)(end - t));
+        if (!e) e = end;
+        if (e - t > 5 && memcmp(t, "gemm=", 5) == 0) {
+            char line[256];
+            size_t n = (size_t)(e - t - 5) < sizeof line - 1 ? (size_t)(e - t - 5) : sizeof line - 1;
+            memcpy(line, t + 5, n);
+            line[n] = '\0';
+            char *tab = strchr(line, '\t');
+            if (tab) {
+                *tab = '\0';
+                if (amp_backend_gemm_preload(s->be, line, tab + 1, err, errlen) != 0) return -1;
+            }
+        }
+        t = e + 1;
+    }
+    return 0;
 }
 
 /* The value of `key` in EXEC text, or "" (into out). */
@@ -667,6 +700,7 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
     for (uint32_t i = 0; i < 2 * ck->nlayers; i++) s->totals[i] = amp_checkpoint_total(ck, i);
     s->batcher->ops->restore(s->batcher, ck->epoch, ck->cursor, ck->step);
     warn_exec_change(s, ck);
+    if (preload_gemm_paths(s, ck, err, errlen) != 0) return 1;
     /* The backend's scratch peak is the run's, not this process's: a resumed
      * run reports what the uninterrupted one would. */
     if (ck->exec) {

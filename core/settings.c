@@ -66,6 +66,13 @@ static const amp_setting core_settings[] = {
      .doc = "`true`: only algorithms cuDNN reports as deterministic for the convolutions (the same "
             "run gives the same bits on the GPU); `false`: cuDNN's first (fastest) choice. The CPU is "
             "deterministic either way"},
+    {"run", "gemm_path", AMP_SETTING_CHOICE, "auto", .choices = amp_gemm_path_names, AT(gemm_path),
+     AMP_SETTING_GIVEN(amp_settings, gemm_path_given),
+     .doc = "CPU GEMMs with 16-bit operands: `auto` (16-bit operands where the CPU has a native "
+            "16-bit GEMM kernel; each GEMM shape runs on the fastest candidate, measured once and "
+            "cached), `widened` (FP32 arrays of the rounded values into FP32 GEMMs), `native` "
+            "(native 16-bit kernels only; an error on a CPU without one). Wins over "
+            "`AMPTRAIN_GEMM_PATH`; see docs/performance.md"},
 
     {"data", "dataset", AMP_SETTING_CHOICE, "fashion_mnist", .choices_of = amp_data_kind_names,
      AT(dataset),

@@ -24,6 +24,8 @@ typedef struct amp_settings {
     uint64_t seed;
     amp_device_choice device;
     int deterministic; /* deterministic library algorithms only (cuDNN convolutions) */
+    int gemm_path;     /* amp_gemm_path: 16-bit GEMM operands on the CPU */
+    int gemm_path_given; /* [run] gemm_path set (else AMPTRAIN_GEMM_PATH or auto) */
     /* [data] */
     amp_dataset_kind dataset;
     const char *path;

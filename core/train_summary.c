@@ -34,7 +34,24 @@ static void write_backend_info(FILE *f, const amp_backend_info *in) {
         amp_json_str(f, in->gemm[d]);
         first = 0;
     }
-    fputs("}}", f);
+    fputc('}', f);
+    if (in->gemm_path[0]) {
+        fputs(", \"gemm_path\": ", f);
+        amp_json_str(f, in->gemm_path);
+    }
+    if (in->n_gemm_choices > 0) fputs(",\n    \"gemm_paths\": [", f);
+    /* each shape's path: the same in a resumed run as in one left alone (the
+     * candidates' times are the cache file's and the log's) */
+    for (int i = 0; i < in->n_gemm_choices; i++) {
+        const amp_gemm_choice *c = &in->gemm_choices[i];
+        fputs(i ? ",\n      {\"shape\": " : "\n      {\"shape\": ", f);
+        amp_json_str(f, c->key);
+        fputs(", \"path\": ", f);
+        amp_json_str(f, c->path);
+        fputc('}', f);
+    }
+    if (in->n_gemm_choices > 0) fputs("]", f);
+    fputc('}', f);
 }
 
 void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_result *r) {

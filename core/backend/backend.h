@@ -557,6 +557,27 @@ typedef struct amp_backend_ops {
     const amp_scaled_ops *scaled;           /* "scaled" */
 } amp_backend_ops;
 
+/* One GEMM shape's path as the CPU backend chose it (cpu_gemm_tune.h). */
+#define AMP_GEMM_MAX_CANDS 4
+typedef struct amp_gemm_choice {
+    char key[128];   /* the shape: amp_gemm_tune_key's text */
+    char path[24];   /* the candidate that runs it: "onednn-f32", "onednn-bf16", ... */
+    char source[12]; /* "measured", "cache", "checkpoint", or "only" (one candidate allowed) */
+    int ncand;       /* candidates timed (0 unless measured here or in the cached run) */
+    char cand[AMP_GEMM_MAX_CANDS][24];
+    double ms[AMP_GEMM_MAX_CANDS]; /* each candidate's fastest time, ms */
+} amp_gemm_choice;
+
+/* [run] gemm_path / AMPTRAIN_GEMM_PATH: how 16-bit GEMM operands are fed. */
+typedef enum amp_gemm_path {
+    AMP_GEMM_PATH_AUTO = 0, /* 16-bit operands where a native kernel exists; paths by measurement */
+    AMP_GEMM_PATH_WIDENED,  /* FP32 arrays of the rounded values into FP32 GEMMs */
+    AMP_GEMM_PATH_NATIVE,   /* 16-bit operands into native 16-bit kernels only */
+    AMP_GEMM_PATH_COUNT
+} amp_gemm_path;
+/* "auto", "widened", "native", NULL */
+extern const char *const amp_gemm_path_names[AMP_GEMM_PATH_COUNT + 1];
+
 /* What a backend runs, for summary.json, bench_step and the checkpoint's
  * warning when a run resumes on another path. Filled at creation (isa,
  * threads, widened_gemm) and as GEMMs run (gemm, scratch_bytes). */
@@ -571,6 +592,11 @@ typedef struct amp_backend_info {
      * step than to have them widened at every GEMM */
     unsigned widened_gemm;
     size_t scratch_bytes;  /* peak backend-internal scratch (widened operands, GEMM library) */
+    char gemm_path[16];    /* amp_gemm_path_names[...] in force; "" on a backend without a choice */
+    unsigned native_gemm;  /* bit (1u << dtype): a native 16-bit GEMM kernel exists here */
+    /* the CPU's GEMM paths by shape, as chosen so far (NULL, 0 on CUDA) */
+    const amp_gemm_choice *gemm_choices;
+    int n_gemm_choices;
 } amp_backend_info;
 
 struct amp_backend {
@@ -622,6 +648,19 @@ int amp_nvfp4_desc_check(amp_backend *be, const amp_nvfp4_desc *d, const char *o
 #define AMP_FUSED(be, op, ...)                                                                     \
     ((be)->ops->fused && (be)->ops->fused->op ? (be)->ops->fused->op((be), __VA_ARGS__)            \
                                               : amp_backend_missing((be), "fused", #op))
+
+/* The CPU backend's GEMM path setting ([run] gemm_path, which wins over
+ * AMPTRAIN_GEMM_PATH): sets info.gemm_path and info.widened_gemm, so call it
+ * before a model is made. native on a CPU without a native 16-bit GEMM is
+ * an error naming `what` (the key or variable). Other backends: 0, nothing
+ * changes. 0 or -1 with err. */
+int amp_backend_gemm_path(amp_backend *be, amp_gemm_path path, const char *what, char *err,
+                          size_t errlen);
+/* A resume's GEMM path for one shape key (amp_gemm_choice.key): the CPU
+ * backend runs that shape on it instead of measuring, when it has that
+ * candidate (else it warns and measures). Other backends: 0. */
+int amp_backend_gemm_preload(amp_backend *be, const char *key, const char *path, char *err,
+                             size_t errlen);
 
 /* Constructors: NULL and a message in err when unavailable. */
 amp_backend *amp_backend_cpu_create(char *err, size_t errlen);

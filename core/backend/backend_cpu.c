@@ -2,14 +2,15 @@
  * avx512_bf16) is chosen once, from CPUID or AMPTRAIN_ISA; it selects the
  * element-wise kernel table (cpu_kern.h) and caps the GEMM library.
  *
- * GEMMs: oneDNN's matmul (cpu_dnnl.h) when the build has it, else OpenBLAS
- * sgemm; AMPTRAIN_GEMM=openblas|onednn overrides. FP32 accumulation always,
- * except AMPTRAIN_GEMM=reference (cpu_gemm_ref.h: FP64 sums in a fixed order,
- * the bits pinned tests compare, on every CPU).
- * 16-bit inputs run natively only for BF16 on the avx512_bf16 path (oneDNN
- * bf16 x bf16 -> f32); otherwise they are widened exactly to FP32 first, and
- * be->info.widened_gemm says so, so models keep FP32 copies of their
- * working weights instead of widening them at every GEMM.
+ * GEMMs (cpu_gemm.c): oneDNN's matmul or OpenBLAS sgemm, FP32 accumulation
+ * always, 16-bit inputs widened exactly to FP32 or, where oneDNN has a
+ * kernel for them, multiplied natively; which of these runs a GEMM shape is
+ * measured once (cpu_gemm_tune.h) unless AMPTRAIN_GEMM / [run] gemm_path
+ * pin it. AMPTRAIN_GEMM=reference (cpu_gemm_ref.h: FP64 sums in a fixed
+ * order) gives the bits pinned tests compare, on every CPU.
+ * be->info.widened_gemm says which 16-bit dtypes have no native kernel, so
+ * models keep FP32 copies of those working weights instead of widening
+ * them at every GEMM.
  *
  * Threads: OpenMP, the same team oneDNN uses (AMPTRAIN_THREADS, else
  * OMP_NUM_THREADS, else the cores of the affinity mask: cpu_threads.h).
@@ -29,8 +30,6 @@
 
 #include "backend/backend.h"
 #include "backend/backend_cpu_cnn.h"
-#include "backend/cpu_dnnl.h"
-#include "backend/cpu_gemm_ref.h"
 #include "env.h"
 #include "backend/cpu_internal.h"
 #include "backend/cpu_fp8.h"
@@ -53,14 +52,10 @@
 #define TILE 1024
 #define MAX_UNSCALE_CHUNKS 4096
 
-typedef enum gemm_lib { GEMM_OPENBLAS = 0, GEMM_ONEDNN = 1, GEMM_REFERENCE = 2 } gemm_lib;
-
 typedef struct cpu_impl {
     amp_isa isa;
     const amp_cpu_kern *k;
-    gemm_lib lib;
-    amp_dnnl *dnnl;
-    int native_bf16;   /* bf16 GEMMs through oneDNN's bf16 kernels */
+    amp_cpu_gemm *gemm; /* the GEMMs' libraries and paths (cpu_gemm.c) */
     /* widened operands (16-bit inputs without a native kernel); slots 0-1
      * the GEMMs', 2-4 the transformer ops' (cpu_internal.h) */
     float *scratch[AMP_CPU_SCRATCH_SLOTS];
@@ -71,6 +66,8 @@ typedef struct cpu_impl {
 static cpu_impl *impl_of(amp_backend *be) { return (cpu_impl *)be->impl; }
 
 const amp_cpu_kern *amp_cpu_kern_of(amp_backend *be) { return impl_of(be)->k; }
+
+amp_cpu_gemm *amp_cpu_gemm_of(amp_backend *be) { return impl_of(be)->gemm; }
 
 const amp_cpu_fp8 *amp_cpu_fp8_of(amp_backend *be) { return amp_cpu_fp8_for(impl_of(be)->isa); }
 
@@ -395,23 +392,9 @@ static int cpu_optim_step(amp_backend *be, const amp_optim_step *o, float *w, fl
 
 /* ---- GEMMs ------------------------------------------------------------------ */
 
-/* Records the kernel that ran for dtype dt in be->info (distinct names). */
-static void note_gemm(amp_backend *be, amp_dtype dt, const char *what) {
-    char *s = be->info.gemm[dt];
-    size_t len = strlen(s), cap = sizeof be->info.gemm[dt];
-    const char *p = s;
-    size_t wl = strlen(what);
-    while ((p = strstr(p, what)) != NULL) { /* already listed? */
-        if ((p == s || p[-1] == ',') && (p[wl] == '\0' || p[wl] == ',')) return;
-        p += wl;
-    }
-    snprintf(s + len, cap - len, "%s%s", len ? "," : "", what);
-}
-
-/* be->info.scratch_bytes: the peak of oneDNN's scratchpad and our slots. */
-static void note_scratch(amp_backend *be) {
+void amp_cpu_note_scratch(amp_backend *be) {
     cpu_impl *im = impl_of(be);
-    size_t bytes = amp_dnnl_scratch_bytes(im->dnnl);
+    size_t bytes = amp_cpu_gemm_scratch_bytes(im->gemm);
     for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) bytes += im->scratch_len[i] * sizeof(float);
     if (bytes > be->info.scratch_bytes) be->info.scratch_bytes = bytes;
 }
@@ -423,7 +406,7 @@ float *amp_cpu_scratch(amp_backend *be, int slot, size_t n) {
         im->scratch[slot] = cpu_alloc(be, n * sizeof(float));
         im->scratch_len[slot] = im->scratch[slot] ? n : 0;
         if (!im->scratch[slot]) return NULL;
-        note_scratch(be);
+        amp_cpu_note_scratch(be);
     }
     return im->scratch[slot];
 }
@@ -439,50 +422,6 @@ static const float *widened(amp_backend *be, int slot, const void *src, amp_dtyp
 const float *amp_cpu_widened(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n) {
     if (dt == AMP_DTYPE_F32) return src;
     return widened(be, slot, src, dt, n);
-}
-
-/* One matrix of d: c = alpha op(a) op(b) + beta c, with a and b FP32 (or,
- * natively, BF16) of dtype dt; records the kernel under d->in_dtype. */
-static int gemm_run(amp_backend *be, const amp_gemm_desc *d, float *c, const void *a, const void *b,
-                    amp_dtype dt) {
-    cpu_impl *im = impl_of(be);
-    const char *prefix = dt != d->in_dtype ? "widen+" : "";
-    char what[128];
-    if (im->lib == GEMM_ONEDNN) {
-        const char *impl = "?";
-        amp_dnnl_operands ops = {c, a, b, dt, 1};
-        if (amp_dnnl_gemm(im->dnnl, d, &ops, &impl, be->err, sizeof be->err) != 0) return 1;
-        note_scratch(be);
-        snprintf(what, sizeof what, "%sonednn-%s %s", prefix, dt == AMP_DTYPE_BF16 ? "bf16" : "f32",
-                 impl);
-    } else if (im->lib == GEMM_REFERENCE) {
-        if (amp_gemm_ref(d, c, a, b) != 0) {
-            snprintf(be->err, sizeof be->err, "out of host memory in the reference GEMM");
-            return 1;
-        }
-        snprintf(what, sizeof what, "%sreference-f64", prefix);
-    } else {
-        cblas_sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans,
-                    d->trans_b ? CblasTrans : CblasNoTrans, d->m, d->n, d->k, d->alpha, a, d->lda,
-                    b, d->ldb, d->beta, c, d->ldc);
-        const char *core = openblas_get_corename();
-        snprintf(what, sizeof what, "%sopenblas-sgemm %s", prefix, core ? core : "?");
-    }
-    note_gemm(be, d->in_dtype, what);
-    return 0;
-}
-
-/* One matrix of d from operands a, b in d->in_dtype: widened first when
- * there is no native kernel for it. */
-static int gemm_one(amp_backend *be, const amp_gemm_desc *d, float *c, const void *a,
-                    const void *b) {
-    amp_dtype dt = d->in_dtype;
-    if (dt == AMP_DTYPE_F32 || (dt == AMP_DTYPE_BF16 && impl_of(be)->native_bf16))
-        return gemm_run(be, d, c, a, b, dt);
-    const float *af = widened(be, 0, a, dt, (size_t)(d->trans_a ? d->k : d->m) * (size_t)d->lda);
-    const float *bf = widened(be, 1, b, dt, (size_t)(d->trans_b ? d->n : d->k) * (size_t)d->ldb);
-    if (!af || !bf) return 1;
-    return gemm_run(be, d, c, af, bf, AMP_DTYPE_F32);
 }
 
 /* The epilogue over rows [r0, r1) of one batch matrix (ldc == n), in tiles
@@ -531,11 +470,10 @@ static void epilogue_rows(const amp_cpu_kern *k, const epi_args *e, size_t r0, s
     }
 }
 
-/* The descriptor GEMM: the library GEMM per batch matrix, then the
- * epilogue in one threaded pass over the output. */
+/* The descriptor GEMM: the GEMMs on the shape's path (cpu_gemm.c), then
+ * each batch matrix's epilogue in one threaded pass over its output. */
 static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
     const amp_cpu_kern *k = impl_of(be)->k;
-    size_t in_size = d->in_dtype == AMP_DTYPE_F32 ? 4 : 2;
     size_t out_size = d->out_dtype == AMP_DTYPE_F32 ? 4 : 2;
     int has_epilogue = d->bias || d->out;
     if (amp_gemm_desc_check(be, d) != 0) return 1;
@@ -548,29 +486,10 @@ static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
         }
         if (d->bias_dtype != AMP_DTYPE_F32) k->widen16(bias, d->bias, (size_t)d->n, (int)d->bias_dtype);
     }
-    int rc = 0;
+    int rc = amp_cpu_gemm_run(be, impl_of(be)->gemm, d);
     amp_tally t = {0, 0, 0};
-    /* a batch through oneDNN is one call (its own threads split the
-     * matrices); otherwise one GEMM per matrix */
-    cpu_impl *im = impl_of(be);
-    int one_call = d->batch > 1 && im->lib == GEMM_ONEDNN &&
-                   (d->in_dtype == AMP_DTYPE_F32 || (d->in_dtype == AMP_DTYPE_BF16 && im->native_bf16));
-    if (one_call) {
-        const char *impl = "?";
-        char what[128];
-        amp_dnnl_operands ops = {d->acc, d->a, d->b, d->in_dtype, d->batch};
-        rc = amp_dnnl_gemm(im->dnnl, d, &ops, &impl, be->err, sizeof be->err);
-        snprintf(what, sizeof what, "onednn-%s %s", d->in_dtype == AMP_DTYPE_BF16 ? "bf16" : "f32",
-                 impl);
-        if (rc == 0) note_gemm(be, d->in_dtype, what);
-        note_scratch(be);
-    }
-    for (int i = 0; i < d->batch && rc == 0; i++) {
-        const char *a = (const char *)d->a + (size_t)i * (size_t)d->stride_a * in_size;
-        const char *b = (const char *)d->b + (size_t)i * (size_t)d->stride_b * in_size;
+    for (int i = 0; i < d->batch && rc == 0 && has_epilogue; i++) {
         float *acc = d->acc + (size_t)i * (size_t)d->stride_c;
-        if (!one_call) rc = gemm_one(be, d, acc, a, b);
-        if (rc != 0 || !has_epilogue) continue;
         size_t off = (size_t)i * (size_t)d->stride_c * out_size;
         epi_args e = {acc,
                       bias,
@@ -610,7 +529,7 @@ static void cpu_destroy(amp_backend *be) {
     if (!be) return;
     cpu_impl *im = be->impl;
     if (im) {
-        amp_dnnl_destroy(im->dnnl);
+        amp_cpu_gemm_destroy(im->gemm);
         for (int i = 0; i < AMP_CPU_SCRATCH_SLOTS; i++) free(im->scratch[i]);
         free(im->uacc);
         free(im);
@@ -684,29 +603,6 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
                  amp_isa_name(isa));
         return NULL;
     }
-    gemm_lib lib = amp_dnnl_available() && isa != AMP_ISA_GENERIC ? GEMM_ONEDNN : GEMM_OPENBLAS;
-    int want;
-    int got = amp_env_choice("AMPTRAIN_GEMM", amp_env_gemm_libs, &want, err, errlen);
-    if (got < 0) return NULL;
-    if (got) {
-        if (want == AMP_ENV_GEMM_OPENBLAS) {
-            lib = GEMM_OPENBLAS;
-        } else if (want == AMP_ENV_GEMM_REFERENCE) {
-            lib = GEMM_REFERENCE;
-        } else {
-            if (!amp_dnnl_available()) {
-                snprintf(err, errlen, "AMPTRAIN_GEMM=onednn: this amptrain was built without "
-                                      "oneDNN (install libdnnl-dev and rebuild)");
-                return NULL;
-            }
-            if (isa == AMP_ISA_GENERIC) {
-                snprintf(err, errlen, "AMPTRAIN_GEMM=onednn needs AMPTRAIN_ISA avx2 or higher "
-                                      "(the generic path runs OpenBLAS)");
-                return NULL;
-            }
-            lib = GEMM_ONEDNN;
-        }
-    }
     amp_backend *be = calloc(1, sizeof *be);
     cpu_impl *im = calloc(1, sizeof *im);
     amp_unscale_acc *uacc = calloc(MAX_UNSCALE_CHUNKS, sizeof *uacc);
@@ -719,17 +615,13 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
     }
     im->isa = isa;
     im->k = k;
-    im->lib = lib;
     im->uacc = uacc;
-    if (lib == GEMM_ONEDNN) {
-        im->dnnl = amp_dnnl_create(isa, err, errlen);
-        if (!im->dnnl) {
-            free(uacc);
-            free(im);
-            free(be);
-            return NULL;
-        }
-        im->native_bf16 = isa == AMP_ISA_AVX512_BF16;
+    im->gemm = amp_cpu_gemm_create(isa, err, errlen);
+    if (!im->gemm) {
+        free(uacc);
+        free(im);
+        free(be);
+        return NULL;
     }
 #ifdef _OPENMP
     omp_set_num_threads(threads);
@@ -742,6 +634,9 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
     snprintf(be->info.isa_available, sizeof be->info.isa_available, "%s",
              amp_isa_name(amp_isa_detect()));
     be->info.threads = threads;
-    be->info.widened_gemm = (1u << AMP_DTYPE_F16) | (im->native_bf16 ? 0u : 1u << AMP_DTYPE_BF16);
+    if (amp_cpu_gemm_configure(be, err, errlen) != 0) {
+        cpu_destroy(be);
+        return NULL;
+    }
     return be;
 }

@@ -140,7 +140,9 @@ static dnnl_status_t md_init(dnnl_memory_desc_t *md, int rows, int cols, int ld,
 }
 
 static int entry_make(amp_dnnl *d, dnnl_entry *e, const dnnl_key *key, char *err, size_t errlen) {
-    dnnl_data_type_t dt = key->dt == AMP_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t dt = key->dt == AMP_DTYPE_BF16 ? dnnl_bf16
+                          : key->dt == AMP_DTYPE_F16  ? dnnl_f16
+                                                      : dnnl_f32;
     dnnl_memory_desc_t amd, bmd, cmd;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
@@ -184,6 +186,22 @@ fail:
 
 static int gemm_cached(amp_dnnl *d, const dnnl_key *key, float *c, const void *a, const void *b,
                        const char **impl, char *err, size_t errlen);
+
+int amp_dnnl_native(amp_dnnl *d, amp_dtype dt, char *impl, size_t len) {
+    dnnl_key kv;
+    memset(&kv, 0, sizeof kv);
+    kv.dt = (int)dt;
+    kv.m = kv.n = kv.k = kv.lda = kv.ldb = kv.ldc = 64;
+    kv.alpha = 1.0f;
+    kv.batch = 1;
+    kv.threads = 1;
+    dnnl_entry e;
+    char err[256];
+    if (entry_make(d, &e, &kv, err, sizeof err) != 0) return 0; /* no implementation at all */
+    snprintf(impl, len, "%s", e.impl ? e.impl : "?");
+    entry_free(&e);
+    return strncmp(impl, "ref", 3) != 0; /* the reference loops are no candidate */
+}
 
 int amp_dnnl_gemm(amp_dnnl *d, const amp_gemm_desc *g, const amp_dnnl_operands *o,
                   const char **impl, char *err, size_t errlen) {
@@ -279,6 +297,7 @@ amp_dnnl *amp_dnnl_create(amp_isa isa, char *err, size_t errlen) {
     return NULL;
 }
 void amp_dnnl_destroy(amp_dnnl *d) { (void)d; }
+int amp_dnnl_native(amp_dnnl *d, amp_dtype dt, char *impl, size_t len) { return 0; }
 size_t amp_dnnl_scratch_bytes(const amp_dnnl *d) { return 0; }
 int amp_dnnl_gemm(amp_dnnl *d, const amp_gemm_desc *g, const amp_dnnl_operands *o,
                   const char **impl, char *err, size_t errlen) {

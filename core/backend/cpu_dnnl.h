@@ -3,7 +3,8 @@
  * BF16 x BF16 inputs, FP32 output and accumulation. oneDNN is capped to the
  * backend's instruction-set path, so an avx2 run on an AVX-512 machine runs
  * oneDNN's AVX2 kernels. Primitives are cached by shape; the scratchpad is
- * ours (user mode) so its size is known and reported. */
+ * ours (user mode) so its size is known and reported. F16 x F16 runs where
+ * the path has a kernel for it (amp_dnnl_native). */
 #ifndef AMP_CPU_DNNL_H
 #define AMP_CPU_DNNL_H
 
@@ -29,7 +30,7 @@ void amp_dnnl_destroy(amp_dnnl *d);
 typedef struct amp_dnnl_operands {
     float *c;
     const void *a, *b;
-    amp_dtype dt;
+    amp_dtype dt; /* F32, BF16 or F16 */
     int batch;
 } amp_dnnl_operands;
 
@@ -39,6 +40,10 @@ typedef struct amp_dnnl_operands {
  * (static string). 0 or -1. */
 int amp_dnnl_gemm(amp_dnnl *d, const amp_gemm_desc *g, const amp_dnnl_operands *o,
                   const char **impl, char *err, size_t errlen);
+/* 1 when oneDNN, capped at this context's path, has a kernel for dt x dt ->
+ * f32 matmul (bf16 or f16) that is not its reference loops; its name into
+ * impl. 0 otherwise. */
+int amp_dnnl_native(amp_dnnl *d, amp_dtype dt, char *impl, size_t len);
 /* Peak scratchpad bytes so far. */
 size_t amp_dnnl_scratch_bytes(const amp_dnnl *d);
 /* oneDNN's version as "2.6.3". */

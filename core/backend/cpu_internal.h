@@ -4,6 +4,7 @@
 #define AMP_CPU_INTERNAL_H
 
 #include "backend/backend.h"
+#include "backend/cpu_isa.h"
 
 /* Slots 0-1 belong to gemm; the transformer ops use 2-4. */
 #define AMP_CPU_SCRATCH_SLOTS 5
@@ -35,6 +36,26 @@ int amp_cpu_nvfp4_dequantize(amp_backend *be, float *x, const uint8_t *codes,
                              const uint8_t *scales, float s_dec, const amp_nvfp4_desc *d);
 int amp_cpu_nvfp4_qdq(amp_backend *be, float *y, const float *x, const amp_nvfp4_desc *d,
                       float *s_enc_host, amp_fp8_stats *st, amp_nvfp4_stats *nv);
+
+/* be->info.scratch_bytes: the peak of the GEMM library's scratchpad and
+ * the scratch slots. */
+void amp_cpu_note_scratch(amp_backend *be);
+
+/* The GEMM side (cpu_gemm.c): the library and operand width of each GEMM
+ * shape, pinned or measured (cpu_gemm_tune.h). */
+typedef struct amp_cpu_gemm amp_cpu_gemm;
+/* Reads AMPTRAIN_GEMM and AMPTRAIN_GEMM_PATH, caps oneDNN at isa and probes
+ * its native 16-bit kernels. NULL with err. */
+amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, char *err, size_t errlen);
+void amp_cpu_gemm_destroy(amp_cpu_gemm *g);
+/* Once be->impl holds it: be->info's GEMM fields from the settings read at
+ * creation (a native pin the CPU cannot run is an error). 0 or -1. */
+int amp_cpu_gemm_configure(amp_backend *be, char *err, size_t errlen);
+amp_cpu_gemm *amp_cpu_gemm_of(amp_backend *be);
+/* d's matrices into d->acc (no epilogue) on the shape's path. 0, or 1 with be->err. */
+int amp_cpu_gemm_run(amp_backend *be, amp_cpu_gemm *g, const amp_gemm_desc *d);
+/* The GEMM library's scratchpad bytes at their peak. */
+size_t amp_cpu_gemm_scratch_bytes(const amp_cpu_gemm *g);
 
 /* The transformer family (cpu_transformer.c). */
 extern const amp_transformer_ops amp_cpu_transformer_ops;

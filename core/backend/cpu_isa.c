@@ -74,16 +74,37 @@ void amp_isa_features(char *out, size_t len) {
     if (!out[0]) snprintf(out, len, "none of avx2/fma/f16c/avx512");
 }
 
+void amp_isa_cpu_model(char *out, size_t len) {
+    snprintf(out, len, "unknown cpu");
+#if AMP_X86
+    unsigned r[12] = {0}, a, b, c, d;
+    char vendor[13] = {0};
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    memcpy(vendor, &b, 4);
+    memcpy(vendor + 4, &d, 4);
+    memcpy(vendor + 8, &c, 4);
+    unsigned sig = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d)) sig = a; /* stepping, model, family, extended */
+    char brand[49] = {0};
+    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+        for (unsigned i = 0; i < 3; i++)
+            __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+        memcpy(brand, r, 48);
+    }
+    snprintf(out, len, "%s sig %08x %s", vendor, sig, brand);
+#endif
+}
+
 int amp_isa_select(amp_isa *out, char *err, size_t errlen) {
     amp_isa best = amp_isa_detect();
     int want;
     int got = amp_env_choice("AMPTRAIN_ISA", amp_isa_names, &want, err, errlen);
     if (got < 0) return -1;
     if (!got) {
-        /* avx512_bf16 only on request: its native bf16 GEMM measured slower
-         * than widening into FP32 FMA GEMMs on our AVX512_BF16 machines
-         * (vdpbf16ps at about half the FMA rate there; docs/performance.md) */
-        *out = best > AMP_ISA_AVX512 ? AMP_ISA_AVX512 : best;
+        /* the best path; whether its native bf16 GEMMs run is measured per
+         * GEMM shape (cpu_gemm_tune.h): vdpbf16ps ran at half the FMA rate
+         * on one AVX512_BF16 CPU and at 1.9x on another */
+        *out = best;
         return 0;
     }
     if ((amp_isa)want > best) {

@@ -30,10 +30,11 @@ extern const char *const amp_isa_names[AMP_ISA_COUNT + 1];
 amp_isa amp_isa_detect(void);
 /* The CPU's relevant features as text ("avx2 fma f16c avx512f ..."). */
 void amp_isa_features(char *out, size_t len);
+/* The CPU's vendor, family, model, stepping and brand string, as text: what
+ * makes a measured GEMM choice valid on another machine (cpu_gemm_tune.h). */
+void amp_isa_cpu_model(char *out, size_t len);
 /* The path to run: AMPTRAIN_ISA when set (an unknown name, or a path this
- * CPU lacks, is an error naming both), else amp_isa_detect() capped at
- * avx512: the native bf16 GEMM of avx512_bf16 is opt-in because it measured
- * slower than the FP32 route where we could measure it. 0 or -1. */
+ * CPU lacks, is an error naming both), else amp_isa_detect(). 0 or -1. */
 int amp_isa_select(amp_isa *out, char *err, size_t errlen);
 
 #endif

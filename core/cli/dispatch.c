@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "amptrain/plugin.h"
+#include "backend/backend.h"
 #include "backend/cpu_isa.h"
 #include "cli/cli.h"
 #include "mem_limit.h"
@@ -64,7 +65,7 @@ static int run_command(int argc, char **argv) {
     int lvl = amp_env_log_level();
     if (lvl >= 0) amp_log_set_level(lvl);
     char err[1024];
-    if (amp_env_check(amp_isa_names, err, sizeof err) != 0) {
+    if (amp_env_check(amp_isa_names, amp_gemm_path_names, err, sizeof err) != 0) {
         fprintf(stderr, "amptrain: %s\n", err);
         return 2;
     }
