@@ -242,6 +242,15 @@ static int measure(amp_gemm_choice *c, const amp_gemm_cand *cands, int n, amp_ge
     return 0;
 }
 
+/* The choice and its candidates' times, in the debug log. */
+static void say(const amp_gemm_choice *c) {
+    char times[160] = "";
+    for (int i = 0, at = 0; i < c->ncand && at < (int)sizeof times; i++)
+        at += snprintf(times + at, sizeof times - (size_t)at, "%s%s %.4f ms", i ? ", " : "",
+                       c->cand[i], c->ms[i]);
+    amp_log(AMP_LOG_DEBUG, "GEMM %s: %s (%s: %s)", c->key, c->path, c->source, times);
+}
+
 int amp_gemm_tuner_choose(amp_gemm_tuner *t, const char *key, const amp_gemm_cand *cands, int n,
                           amp_gemm_time_fn time, void *ctx, amp_gemm_cand *out, char *err,
                           size_t errlen) {
@@ -270,6 +279,7 @@ int amp_gemm_tuner_choose(amp_gemm_tuner *t, const char *key, const amp_gemm_can
         snprintf(c->path, sizeof c->path, "%s", amp_gemm_cand_name(cands[0]));
         snprintf(c->source, sizeof c->source, "only");
         *out = cands[0];
+        say(c);
         return 0;
     }
     int fd = -1;
@@ -303,11 +313,7 @@ int amp_gemm_tuner_choose(amp_gemm_tuner *t, const char *key, const amp_gemm_can
         return -1;
     }
     *out = (amp_gemm_cand)amp_gemm_cand_parse(c->path);
-    char times[160] = "";
-    for (int i = 0, at = 0; i < c->ncand && at < (int)sizeof times; i++)
-        at += snprintf(times + at, sizeof times - (size_t)at, "%s%s %.4f ms", i ? ", " : "",
-                       c->cand[i], c->ms[i]);
-    amp_log(AMP_LOG_DEBUG, "GEMM %s: %s (%s: %s)", key, c->path, c->source, times);
+    say(c);
     return 0;
 }
 

@@ -86,7 +86,7 @@ void amp_isa_cpu_model(char *out, size_t len) {
     unsigned sig = 0;
     if (__get_cpuid(1, &a, &b, &c, &d)) sig = a; /* stepping, model, family, extended */
     char brand[49] = {0};
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
         for (unsigned i = 0; i < 3; i++)
             __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
         memcpy(brand, r, 48);
