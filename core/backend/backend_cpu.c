@@ -67,7 +67,22 @@ static cpu_impl *impl_of(amp_backend *be) { return (cpu_impl *)be->impl; }
 
 const amp_cpu_kern *amp_cpu_kern_of(amp_backend *be) { return impl_of(be)->k; }
 
-amp_cpu_gemm *amp_cpu_gemm_of(amp_backend *be) { return impl_of(be)->gemm; }
+/* The CPU backend's GEMM state, or NULL for another backend. */
+static amp_cpu_gemm *gemm_of(amp_backend *be) {
+    return be && be->device == AMP_DEVICE_CPU ? impl_of(be)->gemm : NULL;
+}
+
+int amp_backend_gemm_path(amp_backend *be, amp_gemm_path path, const char *what, char *err,
+                          size_t errlen) {
+    amp_cpu_gemm *g = gemm_of(be);
+    return g ? amp_cpu_gemm_set_path(be, g, path, what, err, errlen) : 0;
+}
+
+int amp_backend_gemm_preload(amp_backend *be, const char *key, const char *path, char *err,
+                             size_t errlen) {
+    amp_cpu_gemm *g = gemm_of(be);
+    return g ? amp_cpu_gemm_preload(be, g, key, path, err, errlen) : 0;
+}
 
 const amp_cpu_fp8 *amp_cpu_fp8_of(amp_backend *be) { return amp_cpu_fp8_for(impl_of(be)->isa); }
 
@@ -616,7 +631,8 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
     im->isa = isa;
     im->k = k;
     im->uacc = uacc;
-    im->gemm = amp_cpu_gemm_create(isa, err, errlen);
+    static const amp_cpu_gemm_host host = {amp_cpu_widened, amp_cpu_note_scratch};
+    im->gemm = amp_cpu_gemm_create(isa, &host, err, errlen);
     if (!im->gemm) {
         free(uacc);
         free(im);
@@ -634,7 +650,7 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
     snprintf(be->info.isa_available, sizeof be->info.isa_available, "%s",
              amp_isa_name(amp_isa_detect()));
     be->info.threads = threads;
-    if (amp_cpu_gemm_configure(be, err, errlen) != 0) {
+    if (amp_cpu_gemm_configure(be, im->gemm, err, errlen) != 0) {
         cpu_destroy(be);
         return NULL;
     }

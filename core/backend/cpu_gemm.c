@@ -26,6 +26,7 @@ const char *const amp_gemm_path_names[AMP_GEMM_PATH_COUNT + 1] = {"auto", "widen
                                                                   NULL};
 
 struct amp_cpu_gemm {
+    amp_cpu_gemm_host host; /* the backend's widening scratch and scratch accounting */
     amp_isa isa;
     amp_dnnl *dnnl;         /* NULL on the generic path, without oneDNN, or when not allowed */
     int lib_pin;            /* AMPTRAIN_GEMM's candidate, or -1 */
@@ -82,7 +83,7 @@ static int lib_run(amp_backend *be, amp_cpu_gemm *g, const amp_gemm_desc *d, amp
         const char *impl = "?";
         amp_dnnl_operands ops = {c, a, b, dt, batch};
         if (amp_dnnl_gemm(g->dnnl, d, &ops, &impl, be->err, sizeof be->err) != 0) return 1;
-        amp_cpu_note_scratch(be);
+        g->host.note_scratch(be);
         snprintf(what, sizeof what, "%sonednn-%s %s", prefix,
                  dt == AMP_DTYPE_BF16 ? "bf16" : dt == AMP_DTYPE_F16 ? "f16" : "f32", impl);
     }
@@ -107,8 +108,8 @@ static int run_cand(amp_backend *be, amp_cpu_gemm *g, const amp_gemm_desc *d, am
         float *acc = d->acc + (size_t)i * (size_t)d->stride_c;
         amp_dtype run_dt = dt;
         if (!as_is) {
-            a = amp_cpu_widened(be, 0, a, dt, na);
-            b = amp_cpu_widened(be, 1, b, dt, nb);
+            a = g->host.widened(be, 0, a, dt, na);
+            b = g->host.widened(be, 1, b, dt, nb);
             if (!a || !b) return 1;
             run_dt = AMP_DTYPE_F32;
         }
@@ -231,14 +232,8 @@ static void set_widened(amp_backend *be, const amp_cpu_gemm *g) {
     snprintf(be->info.gemm_path, sizeof be->info.gemm_path, "%s", amp_gemm_path_names[g->path]);
 }
 
-static amp_cpu_gemm *gemm_of(amp_backend *be) {
-    return be && be->device == AMP_DEVICE_CPU ? amp_cpu_gemm_of(be) : NULL;
-}
-
-int amp_backend_gemm_path(amp_backend *be, amp_gemm_path path, const char *what, char *err,
-                          size_t errlen) {
-    amp_cpu_gemm *g = gemm_of(be);
-    if (!g) return 0;
+int amp_cpu_gemm_set_path(amp_backend *be, amp_cpu_gemm *g, amp_gemm_path path, const char *what,
+                          char *err, size_t errlen) {
     if (path == AMP_GEMM_PATH_NATIVE && !g->native) {
         char feat[160];
         amp_isa_features(feat, sizeof feat);
@@ -264,10 +259,8 @@ int amp_backend_gemm_path(amp_backend *be, amp_gemm_path path, const char *what,
     return 0;
 }
 
-int amp_backend_gemm_preload(amp_backend *be, const char *key, const char *path, char *err,
-                             size_t errlen) {
-    amp_cpu_gemm *g = gemm_of(be);
-    if (!g) return 0;
+int amp_cpu_gemm_preload(amp_backend *be, amp_cpu_gemm *g, const char *key, const char *path,
+                         char *err, size_t errlen) {
     if (amp_gemm_tuner_preload(g->tuner, key, path, err, errlen) != 0) return -1;
     be->info.gemm_choices = amp_gemm_tuner_choices(g->tuner, &be->info.n_gemm_choices);
     return 0;
@@ -282,7 +275,8 @@ static void machine_text(amp_isa isa, char *out, size_t len) {
              amp_dnnl_version(), core ? core : "?", openblas_get_config());
 }
 
-amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, char *err, size_t errlen) {
+amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, const amp_cpu_gemm_host *host, char *err,
+                                  size_t errlen) {
     int want;
     int got = amp_env_choice("AMPTRAIN_GEMM", amp_env_gemm_libs, &want, err, errlen);
     if (got < 0) return NULL;
@@ -313,6 +307,7 @@ amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, char *err, size_t errlen) {
         snprintf(err, errlen, "out of host memory creating the CPU backend");
         return NULL;
     }
+    g->host = *host;
     g->isa = isa;
     g->lib_pin = lib_pin;
     int use_dnnl = amp_dnnl_available() && isa != AMP_ISA_GENERIC &&
@@ -335,10 +330,9 @@ amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, char *err, size_t errlen) {
     return g;
 }
 
-int amp_cpu_gemm_configure(amp_backend *be, char *err, size_t errlen) {
-    amp_cpu_gemm *g = amp_cpu_gemm_of(be);
+int amp_cpu_gemm_configure(amp_backend *be, amp_cpu_gemm *g, char *err, size_t errlen) {
     const char *what = amp_env_get("AMPTRAIN_GEMM_PATH") ? "AMPTRAIN_GEMM_PATH" : "AMPTRAIN_ISA";
-    if (g->path == AMP_GEMM_PATH_NATIVE) return amp_backend_gemm_path(be, g->path, what, err, errlen);
+    if (g->path == AMP_GEMM_PATH_NATIVE) return amp_cpu_gemm_set_path(be, g, g->path, what, err, errlen);
     set_widened(be, g);
     return 0;
 }

@@ -42,16 +42,26 @@ int amp_cpu_nvfp4_qdq(amp_backend *be, float *y, const float *x, const amp_nvfp4
 void amp_cpu_note_scratch(amp_backend *be);
 
 /* The GEMM side (cpu_gemm.c): the library and operand width of each GEMM
- * shape, pinned or measured (cpu_gemm_tune.h). */
+ * shape, pinned or measured (cpu_gemm_tune.h). It widens operands in the
+ * backend's scratch through `host`, so it depends on no backend file. */
 typedef struct amp_cpu_gemm amp_cpu_gemm;
+typedef struct amp_cpu_gemm_host {
+    const float *(*widened)(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n);
+    void (*note_scratch)(amp_backend *be);
+} amp_cpu_gemm_host;
 /* Reads AMPTRAIN_GEMM and AMPTRAIN_GEMM_PATH, caps oneDNN at isa and probes
  * its native 16-bit kernels. NULL with err. */
-amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, char *err, size_t errlen);
+amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, const amp_cpu_gemm_host *host, char *err,
+                                  size_t errlen);
 void amp_cpu_gemm_destroy(amp_cpu_gemm *g);
-/* Once be->impl holds it: be->info's GEMM fields from the settings read at
- * creation (a native pin the CPU cannot run is an error). 0 or -1. */
-int amp_cpu_gemm_configure(amp_backend *be, char *err, size_t errlen);
-amp_cpu_gemm *amp_cpu_gemm_of(amp_backend *be);
+/* be->info's GEMM fields from the settings read at creation (a native pin
+ * the CPU cannot run is an error). 0 or -1. */
+int amp_cpu_gemm_configure(amp_backend *be, amp_cpu_gemm *g, char *err, size_t errlen);
+/* amp_backend_gemm_path and amp_backend_gemm_preload for the CPU backend. */
+int amp_cpu_gemm_set_path(amp_backend *be, amp_cpu_gemm *g, amp_gemm_path path, const char *what,
+                          char *err, size_t errlen);
+int amp_cpu_gemm_preload(amp_backend *be, amp_cpu_gemm *g, const char *key, const char *path,
+                         char *err, size_t errlen);
 /* d's matrices into d->acc (no epilogue) on the shape's path. 0, or 1 with be->err. */
 int amp_cpu_gemm_run(amp_backend *be, amp_cpu_gemm *g, const amp_gemm_desc *d);
 /* The GEMM library's scratchpad bytes at their peak. */
