@@ -632,7 +632,7 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
     im->k = k;
     im->uacc = uacc;
     static const amp_cpu_gemm_host host = {amp_cpu_widened, amp_cpu_note_scratch};
-    im->gemm = amp_cpu_gemm_create(isa, &host, err, errlen);
+    im->gemm = amp_cpu_gemm_create(isa, threads, &host, err, errlen);
     if (!im->gemm) {
         free(uacc);
         free(im);
@@ -642,7 +642,6 @@ amp_backend *amp_backend_cpu_create(char *err, size_t errlen) {
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #endif
-    openblas_set_num_threads(threads);
     be->ops = &cpu_ops;
     be->device = AMP_DEVICE_CPU;
     be->impl = im;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "backend/cpu_dnnl.h"
@@ -34,6 +35,7 @@ struct amp_cpu_gemm {
     amp_gemm_path path;
     amp_gemm_tuner *tuner;
     int tuning;             /* timing candidates: record no kernel in be->info */
+    int openblas_ok;        /* OpenBLAS is a candidate beside oneDNN (amp_cpu_gemm_create) */
     char dnnl_impl[AMP_DTYPE_COUNT][64]; /* the probed native kernels' names */
 };
 
@@ -135,7 +137,7 @@ static int candidates(const amp_cpu_gemm *g, amp_dtype dt, amp_gemm_cand *c) {
         return n;
     }
     if (g->dnnl) c[n++] = AMP_GEMM_ONEDNN_F32;
-    c[n++] = AMP_GEMM_OPENBLAS_F32;
+    if (g->openblas_ok || !g->dnnl) c[n++] = AMP_GEMM_OPENBLAS_F32;
     return n;
 }
 
@@ -275,8 +277,8 @@ static void machine_text(amp_isa isa, char *out, size_t len) {
              amp_dnnl_version(), core ? core : "?", openblas_get_config());
 }
 
-amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, const amp_cpu_gemm_host *host, char *err,
-                                  size_t errlen) {
+amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, int threads, const amp_cpu_gemm_host *host,
+                                  char *err, size_t errlen) {
     int want;
     int got = amp_env_choice("AMPTRAIN_GEMM", amp_env_gemm_libs, &want, err, errlen);
     if (got < 0) return NULL;
@@ -321,6 +323,18 @@ amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, const amp_cpu_gemm_host *host, ch
             if (amp_dnnl_native(g->dnnl, (amp_dtype)dt, g->dnnl_impl[dt], sizeof g->dnnl_impl[dt]))
                 g->native |= 1u << dt;
     }
+    if (g->dnnl && lib_pin < 0) {
+        /* OpenBLAS beside oneDNN runs in the calling thread: its own pthread
+         * pool would take turns with OpenMP's (oneDNN's and the element-wise
+         * kernels'), each spinning or sleeping while the other works, which a
+         * shape timed alone never shows. And not under an address-space
+         * limit (ulimit -v), where its 128 MiB buffer may fail to map and it
+         * retries for ever (core/mem_limit.h). */
+        struct rlimit rl;
+        g->openblas_ok = getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY;
+        threads = 1;
+    }
+    openblas_set_num_threads(threads);
     const char *isa_env = amp_env_get("AMPTRAIN_ISA");
     /* an explicit avx512_bf16 has always meant native bf16 GEMMs (where the
      * library pin allows oneDNN) */

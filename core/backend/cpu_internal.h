@@ -49,10 +49,11 @@ typedef struct amp_cpu_gemm_host {
     const float *(*widened)(amp_backend *be, int slot, const void *src, amp_dtype dt, size_t n);
     void (*note_scratch)(amp_backend *be);
 } amp_cpu_gemm_host;
-/* Reads AMPTRAIN_GEMM and AMPTRAIN_GEMM_PATH, caps oneDNN at isa and probes
- * its native 16-bit kernels. NULL with err. */
-amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, const amp_cpu_gemm_host *host, char *err,
-                                  size_t errlen);
+/* Reads AMPTRAIN_GEMM and AMPTRAIN_GEMM_PATH, caps oneDNN at isa, probes
+ * its native 16-bit kernels and gives OpenBLAS its threads (`threads`, or
+ * 1 where it is a candidate beside oneDNN). NULL with err. */
+amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, int threads, const amp_cpu_gemm_host *host,
+                                  char *err, size_t errlen);
 void amp_cpu_gemm_destroy(amp_cpu_gemm *g);
 /* be->info's GEMM fields from the settings read at creation (a native pin
  * the CPU cannot run is an error). 0 or -1. */

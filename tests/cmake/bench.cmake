@@ -31,5 +31,5 @@ set_tests_properties(bench_fp8_smoke PROPERTIES LABELS "bench;fp8")
 # count (bench/threads_under_load.sh). It checks no timing.
 add_test(NAME bench_threads_under_load_smoke
          COMMAND sh ${PROJECT_SOURCE_DIR}/bench/threads_under_load.sh ${CMAKE_BINARY_DIR} 1 1)
-set_tests_properties(bench_threads_under_load_smoke PROPERTIES LABELS bench TIMEOUT 300
+set_tests_properties(bench_threads_under_load_smoke PROPERTIES LABELS bench TIMEOUT 600
   PASS_REGULAR_EXPRESSION "passive +\\| +1 \\| +[0-9.]+ \\| +[0-9.]+ \\| +1 \\|.*passive +\\| +2 \\| +[0-9.]+ .*spin +\\| +2 \\| +[0-9.]+ \\| +[0-9.]+ \\| +1 \\|")
