@@ -64,6 +64,11 @@ typedef struct amp_session {
     amp_dist *dist;
     amp_dist_grads *grads;   /* this session's gradient reduction (NULL alone) */
     size_t shard;            /* [dist] shard: elements per rank (0: unsharded) */
+    /* [dist] shard = gradients at accumulate = 1: the model keeps only its
+     * shard of the gradients (amp_model.grad_of, amp_dist_grads_slot). At
+     * accumulate > 1 each micro-batch adds into the whole local array, as
+     * unsharded, so that the sums add the same numbers in the same order. */
+    int shard_grads;
     float *gather;           /* [world * shard] host staging of a gathered FP32 array */
     float *opt_full;         /* [opt_buffers * nparams] the gathered moments for a checkpoint */
     int64_t opt_full_step;   /* the step opt_full was gathered after (-1: never) */

@@ -379,9 +379,21 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
     CHECK(linear_backward(m, &g->lm_head, &dy, amp_layernorm_output(&g->ln_f), rows));
     CHECK(m->be->ops->zero(m->be, g->dres, nc * sizeof(float)));
     CHECK(amp_layernorm_backward(m, &g->ln_f, g->dres, g->f_dx, g->x_final, rows));
-    for (int i = g->k.n_layer - 1; i >= 0; i--) CHECK(block_backward(m, &g->blocks[i], Bn));
+    /* A block's tensors, and ln_f's, run from its first layer norm's weight
+     * to the next one's (the table's order); their gradients are final once
+     * its backward ran, so they can travel while backward goes on. wte is
+     * final only after the embedding's backward (the LM head's share came
+     * first). */
+    int end = m->desc.nparam_tensors;
+    CHECK(amp_model_grads_ready(m, g->ln_f.w, end - g->ln_f.w));
+    for (int i = g->k.n_layer - 1; i >= 0; i--) {
+        CHECK(block_backward(m, &g->blocks[i], Bn));
+        CHECK(amp_model_grads_ready(m, g->blocks[i].ln1.w, end - g->blocks[i].ln1.w));
+        end = g->blocks[i].ln1.w;
+    }
     /* the embeddings take the residual stream's gradient as it is (FP32) */
-    return amp_embedding_backward(m, &g->emb, g->dres, Bn);
+    CHECK(amp_embedding_backward(m, &g->emb, g->dres, Bn));
+    return amp_model_grads_ready(m, 0, end);
 }
 
 /* ---- sampling ----------------------------------------------------------------- */

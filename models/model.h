@@ -165,7 +165,16 @@ struct amp_model {
     /* the common part, carved by the core before the model's layout */
     float *master;             /* [nparams] FP32 master weights; sharded: [opt_len], elements
                                 * [opt_lo, opt_lo + opt_len) of the flat array */
-    float *grads;              /* [nparams] */
+    float *grads;              /* [grads_len]: elements [grads_lo, grads_lo + grads_len) of
+                                * the flat array, [nparams] from 0 unless grad_of is set */
+    size_t grads_lo, grads_len;
+    /* [dist] shard = gradients: the gradients that outlive their bucket's
+     * reduce-scatter are this rank's shard only (grads). The backward
+     * writes tensor t's gradient where grad_of(grad_ctx, t) says: its
+     * bucket's buffer, zeroed when the bucket takes it and given back
+     * once the bucket is summed. NULL: into grads (the whole array). */
+    float *(*grad_of)(void *ctx, int tensor);
+    void *grad_ctx;
     float *opt[2];             /* [opt_len] each, or NULL: elements [opt_lo, opt_lo + opt_len) */
     size_t opt_lo, opt_len;    /* this rank's shard of the flat array ([dist] shard) */
     /* [dist] shard: the masters are this rank's shard only; what the
@@ -259,12 +268,14 @@ int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
 /* The same with the master weights and optimizer state for elements
  * [opt_lo, opt_lo + opt_len) of the flat array only (one rank's shard,
  * [dist] shard; opt_len counts the padding past the trained elements) and
- * the FP32 weights the forward reads in `wts` (see amp_model.sharded).
+ * the FP32 weights the forward reads in `wts` (see amp_model.sharded);
+ * with shard_grads the gradients too (amp_model.grads, grad_of).
  * amp_model_create is unsharded. */
 int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                              amp_model_desc *desc, const amp_layer_precision *prec,
                              const amp_model_input *in, int opt_buffers, size_t opt_lo,
-                             size_t opt_len, amp_config *cfg, char *err, size_t errlen);
+                             size_t opt_len, int shard_grads, amp_config *cfg, char *err,
+                             size_t errlen);
 /* The model's weights from host[nparams] (the flat array): unsharded into
  * master; sharded, this rank's shard into master and the FP32 tensors and
  * buffers into wts (the 16-bit copies are then stale until the session
