@@ -139,9 +139,10 @@ int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, floa
  * at amp_dist_grads_slot(g, t), in a buffer its bucket takes at the first
  * call of a step (zeroed) and gives back once the bucket is summed. When
  * every slot is taken the call waits for a posted bucket to be summed, or
- * makes one more slot where none is in flight (at least three: the bucket
- * being written, one travelling, and the tied embedding's, open through
- * the whole backward); the slots are counted in amp_dist_grads_bytes. A
+ * makes one more slot where none is in flight (three are made at open: the
+ * bucket being written, one travelling, and the tied embedding's, open
+ * through the whole backward); the slots are counted in
+ * amp_dist_grads_bytes. A
  * failure stops every rank (amp_dist_fatal). */
 float *amp_dist_grads_slot(amp_dist_grads *g, int tensor);
 /* Bytes this rank sent to the other ranks for the gradients of the last

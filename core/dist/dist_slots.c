@@ -19,6 +19,32 @@
  * the whole backward (a tied embedding's, written at both ends). */
 #define DIST_MIN_SLOTS 3
 
+/* One more slot. 0, or -1 with err. */
+static int grow(dist_grads *g, char *err, size_t errlen) {
+    int n = g->nslots + 1;
+    float **buf = realloc(g->slot_buf, (size_t)n * sizeof *buf);
+    if (buf) g->slot_buf = buf;
+    void **stage = realloc(g->slot_stage, (size_t)n * sizeof *stage);
+    if (stage) g->slot_stage = stage;
+    int *owner = realloc(g->slot_bucket, (size_t)n * sizeof *owner);
+    if (owner) g->slot_bucket = owner;
+    if (!buf || !stage || !owner) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    g->slot_buf[g->nslots] = g->be->ops->alloc(g->be, g->slot_elems * sizeof(float));
+    g->slot_stage[g->nslots] = malloc(g->slot_stage_bytes);
+    g->slot_bucket[g->nslots] = -1;
+    g->nslots = n; /* released by dist_slots_close, made or not */
+    if (!g->slot_buf[n - 1] || !g->slot_stage[n - 1]) {
+        snprintf(err, errlen, "a gradient bucket's buffer of %zu bytes: %s",
+                 g->slot_elems * sizeof(float), g->slot_buf[n - 1] ? "out of host memory" : g->be->err);
+        return -1;
+    }
+    g->stage_bytes += g->slot_elems * sizeof(float) + g->slot_stage_bytes;
+    return 0;
+}
+
 int dist_slots_open(dist_grads *g, char *err, size_t errlen) {
     size_t piece = 0;
     for (int k = 0; k < g->nbuckets; k++) {
@@ -33,6 +59,10 @@ int dist_slots_open(dist_grads *g, char *err, size_t errlen) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
+    /* made at once, so that when more are made does not depend on how soon
+     * the buckets before were summed: only on the model's order of writes */
+    while (g->nslots < DIST_MIN_SLOTS && g->nslots < g->nbuckets)
+        if (grow(g, err, errlen) != 0) return -1;
     dist_slots_begin(g);
     return 0;
 }
@@ -60,32 +90,6 @@ void dist_slots_close(dist_grads *g) {
     free(g->bucket_slot);
 }
 
-/* One more slot. 0, or -1 with err. */
-static int grow(dist_grads *g, char *err, size_t errlen) {
-    int n = g->nslots + 1;
-    float **buf = realloc(g->slot_buf, (size_t)n * sizeof *buf);
-    if (buf) g->slot_buf = buf;
-    void **stage = realloc(g->slot_stage, (size_t)n * sizeof *stage);
-    if (stage) g->slot_stage = stage;
-    int *owner = realloc(g->slot_bucket, (size_t)n * sizeof *owner);
-    if (owner) g->slot_bucket = owner;
-    if (!buf || !stage || !owner) {
-        snprintf(err, errlen, "out of host memory");
-        return -1;
-    }
-    g->slot_buf[g->nslots] = g->be->ops->alloc(g->be, g->slot_elems * sizeof(float));
-    g->slot_stage[g->nslots] = malloc(g->slot_stage_bytes);
-    g->slot_bucket[g->nslots] = -1;
-    g->nslots = n; /* released by dist_slots_close, made or not */
-    if (!g->slot_buf[n - 1] || !g->slot_stage[n - 1]) {
-        snprintf(err, errlen, "a gradient bucket's buffer of %zu bytes: %s",
-                 g->slot_elems * sizeof(float), g->slot_buf[n - 1] ? "out of host memory" : g->be->err);
-        return -1;
-    }
-    g->stage_bytes += g->slot_elems * sizeof(float) + g->slot_stage_bytes;
-    return 0;
-}
-
 /* A posted bucket still holds a slot: waiting frees one. */
 static int in_flight(const dist_grads *g) {
     for (int k = 0; k < g->next; k++)
@@ -108,7 +112,7 @@ static void take(dist_grads *g, int k) {
             if (g->tr->host_timed) g->comm_ms += amp_clock_ms() - t0;
             return;
         }
-        if (g->nslots < DIST_MIN_SLOTS || !in_flight(g)) {
+        if (!in_flight(g)) { /* every slot held by a bucket not complete yet */
             if (grow(g, err, sizeof err) != 0) amp_dist_fatal(g->rank, "%s", err);
             continue;
         }
