@@ -170,7 +170,7 @@ static void dist_defaults(amp_dist *d) {
 /* Between two polls of a wait: spin first, then yield (a rank sharing the
  * core computes), and after a second of waiting (a peer far behind, e.g.
  * writing a checkpoint) sleep a millisecond. */
-void dist_back_off(unsigned spin, double waited_ms) {
+static void back_off(unsigned spin, double waited_ms) {
     if (spin < 64) return;
     if (waited_ms < 1000.0) {
         sched_yield();
@@ -178,6 +178,16 @@ void dist_back_off(unsigned spin, double waited_ms) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
+}
+
+void dist_wait_more(const dist_grads *g, double t0, unsigned spin, const char *what) {
+    double waited = amp_clock_ms() - t0;
+    if (waited > g->timeout_s * 1e3)
+        amp_dist_fatal(g->rank,
+                       "no word from the other ranks for %.0f s %s at step %lld (a rank died, "
+                       "hangs, or is more than [dist] timeout = %g s behind)",
+                       waited / 1e3, what, (long long)g->step + 1, g->timeout_s);
+    back_off(spin, waited);
 }
 
 /* ======================================================================= */
@@ -319,7 +329,7 @@ static int wait_all(int rank, MPI_Request *req, int n, double timeout_s, const c
                            "hangs, or is more than [dist] timeout = %g s behind)",
                            waited / 1e3, what, step >= 0 ? " at step " : "",
                            step >= 0 ? (long long)step + 1 : 0LL, timeout_s);
-        dist_back_off(spin, waited);
+        back_off(spin, waited);
     }
 }
 
@@ -724,14 +734,7 @@ static int mpi_wait(dist_grads *g, char *err, size_t errlen) {
         int rc = advance(g, err, errlen);
         if (rc < 0) amp_dist_fatal(g->rank, "MPI failed in the gradient reduce-scatter: %s", err);
         if (rc == 1) return 0;
-        double waited = amp_clock_ms() - t0;
-        if (waited > g->timeout_s * 1e3)
-            amp_dist_fatal(g->rank,
-                           "no word from the other ranks for %.0f s in the gradient reduce-scatter "
-                           "at step %lld (a rank died, hangs, or is more than [dist] timeout = %g s "
-                           "behind)",
-                           waited / 1e3, (long long)g->step + 1, g->timeout_s);
-        dist_back_off(spin, waited);
+        dist_wait_more(g, t0, spin, "in the gradient reduce-scatter");
     }
 }
 

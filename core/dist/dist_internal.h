@@ -106,9 +106,10 @@ void dist_slots_begin(dist_grads *g);
 void dist_slot_release(dist_grads *g, int k);
 void dist_slots_close(dist_grads *g);
 
-/* Between two polls of a wait on the other ranks: spins, then yields, then
- * sleeps (dist.c). */
-void dist_back_off(unsigned spin, double waited_ms);
+/* After poll `spin` of a wait in g's step begun at t0 (amp_clock_ms): past
+ * [dist] timeout every rank stops, the message saying `what` waited;
+ * otherwise backs off. */
+void dist_wait_more(const dist_grads *g, double t0, unsigned spin, const char *what);
 
 /* Prints "amptrain: rank R: MESSAGE; stopping all ranks" and ends every
  * rank (MPI_Abort). For waits on other ranks that ran out of time: nothing

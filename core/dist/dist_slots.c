@@ -118,14 +118,7 @@ static void take(dist_grads *g, int k) {
         }
         if (g->tr->progress(g, err, sizeof err) != 0)
             amp_dist_fatal(g->rank, "the gradient reduce-scatter failed: %s", err);
-        double waited = amp_clock_ms() - t0;
-        if (waited > g->timeout_s * 1e3)
-            amp_dist_fatal(g->rank,
-                           "no word from the other ranks for %.0f s waiting for a gradient bucket "
-                           "to be summed at step %lld (a rank died, hangs, or is more than [dist] "
-                           "timeout = %g s behind)",
-                           waited / 1e3, (long long)g->step + 1, g->timeout_s);
-        dist_back_off(spin, waited);
+        dist_wait_more(g, t0, spin, "waiting for a gradient bucket to be summed");
     }
 }
 

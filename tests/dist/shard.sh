@@ -29,13 +29,7 @@ align() { echo $(( ($1 + 255) / 256 * 256 )); } # the arena's alignment
 for np in 2 4; do
     S=$(( (n + np - 1) / np ))
     for prec in fp32 fp16 bf16; do
-        args=("${base[@]}" --set precision.plugin=$prec) c=$cfg
-        [ $prec = fp16 ] || c=$noscale
-        for shard in none optimizer; do
-            mpi $np "$A" train "$c" "${args[@]}" --set dist.shard=$shard \
-                --out "$W/$np-$prec-$shard" 2>"$W/$np-$prec-$shard.log" ||
-                fail "$np ranks $prec shard=$shard failed: $(tail -3 "$W/$np-$prec-$shard.log")"
-        done
+        for shard in none optimizer; do prec_run $np $prec $shard; done
         ref=$W/$np-$prec-none run=$W/$np-$prec-optimizer
         cmp "$ref/weights.safetensors" "$run/weights.safetensors" ||
             fail "$np ranks $prec: shard=optimizer ends with other weights than shard=none"

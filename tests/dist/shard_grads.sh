@@ -50,13 +50,7 @@ grads_bytes() {
 
 for np in 2 4; do
     for prec in fp32 fp16 bf16; do
-        args=("${base[@]}" --set precision.plugin=$prec) c=$cfg
-        [ $prec = fp16 ] || c=$noscale
-        for shard in none gradients; do
-            mpi $np "$A" train "$c" "${args[@]}" --set dist.shard=$shard \
-                --out "$W/$np-$prec-$shard" 2>"$W/$np-$prec-$shard.log" ||
-                fail "$np ranks $prec shard=$shard failed: $(tail -3 "$W/$np-$prec-$shard.log")"
-        done
+        for shard in none gradients; do prec_run $np $prec $shard; done
         ref=$W/$np-$prec-none run=$W/$np-$prec-gradients
         same "$ref" "$run" "$np ranks $prec: shard=gradients against shard=none"
         grads_bytes "$run" $np $n $ntensors "$np ranks $prec"
