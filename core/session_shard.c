@@ -21,10 +21,12 @@
 #include "layers/layers.h"
 #include "session.h"
 
-/* Bytes of tensor t's values on the weights wire. */
+/* Bytes of tensor t's values on the weights wire: FP32 where a forward
+ * reads them in FP32, a tied tensor with a 16-bit copy too (every rank
+ * rounds that copy from the FP32 values it received). */
 static size_t wire_size(amp_model *m, int t) {
     amp_working_copy wc;
-    return amp_model_copy16(m, t, &wc) ? 2 : 4;
+    return amp_model_copy16(m, t, &wc) && !wc.also_f32 ? 2 : 4;
 }
 
 /* The wire's byte offset of trained element i (i <= ntrained). */
@@ -129,6 +131,10 @@ static int encode_shard(amp_session *s, char *err, size_t errlen) {
         amp_round_count *cnt = NULL;
         int w16 = amp_model_copy16(m, t, &wc);
         if (w16) cnt = amp_kit_cast_count(m, wc.layer);
+        if (w16 && wc.also_f32) { /* FP32 on the wire; the rounding counted by the owner */
+            AMP_BE_TRY(s->be, be->ops->round(be, s->dev16, wc.dt, src, b - a, cnt));
+            w16 = 0;
+        }
         if (w16 && s->dev_wire) {
             AMP_BE_TRY(s->be, be->ops->round(be, dst, wc.dt, src, b - a, cnt));
         } else if (w16) {
@@ -175,9 +181,18 @@ static int decode_all(amp_session *s, char *err, size_t errlen) {
         size_t at = s->wire_at[t];
         amp_working_copy wc;
         if (!P->numel) continue;
-        if (!amp_model_copy16(m, t, &wc)) {
-            if (put_wire(s, m->wts + m->wts_off[t], at, P->numel * sizeof(float), err, errlen))
-                return -1;
+        int w16 = amp_model_copy16(m, t, &wc);
+        if (!w16 || wc.also_f32) {
+            float *w = m->wts + m->wts_off[t];
+            if (put_wire(s, w, at, P->numel * sizeof(float), err, errlen)) return -1;
+            if (!w16) continue;
+            /* the 16-bit copy of a tied tensor, as its cast rounds it (counted by the owners) */
+            if (!wc.f32_store) {
+                AMP_BE_TRY(s->be, be->ops->round(be, wc.ptr, wc.dt, w, P->numel, NULL));
+            } else {
+                AMP_BE_TRY(s->be, be->ops->round(be, s->dev16, wc.dt, w, P->numel, NULL));
+                AMP_BE_TRY(s->be, be->ops->widen(be, wc.ptr, s->dev16, wc.dt, P->numel));
+            }
         } else if (!wc.f32_store) {
             if (put_wire(s, wc.ptr, at, P->numel * sizeof(uint16_t), err, errlen)) return -1;
         } else { /* an FP32 array of the 16-bit values */

@@ -238,7 +238,8 @@ int amp_model_copy16(amp_model *m, int t, amp_working_copy *wc) {
 }
 
 /* Sharded: where each tensor the forward reads in FP32 lives in wts (the
- * copies are known once the model's create has run). */
+ * copies are known once the model's create has run); a tied tensor with a
+ * 16-bit copy that is read in FP32 too has both. */
 static int plan_wts(amp_model *m, char *err, size_t errlen) {
     int nt = m->desc.nparam_tensors;
     m->wts_off = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *m->wts_off);
@@ -249,7 +250,7 @@ static int plan_wts(amp_model *m, char *err, size_t errlen) {
     size_t at = 0;
     for (int t = 0; t < nt; t++) {
         amp_working_copy wc;
-        m->wts_off[t] = amp_model_copy16(m, t, &wc) ? (size_t)-1 : at;
+        m->wts_off[t] = amp_model_copy16(m, t, &wc) && !wc.also_f32 ? (size_t)-1 : at;
         if (m->wts_off[t] != (size_t)-1) at += m->desc.params[t].numel;
     }
     m->wts_len = at;

@@ -108,6 +108,8 @@ typedef struct amp_working_copy {
     amp_dtype dt;   /* the dtype the master weights round to */
     int f32_store;
     int layer;      /* whose forward counts the rounding goes to */
+    int also_f32;   /* a forward reads the FP32 weights too (a tied weight: the GPT's wte,
+                     * the LM head's 16-bit copy and the embedding's FP32 lookup) */
 } amp_working_copy;
 
 typedef struct amp_model_ops {
@@ -181,7 +183,7 @@ struct amp_model {
      * forward reads in FP32 every rank holds in `wts` (AMP_MEM_WORKING): the
      * tensors without a 16-bit working copy (amp_model_ops.working_copy
      * returns 0: FP32 layers, norms, embeddings, FP8 copies' sources) and
-     * the buffers, wts_off[t] elements in (-1: a tensor with a 16-bit copy,
+     * the buffers, wts_off[t] elements in (-1: a tensor with a 16-bit copy only,
      * which the session writes from the gathered shards). copies_stale:
      * the copies do not hold the masters yet (after amp_model_put_master). */
     int sharded, copies_stale;

@@ -7,7 +7,8 @@
 # master and optimizer arenas are exactly its padded shard; the bytes each
 # rank sent per step are exactly the reduce-scatter's and the working-dtype
 # gather's, and under bf16 ZeRO-1 sends 0.75 of shard = none's f32 sums
-# over the job; the CNN (batch norm) is bitwise too; a sharded checkpoint
+# over the job; the CNN (batch norm) and the GPT under bf16 (its tied wte
+# both FP32 and bf16) are bitwise too; a sharded checkpoint
 # resumes unsharded (and back) and continues the same losses.
 # usage: shard.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
@@ -73,6 +74,20 @@ done
 cmp "$W/cnn-none/weights.safetensors" "$W/cnn-optimizer/weights.safetensors" ||
     fail "the CNN: shard=optimizer ends with other weights (or running statistics) than shard=none"
 echo "2 ranks CNN fp32: shard=optimizer == shard=none bitwise, batch norm buffers included"
+
+# the GPT under bf16: wte is tied, read in FP32 by the embedding and as the
+# LM head's bf16 copy, so it travels in FP32 and every rank rounds the copy
+for shard in none optimizer; do
+    mpi 2 "$A" train "$root/configs/gpt_shakespeare_bf16.ini" --set run.device=cpu \
+        --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32 --set model.block_size=16 \
+        --set data.batch_size=4 --set train.steps=20 --set train.eval_every=0 --set dist.shard=$shard \
+        --out "$W/gpt-$shard" 2>"$W/gpt-$shard.log" ||
+        fail "the GPT with shard=$shard failed: $(tail -3 "$W/gpt-$shard.log")"
+done
+cmp "$W/gpt-none/weights.safetensors" "$W/gpt-optimizer/weights.safetensors" &&
+    cmp <(mask "$W/gpt-none/metrics.jsonl") <(mask "$W/gpt-optimizer/metrics.jsonl") ||
+    fail "the GPT bf16: shard=optimizer ends with other weights or metrics than shard=none"
+echo "2 ranks GPT bf16 (tied wte): shard=optimizer == shard=none bitwise"
 
 # resume across shard settings on 2 ranks (fp16 + dynamic, AdamW): a run of
 # 50 steps with checkpoints at 25 and 50, cut back to the one of step 25 (as

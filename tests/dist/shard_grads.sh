@@ -5,8 +5,9 @@
 # (bucket_kb = 1: 3 of the tiny MLP's); each rank's grads arena is exactly
 # its padded shard (4 S bytes rounded up to the arena's 256), within 1 KiB a
 # tensor of 1/N of the unsharded one, and the bytes sent are ZeRO-1's. The
-# GPT (the tied wte, written at both ends of backward; clipping over the
-# shards) likewise under fp32. accumulate = 2 adds the micro-batches into
+# GPT (the tied wte, written at both ends of backward, read in FP32 by the
+# embedding and as a 16-bit copy by the LM head; clipping over the shards)
+# likewise under fp32, bf16 and fp16 + dynamic. accumulate = 2 adds the micro-batches into
 # the whole local array, as shard = none does (the same order of additions):
 # bitwise, and the grads arena is whole. grad_dtype = bf16 and device = cuda
 # are refused with exit 2 naming the keys. A checkpoint of a shard =
@@ -77,22 +78,26 @@ for np in 2 4; do
     done
     echo "$np ranks fp16 accumulate 2: shard=gradients == shard=none bitwise; grads whole ($g bytes)"
 
-    # the GPT: wte tied to the LM head, clipping at 1.0, a bucket per few tensors
+    # the GPT: wte tied to the LM head (under bf16 and fp16 also a 16-bit
+    # copy), clipping at 1.0, a bucket per few tensors
     gpt=(--set run.device=cpu --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
          --set model.block_size=16 --set model.bias=true --set data.batch_size=4
          --set train.steps=50 --set train.eval_every=0 --set train.log_every=1 --set dist.bucket_kb=4)
-    for shard in none gradients; do
-        mpi $np "$A" train "$root/configs/gpt_shakespeare_fp32.ini" "${gpt[@]}" --set dist.shard=$shard \
-            --out "$W/$np-gpt-$shard" 2>"$W/$np-gpt-$shard.log" ||
-            fail "$np ranks GPT shard=$shard failed: $(tail -3 "$W/$np-gpt-$shard.log")"
+    for pol in fp32 bf16 fp16_dynamic; do
+        for shard in none gradients; do
+            out=$W/$np-gpt-$pol-$shard
+            mpi $np "$A" train "$root/configs/gpt_shakespeare_$pol.ini" "${gpt[@]}" \
+                --set dist.shard=$shard --out "$out" 2>"$out.log" ||
+                fail "$np ranks GPT $pol shard=$shard failed: $(tail -3 "$out.log")"
+        done
+        ref=$W/$np-gpt-$pol-none run=$W/$np-gpt-$pol-gradients
+        same "$ref" "$run" "$np ranks GPT $pol: shard=gradients against none"
+        gn=$(sed -nE 's/.*"dist_shard_elements": ([0-9]+).*/\1/p' "$ref/summary.json")
+        # 28 tensors: wte, wpe, 12 a block (weights and biases), ln_f's 2
+        grads_bytes "$run" $np "$gn" 28 "$np ranks GPT $pol"
+        echo "$np ranks GPT $pol ($gn parameters): shard=gradients == shard=none bitwise; grads" \
+             "$(rank_field "$run" 0 grads) bytes a rank (unsharded $(rank_field "$ref" 0 grads))"
     done
-    same "$W/$np-gpt-none" "$W/$np-gpt-gradients" "$np ranks GPT fp32: shard=gradients against none"
-    gn=$(sed -nE 's/.*"dist_shard_elements": ([0-9]+).*/\1/p' "$W/$np-gpt-none/summary.json")
-    # 28 tensors: wte, wpe, 12 a block (weights and biases), ln_f's 2
-    grads_bytes "$W/$np-gpt-gradients" $np "$gn" 28 "$np ranks GPT"
-    echo "$np ranks GPT fp32 ($gn parameters): shard=gradients == shard=none bitwise; grads" \
-         "$(rank_field "$W/$np-gpt-gradients" 0 grads) bytes a rank (unsharded" \
-         "$(rank_field "$W/$np-gpt-none" 0 grads))"
 done
 
 # refused, naming the keys
