@@ -202,7 +202,7 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
         ck->optim_state = o;
         ck->optim_len = nparams * 4 * ck->opt_buffers;
         if (s->shard && s->opt_full_step != s->step) { /* no amp_session_gather_optim now */
-            snprintf(err, errlen, "[dist] shard = optimizer: the moments of step %lld were not "
+            snprintf(err, errlen, "[dist] shard: the moments of step %lld were not "
                      "gathered, so rank 0 cannot write this checkpoint", (long long)s->step);
             goto fail;
         }
