@@ -7,7 +7,8 @@
 # tensor of 1/N of the unsharded one, and the bytes sent are ZeRO-1's. The
 # GPT (the tied wte, written at both ends of backward, read in FP32 by the
 # embedding and as a 16-bit copy by the LM head; clipping over the shards)
-# likewise under fp32, bf16 and fp16 + dynamic. accumulate = 2 adds the micro-batches into
+# likewise under fp32, bf16 and fp16 + dynamic, and the CNN (which reports
+# no gradient early) under fp32. accumulate = 2 adds the micro-batches into
 # the whole local array, as shard = none does (the same order of additions):
 # bitwise, and the grads arena is whole. grad_dtype = bf16 and device = cuda
 # are refused with exit 2 naming the keys. A checkpoint of a shard =
@@ -99,6 +100,18 @@ for np in 2 4; do
              "$(rank_field "$run" 0 grads) bytes a rank (unsharded $(rank_field "$ref" 0 grads))"
     done
 done
+
+# the CNN reports no gradient before its backward returns: every bucket
+# holds a slot till then; batch norm's buffers stay each rank's own
+for shard in none gradients; do
+    mpi 2 "$A" train "$root/configs/cnn_fashion_fp32.ini" --set run.device=cpu \
+        --set data.train_limit=256 --set data.test_limit=64 --set data.batch_size=16 \
+        --set train.steps=6 --set train.eval_every=0 --set dist.shard=$shard --out "$W/cnn-$shard" \
+        2>"$W/cnn-$shard.log" || fail "the CNN with shard=$shard failed: $(tail -3 "$W/cnn-$shard.log")"
+done
+cmp "$W/cnn-none/weights.safetensors" "$W/cnn-gradients/weights.safetensors" ||
+    fail "the CNN: shard=gradients ends with other weights (or running statistics) than shard=none"
+echo "2 ranks CNN fp32: shard=gradients == shard=none bitwise, batch norm buffers included"
 
 # refused, naming the keys
 "$A" train "$cfg" --set dist.shard=gradients --set dist.grad_dtype=bf16 --out "$W/no-bf16" \
