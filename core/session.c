@@ -456,9 +456,11 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
         s->shard_grads = st->dist_shard == 2 && st->accumulate == 1;
         opt_lo = (size_t)s->rank * s->shard;
         opt_len = s->shard;
-        s->gather = calloc((size_t)s->world * s->shard, sizeof *s->gather);
-        s->opt_full = opt_buffers ? malloc((size_t)opt_buffers * nparams * sizeof(float)) : NULL;
-        if (!s->gather || (opt_buffers && !s->opt_full)) {
+        int root = s->rank == 0; /* the whole arrays are rank 0's */
+        s->gather = calloc((size_t)(root ? s->world : 1) * s->shard, sizeof *s->gather);
+        s->opt_full = opt_buffers && root ? malloc((size_t)opt_buffers * nparams * sizeof(float))
+                                          : NULL;
+        if (!s->gather || (opt_buffers && root && !s->opt_full)) {
             snprintf(err, errlen, "out of host memory");
             goto runtime_error;
         }
@@ -1033,9 +1035,9 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
 
 float *amp_session_weights(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
-    if (s->shard && s->master_full_step != s->step) {
+    if (s->shard && (s->master_full_step != s->step || !s->master_full)) {
         snprintf(err, errlen, "[dist] shard: the master weights of step %lld were not gathered "
-                 "(amp_session_gather_optim), so this rank cannot read them whole",
+                 "(amp_session_gather_optim) on this rank (rank 0 gathers them)",
                  (long long)s->step);
         return NULL;
     }
@@ -1082,12 +1084,22 @@ int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t
 
 int amp_session_check_weights(amp_session *s, char *err, size_t errlen) {
     const amp_model_desc *d = &s->model->desc;
-    float *w = amp_session_weights(s, err, errlen);
-    if (!w) return -1;
     size_t bad = 0, first = 0;
-    for (size_t i = 0; i < d->nparams; i++)
-        if (!isfinite(w[i]) && bad++ == 0) first = i;
-    free(w);
+    if (s->shard) { /* rank 0's count of the gathered (or restored) whole */
+        if (s->master_full_step != s->step) {
+            snprintf(err, errlen, "[dist] shard: the master weights of step %lld were not "
+                     "gathered (amp_session_gather_optim)", (long long)s->step);
+            return -1;
+        }
+        bad = s->weights_bad;
+        first = s->weights_first;
+    } else {
+        float *w = amp_session_weights(s, err, errlen);
+        if (!w) return -1;
+        for (size_t i = 0; i < d->nparams; i++)
+            if (!isfinite(w[i]) && bad++ == 0) first = i;
+        free(w);
+    }
     if (!bad) return 0;
     char where[AMP_MODEL_NAME_MAX + 32];
     param_at(d, first, where, sizeof where);

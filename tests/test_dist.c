@@ -373,10 +373,11 @@ static void check_shard_blocks(const policy *p, const char *hidden) {
     amp_model *mz = z->model, *md = d->model;
     size_t n = md->desc.nparams;
     float *w = download(d, md->master, n);
-    EXPECT(memcmp(z->master_full, w, n * 4) == 0, "%s: padded-block ZeRO-1: other master weights",
-           p->name);
+    /* the whole arrays are gathered on rank 0 */
+    EXPECT(g_rank > 0 || memcmp(z->master_full, w, n * 4) == 0,
+           "%s: padded-block ZeRO-1: other master weights", p->name);
     free(w);
-    for (int k = 0; k < md->opt_buffers; k++) {
+    for (int k = 0; k < md->opt_buffers && g_rank == 0; k++) {
         float *o = download(d, md->opt[k], n);
         EXPECT(memcmp(z->opt_full + (size_t)k * n, o, n * 4) == 0,
                "%s: padded-block ZeRO-1: other optimizer state %d", p->name, k);

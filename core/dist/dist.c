@@ -432,6 +432,20 @@ int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_
     return 0;
 }
 
+int amp_dist_gather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    if (!d || !d->mpi || d->world == 1) return 0;
+    if (per_rank > (size_t)INT_MAX) {
+        snprintf(err, errlen, "a shard of %zu bytes is more than one MPI call moves", per_rank);
+        return -1;
+    }
+    MPI_Request r;
+    MPI_Igather(d->rank == 0 ? MPI_IN_PLACE : buf, (int)per_rank, MPI_BYTE, buf, (int)per_rank,
+                MPI_BYTE, 0, d->comm, &r);
+    wait_all(d->rank, &r, 1, d->set.timeout_s, "gathering the sharded optimizer state on rank 0",
+             -1);
+    return 0;
+}
+
 int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,
                         const size_t *displ, uint64_t *sent, char *err, size_t errlen) {
     if (!d || !d->mpi || d->world == 1) return 0;
@@ -830,6 +844,9 @@ int amp_dist_agree(amp_dist *d, int code, int *who) {
 int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen) { return 0; }
 int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
     return 0; /* one rank: its shard is the whole */
+}
+int amp_dist_gather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    return 0;
 }
 int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,
                         const size_t *displ, uint64_t *sent, char *err, size_t errlen) {

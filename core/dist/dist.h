@@ -95,6 +95,9 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
  * every rank's buf (world * per_rank bytes): the sharded optimizer's
  * master weights and moments. 0, or -1 with err. */
 int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen);
+/* The same into rank 0's buf only: the others send their per_rank bytes
+ * from buf (at its start) and keep nothing. 0, or -1 with err. */
+int amp_dist_gather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen);
 /* Rank r's bytes[r] bytes (this rank's at `mine`, apart from `all`) into
  * every rank's all + displ[r], by direct sends (MPI_Ialltoallv): this rank
  * sends its block to each other rank, adding what it sent to *sent. The
