@@ -420,30 +420,32 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
     return 0;
 }
 
-int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+/* Every rank's per_rank bytes at buf + rank * per_rank, in place, into
+ * every rank's buf (all) or rank 0's (the others send from buf's start). */
+static int gather_blocks(amp_dist *d, void *buf, size_t per_rank, int all, char *err,
+                         size_t errlen) {
     if (!d || !d->mpi || d->world == 1) return 0;
     if (per_rank > (size_t)INT_MAX) {
         snprintf(err, errlen, "a shard of %zu bytes is more than one MPI call moves", per_rank);
         return -1;
     }
     MPI_Request r;
-    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)per_rank, MPI_BYTE, d->comm, &r);
+    int n = (int)per_rank;
+    if (all)
+        MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, buf, n, MPI_BYTE, d->comm, &r);
+    else
+        MPI_Igather(d->rank == 0 ? MPI_IN_PLACE : buf, n, MPI_BYTE, buf, n, MPI_BYTE, 0, d->comm,
+                    &r);
     wait_all(d->rank, &r, 1, d->set.timeout_s, "gathering the sharded optimizer state", -1);
     return 0;
 }
 
+int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    return gather_blocks(d, buf, per_rank, 1, err, errlen);
+}
+
 int amp_dist_gather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
-    if (!d || !d->mpi || d->world == 1) return 0;
-    if (per_rank > (size_t)INT_MAX) {
-        snprintf(err, errlen, "a shard of %zu bytes is more than one MPI call moves", per_rank);
-        return -1;
-    }
-    MPI_Request r;
-    MPI_Igather(d->rank == 0 ? MPI_IN_PLACE : buf, (int)per_rank, MPI_BYTE, buf, (int)per_rank,
-                MPI_BYTE, 0, d->comm, &r);
-    wait_all(d->rank, &r, 1, d->set.timeout_s, "gathering the sharded optimizer state on rank 0",
-             -1);
-    return 0;
+    return gather_blocks(d, buf, per_rank, 0, err, errlen);
 }
 
 int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,

@@ -77,6 +77,20 @@ prec_run() {
         --out "$out" 2>"$out.log" || fail "$1 ranks $2 shard=$3 failed: $(tail -3 "$out.log")"
 }
 
+# cnn_runs ROOT SHARD...: the CNN of ROOT/configs/cnn_fashion_fp32.ini (two
+# batch norms) on 2 ranks, 6 steps, once a shard value, into W/cnn-SHARD
+cnn_runs() {
+    local root=$1 shard
+    shift
+    for shard in "$@"; do
+        mpi 2 "$A" train "$root/configs/cnn_fashion_fp32.ini" --set run.device=cpu \
+            --set data.train_limit=256 --set data.test_limit=64 --set data.batch_size=16 \
+            --set train.steps=6 --set train.eval_every=0 --set dist.shard="$shard" \
+            --out "$W/cnn-$shard" 2>"$W/cnn-$shard.log" ||
+            fail "the CNN with shard=$shard failed: $(tail -3 "$W/cnn-$shard.log")"
+    done
+}
+
 # In containers without ptrace between processes (Docker's default), OpenMPI's
 # shared-memory transport fails its single-copy (CMA) reads; copying through
 # the shared segment works everywhere, and these messages are small.

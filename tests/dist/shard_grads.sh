@@ -103,12 +103,7 @@ done
 
 # the CNN reports no gradient before its backward returns: every bucket
 # holds a slot till then; batch norm's buffers stay each rank's own
-for shard in none gradients; do
-    mpi 2 "$A" train "$root/configs/cnn_fashion_fp32.ini" --set run.device=cpu \
-        --set data.train_limit=256 --set data.test_limit=64 --set data.batch_size=16 \
-        --set train.steps=6 --set train.eval_every=0 --set dist.shard=$shard --out "$W/cnn-$shard" \
-        2>"$W/cnn-$shard.log" || fail "the CNN with shard=$shard failed: $(tail -3 "$W/cnn-$shard.log")"
-done
+cnn_runs "$root" none gradients
 cmp "$W/cnn-none/weights.safetensors" "$W/cnn-gradients/weights.safetensors" ||
     fail "the CNN: shard=gradients ends with other weights (or running statistics) than shard=none"
 echo "2 ranks CNN fp32: shard=gradients == shard=none bitwise, batch norm buffers included"
