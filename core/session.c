@@ -319,6 +319,31 @@ static int describe_model(amp_session *s, amp_model_desc *desc, char *err, size_
     return 0;
 }
 
+/* amp_model.grad_of under [dist] shard = gradients: the bucket's buffer. */
+static float *grad_slot(void *ctx, int tensor) {
+    return amp_dist_grads_slot(ctx, tensor);
+}
+
+/* [dist] shard = gradients moves the gradients as the MPI transport's f32
+ * buckets only: refused elsewhere, naming the key (dev: the device in use,
+ * or the one asked for before the backend opens). 0, or -1 with err. */
+static int check_shard_grads(const amp_settings *st, amp_device_choice dev, char *err,
+                             size_t errlen) {
+    if (st->dist_shard != 2) return 0;
+    if (st->dist_grad_bf16) {
+        snprintf(err, errlen, "[dist] shard = gradients needs [dist] grad_dtype = f32 (the "
+                 "buckets' buffers hold f32 gradients); use grad_dtype = f32 or shard = optimizer");
+        return -1;
+    }
+    if (dev == AMP_RUN_CUDA) {
+        snprintf(err, errlen, "[dist] shard = gradients is not implemented over NCCL ([run] "
+                 "device = cuda%s); use shard = optimizer on the GPU, or [run] device = cpu",
+                 st->device == AMP_RUN_AUTO ? ", chosen by device = auto" : "");
+        return -1;
+    }
+    return 0;
+}
+
 /* The gradient reduction over the model's parameter table (more than one
  * rank only). */
 static int open_dist(amp_session *s, char *err, size_t errlen) {
@@ -336,9 +361,13 @@ static int open_dist(amp_session *s, char *err, size_t errlen) {
         t[i].grad_cnt = amp_model_rounds(m, d->params[i].layer, AMP_ROUND_GRAD);
     }
     int rc = amp_dist_grads_open(&s->grads, s->dist, s->be, m->grads, t, d->nparam_tensors,
-                                 s->shard, err, errlen);
+                                 s->shard, s->shard_grads, err, errlen);
     free(t);
     if (rc == 0 && s->shard) rc = amp_session_shard_device(s, err, errlen);
+    if (rc == 0 && s->shard_grads) {
+        m->grad_of = grad_slot;
+        m->grad_ctx = s->grads;
+    }
     return rc;
 }
 
@@ -365,6 +394,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     amp_layer_precision *prec = NULL;
     if (amp_settings_read(&s->set, cfg, err, errlen) != 0) goto config_error;
     const amp_settings *st = &s->set;
+    if (check_shard_grads(st, st->device, err, errlen) != 0) goto config_error;
     amp_dist_settings ds = {st->dist_grad_bf16 ? AMP_DIST_BF16 : AMP_DIST_F32,
                             (size_t)st->dist_bucket_kb * 1024, st->dist_check_every,
                             st->dist_timeout};
@@ -408,6 +438,9 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     }
     s->total_steps = st->steps > 0 ? st->steps : st->epochs * s->steps_per_epoch;
     if (open_backend(s, err, errlen) != 0) goto runtime_error;
+    if (check_shard_grads(st, s->be->device == AMP_DEVICE_CUDA ? AMP_RUN_CUDA : AMP_RUN_CPU, err,
+                          errlen) != 0)
+        goto config_error;
     const amp_precision_vtable *pv = amp_plugin_precision(&s->precision);
     s->be->deterministic = s->set.deterministic;
     if (s->set.gemm_path_given &&
@@ -424,17 +457,20 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
      * each rank's own, as unsharded. */
     if (st->dist_shard && s->world > 1) {
         s->shard = (desc.ntrained + (size_t)s->world - 1) / (size_t)s->world;
+        s->shard_grads = st->dist_shard == 2 && st->accumulate == 1;
         opt_lo = (size_t)s->rank * s->shard;
         opt_len = s->shard;
-        s->gather = calloc((size_t)s->world * s->shard, sizeof *s->gather);
-        s->opt_full = opt_buffers ? malloc((size_t)opt_buffers * nparams * sizeof(float)) : NULL;
-        if (!s->gather || (opt_buffers && !s->opt_full)) {
+        int root = s->rank == 0; /* the whole arrays are rank 0's */
+        s->gather = calloc((size_t)(root ? s->world : 1) * s->shard, sizeof *s->gather);
+        s->opt_full = opt_buffers && root ? malloc((size_t)opt_buffers * nparams * sizeof(float))
+                                          : NULL;
+        if (!s->gather || (opt_buffers && root && !s->opt_full)) {
             snprintf(err, errlen, "out of host memory");
             goto runtime_error;
         }
     }
     if (amp_model_create_sharded(&s->model, s->model_ops, s->be, &desc, prec, &in, opt_buffers,
-                                 opt_lo, opt_len, cfg, err, errlen) != 0)
+                                 opt_lo, opt_len, s->shard_grads, cfg, err, errlen) != 0)
         goto runtime_error;
     if (s->shard && amp_session_shard_open(s, err, errlen) != 0) goto runtime_error;
     s->scaled = s->model->scaled;
@@ -589,7 +625,7 @@ int amp_model_optimizer_step(amp_model *m, const amp_settings *st, double lr, in
             continue;
         }
         size_t n = end - off;
-        float *w = m->master + (sharded ? off - lo : off), *g = m->grads + off;
+        float *w = m->master + (sharded ? off - lo : off), *g = m->grads + (off - m->grads_lo);
         float *s0 = m->opt[0] ? m->opt[0] + (off - lo) : NULL;
         float *s1 = m->opt[1] ? m->opt[1] + (off - lo) : NULL;
         o.weight_decay = d->params[i].decay ? (float)st->weight_decay : 0.0f;
@@ -629,7 +665,9 @@ static int poison(amp_session *s) {
     if (s->poisoned || s->step != s->inject_inf_step) return 0;
     s->poisoned = 1;
     float inf = INFINITY;
-    return s->be->ops->upload(s->be, s->model->grads, &inf, sizeof inf);
+    amp_model *m = s->model; /* element 0: tensor 0's first */
+    return s->be->ops->upload(s->be, m->grad_of ? m->grad_of(m->grad_ctx, 0) : m->grads, &inf,
+                              sizeof inf);
 }
 
 /* amp_backward_args.grads_ready: tensor 0 holds element 0 (the hook's). */
@@ -840,7 +878,8 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     size_t own_lo, own_n;
     own_range(s, &own_lo, &own_n);
     if (own_n) AMP_BE_TRY(s->be,
-                          be->ops->unscale_check(be, m->grads + own_lo, m->stats, own_n, inv_scale));
+                          be->ops->unscale_check(be, m->grads + (own_lo - m->grads_lo), m->stats,
+                                                 own_n, inv_scale));
     AMP_BE_TRY(s->be,
                be->ops->download(be, s->hstats, m->stats, stats_bytes)); /* the step's one sync */
     double t_stats = amp_clock_ms();
@@ -887,7 +926,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     if (!skip) {
         if (st->grad_clip > 0.0 && ss.grad_norm > st->grad_clip)
             if (own_n)
-                AMP_BE_TRY(s->be, be->ops->scale(be, m->grads + own_lo, own_n,
+                AMP_BE_TRY(s->be, be->ops->scale(be, m->grads + (own_lo - m->grads_lo), own_n,
                                         (float)(st->grad_clip / (ss.grad_norm + 1e-6))));
         lr = amp_session_lr(s);
         if (optimizer_step(s, lr, err, errlen) != 0) return -1;
@@ -1000,9 +1039,9 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
 
 float *amp_session_weights(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
-    if (s->shard && s->master_full_step != s->step) {
+    if (s->shard && (s->master_full_step != s->step || !s->master_full)) {
         snprintf(err, errlen, "[dist] shard: the master weights of step %lld were not gathered "
-                 "(amp_session_gather_optim), so this rank cannot read them whole",
+                 "(amp_session_gather_optim) on this rank (rank 0 gathers them)",
                  (long long)s->step);
         return NULL;
     }
@@ -1049,12 +1088,22 @@ int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t
 
 int amp_session_check_weights(amp_session *s, char *err, size_t errlen) {
     const amp_model_desc *d = &s->model->desc;
-    float *w = amp_session_weights(s, err, errlen);
-    if (!w) return -1;
     size_t bad = 0, first = 0;
-    for (size_t i = 0; i < d->nparams; i++)
-        if (!isfinite(w[i]) && bad++ == 0) first = i;
-    free(w);
+    if (s->shard) { /* rank 0's count of the gathered (or restored) whole */
+        if (s->master_full_step != s->step) {
+            snprintf(err, errlen, "[dist] shard: the master weights of step %lld were not "
+                     "gathered (amp_session_gather_optim)", (long long)s->step);
+            return -1;
+        }
+        bad = s->weights_bad;
+        first = s->weights_first;
+    } else {
+        float *w = amp_session_weights(s, err, errlen);
+        if (!w) return -1;
+        for (size_t i = 0; i < d->nparams; i++)
+            if (!isfinite(w[i]) && bad++ == 0) first = i;
+        free(w);
+    }
     if (!bad) return 0;
     char where[AMP_MODEL_NAME_MAX + 32];
     param_at(d, first, where, sizeof where);

@@ -64,13 +64,24 @@ typedef struct amp_session {
     amp_dist *dist;
     amp_dist_grads *grads;   /* this session's gradient reduction (NULL alone) */
     size_t shard;            /* [dist] shard: elements per rank (0: unsharded) */
-    float *gather;           /* [world * shard] host staging of a gathered FP32 array */
-    float *opt_full;         /* [opt_buffers * nparams] the gathered moments for a checkpoint */
-    int64_t opt_full_step;   /* the step opt_full was gathered after (-1: never) */
-    /* sharded (session_shard.c): the master weights gathered whole on the
-     * host (checkpoints, the weights file), and the weights wire */
-    float *master_full;      /* [nparams] */
+    /* [dist] shard = gradients at accumulate = 1: the model keeps only its
+     * shard of the gradients (amp_model.grad_of, amp_dist_grads_slot). At
+     * accumulate > 1 each micro-batch adds into the whole local array, as
+     * unsharded, so that the sums add the same numbers in the same order. */
+    int shard_grads;
+    /* Sharded, the masters and moments are gathered whole on rank 0 only
+     * (its checkpoints and weights file); the other ranks hold none of the
+     * whole arrays below. */
+    float *gather;           /* [world * shard] host staging of a gathered FP32 array on
+                              * rank 0; [shard] elsewhere, what this rank sends */
+    float *opt_full;         /* [opt_buffers * nparams] the gathered moments (rank 0) */
+    int64_t opt_full_step;   /* the step they were gathered after (-1: never), every rank */
+    float *master_full;      /* [nparams] the gathered master weights (rank 0) */
     int64_t master_full_step;
+    /* the non-finite master weights of master_full_step (rank 0's count, sent
+     * to every rank with the gather or read from the restored checkpoint), and
+     * the flat index of the first */
+    size_t weights_bad, weights_first;
     size_t *wire_at;         /* [nparam_tensors + 1] byte offset of each tensor on the wire */
     size_t *block_bytes, *block_at; /* [world] each rank's block of it */
     uint8_t *wire, *wire_mine; /* host: the whole wire, this rank's block */
@@ -161,10 +172,13 @@ int amp_session_save_weights(amp_session *s, const char *path, char *err, size_t
  * are the caller's. 0, or -1 with err. */
 int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t errlen);
 /* [dist] shard: every rank calls this before rank 0 takes a snapshot or
- * reads the weights (amp_session_weights, save/check_weights): the
- * moments and the FP32 master weights are gathered whole on the host.
- * No-op unsharded. 0, or -1. */
+ * reads the weights (amp_session_weights, save_weights) and before any
+ * rank checks them (check_weights): the moments and the FP32 master
+ * weights are gathered whole on rank 0's host, and every rank learns
+ * rank 0's count of non-finite ones. No-op unsharded. 0, or -1. */
 int amp_session_gather_optim(amp_session *s, char *err, size_t errlen);
+/* weights_bad and weights_first of the whole master weights w[nparams]. */
+void amp_session_count_bad(amp_session *s, const float *w);
 /* Sharded (session_shard.c): the wire and buffers, after the model; their
  * release; and the gather of the updated shards into every rank's working
  * copies in their working dtypes (after each applied step, and before the

@@ -235,7 +235,7 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
         ck->optim_state = o;
         ck->optim_len = nparams * 4 * ck->opt_buffers;
         if (s->shard && s->opt_full_step != s->step) { /* no amp_session_gather_optim now */
-            snprintf(err, errlen, "[dist] shard = optimizer: the moments of step %lld were not "
+            snprintf(err, errlen, "[dist] shard: the moments of step %lld were not "
                      "gathered, so rank 0 cannot write this checkpoint", (long long)s->step);
             goto fail;
         }
@@ -678,8 +678,16 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
     amp_model *m = s->model;
     size_t n = m->desc.nparams;
     if (s->shard) { /* this rank's shard and the FP32 weights; the copies follow */
-        for (size_t i = 0; i < n; i++) s->master_full[i] = amp_ckpt_f32(ck->master, i);
-        if (amp_model_put_master(m, s->master_full) != 0) {
+        float *w = s->master_full ? s->master_full : malloc(n * sizeof(float)); /* rank 0's */
+        if (!w) {
+            snprintf(err, errlen, "out of host memory");
+            return 1;
+        }
+        for (size_t i = 0; i < n; i++) w[i] = amp_ckpt_f32(ck->master, i);
+        amp_session_count_bad(s, w);
+        int put = amp_model_put_master(m, w);
+        if (w != s->master_full) free(w);
+        if (put != 0) {
             snprintf(err, errlen, "%s", s->be->err);
             return 1;
         }

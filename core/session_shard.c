@@ -9,11 +9,13 @@
  * does, so every working copy holds the same bits; it is counted into the
  * owner's cast counts, which the ranks' statistics add up. For a
  * checkpoint (or the weights file) the FP32 masters and the moments are
- * gathered whole on the host (amp_session_gather_optim). Over MPI the wire
+ * gathered whole on rank 0's host (amp_session_gather_optim), which sends
+ * every rank its count of non-finite weights. Over MPI the wire
  * is gathered in host memory (MPI_Ialltoallv's direct sends); over NCCL in
  * device memory with ncclAllGather, each rank's block padded to the
  * longest (dev_block bytes), and the working copies are written from
  * there by device copies. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +23,12 @@
 #include "layers/layers.h"
 #include "session.h"
 
-/* Bytes of tensor t's values on the weights wire. */
+/* Bytes of tensor t's values on the weights wire: FP32 where a forward
+ * reads them in FP32, a tied tensor with a 16-bit copy too (every rank
+ * rounds that copy from the FP32 values it received). */
 static size_t wire_size(amp_model *m, int t) {
     amp_working_copy wc;
-    return amp_model_copy16(m, t, &wc) ? 2 : 4;
+    return amp_model_copy16(m, t, &wc) && !wc.also_f32 ? 2 : 4;
 }
 
 /* The wire's byte offset of trained element i (i <= ntrained). */
@@ -44,8 +48,8 @@ int amp_session_shard_open(amp_session *s, char *err, size_t errlen) {
     s->wire_at = calloc((size_t)nt + 1, sizeof *s->wire_at);
     s->block_bytes = calloc((size_t)W, sizeof *s->block_bytes);
     s->block_at = calloc((size_t)W, sizeof *s->block_at);
-    s->master_full = malloc(d->nparams * sizeof(float));
-    if (!s->wire_at || !s->block_bytes || !s->block_at || !s->master_full) {
+    s->master_full = s->rank == 0 ? malloc(d->nparams * sizeof(float)) : NULL;
+    if (!s->wire_at || !s->block_bytes || !s->block_at || (s->rank == 0 && !s->master_full)) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
@@ -129,6 +133,10 @@ static int encode_shard(amp_session *s, char *err, size_t errlen) {
         amp_round_count *cnt = NULL;
         int w16 = amp_model_copy16(m, t, &wc);
         if (w16) cnt = amp_kit_cast_count(m, wc.layer);
+        if (w16 && wc.also_f32) { /* FP32 on the wire; the rounding counted by the owner */
+            AMP_BE_TRY(s->be, be->ops->round(be, s->dev16, wc.dt, src, b - a, cnt));
+            w16 = 0;
+        }
         if (w16 && s->dev_wire) {
             AMP_BE_TRY(s->be, be->ops->round(be, dst, wc.dt, src, b - a, cnt));
         } else if (w16) {
@@ -175,9 +183,18 @@ static int decode_all(amp_session *s, char *err, size_t errlen) {
         size_t at = s->wire_at[t];
         amp_working_copy wc;
         if (!P->numel) continue;
-        if (!amp_model_copy16(m, t, &wc)) {
-            if (put_wire(s, m->wts + m->wts_off[t], at, P->numel * sizeof(float), err, errlen))
-                return -1;
+        int w16 = amp_model_copy16(m, t, &wc);
+        if (!w16 || wc.also_f32) {
+            float *w = m->wts + m->wts_off[t];
+            if (put_wire(s, w, at, P->numel * sizeof(float), err, errlen)) return -1;
+            if (!w16) continue;
+            /* the 16-bit copy of a tied tensor, as its cast rounds it (counted by the owners) */
+            if (!wc.f32_store) {
+                AMP_BE_TRY(s->be, be->ops->round(be, wc.ptr, wc.dt, w, P->numel, NULL));
+            } else {
+                AMP_BE_TRY(s->be, be->ops->round(be, s->dev16, wc.dt, w, P->numel, NULL));
+                AMP_BE_TRY(s->be, be->ops->widen(be, wc.ptr, s->dev16, wc.dt, P->numel));
+            }
         } else if (!wc.f32_store) {
             if (put_wire(s, wc.ptr, at, P->numel * sizeof(uint16_t), err, errlen)) return -1;
         } else { /* an FP32 array of the 16-bit values */
@@ -207,18 +224,27 @@ int amp_session_share_weights(amp_session *s, char *err, size_t errlen) {
     return 0;
 }
 
-/* Every rank's `mine` FP32 values at flat offset lo into full[0, ntrained). */
+/* Every rank's `mine` FP32 values at flat offset lo into rank 0's
+ * full[0, ntrained) (the others send theirs). */
 static int gather_f32(amp_session *s, const float *dev, float *full, char *err, size_t errlen) {
     amp_model *m = s->model;
     size_t nt = m->desc.ntrained, lo = m->opt_lo, mine = lo < nt ? nt - lo : 0;
+    int root = s->rank == 0;
     if (mine > s->shard) mine = s->shard;
-    memset(s->gather, 0, (size_t)s->world * s->shard * sizeof(float));
-    if (mine) AMP_BE_TRY(s->be,
-                         s->be->ops->download(s->be, s->gather + lo, dev, mine * sizeof(float)));
-    if (amp_dist_allgather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
+    memset(s->gather, 0, (size_t)(root ? s->world : 1) * s->shard * sizeof(float));
+    if (mine) AMP_BE_TRY(s->be, s->be->ops->download(s->be, s->gather + (root ? lo : 0), dev,
+                                                     mine * sizeof(float)));
+    if (amp_dist_gather(s->dist, s->gather, s->shard * sizeof(float), err, errlen) != 0)
         return -1;
-    memcpy(full, s->gather, nt * sizeof(float));
+    if (root) memcpy(full, s->gather, nt * sizeof(float));
     return 0;
+}
+
+void amp_session_count_bad(amp_session *s, const float *w) {
+    size_t n = s->model->desc.nparams;
+    s->weights_bad = s->weights_first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(w[i]) && s->weights_bad++ == 0) s->weights_first = i;
 }
 
 int amp_session_gather_optim(amp_session *s, char *err, size_t errlen) {
@@ -226,17 +252,29 @@ int amp_session_gather_optim(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
     const amp_model_desc *d = &m->desc;
     size_t n = d->nparams, nt = d->ntrained;
+    int root = s->rank == 0;
     for (int k = 0; k < m->opt_buffers; k++) {
-        if (gather_f32(s, m->opt[k], s->opt_full + (size_t)k * n, err, errlen) != 0) return -1;
+        if (gather_f32(s, m->opt[k], root ? s->opt_full + (size_t)k * n : NULL, err, errlen) != 0)
+            return -1;
         /* the buffers' moments are never stepped: 0, as unsharded */
-        memset(s->opt_full + (size_t)k * n + nt, 0, (n - nt) * sizeof(float));
+        if (root) memset(s->opt_full + (size_t)k * n + nt, 0, (n - nt) * sizeof(float));
     }
     if (gather_f32(s, m->master, s->master_full, err, errlen) != 0) return -1;
-    /* the buffers (batch norm's running statistics) are this rank's own */
-    for (int t = 0; t < d->nparam_tensors; t++)
+    /* the buffers (batch norm's running statistics) are rank 0's own */
+    for (int t = 0; t < d->nparam_tensors && root; t++)
         if (d->params[t].buffer && d->params[t].numel)
             AMP_BE_TRY(s->be, s->be->ops->download(s->be, s->master_full + d->params[t].offset,
                                      m->wts + m->wts_off[t], d->params[t].numel * sizeof(float)));
+    /* rank 0's check of the whole, so every rank takes the same decision */
+    uint64_t bad[2] = {0, 0};
+    if (root) {
+        amp_session_count_bad(s, s->master_full);
+        bad[0] = s->weights_bad;
+        bad[1] = s->weights_first;
+    }
+    if (amp_dist_bcast(s->dist, bad, sizeof bad, err, errlen) != 0) return -1;
+    s->weights_bad = (size_t)bad[0];
+    s->weights_first = (size_t)bad[1];
     s->opt_full_step = s->master_full_step = s->step;
     return 0;
 }

@@ -47,7 +47,7 @@ static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const optims[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"constant", "cosine", NULL};
 static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
-static const char *const shard_kinds[] = {"none", "optimizer", NULL};
+static const char *const shard_kinds[] = {"none", "optimizer", "gradients", NULL};
 
 /* Every core key, in the order a run reads them (and config.ini lists them).
  * [model] name's choices are the registry's (filled in by the reader). */
@@ -178,7 +178,9 @@ static const amp_setting core_settings[] = {
     {"dist", "shard", AMP_SETTING_CHOICE, "none", .choices = shard_kinds, AT(dist_shard),
      .doc = "`optimizer` (ZeRO-1): each rank keeps 1/N of the FP32 master weights and "
             "optimizer moments, receives its 1/N of the summed gradients and gathers the "
-            "updated weights in their working dtype (see docs/data-parallel.md)"},
+            "updated weights in their working dtype; `gradients` (ZeRO-2): also keeps only its "
+            "1/N of the gradients, each bucket's in a buffer it holds only until the bucket is "
+            "summed (CPU and `grad_dtype = f32` only; see docs/data-parallel.md)"},
     {"dist", "bucket_kb", AMP_SETTING_INT, "1024", 1, 1 << 21, AT(dist_bucket_kb),
      .doc = "target size of a gradient bucket (KiB of f32 gradients)"},
     {"dist", "check_every", AMP_SETTING_INT, "0", 0, BIG, AT(dist_check_every),

@@ -58,7 +58,8 @@ typedef struct amp_settings {
     const char *scaler_plugin;                 /* NULL: chosen from the policy */
     /* [dist]: data parallel (read in every run, used with more than one rank) */
     int dist_grad_bf16;                        /* grad_dtype = bf16 */
-    int dist_shard;                            /* 0 none, 1 optimizer (moments sharded) */
+    int dist_shard;                            /* 0 none, 1 optimizer (moments sharded),
+                                                * 2 gradients (and the gradients) */
     int64_t dist_bucket_kb;
     int64_t dist_check_every;                  /* 0: off (every 10 under AMPTRAIN_LOG=debug) */
     double dist_timeout;                       /* seconds */

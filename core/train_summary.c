@@ -97,7 +97,8 @@ void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_resu
     amp_json_num(f, r->median_comm_ms);
     /* [dist] shard: elements of the masters, moments and update per rank (padded) */
     fprintf(f, ",\n  \"dist_shard\": \"%s\",\n  \"dist_shard_elements\": %zu",
-            s->shard ? "optimizer" : "none", s->shard ? s->shard : m->desc.nparams);
+            !s->shard ? "none" : s->set.dist_shard == 2 ? "gradients" : "optimizer",
+            s->shard ? s->shard : m->desc.nparams);
     if (r->per_rank) { /* rank by rank: arena bytes, and what the last applied step sent */
         fputs(",\n  \"ranks\": [", f);
         for (int k = 0; k < s->world; k++) {

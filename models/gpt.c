@@ -345,6 +345,13 @@ static int linear_backward(amp_model *m, const amp_linear *L, amp_array *dy, amp
     return amp_linear_backward_data(m, L, g->f_dx, dy, rows);
 }
 
+/* A layer's weight and bias (-1: none) hold their final gradients: they
+ * can travel while backward goes on (amp_model_grads_ready). */
+static int ready(amp_model *m, int w, int b) {
+    CHECK(amp_model_grads_ready(m, w, 1));
+    return b >= 0 ? amp_model_grads_ready(m, b, 1) : 0;
+}
+
 static int block_backward(amp_model *m, gpt_block *b, int Bn) {
     gpt *g = m->impl;
     int rows = Bn * g->T;
@@ -353,18 +360,24 @@ static int block_backward(amp_model *m, gpt_block *b, int Bn) {
     /* MLP: dres is the gradient of its c_proj output */
     CHECK(amp_linear_grad_in(m, &b->fc_proj, &dy, g->g_small, g->g_small, g->dres, nc));
     CHECK(linear_backward(m, &b->fc_proj, &dy, amp_array_of(b->fch_gelu, b->c_fc.out_dt), rows));
+    CHECK(ready(m, b->fc_proj.w, b->fc_proj.b));
     CHECK(amp_linear_act_backward(m, &b->c_fc, &dy, b->fch, g->f_dx, rows));
     CHECK(linear_backward(m, &b->c_fc, &dy, amp_layernorm_output(&b->ln2), rows));
+    CHECK(ready(m, b->c_fc.w, b->c_fc.b));
     /* ln_2's input: the residual after attention, recomputed exactly */
     CHECK(amp_kit_residual(m, g->x_mid, b->x, amp_array_of(b->proj, b->c_proj.out_dt), nc));
     CHECK(amp_layernorm_backward(m, &b->ln2, g->dres, g->f_dx, g->x_mid, rows));
+    CHECK(ready(m, b->ln2.w, b->ln2.b));
     /* attention: dres is now the gradient of its c_proj output */
     CHECK(amp_linear_grad_in(m, &b->c_proj, &dy, g->g_small, g->g_small, g->dres, nc));
     CHECK(linear_backward(m, &b->c_proj, &dy, amp_attention_output(&b->attn), rows));
+    CHECK(ready(m, b->c_proj.w, b->c_proj.b));
     CHECK(amp_attention_backward(m, &b->attn, &dy, g->f_dx, amp_array_of(b->qkv, b->c_attn.out_dt),
                                  Bn));
     CHECK(linear_backward(m, &b->c_attn, &dy, amp_layernorm_output(&b->ln1), rows));
-    return amp_layernorm_backward(m, &b->ln1, g->dres, g->f_dx, b->x, rows);
+    CHECK(ready(m, b->c_attn.w, b->c_attn.b));
+    CHECK(amp_layernorm_backward(m, &b->ln1, g->dres, g->f_dx, b->x, rows));
+    return ready(m, b->ln1.w, b->ln1.b);
 }
 
 static int gpt_backward(amp_model *m, const amp_backward_args *a) {
@@ -379,9 +392,13 @@ static int gpt_backward(amp_model *m, const amp_backward_args *a) {
     CHECK(linear_backward(m, &g->lm_head, &dy, amp_layernorm_output(&g->ln_f), rows));
     CHECK(m->be->ops->zero(m->be, g->dres, nc * sizeof(float)));
     CHECK(amp_layernorm_backward(m, &g->ln_f, g->dres, g->f_dx, g->x_final, rows));
+    CHECK(ready(m, g->ln_f.w, g->ln_f.b));
     for (int i = g->k.n_layer - 1; i >= 0; i--) CHECK(block_backward(m, &g->blocks[i], Bn));
-    /* the embeddings take the residual stream's gradient as it is (FP32) */
-    return amp_embedding_backward(m, &g->emb, g->dres, Bn);
+    /* the embeddings take the residual stream's gradient as it is (FP32);
+     * wte is final only now (the LM head's share came first) */
+    CHECK(amp_embedding_backward(m, &g->emb, g->dres, Bn));
+    CHECK(ready(m, g->emb.wte, -1));
+    return ready(m, g->emb.wpe, -1);
 }
 
 /* ---- sampling ----------------------------------------------------------------- */

@@ -92,7 +92,7 @@ static void layout(amp_model *m) {
     m->master = amp_arena_take(&mem[AMP_MEM_MASTER], (m->sharded ? m->opt_len : n) * 4);
     /* sharded: the FP32 weights every rank reads */
     m->wts = m->sharded ? amp_arena_take(&mem[AMP_MEM_WORKING], m->wts_len * 4) : NULL;
-    m->grads = amp_arena_take(&mem[AMP_MEM_GRADS], n * 4);
+    m->grads = amp_arena_take(&mem[AMP_MEM_GRADS], m->grads_len * 4);
     for (int i = 0; i < 2; i++)
         m->opt[i] = i < m->opt_buffers ? amp_arena_take(&mem[AMP_MEM_OPTIM], m->opt_len * 4) : NULL;
     m->x = amp_arena_take(&mem[AMP_MEM_ACTIVATIONS],
@@ -238,7 +238,8 @@ int amp_model_copy16(amp_model *m, int t, amp_working_copy *wc) {
 }
 
 /* Sharded: where each tensor the forward reads in FP32 lives in wts (the
- * copies are known once the model's create has run). */
+ * copies are known once the model's create has run); a tied tensor with a
+ * 16-bit copy that is read in FP32 too has both. */
 static int plan_wts(amp_model *m, char *err, size_t errlen) {
     int nt = m->desc.nparam_tensors;
     m->wts_off = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *m->wts_off);
@@ -249,7 +250,7 @@ static int plan_wts(amp_model *m, char *err, size_t errlen) {
     size_t at = 0;
     for (int t = 0; t < nt; t++) {
         amp_working_copy wc;
-        m->wts_off[t] = amp_model_copy16(m, t, &wc) ? (size_t)-1 : at;
+        m->wts_off[t] = amp_model_copy16(m, t, &wc) && !wc.also_f32 ? (size_t)-1 : at;
         if (m->wts_off[t] != (size_t)-1) at += m->desc.params[t].numel;
     }
     m->wts_len = at;
@@ -277,13 +278,14 @@ int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                      const amp_model_input *in, int opt_buffers, amp_config *cfg, char *err,
                      size_t errlen) {
     return amp_model_create_sharded(out, ops, be, desc, prec, in, opt_buffers, 0, desc->nparams,
-                                    cfg, err, errlen);
+                                    0, cfg, err, errlen);
 }
 
 int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                              amp_model_desc *desc, const amp_layer_precision *prec,
                              const amp_model_input *in, int opt_buffers, size_t opt_lo,
-                             size_t opt_len, amp_config *cfg, char *err, size_t errlen) {
+                             size_t opt_len, int shard_grads, amp_config *cfg, char *err,
+                             size_t errlen) {
     *out = NULL;
     amp_model *m = calloc(1, sizeof *m);
     amp_layer_precision *p = calloc(desc->nlayers > 0 ? (size_t)desc->nlayers : 1, sizeof *p);
@@ -305,6 +307,8 @@ int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_back
     m->opt_lo = opt_lo;
     m->opt_len = opt_len;
     m->sharded = opt_lo != 0 || opt_len != m->desc.nparams;
+    m->grads_lo = shard_grads ? opt_lo : 0;
+    m->grads_len = shard_grads ? opt_len : m->desc.nparams;
     if (in->batch <= 0 || m->desc.nlayers <= 0 || m->desc.nparams == 0) {
         snprintf(err, errlen, "model '%s': invalid shape (%d layers, %zu parameters, batch %d)",
                  ops->name, m->desc.nlayers, m->desc.nparams, in->batch);
@@ -337,8 +341,7 @@ int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_back
         }
     }
     layout(m);
-    size_t bytes = m->desc.nparams * 4;
-    if (be->ops->zero(be, m->grads, bytes) != 0 ||
+    if (be->ops->zero(be, m->grads, m->grads_len * 4) != 0 ||
         (m->opt[0] && be->ops->zero(be, m->opt[0], m->opt_len * 4) != 0) ||
         (m->opt[1] && be->ops->zero(be, m->opt[1], m->opt_len * 4) != 0)) {
         snprintf(err, errlen, "%s", be->err);

@@ -108,6 +108,8 @@ typedef struct amp_working_copy {
     amp_dtype dt;   /* the dtype the master weights round to */
     int f32_store;
     int layer;      /* whose forward counts the rounding goes to */
+    int also_f32;   /* a forward reads the FP32 weights too (a tied weight: the GPT's wte,
+                     * the LM head's 16-bit copy and the embedding's FP32 lookup) */
 } amp_working_copy;
 
 typedef struct amp_model_ops {
@@ -165,14 +167,23 @@ struct amp_model {
     /* the common part, carved by the core before the model's layout */
     float *master;             /* [nparams] FP32 master weights; sharded: [opt_len], elements
                                 * [opt_lo, opt_lo + opt_len) of the flat array */
-    float *grads;              /* [nparams] */
+    float *grads;              /* [grads_len]: elements [grads_lo, grads_lo + grads_len) of
+                                * the flat array, [nparams] from 0 unless grad_of is set */
+    size_t grads_lo, grads_len;
+    /* [dist] shard = gradients: the gradients that outlive their bucket's
+     * reduce-scatter are this rank's shard only (grads). The backward
+     * writes tensor t's gradient where grad_of(grad_ctx, t) says: its
+     * bucket's buffer, zeroed when the bucket takes it and given back
+     * once the bucket is summed. NULL: into grads (the whole array). */
+    float *(*grad_of)(void *ctx, int tensor);
+    void *grad_ctx;
     float *opt[2];             /* [opt_len] each, or NULL: elements [opt_lo, opt_lo + opt_len) */
     size_t opt_lo, opt_len;    /* this rank's shard of the flat array ([dist] shard) */
     /* [dist] shard: the masters are this rank's shard only; what the
      * forward reads in FP32 every rank holds in `wts` (AMP_MEM_WORKING): the
      * tensors without a 16-bit working copy (amp_model_ops.working_copy
      * returns 0: FP32 layers, norms, embeddings, FP8 copies' sources) and
-     * the buffers, wts_off[t] elements in (-1: a tensor with a 16-bit copy,
+     * the buffers, wts_off[t] elements in (-1: a tensor with a 16-bit copy only,
      * which the session writes from the gathered shards). copies_stale:
      * the copies do not hold the masters yet (after amp_model_put_master). */
     int sharded, copies_stale;
@@ -259,12 +270,14 @@ int amp_model_create(amp_model **out, const amp_model_ops *ops, amp_backend *be,
 /* The same with the master weights and optimizer state for elements
  * [opt_lo, opt_lo + opt_len) of the flat array only (one rank's shard,
  * [dist] shard; opt_len counts the padding past the trained elements) and
- * the FP32 weights the forward reads in `wts` (see amp_model.sharded).
+ * the FP32 weights the forward reads in `wts` (see amp_model.sharded);
+ * with shard_grads the gradients too (amp_model.grads, grad_of).
  * amp_model_create is unsharded. */
 int amp_model_create_sharded(amp_model **out, const amp_model_ops *ops, amp_backend *be,
                              amp_model_desc *desc, const amp_layer_precision *prec,
                              const amp_model_input *in, int opt_buffers, size_t opt_lo,
-                             size_t opt_len, amp_config *cfg, char *err, size_t errlen);
+                             size_t opt_len, int shard_grads, amp_config *cfg, char *err,
+                             size_t errlen);
 /* The model's weights from host[nparams] (the flat array): unsharded into
  * master; sharded, this rank's shard into master and the FP32 tensors and
  * buffers into wts (the 16-bit copies are then stale until the session

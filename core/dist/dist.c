@@ -167,6 +167,29 @@ static void dist_defaults(amp_dist *d) {
     d->set.timeout_s = 300.0;
 }
 
+/* Between two polls of a wait: spin first, then yield (a rank sharing the
+ * core computes), and after a second of waiting (a peer far behind, e.g.
+ * writing a checkpoint) sleep a millisecond. */
+static void back_off(unsigned spin, double waited_ms) {
+    if (spin < 64) return;
+    if (waited_ms < 1000.0) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void dist_wait_more(const dist_grads *g, double t0, unsigned spin, const char *what) {
+    double waited = amp_clock_ms() - t0;
+    if (waited > g->timeout_s * 1e3)
+        amp_dist_fatal(g->rank,
+                       "no word from the other ranks for %.0f s %s at step %lld (a rank died, "
+                       "hangs, or is more than [dist] timeout = %g s behind)",
+                       waited / 1e3, what, (long long)g->step + 1, g->timeout_s);
+    back_off(spin, waited);
+}
+
 /* ======================================================================= */
 #if AMP_HAVE_MPI
 
@@ -285,19 +308,6 @@ void amp_dist_finalize(amp_dist *d) {
     free(d);
 }
 
-/* Between two polls of a wait: spin first, then yield (a rank sharing the
- * core computes), and after a second of waiting (a peer far behind, e.g.
- * writing a checkpoint) sleep a millisecond. */
-static void back_off(unsigned spin, double waited_ms) {
-    if (spin < 64) return;
-    if (waited_ms < 1000.0) {
-        sched_yield();
-    } else {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-}
-
 /* Waits for n requests, polling so that the wait is bounded: a peer that
  * died or hangs ends every rank after timeout_s (amp_dist_fatal). OpenMPI
  * moves the data only inside MPI calls, so the poll never sleeps while a
@@ -410,16 +420,32 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
     return 0;
 }
 
-int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+/* Every rank's per_rank bytes at buf + rank * per_rank, in place, into
+ * every rank's buf (all) or rank 0's (the others send from buf's start). */
+static int gather_blocks(amp_dist *d, void *buf, size_t per_rank, int all, char *err,
+                         size_t errlen) {
     if (!d || !d->mpi || d->world == 1) return 0;
     if (per_rank > (size_t)INT_MAX) {
         snprintf(err, errlen, "a shard of %zu bytes is more than one MPI call moves", per_rank);
         return -1;
     }
     MPI_Request r;
-    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)per_rank, MPI_BYTE, d->comm, &r);
+    int n = (int)per_rank;
+    if (all)
+        MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, buf, n, MPI_BYTE, d->comm, &r);
+    else
+        MPI_Igather(d->rank == 0 ? MPI_IN_PLACE : buf, n, MPI_BYTE, buf, n, MPI_BYTE, 0, d->comm,
+                    &r);
     wait_all(d->rank, &r, 1, d->set.timeout_s, "gathering the sharded optimizer state", -1);
     return 0;
+}
+
+int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    return gather_blocks(d, buf, per_rank, 1, err, errlen);
+}
+
+int amp_dist_gather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    return gather_blocks(d, buf, per_rank, 0, err, errlen);
 }
 
 int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,
@@ -570,6 +596,11 @@ static void *base_of(const dist_grads *g) {
     return g->dtype == AMP_DIST_BF16 ? (void *)g->wire : (void *)g->grads;
 }
 
+/* Where bucket k's contributions arrive: its own stage, or its slot's. */
+static void *stage_of(const dist_grads *g, const mpi_grads *m, int k) {
+    return g->bucket_slot ? g->slot_stage[g->bucket_slot[k]] : m->stage[k];
+}
+
 /* The counts of bucket k's two exchanges, once at open. */
 static int plan_pieces(dist_grads *g, mpi_grads *m) {
     int W = g->world;
@@ -598,6 +629,7 @@ static int plan_pieces(dist_grads *g, mpi_grads *m) {
             G->cnt[2][r] = r == g->rank ? 0 : (int)len;
             G->cnt[3][r] = (int)(lo - b->offset);
         }
+        if (g->bucket_slot) continue; /* the slots' stages */
         m->stage[k] = malloc((size_t)W * (S->len ? S->len : 1) * dist_esize(g));
         if (!m->stage[k]) return -1;
     }
@@ -610,7 +642,7 @@ static void add_in_rank_order(dist_grads *g, mpi_grads *m, int k) {
     size_t n = S->len;
     int W = g->world;
     if (g->dtype == AMP_DIST_BF16) {
-        const uint16_t *st = m->stage[k];
+        const uint16_t *st = stage_of(g, m, k);
         uint16_t *out = g->wire + S->lo;
         for (size_t i = 0; i < n; i++) {
             uint16_t acc = st[i];
@@ -621,8 +653,8 @@ static void add_in_rank_order(dist_grads *g, mpi_grads *m, int k) {
             out[i] = acc;
         }
     } else {
-        const float *st = m->stage[k];
-        float *out = g->grads + S->lo;
+        const float *st = stage_of(g, m, k);
+        float *out = g->grads + (S->lo - g->grads_lo);
         for (size_t i = 0; i < n; i++) {
             float acc = st[i];
             for (int r = 1; r < W; r++) acc += st[(size_t)r * n + i];
@@ -639,8 +671,10 @@ static int mpi_post(dist_grads *g, int k, char *err, size_t errlen) {
     mpi_grads *m = g->impl;
     const dist_bucket *b = &g->buckets[k];
     const mpi_piece_plan *S = &m->scatter[k];
-    char *base = (char *)base_of(g) + b->offset * dist_esize(g);
-    if (MPI_Ialltoallv(base, S->cnt[0], S->cnt[1], wire_type(g), m->stage[k], S->cnt[2], S->cnt[3],
+    /* a bucket no backward wrote into takes its (zeroed) slot now */
+    char *base = g->bucket_slot ? (char *)amp_dist_grads_slot(g, b->first)
+                                : (char *)base_of(g) + b->offset * dist_esize(g);
+    if (MPI_Ialltoallv(base, S->cnt[0], S->cnt[1], wire_type(g), stage_of(g, m, k), S->cnt[2], S->cnt[3],
                        wire_type(g), m->comm, &m->req[k]) != MPI_SUCCESS) {
         snprintf(err, errlen, "MPI_Ialltoallv (reduce-scatter) of gradient bucket %d failed", k);
         return -1;
@@ -687,6 +721,7 @@ static int advance(dist_grads *g, char *err, size_t errlen) {
             }
             if (done && b->phase == 1) {
                 add_in_rank_order(g, m, k);
+                dist_slot_release(g, k);
                 b->phase = g->keep_shard ? 3 : 4;
             } else if (done) {
                 b->phase = 3;
@@ -715,14 +750,7 @@ static int mpi_wait(dist_grads *g, char *err, size_t errlen) {
         int rc = advance(g, err, errlen);
         if (rc < 0) amp_dist_fatal(g->rank, "MPI failed in the gradient reduce-scatter: %s", err);
         if (rc == 1) return 0;
-        double waited = amp_clock_ms() - t0;
-        if (waited > g->timeout_s * 1e3)
-            amp_dist_fatal(g->rank,
-                           "no word from the other ranks for %.0f s in the gradient reduce-scatter "
-                           "at step %lld (a rank died, hangs, or is more than [dist] timeout = %g s "
-                           "behind)",
-                           waited / 1e3, (long long)g->step + 1, g->timeout_s);
-        back_off(spin, waited);
+        dist_wait_more(g, t0, spin, "in the gradient reduce-scatter");
     }
 }
 
@@ -819,6 +847,9 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
 int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
     return 0; /* one rank: its shard is the whole */
 }
+int amp_dist_gather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen) {
+    return 0;
+}
 int amp_dist_allgatherv(amp_dist *d, const void *mine, void *all, const size_t *bytes,
                         const size_t *displ, uint64_t *sent, char *err, size_t errlen) {
     return 0;
@@ -846,6 +877,7 @@ int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen
 void amp_dist_grads_close(amp_dist_grads *g) {
     if (!g) return;
     if (g->tr && g->tr->close) g->tr->close(g);
+    dist_slots_close(g);
     if (g->wire) g->be->ops->release(g->be, g->wire);
     free(g->tensors);
     free(g->tensor_bucket);
@@ -891,8 +923,8 @@ static int plan_buckets(dist_grads *g, size_t bucket_bytes, char *err, size_t er
 }
 
 int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, float *grads,
-                        const amp_dist_tensor *tensors, int ntensors, size_t shard, char *err,
-                        size_t errlen) {
+                        const amp_dist_tensor *tensors, int ntensors, size_t shard,
+                        int shard_grads, char *err, size_t errlen) {
     *out = NULL;
     if (!d || d->world == 1) return 0;
     dist_grads *g = calloc(1, sizeof *g);
@@ -926,6 +958,16 @@ int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, floa
      * split adds the same numbers in the same order) */
     g->keep_shard = shard > 0;
     g->part = shard > 0 ? shard : (g->nparams + (size_t)g->world - 1) / (size_t)g->world;
+    if (shard_grads && shard > 0) {
+        /* the session refuses these first, naming the keys */
+        if (g->dtype == AMP_DIST_BF16 || be->device != AMP_DEVICE_CPU) {
+            snprintf(err, errlen, "[dist] shard = gradients runs on the CPU over MPI with f32 "
+                     "gradients only");
+            goto fail;
+        }
+        g->grads_lo = (size_t)g->rank * shard;
+        if (dist_slots_open(g, err, errlen) != 0) goto fail;
+    }
     if (g->dtype == AMP_DIST_BF16) {
         g->wire = be->ops->alloc(be, g->nparams * sizeof(uint16_t));
         if (!g->wire) {
@@ -965,6 +1007,7 @@ void amp_dist_grads_begin(amp_dist_grads *g, int64_t step) {
     g->sent = 0;
     for (int k = 0; k < g->nbuckets; k++)
         g->buckets[k].ready = g->buckets[k].posted = g->buckets[k].phase = 0;
+    dist_slots_begin(g);
 }
 
 /* Posts bucket k: for bf16, rounds its tensors into the wire buffer first
@@ -1020,7 +1063,8 @@ int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen) {
         n = n - lo < g->part ? n - lo : g->part;
     }
     if (rc == 0 && g->dtype == AMP_DIST_BF16 && n > 0 &&
-        g->be->ops->widen(g->be, g->grads + lo, g->wire + lo, AMP_DTYPE_BF16, n) != 0) {
+        g->be->ops->widen(g->be, g->grads + (lo - g->grads_lo), g->wire + lo, AMP_DTYPE_BF16,
+                          n) != 0) {
         snprintf(err, errlen, "widening the summed bf16 gradients: %s", g->be->err);
         rc = -1;
     }

@@ -95,6 +95,9 @@ int amp_dist_bcast(amp_dist *d, void *buf, size_t len, char *err, size_t errlen)
  * every rank's buf (world * per_rank bytes): the sharded optimizer's
  * master weights and moments. 0, or -1 with err. */
 int amp_dist_allgather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen);
+/* The same into rank 0's buf only: the others send their per_rank bytes
+ * from buf (at its start) and keep nothing. 0, or -1 with err. */
+int amp_dist_gather(amp_dist *d, void *buf, size_t per_rank, char *err, size_t errlen);
 /* Rank r's bytes[r] bytes (this rank's at `mine`, apart from `all`) into
  * every rank's all + displ[r], by direct sends (MPI_Ialltoallv): this rank
  * sends its block to each other rank, adding what it sent to *sent. The
@@ -132,8 +135,19 @@ int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen);
  * every sum is one addition, the same bits whatever the collective). *out
  * is NULL on one rank. 0, or -1 with err. */
 int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, float *grads,
-                        const amp_dist_tensor *tensors, int ntensors, size_t shard, char *err,
-                        size_t errlen);
+                        const amp_dist_tensor *tensors, int ntensors, size_t shard,
+                        int shard_grads, char *err, size_t errlen);
+/* shard_grads ([dist] shard = gradients; MPI, f32 only): grads is this
+ * rank's [shard] sums only, and the backward writes tensor t's gradient
+ * at amp_dist_grads_slot(g, t), in a buffer its bucket takes at the first
+ * call of a step (zeroed) and gives back once the bucket is summed. When
+ * every slot is taken the call waits for a posted bucket to be summed, or
+ * makes one more slot where none is in flight (three are made at open: the
+ * bucket being written, one travelling, and the tied embedding's, open
+ * through the whole backward); the slots are counted in
+ * amp_dist_grads_bytes. A
+ * failure stops every rank (amp_dist_fatal). */
+float *amp_dist_grads_slot(amp_dist_grads *g, int tensor);
 /* Bytes this rank sent to the other ranks for the gradients of the last
  * step, counted the same way on either transport: its values of the
  * elements other ranks own, and unsharded its sums to the N - 1 others
@@ -170,7 +184,7 @@ void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early);
 /* "mpi" or "nccl" ("none" for NULL). */
 const char *amp_dist_grads_transport(const amp_dist_grads *g);
 /* Bytes the reduction allocated on the device (the bf16 wire copy, NCCL's
- * padded reduce-scatter stage). */
+ * padded reduce-scatter stage, shard_grads' slots with their stages). */
 size_t amp_dist_grads_bytes(const amp_dist_grads *g);
 
 /* The step record after its download, made common in one allreduce: the

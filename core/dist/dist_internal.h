@@ -62,7 +62,21 @@ struct dist_grads {
      * all of them (shard = none). */
     size_t part;
     int keep_shard;
-    size_t stage_bytes;         /* (dev) the transport's own buffers (NCCL's padded stage) */
+    size_t stage_bytes;         /* (dev) the transport's own buffers (NCCL's padded stage,
+                                 * the slots below) */
+    /* [dist] shard = gradients (dist_slots.c): grads is this rank's piece
+     * of the sums only, elements [grads_lo, grads_lo + part), and a
+     * bucket's gradients live in a slot (a buffer of the longest bucket,
+     * and the MPI transport's stage of the longest piece's contributions)
+     * from backward's first write into it until it is summed. bucket_slot
+     * is NULL without slots. */
+    size_t grads_lo;
+    int nslots;
+    float **slot_buf;           /* (dev) [nslots][slot_elems] */
+    void **slot_stage;          /* [nslots] world x the longest piece of this rank */
+    int *slot_bucket;           /* [nslots] the bucket that holds it, -1 free */
+    int *bucket_slot;           /* [nbuckets] its slot this step, -1 none */
+    size_t slot_elems, slot_stage_bytes;
     uint64_t sent;              /* bytes this rank sent to the others this step */
     int rank, world, local_rank;
     double timeout_s;
@@ -83,6 +97,19 @@ size_t dist_esize(const dist_grads *g);
  * to each of the N - 1 others. */
 uint64_t dist_scatter_bytes(const dist_grads *g, int k);
 uint64_t dist_gather_bytes(const dist_grads *g, int k);
+
+/* The slots (dist_slots.c): planned after the buckets; reset before a
+ * step's backward; bucket k's given back once it is summed; released. 0,
+ * or -1 with err. */
+int dist_slots_open(dist_grads *g, char *err, size_t errlen);
+void dist_slots_begin(dist_grads *g);
+void dist_slot_release(dist_grads *g, int k);
+void dist_slots_close(dist_grads *g);
+
+/* After poll `spin` of a wait in g's step begun at t0 (amp_clock_ms): past
+ * [dist] timeout every rank stops, the message saying `what` waited;
+ * otherwise backs off. */
+void dist_wait_more(const dist_grads *g, double t0, unsigned spin, const char *what);
 
 /* Prints "amptrain: rank R: MESSAGE; stopping all ranks" and ends every
  * rank (MPI_Abort). For waits on other ranks that ran out of time: nothing

@@ -13,6 +13,9 @@ int amp_embedding_init(amp_model *m, amp_embedding *e, const char *wte, const ch
                  wpe);
         return -1;
     }
+    /* the lookup reads the FP32 weights (a tied wte has a 16-bit copy too) */
+    amp_kit_reads_master(m, e->wte);
+    amp_kit_reads_master(m, e->wpe);
     e->T = (int)m->desc.params[e->wpe].shape[0];
     e->C = (int)m->desc.params[e->wpe].shape[1];
     amp_kit_init_rule(m, e->wte, AMP_INIT_NORMAL, std);

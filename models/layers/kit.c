@@ -100,11 +100,17 @@ int amp_kit_layer(const amp_model *m, const char *name) {
 
 void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int layer) {
     if (t < 0 || dt == AMP_DTYPE_F32) return; /* the master weights serve */
-    m->kit->copy[t] = (amp_kit_copy){1, dt, f32_store, layer, NULL, -1, 1.0f};
+    int reads = m->kit->copy[t].reads_master;
+    m->kit->copy[t] = (amp_kit_copy){1, dt, f32_store, layer, NULL, -1, 1.0f, reads};
 }
 
 void amp_kit_add_fp8_copy(amp_model *m, int t, int slot, int layer) {
-    m->kit->copy[t] = (amp_kit_copy){1, AMP_DTYPE_F32, 0, layer, NULL, slot, 1.0f};
+    int reads = m->kit->copy[t].reads_master;
+    m->kit->copy[t] = (amp_kit_copy){1, AMP_DTYPE_F32, 0, layer, NULL, slot, 1.0f, reads};
+}
+
+void amp_kit_reads_master(amp_model *m, int t) {
+    if (t >= 0) m->kit->copy[t].reads_master = 1;
 }
 
 amp_array amp_kit_weight(amp_model *m, int t) {
@@ -169,6 +175,6 @@ int amp_kit_cast_weights(amp_model *m) {
 int amp_kit_working_copy(amp_model *m, int t, amp_working_copy *wc) {
     const amp_kit_copy *c = &m->kit->copy[t];
     if (!c->on || c->fp8_slot >= 0) return 0; /* FP8: amp_kit_cast_weights */
-    *wc = (amp_working_copy){c->ptr, c->dt, c->f32_store, c->layer};
+    *wc = (amp_working_copy){c->ptr, c->dt, c->f32_store, c->layer, c->reads_master};
     return 1;
 }

@@ -19,6 +19,7 @@ typedef struct amp_kit_copy {
      * the next cast). Not written by the optimizer's fused cast. */
     int fp8_slot;
     float fp8_scale;
+    int reads_master; /* a forward reads the FP32 master too (amp_kit_reads_master) */
 } amp_kit_copy;
 
 typedef struct amp_kit_rule {
@@ -65,6 +66,9 @@ void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int laye
 /* Gives tensor t a per-tensor FP8 working copy quantized with the scale of
  * m->scaled's slot index `slot` (its layer's WEIGHT operand). */
 void amp_kit_add_fp8_copy(amp_model *m, int t, int slot, int layer);
+/* Tensor t is read from the FP32 master weights (amp_kit_master) by a
+ * layer's forward, whatever copy another layer gives it. */
+void amp_kit_reads_master(amp_model *m, int t);
 /* What the GEMMs read for tensor t: its working copy, or the master. */
 amp_array amp_kit_weight(amp_model *m, int t);
 /* need[AMP_SCRATCH_ONES] FP32 ones (uploaded by the first call); NULL and

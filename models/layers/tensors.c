@@ -11,5 +11,7 @@ float *amp_kit_master(amp_model *m, int t) {
 }
 
 float *amp_kit_grad(amp_model *m, int t) {
-    return t < 0 || !m->grads ? NULL : m->grads + m->desc.params[t].offset;
+    if (t < 0 || !m->grads) return NULL;
+    if (m->grad_of) return m->grad_of(m->grad_ctx, t); /* its bucket's buffer (model.h) */
+    return m->grads + m->desc.params[t].offset;
 }

@@ -66,6 +66,31 @@ sent_bytes() {
     echo "$none $zero"
 }
 
+# prec_run NP PREC SHARD: the caller's tiny MLP run (its A, W, cfg: the
+# tiny config with its dynamic scaler, noscale: without one, base: the
+# arguments) on NP ranks under policy PREC (fp16 with the scaler, fp32 and
+# bf16 without) and [dist] shard = SHARD, into W/NP-PREC-SHARD
+prec_run() {
+    local c=$cfg out=$W/$1-$2-$3
+    [ "$2" = fp16 ] || c=$noscale
+    mpi "$1" "$A" train "$c" "${base[@]}" --set precision.plugin="$2" --set dist.shard="$3" \
+        --out "$out" 2>"$out.log" || fail "$1 ranks $2 shard=$3 failed: $(tail -3 "$out.log")"
+}
+
+# cnn_runs ROOT SHARD...: the CNN of ROOT/configs/cnn_fashion_fp32.ini (two
+# batch norms) on 2 ranks, 6 steps, once a shard value, into W/cnn-SHARD
+cnn_runs() {
+    local root=$1 shard
+    shift
+    for shard in "$@"; do
+        mpi 2 "$A" train "$root/configs/cnn_fashion_fp32.ini" --set run.device=cpu \
+            --set data.train_limit=256 --set data.test_limit=64 --set data.batch_size=16 \
+            --set train.steps=6 --set train.eval_every=0 --set dist.shard="$shard" \
+            --out "$W/cnn-$shard" 2>"$W/cnn-$shard.log" ||
+            fail "the CNN with shard=$shard failed: $(tail -3 "$W/cnn-$shard.log")"
+    done
+}
+
 # In containers without ptrace between processes (Docker's default), OpenMPI's
 # shared-memory transport fails its single-copy (CMA) reads; copying through
 # the shared segment works everywhere, and these messages are small.

@@ -7,7 +7,8 @@
 # master and optimizer arenas are exactly its padded shard; the bytes each
 # rank sent per step are exactly the reduce-scatter's and the working-dtype
 # gather's, and under bf16 ZeRO-1 sends 0.75 of shard = none's f32 sums
-# over the job; the CNN (batch norm) is bitwise too; a sharded checkpoint
+# over the job; the CNN (batch norm) and the GPT under bf16 (its tied wte
+# both FP32 and bf16) are bitwise too; a sharded checkpoint
 # resumes unsharded (and back) and continues the same losses.
 # usage: shard.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
@@ -29,13 +30,7 @@ align() { echo $(( ($1 + 255) / 256 * 256 )); } # the arena's alignment
 for np in 2 4; do
     S=$(( (n + np - 1) / np ))
     for prec in fp32 fp16 bf16; do
-        args=("${base[@]}" --set precision.plugin=$prec) c=$cfg
-        [ $prec = fp16 ] || c=$noscale
-        for shard in none optimizer; do
-            mpi $np "$A" train "$c" "${args[@]}" --set dist.shard=$shard \
-                --out "$W/$np-$prec-$shard" 2>"$W/$np-$prec-$shard.log" ||
-                fail "$np ranks $prec shard=$shard failed: $(tail -3 "$W/$np-$prec-$shard.log")"
-        done
+        for shard in none optimizer; do prec_run $np $prec $shard; done
         ref=$W/$np-$prec-none run=$W/$np-$prec-optimizer
         cmp "$ref/weights.safetensors" "$run/weights.safetensors" ||
             fail "$np ranks $prec: shard=optimizer ends with other weights than shard=none"
@@ -70,15 +65,24 @@ done
 # the CNN: batch norm's running statistics (buffers after the trained
 # elements) stay each rank's own, as unsharded; rank 0 saves its own
 root=$(cd "$HERE/../.." && pwd)
-for shard in none optimizer; do
-    mpi 2 "$A" train "$root/configs/cnn_fashion_fp32.ini" --set run.device=cpu \
-        --set data.train_limit=256 --set data.test_limit=64 --set data.batch_size=16 \
-        --set train.steps=6 --set train.eval_every=0 --set dist.shard=$shard --out "$W/cnn-$shard" \
-        2>"$W/cnn-$shard.log" || fail "the CNN with shard=$shard failed: $(tail -3 "$W/cnn-$shard.log")"
-done
+cnn_runs "$root" none optimizer
 cmp "$W/cnn-none/weights.safetensors" "$W/cnn-optimizer/weights.safetensors" ||
     fail "the CNN: shard=optimizer ends with other weights (or running statistics) than shard=none"
 echo "2 ranks CNN fp32: shard=optimizer == shard=none bitwise, batch norm buffers included"
+
+# the GPT under bf16: wte is tied, read in FP32 by the embedding and as the
+# LM head's bf16 copy, so it travels in FP32 and every rank rounds the copy
+for shard in none optimizer; do
+    mpi 2 "$A" train "$root/configs/gpt_shakespeare_bf16.ini" --set run.device=cpu \
+        --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32 --set model.block_size=16 \
+        --set data.batch_size=4 --set train.steps=20 --set train.eval_every=0 --set dist.shard=$shard \
+        --out "$W/gpt-$shard" 2>"$W/gpt-$shard.log" ||
+        fail "the GPT with shard=$shard failed: $(tail -3 "$W/gpt-$shard.log")"
+done
+cmp "$W/gpt-none/weights.safetensors" "$W/gpt-optimizer/weights.safetensors" &&
+    cmp <(mask "$W/gpt-none/metrics.jsonl") <(mask "$W/gpt-optimizer/metrics.jsonl") ||
+    fail "the GPT bf16: shard=optimizer ends with other weights or metrics than shard=none"
+echo "2 ranks GPT bf16 (tied wte): shard=optimizer == shard=none bitwise"
 
 # resume across shard settings on 2 ranks (fp16 + dynamic, AdamW): a run of
 # 50 steps with checkpoints at 25 and 50, cut back to the one of step 25 (as
