@@ -143,7 +143,9 @@ static int candidates(const amp_cpu_gemm *g, amp_dtype dt, amp_gemm_cand *c) {
 typedef struct tune_ctx {
     amp_backend *be;
     amp_cpu_gemm *g;
-    amp_gemm_desc d;
+    amp_gemm_desc d; /* its a, b, acc: the tuning operands once made */
+    void *a, *b;
+    float *c;
 } tune_ctx;
 
 static size_t span(int batch, long long stride, size_t one) {
@@ -159,8 +161,34 @@ static void fill(void *p, amp_dtype dt, size_t n) {
     }
 }
 
+/* The tuning operands, made when the first candidate is timed: a shape
+ * already chosen (every GEMM call but a shape's first) allocates and fills
+ * nothing. 0, or -1 with be->err. */
+static int tune_operands(tune_ctx *t) {
+    if (t->c) return 0;
+    const amp_gemm_desc *d = &t->d;
+    size_t in_size = d->in_dtype == AMP_DTYPE_F32 ? 4 : 2;
+    size_t na = span(d->batch, d->stride_a, (size_t)(d->trans_a ? d->k : d->m) * (size_t)d->lda);
+    size_t nb = span(d->batch, d->stride_b, (size_t)(d->trans_b ? d->n : d->k) * (size_t)d->ldb);
+    size_t nc = span(d->batch, d->stride_c, (size_t)d->m * (size_t)d->ldc);
+    t->a = malloc(na * in_size);
+    t->b = malloc(nb * in_size);
+    t->c = calloc(nc, sizeof *t->c);
+    if (!t->a || !t->b || !t->c) {
+        snprintf(t->be->err, sizeof t->be->err, "out of host memory timing a GEMM");
+        return -1;
+    }
+    fill(t->a, d->in_dtype, na);
+    fill(t->b, d->in_dtype, nb);
+    t->d.a = t->a;
+    t->d.b = t->b;
+    t->d.acc = t->c;
+    return 0;
+}
+
 static double time_cand(void *vctx, amp_gemm_cand cand) {
     tune_ctx *t = vctx;
+    if (tune_operands(t) != 0) return -1.0;
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     if (run_cand(t->be, t->g, &t->d, cand) != 0) return -1.0;
@@ -173,39 +201,14 @@ static int choose(amp_backend *be, amp_cpu_gemm *g, const amp_gemm_desc *d, amp_
     int n = candidates(g, d->in_dtype, cands);
     char key[128];
     amp_gemm_tune_key(d, be->info.threads, key, sizeof key);
-    tune_ctx t = {be, g, *d};
-    size_t in_size = d->in_dtype == AMP_DTYPE_F32 ? 4 : 2;
-    size_t na = span(d->batch, d->stride_a, (size_t)(d->trans_a ? d->k : d->m) * (size_t)d->lda);
-    size_t nb = span(d->batch, d->stride_b, (size_t)(d->trans_b ? d->n : d->k) * (size_t)d->ldb);
-    size_t nc = span(d->batch, d->stride_c, (size_t)d->m * (size_t)d->ldc);
-    void *a = NULL, *b = NULL;
-    float *c = NULL;
-    int rc = 0;
-    /* operands only when the choice needs timing: allocated lazily below */
-    if (n > 1) {
-        a = malloc(na * in_size);
-        b = malloc(nb * in_size);
-        c = calloc(nc, sizeof *c);
-        if (!a || !b || !c) {
-            snprintf(be->err, sizeof be->err, "out of host memory timing a GEMM");
-            rc = 1;
-        } else {
-            fill(a, d->in_dtype, na);
-            fill(b, d->in_dtype, nb);
-            t.d.a = a;
-            t.d.b = b;
-            t.d.acc = c;
-        }
-    }
-    if (rc == 0) {
-        g->tuning = 1;
-        rc = amp_gemm_tuner_choose(g->tuner, key, cands, n, time_cand, &t, out, be->err,
+    tune_ctx t = {be, g, *d, NULL, NULL, NULL};
+    g->tuning = 1;
+    int rc = amp_gemm_tuner_choose(g->tuner, key, cands, n, time_cand, &t, out, be->err,
                                    sizeof be->err) != 0;
-        g->tuning = 0;
-    }
-    free(a);
-    free(b);
-    free(c);
+    g->tuning = 0;
+    free(t.a);
+    free(t.b);
+    free(t.c);
     be->info.gemm_choices = amp_gemm_tuner_choices(g->tuner, &be->info.n_gemm_choices);
     return rc;
 }
