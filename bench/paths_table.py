@@ -418,7 +418,7 @@ def measure_and_print(a, cache, load0, t_start):
                 f32 = res[(m, "tuned")]["fp32"]["cpu"]
                 row.append(verdict(med([x / f for x, f in zip(tuned["cpu"], f32)]), TARGET_16))
             cv, ctext = ceiling(pk, p)
-            gfs = gflop[m] / med(tuned["cpu"])  # GFLOP per CPU-second
+            gfs = gflop[m] * 1e3 / med(tuned["cpu"])  # GFLOP per CPU-second
             row.append(ctext)
             row.append("%.1f (%.0f%%)" % (gfs, 100.0 * gfs / cv) if cv > 0 else "%.1f" % gfs)
             if m == "cnn":
