@@ -29,6 +29,7 @@
 #include "model.h"
 #include "rng.h"
 #include "clock.h"
+#include "gemm_paths.h"
 
 #define DEFAULT_LAYERS \
     "conv(32,3,pad=1) bn relu pool(2) conv(64,3,pad=1) bn relu pool(2) fc(128) relu fc"
@@ -231,6 +232,11 @@ int main(int argc, char **argv) {
         printf("\namptrain path: isa %s, %d thread(s); FP32 GEMM %s\n", be->info.isa,
                be->info.threads,
                be->info.gemm[AMP_DTYPE_F32][0] ? be->info.gemm[AMP_DTYPE_F32] : "-");
+    /* one backend runs every policy, and a 16-bit convolution may run an FP32
+     * shape the fp32 step chose already: so one line for them all */
+    char paths[512];
+    bench_gemm_paths_text(be->info.gemm_choices, be->info.n_gemm_choices, paths, sizeof paths);
+    if (paths[0]) printf("GEMM paths (all policies): %s\n", paths);
     if (want[0]) printf("\n%.3f GFLOP of convolutions and GEMMs per step\n", flops / 1e9);
     free(t);
     free(tc);

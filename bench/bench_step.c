@@ -39,6 +39,7 @@
 #include "text.h"
 #include "clock.h"
 #include "wait_policy.h"
+#include "gemm_paths.h"
 
 /* The MLP this benchmark builds: at most 15 hidden layers. */
 #define BENCH_MAX_LAYERS 16
@@ -569,6 +570,7 @@ typedef struct policy_result {
     size_t act_bytes;    /* the activations category alone */
     size_t device_bytes; /* cudaMemGetInfo use on the GPU, 0 on the CPU */
     int scaled;          /* GEMM operands in an FP8 / MXFP8 format */
+    char paths[512];     /* the GEMM paths the step's shapes ran (gemm_paths.h) */
 } policy_result;
 
 /* The trainer's hook: the times of the steps after the warm-up. */
@@ -659,6 +661,11 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
         res->device_bytes = s->be->ops->device_bytes_used(s->be);
         res->info = s->be->info;
         res->scaled = s->model->scaled ? s->model->scaled->nslots : 0;
+        /* the choices live in the session's backend: summed up before it closes */
+        bench_gemm_paths_text(s->be->info.gemm_choices, s->be->info.n_gemm_choices, res->paths,
+                              sizeof res->paths);
+        res->info.gemm_choices = NULL;
+        res->info.n_gemm_choices = 0;
         if (p->format && res->scaled == 0) { /* the policy would have timed a bf16 step */
             fprintf(stderr, "bench_step: %s: the step has no FP8 operand\n", p->label);
             rc = -1;
@@ -764,6 +771,7 @@ int main(int argc, char **argv) {
     /* Round after round every chosen policy once, the order rotating per
      * round, so a drift in machine speed touches every policy alike. */
     int failed = 0, ran[NPOLICIES] = {0}, dead[NPOLICIES] = {0}, sel[NPOLICIES], nsel = 0;
+    int paths_moved[NPOLICIES] = {0}; /* a round ran another path mix than the one before */
     int R = o.rounds;
     policy_result results[NPOLICIES];
     double *wall = calloc((size_t)NPOLICIES * (size_t)R, sizeof *wall);
@@ -786,6 +794,9 @@ int main(int argc, char **argv) {
             }
             wall[i * R + r] = res.median_ms;
             cpu_t[i * R + r] = res.cpu_ms;
+            /* the mix, without where the choices came from (measured, then cached) */
+            if (ran[i] && strncmp(res.paths, results[i].paths, strcspn(res.paths, "(")) != 0)
+                paths_moved[i] = 1;
             results[i] = res;
             ran[i]++;
             if (R > 1)
@@ -858,6 +869,11 @@ int main(int argc, char **argv) {
             printf("; backend scratch %.2f MiB", (double)results[i].info.scratch_bytes / 1048576.0);
         printf("\n");
     }
+    /* the GEMM path each shape ran, as the backend chose it (the last round's) */
+    for (int i = 0; i < NPOLICIES; i++)
+        if (ran[i] && results[i].paths[0])
+            printf("GEMM paths (%s): %s%s\n", policies[i].label, results[i].paths,
+                   paths_moved[i] ? "; other rounds chose other paths" : "");
     /* issue 13's memory target: 16-bit activations against FP32's */
     if (ran[0]) {
         printf("activations:");

@@ -33,3 +33,18 @@ add_test(NAME bench_threads_under_load_smoke
          COMMAND sh ${PROJECT_SOURCE_DIR}/bench/threads_under_load.sh ${CMAKE_BINARY_DIR} 1 1)
 set_tests_properties(bench_threads_under_load_smoke PROPERTIES LABELS bench TIMEOUT 600
   PASS_REGULAR_EXPRESSION "passive +\\| +1 \\| +[0-9.]+ \\| +[0-9.]+ \\| +1 \\|.*passive +\\| +2 \\| +[0-9.]+ .*spin +\\| +2 \\| +[0-9.]+ \\| +[0-9.]+ \\| +1 \\|")
+# bench/paths_table.py on small shapes, one round, no PyTorch: every model and
+# policy has its row, with a path mix and the PyTorch columns 'not run'. It
+# checks no timing.
+set(AMP_PATHS_ROW "[^\n]*\\| not run \\| not run \\|\n")
+add_test(NAME bench_paths_table_smoke
+         COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/paths_table.py --tiny --rounds 1 --steps 2
+                 --warmup 1 --cnn-steps 1 --peak-seconds 0.02 --build ${CMAKE_BINARY_DIR}/bench)
+set_tests_properties(bench_paths_table_smoke PROPERTIES LABELS bench TIMEOUT 300
+  PASS_REGULAR_EXPRESSION "\\| mlp \\| fp32 \\| [0-9]+ shapes?: [a-z]${AMP_PATHS_ROW}\\| mlp \\| fp16\\+dynamic \\|${AMP_PATHS_ROW}\\| mlp \\| bf16\\+none \\|${AMP_PATHS_ROW}\\| gpt \\| fp32 \\|${AMP_PATHS_ROW}\\| gpt \\| fp16\\+dynamic \\|${AMP_PATHS_ROW}\\| gpt \\| bf16\\+none \\|${AMP_PATHS_ROW}\\| cnn \\| fp32 \\| [^\n]*\\| no CNN in compare_torch.py \\| - \\|\n\\| cnn \\| fp16 \\| [^\n]*\n\\| cnn \\| bf16 \\| "
+  FAIL_REGULAR_EXPRESSION "Traceback|failed \\(exit")
+# A bad flag is a usage error: exit 2.
+add_test(NAME bench_paths_table_usage
+         COMMAND sh -c "python3 \"$1\" --no-such-flag 2>/dev/null; test $? -eq 2 && python3 \"$1\" --rounds 0 2>/dev/null; test $? -eq 2"
+                 sh ${PROJECT_SOURCE_DIR}/bench/paths_table.py)
+set_tests_properties(bench_paths_table_usage PROPERTIES LABELS bench)
