@@ -26,7 +26,7 @@
 
 /* 1: a row whose shape fits cuBLASLt's block-scaled GEMM must have run on
  * it and every other row must not (test_gpu_mx_gemm, sm_100 and later). */
-static int mx_gemm_require_path;
+static int mx_gemm_require_path __attribute__((unused)); /* read only with CUDA */
 
 /* [rows, k] in [-1, 1), block b of row i scaled by 2^-((i * a + b * c) % 13). */
 static float *mx_gemm_inputs(int rows, int k, int a, int c) {
