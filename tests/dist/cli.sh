@@ -9,9 +9,8 @@
 # usage: cli.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W/r0" "$W/r1" || exit 1
+dist_start "$@"
+mkdir -p "$W/r0" "$W/r1" || exit 1
 cfg=$HERE/tiny.ini
 
 # rank 0 in r0/, rank 1 in r1/ (MPMD), both told --out out

@@ -7,9 +7,7 @@
 # usage: fp8.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W" || exit 1
+dist_start "$@"
 cfg=$HERE/tiny.ini
 for recipe in delayed current; do
     sets=(--set precision.plugin=fp8 --set precision.recipe=$recipe

@@ -9,9 +9,7 @@
 # usage: join.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR BAD_PLUGIN_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W" || exit 1
+dist_start "$@"
 export AMPTRAIN_PLUGIN_PATH=$5
 
 # late JOB_NAME RANK1_SETUP [train args...]: runs the job with RANK1_SETUP

@@ -9,9 +9,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rank_procs.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W" || exit 1
+dist_start "$@"
 unset OMPI_MCA_odls_base_sigkill_timeout
 for shard in none optimizer; do
     log=$W/run-$shard.log

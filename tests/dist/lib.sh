@@ -14,6 +14,14 @@ export LSAN_OPTIONS="suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/
 CKPT_WAIT_POLLS=3000
 
 # need_mpirun MPIRUN: skip (77) with a message when mpirun is missing.
+# dist_start MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR: the scripts' first four
+# arguments as MPIRUN, A, HERE and W; skips (77) without mpirun; W made empty.
+dist_start() {
+    MPIRUN=$1 A=$2 HERE=$3 W=$4
+    need_mpirun "$MPIRUN"
+    rm -rf "$W" && mkdir -p "$W" || exit 1
+}
+
 need_mpirun() {
     if ! command -v "$1" >/dev/null 2>&1; then
         echo "SKIP: '$1' not found: install openmpi-bin to run the mpi tests"

@@ -10,9 +10,7 @@
 # usage: reshard.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W" || exit 1
+dist_start "$@"
 cfg=$W/fp32.ini
 sed -e '/^growth_interval/d' -e 's/^plugin = dynamic/plugin = none/' \
     -e 's/^plugin = fp16/plugin = fp32/' "$HERE/tiny.ini" >"$cfg"

@@ -7,9 +7,7 @@
 # usage: resume.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W" || exit 1
+dist_start "$@"
 cfg=$HERE/tiny.ini
 # On SIGTERM, OpenMPI 4's mpirun waits odls_base_sigkill_timeout seconds
 # (1 by default), sends the ranks SIGTERM, waits as long again and sends

@@ -13,9 +13,7 @@
 # usage: shard.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W" || exit 1
+dist_start "$@"
 cfg=$HERE/tiny.ini
 # hidden 47,24: 2953 parameters in 6 tensors, which 2 and 4 ranks do not divide (padding)
 n=2953 ntensors=6

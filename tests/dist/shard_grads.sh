@@ -18,9 +18,7 @@
 # usage: shard_grads.sh MPIRUN AMPTRAIN SCRIPT_DIR WORK_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_mpirun "$MPIRUN"
-rm -rf "$W" && mkdir -p "$W" || exit 1
+dist_start "$@"
 cfg=$HERE/tiny.ini
 root=$(cd "$HERE/../.." && pwd)
 # hidden 47,24: 2953 parameters in 6 tensors, which 2 and 4 ranks do not divide (padding)
