@@ -36,7 +36,6 @@ struct amp_cpu_gemm {
     amp_gemm_tuner *tuner;
     int tuning;             /* timing candidates: record no kernel in be->info */
     int openblas_ok;        /* OpenBLAS is a candidate beside oneDNN (amp_cpu_gemm_create) */
-    char dnnl_impl[AMP_DTYPE_COUNT][64]; /* the probed native kernels' names */
 };
 
 static int is_native(amp_gemm_cand c) { return c == AMP_GEMM_ONEDNN_BF16 || c == AMP_GEMM_ONEDNN_F16; }
@@ -322,9 +321,14 @@ amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, int threads, const amp_cpu_gemm_h
             amp_cpu_gemm_destroy(g);
             return NULL;
         }
-        for (int dt = AMP_DTYPE_F16; dt <= AMP_DTYPE_BF16; dt++)
-            if (amp_dnnl_native(g->dnnl, (amp_dtype)dt, g->dnnl_impl[dt], sizeof g->dnnl_impl[dt]))
-                g->native |= 1u << dt;
+        for (int dt = AMP_DTYPE_F16; dt <= AMP_DTYPE_BF16; dt++) {
+            char impl[64] = "none";
+            int native = amp_dnnl_native(g->dnnl, (amp_dtype)dt, impl, sizeof impl);
+            g->native |= (unsigned)native << dt;
+            amp_log(AMP_LOG_DEBUG, "oneDNN %s x %s matmul on the '%s' path: %s%s",
+                    dt == AMP_DTYPE_BF16 ? "bf16" : "f16", dt == AMP_DTYPE_BF16 ? "bf16" : "f16",
+                    amp_isa_name(isa), impl, native ? "" : " (no native candidate)");
+        }
     }
     if (g->dnnl && lib_pin < 0) {
         /* OpenBLAS beside oneDNN runs in the calling thread: its own pthread

@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "env.h"
 #include "log.h"
+#include "mkdir_p.h"
 
 /* Interleaved timing rounds per shape: at least MIN_ROUNDS, more while
  * they take under ROUND_BUDGET_S in all, never more than MAX_ROUNDS. The
@@ -130,29 +130,26 @@ static int among(amp_gemm_cand c, const amp_gemm_cand *cands, int n) {
     return 0;
 }
 
-static void warn_cache(amp_gemm_tuner *t, const char *what, int e) {
+/* Says once what went wrong with the cache file: `what` and why. */
+static void warn_cache(amp_gemm_tuner *t, const char *what, const char *why) {
     if (t->warned) return;
     t->warned = 1;
     amp_log(AMP_LOG_WARN,
             "GEMM path cache %s: %s: %s; this run keeps its measured paths to itself (set "
             "AMPTRAIN_GEMM_CACHE to a writable folder, or to 'off')",
-            t->path, what, strerror(e));
+            t->path, what, why);
 }
 
-/* mkdir -p of the cache file's folder. */
-static int make_dirs(const char *file) {
-    char d[4096];
-    snprintf(d, sizeof d, "%s", file);
-    char *slash = strrchr(d, '/');
-    if (!slash || slash == d) return 0;
+/* mkdir -p of the cache file's folder; 0, or -1 with the warning said. */
+static int make_folder(amp_gemm_tuner *t) {
+    char dir[sizeof t->path], err[512];
+    snprintf(dir, sizeof dir, "%s", t->path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
     *slash = '\0';
-    for (char *p = d + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(d, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(d, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    if (amp_mkdir_p(dir, err, sizeof err) == 0) return 0;
+    warn_cache(t, "cannot make its folder", err);
+    return -1;
 }
 
 /* One cache line into c (its key already set): 0, or -1 when the line is
@@ -205,7 +202,7 @@ static void cache_append(amp_gemm_tuner *t, int fd, const amp_gemm_choice *c) {
                       c->ms[i]);
     if (n >= (int)sizeof line - 1) return;
     line[n++] = '\n';
-    if (lseek(fd, 0, SEEK_END) < 0 || write(fd, line, (size_t)n) != n) warn_cache(t, "write", errno);
+    if (lseek(fd, 0, SEEK_END) < 0 || write(fd, line, (size_t)n) != n) warn_cache(t, "write", strerror(errno));
 }
 
 static double now_s(void) {
@@ -284,16 +281,15 @@ int amp_gemm_tuner_choose(amp_gemm_tuner *t, const char *key, const amp_gemm_can
     }
     int fd = -1;
     FILE *f = NULL;
-    if (t->path[0]) {
-        if (make_dirs(t->path) != 0) warn_cache(t, "cannot make its folder", errno);
-        else if ((fd = open(t->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
-            warn_cache(t, "open", errno);
+    if (t->path[0] && make_folder(t) == 0) {
+        if ((fd = open(t->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+            warn_cache(t, "open", strerror(errno));
         else if (flock(fd, LOCK_EX) != 0) {
-            warn_cache(t, "lock", errno);
+            warn_cache(t, "lock", strerror(errno));
             close(fd);
             fd = -1;
         } else if (!(f = fdopen(dup(fd), "r"))) {
-            warn_cache(t, "read", errno);
+            warn_cache(t, "read", strerror(errno));
         }
     }
     int rc = 0;

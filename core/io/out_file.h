@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "mkdir_p.h"
+
 typedef struct amp_out_file {
     char final[PATH_MAX];
     char temp[PATH_MAX + 32]; /* "" once renamed or removed */
@@ -52,10 +54,6 @@ int amp_tmp_is_temp_of(const char *name, const char *base);
 /* Removes the temporaries of the files `bases` (NULL-terminated) in dir: call
  * only with the folder locked, when any temporary is a dead writer's. */
 void amp_tmp_remove_stale(const char *dir, const char *const *bases);
-
-/* mkdir -p with mode 0755. 0, or -1 with "path: why" in err (an empty path
- * is an error). */
-int amp_mkdir_p(const char *path, char *err, size_t errlen);
 
 /* fsync of a folder, so that a rename in it is durable. 0 or -1 (errno). */
 int amp_fsync_dir(const char *dir);
