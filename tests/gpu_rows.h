@@ -313,6 +313,30 @@ static inline amp_gemm_desc rows_linear_gemm(float *acc, const void *a, const vo
     return g;
 }
 
+/* The end of a block-scaled GEMM row (fp8_gemm on MX32, nvfp4_gemm): where
+ * `require` (test_gpu_{mx,nvfp4}_gemm, not the self-check; `blocked` is NULL
+ * in a build without CUDA, which never requires it), that the GEMM
+ * ran on cuBLASLt's block-scaled unit exactly when the shape fits (`fits`;
+ * `blocked` is what the device reports), then the pre-activation dpre
+ * [nc] against the CPU's `want` within 2e-5 * k. Frees the downloaded values. */
+static inline void rows_block_scaled_end(const char *name, const char *op, int require,
+                                         int (*blocked)(amp_backend *), int fits, float *dpre,
+                                         const float *want, size_t nc, int k) {
+    if (require && blocked && !rows_self_check) {
+        int on = blocked(rows_dev);
+        EXPECT(on == fits,
+               "%s: %s %s cuBLASLt's block-scaled GEMM, expected %s (the log names why)", name,
+               op, on ? "ran on" : "did not run on",
+               fits ? "the block-scaled path (sm_100 and later, the shape fits)"
+                    : "the emulated path (the shape does not fit)");
+    }
+    float *got = rows_take_dev(dpre, nc * 4);
+    char what[96];
+    snprintf(what, sizeof what, "%s pre-activation", name);
+    rows_cmp(what, got, want, nc, AMP_DTYPE_F32, ROWS_WITHIN(2e-5 * k, 1e-6));
+    free(got);
+}
+
 /* The gate of the tests of cuBLASLt's block-scaled GEMMs (sm_100 and
  * later): 0 when such a device is visible (the test then requires the
  * path), else 77 after saying why `test` skips (no device, an older GPU:

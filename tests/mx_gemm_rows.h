@@ -26,7 +26,13 @@
 
 /* 1: a row whose shape fits cuBLASLt's block-scaled GEMM must have run on
  * it and every other row must not (test_gpu_mx_gemm, sm_100 and later). */
-static int mx_gemm_require_path __attribute__((unused)); /* read only with CUDA */
+static int mx_gemm_require_path;
+/* whether the last GEMM ran block-scaled (the CUDA backend's test hook) */
+#if AMP_HAVE_CUDA
+static int (*const mx_gemm_blocked)(amp_backend *) = amp_cuda_test_fp8_gemm_block_scaled;
+#else
+static int (*const mx_gemm_blocked)(amp_backend *) = NULL;
+#endif
 
 /* [rows, k] in [-1, 1), block b of row i scaled by 2^-((i * a + b * c) % 13). */
 static float *mx_gemm_inputs(int rows, int k, int a, int c) {
@@ -67,25 +73,12 @@ static void mx_gemm_row(const amp_gpu_row *r) {
     amp_gemm_desc h = rows_linear_gemm(dacc, dqa, dqb, m, n, k, dbias, dpre, dact);
     amp_fp8_gemm_operands q = {fa, fb, 0.0f, 0.0f, (const uint8_t *)dsa, (const uint8_t *)dsb};
     rows_ok(AMP_FUSED(rows_dev, fp8_gemm, &h, &q), rows_dev, "fp8_gemm");
-#if AMP_HAVE_CUDA
-    if (mx_gemm_require_path && !rows_self_check) {
-        int blocked = amp_cuda_test_fp8_gemm_block_scaled(rows_dev);
-        EXPECT(blocked == r->shape[5],
-               "%s: fp8_gemm %s cuBLASLt's block-scaled GEMM, expected %s (the log names why)",
-               r->name, blocked ? "ran on" : "did not run on",
-               r->shape[5] ? "the block-scaled path (sm_100 and later, the shape fits)"
-                           : "the emulated path (the shape does not fit)");
-    }
-#endif
-    float *got = rows_take_dev(dpre, nc * 4);
-    double tol = 2e-5 * k;
-    char what[96];
-    snprintf(what, sizeof what, "%s pre-activation", r->name);
-    rows_cmp(what, got, want, nc, AMP_DTYPE_F32, ROWS_WITHIN(tol, 1e-6));
+    rows_block_scaled_end(r->name, "fp8_gemm", mx_gemm_require_path, mx_gemm_blocked,
+                          r->shape[5], dpre, want, nc, k);
     rows_release(dqa), rows_release(dqb), rows_release(dsa), rows_release(dsb),
         rows_release(dbias), rows_release(dacc), rows_release(dact);
     free(x), free(w), free(bias), free(qa), free(qb), free(sa), free(sb), free(da), free(db),
-        free(acc), free(want), free(want_act), free(got);
+        free(acc), free(want), free(want_act);
 }
 
 #define MX_GEMM(name, m, n, k, fa, fb, fits)                                                       \

@@ -40,6 +40,12 @@
  * on it and every other row must not (test_gpu_nvfp4_gemm, sm_100 and
  * later). */
 static int nv_gemm_require_path;
+/* whether the last GEMM ran block-scaled (the CUDA backend's test hook) */
+#if AMP_HAVE_CUDA
+static int (*const nv_gemm_blocked)(amp_backend *) = amp_cuda_test_nvfp4_gemm_block_scaled;
+#else
+static int (*const nv_gemm_blocked)(amp_backend *) = NULL;
+#endif
 
 /* [rows, k] in [-1, 1), block b (of 16) of row i scaled by 2^-((i * a + b * c) % 9). */
 static float *nv_gemm_inputs(int rows, int k, int a, int c) {
@@ -96,25 +102,12 @@ static void nv_gemm_row(const amp_gpu_row *r) {
     amp_nvfp4_gemm_operands q = {(const uint8_t *)dsa, (const uint8_t *)dsb, wb, qa.s_dec,
                                  qb.s_dec};
     rows_ok(AMP_FUSED(rows_dev, nvfp4_gemm, &h, &q), rows_dev, "nvfp4_gemm");
-#if AMP_HAVE_CUDA
-    if (nv_gemm_require_path && !rows_self_check) {
-        int blocked = amp_cuda_test_nvfp4_gemm_block_scaled(rows_dev);
-        EXPECT(blocked == r->shape[4],
-               "%s: nvfp4_gemm %s cuBLASLt's block-scaled FP4 GEMM, expected %s (the log names "
-               "why)",
-               r->name, blocked ? "ran on" : "did not run on",
-               r->shape[4] ? "the block-scaled path (sm_100 and later, the shape fits)"
-                           : "the emulated path (the shape does not fit)");
-    }
-#endif
-    float *got = rows_take_dev(dpre, nc * 4);
-    char what[96];
-    snprintf(what, sizeof what, "%s pre-activation", r->name);
-    rows_cmp(what, got, want, nc, AMP_DTYPE_F32, ROWS_WITHIN(2e-5 * k, 1e-6));
+    rows_block_scaled_end(r->name, "nvfp4_gemm", nv_gemm_require_path, nv_gemm_blocked,
+                          r->shape[4], dpre, want, nc, k);
     rows_release(dca), rows_release(dcb), rows_release(dsa), rows_release(dsb),
         rows_release(dbias), rows_release(dacc), rows_release(dact);
     free(x), free(w), free(bias), free(qa.codes), free(qa.scales), free(qa.deq), free(qb.codes),
-        free(qb.scales), free(qb.deq), free(acc), free(want), free(want_act), free(got);
+        free(qb.scales), free(qb.deq), free(acc), free(want), free(want_act);
 }
 
 #define NV_GEMM(name, m, n, k, wb, fits)                                                           \
