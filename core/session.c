@@ -324,26 +324,6 @@ static float *grad_slot(void *ctx, int tensor) {
     return amp_dist_grads_slot(ctx, tensor);
 }
 
-/* [dist] shard = gradients moves the gradients as the MPI transport's f32
- * buckets only: refused elsewhere, naming the key (dev: the device in use,
- * or the one asked for before the backend opens). 0, or -1 with err. */
-static int check_shard_grads(const amp_settings *st, amp_device_choice dev, char *err,
-                             size_t errlen) {
-    if (st->dist_shard != 2) return 0;
-    if (st->dist_grad_bf16) {
-        snprintf(err, errlen, "[dist] shard = gradients needs [dist] grad_dtype = f32 (the "
-                 "buckets' buffers hold f32 gradients); use grad_dtype = f32 or shard = optimizer");
-        return -1;
-    }
-    if (dev == AMP_RUN_CUDA) {
-        snprintf(err, errlen, "[dist] shard = gradients is not implemented over NCCL ([run] "
-                 "device = cuda%s); use shard = optimizer on the GPU, or [run] device = cpu",
-                 st->device == AMP_RUN_AUTO ? ", chosen by device = auto" : "");
-        return -1;
-    }
-    return 0;
-}
-
 /* The gradient reduction over the model's parameter table (more than one
  * rank only). */
 static int open_dist(amp_session *s, char *err, size_t errlen) {
@@ -394,7 +374,6 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     amp_layer_precision *prec = NULL;
     if (amp_settings_read(&s->set, cfg, err, errlen) != 0) goto config_error;
     const amp_settings *st = &s->set;
-    if (check_shard_grads(st, st->device, err, errlen) != 0) goto config_error;
     amp_dist_settings ds = {st->dist_grad_bf16 ? AMP_DIST_BF16 : AMP_DIST_F32,
                             (size_t)st->dist_bucket_kb * 1024, st->dist_check_every,
                             st->dist_timeout};
@@ -438,9 +417,6 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     }
     s->total_steps = st->steps > 0 ? st->steps : st->epochs * s->steps_per_epoch;
     if (open_backend(s, err, errlen) != 0) goto runtime_error;
-    if (check_shard_grads(st, s->be->device == AMP_DEVICE_CUDA ? AMP_RUN_CUDA : AMP_RUN_CPU, err,
-                          errlen) != 0)
-        goto config_error;
     const amp_precision_vtable *pv = amp_plugin_precision(&s->precision);
     s->be->deterministic = s->set.deterministic;
     if (s->set.gemm_path_given &&

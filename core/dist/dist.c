@@ -73,7 +73,7 @@ void amp_dist_grads_counts(const amp_dist_grads *g, int *buckets, int *early) {
 uint64_t amp_dist_grads_sent(const amp_dist_grads *g) { return g ? g->sent : 0; }
 
 size_t amp_dist_grads_bytes(const amp_dist_grads *g) {
-    return g ? (g->wire ? g->nparams * sizeof(uint16_t) : 0) + g->stage_bytes : 0;
+    return g ? (g->wire ? g->wire_elems * sizeof(uint16_t) : 0) + g->stage_bytes : 0;
 }
 
 size_t dist_esize(const dist_grads *g) {
@@ -643,7 +643,7 @@ static void add_in_rank_order(dist_grads *g, mpi_grads *m, int k) {
     int W = g->world;
     if (g->dtype == AMP_DIST_BF16) {
         const uint16_t *st = stage_of(g, m, k);
-        uint16_t *out = g->wire + S->lo;
+        uint16_t *out = g->wire + (S->lo - g->grads_lo);
         for (size_t i = 0; i < n; i++) {
             uint16_t acc = st[i];
             for (int r = 1; r < W; r++)
@@ -671,8 +671,7 @@ static int mpi_post(dist_grads *g, int k, char *err, size_t errlen) {
     mpi_grads *m = g->impl;
     const dist_bucket *b = &g->buckets[k];
     const mpi_piece_plan *S = &m->scatter[k];
-    /* a bucket no backward wrote into takes its (zeroed) slot now */
-    char *base = g->bucket_slot ? (char *)amp_dist_grads_slot(g, b->first)
+    char *base = g->bucket_slot ? (char *)dist_slot_send(g, k)
                                 : (char *)base_of(g) + b->offset * dist_esize(g);
     if (MPI_Ialltoallv(base, S->cnt[0], S->cnt[1], wire_type(g), stage_of(g, m, k), S->cnt[2], S->cnt[3],
                        wire_type(g), m->comm, &m->req[k]) != MPI_SUCCESS) {
@@ -774,7 +773,7 @@ static void mpi_close(dist_grads *g) {
 
 /* the sharded weights are gathered on the host (amp_dist_allgatherv) */
 static const dist_transport mpi_transport = {"mpi",    1,    mpi_post,  mpi_progress,
-                                             mpi_wait, NULL, mpi_close, NULL};
+                                             mpi_wait, NULL, mpi_close, NULL, NULL};
 
 /* amp_dist_test_device_gather: NCCL's gather of equal blocks in place
  * (MPI_Iallgather), on the CPU backend's memory. */
@@ -785,7 +784,7 @@ static int mpi_allgather_blocks(dist_grads *g, void *buf, size_t block, char *er
 }
 
 static const dist_transport mpi_block_transport = {"mpi",    1,    mpi_post,  mpi_progress,
-                                                   mpi_wait, NULL, mpi_close, mpi_allgather_blocks};
+                                                   mpi_wait, NULL, mpi_close, mpi_allgather_blocks, NULL};
 
 int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     mpi_grads *m = calloc(1, sizeof *m);
@@ -959,17 +958,13 @@ int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, floa
     g->keep_shard = shard > 0;
     g->part = shard > 0 ? shard : (g->nparams + (size_t)g->world - 1) / (size_t)g->world;
     if (shard_grads && shard > 0) {
-        /* the session refuses these first, naming the keys */
-        if (g->dtype == AMP_DIST_BF16 || be->device != AMP_DEVICE_CPU) {
-            snprintf(err, errlen, "[dist] shard = gradients runs on the CPU over MPI with f32 "
-                     "gradients only");
-            goto fail;
-        }
         g->grads_lo = (size_t)g->rank * shard;
         if (dist_slots_open(g, err, errlen) != 0) goto fail;
     }
     if (g->dtype == AMP_DIST_BF16) {
-        g->wire = be->ops->alloc(be, g->nparams * sizeof(uint16_t));
+        /* with slots the buckets are rounded in them; the wire keeps the sums */
+        g->wire_elems = g->bucket_slot ? g->part : g->nparams;
+        g->wire = be->ops->alloc(be, g->wire_elems * sizeof(uint16_t));
         if (!g->wire) {
             snprintf(err, errlen, "the bf16 gradient buffer: %s", be->err);
             goto fail;
@@ -1010,14 +1005,17 @@ void amp_dist_grads_begin(amp_dist_grads *g, int64_t step) {
     dist_slots_begin(g);
 }
 
-/* Posts bucket k: for bf16, rounds its tensors into the wire buffer first
- * (counted into each tensor's layer, like any rounding into 16 bits). */
+/* Posts bucket k: for bf16, rounds its tensors into the wire buffer (or
+ * its slot's copy) first (counted into each tensor's layer, like any
+ * rounding into 16 bits). */
 static int post_bucket(dist_grads *g, int k, char *err, size_t errlen) {
     dist_bucket *b = &g->buckets[k];
     if (g->dtype == AMP_DIST_BF16) {
+        uint16_t *wire = g->bucket_slot ? (uint16_t *)dist_slot_send(g, k) : g->wire + b->offset;
         for (int t = b->first; t < b->first + b->ntensors; t++) {
             const amp_dist_tensor *T = &g->tensors[t];
-            if (g->be->ops->round(g->be, g->wire + T->offset, AMP_DTYPE_BF16, g->grads + T->offset,
+            const float *grad = g->bucket_slot ? amp_dist_grads_slot(g, t) : g->grads + T->offset;
+            if (g->be->ops->round(g->be, wire + (T->offset - b->offset), AMP_DTYPE_BF16, grad,
                                   T->numel, T->grad_cnt) != 0) {
                 snprintf(err, errlen, "rounding gradients to bf16: %s", g->be->err);
                 return -1;
@@ -1063,8 +1061,8 @@ int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen) {
         n = n - lo < g->part ? n - lo : g->part;
     }
     if (rc == 0 && g->dtype == AMP_DIST_BF16 && n > 0 &&
-        g->be->ops->widen(g->be, g->grads + (lo - g->grads_lo), g->wire + lo, AMP_DTYPE_BF16,
-                          n) != 0) {
+        g->be->ops->widen(g->be, g->grads + (lo - g->grads_lo), g->wire + (lo - g->grads_lo),
+                          AMP_DTYPE_BF16, n) != 0) {
         snprintf(err, errlen, "widening the summed bf16 gradients: %s", g->be->err);
         rc = -1;
     }

@@ -41,12 +41,20 @@ typedef struct dist_transport {
     /* amp_dist_grads_allgather on device memory; NULL where the weights
      * are gathered on the host (MPI). */
     int (*allgather)(dist_grads *g, void *buf, size_t block, char *err, size_t errlen);
+    /* Before shard_grads' slot i is zeroed for another bucket: orders that
+     * reuse after the transport's last read of it. NULL where a slot is
+     * given back only once its bucket is summed (MPI); NCCL gives it back
+     * as soon as the bucket's collectives are queued, and the backend's
+     * stream waits here for them to have read it. */
+    int (*reuse)(dist_grads *g, int slot, char *err, size_t errlen);
 } dist_transport;
 
 struct dist_grads {
     amp_backend *be;
     float *grads;               /* (dev) [nparams] */
-    uint16_t *wire;             /* (dev) [nparams] bf16 copy, when grad_dtype = bf16 */
+    uint16_t *wire;             /* (dev) bf16 copy, when grad_dtype = bf16: [nparams], or
+                                 * with slots this rank's [part] sums from grads_lo */
+    size_t wire_elems;
     size_t nparams;
     amp_dist_tensor *tensors;   /* [ntensors] */
     int ntensors;
@@ -73,6 +81,8 @@ struct dist_grads {
     size_t grads_lo;
     int nslots;
     float **slot_buf;           /* (dev) [nslots][slot_elems] */
+    uint16_t **slot_wire;       /* (dev) [nslots][slot_elems] the bucket rounded to bf16
+                                 * (grad_dtype = bf16), or NULL */
     void **slot_stage;          /* [nslots] world x the longest piece of this rank */
     int *slot_bucket;           /* [nslots] the bucket that holds it, -1 free */
     int *bucket_slot;           /* [nbuckets] its slot this step, -1 none */
@@ -105,6 +115,9 @@ int dist_slots_open(dist_grads *g, char *err, size_t errlen);
 void dist_slots_begin(dist_grads *g);
 void dist_slot_release(dist_grads *g, int k);
 void dist_slots_close(dist_grads *g);
+/* Bucket k's values as they travel: its slot (taken, zeroed, when nothing
+ * wrote into the bucket), or for bf16 the slot's rounded copy. */
+void *dist_slot_send(dist_grads *g, int k);
 
 /* After poll `spin` of a wait in g's step begun at t0 (amp_clock_ms): past
  * [dist] timeout every rank stops, the message saying `what` waited;

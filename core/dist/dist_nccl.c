@@ -45,6 +45,9 @@ typedef struct nccl_grads {
     size_t *part;         /* [nbuckets] */
     void *stage;          /* (dev) world x max part[k] wire elements */
     cudaEvent_t before, gathered; /* around the weights' all-gather */
+    cudaEvent_t *slot_read; /* [nslot_events] shard = gradients: recorded on stream after
+                             * the last collective that reads slot i */
+    int nslot_events;
 } nccl_grads;
 
 #define NCCL_TRY(expr)                                                                        \
@@ -92,15 +95,18 @@ static int nccl_connect(dist_grads *g, char *err, size_t errlen) {
 }
 
 /* Sharded: bucket k's sums into its owners' slices (see the file
- * comment), on NCCL's stream. */
-static int post_shard(dist_grads *g, int k, char *base, ncclDataType_t type, char *err,
-                      size_t errlen) {
+ * comment), on NCCL's stream. src: the bucket's first value as it travels
+ * (in the flat array, or in its slot under shard = gradients); sums: where
+ * this rank's sums go, indexed from grads_lo (the gradients, or the bf16
+ * wire). */
+static int post_shard(dist_grads *g, int k, char *src, char *sums, ncclDataType_t type,
+                      char *err, size_t errlen) {
     nccl_grads *n = g->impl;
     const dist_bucket *b = &g->buckets[k];
     size_t es = dist_esize(g), P = n->part[k], lo, len;
-    if (n->owner[k] >= 0) {
-        NCCL_TRY(ncclReduce(base + b->offset * es, base + b->offset * es, b->count, type, ncclSum,
-                            n->owner[k], n->comm, n->stream));
+    if (n->owner[k] >= 0) { /* the whole bucket is the owner's */
+        char *dst = g->rank == n->owner[k] ? sums + (b->offset - g->grads_lo) * es : src;
+        NCCL_TRY(ncclReduce(src, dst, b->count, type, ncclSum, n->owner[k], n->comm, n->stream));
         return 0;
     }
     if (P == 0) return 0;
@@ -108,14 +114,43 @@ static int post_shard(dist_grads *g, int k, char *base, ncclDataType_t type, cha
     for (int r = 0; r < g->world; r++) {
         dist_piece(g, r, b->offset, b->count, &lo, &len);
         if (len)
-            CUDA_TRY(cudaMemcpyAsync(st + (size_t)r * P * es, base + lo * es, len * es,
-                                     cudaMemcpyDeviceToDevice, n->stream));
+            CUDA_TRY(cudaMemcpyAsync(st + (size_t)r * P * es, src + (lo - b->offset) * es,
+                                     len * es, cudaMemcpyDeviceToDevice, n->stream));
     }
     NCCL_TRY(ncclReduceScatter(st, mine, P, type, ncclSum, n->comm, n->stream));
     dist_piece(g, g->rank, b->offset, b->count, &lo, &len);
     if (len)
-        CUDA_TRY(cudaMemcpyAsync(base + lo * es, mine, len * es, cudaMemcpyDeviceToDevice,
-                                 n->stream));
+        CUDA_TRY(cudaMemcpyAsync(sums + (lo - g->grads_lo) * es, mine, len * es,
+                                 cudaMemcpyDeviceToDevice, n->stream));
+    return 0;
+}
+
+/* shard = gradients: bucket k's slot is free for another bucket once
+ * NCCL's stream has passed what is queued now (nccl_reuse waits for it). */
+static int release_slot(dist_grads *g, int k, char *err, size_t errlen) {
+    nccl_grads *n = g->impl;
+    int i = g->bucket_slot[k];
+    if (i >= n->nslot_events) {
+        cudaEvent_t *ev = realloc(n->slot_read, (size_t)(i + 1) * sizeof *ev);
+        if (!ev) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        n->slot_read = ev;
+        for (; n->nslot_events <= i; n->nslot_events++)
+            CUDA_TRY(cudaEventCreateWithFlags(&n->slot_read[n->nslot_events],
+                                              cudaEventDisableTiming));
+    }
+    CUDA_TRY(cudaEventRecord(n->slot_read[i], n->stream));
+    dist_slot_release(g, k);
+    return 0;
+}
+
+/* Before slot i is zeroed for another bucket, on the backend's stream:
+ * after NCCL's reads of it (a slot never released has no event yet). */
+static int nccl_reuse(dist_grads *g, int i, char *err, size_t errlen) {
+    nccl_grads *n = g->impl;
+    if (i < n->nslot_events) CUDA_TRY(cudaStreamWaitEvent(n->compute, n->slot_read[i], 0));
     return 0;
 }
 
@@ -123,6 +158,9 @@ static int nccl_post(dist_grads *g, int k, char *err, size_t errlen) {
     nccl_grads *n = g->impl;
     const dist_bucket *b = &g->buckets[k];
     if (!n->comm && nccl_connect(g, err, errlen) != 0) return -1;
+    /* shard = gradients: a bucket nothing wrote into takes its slot, zeroed
+     * on the backend's stream, before the event NCCL waits for */
+    char *slot = g->bucket_slot ? dist_slot_send(g, k) : NULL;
     CUDA_TRY(cudaEventRecord(n->ready[k], n->compute));
     CUDA_TRY(cudaStreamWaitEvent(n->stream, n->ready[k], 0));
     n->last_ready = k;
@@ -131,8 +169,12 @@ static int nccl_post(dist_grads *g, int k, char *err, size_t errlen) {
     int bf16 = g->dtype == AMP_DIST_BF16;
     char *base = bf16 ? (char *)g->wire : (char *)g->grads;
     ncclDataType_t type = bf16 ? ncclBfloat16 : ncclFloat32;
-    if (g->keep_shard) return post_shard(g, k, base, type, err, errlen);
+    if (slot)
+        return post_shard(g, k, slot, base, type, err, errlen) != 0
+                   ? -1
+                   : release_slot(g, k, err, errlen);
     char *p = base + b->offset * dist_esize(g);
+    if (g->keep_shard) return post_shard(g, k, p, base, type, err, errlen);
     NCCL_TRY(ncclAllReduce(p, p, b->count, type, ncclSum, n->comm, n->stream));
     return 0;
 }
@@ -220,6 +262,8 @@ static void nccl_close(dist_grads *g) {
     for (int k = 0; n->ready && k < g->nbuckets; k++)
         if (n->ready[k]) cudaEventDestroy(n->ready[k]);
     free(n->ready);
+    for (int i = 0; i < n->nslot_events; i++) cudaEventDestroy(n->slot_read[i]);
+    free(n->slot_read);
     free(n->owner);
     free(n->part);
     if (n->stage) g->be->ops->release(g->be, n->stage);
@@ -235,7 +279,7 @@ static void nccl_close(dist_grads *g) {
  * GPU, so the step's communication time is the events' (hidden_ms). */
 static const dist_transport nccl_transport = {"nccl",         0,          nccl_post,
                                               nccl_progress,  nccl_wait,  nccl_hidden_ms,
-                                              nccl_close,     nccl_allgather};
+                                              nccl_close,     nccl_allgather, nccl_reuse};
 
 /* Sharded: how each bucket travels, and the stage for the reduce-scatters
  * (zeroed once: its padding is summed but never read). */

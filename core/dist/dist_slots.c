@@ -2,13 +2,16 @@
  * A rank keeps only its piece of the summed gradients; a bucket's
  * unsummed values need a buffer only from backward's first write into one
  * of its tensors until the bucket is reduce-scattered and summed. A slot
- * is such a buffer (the longest bucket's size) with the MPI transport's
- * stage of the contributions (world x this rank's longest piece): taken
- * when backward asks for a tensor's gradient (amp_dist_grads_slot),
- * zeroed, and given back when the owner has added the bucket's pieces.
- * Every rank takes and gives back the same slots at the same points
- * (the same model, buckets and order), so a rank that waits for a slot
- * waits for a bucket every rank has posted. */
+ * is such a buffer (the longest bucket's size), for grad_dtype = bf16 with
+ * the bucket's rounded copy, and on MPI with the stage of the
+ * contributions (world x this rank's longest piece): taken when backward
+ * asks for a tensor's gradient (amp_dist_grads_slot), zeroed, and given
+ * back when the owner has added the bucket's pieces (MPI), or once the
+ * bucket's collectives are queued on NCCL's stream (whose reads the next
+ * user's zeroing waits for: dist_transport.reuse). Every rank takes and
+ * gives back the same slots at the same points (the same model, buckets
+ * and order), so a rank that waits for a slot waits for a bucket every
+ * rank has posted. */
 #include "dist/dist_internal.h"
 
 #include <stdio.h>
@@ -28,20 +31,29 @@ static int grow(dist_grads *g, char *err, size_t errlen) {
     if (stage) g->slot_stage = stage;
     int *owner = realloc(g->slot_bucket, (size_t)n * sizeof *owner);
     if (owner) g->slot_bucket = owner;
-    if (!buf || !stage || !owner) {
+    uint16_t **wire = realloc(g->slot_wire, (size_t)n * sizeof *wire);
+    if (wire) g->slot_wire = wire;
+    if (!buf || !stage || !owner || !wire) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    g->slot_buf[g->nslots] = g->be->ops->alloc(g->be, g->slot_elems * sizeof(float));
-    g->slot_stage[g->nslots] = malloc(g->slot_stage_bytes);
+    int bf16 = g->dtype == AMP_DIST_BF16;
+    size_t fbytes = g->slot_elems * sizeof(float), wbytes = bf16 ? g->slot_elems * sizeof(uint16_t) : 0;
+    g->slot_buf[g->nslots] = g->be->ops->alloc(g->be, fbytes);
+    g->slot_wire[g->nslots] = bf16 ? g->be->ops->alloc(g->be, wbytes) : NULL;
+    g->slot_stage[g->nslots] = g->slot_stage_bytes ? malloc(g->slot_stage_bytes) : NULL;
     g->slot_bucket[g->nslots] = -1;
     g->nslots = n; /* released by dist_slots_close, made or not */
-    if (!g->slot_buf[n - 1] || !g->slot_stage[n - 1]) {
-        snprintf(err, errlen, "a gradient bucket's buffer of %zu bytes: %s",
-                 g->slot_elems * sizeof(float), g->slot_buf[n - 1] ? "out of host memory" : g->be->err);
+    if (!g->slot_buf[n - 1] || (bf16 && !g->slot_wire[n - 1])) {
+        snprintf(err, errlen, "a gradient bucket's buffer of %zu bytes: %s", fbytes + wbytes,
+                 g->be->err);
         return -1;
     }
-    g->stage_bytes += g->slot_elems * sizeof(float) + g->slot_stage_bytes;
+    if (g->slot_stage_bytes && !g->slot_stage[n - 1]) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    g->stage_bytes += fbytes + wbytes + g->slot_stage_bytes;
     return 0;
 }
 
@@ -53,7 +65,9 @@ int dist_slots_open(dist_grads *g, char *err, size_t errlen) {
         if (g->buckets[k].count > g->slot_elems) g->slot_elems = g->buckets[k].count;
         if (len > piece) piece = len;
     }
-    g->slot_stage_bytes = (size_t)g->world * (piece ? piece : 1) * dist_esize(g);
+    /* the contributions arrive in host memory on MPI; NCCL sums in place */
+    if (g->be->device == AMP_DEVICE_CPU)
+        g->slot_stage_bytes = (size_t)g->world * (piece ? piece : 1) * dist_esize(g);
     g->bucket_slot = malloc((size_t)(g->nbuckets ? g->nbuckets : 1) * sizeof *g->bucket_slot);
     if (!g->bucket_slot) {
         snprintf(err, errlen, "out of host memory");
@@ -82,9 +96,11 @@ void dist_slot_release(dist_grads *g, int k) {
 void dist_slots_close(dist_grads *g) {
     for (int i = 0; i < g->nslots; i++) {
         if (g->slot_buf[i]) g->be->ops->release(g->be, g->slot_buf[i]);
+        if (g->slot_wire[i]) g->be->ops->release(g->be, g->slot_wire[i]);
         free(g->slot_stage[i]);
     }
     free(g->slot_buf);
+    free(g->slot_wire);
     free(g->slot_stage);
     free(g->slot_bucket);
     free(g->bucket_slot);
@@ -107,6 +123,8 @@ static void take(dist_grads *g, int k) {
             if (g->slot_bucket[i] >= 0) continue;
             g->slot_bucket[i] = k;
             g->bucket_slot[k] = i;
+            if (g->tr->reuse && g->tr->reuse(g, i, err, sizeof err) != 0)
+                amp_dist_fatal(g->rank, "reusing a gradient bucket's buffer: %s", err);
             if (g->be->ops->zero(g->be, g->slot_buf[i], g->buckets[k].count * sizeof(float)) != 0)
                 amp_dist_fatal(g->rank, "zeroing a gradient bucket's buffer: %s", g->be->err);
             if (g->tr->host_timed) g->comm_ms += amp_clock_ms() - t0;
@@ -126,4 +144,10 @@ float *amp_dist_grads_slot(amp_dist_grads *g, int t) {
     int k = g->tensor_bucket[t];
     if (g->bucket_slot[k] < 0) take(g, k);
     return g->slot_buf[g->bucket_slot[k]] + (g->tensors[t].offset - g->buckets[k].offset);
+}
+
+void *dist_slot_send(dist_grads *g, int k) {
+    if (g->bucket_slot[k] < 0) take(g, k);
+    int i = g->bucket_slot[k];
+    return g->dtype == AMP_DIST_BF16 ? (void *)g->slot_wire[i] : (void *)g->slot_buf[i];
 }

@@ -10,8 +10,8 @@
 # likewise under fp32, bf16 and fp16 + dynamic, and the CNN (which reports
 # no gradient early) under fp32. accumulate = 2 adds the micro-batches into
 # the whole local array, as shard = none does (the same order of additions):
-# bitwise, and the grads arena is whole. grad_dtype = bf16 and device = cuda
-# are refused with exit 2 naming the keys. A checkpoint of a shard =
+# bitwise, and the grads arena is whole. grad_dtype = bf16 (the buckets
+# rounded in their slots) likewise bitwise on 2 and 4 ranks. A checkpoint of a shard =
 # gradients run resumes with shard = none and optimizer, and the other way
 # round, bit for bit on the same ranks, and on another number of ranks (same
 # global batch) within FP32 summation order (losses within 1e-4 relative).
@@ -106,18 +106,37 @@ cmp "$W/cnn-none/weights.safetensors" "$W/cnn-gradients/weights.safetensors" ||
     fail "the CNN: shard=gradients ends with other weights (or running statistics) than shard=none"
 echo "2 ranks CNN fp32: shard=gradients == shard=none bitwise, batch norm buffers included"
 
-# refused, naming the keys
-"$A" train "$cfg" --set dist.shard=gradients --set dist.grad_dtype=bf16 --out "$W/no-bf16" \
-    >"$W/no-bf16.log" 2>&1
-rc=$?
-[ $rc = 2 ] && grep -q "\[dist\] shard = gradients needs \[dist\] grad_dtype = f32" "$W/no-bf16.log" ||
-    fail "shard=gradients with grad_dtype=bf16: exit $rc, $(cat "$W/no-bf16.log")"
-"$A" train "$cfg" --set dist.shard=gradients --set run.device=cuda --out "$W/no-cuda" \
-    >"$W/no-cuda.log" 2>&1
-rc=$?
-[ $rc = 2 ] && grep -q "\[dist\] shard = gradients is not implemented over NCCL (\[run\] device = cuda" "$W/no-cuda.log" ||
-    fail "shard=gradients with device=cuda: exit $rc, $(cat "$W/no-cuda.log")"
-echo "shard=gradients with grad_dtype=bf16 or device=cuda: refused with exit 2, naming the keys"
+# grad_dtype = bf16: each rank rounds its bucket's slot into the slot's
+# bf16 copy, the owner adds the bf16 pieces in rank order into its bf16
+# share of the sums: the same roundings and additions as shard = none's
+for np in 2 4; do
+    for shard in none gradients; do
+        out=$W/$np-wire-$shard
+        mpi $np "$A" train "$noscale" "${base[@]}" --set precision.plugin=bf16 \
+            --set dist.grad_dtype=bf16 --set dist.shard=$shard --out "$out" 2>"$out.log" ||
+            fail "$np ranks grad_dtype=bf16 shard=$shard failed: $(tail -3 "$out.log")"
+    done
+    same "$W/$np-wire-none" "$W/$np-wire-gradients" "$np ranks grad_dtype=bf16: shard=gradients against none"
+    grads_bytes "$W/$np-wire-gradients" $np $n $ntensors "$np ranks grad_dtype=bf16"
+    S=$(( (n + np - 1) / np ))
+    for ((r = 0; r < np; r++)); do
+        mine=$(( n - r * S < S ? n - r * S : S ))
+        g=$(rank_field "$W/$np-wire-gradients" $r gradients)
+        [ "$g" = $((2 * (n - mine))) ] ||
+            fail "$np ranks grad_dtype=bf16 rank $r: sent $g bytes of gradients (want $((2 * (n - mine))), 2 a value)"
+    done
+    echo "$np ranks grad_dtype=bf16: shard=gradients == shard=none bitwise (rounding counts too);" \
+         "grads $(rank_field "$W/$np-wire-gradients" 0 grads) bytes a rank, 2 bytes a gradient value sent"
+done
+# the GPT's tied wte rounded in its slot, which stays open through the backward
+for shard in none gradients; do
+    out=$W/2-gpt-wire-$shard
+    mpi 2 "$A" train "$root/configs/gpt_shakespeare_bf16.ini" "${gpt[@]}" --set dist.grad_dtype=bf16 \
+        --set dist.shard=$shard --out "$out" 2>"$out.log" ||
+        fail "2 ranks GPT grad_dtype=bf16 shard=$shard failed: $(tail -3 "$out.log")"
+done
+same "$W/2-gpt-wire-none" "$W/2-gpt-wire-gradients" "2 ranks GPT grad_dtype=bf16: shard=gradients against none"
+echo "2 ranks GPT bf16 grad_dtype=bf16: shard=gradients == shard=none bitwise"
 
 # resume across shard values on 2 ranks (fp16 + dynamic, AdamW): 50 steps
 # with checkpoints at 25 and 50, cut back to step 25, resumed with another

@@ -1,10 +1,13 @@
 #!/bin/bash
-# [dist] shard = optimizer (ZeRO-1) over NCCL on 2 GPUs: the buckets
-# reduce-scattered with ncclReduceScatter (ncclReduce where a bucket has one
-# owner) and the working copies gathered with ncclAllGather in device
-# memory. Under fp32 and bf16, 50 steps of the tiny MLP (2953 parameters:
-# padding on 2 ranks) with shard = optimizer against shard = none, both on
-# NCCL:
+# [dist] shard = optimizer (ZeRO-1) and shard = gradients (ZeRO-2) over
+# NCCL on 2 GPUs: the buckets reduce-scattered with ncclReduceScatter
+# (ncclReduce where a bucket has one owner) and the working copies gathered
+# with ncclAllGather in device memory; under shard = gradients each bucket
+# written into a device slot that is zeroed for the next bucket only after
+# NCCL's stream has read it. Under fp32 and bf16, 50 steps of the tiny MLP
+# (2953 parameters: padding on 2 ranks; bucket_kb = 1: 3 buckets, so the
+# slots are reused every step) with shard = optimizer and gradients against
+# shard = none, all on NCCL:
 #   - weights.safetensors bit for bit, and every metric but grad_norm (the
 #     losses, scales, skips, rounding counts) equal: on 2 ranks every
 #     element's sum is one FP32 addition, x0 + x1 = x1 + x0, whether NCCL
@@ -19,6 +22,9 @@
 #   - summary.json's bytes sent per rank counted as on MPI (shard.sh):
 #     gradients 4 (n - its slice) sharded, 4 (n - its piece) + 4 its piece
 #     unsharded; weights (2 or 4) x its slice on 2 ranks.
+#   - under shard = gradients each rank's grads arena is its padded half;
+# and with grad_dtype = bf16 (bf16 buckets, the slots' rounded copies) the
+# same: shard = gradients against shard = none bitwise.
 # Then a sharded bf16 run with checkpoints, cut back to its step-25
 # checkpoint and resumed with shard = none, ends with the uninterrupted
 # unsharded run's weights and metrics (grad_norm as above).
@@ -27,12 +33,13 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 MPIRUN=$1 A=$2 HERE=$3 W=$4
-need_nccl_gpus "$5" "ZeRO-1 over NCCL"
+need_nccl_gpus "$5" "ZeRO-1 and ZeRO-2 over NCCL"
 need_mpirun "$MPIRUN"
 command -v python3 >/dev/null || { echo "SKIP: python3 (reads the metrics) not found"; exit 77; }
 rm -rf "$W" && mkdir -p "$W" || exit 1
 n=2953 np=2
-base=(--set run.device=cuda --set model.hidden=47,24 --set train.steps=50 --set train.eval_every=0)
+base=(--set run.device=cuda --set model.hidden=47,24 --set train.steps=50 --set train.eval_every=0
+      --set dist.bucket_kb=1)
 # fp32 and bf16 without a loss scaler: the tiny config less its [scaler] keys
 cfg=$W/noscale.ini
 sed -e '/^growth_interval/d' -e 's/^plugin = dynamic/plugin = none/' "$HERE/tiny.ini" >"$cfg"
@@ -62,23 +69,42 @@ PY
 }
 
 for prec in fp32 bf16; do
-    for shard in none optimizer; do
+    for shard in none optimizer gradients; do
         mpi $np "$A" train "$cfg" "${base[@]}" --set precision.plugin=$prec --set dist.shard=$shard \
             --out "$W/$prec-$shard" 2>"$W/$prec-$shard.log" ||
             fail "$prec shard=$shard on NCCL failed: $(tail -3 "$W/$prec-$shard.log")"
         grep -q '"dist_transport": "nccl"' "$W/$prec-$shard/summary.json" ||
             fail "$prec shard=$shard did not run over NCCL"
     done
-    ref=$W/$prec-none run=$W/$prec-optimizer
-    cmp "$ref/weights.safetensors" "$run/weights.safetensors" ||
-        fail "$prec: shard=optimizer ends with other weights than shard=none on NCCL"
-    norm=$(same_metrics "$ref" "$run" "$prec shard=optimizer against shard=none") || exit 1
-    wsize=2
-    [ $prec = fp32 ] && wsize=4
-    sums=$(sent_bytes "$ref" "$run" $n $np $wsize "$prec over NCCL") || exit 1
-    echo "2 GPUs $prec over NCCL: shard=optimizer == shard=none bitwise (weights, losses); $norm;" \
-         "bytes sent a step by both ranks as on MPI (shard=none, shard=optimizer): $sums"
+    ref=$W/$prec-none
+    for shard in optimizer gradients; do
+        run=$W/$prec-$shard
+        cmp "$ref/weights.safetensors" "$run/weights.safetensors" ||
+            fail "$prec: shard=$shard ends with other weights than shard=none on NCCL"
+        norm=$(same_metrics "$ref" "$run" "$prec shard=$shard against shard=none") || exit 1
+        wsize=2
+        [ $prec = fp32 ] && wsize=4
+        sums=$(sent_bytes "$ref" "$run" $n $np $wsize "$prec shard=$shard over NCCL") || exit 1
+        echo "2 GPUs $prec over NCCL: shard=$shard == shard=none bitwise (weights, losses); $norm;" \
+             "bytes sent a step by both ranks as on MPI (shard=none, shard=$shard): $sums"
+    done
+    want=$(( ( (n + np - 1) / np * 4 + 255) / 256 * 256 ))
+    for ((r = 0; r < np; r++)); do
+        g=$(rank_field "$W/$prec-gradients" $r grads)
+        [ "$g" = "$want" ] || fail "$prec shard=gradients rank $r: grads $g bytes (want $want)"
+    done
 done
+
+# grad_dtype = bf16 under shard = gradients: the slots rounded to bf16
+for shard in none gradients; do
+    mpi $np "$A" train "$cfg" "${base[@]}" --set precision.plugin=bf16 --set dist.grad_dtype=bf16 \
+        --set dist.shard=$shard --out "$W/wire-$shard" 2>"$W/wire-$shard.log" ||
+        fail "grad_dtype=bf16 shard=$shard on NCCL failed: $(tail -3 "$W/wire-$shard.log")"
+done
+cmp "$W/wire-none/weights.safetensors" "$W/wire-gradients/weights.safetensors" ||
+    fail "grad_dtype=bf16: shard=gradients ends with other weights than shard=none on NCCL"
+norm=$(same_metrics "$W/wire-none" "$W/wire-gradients" "grad_dtype=bf16 shard=gradients") || exit 1
+echo "2 GPUs grad_dtype=bf16 over NCCL: shard=gradients == shard=none bitwise; $norm"
 
 # a sharded checkpoint resumes unsharded
 args=("${base[@]}" --set precision.plugin=bf16 --set train.checkpoint_every=25 --set train.keep=2)
