@@ -10,7 +10,8 @@
 # step (summary.json's "ranks": the gradients' reduce-scatter and gather
 # back, the weights' gather), for shard = none with f32 gradients (the f32
 # all-reduce), for [dist] shard = optimizer (ZeRO-1) and shard = gradients
-# (ZeRO-2) under the fp32 and bf16 policies, each one's share of the f32
+# (ZeRO-2) under the fp32 and bf16 policies (ZeRO-2 under bf16 also with
+# grad_dtype = bf16), each one's share of the f32
 # all-reduce's bytes, each rank's grads arena (the largest) and rank 0's
 # dist_buffer_bytes (ZeRO-2's bucket buffers with their stages).
 #
@@ -66,24 +67,25 @@ sent() { # RUN_DIR: "max mean total" of the ranks' bytes sent per step
         awk '{ t += $1; if ($1 > m) m = $1; n++ } END { printf "%d %.0f %d\n", m, t / n, t }'
 }
 echo
-echo "| ranks | shard | policy | bytes sent per rank per step (max) | mean | all ranks | of the f32 all-reduce | grads bytes per rank (max) | dist_buffer_bytes |"
-echo "|---:|---|---|---:|---:|---:|---:|---:|---:|"
+echo "| ranks | shard | policy | grad_dtype | bytes sent per rank per step (max) | mean | all ranks | of the f32 all-reduce | grads bytes per rank (max) | dist_buffer_bytes |"
+echo "|---:|---|---|---|---:|---:|---:|---:|---:|---:|"
 for np in $nps; do
     [ "$np" = 1 ] && continue
     base=
-    for arm in "none fp32" "optimizer fp32" "optimizer bf16" "gradients fp32" "gradients bf16"; do
+    for arm in "none fp32 f32" "optimizer fp32 f32" "optimizer bf16 f32" "gradients fp32 f32" \
+               "gradients bf16 f32" "gradients bf16 bf16"; do
         set -- $arm
-        out=$work/traffic-np$np-$1-$2
+        out=$work/traffic-np$np-$1-$2-$3
         OPENBLAS_NUM_THREADS=1 mpirun "${extra[@]}" -np "$np" "$amptrain" train "$here/dist_mlp.ini" \
-            --set train.steps=3 --set dist.shard="$1" --set precision.plugin="$2" \
+            --set train.steps=3 --set dist.shard="$1" --set precision.plugin="$2" --set dist.grad_dtype="$3" \
             ${sets[@]+"${sets[@]}"} --out "$out" 2>"$out.log" ||
             { echo "dist_bench: traffic np $np $arm failed:" >&2; tail -5 "$out.log" >&2; exit 1; }
         read -r mx mean total < <(sent "$out")
         [ -n "$base" ] || base=$total
         grads=$(grep -o '"grads": [0-9]*' "$out/summary.json" | grep -o '[0-9]*' | sort -n | tail -n 1)
         buf=$(field "$out/summary.json" dist_buffer_bytes)
-        awk -v np="$np" -v sh="$1" -v p="$2" -v m="$mx" -v a="$mean" -v t="$total" -v b="$base" \
-            -v g="$grads" -v d="$buf" 'BEGIN {
-            printf "| %d | %s | %s | %d | %.0f | %d | %.4f | %d | %d |\n", np, sh, p, m, a, t, t / b, g, d }'
+        awk -v np="$np" -v sh="$1" -v p="$2" -v w="$3" -v m="$mx" -v a="$mean" -v t="$total" \
+            -v b="$base" -v g="$grads" -v d="$buf" 'BEGIN {
+            printf "| %d | %s | %s | %s | %d | %.0f | %d | %.4f | %d | %d |\n", np, sh, p, w, m, a, t, t / b, g, d }'
     done
 done
