@@ -1,7 +1,7 @@
 #!/bin/bash
 # One rank killed with SIGKILL mid-run: the other must not hang; the job
 # ends with a non-zero status within 30 s and no rank process is left.
-# Unsharded and sharded (ZeRO-1, where rank 0 waits in the weights' gather
+# Unsharded and sharded (ZeRO-1 and ZeRO-2, where rank 0 waits in the weights' gather
 # or the checkpoint's), with checkpoints being written: every checkpoint
 # left verifies (`amptrain checkpoints`; a temporary of one being written is
 # not a checkpoint, and the next run in the folder removes it).
@@ -11,7 +11,7 @@ set -u
 . "$(dirname "$0")/rank_procs.sh"
 dist_start "$@"
 unset OMPI_MCA_odls_base_sigkill_timeout
-for shard in none optimizer; do
+for shard in none optimizer gradients; do
     log=$W/run-$shard.log
     mpi_bg 2 "$A" train "$HERE/tiny.ini" --set train.steps=100000000 --set train.log_every=500 \
         --set train.checkpoint_every=50 --set train.keep=2 --set dist.shard=$shard \
