@@ -95,7 +95,7 @@ int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char
         amp_set_err(err, errlen, "%s: out of host memory", path);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) t->tokens[i] = t->ids[bytes[i]];
+    for (size_t i = 0; i < n; i++) t->tokens[i] = (uint8_t)t->ids[bytes[i]];
     free(text);
     t->n = (int64_t)n;
     t->n_train = (int64_t)(0.9 * (double)n); /* nanoGPT: int(n * 0.9) */
@@ -125,9 +125,9 @@ static void fill(amp_batcher *b, const int64_t *starts, int row0, int rows) {
     text_impl *p = b->impl;
     int32_t *x = (int32_t *)b->hx + (size_t)row0 * p->T, *y = b->hy + (size_t)row0 * p->T;
     for (int r = 0; r < rows; r++) {
-        const int32_t *src = p->t->tokens + starts[r];
-        memcpy(x + (size_t)r * p->T, src, (size_t)p->T * sizeof *x);
-        memcpy(y + (size_t)r * p->T, src + 1, (size_t)p->T * sizeof *y);
+        const uint8_t *src = p->t->tokens + starts[r];
+        int32_t *xr = x + (size_t)r * p->T, *yr = y + (size_t)r * p->T;
+        for (int i = 0; i < p->T; i++) xr[i] = src[i], yr[i] = src[i + 1];
     }
 }
 

@@ -26,7 +26,7 @@ typedef struct amp_text {
     int vocab;              /* distinct bytes, 1..256 */
     unsigned char chars[256]; /* id -> byte, ascending */
     int16_t ids[256];       /* byte -> id, -1 when absent */
-    int32_t *tokens;        /* [n] ids of the whole file */
+    uint8_t *tokens;        /* [n] ids of the whole file (at most 256: a byte each) */
     int64_t n;              /* characters */
     int64_t n_train;        /* the first floor(0.9 n) train, the rest validates */
     char path[4096];        /* the file, made absolute */
