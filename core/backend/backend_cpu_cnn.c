@@ -225,9 +225,10 @@ CNN_VARIANTS(bn_grad,
               float mdy, float mdyx, int training),
              (dx, dy, x, n, mean, invstd, g, mdy, mdyx, training))
 
-/* dst[n] = amp_quantize(src[n], dt) (+ b when add_b): through a 16-bit tile
- * with the ISA path's kernels; uncounted, as the ops' internal roundings
- * are. dst may equal src. */
+/* dst[n] = amp_quantize(src[n], dt) (+ b when add_b) with the ISA path's
+ * kernels: quantize16 rounds and widens in registers (no 16-bit tile to
+ * store and load back); uncounted, as the ops' internal roundings are.
+ * dst may equal src. */
 static void quantize_add(const amp_cpu_kern *k, float *dst, const float *src, size_t n, int dt,
                          int add_b, float b) {
     if (dt == AMP_DTYPE_F32) {
