@@ -521,6 +521,9 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
     /* g: the gradient of the current stage's output, FP32 holding values of
      * the output's dtype, in one of the three scratch arrays (the others free) */
     int gi = 2;
+    /* g not yet rounded to its activation's dtype: only ever for a conv,
+     * which rounds it itself (amp_conv2d_backward_round) */
+    int g_raw = 0;
     const cnn_stage *last = &c->st[c->nst - 1];
     CHECK(amp_kit_grad_round(m, c->f[gi], last->ad, last->layer, (size_t)R * last->oc));
     for (int s = c->nst - 1; s >= 0; s--) {
@@ -528,7 +531,12 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         amp_array in = input_of(m, c, s);
         float *g = c->f[gi], *f1 = c->f[(gi + 1) % 3], *dx = s > 0 ? c->f[(gi + 2) % 3] : NULL;
         switch (t->kind) {
-        case ST_CONV: CHECK(amp_conv2d_backward(m, &t->conv, dx, g, R, acc)); break;
+        case ST_CONV:
+            if (g_raw)
+                CHECK(amp_conv2d_backward_round(m, &t->conv, dx, g, R, acc));
+            else
+                CHECK(amp_conv2d_backward(m, &t->conv, dx, g, R, acc));
+            break;
         case ST_FC: {
             amp_array dy = amp_linear_rounded_dy(&t->fc, g);
             CHECK(amp_linear_backward_weights(m, &t->fc, &dy, in, R, acc));
@@ -546,7 +554,8 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         /* the input's gradient in the input's dtype, counted against the layer
          * that produced it (after a relu it already is: exact, uncounted) */
         const cnn_stage *pv = &c->st[s - 1];
-        if (t->kind != ST_RELU)
+        g_raw = t->kind != ST_RELU && pv->kind == ST_CONV;
+        if (t->kind != ST_RELU && !g_raw)
             CHECK(amp_kit_grad_round(m, c->f[gi], pv->ad, pv->layer, (size_t)R * in_elems(t)));
     }
     return 0;

@@ -96,17 +96,19 @@ int amp_conv2d_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x
     return wide ? 0 : be->ops->round(be, out, C->out_dt, y, on, fwd);
 }
 
-int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
-                        int accumulate) {
+/* The backward on dy in the conv's dtype: dy is rounded into it here,
+ * counted into dy_cnt (NULL: dy already holds out_dt values and the
+ * rounding, exact when cd is out_dt, is not counted). */
+static int backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
+                    int accumulate, amp_round_count *dy_cnt) {
     if (C->scaled) return amp_conv2d_scaled_backward(m, C, dx, dy, rows, accumulate);
     amp_backend *be = m->be;
     amp_kit *k = m->kit;
     amp_round_count *gc = amp_model_rounds(m, C->layer, AMP_ROUND_GRAD);
     size_t ws = k->need[AMP_SCRATCH_CONV_WS];
-    /* dy in the conv's dtype (exact when it is the output's) */
     const void *dyc = dy;
     if (C->cd != AMP_DTYPE_F32) {
-        CHECK(be->ops->round(be, k->op_16[0], C->cd, dy, (size_t)rows * C->out_n, NULL));
+        CHECK(be->ops->round(be, k->op_16[0], C->cd, dy, (size_t)rows * C->out_n, dy_cnt));
         dyc = k->op_16[0];
     }
     amp_conv2d_desc d = C->d;
@@ -121,4 +123,22 @@ int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const floa
         CHECK(be->ops->quantize(be, amp_kit_grad(m, C->b), db, (size_t)d.c_out, C->cd, gc,
                                 accumulate));
     return 0;
+}
+
+int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
+                        int accumulate) {
+    return backward(m, C, dx, dy, rows, accumulate, NULL);
+}
+
+int amp_conv2d_backward_round(amp_model *m, const amp_conv2d *C, float *dx, float *dy, int rows,
+                              int accumulate) {
+    /* Where the conv's dtype is its output's, rounding dy to out_dt (counted)
+     * and then into the 16-bit operand is one rounding: do it once, straight
+     * into the operand, with the same bits and counts and a pass over dy
+     * fewer. */
+    if (!C->scaled && C->cd != AMP_DTYPE_F32 && C->cd == C->out_dt)
+        return backward(m, C, dx, dy, rows, accumulate,
+                        amp_model_rounds(m, C->layer, AMP_ROUND_GRAD));
+    CHECK(amp_kit_grad_round(m, dy, C->out_dt, C->layer, (size_t)rows * C->out_n));
+    return backward(m, C, dx, dy, rows, accumulate, NULL);
 }
