@@ -10,6 +10,7 @@ int amp_backend_supports(const amp_backend *be, const char *name) {
     if (strcmp(name, "transformer") == 0) return o->transformer != NULL;
     if (strcmp(name, "conv") == 0) return o->conv != NULL;
     if (strcmp(name, "scaled") == 0) return o->scaled != NULL;
+    if (strcmp(name, "batch_norm_x16") == 0) return o->conv && o->conv->batch_norm_x16;
     if (!f) return 0;
     if (strcmp(name, "optim_step_cast") == 0) return f->optim_step_cast != NULL;
     if (strcmp(name, "optim_multi_step") == 0) return f->optim_multi_step != NULL;

@@ -256,6 +256,11 @@ typedef struct amp_batch_norm_fwd {
     int training;
     float momentum, eps;
     const amp_allsum *sync; /* training: the statistics over all ranks' rows (NULL: these rows) */
+    /* x stored in 16 bits instead (x unused): x16 [n, c, hw] in x16_dt, read
+     * as its exact FP32 values; only where amp_backend_supports(be,
+     * "batch_norm_x16"). NULL: x. */
+    const uint16_t *x16;
+    amp_dtype x16_dt;
 } amp_batch_norm_fwd;
 
 /* batch_norm_backward (see amp_conv_ops). */
@@ -265,6 +270,8 @@ typedef struct amp_batch_norm_bwd {
     int n, c, hw;
     int training;
     const amp_allsum *sync; /* training: dx from all ranks' sums (dgamma/dbeta stay these rows') */
+    const uint16_t *x16; /* as in amp_batch_norm_fwd */
+    amp_dtype x16_dt;
 } amp_batch_norm_bwd;
 
 /* ---- family "transformer" (the GPT): each runs its math in FP32 and
@@ -354,6 +361,9 @@ typedef struct amp_conv_ops {
      * the ranks for dx; dgamma and dbeta stay this rank's (the gradient
      * sum over the ranks adds them). */
     int (*batch_norm_backward)(amp_backend *be, const amp_batch_norm_bwd *a);
+    /* 1: the two batch_norm ops read a 16-bit x (x16) as well, widening it
+     * as they go, so a 16-bit activation needs no FP32 copy for them. */
+    int batch_norm_x16;
 } amp_conv_ops;
 
 /* ---- family "scaled": FP8 operands (backend/kernels/fp8.h, mx.h). fmt is
@@ -611,7 +621,8 @@ struct amp_backend {
 
 /* 1 when the backend offers `name`: a family ("transformer", "conv", "scaled") or
  * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
- * "act_backward_round", "fp8_gemm", "nvfp4_gemm"); 0 otherwise (unknown names included). */
+ * "act_backward_round", "fp8_gemm", "nvfp4_gemm") or the conv family's
+ * "batch_norm_x16"; 0 otherwise (unknown names included). */
 int amp_backend_supports(const amp_backend *be, const char *name);
 /* Sets be->err to "backend 'cpu' has no op 'NAME' (family 'FAMILY')" and
  * returns 1: what calling a missing op gives. */

@@ -238,14 +238,9 @@ static void quantize_add(const amp_cpu_kern *k, float *dst, const float *src, si
             memmove(dst, src, n * sizeof(float));
         return;
     }
-    uint16_t h[QTILE];
-    for (size_t i = 0; i < n; i += QTILE) {
-        size_t len = n - i < QTILE ? n - i : QTILE;
-        k->round16(h, src + i, len, dt, NULL);
-        k->widen16(dst + i, h, len, dt);
-        if (add_b)
-            for (size_t j = i; j < i + len; j++) dst[j] += b;
-    }
+    k->quantize16(dst, src, n, dt, NULL);
+    if (add_b)
+        for (size_t j = 0; j < n; j++) dst[j] += b;
 }
 
 /* C[m, n] = alpha op(A) op(B) + beta C in FP32 through the backend's GEMM
@@ -726,6 +721,80 @@ static int cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, 
 
 /* ---- batch normalisation ------------------------------------------------ */
 
+/* The x of a batch-norm op: FP32, or 16-bit values widened a tile of a
+ * plane at a time as the loops read them (no FP32 copy of the whole
+ * activation to write and read back). Tiles start at multiples of QTILE,
+ * a multiple of LANES, so every element keeps its lane and every lane its
+ * order of additions: the same bits as over the FP32 copy. */
+typedef struct bn_x {
+    const float *f;
+    const uint16_t *h; /* NULL: f */
+    int dt;
+    const amp_cpu_kern *k;
+    int lvl;
+} bn_x;
+
+static bn_x bn_x_of(const amp_cpu_kern *k, const float *f, const uint16_t *h, amp_dtype dt) {
+    bn_x x = {f, h, (int)dt, k, isa_level(k)};
+    return x;
+}
+
+/* Elements [at, at + len) of x as FP32: x's own, or widened into t. */
+static inline const float *bn_x_at(const bn_x *x, size_t at, int len, float *t) {
+    if (!x->h) return x->f + at;
+    x->k->widen16(t, x->h + at, (size_t)len, x->dt);
+    return t;
+}
+
+/* The tile length over a plane of hw: the whole plane for an FP32 x. */
+static inline int bn_x_step(const bn_x *x, int hw) { return x->h ? QTILE : hw; }
+
+static void plane_sum(double *lane, const bn_x *x, size_t base, int hw) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(lanes_sum, x->lvl)(lane, bn_x_at(x, base + j0, len, t), len);
+    }
+}
+
+static void plane_sqdev(double *lane, const bn_x *x, size_t base, int hw, double m) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(lanes_sqdev, x->lvl)(lane, bn_x_at(x, base + j0, len, t), len, m);
+    }
+}
+
+static void plane_apply(float *y, const bn_x *x, size_t base, int hw, float mean, float invstd,
+                        float g, float b) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(bn_apply, x->lvl)(y + base + j0, bn_x_at(x, base + j0, len, t), len, mean, invstd,
+                                   g, b);
+    }
+}
+
+static void plane_bn_bwd(double *sdy, double *sdyx, const float *dy, const bn_x *x, size_t base,
+                         int hw, float mean, float invstd) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(lanes_bn_bwd, x->lvl)(sdy, sdyx, dy + base + j0, bn_x_at(x, base + j0, len, t), len,
+                                       mean, invstd);
+    }
+}
+
+static void plane_grad(float *dx, const float *dy, const bn_x *x, size_t base, int hw, float mean,
+                       float invstd, float g, float mdy, float mdyx, int training) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(bn_grad, x->lvl)(dx + base + j0, dy + base + j0, bn_x_at(x, base + j0, len, t), len,
+                                  mean, invstd, g, mdy, mdyx, training);
+    }
+}
+
 /* Synchronised batch norm (a->sync): the channel loops of the forward and
  * backward below, cut where a sum over the ranks must come in. Pass 1 sums
  * x per channel (with the row count), pass 2 the squared deviations from
@@ -739,9 +808,8 @@ static int cpu_bn_sync_sum(amp_backend *be, const amp_allsum *sync, double *v, s
     return 0;
 }
 
-static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int lvl) {
+static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, const bn_x *x) {
     int n = a->n, c = a->c, hw = a->hw;
-    const float *x = a->x;
     /* [c] sums, the row count, [c] squared deviations */
     double *v = malloc((2 * (size_t)c + 1) * sizeof *v), *sq = v + c + 1;
     if (!v) {
@@ -751,7 +819,7 @@ static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         double sum[LANES] = {0};
-        for (int i = 0; i < n; i++) CNN_PICK(lanes_sum, lvl)(sum, x + ((size_t)i * c + ch) * hw, hw);
+        for (int i = 0; i < n; i++) plane_sum(sum, x, ((size_t)i * c + ch) * hw, hw);
         v[ch] = lanes_total(sum);
     }
     v[c] = (double)n * hw;
@@ -760,8 +828,7 @@ static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         double d[LANES] = {0}, m = v[ch] / count;
-        for (int i = 0; i < n; i++)
-            CNN_PICK(lanes_sqdev, lvl)(d, x + ((size_t)i * c + ch) * hw, hw, m);
+        for (int i = 0; i < n; i++) plane_sqdev(d, x, ((size_t)i * c + ch) * hw, hw, m);
         sq[ch] = lanes_total(d);
     }
     if (cpu_bn_sync_sum(be, a->sync, sq, (size_t)c) != 0) goto fail;
@@ -774,11 +841,9 @@ static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int
                                   a->momentum);
         a->save_mean[ch] = mean;
         a->save_invstd[ch] = invstd;
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_apply, lvl)(a->y + base, x + base, hw, mean, invstd, a->gamma[ch],
-                                    a->beta[ch]);
-        }
+        for (int i = 0; i < n; i++)
+            plane_apply(a->y, x, ((size_t)i * c + ch) * hw, hw, mean, invstd, a->gamma[ch],
+                        a->beta[ch]);
     }
     free(v);
     return 0;
@@ -787,7 +852,7 @@ fail:
     return 1;
 }
 
-static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, int lvl) {
+static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, const bn_x *x) {
     int n = a->n, c = a->c, hw = a->hw;
     /* [c] sums of dy, [c] of dy * xhat, the row count */
     double *v = malloc((2 * (size_t)c + 1) * sizeof *v);
@@ -798,11 +863,9 @@ static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, in
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         double sdy[LANES] = {0}, sdyx[LANES] = {0};
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(lanes_bn_bwd, lvl)(sdy, sdyx, a->dy + base, a->x + base, hw,
-                                        a->save_mean[ch], a->save_invstd[ch]);
-        }
+        for (int i = 0; i < n; i++)
+            plane_bn_bwd(sdy, sdyx, a->dy, x, ((size_t)i * c + ch) * hw, hw, a->save_mean[ch],
+                         a->save_invstd[ch]);
         v[ch] = lanes_total(sdy);
         v[c + ch] = lanes_total(sdyx);
         a->dbeta[ch] = (float)v[ch];
@@ -817,11 +880,9 @@ static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, in
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mdy = (float)(v[ch] / count), mdyx = (float)(v[c + ch] / count);
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_grad, lvl)(a->dx + base, a->dy + base, a->x + base, hw, a->save_mean[ch],
-                                   a->save_invstd[ch], a->gamma[ch], mdy, mdyx, 1);
-        }
+        for (int i = 0; i < n; i++)
+            plane_grad(a->dx, a->dy, x, ((size_t)i * c + ch) * hw, hw, a->save_mean[ch],
+                       a->save_invstd[ch], a->gamma[ch], mdy, mdyx, 1);
     }
     free(v);
     return 0;
@@ -830,23 +891,21 @@ static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, in
 static int cpu_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) {
     float *y = a->y, *save_mean = a->save_mean, *save_invstd = a->save_invstd;
     float *running_mean = a->running_mean, *running_var = a->running_var;
-    const float *x = a->x, *gamma = a->gamma, *beta = a->beta;
+    const float *gamma = a->gamma, *beta = a->beta;
     int n = a->n, c = a->c, hw = a->hw, training = a->training;
     float momentum = a->momentum, eps = a->eps;
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
-    int lvl = isa_level(amp_cpu_kern_of(be));
-    if (training && a->sync) return cpu_bn_forward_sync(be, a, lvl);
+    bn_x xs = bn_x_of(amp_cpu_kern_of(be), a->x, a->x16, a->x16_dt), *x = &xs;
+    if (training && a->sync) return cpu_bn_forward_sync(be, a, x);
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean, invstd;
         if (training) {
             double sum[LANES] = {0}, sq[LANES] = {0};
-            for (int i = 0; i < n; i++)
-                CNN_PICK(lanes_sum, lvl)(sum, x + ((size_t)i * c + ch) * hw, hw);
+            for (int i = 0; i < n; i++) plane_sum(sum, x, ((size_t)i * c + ch) * hw, hw);
             double m = lanes_total(sum) / count;
-            for (int i = 0; i < n; i++)
-                CNN_PICK(lanes_sqdev, lvl)(sq, x + ((size_t)i * c + ch) * hw, hw, m);
+            for (int i = 0; i < n; i++) plane_sqdev(sq, x, ((size_t)i * c + ch) * hw, hw, m);
             double var = lanes_total(sq) / count;
             mean = (float)m;
             invstd = amp_bn_invstd(var, eps);
@@ -859,40 +918,34 @@ static int cpu_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) 
         }
         save_mean[ch] = mean;
         save_invstd[ch] = invstd;
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_apply, lvl)(y + base, x + base, hw, mean, invstd, gamma[ch], beta[ch]);
-        }
+        for (int i = 0; i < n; i++)
+            plane_apply(y, x, ((size_t)i * c + ch) * hw, hw, mean, invstd, gamma[ch], beta[ch]);
     }
     return 0;
 }
 
 static int cpu_batch_norm_backward(amp_backend *be, const amp_batch_norm_bwd *a) {
     float *dx = a->dx, *dgamma = a->dgamma, *dbeta = a->dbeta;
-    const float *dy = a->dy, *x = a->x, *gamma = a->gamma;
+    const float *dy = a->dy, *gamma = a->gamma;
     const float *save_mean = a->save_mean, *save_invstd = a->save_invstd;
     int n = a->n, c = a->c, hw = a->hw, training = a->training;
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
-    int lvl = isa_level(amp_cpu_kern_of(be));
-    if (training && a->sync) return cpu_bn_backward_sync(be, a, lvl);
+    bn_x xs = bn_x_of(amp_cpu_kern_of(be), a->x, a->x16, a->x16_dt), *x = &xs;
+    if (training && a->sync) return cpu_bn_backward_sync(be, a, x);
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean = save_mean[ch], invstd = save_invstd[ch];
         double sdy[LANES] = {0}, sdyx[LANES] = {0};
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(lanes_bn_bwd, lvl)(sdy, sdyx, dy + base, x + base, hw, mean, invstd);
-        }
+        for (int i = 0; i < n; i++)
+            plane_bn_bwd(sdy, sdyx, dy, x, ((size_t)i * c + ch) * hw, hw, mean, invstd);
         double s1 = lanes_total(sdy), s2 = lanes_total(sdyx);
         dgamma[ch] = (float)s2;
         dbeta[ch] = (float)s1;
         float mdy = (float)(s1 / count), mdyx = (float)(s2 / count);
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_grad, lvl)(dx + base, dy + base, x + base, hw, mean, invstd, gamma[ch], mdy,
-                                   mdyx, training);
-        }
+        for (int i = 0; i < n; i++)
+            plane_grad(dx, dy, x, ((size_t)i * c + ch) * hw, hw, mean, invstd, gamma[ch], mdy, mdyx,
+                       training);
     }
     return 0;
 }
@@ -906,4 +959,5 @@ const amp_conv_ops amp_cpu_conv_ops = {
     .max_pool2d_backward = cpu_max_pool2d_backward,
     .batch_norm_forward = cpu_batch_norm_forward,
     .batch_norm_backward = cpu_batch_norm_backward,
+    .batch_norm_x16 = 1,
 };
