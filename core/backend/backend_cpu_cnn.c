@@ -540,25 +540,21 @@ int amp_cpu_conv2d_col2im(amp_backend *be, float *dx, const float *col, const am
     return 0;
 }
 
-/* The FP64 sum of a channel's dy over the batch (lanes as above). */
-static double channel_sum(const amp_cpu_kern *k, const void *dy, const amp_conv2d_desc *d, int co,
-                          int P) {
-    double lane[LANES] = {0, 0, 0, 0, 0, 0, 0, 0};
-    float t[QTILE];
-    int lvl = isa_level(k);
-    for (int i = 0; i < d->n; i++) {
-        size_t base = ((size_t)i * d->c_out + co) * P;
-        for (int j0 = 0; j0 < P; j0 += QTILE) { /* QTILE % LANES == 0: lanes by j0 + j */
-            int len = P - j0 < QTILE ? P - j0 : QTILE;
-            const float *v = t;
-            if (d->dt == AMP_DTYPE_F32)
-                v = (const float *)dy + base + j0;
-            else
-                k->widen16(t, (const uint16_t *)dy + base + j0, (size_t)len, (int)d->dt);
-            CNN_PICK(lanes_sum, lvl)(lane, v, len);
-        }
-    }
-    return lanes_total(lane);
+/* The bias gradient's FP64 channel sums of dy, taken from each chunk's
+ * FP32 dy while it is in cache (no second pass over dy, and no second
+ * widening of a 16-bit one): lane[co][j % 8] over the images in order,
+ * each plane's elements in order, as a sum over dy itself would add them. */
+#define BIAS_LANES_STACK 256 /* channels whose lanes live on the stack */
+
+static void chunk_channel_sums(double (*lane)[LANES], const conv_ws *s, const amp_conv2d_desc *d,
+                               int g) {
+    const conv_geom *gm = &s->g;
+    size_t cols = (size_t)g * gm->P;
+    int lvl = isa_level(s->k);
+#pragma omp parallel for schedule(static) if ((size_t)d->c_out * cols > 32768)
+    for (int co = 0; co < d->c_out; co++)
+        for (int gi = 0; gi < g; gi++)
+            CNN_PICK(lanes_sum, lvl)(lane[co], s->yc + (size_t)co * cols + (size_t)gi * gm->P, gm->P);
 }
 
 static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
@@ -567,25 +563,34 @@ static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, 
     conv_ws s;
     if (conv_setup(be, &s, d, NULL, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
-    for (int i0 = 0; i0 < d->n; i0 += gm->G) {
-        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        if (im2col(be, &s, x, d, i0, g) != 0) return 1;
-        gather_dy(&s, dy, d, i0, g);
-        /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
-        if (gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
-                   gm->K))
+    double stack_lanes[BIAS_LANES_STACK][LANES], (*lane)[LANES] = NULL;
+    if (dbias) {
+        lane = d->c_out <= BIAS_LANES_STACK ? stack_lanes
+                                            : malloc((size_t)d->c_out * sizeof *lane);
+        if (!lane) {
+            snprintf(be->err, sizeof be->err, "conv2d: out of host memory");
             return 1;
+        }
+        memset(lane, 0, (size_t)d->c_out * sizeof *lane);
     }
-    if (d->dt != AMP_DTYPE_F32) {
+    int rc = 0;
+    for (int i0 = 0; i0 < d->n && rc == 0; i0 += gm->G) {
+        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
+        if ((rc = im2col(be, &s, x, d, i0, g)) != 0) break;
+        gather_dy(&s, dy, d, i0, g);
+        if (lane) chunk_channel_sums(lane, &s, d, g);
+        /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
+        rc = gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
+                    gm->K);
+    }
+    if (rc == 0 && d->dt != AMP_DTYPE_F32) {
         size_t wn = (size_t)d->c_out * gm->K;
         quantize_add(s.k, dw, dw, wn, (int)d->dt, 0, 0.0f);
     }
-    if (dbias) {
-#pragma omp parallel for schedule(static) if ((size_t)d->n * d->c_out * gm->P > 32768)
-        for (int co = 0; co < d->c_out; co++)
-            dbias[co] = (float)channel_sum(s.k, dy, d, co, gm->P);
-    }
-    return 0;
+    if (rc == 0 && lane)
+        for (int co = 0; co < d->c_out; co++) dbias[co] = (float)lanes_total(lane[co]);
+    if (lane != stack_lanes) free(lane);
+    return rc;
 }
 
 /* ---- max pooling -------------------------------------------------------- */
