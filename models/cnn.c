@@ -491,18 +491,29 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
     /* x: the previous output, with the FP32 view its layer left (relu and
      * pooling read it instead of widening the stored values) */
     amp_array x = input_of(m, c, 0);
+    int relu_done = 0; /* bn stored the relu after it (AMP_BN_STORE_RELU) */
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
         amp_array y = amp_array_of(t->out, t->ad);
-        /* a relu next overwrites bn's output in place: bn hands it the view */
-        int store = !(s + 1 < c->nst && c->st[s + 1].kind == ST_RELU);
+        /* a relu next overwrites bn's output in place: bn hands it the view,
+         * or stores the relu itself where that is one pass */
+        int relu_next = s + 1 < c->nst && c->st[s + 1].kind == ST_RELU;
+        int store = !relu_next;
         switch (t->kind) {
         case ST_CONV: CHECK(amp_conv2d_forward(m, &t->conv, t->out, x, R)); break;
         case ST_FC: CHECK(amp_linear_forward_autocast(m, &t->fc, t->out, x, R)); break;
         case ST_BN:
+            if (relu_next && amp_batchnorm_fuses_relu(m, &t->bn)) store = AMP_BN_STORE_RELU;
             CHECK(amp_batchnorm_forward(m, &t->bn, &y, t->out, x, &views, R, a->for_backward, store));
+            relu_done = store == AMP_BN_STORE_RELU;
             break;
-        case ST_RELU: CHECK(amp_relu_forward(m, &y, t->out, x, &views, (size_t)R * out_elems(t))); break;
+        case ST_RELU: /* in place: its out is its input's array */
+            if (relu_done)
+                y = x;
+            else
+                CHECK(amp_relu_forward(m, &y, t->out, x, &views, (size_t)R * out_elems(t)));
+            relu_done = 0;
+            break;
         case ST_POOL: CHECK(amp_maxpool_forward(m, &t->pool, &y, t->out, x, &views, R)); break;
         }
         x = y;

@@ -18,6 +18,7 @@ int amp_backend_supports(const amp_backend *be, const char *name) {
     if (strcmp(name, "act_backward_round") == 0) return f->act_backward_round != NULL;
     if (strcmp(name, "fp8_gemm") == 0) return f->fp8_gemm != NULL;
     if (strcmp(name, "nvfp4_gemm") == 0) return f->nvfp4_gemm != NULL;
+    if (strcmp(name, "round_act") == 0) return f->round_act != NULL;
     return 0;
 }
 

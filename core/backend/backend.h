@@ -209,6 +209,22 @@ typedef struct amp_act_round_args {
     amp_round_count *cnt;
 } amp_act_round_args;
 
+/* round_act: dst(dt)[n] = round_dt(act(quantize_dt(src[n]))) for a 16-bit dt
+ * and an act that maps dt's values to dt's values (AMP_ACT_NONE,
+ * AMP_ACT_RELU), so the second rounding is exact: only the first is
+ * counted into cnt (dev, may be NULL). wide (may be NULL, may equal src)
+ * also receives widen(dst). A stored activation and the in-place ReLU after
+ * it, in one pass. */
+typedef struct amp_round_act_args {
+    void *dst;
+    float *wide;
+    const float *src;
+    amp_dtype dt;
+    size_t n;
+    amp_act act;
+    amp_round_count *cnt;
+} amp_round_act_args;
+
 /* layernorm_forward: out(out_dt)[rows, C] = round((x - mean) * rstd * w + b)
  * with FP32 statistics (biased variance, rstd = 1/sqrt(var + eps)); b may
  * be NULL. Writes mean[rows] and rstd[rows] for the backward; counts into
@@ -499,6 +515,10 @@ typedef struct amp_fused_ops {
      * each path said once in the log. The CPU has none: its Linear
      * composes. */
     int (*nvfp4_gemm)(amp_backend *be, const amp_gemm_desc *d, const amp_nvfp4_gemm_operands *q);
+    /* A rounding and an activation in one pass (amp_round_act_args).
+     * Without it models compose quantize + act_forward + round, which gives
+     * the same bits. */
+    int (*round_act)(amp_backend *be, const amp_round_act_args *a);
 } amp_fused_ops;
 
 /* ---- the core: every backend has all of these (none is NULL) ---- */
@@ -621,7 +641,7 @@ struct amp_backend {
 
 /* 1 when the backend offers `name`: a family ("transformer", "conv", "scaled") or
  * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
- * "act_backward_round", "fp8_gemm", "nvfp4_gemm") or the conv family's
+ * "act_backward_round", "fp8_gemm", "nvfp4_gemm", "round_act") or the conv family's
  * "batch_norm_x16"; 0 otherwise (unknown names included). */
 int amp_backend_supports(const amp_backend *be, const char *name);
 /* Sets be->err to "backend 'cpu' has no op 'NAME' (family 'FAMILY')" and

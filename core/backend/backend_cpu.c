@@ -290,6 +290,38 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
     return 0;
 }
 
+/* dst(dt) = round(act(quantize(src))), wide = widen(dst): per tile, the
+ * counted rounding, the activation and the exact store, one pass over
+ * memory instead of three. */
+static int cpu_round_act(amp_backend *be, const amp_round_act_args *a) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t n = a->n, cs = chunk_size(n), nch = (n + cs - 1) / cs;
+    int dt = (int)a->dt;
+    if (a->dt == AMP_DTYPE_F32 || (a->act != AMP_ACT_NONE && a->act != AMP_ACT_RELU)) {
+        snprintf(be->err, sizeof be->err, "round_act: needs a 16-bit dtype and ReLU or no activation");
+        return 1;
+    }
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
+    for (size_t c = 0; c < nch; c++) {
+        float q[TILE];
+        amp_tally l = {0, 0, 0};
+        size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
+        for (size_t i = c * cs; i < end; i += TILE) {
+            size_t len = end - i < TILE ? end - i : TILE;
+            k->quantize16(q, a->src + i, len, dt, &l);
+            if (a->act != AMP_ACT_NONE) k->act(q, q, len, (int)a->act);
+            k->round16_wide((uint16_t *)a->dst + i, a->wide ? a->wide + i : NULL, q, len, dt, NULL);
+        }
+        nz += l.nz;
+        uf += l.uf;
+        of += l.of;
+    }
+    amp_tally t = {nz, uf, of};
+    tally_add(a->cnt, &t);
+    return 0;
+}
+
 static int cpu_col_sum(amp_backend *be, float *out, const float *in, int rows, int cols) {
     const amp_cpu_kern *k = impl_of(be)->k;
     /* split the columns: every column still sums its rows in order */
@@ -556,6 +588,7 @@ static const amp_fused_ops cpu_fused_ops = {
     .optim_step_cast = cpu_optim_step_cast,
     .upload_round = cpu_upload_round,
     .act_backward_round = cpu_act_backward_round,
+    .round_act = cpu_round_act,
 };
 
 static const amp_backend_ops cpu_ops = {

@@ -87,6 +87,12 @@ int amp_batchnorm_forward(amp_model *m, amp_batchnorm *N, amp_array *y, void *ou
     *y = amp_array_of(out, N->out_dt);
     if (wide) return 0;
     amp_round_count *fwd = amp_model_rounds(m, N->layer, AMP_ROUND_FWD);
+    if (store == AMP_BN_STORE_RELU) { /* the output rounded (counted), its ReLU stored, one pass */
+        CHECK(AMP_FUSED(be, round_act,
+                        &(amp_round_act_args){out, yf, yf, N->out_dt, n, AMP_ACT_RELU, fwd}));
+        y->f32 = yf;
+        return 0;
+    }
     if (store) return be->ops->round(be, out, N->out_dt, yf, n, fwd);
     /* the next layer stores it: round (counted) in FP32 and hand over the view */
     CHECK(be->ops->quantize(be, yf, yf, n, N->out_dt, fwd, 0));
@@ -110,4 +116,8 @@ int amp_batchnorm_backward(amp_model *m, const amp_batchnorm *N, float *dy, amp_
                             accumulate));
     return be->ops->quantize(be, amp_kit_grad(m, N->b), db, (size_t)N->c, AMP_DTYPE_F32, NULL,
                              accumulate);
+}
+
+int amp_batchnorm_fuses_relu(amp_model *m, const amp_batchnorm *N) {
+    return N->out_dt != AMP_DTYPE_F32 && amp_backend_supports(m->be, "round_act");
 }

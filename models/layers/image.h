@@ -97,10 +97,16 @@ void amp_batchnorm_layout(amp_model *m, amp_batchnorm *N);
 /* *y = the normalized x (training: batch statistics, the running ones and
  * the count updated in the master array; else the running ones). With
  * store = 0 an in-place activation stores it next: y->p is not written,
- * only the (rounded, counted) view. */
+ * only the (rounded, counted) view. With store = AMP_BN_STORE_RELU (only
+ * where amp_batchnorm_fuses_relu) *y is already the in-place ReLU's output
+ * (stored, with its view): the ReLU's forward is done too. */
+#define AMP_BN_STORE_RELU 2
 int amp_batchnorm_forward(amp_model *m, amp_batchnorm *N, amp_array *y, void *out,
                           amp_array x, const amp_image_scratch *s, int rows, int training,
                           int store);
+/* 1 when its output's rounding and a ReLU after it can be one pass (a
+ * 16-bit output and a backend with round_act). */
+int amp_batchnorm_fuses_relu(amp_model *m, const amp_batchnorm *N);
 /* dy (FP32) replaced by dx; dgamma, dbeta into the gradients. */
 int amp_batchnorm_backward(amp_model *m, const amp_batchnorm *N, float *dy, amp_array x,
                            float *tmp, int rows, int accumulate);
