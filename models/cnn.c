@@ -558,15 +558,24 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         case ST_RELU:
             CHECK(amp_relu_backward(m, g, amp_array_of(t->out, t->ad), f1, (size_t)R * out_elems(t)));
             break;
-        case ST_POOL: CHECK(amp_maxpool_backward(m, &t->pool, c->f[(gi + 2) % 3], g, R)); break;
+        case ST_POOL: /* with the rounding of dx into its input's dtype */
+            if (s > 0)
+                CHECK(amp_maxpool_backward_round(m, &t->pool, c->f[(gi + 2) % 3], g, R,
+                                                 c->st[s - 1].ad, c->st[s - 1].layer));
+            else
+                CHECK(amp_maxpool_backward(m, &t->pool, c->f[(gi + 2) % 3], g, R));
+            break;
         }
         if (s == 0) break;
         if (t->kind != ST_BN && t->kind != ST_RELU) gi = (gi + 2) % 3; /* not in place */
         /* the input's gradient in the input's dtype, counted against the layer
-         * that produced it (after a relu it already is: exact, uncounted) */
+         * that produced it: after a relu it already is (exact, uncounted), a
+         * pool rounded it in its backward, a conv takes it raw and rounds it
+         * itself (in one pass with its own rounding of dy) */
         const cnn_stage *pv = &c->st[s - 1];
-        g_raw = t->kind != ST_RELU && pv->kind == ST_CONV;
-        if (t->kind != ST_RELU && !g_raw)
+        int rounded = t->kind == ST_RELU || t->kind == ST_POOL;
+        g_raw = !rounded && pv->kind == ST_CONV;
+        if (!rounded && !g_raw)
             CHECK(amp_kit_grad_round(m, c->f[gi], pv->ad, pv->layer, (size_t)R * in_elems(t)));
     }
     return 0;

@@ -130,6 +130,10 @@ void amp_maxpool_layout(amp_model *m, amp_maxpool *P);
 int amp_maxpool_forward(amp_model *m, const amp_maxpool *P, amp_array *y, void *out, amp_array x,
                         const amp_image_scratch *s, int rows);
 int amp_maxpool_backward(amp_model *m, const amp_maxpool *P, float *dx, const float *dy, int rows);
+/* amp_maxpool_backward then amp_kit_grad_round(dx, dt, layer), with the
+ * same bits and counts; dy may be overwritten. */
+int amp_maxpool_backward_round(amp_model *m, const amp_maxpool *P, float *dx, float *dy, int rows,
+                               amp_dtype dt, int layer);
 
 /* A Linear without activation under autocast's rule (autocast.c): working
  * weights in its GEMM dtype, its input's rounding counted in its forward. */
