@@ -263,6 +263,22 @@ typedef struct amp_allsum {
     void *ctx;
 } amp_allsum;
 
+/* conv2d_forward_round's output: p(dt), the rounding counted into cnt
+ * (dev, may be NULL). */
+typedef struct amp_round_out {
+    void *p;
+    amp_dtype dt;
+    amp_round_count *cnt;
+} amp_round_out;
+
+/* conv2d_backward_round's results (FP32, overwritten): dw [c_out, c_in, kh,
+ * kw], dbias [c_out] and dx [n, c_in, h, w] (each but dw may be NULL), and
+ * the count of dy's rounding (dev, may be NULL). */
+typedef struct amp_conv2d_grads {
+    float *dw, *dbias, *dx;
+    amp_round_count *dy_cnt;
+} amp_conv2d_grads;
+
 /* batch_norm_forward over x [n, c, hw] (see amp_conv_ops). */
 typedef struct amp_batch_norm_fwd {
     float *y, *save_mean, *save_invstd;
@@ -380,6 +396,23 @@ typedef struct amp_conv_ops {
     /* 1: the two batch_norm ops read a 16-bit x (x16) as well, widening it
      * as they go, so a 16-bit activation needs no FP32 copy for them. */
     int batch_norm_x16;
+    /* Optional (amp_backend_supports(be, "conv2d_forward_round")):
+     * conv2d_forward with its y rounded to out->dt (16-bit), counted into
+     * out->cnt and stored in out->p while each piece of y is at hand,
+     * instead of an FP32 y for a separate round: the same bits and counts as
+     * conv2d_forward then round. */
+    int (*conv2d_forward_round)(amp_backend *be, const amp_round_out *out, const void *x,
+                                const void *w, const float *bias, const amp_conv2d_desc *d,
+                                void *ws, size_t ws_bytes);
+    /* Optional (amp_backend_supports(be, "conv2d_backward_round")), for a
+     * 16-bit d->dt: conv2d_backward_filter into g->dw, g->dbias and, when
+     * g->dx is not NULL, conv2d_backward_data on dy given in FP32 [n, c_out,
+     * p, q], which they read rounded to d->dt, that rounding counted once
+     * into g->dy_cnt: the same bits and counts as round + the two ops, with
+     * no 16-bit copy of dy to write and read back. */
+    int (*conv2d_backward_round)(amp_backend *be, const amp_conv2d_grads *g, const void *x,
+                                 const float *dy, const void *w, const amp_conv2d_desc *d,
+                                 void *ws, size_t ws_bytes);
 } amp_conv_ops;
 
 /* ---- family "scaled": FP8 operands (backend/kernels/fp8.h, mx.h). fmt is
@@ -642,7 +675,8 @@ struct amp_backend {
 /* 1 when the backend offers `name`: a family ("transformer", "conv", "scaled") or
  * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
  * "act_backward_round", "fp8_gemm", "nvfp4_gemm", "round_act") or the conv family's
- * "batch_norm_x16"; 0 otherwise (unknown names included). */
+ * "batch_norm_x16", "conv2d_forward_round" and "conv2d_backward_round"; 0 otherwise
+ * (unknown names included). */
 int amp_backend_supports(const amp_backend *be, const char *name);
 /* Sets be->err to "backend 'cpu' has no op 'NAME' (family 'FAMILY')" and
  * returns 1: what calling a missing op gives. */

@@ -405,44 +405,113 @@ static int im2col(amp_backend *be, const conv_ws *s, const void *x, const amp_co
     return 0;
 }
 
-/* yc[c_out, g*P] = dy of images i0 .. i0+g-1 (NCHW, dt), as FP32. */
-static void gather_dy(const conv_ws *s, const void *dy, const amp_conv2d_desc *d, int i0, int g) {
+/* How the backward ops read dy: stored in d->dt, or (conv2d_backward_round)
+ * FP32 to be rounded to d->dt as it is read, counted into t unless NULL. */
+typedef struct dy_src {
+    const void *p;
+    int f32;
+    amp_tally *t;
+} dy_src;
+
+/* yc[c_out, g*P] = dy of images i0 .. i0+g-1 (NCHW), as FP32 values of dt. */
+static void gather_dy(const conv_ws *s, const dy_src *dy, const amp_conv2d_desc *d, int i0, int g) {
     const conv_geom *gm = &s->g;
     size_t cols = (size_t)g * gm->P;
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)d->c_out * cols > 32768)
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : nz, uf, of) \
+    if ((size_t)d->c_out * cols > 32768)
     for (int co = 0; co < d->c_out; co++)
         for (int gi = 0; gi < g; gi++) {
             float *dst = s->yc + (size_t)co * cols + (size_t)gi * gm->P;
             size_t off = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
-            if (d->dt == AMP_DTYPE_F32)
-                memcpy(dst, (const float *)dy + off, (size_t)gm->P * sizeof(float));
-            else
-                s->k->widen16(dst, (const uint16_t *)dy + off, (size_t)gm->P, (int)d->dt);
+            if (d->dt == AMP_DTYPE_F32) {
+                memcpy(dst, (const float *)dy->p + off, (size_t)gm->P * sizeof(float));
+            } else if (dy->f32) {
+                amp_tally l = {0, 0, 0};
+                s->k->quantize16(dst, (const float *)dy->p + off, (size_t)gm->P, (int)d->dt,
+                                 dy->t ? &l : NULL);
+                nz += l.nz;
+                uf += l.uf;
+                of += l.of;
+            } else {
+                s->k->widen16(dst, (const uint16_t *)dy->p + off, (size_t)gm->P, (int)d->dt);
+            }
         }
+    if (dy->t) {
+        dy->t->nz += nz;
+        dy->t->uf += uf;
+        dy->t->of += of;
+    }
 }
 
-static int cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
-                              const float *bias, const amp_conv2d_desc *d, void *ws,
-                              size_t ws_bytes) {
+/* One output plane of conv2d_forward_round: out(out_dt) = round(quantize(yc)
+ * + b), a tile at a time through FP32 on the stack, counted into t. */
+static void round_plane(const amp_cpu_kern *k, uint16_t *out, const float *yc, size_t n, int dt,
+                        int out_dt, int add_b, float b, amp_tally *t) {
+    float v[QTILE];
+    for (size_t i = 0; i < n; i += QTILE) {
+        size_t len = n - i < QTILE ? n - i : QTILE;
+        quantize_add(k, v, yc + i, len, dt, add_b, b);
+        k->round16(out + i, v, len, out_dt, t);
+    }
+}
+
+/* conv2d_forward into y (FP32), or with out16 into out16(out_dt) rounded
+ * and counted into cnt. */
+static int conv_forward(amp_backend *be, float *y, uint16_t *out16, amp_dtype out_dt,
+                        amp_round_count *cnt, const void *x, const void *w, const float *bias,
+                        const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
     const float *wf = weights(&s, w, d);
+    unsigned long long nz = 0, uf = 0, of = 0;
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
         if (im2col(be, &s, x, d, i0, g) != 0) return 1;
         /* yc[c_out, cols] = W[c_out, K] . col[K, cols] */
         if (gemm32(be, 0, 0, d->c_out, cols, gm->K, wf, gm->K, s.col, cols, 0.0f, s.yc, cols))
             return 1;
-        /* y = quantize(yc) + bias, one pass per plane */
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)d->c_out * cols > 32768)
+        /* y = quantize(yc) + bias (and out = round(y)), one pass per plane */
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : nz, uf, of) \
+    if ((size_t)d->c_out * cols > 32768)
         for (int gi = 0; gi < g; gi++)
-            for (int co = 0; co < d->c_out; co++)
-                quantize_add(s.k, y + ((size_t)(i0 + gi) * d->c_out + co) * gm->P,
-                             s.yc + (size_t)co * cols + (size_t)gi * gm->P, (size_t)gm->P,
-                             (int)d->dt, bias != NULL, bias ? bias[co] : 0.0f);
+            for (int co = 0; co < d->c_out; co++) {
+                size_t o = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
+                const float *src = s.yc + (size_t)co * cols + (size_t)gi * gm->P;
+                if (!out16) {
+                    quantize_add(s.k, y + o, src, (size_t)gm->P, (int)d->dt, bias != NULL,
+                                 bias ? bias[co] : 0.0f);
+                    continue;
+                }
+                amp_tally l = {0, 0, 0};
+                round_plane(s.k, out16 + o, src, (size_t)gm->P, (int)d->dt, (int)out_dt,
+                            bias != NULL, bias ? bias[co] : 0.0f, &l);
+                nz += l.nz;
+                uf += l.uf;
+                of += l.of;
+            }
+    }
+    if (cnt) {
+        cnt->nonzero += nz;
+        cnt->underflow += uf;
+        cnt->overflow += of;
     }
     return 0;
+}
+
+static int cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
+                              const float *bias, const amp_conv2d_desc *d, void *ws,
+                              size_t ws_bytes) {
+    return conv_forward(be, y, NULL, AMP_DTYPE_F32, NULL, x, w, bias, d, ws, ws_bytes);
+}
+
+static int cpu_conv2d_forward_round(amp_backend *be, const amp_round_out *out, const void *x,
+                                    const void *w, const float *bias, const amp_conv2d_desc *d,
+                                    void *ws, size_t ws_bytes) {
+    if (out->dt == AMP_DTYPE_F32)
+        return conv_forward(be, out->p, NULL, AMP_DTYPE_F32, NULL, x, w, bias, d, ws, ws_bytes);
+    return conv_forward(be, NULL, out->p, out->dt, out->cnt, x, w, bias, d, ws, ws_bytes);
 }
 
 /* One input plane [h, w] of dx from the column matrix rows (ci, ky, kx)
@@ -472,8 +541,8 @@ CNN_VARIANTS(col2im_plane,
              (float *plane, const float *r, size_t ld, const amp_conv2d_desc *d, int p, int q),
              (plane, r, ld, d, p, q))
 
-static int cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
-                                    const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
+static int conv_backward_data(amp_backend *be, float *dx, const dy_src *dy, const void *w,
+                              const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
@@ -557,9 +626,9 @@ static void chunk_channel_sums(double (*lane)[LANES], const conv_ws *s, const am
             CNN_PICK(lanes_sum, lvl)(lane[co], s->yc + (size_t)co * cols + (size_t)gi * gm->P, gm->P);
 }
 
-static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
-                                      const void *dy, const amp_conv2d_desc *d, void *ws,
-                                      size_t ws_bytes) {
+static int conv_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
+                                const dy_src *dy, const amp_conv2d_desc *d, void *ws,
+                                size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, NULL, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
@@ -591,6 +660,37 @@ static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, 
         for (int co = 0; co < d->c_out; co++) dbias[co] = (float)lanes_total(lane[co]);
     if (lane != stack_lanes) free(lane);
     return rc;
+}
+
+static int cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
+                                    const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
+    dy_src s = {dy, 0, NULL};
+    return conv_backward_data(be, dx, &s, w, d, ws, ws_bytes);
+}
+
+static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
+                                      const void *dy, const amp_conv2d_desc *d, void *ws,
+                                      size_t ws_bytes) {
+    dy_src s = {dy, 0, NULL};
+    return conv_backward_filter(be, dw, dbias, x, &s, d, ws, ws_bytes);
+}
+
+static int cpu_conv2d_backward_round(amp_backend *be, const amp_conv2d_grads *g, const void *x,
+                                     const float *dy, const void *w, const amp_conv2d_desc *d,
+                                     void *ws, size_t ws_bytes) {
+    if (d->dt == AMP_DTYPE_F32) {
+        snprintf(be->err, sizeof be->err, "conv2d_backward_round: needs a 16-bit dtype");
+        return 1;
+    }
+    amp_tally t = {0, 0, 0};
+    dy_src counted = {dy, 1, g->dy_cnt ? &t : NULL}, again = {dy, 1, NULL};
+    if (conv_backward_filter(be, g->dw, g->dbias, x, &counted, d, ws, ws_bytes) != 0) return 1;
+    if (g->dy_cnt) {
+        g->dy_cnt->nonzero += t.nz;
+        g->dy_cnt->underflow += t.uf;
+        g->dy_cnt->overflow += t.of;
+    }
+    return g->dx ? conv_backward_data(be, g->dx, &again, w, d, ws, ws_bytes) : 0;
 }
 
 /* ---- max pooling -------------------------------------------------------- */
@@ -965,4 +1065,6 @@ const amp_conv_ops amp_cpu_conv_ops = {
     .batch_norm_forward = cpu_batch_norm_forward,
     .batch_norm_backward = cpu_batch_norm_backward,
     .batch_norm_x16 = 1,
+    .conv2d_forward_round = cpu_conv2d_forward_round,
+    .conv2d_backward_round = cpu_conv2d_backward_round,
 };

@@ -90,6 +90,10 @@ int amp_conv2d_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x
     amp_conv2d_desc d = C->d;
     d.n = rows;
     int wide = C->out_dt == AMP_DTYPE_F32;
+    if (!wide && amp_backend_supports(be, "conv2d_forward_round")) /* rounded as it is made */
+        return AMP_CONV(be, conv2d_forward_round, &(amp_round_out){out, C->out_dt, fwd}, C->x_op,
+                        amp_kit_weight(m, C->w).p, bias, &d, m->kit->conv_ws,
+                        m->kit->need[AMP_SCRATCH_CONV_WS]);
     float *y = wide ? out : m->kit->scratch[AMP_SCRATCH_ACC];
     CHECK(AMP_CONV(be, conv2d_forward, y, C->x_op, amp_kit_weight(m, C->w).p, bias, &d,
                    m->kit->conv_ws, m->kit->need[AMP_SCRATCH_CONV_WS]));
@@ -106,18 +110,26 @@ static int backward(amp_model *m, const amp_conv2d *C, float *dx, const float *d
     amp_kit *k = m->kit;
     amp_round_count *gc = amp_model_rounds(m, C->layer, AMP_ROUND_GRAD);
     size_t ws = k->need[AMP_SCRATCH_CONV_WS];
-    const void *dyc = dy;
-    if (C->cd != AMP_DTYPE_F32) {
-        CHECK(be->ops->round(be, k->op_16[0], C->cd, dy, (size_t)rows * C->out_n, dy_cnt));
-        dyc = k->op_16[0];
-    }
     amp_conv2d_desc d = C->d;
     d.n = rows;
     float *db = C->b >= 0 ? k->scratch[AMP_SCRATCH_DB] : NULL;
-    CHECK(AMP_CONV(be, conv2d_backward_filter, k->scratch[AMP_SCRATCH_DW], db, C->x_op, dyc, &d, k->conv_ws, ws));
-    if (dx)
-        CHECK(AMP_CONV(be, conv2d_backward_data, dx, dyc, amp_kit_weight(m, C->w).p, &d, k->conv_ws,
-                       ws));
+    if (C->cd != AMP_DTYPE_F32 && amp_backend_supports(be, "conv2d_backward_round")) {
+        /* dy rounded to cd as the ops read it: no 16-bit copy of it */
+        amp_conv2d_grads gr = {k->scratch[AMP_SCRATCH_DW], db, dx, dy_cnt};
+        CHECK(AMP_CONV(be, conv2d_backward_round, &gr, C->x_op, dy, amp_kit_weight(m, C->w).p, &d,
+                       k->conv_ws, ws));
+    } else {
+        const void *dyc = dy;
+        if (C->cd != AMP_DTYPE_F32) {
+            CHECK(be->ops->round(be, k->op_16[0], C->cd, dy, (size_t)rows * C->out_n, dy_cnt));
+            dyc = k->op_16[0];
+        }
+        CHECK(AMP_CONV(be, conv2d_backward_filter, k->scratch[AMP_SCRATCH_DW], db, C->x_op, dyc,
+                       &d, k->conv_ws, ws));
+        if (dx)
+            CHECK(AMP_CONV(be, conv2d_backward_data, dx, dyc, amp_kit_weight(m, C->w).p, &d,
+                           k->conv_ws, ws));
+    }
     CHECK(be->ops->quantize(be, amp_kit_grad(m, C->w), k->scratch[AMP_SCRATCH_DW], C->wn, C->cd, gc, accumulate));
     if (db)
         CHECK(be->ops->quantize(be, amp_kit_grad(m, C->b), db, (size_t)d.c_out, C->cd, gc,
