@@ -196,8 +196,9 @@ typedef struct amp_weight_copy {
 
 /* act_backward_round: dz(dt)[n] = round_dt(quantize_dt(da[n]) *
  * act'(widen(z(dt)[n]))), both roundings counted into cnt (dev, may be
- * NULL); dz may equal z. dz_f32 (may be NULL) also receives widen(dz). For
- * dt == F32 it is dz = da * act'(z), counting nothing. */
+ * NULL); dz may equal z. dz_f32 (may be NULL) also receives widen(dz); dz
+ * may be NULL when only dz_f32 is wanted (not both). For dt == F32 it is
+ * dz = da * act'(z), counting nothing. */
 typedef struct amp_act_round_args {
     void *dz;
     float *dz_f32;

@@ -262,8 +262,9 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
     amp_act act = a->act;
     amp_round_count *cnt = a->cnt;
     if (dt == AMP_DTYPE_F32) {
-        cpu_act_backward(be, dz, da, z, n, act);
-        if (dz_f32 && dz_f32 != dz) memmove(dz_f32, dz, n * sizeof(float));
+        float *out = dz ? dz : dz_f32;
+        cpu_act_backward(be, out, da, z, n, act);
+        if (dz_f32 && dz_f32 != out) memmove(dz_f32, out, n * sizeof(float));
         return 0;
     }
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
@@ -275,7 +276,7 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
         size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
         for (size_t i = c * cs; i < end; i += TILE) {
             size_t len = end - i < TILE ? end - i : TILE;
-            uint16_t *out = (uint16_t *)dz + i;
+            uint16_t *out = dz ? (uint16_t *)dz + i : NULL; /* NULL: the FP32 copy alone */
             k->quantize16(q, da + i, len, (int)dt, &l);
             k->widen16(zf, (const uint16_t *)z + i, len, (int)dt);
             k->act_grad_mul(q, q, zf, len, (int)act);
