@@ -541,31 +541,39 @@ CNN_VARIANTS(col2im_plane,
              (float *plane, const float *r, size_t ld, const amp_conv2d_desc *d, int p, int q),
              (plane, r, ld, d, p, q))
 
+/* dx of images i0 .. i0+g-1 from the chunk's dy in s->yc: dcol = W^T dy
+ * into s->col, then col2im as a gather per input plane, the plane rounded to
+ * dt while it is in cache. */
+static int backward_data_chunk(amp_backend *be, const conv_ws *s, float *dx, const float *wf,
+                               const amp_conv2d_desc *d, int i0, int g) {
+    const conv_geom *gm = &s->g;
+    size_t x_img = (size_t)d->c_in * d->h * d->w, hw = (size_t)d->h * d->w;
+    int lvl = isa_level(s->k), cols = g * gm->P;
+    /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
+    if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s->yc, cols, 0.0f, s->col, cols))
+        return 1;
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)g * x_img > 32768)
+    for (int gi = 0; gi < g; gi++)
+        for (int ci = 0; ci < d->c_in; ci++) {
+            float *plane = dx + (size_t)(i0 + gi) * x_img + (size_t)ci * hw;
+            CNN_PICK(col2im_plane, lvl)(plane, s->col + (size_t)ci * d->kh * d->kw * cols +
+                                                   (size_t)gi * gm->P,
+                                        (size_t)cols, d, gm->p, gm->q);
+            if (d->dt != AMP_DTYPE_F32) quantize_add(s->k, plane, plane, hw, (int)d->dt, 0, 0.0f);
+        }
+    return 0;
+}
+
 static int conv_backward_data(amp_backend *be, float *dx, const dy_src *dy, const void *w,
                               const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
     const float *wf = weights(&s, w, d);
-    size_t x_img = (size_t)d->c_in * d->h * d->w, hw = (size_t)d->h * d->w;
-    int lvl = isa_level(s.k);
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
-        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
+        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G;
         gather_dy(&s, dy, d, i0, g);
-        /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
-        if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s.yc, cols, 0.0f, s.col, cols))
-            return 1;
-        /* col2im as a gather per input plane, then the plane rounded to dt
-         * while it is in cache */
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)g * x_img > 32768)
-        for (int gi = 0; gi < g; gi++)
-            for (int ci = 0; ci < d->c_in; ci++) {
-                float *plane = dx + (size_t)(i0 + gi) * x_img + (size_t)ci * hw;
-                CNN_PICK(col2im_plane, lvl)(plane, s.col + (size_t)ci * d->kh * d->kw * cols +
-                                                       (size_t)gi * gm->P,
-                                            (size_t)cols, d, gm->p, gm->q);
-                if (d->dt != AMP_DTYPE_F32) quantize_add(s.k, plane, plane, hw, (int)d->dt, 0, 0.0f);
-            }
+        if (backward_data_chunk(be, &s, dx, wf, d, i0, g) != 0) return 1;
     }
     return 0;
 }
@@ -626,12 +634,17 @@ static void chunk_channel_sums(double (*lane)[LANES], const conv_ws *s, const am
             CNN_PICK(lanes_sum, lvl)(lane[co], s->yc + (size_t)co * cols + (size_t)gi * gm->P, gm->P);
 }
 
-static int conv_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
-                                const dy_src *dy, const amp_conv2d_desc *d, void *ws,
-                                size_t ws_bytes) {
+/* conv2d_backward_filter; with dx (and w) also conv2d_backward_data, chunk
+ * by chunk on the same gathered dy: after dW's GEMM has read the chunk's
+ * column matrix, dcol overwrites it. Each GEMM has the shape and operands
+ * of the separate ops, so the bits are theirs. */
+static int conv_backward_filter(amp_backend *be, float *dw, float *dbias, float *dx, const void *x,
+                                const dy_src *dy, const void *w, const amp_conv2d_desc *d,
+                                void *ws, size_t ws_bytes) {
     conv_ws s;
-    if (conv_setup(be, &s, d, NULL, ws, ws_bytes) != 0) return 1;
+    if (conv_setup(be, &s, d, dx ? w : NULL, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
+    const float *wf = dx ? weights(&s, w, d) : NULL;
     double stack_lanes[BIAS_LANES_STACK][LANES], (*lane)[LANES] = NULL;
     if (dbias) {
         lane = d->c_out <= BIAS_LANES_STACK ? stack_lanes
@@ -651,6 +664,7 @@ static int conv_backward_filter(amp_backend *be, float *dw, float *dbias, const 
         /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
         rc = gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
                     gm->K);
+        if (rc == 0 && dx) rc = backward_data_chunk(be, &s, dx, wf, d, i0, g);
     }
     if (rc == 0 && d->dt != AMP_DTYPE_F32) {
         size_t wn = (size_t)d->c_out * gm->K;
@@ -672,7 +686,7 @@ static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, 
                                       const void *dy, const amp_conv2d_desc *d, void *ws,
                                       size_t ws_bytes) {
     dy_src s = {dy, 0, NULL};
-    return conv_backward_filter(be, dw, dbias, x, &s, d, ws, ws_bytes);
+    return conv_backward_filter(be, dw, dbias, NULL, x, &s, NULL, d, ws, ws_bytes);
 }
 
 static int cpu_conv2d_backward_round(amp_backend *be, const amp_conv2d_grads *g, const void *x,
@@ -683,14 +697,16 @@ static int cpu_conv2d_backward_round(amp_backend *be, const amp_conv2d_grads *g,
         return 1;
     }
     amp_tally t = {0, 0, 0};
-    dy_src counted = {dy, 1, g->dy_cnt ? &t : NULL}, again = {dy, 1, NULL};
-    if (conv_backward_filter(be, g->dw, g->dbias, x, &counted, d, ws, ws_bytes) != 0) return 1;
+    dy_src counted = {dy, 1, g->dy_cnt ? &t : NULL};
+    /* dW and dx in one loop over the chunks: each chunk of dy gathered once */
+    if (conv_backward_filter(be, g->dw, g->dbias, g->dx, x, &counted, w, d, ws, ws_bytes) != 0)
+        return 1;
     if (g->dy_cnt) {
         g->dy_cnt->nonzero += t.nz;
         g->dy_cnt->underflow += t.uf;
         g->dy_cnt->overflow += t.of;
     }
-    return g->dx ? conv_backward_data(be, g->dx, &again, w, d, ws, ws_bytes) : 0;
+    return 0;
 }
 
 /* ---- max pooling -------------------------------------------------------- */
