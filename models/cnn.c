@@ -541,12 +541,17 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         cnn_stage *t = &c->st[s];
         amp_array in = input_of(m, c, s);
         float *g = c->f[gi], *f1 = c->f[(gi + 1) % 3], *dx = s > 0 ? c->f[(gi + 2) % 3] : NULL;
+        int dx_rounded = 0; /* the stage rounded dx into its input's dtype itself */
         switch (t->kind) {
         case ST_CONV:
-            if (g_raw)
-                CHECK(amp_conv2d_backward_round(m, &t->conv, dx, g, R, acc));
-            else
+            if (g_raw) {
+                CHECK(amp_conv2d_backward_round(m, &t->conv, dx, g, R, acc,
+                                                s > 0 ? c->st[s - 1].ad : AMP_DTYPE_F32,
+                                                s > 0 ? c->st[s - 1].layer : -1));
+                dx_rounded = 1;
+            } else {
                 CHECK(amp_conv2d_backward(m, &t->conv, dx, g, R, acc));
+            }
             break;
         case ST_FC: {
             amp_array dy = amp_linear_rounded_dy(&t->fc, g);
@@ -570,10 +575,11 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         if (t->kind != ST_BN && t->kind != ST_RELU) gi = (gi + 2) % 3; /* not in place */
         /* the input's gradient in the input's dtype, counted against the layer
          * that produced it: after a relu it already is (exact, uncounted), a
-         * pool rounded it in its backward, a conv takes it raw and rounds it
-         * itself (in one pass with its own rounding of dy) */
+         * pool rounded it in its backward (a conv too, where it took its dy
+         * raw), a conv takes it raw and rounds it itself (in one pass with its
+         * own rounding of dy) */
         const cnn_stage *pv = &c->st[s - 1];
-        int rounded = t->kind == ST_RELU || t->kind == ST_POOL;
+        int rounded = t->kind == ST_RELU || t->kind == ST_POOL || dx_rounded;
         g_raw = !rounded && pv->kind == ST_CONV;
         if (!rounded && !g_raw)
             CHECK(amp_kit_grad_round(m, c->f[gi], pv->ad, pv->layer, (size_t)R * in_elems(t)));

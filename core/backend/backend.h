@@ -274,10 +274,15 @@ typedef struct amp_round_out {
 
 /* conv2d_backward_round's results (FP32, overwritten): dw [c_out, c_in, kh,
  * kw], dbias [c_out] and dx [n, c_in, h, w] (each but dw may be NULL), and
- * the count of dy's rounding (dev, may be NULL). */
+ * the count of dy's rounding (dev, may be NULL). dx is then also rounded to
+ * dx_dt (F32: left as it is), counted into dx_cnt (dev, may be NULL): the
+ * input's gradient in the dtype its input is stored in, as a quantize
+ * after the op would give it. */
 typedef struct amp_conv2d_grads {
     float *dw, *dbias, *dx;
     amp_round_count *dy_cnt;
+    amp_dtype dx_dt;
+    amp_round_count *dx_cnt;
 } amp_conv2d_grads;
 
 /* batch_norm_forward over x [n, c, hw] (see amp_conv_ops). */

@@ -543,16 +543,19 @@ CNN_VARIANTS(col2im_plane,
 
 /* dx of images i0 .. i0+g-1 from the chunk's dy in s->yc: dcol = W^T dy
  * into s->col, then col2im as a gather per input plane, the plane rounded to
- * dt while it is in cache. */
+ * dt while it is in cache (and then to dx_dt, counted into t, unless F32). */
 static int backward_data_chunk(amp_backend *be, const conv_ws *s, float *dx, const float *wf,
-                               const amp_conv2d_desc *d, int i0, int g) {
+                               const amp_conv2d_desc *d, int i0, int g, amp_dtype dx_dt,
+                               amp_tally *t) {
     const conv_geom *gm = &s->g;
     size_t x_img = (size_t)d->c_in * d->h * d->w, hw = (size_t)d->h * d->w;
     int lvl = isa_level(s->k), cols = g * gm->P;
     /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
     if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s->yc, cols, 0.0f, s->col, cols))
         return 1;
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)g * x_img > 32768)
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : nz, uf, of) \
+    if ((size_t)g * x_img > 32768)
     for (int gi = 0; gi < g; gi++)
         for (int ci = 0; ci < d->c_in; ci++) {
             float *plane = dx + (size_t)(i0 + gi) * x_img + (size_t)ci * hw;
@@ -560,7 +563,19 @@ static int backward_data_chunk(amp_backend *be, const conv_ws *s, float *dx, con
                                                    (size_t)gi * gm->P,
                                         (size_t)cols, d, gm->p, gm->q);
             if (d->dt != AMP_DTYPE_F32) quantize_add(s->k, plane, plane, hw, (int)d->dt, 0, 0.0f);
+            if (dx_dt != AMP_DTYPE_F32) {
+                amp_tally l = {0, 0, 0};
+                s->k->quantize16(plane, plane, hw, (int)dx_dt, t ? &l : NULL);
+                nz += l.nz;
+                uf += l.uf;
+                of += l.of;
+            }
         }
+    if (t) {
+        t->nz += nz;
+        t->uf += uf;
+        t->of += of;
+    }
     return 0;
 }
 
@@ -573,7 +588,7 @@ static int conv_backward_data(amp_backend *be, float *dx, const dy_src *dy, cons
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G;
         gather_dy(&s, dy, d, i0, g);
-        if (backward_data_chunk(be, &s, dx, wf, d, i0, g) != 0) return 1;
+        if (backward_data_chunk(be, &s, dx, wf, d, i0, g, AMP_DTYPE_F32, NULL) != 0) return 1;
     }
     return 0;
 }
@@ -640,7 +655,7 @@ static void chunk_channel_sums(double (*lane)[LANES], const conv_ws *s, const am
  * of the separate ops, so the bits are theirs. */
 static int conv_backward_filter(amp_backend *be, float *dw, float *dbias, float *dx, const void *x,
                                 const dy_src *dy, const void *w, const amp_conv2d_desc *d,
-                                void *ws, size_t ws_bytes) {
+                                void *ws, size_t ws_bytes, amp_dtype dx_dt, amp_tally *dx_t) {
     conv_ws s;
     if (conv_setup(be, &s, d, dx ? w : NULL, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
@@ -664,7 +679,7 @@ static int conv_backward_filter(amp_backend *be, float *dw, float *dbias, float 
         /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
         rc = gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
                     gm->K);
-        if (rc == 0 && dx) rc = backward_data_chunk(be, &s, dx, wf, d, i0, g);
+        if (rc == 0 && dx) rc = backward_data_chunk(be, &s, dx, wf, d, i0, g, dx_dt, dx_t);
     }
     if (rc == 0 && d->dt != AMP_DTYPE_F32) {
         size_t wn = (size_t)d->c_out * gm->K;
@@ -686,7 +701,8 @@ static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, 
                                       const void *dy, const amp_conv2d_desc *d, void *ws,
                                       size_t ws_bytes) {
     dy_src s = {dy, 0, NULL};
-    return conv_backward_filter(be, dw, dbias, NULL, x, &s, NULL, d, ws, ws_bytes);
+    return conv_backward_filter(be, dw, dbias, NULL, x, &s, NULL, d, ws, ws_bytes, AMP_DTYPE_F32,
+                                NULL);
 }
 
 static int cpu_conv2d_backward_round(amp_backend *be, const amp_conv2d_grads *g, const void *x,
@@ -696,15 +712,21 @@ static int cpu_conv2d_backward_round(amp_backend *be, const amp_conv2d_grads *g,
         snprintf(be->err, sizeof be->err, "conv2d_backward_round: needs a 16-bit dtype");
         return 1;
     }
-    amp_tally t = {0, 0, 0};
+    amp_tally t = {0, 0, 0}, tx = {0, 0, 0};
     dy_src counted = {dy, 1, g->dy_cnt ? &t : NULL};
     /* dW and dx in one loop over the chunks: each chunk of dy gathered once */
-    if (conv_backward_filter(be, g->dw, g->dbias, g->dx, x, &counted, w, d, ws, ws_bytes) != 0)
+    if (conv_backward_filter(be, g->dw, g->dbias, g->dx, x, &counted, w, d, ws, ws_bytes, g->dx_dt,
+                             g->dx_cnt ? &tx : NULL) != 0)
         return 1;
     if (g->dy_cnt) {
         g->dy_cnt->nonzero += t.nz;
         g->dy_cnt->underflow += t.uf;
         g->dy_cnt->overflow += t.of;
+    }
+    if (g->dx_cnt) {
+        g->dx_cnt->nonzero += tx.nz;
+        g->dx_cnt->underflow += tx.uf;
+        g->dx_cnt->overflow += tx.of;
     }
     return 0;
 }

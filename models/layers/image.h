@@ -67,11 +67,13 @@ int amp_conv2d_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x
  * NULL: not wanted) from dy (FP32 of out_dt values). */
 int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
                         int accumulate);
-/* The same from dy not yet rounded to out_dt (FP32, may be overwritten):
- * as amp_kit_grad_round(dy, out_dt, layer) then amp_conv2d_backward, with
- * the same bits and counts, in one rounding pass where cd is out_dt. */
+/* The same from dy not yet rounded to out_dt (FP32, may be overwritten),
+ * with dx then rounded to dx_dt, the dtype its input is stored in: as
+ * amp_kit_grad_round(dy, out_dt, layer), amp_conv2d_backward and
+ * amp_kit_grad_round(dx, dx_dt, dx_layer), with the same bits and counts,
+ * each rounding done where the data is at hand. */
 int amp_conv2d_backward_round(amp_model *m, const amp_conv2d *C, float *dx, float *dy, int rows,
-                              int accumulate);
+                              int accumulate, amp_dtype dx_dt, int dx_layer);
 /* The three convolutions of a step alone on its own operands (a speed
  * floor): y and dx FP32 scratch of the output and input; adds its flops. */
 int amp_conv2d_convs_only(amp_model *m, const amp_conv2d *C, float *y, float *dx, int rows,
