@@ -10,7 +10,8 @@
  *   - conv2d_backward_round against round + conv2d_backward_filter +
  *     conv2d_backward_data (more channels than the bias sums keep on the
  *     stack, and fewer);
- *   - act_backward_round without its 16-bit output against with it. */
+ *   - act_backward_round without its 16-bit output against with it, and
+ *     with `exact` (da already in the dtype, ReLU) against without. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,14 +189,27 @@ static void test_act_backward_f32_only(amp_backend *be, const char *isa, amp_dty
     float *f[2] = {xmalloc(n * 4), xmalloc(n * 4)};
     amp_round_count c[2] = {{0, 0, 0}, {0, 0, 0}};
     ok(be, AMP_FUSED(be, act_backward_round,
-                     &(amp_act_round_args){dz, f[0], da, z, dt, n, AMP_ACT_RELU, &c[0]}),
+                     &(amp_act_round_args){dz, f[0], da, z, dt, n, AMP_ACT_RELU, &c[0], 0}),
        "act_backward_round");
     ok(be, AMP_FUSED(be, act_backward_round,
-                     &(amp_act_round_args){NULL, f[1], da, z, dt, n, AMP_ACT_RELU, &c[1]}),
+                     &(amp_act_round_args){NULL, f[1], da, z, dt, n, AMP_ACT_RELU, &c[1], 0}),
        "act_backward_round without dz");
     EXPECT(same(f[0], f[1], n * 4) && same_count(&c[0], &c[1]),
            "%s dt %d: act_backward_round without its 16-bit output differs", isa, dt);
-    free(da), free(z32), free(z), free(dz), free(f[0]), free(f[1]);
+    /* exact: da already in dt (a stored activation's gradient), ReLU */
+    uint16_t *da16 = to16(da, n, dt);
+    float *dae = widened(be, da16, n, dt);
+    ok(be, AMP_FUSED(be, act_backward_round,
+                     &(amp_act_round_args){NULL, f[0], dae, z, dt, n, AMP_ACT_RELU, NULL, 0}),
+       "act_backward_round");
+    ok(be, AMP_FUSED(be, act_backward_round,
+                     &(amp_act_round_args){NULL, f[1], dae, z, dt, n, AMP_ACT_RELU, NULL, 1}),
+       "act_backward_round exact");
+    EXPECT(same(f[0], f[1], n * 4), "%s dt %d: act_backward_round exact differs", isa, dt);
+    EXPECT(AMP_FUSED(be, act_backward_round,
+                     &(amp_act_round_args){NULL, f[1], dae, z, dt, n, AMP_ACT_GELU, NULL, 1}) != 0,
+           "%s: exact with GELU must be refused", isa);
+    free(da), free(z32), free(z), free(dz), free(f[0]), free(f[1]), free(da16), free(dae);
 }
 
 int main(void) {

@@ -198,7 +198,9 @@ typedef struct amp_weight_copy {
  * act'(widen(z(dt)[n]))), both roundings counted into cnt (dev, may be
  * NULL); dz may equal z. dz_f32 (may be NULL) also receives widen(dz); dz
  * may be NULL when only dz_f32 is wanted (not both). For dt == F32 it is
- * dz = da * act'(z), counting nothing. */
+ * dz = da * act'(z), counting nothing. exact = 1 says da already holds dt's
+ * values and act is ReLU (da * 1 or da * 0), so both roundings are exact
+ * and the op may skip them (cnt must then be NULL). */
 typedef struct amp_act_round_args {
     void *dz;
     float *dz_f32;
@@ -208,6 +210,7 @@ typedef struct amp_act_round_args {
     size_t n;
     amp_act act;
     amp_round_count *cnt;
+    int exact;
 } amp_act_round_args;
 
 /* round_act: dst(dt)[n] = round_dt(act(quantize_dt(src[n]))) for a 16-bit dt

@@ -261,6 +261,10 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
     size_t n = a->n;
     amp_act act = a->act;
     amp_round_count *cnt = a->cnt;
+    if (a->exact && (act != AMP_ACT_RELU || cnt)) {
+        snprintf(be->err, sizeof be->err, "act_backward_round: exact needs ReLU and no counts");
+        return 1;
+    }
     if (dt == AMP_DTYPE_F32) {
         float *out = dz ? dz : dz_f32;
         cpu_act_backward(be, out, da, z, n, act);
@@ -277,8 +281,12 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
         for (size_t i = c * cs; i < end; i += TILE) {
             size_t len = end - i < TILE ? end - i : TILE;
             uint16_t *out = dz ? (uint16_t *)dz + i : NULL; /* NULL: the FP32 copy alone */
-            k->quantize16(q, da + i, len, (int)dt, &l);
             k->widen16(zf, (const uint16_t *)z + i, len, (int)dt);
+            if (a->exact && !out) { /* both roundings the identity: da * act'(z) is dz */
+                k->act_grad_mul(dz_f32 + i, da + i, zf, len, (int)act);
+                continue;
+            }
+            k->quantize16(q, da + i, len, (int)dt, &l);
             k->act_grad_mul(q, q, zf, len, (int)act);
             k->round16_wide(out, dz_f32 ? dz_f32 + i : NULL, q, len, (int)dt, &l);
         }
