@@ -491,18 +491,29 @@ static int cnn_forward(amp_model *m, const amp_forward_args *a) {
     /* x: the previous output, with the FP32 view its layer left (relu and
      * pooling read it instead of widening the stored values) */
     amp_array x = input_of(m, c, 0);
+    int relu_done = 0; /* bn stored the relu after it (AMP_BN_STORE_RELU) */
     for (int s = 0; s < c->nst; s++) {
         cnn_stage *t = &c->st[s];
         amp_array y = amp_array_of(t->out, t->ad);
-        /* a relu next overwrites bn's output in place: bn hands it the view */
-        int store = !(s + 1 < c->nst && c->st[s + 1].kind == ST_RELU);
+        /* a relu next overwrites bn's output in place: bn hands it the view,
+         * or stores the relu itself where that is one pass */
+        int relu_next = s + 1 < c->nst && c->st[s + 1].kind == ST_RELU;
+        int store = !relu_next;
         switch (t->kind) {
         case ST_CONV: CHECK(amp_conv2d_forward(m, &t->conv, t->out, x, R)); break;
         case ST_FC: CHECK(amp_linear_forward_autocast(m, &t->fc, t->out, x, R)); break;
         case ST_BN:
+            if (relu_next && amp_batchnorm_fuses_relu(m, &t->bn)) store = AMP_BN_STORE_RELU;
             CHECK(amp_batchnorm_forward(m, &t->bn, &y, t->out, x, &views, R, a->for_backward, store));
+            relu_done = store == AMP_BN_STORE_RELU;
             break;
-        case ST_RELU: CHECK(amp_relu_forward(m, &y, t->out, x, &views, (size_t)R * out_elems(t))); break;
+        case ST_RELU: /* in place: its out is its input's array */
+            if (relu_done)
+                y = x;
+            else
+                CHECK(amp_relu_forward(m, &y, t->out, x, &views, (size_t)R * out_elems(t)));
+            relu_done = 0;
+            break;
         case ST_POOL: CHECK(amp_maxpool_forward(m, &t->pool, &y, t->out, x, &views, R)); break;
         }
         x = y;
@@ -521,14 +532,27 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
     /* g: the gradient of the current stage's output, FP32 holding values of
      * the output's dtype, in one of the three scratch arrays (the others free) */
     int gi = 2;
+    /* g not yet rounded to its activation's dtype: only ever for a conv,
+     * which rounds it itself (amp_conv2d_backward_round) */
+    int g_raw = 0;
     const cnn_stage *last = &c->st[c->nst - 1];
     CHECK(amp_kit_grad_round(m, c->f[gi], last->ad, last->layer, (size_t)R * last->oc));
     for (int s = c->nst - 1; s >= 0; s--) {
         cnn_stage *t = &c->st[s];
         amp_array in = input_of(m, c, s);
         float *g = c->f[gi], *f1 = c->f[(gi + 1) % 3], *dx = s > 0 ? c->f[(gi + 2) % 3] : NULL;
+        int dx_rounded = 0; /* the stage rounded dx into its input's dtype itself */
         switch (t->kind) {
-        case ST_CONV: CHECK(amp_conv2d_backward(m, &t->conv, dx, g, R, acc)); break;
+        case ST_CONV:
+            if (g_raw) {
+                CHECK(amp_conv2d_backward_round(m, &t->conv, dx, g, R, acc,
+                                                s > 0 ? c->st[s - 1].ad : AMP_DTYPE_F32,
+                                                s > 0 ? c->st[s - 1].layer : -1));
+                dx_rounded = 1;
+            } else {
+                CHECK(amp_conv2d_backward(m, &t->conv, dx, g, R, acc));
+            }
+            break;
         case ST_FC: {
             amp_array dy = amp_linear_rounded_dy(&t->fc, g);
             CHECK(amp_linear_backward_weights(m, &t->fc, &dy, in, R, acc));
@@ -539,14 +563,25 @@ static int cnn_backward(amp_model *m, const amp_backward_args *a) {
         case ST_RELU:
             CHECK(amp_relu_backward(m, g, amp_array_of(t->out, t->ad), f1, (size_t)R * out_elems(t)));
             break;
-        case ST_POOL: CHECK(amp_maxpool_backward(m, &t->pool, c->f[(gi + 2) % 3], g, R)); break;
+        case ST_POOL: /* with the rounding of dx into its input's dtype */
+            if (s > 0)
+                CHECK(amp_maxpool_backward_round(m, &t->pool, c->f[(gi + 2) % 3], g, R,
+                                                 c->st[s - 1].ad, c->st[s - 1].layer));
+            else
+                CHECK(amp_maxpool_backward(m, &t->pool, c->f[(gi + 2) % 3], g, R));
+            break;
         }
         if (s == 0) break;
         if (t->kind != ST_BN && t->kind != ST_RELU) gi = (gi + 2) % 3; /* not in place */
         /* the input's gradient in the input's dtype, counted against the layer
-         * that produced it (after a relu it already is: exact, uncounted) */
+         * that produced it: after a relu it already is (exact, uncounted), a
+         * pool rounded it in its backward (a conv too, where it took its dy
+         * raw), a conv takes it raw and rounds it itself (in one pass with its
+         * own rounding of dy) */
         const cnn_stage *pv = &c->st[s - 1];
-        if (t->kind != ST_RELU)
+        int rounded = t->kind == ST_RELU || t->kind == ST_POOL || dx_rounded;
+        g_raw = !rounded && pv->kind == ST_CONV;
+        if (!rounded && !g_raw)
             CHECK(amp_kit_grad_round(m, c->f[gi], pv->ad, pv->layer, (size_t)R * in_elems(t)));
     }
     return 0;

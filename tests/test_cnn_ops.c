@@ -327,7 +327,7 @@ static void bn_forward(float *y, float *sm, float *si, float *rm, float *rv, con
                        const float *gamma, const float *beta, int n, int c, int hw, int training) {
     ok(AMP_CONV(be, batch_norm_forward,
                 &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, n, c, hw, training, 0.1f,
-                                      1e-5f, NULL}),
+                                      1e-5f, NULL, NULL, AMP_DTYPE_F32}),
        "batch_norm_forward");
 }
 
@@ -371,7 +371,7 @@ static void test_bn(int training) {
     }
     EXPECT(bad == 0, "bn %s forward: %d values off the closed form", training ? "train" : "eval", bad);
     ok(AMP_CONV(be, batch_norm_backward,
-                &(amp_batch_norm_bwd){dx, dgamma, dbeta, g, x, gamma, sm, si, n, c, hw, training, NULL}),
+                &(amp_batch_norm_bwd){dx, dgamma, dbeta, g, x, gamma, sm, si, n, c, hw, training, NULL, NULL, AMP_DTYPE_F32}),
        "batch_norm_backward");
     /* finite differences; in training mode the batch statistics move with
      * x, in evaluation mode the running ones are constants (restored each
@@ -404,7 +404,7 @@ static void test_bn(int training) {
     }
     EXPECT(AMP_CONV(be, batch_norm_forward,
                     &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, 1, c, 1, 1, 0.1f,
-                                          1e-5f, NULL}) != 0 &&
+                                          1e-5f, NULL, NULL, AMP_DTYPE_F32}) != 0 &&
                strstr(be->err, "more than 1 value"),
            "training on one value per channel must be refused, got '%s'", be->err);
     free(x), free(gamma), free(beta), free(g), free(y), free(dx);
@@ -451,10 +451,10 @@ static size_t isa_outputs(amp_backend *b, float *out) {
     for (int i = 0; i < c; i++) gamma[i] = 1.0f + 0.1f * (float)i, beta[i] = 0.2f * (float)i;
     float *y = out, *sm = y + xn, *si = sm + c, *dx = si + c, *dg = dx + xn, *db = dg + c;
     ok(AMP_CONV(b, batch_norm_forward,
-                &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, n, c, hw, 1, 0.1f, 1e-5f, NULL}),
+                &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, n, c, hw, 1, 0.1f, 1e-5f, NULL, NULL, AMP_DTYPE_F32}),
        "batch_norm_forward");
     ok(AMP_CONV(b, batch_norm_backward,
-                &(amp_batch_norm_bwd){dx, dg, db, g, x, gamma, sm, si, n, c, hw, 1, NULL}),
+                &(amp_batch_norm_bwd){dx, dg, db, g, x, gamma, sm, si, n, c, hw, 1, NULL, NULL, AMP_DTYPE_F32}),
        "batch_norm_backward");
     k = 2 * xn + 4 * (size_t)c;
     memcpy(out + k, rm, sizeof rm), memcpy(out + k + c, rv, sizeof rv);

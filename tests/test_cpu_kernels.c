@@ -427,7 +427,7 @@ static void check_backward_ops(amp_backend *be) {
             amp_round_count cnt = {0, 0, 0}, want = {0, 0, 0};
             EXPECT(AMP_FUSED(be, act_backward_round,
                              &(amp_act_round_args){z, f32, da, z, (amp_dtype)dt, n, (amp_act)act,
-                                                   &cnt}) == 0,
+                                                   &cnt, 0}) == 0,
                    "act_backward_round");
             size_t bad = 0;
             for (size_t i = 0; i < n; i++) {
@@ -530,7 +530,7 @@ static void check_threads(amp_backend *be) {
         amp_round_count c = {0, 0, 0};
         be->ops->round(be, h, AMP_DTYPE_F16, g, n, &c);
         AMP_FUSED(be, act_backward_round,
-                  &(amp_act_round_args){h, o, g, h, AMP_DTYPE_F16, n, AMP_ACT_GELU, &c});
+                  &(amp_act_round_args){h, o, g, h, AMP_DTYPE_F16, n, AMP_ACT_GELU, &c, 0});
         be->ops->quantize(be, o, g, n, AMP_DTYPE_BF16, &c, 1);
         be->ops->optim_step(be, &(amp_optim_step){0, 0.1f, 0.9f, 0.0f, 0.0f, 0.0f, 0.0f, 0}, o, g,
                             NULL, g, n);

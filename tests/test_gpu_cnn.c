@@ -208,10 +208,10 @@ static void test_bn(const amp_gpu_row *r) {
     memcpy(crm, rm, cb), memcpy(crv, rv, cb);
     rows_ok(AMP_CONV(rows_cpu, batch_norm_forward,
                 &(amp_batch_norm_fwd){cy, csm, csi, crm, crv, x, gamma, beta, n, c, hw, training,
-                                      0.1f, 1e-5f, NULL}),
+                                      0.1f, 1e-5f, NULL, NULL, AMP_DTYPE_F32}),
        rows_cpu, "batch_norm_forward");
     rows_ok(AMP_CONV(rows_cpu, batch_norm_backward,
-                &(amp_batch_norm_bwd){cdx, cdg, cdb, g, x, gamma, csm, csi, n, c, hw, training, NULL}),
+                &(amp_batch_norm_bwd){cdx, cdg, cdb, g, x, gamma, csm, csi, n, c, hw, training, NULL, NULL, AMP_DTYPE_F32}),
        rows_cpu, "batch_norm_backward");
     float *gx = rows_to_dev(x, xn * 4), *gg = rows_to_dev(g, xn * 4),
           *ggam = rows_to_dev(gamma, cb);
@@ -220,10 +220,10 @@ static void test_bn(const amp_gpu_row *r) {
     float *gdx = rows_nan_dev(xn * 4), *gdg = rows_nan_dev(cb), *gdb = rows_nan_dev(cb);
     rows_ok(AMP_CONV(rows_dev, batch_norm_forward,
                 &(amp_batch_norm_fwd){gy, gsm, gsi, grm, grv, gx, ggam, gbet, n, c, hw, training,
-                                      0.1f, 1e-5f, sync}),
+                                      0.1f, 1e-5f, sync, NULL, AMP_DTYPE_F32}),
        rows_dev, "batch_norm_forward");
     rows_ok(AMP_CONV(rows_dev, batch_norm_backward,
-                &(amp_batch_norm_bwd){gdx, gdg, gdb, gg, gx, ggam, gsm, gsi, n, c, hw, training, sync}),
+                &(amp_batch_norm_bwd){gdx, gdg, gdb, gg, gx, ggam, gsm, gsi, n, c, hw, training, sync, NULL, AMP_DTYPE_F32}),
        rows_dev, "batch_norm_backward");
     if (sync) EXPECT(bn_sync_calls == 3, "batch_norm sync: the hook ran %d times, not 3", bn_sync_calls);
     const char *mode = training ? "train" : "eval";

@@ -49,11 +49,11 @@ static int two_rank_sum(void *ctx, double *v, size_t n) {
 static int run_half(rank_ctx *r, const amp_allsum *sync) {
     if (AMP_CONV(be, batch_norm_forward,
                  &(amp_batch_norm_fwd){r->y, r->sm, r->si, r->rm, r->rv, r->x, r->gamma, r->beta,
-                                       HALF, C, HW, 1, 0.1f, 1e-5f, sync}) != 0)
+                                       HALF, C, HW, 1, 0.1f, 1e-5f, sync, NULL, AMP_DTYPE_F32}) != 0)
         return -1;
     return AMP_CONV(be, batch_norm_backward,
                     &(amp_batch_norm_bwd){r->dx, r->dg, r->db, r->g, r->x, r->gamma, r->sm, r->si,
-                                          HALF, C, HW, 1, sync});
+                                          HALF, C, HW, 1, sync, NULL, AMP_DTYPE_F32});
 }
 
 static void *rank_main(void *arg) {
@@ -96,10 +96,10 @@ int main(void) {
     for (int i = 0; i < C; i++) rv[i] = 1.0f;
     EXPECT(AMP_CONV(be, batch_norm_forward,
                     &(amp_batch_norm_fwd){y, sm, si, rm, rv, x, gamma, beta, N, C, HW, 1, 0.1f,
-                                          1e-5f, NULL}) == 0 &&
+                                          1e-5f, NULL, NULL, AMP_DTYPE_F32}) == 0 &&
                AMP_CONV(be, batch_norm_backward,
                         &(amp_batch_norm_bwd){dx, dg, db, g, x, gamma, sm, si, N, C, HW, 1,
-                                              NULL}) == 0,
+                                              NULL, NULL, AMP_DTYPE_F32}) == 0,
            "the whole batch: %s", be->err);
     for (int synced = 1; synced >= 0; synced--) {
         rank_ctx r[2];

@@ -10,6 +10,9 @@ int amp_backend_supports(const amp_backend *be, const char *name) {
     if (strcmp(name, "transformer") == 0) return o->transformer != NULL;
     if (strcmp(name, "conv") == 0) return o->conv != NULL;
     if (strcmp(name, "scaled") == 0) return o->scaled != NULL;
+    if (strcmp(name, "batch_norm_x16") == 0) return o->conv && o->conv->batch_norm_x16;
+    if (strcmp(name, "conv2d_forward_round") == 0) return o->conv && o->conv->conv2d_forward_round;
+    if (strcmp(name, "conv2d_backward_round") == 0) return o->conv && o->conv->conv2d_backward_round;
     if (!f) return 0;
     if (strcmp(name, "optim_step_cast") == 0) return f->optim_step_cast != NULL;
     if (strcmp(name, "optim_multi_step") == 0) return f->optim_multi_step != NULL;
@@ -17,6 +20,7 @@ int amp_backend_supports(const amp_backend *be, const char *name) {
     if (strcmp(name, "act_backward_round") == 0) return f->act_backward_round != NULL;
     if (strcmp(name, "fp8_gemm") == 0) return f->fp8_gemm != NULL;
     if (strcmp(name, "nvfp4_gemm") == 0) return f->nvfp4_gemm != NULL;
+    if (strcmp(name, "round_act") == 0) return f->round_act != NULL;
     return 0;
 }
 

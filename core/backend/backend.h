@@ -196,8 +196,11 @@ typedef struct amp_weight_copy {
 
 /* act_backward_round: dz(dt)[n] = round_dt(quantize_dt(da[n]) *
  * act'(widen(z(dt)[n]))), both roundings counted into cnt (dev, may be
- * NULL); dz may equal z. dz_f32 (may be NULL) also receives widen(dz). For
- * dt == F32 it is dz = da * act'(z), counting nothing. */
+ * NULL); dz may equal z. dz_f32 (may be NULL) also receives widen(dz); dz
+ * may be NULL when only dz_f32 is wanted (not both). For dt == F32 it is
+ * dz = da * act'(z), counting nothing. exact = 1 says da already holds dt's
+ * values and act is ReLU (da * 1 or da * 0), so both roundings are exact
+ * and the op may skip them (cnt must then be NULL). */
 typedef struct amp_act_round_args {
     void *dz;
     float *dz_f32;
@@ -207,7 +210,24 @@ typedef struct amp_act_round_args {
     size_t n;
     amp_act act;
     amp_round_count *cnt;
+    int exact;
 } amp_act_round_args;
+
+/* round_act: dst(dt)[n] = round_dt(act(quantize_dt(src[n]))) for a 16-bit dt
+ * and an act that maps dt's values to dt's values (AMP_ACT_NONE,
+ * AMP_ACT_RELU), so the second rounding is exact: only the first is
+ * counted into cnt (dev, may be NULL). wide (may be NULL, may equal src)
+ * also receives widen(dst). A stored activation and the in-place ReLU after
+ * it, in one pass. */
+typedef struct amp_round_act_args {
+    void *dst;
+    float *wide;
+    const float *src;
+    amp_dtype dt;
+    size_t n;
+    amp_act act;
+    amp_round_count *cnt;
+} amp_round_act_args;
 
 /* layernorm_forward: out(out_dt)[rows, C] = round((x - mean) * rstd * w + b)
  * with FP32 statistics (biased variance, rstd = 1/sqrt(var + eps)); b may
@@ -247,6 +267,27 @@ typedef struct amp_allsum {
     void *ctx;
 } amp_allsum;
 
+/* conv2d_forward_round's output: p(dt), the rounding counted into cnt
+ * (dev, may be NULL). */
+typedef struct amp_round_out {
+    void *p;
+    amp_dtype dt;
+    amp_round_count *cnt;
+} amp_round_out;
+
+/* conv2d_backward_round's results (FP32, overwritten): dw [c_out, c_in, kh,
+ * kw], dbias [c_out] and dx [n, c_in, h, w] (each but dw may be NULL), and
+ * the count of dy's rounding (dev, may be NULL). dx is then also rounded to
+ * dx_dt (F32: left as it is), counted into dx_cnt (dev, may be NULL): the
+ * input's gradient in the dtype its input is stored in, as a quantize
+ * after the op would give it. */
+typedef struct amp_conv2d_grads {
+    float *dw, *dbias, *dx;
+    amp_round_count *dy_cnt;
+    amp_dtype dx_dt;
+    amp_round_count *dx_cnt;
+} amp_conv2d_grads;
+
 /* batch_norm_forward over x [n, c, hw] (see amp_conv_ops). */
 typedef struct amp_batch_norm_fwd {
     float *y, *save_mean, *save_invstd;
@@ -256,6 +297,11 @@ typedef struct amp_batch_norm_fwd {
     int training;
     float momentum, eps;
     const amp_allsum *sync; /* training: the statistics over all ranks' rows (NULL: these rows) */
+    /* x stored in 16 bits instead (x unused): x16 [n, c, hw] in x16_dt, read
+     * as its exact FP32 values; only where amp_backend_supports(be,
+     * "batch_norm_x16"). NULL: x. */
+    const uint16_t *x16;
+    amp_dtype x16_dt;
 } amp_batch_norm_fwd;
 
 /* batch_norm_backward (see amp_conv_ops). */
@@ -265,6 +311,8 @@ typedef struct amp_batch_norm_bwd {
     int n, c, hw;
     int training;
     const amp_allsum *sync; /* training: dx from all ranks' sums (dgamma/dbeta stay these rows') */
+    const uint16_t *x16; /* as in amp_batch_norm_fwd */
+    amp_dtype x16_dt;
 } amp_batch_norm_bwd;
 
 /* ---- family "transformer" (the GPT): each runs its math in FP32 and
@@ -354,6 +402,26 @@ typedef struct amp_conv_ops {
      * the ranks for dx; dgamma and dbeta stay this rank's (the gradient
      * sum over the ranks adds them). */
     int (*batch_norm_backward)(amp_backend *be, const amp_batch_norm_bwd *a);
+    /* 1: the two batch_norm ops read a 16-bit x (x16) as well, widening it
+     * as they go, so a 16-bit activation needs no FP32 copy for them. */
+    int batch_norm_x16;
+    /* Optional (amp_backend_supports(be, "conv2d_forward_round")):
+     * conv2d_forward with its y rounded to out->dt (16-bit), counted into
+     * out->cnt and stored in out->p while each piece of y is at hand,
+     * instead of an FP32 y for a separate round: the same bits and counts as
+     * conv2d_forward then round. */
+    int (*conv2d_forward_round)(amp_backend *be, const amp_round_out *out, const void *x,
+                                const void *w, const float *bias, const amp_conv2d_desc *d,
+                                void *ws, size_t ws_bytes);
+    /* Optional (amp_backend_supports(be, "conv2d_backward_round")), for a
+     * 16-bit d->dt: conv2d_backward_filter into g->dw, g->dbias and, when
+     * g->dx is not NULL, conv2d_backward_data on dy given in FP32 [n, c_out,
+     * p, q], which they read rounded to d->dt, that rounding counted once
+     * into g->dy_cnt: the same bits and counts as round + the two ops, with
+     * no 16-bit copy of dy to write and read back. */
+    int (*conv2d_backward_round)(amp_backend *be, const amp_conv2d_grads *g, const void *x,
+                                 const float *dy, const void *w, const amp_conv2d_desc *d,
+                                 void *ws, size_t ws_bytes);
 } amp_conv_ops;
 
 /* ---- family "scaled": FP8 operands (backend/kernels/fp8.h, mx.h). fmt is
@@ -489,6 +557,10 @@ typedef struct amp_fused_ops {
      * each path said once in the log. The CPU has none: its Linear
      * composes. */
     int (*nvfp4_gemm)(amp_backend *be, const amp_gemm_desc *d, const amp_nvfp4_gemm_operands *q);
+    /* A rounding and an activation in one pass (amp_round_act_args).
+     * Without it models compose quantize + act_forward + round, which gives
+     * the same bits. */
+    int (*round_act)(amp_backend *be, const amp_round_act_args *a);
 } amp_fused_ops;
 
 /* ---- the core: every backend has all of these (none is NULL) ---- */
@@ -611,7 +683,9 @@ struct amp_backend {
 
 /* 1 when the backend offers `name`: a family ("transformer", "conv", "scaled") or
  * a fused op ("optim_step_cast", "optim_multi_step", "upload_round",
- * "act_backward_round", "fp8_gemm", "nvfp4_gemm"); 0 otherwise (unknown names included). */
+ * "act_backward_round", "fp8_gemm", "nvfp4_gemm", "round_act") or the conv family's
+ * "batch_norm_x16", "conv2d_forward_round" and "conv2d_backward_round"; 0 otherwise
+ * (unknown names included). */
 int amp_backend_supports(const amp_backend *be, const char *name);
 /* Sets be->err to "backend 'cpu' has no op 'NAME' (family 'FAMILY')" and
  * returns 1: what calling a missing op gives. */

@@ -261,9 +261,14 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
     size_t n = a->n;
     amp_act act = a->act;
     amp_round_count *cnt = a->cnt;
+    if (a->exact && (act != AMP_ACT_RELU || cnt)) {
+        snprintf(be->err, sizeof be->err, "act_backward_round: exact needs ReLU and no counts");
+        return 1;
+    }
     if (dt == AMP_DTYPE_F32) {
-        cpu_act_backward(be, dz, da, z, n, act);
-        if (dz_f32 && dz_f32 != dz) memmove(dz_f32, dz, n * sizeof(float));
+        float *out = dz ? dz : dz_f32;
+        cpu_act_backward(be, out, da, z, n, act);
+        if (dz_f32 && dz_f32 != out) memmove(dz_f32, out, n * sizeof(float));
         return 0;
     }
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
@@ -275,9 +280,13 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
         size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
         for (size_t i = c * cs; i < end; i += TILE) {
             size_t len = end - i < TILE ? end - i : TILE;
-            uint16_t *out = (uint16_t *)dz + i;
-            k->quantize16(q, da + i, len, (int)dt, &l);
+            uint16_t *out = dz ? (uint16_t *)dz + i : NULL; /* NULL: the FP32 copy alone */
             k->widen16(zf, (const uint16_t *)z + i, len, (int)dt);
+            if (a->exact && !out) { /* both roundings the identity: da * act'(z) is dz */
+                k->act_grad_mul(dz_f32 + i, da + i, zf, len, (int)act);
+                continue;
+            }
+            k->quantize16(q, da + i, len, (int)dt, &l);
             k->act_grad_mul(q, q, zf, len, (int)act);
             k->round16_wide(out, dz_f32 ? dz_f32 + i : NULL, q, len, (int)dt, &l);
         }
@@ -287,6 +296,38 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
     }
     amp_tally t = {nz, uf, of};
     tally_add(cnt, &t);
+    return 0;
+}
+
+/* dst(dt) = round(act(quantize(src))), wide = widen(dst): per tile, the
+ * counted rounding, the activation and the exact store, one pass over
+ * memory instead of three. */
+static int cpu_round_act(amp_backend *be, const amp_round_act_args *a) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t n = a->n, cs = chunk_size(n), nch = (n + cs - 1) / cs;
+    int dt = (int)a->dt;
+    if (a->dt == AMP_DTYPE_F32 || (a->act != AMP_ACT_NONE && a->act != AMP_ACT_RELU)) {
+        snprintf(be->err, sizeof be->err, "round_act: needs a 16-bit dtype and ReLU or no activation");
+        return 1;
+    }
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
+    for (size_t c = 0; c < nch; c++) {
+        float q[TILE];
+        amp_tally l = {0, 0, 0};
+        size_t end = (c + 1) * cs < n ? (c + 1) * cs : n;
+        for (size_t i = c * cs; i < end; i += TILE) {
+            size_t len = end - i < TILE ? end - i : TILE;
+            k->quantize16(q, a->src + i, len, dt, &l);
+            if (a->act != AMP_ACT_NONE) k->act(q, q, len, (int)a->act);
+            k->round16_wide((uint16_t *)a->dst + i, a->wide ? a->wide + i : NULL, q, len, dt, NULL);
+        }
+        nz += l.nz;
+        uf += l.uf;
+        of += l.of;
+    }
+    amp_tally t = {nz, uf, of};
+    tally_add(a->cnt, &t);
     return 0;
 }
 
@@ -556,6 +597,7 @@ static const amp_fused_ops cpu_fused_ops = {
     .optim_step_cast = cpu_optim_step_cast,
     .upload_round = cpu_upload_round,
     .act_backward_round = cpu_act_backward_round,
+    .round_act = cpu_round_act,
 };
 
 static const amp_backend_ops cpu_ops = {

@@ -225,9 +225,10 @@ CNN_VARIANTS(bn_grad,
               float mdy, float mdyx, int training),
              (dx, dy, x, n, mean, invstd, g, mdy, mdyx, training))
 
-/* dst[n] = amp_quantize(src[n], dt) (+ b when add_b): through a 16-bit tile
- * with the ISA path's kernels; uncounted, as the ops' internal roundings
- * are. dst may equal src. */
+/* dst[n] = amp_quantize(src[n], dt) (+ b when add_b) with the ISA path's
+ * kernels: quantize16 rounds and widens in registers (no 16-bit tile to
+ * store and load back); uncounted, as the ops' internal roundings are.
+ * dst may equal src. */
 static void quantize_add(const amp_cpu_kern *k, float *dst, const float *src, size_t n, int dt,
                          int add_b, float b) {
     if (dt == AMP_DTYPE_F32) {
@@ -237,14 +238,9 @@ static void quantize_add(const amp_cpu_kern *k, float *dst, const float *src, si
             memmove(dst, src, n * sizeof(float));
         return;
     }
-    uint16_t h[QTILE];
-    for (size_t i = 0; i < n; i += QTILE) {
-        size_t len = n - i < QTILE ? n - i : QTILE;
-        k->round16(h, src + i, len, dt, NULL);
-        k->widen16(dst + i, h, len, dt);
-        if (add_b)
-            for (size_t j = i; j < i + len; j++) dst[j] += b;
-    }
+    k->quantize16(dst, src, n, dt, NULL);
+    if (add_b)
+        for (size_t j = 0; j < n; j++) dst[j] += b;
 }
 
 /* C[m, n] = alpha op(A) op(B) + beta C in FP32 through the backend's GEMM
@@ -409,44 +405,113 @@ static int im2col(amp_backend *be, const conv_ws *s, const void *x, const amp_co
     return 0;
 }
 
-/* yc[c_out, g*P] = dy of images i0 .. i0+g-1 (NCHW, dt), as FP32. */
-static void gather_dy(const conv_ws *s, const void *dy, const amp_conv2d_desc *d, int i0, int g) {
+/* How the backward ops read dy: stored in d->dt, or (conv2d_backward_round)
+ * FP32 to be rounded to d->dt as it is read, counted into t unless NULL. */
+typedef struct dy_src {
+    const void *p;
+    int f32;
+    amp_tally *t;
+} dy_src;
+
+/* yc[c_out, g*P] = dy of images i0 .. i0+g-1 (NCHW), as FP32 values of dt. */
+static void gather_dy(const conv_ws *s, const dy_src *dy, const amp_conv2d_desc *d, int i0, int g) {
     const conv_geom *gm = &s->g;
     size_t cols = (size_t)g * gm->P;
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)d->c_out * cols > 32768)
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : nz, uf, of) \
+    if ((size_t)d->c_out * cols > 32768)
     for (int co = 0; co < d->c_out; co++)
         for (int gi = 0; gi < g; gi++) {
             float *dst = s->yc + (size_t)co * cols + (size_t)gi * gm->P;
             size_t off = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
-            if (d->dt == AMP_DTYPE_F32)
-                memcpy(dst, (const float *)dy + off, (size_t)gm->P * sizeof(float));
-            else
-                s->k->widen16(dst, (const uint16_t *)dy + off, (size_t)gm->P, (int)d->dt);
+            if (d->dt == AMP_DTYPE_F32) {
+                memcpy(dst, (const float *)dy->p + off, (size_t)gm->P * sizeof(float));
+            } else if (dy->f32) {
+                amp_tally l = {0, 0, 0};
+                s->k->quantize16(dst, (const float *)dy->p + off, (size_t)gm->P, (int)d->dt,
+                                 dy->t ? &l : NULL);
+                nz += l.nz;
+                uf += l.uf;
+                of += l.of;
+            } else {
+                s->k->widen16(dst, (const uint16_t *)dy->p + off, (size_t)gm->P, (int)d->dt);
+            }
         }
+    if (dy->t) {
+        dy->t->nz += nz;
+        dy->t->uf += uf;
+        dy->t->of += of;
+    }
 }
 
-static int cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
-                              const float *bias, const amp_conv2d_desc *d, void *ws,
-                              size_t ws_bytes) {
+/* One output plane of conv2d_forward_round: out(out_dt) = round(quantize(yc)
+ * + b), a tile at a time through FP32 on the stack, counted into t. */
+static void round_plane(const amp_cpu_kern *k, uint16_t *out, const float *yc, size_t n, int dt,
+                        int out_dt, int add_b, float b, amp_tally *t) {
+    float v[QTILE];
+    for (size_t i = 0; i < n; i += QTILE) {
+        size_t len = n - i < QTILE ? n - i : QTILE;
+        quantize_add(k, v, yc + i, len, dt, add_b, b);
+        k->round16(out + i, v, len, out_dt, t);
+    }
+}
+
+/* conv2d_forward into y (FP32), or with out16 into out16(out_dt) rounded
+ * and counted into cnt. */
+static int conv_forward(amp_backend *be, float *y, uint16_t *out16, amp_dtype out_dt,
+                        amp_round_count *cnt, const void *x, const void *w, const float *bias,
+                        const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
     const float *wf = weights(&s, w, d);
+    unsigned long long nz = 0, uf = 0, of = 0;
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
         int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
         if (im2col(be, &s, x, d, i0, g) != 0) return 1;
         /* yc[c_out, cols] = W[c_out, K] . col[K, cols] */
         if (gemm32(be, 0, 0, d->c_out, cols, gm->K, wf, gm->K, s.col, cols, 0.0f, s.yc, cols))
             return 1;
-        /* y = quantize(yc) + bias, one pass per plane */
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)d->c_out * cols > 32768)
+        /* y = quantize(yc) + bias (and out = round(y)), one pass per plane */
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : nz, uf, of) \
+    if ((size_t)d->c_out * cols > 32768)
         for (int gi = 0; gi < g; gi++)
-            for (int co = 0; co < d->c_out; co++)
-                quantize_add(s.k, y + ((size_t)(i0 + gi) * d->c_out + co) * gm->P,
-                             s.yc + (size_t)co * cols + (size_t)gi * gm->P, (size_t)gm->P,
-                             (int)d->dt, bias != NULL, bias ? bias[co] : 0.0f);
+            for (int co = 0; co < d->c_out; co++) {
+                size_t o = ((size_t)(i0 + gi) * d->c_out + co) * gm->P;
+                const float *src = s.yc + (size_t)co * cols + (size_t)gi * gm->P;
+                if (!out16) {
+                    quantize_add(s.k, y + o, src, (size_t)gm->P, (int)d->dt, bias != NULL,
+                                 bias ? bias[co] : 0.0f);
+                    continue;
+                }
+                amp_tally l = {0, 0, 0};
+                round_plane(s.k, out16 + o, src, (size_t)gm->P, (int)d->dt, (int)out_dt,
+                            bias != NULL, bias ? bias[co] : 0.0f, &l);
+                nz += l.nz;
+                uf += l.uf;
+                of += l.of;
+            }
+    }
+    if (cnt) {
+        cnt->nonzero += nz;
+        cnt->underflow += uf;
+        cnt->overflow += of;
     }
     return 0;
+}
+
+static int cpu_conv2d_forward(amp_backend *be, float *y, const void *x, const void *w,
+                              const float *bias, const amp_conv2d_desc *d, void *ws,
+                              size_t ws_bytes) {
+    return conv_forward(be, y, NULL, AMP_DTYPE_F32, NULL, x, w, bias, d, ws, ws_bytes);
+}
+
+static int cpu_conv2d_forward_round(amp_backend *be, const amp_round_out *out, const void *x,
+                                    const void *w, const float *bias, const amp_conv2d_desc *d,
+                                    void *ws, size_t ws_bytes) {
+    if (out->dt == AMP_DTYPE_F32)
+        return conv_forward(be, out->p, NULL, AMP_DTYPE_F32, NULL, x, w, bias, d, ws, ws_bytes);
+    return conv_forward(be, NULL, out->p, out->dt, out->cnt, x, w, bias, d, ws, ws_bytes);
 }
 
 /* One input plane [h, w] of dx from the column matrix rows (ci, ky, kx)
@@ -476,31 +541,54 @@ CNN_VARIANTS(col2im_plane,
              (float *plane, const float *r, size_t ld, const amp_conv2d_desc *d, int p, int q),
              (plane, r, ld, d, p, q))
 
-static int cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
-                                    const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
+/* dx of images i0 .. i0+g-1 from the chunk's dy in s->yc: dcol = W^T dy
+ * into s->col, then col2im as a gather per input plane, the plane rounded to
+ * dt while it is in cache (and then to dx_dt, counted into t, unless F32). */
+static int backward_data_chunk(amp_backend *be, const conv_ws *s, float *dx, const float *wf,
+                               const amp_conv2d_desc *d, int i0, int g, amp_dtype dx_dt,
+                               amp_tally *t) {
+    const conv_geom *gm = &s->g;
+    size_t x_img = (size_t)d->c_in * d->h * d->w, hw = (size_t)d->h * d->w;
+    int lvl = isa_level(s->k), cols = g * gm->P;
+    /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
+    if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s->yc, cols, 0.0f, s->col, cols))
+        return 1;
+    unsigned long long nz = 0, uf = 0, of = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : nz, uf, of) \
+    if ((size_t)g * x_img > 32768)
+    for (int gi = 0; gi < g; gi++)
+        for (int ci = 0; ci < d->c_in; ci++) {
+            float *plane = dx + (size_t)(i0 + gi) * x_img + (size_t)ci * hw;
+            CNN_PICK(col2im_plane, lvl)(plane, s->col + (size_t)ci * d->kh * d->kw * cols +
+                                                   (size_t)gi * gm->P,
+                                        (size_t)cols, d, gm->p, gm->q);
+            if (d->dt != AMP_DTYPE_F32) quantize_add(s->k, plane, plane, hw, (int)d->dt, 0, 0.0f);
+            if (dx_dt != AMP_DTYPE_F32) {
+                amp_tally l = {0, 0, 0};
+                s->k->quantize16(plane, plane, hw, (int)dx_dt, t ? &l : NULL);
+                nz += l.nz;
+                uf += l.uf;
+                of += l.of;
+            }
+        }
+    if (t) {
+        t->nz += nz;
+        t->uf += uf;
+        t->of += of;
+    }
+    return 0;
+}
+
+static int conv_backward_data(amp_backend *be, float *dx, const dy_src *dy, const void *w,
+                              const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
     conv_ws s;
     if (conv_setup(be, &s, d, w, ws, ws_bytes) != 0) return 1;
     const conv_geom *gm = &s.g;
     const float *wf = weights(&s, w, d);
-    size_t x_img = (size_t)d->c_in * d->h * d->w, hw = (size_t)d->h * d->w;
-    int lvl = isa_level(s.k);
     for (int i0 = 0; i0 < d->n; i0 += gm->G) {
-        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
+        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G;
         gather_dy(&s, dy, d, i0, g);
-        /* dcol[K, cols] = W[c_out, K]^T . dy[c_out, cols] */
-        if (gemm32(be, 1, 0, gm->K, cols, d->c_out, wf, gm->K, s.yc, cols, 0.0f, s.col, cols))
-            return 1;
-        /* col2im as a gather per input plane, then the plane rounded to dt
-         * while it is in cache */
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)g * x_img > 32768)
-        for (int gi = 0; gi < g; gi++)
-            for (int ci = 0; ci < d->c_in; ci++) {
-                float *plane = dx + (size_t)(i0 + gi) * x_img + (size_t)ci * hw;
-                CNN_PICK(col2im_plane, lvl)(plane, s.col + (size_t)ci * d->kh * d->kw * cols +
-                                                       (size_t)gi * gm->P,
-                                            (size_t)cols, d, gm->p, gm->q);
-                if (d->dt != AMP_DTYPE_F32) quantize_add(s.k, plane, plane, hw, (int)d->dt, 0, 0.0f);
-            }
+        if (backward_data_chunk(be, &s, dx, wf, d, i0, g, AMP_DTYPE_F32, NULL) != 0) return 1;
     }
     return 0;
 }
@@ -544,50 +632,101 @@ int amp_cpu_conv2d_col2im(amp_backend *be, float *dx, const float *col, const am
     return 0;
 }
 
-/* The FP64 sum of a channel's dy over the batch (lanes as above). */
-static double channel_sum(const amp_cpu_kern *k, const void *dy, const amp_conv2d_desc *d, int co,
-                          int P) {
-    double lane[LANES] = {0, 0, 0, 0, 0, 0, 0, 0};
-    float t[QTILE];
-    int lvl = isa_level(k);
-    for (int i = 0; i < d->n; i++) {
-        size_t base = ((size_t)i * d->c_out + co) * P;
-        for (int j0 = 0; j0 < P; j0 += QTILE) { /* QTILE % LANES == 0: lanes by j0 + j */
-            int len = P - j0 < QTILE ? P - j0 : QTILE;
-            const float *v = t;
-            if (d->dt == AMP_DTYPE_F32)
-                v = (const float *)dy + base + j0;
-            else
-                k->widen16(t, (const uint16_t *)dy + base + j0, (size_t)len, (int)d->dt);
-            CNN_PICK(lanes_sum, lvl)(lane, v, len);
+/* The bias gradient's FP64 channel sums of dy, taken from each chunk's
+ * FP32 dy while it is in cache (no second pass over dy, and no second
+ * widening of a 16-bit one): lane[co][j % 8] over the images in order,
+ * each plane's elements in order, as a sum over dy itself would add them. */
+#define BIAS_LANES_STACK 256 /* channels whose lanes live on the stack */
+
+static void chunk_channel_sums(double (*lane)[LANES], const conv_ws *s, const amp_conv2d_desc *d,
+                               int g) {
+    const conv_geom *gm = &s->g;
+    size_t cols = (size_t)g * gm->P;
+    int lvl = isa_level(s->k);
+#pragma omp parallel for schedule(static) if ((size_t)d->c_out * cols > 32768)
+    for (int co = 0; co < d->c_out; co++)
+        for (int gi = 0; gi < g; gi++)
+            CNN_PICK(lanes_sum, lvl)(lane[co], s->yc + (size_t)co * cols + (size_t)gi * gm->P, gm->P);
+}
+
+/* conv2d_backward_filter; with dx (and w) also conv2d_backward_data, chunk
+ * by chunk on the same gathered dy: after dW's GEMM has read the chunk's
+ * column matrix, dcol overwrites it. Each GEMM has the shape and operands
+ * of the separate ops, so the bits are theirs. */
+static int conv_backward_filter(amp_backend *be, float *dw, float *dbias, float *dx, const void *x,
+                                const dy_src *dy, const void *w, const amp_conv2d_desc *d,
+                                void *ws, size_t ws_bytes, amp_dtype dx_dt, amp_tally *dx_t) {
+    conv_ws s;
+    if (conv_setup(be, &s, d, dx ? w : NULL, ws, ws_bytes) != 0) return 1;
+    const conv_geom *gm = &s.g;
+    const float *wf = dx ? weights(&s, w, d) : NULL;
+    double stack_lanes[BIAS_LANES_STACK][LANES], (*lane)[LANES] = NULL;
+    if (dbias) {
+        lane = d->c_out <= BIAS_LANES_STACK ? stack_lanes
+                                            : malloc((size_t)d->c_out * sizeof *lane);
+        if (!lane) {
+            snprintf(be->err, sizeof be->err, "conv2d: out of host memory");
+            return 1;
         }
+        memset(lane, 0, (size_t)d->c_out * sizeof *lane);
     }
-    return lanes_total(lane);
+    int rc = 0;
+    for (int i0 = 0; i0 < d->n && rc == 0; i0 += gm->G) {
+        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
+        if ((rc = im2col(be, &s, x, d, i0, g)) != 0) break;
+        gather_dy(&s, dy, d, i0, g);
+        if (lane) chunk_channel_sums(lane, &s, d, g);
+        /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
+        rc = gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
+                    gm->K);
+        if (rc == 0 && dx) rc = backward_data_chunk(be, &s, dx, wf, d, i0, g, dx_dt, dx_t);
+    }
+    if (rc == 0 && d->dt != AMP_DTYPE_F32) {
+        size_t wn = (size_t)d->c_out * gm->K;
+        quantize_add(s.k, dw, dw, wn, (int)d->dt, 0, 0.0f);
+    }
+    if (rc == 0 && lane)
+        for (int co = 0; co < d->c_out; co++) dbias[co] = (float)lanes_total(lane[co]);
+    if (lane != stack_lanes) free(lane);
+    return rc;
+}
+
+static int cpu_conv2d_backward_data(amp_backend *be, float *dx, const void *dy, const void *w,
+                                    const amp_conv2d_desc *d, void *ws, size_t ws_bytes) {
+    dy_src s = {dy, 0, NULL};
+    return conv_backward_data(be, dx, &s, w, d, ws, ws_bytes);
 }
 
 static int cpu_conv2d_backward_filter(amp_backend *be, float *dw, float *dbias, const void *x,
                                       const void *dy, const amp_conv2d_desc *d, void *ws,
                                       size_t ws_bytes) {
-    conv_ws s;
-    if (conv_setup(be, &s, d, NULL, ws, ws_bytes) != 0) return 1;
-    const conv_geom *gm = &s.g;
-    for (int i0 = 0; i0 < d->n; i0 += gm->G) {
-        int g = d->n - i0 < gm->G ? d->n - i0 : gm->G, cols = g * gm->P;
-        if (im2col(be, &s, x, d, i0, g) != 0) return 1;
-        gather_dy(&s, dy, d, i0, g);
-        /* dW[c_out, K] (+)= dy[c_out, cols] . col[K, cols]^T, chunks in order */
-        if (gemm32(be, 0, 1, d->c_out, gm->K, cols, s.yc, cols, s.col, cols, i0 ? 1.0f : 0.0f, dw,
-                   gm->K))
-            return 1;
+    dy_src s = {dy, 0, NULL};
+    return conv_backward_filter(be, dw, dbias, NULL, x, &s, NULL, d, ws, ws_bytes, AMP_DTYPE_F32,
+                                NULL);
+}
+
+static int cpu_conv2d_backward_round(amp_backend *be, const amp_conv2d_grads *g, const void *x,
+                                     const float *dy, const void *w, const amp_conv2d_desc *d,
+                                     void *ws, size_t ws_bytes) {
+    if (d->dt == AMP_DTYPE_F32) {
+        snprintf(be->err, sizeof be->err, "conv2d_backward_round: needs a 16-bit dtype");
+        return 1;
     }
-    if (d->dt != AMP_DTYPE_F32) {
-        size_t wn = (size_t)d->c_out * gm->K;
-        quantize_add(s.k, dw, dw, wn, (int)d->dt, 0, 0.0f);
+    amp_tally t = {0, 0, 0}, tx = {0, 0, 0};
+    dy_src counted = {dy, 1, g->dy_cnt ? &t : NULL};
+    /* dW and dx in one loop over the chunks: each chunk of dy gathered once */
+    if (conv_backward_filter(be, g->dw, g->dbias, g->dx, x, &counted, w, d, ws, ws_bytes, g->dx_dt,
+                             g->dx_cnt ? &tx : NULL) != 0)
+        return 1;
+    if (g->dy_cnt) {
+        g->dy_cnt->nonzero += t.nz;
+        g->dy_cnt->underflow += t.uf;
+        g->dy_cnt->overflow += t.of;
     }
-    if (dbias) {
-#pragma omp parallel for schedule(static) if ((size_t)d->n * d->c_out * gm->P > 32768)
-        for (int co = 0; co < d->c_out; co++)
-            dbias[co] = (float)channel_sum(s.k, dy, d, co, gm->P);
+    if (g->dx_cnt) {
+        g->dx_cnt->nonzero += tx.nz;
+        g->dx_cnt->underflow += tx.uf;
+        g->dx_cnt->overflow += tx.of;
     }
     return 0;
 }
@@ -725,6 +864,80 @@ static int cpu_max_pool2d_backward(amp_backend *be, float *dx, const float *dy, 
 
 /* ---- batch normalisation ------------------------------------------------ */
 
+/* The x of a batch-norm op: FP32, or 16-bit values widened a tile of a
+ * plane at a time as the loops read them (no FP32 copy of the whole
+ * activation to write and read back). Tiles start at multiples of QTILE,
+ * a multiple of LANES, so every element keeps its lane and every lane its
+ * order of additions: the same bits as over the FP32 copy. */
+typedef struct bn_x {
+    const float *f;
+    const uint16_t *h; /* NULL: f */
+    int dt;
+    const amp_cpu_kern *k;
+    int lvl;
+} bn_x;
+
+static bn_x bn_x_of(const amp_cpu_kern *k, const float *f, const uint16_t *h, amp_dtype dt) {
+    bn_x x = {f, h, (int)dt, k, isa_level(k)};
+    return x;
+}
+
+/* Elements [at, at + len) of x as FP32: x's own, or widened into t. */
+static inline const float *bn_x_at(const bn_x *x, size_t at, int len, float *t) {
+    if (!x->h) return x->f + at;
+    x->k->widen16(t, x->h + at, (size_t)len, x->dt);
+    return t;
+}
+
+/* The tile length over a plane of hw: the whole plane for an FP32 x. */
+static inline int bn_x_step(const bn_x *x, int hw) { return x->h ? QTILE : hw; }
+
+static void plane_sum(double *lane, const bn_x *x, size_t base, int hw) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(lanes_sum, x->lvl)(lane, bn_x_at(x, base + j0, len, t), len);
+    }
+}
+
+static void plane_sqdev(double *lane, const bn_x *x, size_t base, int hw, double m) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(lanes_sqdev, x->lvl)(lane, bn_x_at(x, base + j0, len, t), len, m);
+    }
+}
+
+static void plane_apply(float *y, const bn_x *x, size_t base, int hw, float mean, float invstd,
+                        float g, float b) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(bn_apply, x->lvl)(y + base + j0, bn_x_at(x, base + j0, len, t), len, mean, invstd,
+                                   g, b);
+    }
+}
+
+static void plane_bn_bwd(double *sdy, double *sdyx, const float *dy, const bn_x *x, size_t base,
+                         int hw, float mean, float invstd) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(lanes_bn_bwd, x->lvl)(sdy, sdyx, dy + base + j0, bn_x_at(x, base + j0, len, t), len,
+                                       mean, invstd);
+    }
+}
+
+static void plane_grad(float *dx, const float *dy, const bn_x *x, size_t base, int hw, float mean,
+                       float invstd, float g, float mdy, float mdyx, int training) {
+    float t[QTILE];
+    for (int j0 = 0, st = bn_x_step(x, hw); j0 < hw; j0 += st) {
+        int len = hw - j0 < st ? hw - j0 : st;
+        CNN_PICK(bn_grad, x->lvl)(dx + base + j0, dy + base + j0, bn_x_at(x, base + j0, len, t), len,
+                                  mean, invstd, g, mdy, mdyx, training);
+    }
+}
+
 /* Synchronised batch norm (a->sync): the channel loops of the forward and
  * backward below, cut where a sum over the ranks must come in. Pass 1 sums
  * x per channel (with the row count), pass 2 the squared deviations from
@@ -738,9 +951,8 @@ static int cpu_bn_sync_sum(amp_backend *be, const amp_allsum *sync, double *v, s
     return 0;
 }
 
-static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int lvl) {
+static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, const bn_x *x) {
     int n = a->n, c = a->c, hw = a->hw;
-    const float *x = a->x;
     /* [c] sums, the row count, [c] squared deviations */
     double *v = malloc((2 * (size_t)c + 1) * sizeof *v), *sq = v + c + 1;
     if (!v) {
@@ -750,7 +962,7 @@ static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         double sum[LANES] = {0};
-        for (int i = 0; i < n; i++) CNN_PICK(lanes_sum, lvl)(sum, x + ((size_t)i * c + ch) * hw, hw);
+        for (int i = 0; i < n; i++) plane_sum(sum, x, ((size_t)i * c + ch) * hw, hw);
         v[ch] = lanes_total(sum);
     }
     v[c] = (double)n * hw;
@@ -759,8 +971,7 @@ static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         double d[LANES] = {0}, m = v[ch] / count;
-        for (int i = 0; i < n; i++)
-            CNN_PICK(lanes_sqdev, lvl)(d, x + ((size_t)i * c + ch) * hw, hw, m);
+        for (int i = 0; i < n; i++) plane_sqdev(d, x, ((size_t)i * c + ch) * hw, hw, m);
         sq[ch] = lanes_total(d);
     }
     if (cpu_bn_sync_sum(be, a->sync, sq, (size_t)c) != 0) goto fail;
@@ -773,11 +984,9 @@ static int cpu_bn_forward_sync(amp_backend *be, const amp_batch_norm_fwd *a, int
                                   a->momentum);
         a->save_mean[ch] = mean;
         a->save_invstd[ch] = invstd;
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_apply, lvl)(a->y + base, x + base, hw, mean, invstd, a->gamma[ch],
-                                    a->beta[ch]);
-        }
+        for (int i = 0; i < n; i++)
+            plane_apply(a->y, x, ((size_t)i * c + ch) * hw, hw, mean, invstd, a->gamma[ch],
+                        a->beta[ch]);
     }
     free(v);
     return 0;
@@ -786,7 +995,7 @@ fail:
     return 1;
 }
 
-static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, int lvl) {
+static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, const bn_x *x) {
     int n = a->n, c = a->c, hw = a->hw;
     /* [c] sums of dy, [c] of dy * xhat, the row count */
     double *v = malloc((2 * (size_t)c + 1) * sizeof *v);
@@ -797,11 +1006,9 @@ static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, in
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         double sdy[LANES] = {0}, sdyx[LANES] = {0};
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(lanes_bn_bwd, lvl)(sdy, sdyx, a->dy + base, a->x + base, hw,
-                                        a->save_mean[ch], a->save_invstd[ch]);
-        }
+        for (int i = 0; i < n; i++)
+            plane_bn_bwd(sdy, sdyx, a->dy, x, ((size_t)i * c + ch) * hw, hw, a->save_mean[ch],
+                         a->save_invstd[ch]);
         v[ch] = lanes_total(sdy);
         v[c + ch] = lanes_total(sdyx);
         a->dbeta[ch] = (float)v[ch];
@@ -816,11 +1023,9 @@ static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, in
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mdy = (float)(v[ch] / count), mdyx = (float)(v[c + ch] / count);
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_grad, lvl)(a->dx + base, a->dy + base, a->x + base, hw, a->save_mean[ch],
-                                   a->save_invstd[ch], a->gamma[ch], mdy, mdyx, 1);
-        }
+        for (int i = 0; i < n; i++)
+            plane_grad(a->dx, a->dy, x, ((size_t)i * c + ch) * hw, hw, a->save_mean[ch],
+                       a->save_invstd[ch], a->gamma[ch], mdy, mdyx, 1);
     }
     free(v);
     return 0;
@@ -829,23 +1034,21 @@ static int cpu_bn_backward_sync(amp_backend *be, const amp_batch_norm_bwd *a, in
 static int cpu_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) {
     float *y = a->y, *save_mean = a->save_mean, *save_invstd = a->save_invstd;
     float *running_mean = a->running_mean, *running_var = a->running_var;
-    const float *x = a->x, *gamma = a->gamma, *beta = a->beta;
+    const float *gamma = a->gamma, *beta = a->beta;
     int n = a->n, c = a->c, hw = a->hw, training = a->training;
     float momentum = a->momentum, eps = a->eps;
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
-    int lvl = isa_level(amp_cpu_kern_of(be));
-    if (training && a->sync) return cpu_bn_forward_sync(be, a, lvl);
+    bn_x xs = bn_x_of(amp_cpu_kern_of(be), a->x, a->x16, a->x16_dt), *x = &xs;
+    if (training && a->sync) return cpu_bn_forward_sync(be, a, x);
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean, invstd;
         if (training) {
             double sum[LANES] = {0}, sq[LANES] = {0};
-            for (int i = 0; i < n; i++)
-                CNN_PICK(lanes_sum, lvl)(sum, x + ((size_t)i * c + ch) * hw, hw);
+            for (int i = 0; i < n; i++) plane_sum(sum, x, ((size_t)i * c + ch) * hw, hw);
             double m = lanes_total(sum) / count;
-            for (int i = 0; i < n; i++)
-                CNN_PICK(lanes_sqdev, lvl)(sq, x + ((size_t)i * c + ch) * hw, hw, m);
+            for (int i = 0; i < n; i++) plane_sqdev(sq, x, ((size_t)i * c + ch) * hw, hw, m);
             double var = lanes_total(sq) / count;
             mean = (float)m;
             invstd = amp_bn_invstd(var, eps);
@@ -858,40 +1061,34 @@ static int cpu_batch_norm_forward(amp_backend *be, const amp_batch_norm_fwd *a) 
         }
         save_mean[ch] = mean;
         save_invstd[ch] = invstd;
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_apply, lvl)(y + base, x + base, hw, mean, invstd, gamma[ch], beta[ch]);
-        }
+        for (int i = 0; i < n; i++)
+            plane_apply(y, x, ((size_t)i * c + ch) * hw, hw, mean, invstd, gamma[ch], beta[ch]);
     }
     return 0;
 }
 
 static int cpu_batch_norm_backward(amp_backend *be, const amp_batch_norm_bwd *a) {
     float *dx = a->dx, *dgamma = a->dgamma, *dbeta = a->dbeta;
-    const float *dy = a->dy, *x = a->x, *gamma = a->gamma;
+    const float *dy = a->dy, *gamma = a->gamma;
     const float *save_mean = a->save_mean, *save_invstd = a->save_invstd;
     int n = a->n, c = a->c, hw = a->hw, training = a->training;
     if (bn_check(be, n, c, hw, training) != 0) return 1;
     double count = (double)n * hw;
-    int lvl = isa_level(amp_cpu_kern_of(be));
-    if (training && a->sync) return cpu_bn_backward_sync(be, a, lvl);
+    bn_x xs = bn_x_of(amp_cpu_kern_of(be), a->x, a->x16, a->x16_dt), *x = &xs;
+    if (training && a->sync) return cpu_bn_backward_sync(be, a, x);
 #pragma omp parallel for schedule(static) if ((double)n * c * hw > 32768)
     for (int ch = 0; ch < c; ch++) {
         float mean = save_mean[ch], invstd = save_invstd[ch];
         double sdy[LANES] = {0}, sdyx[LANES] = {0};
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(lanes_bn_bwd, lvl)(sdy, sdyx, dy + base, x + base, hw, mean, invstd);
-        }
+        for (int i = 0; i < n; i++)
+            plane_bn_bwd(sdy, sdyx, dy, x, ((size_t)i * c + ch) * hw, hw, mean, invstd);
         double s1 = lanes_total(sdy), s2 = lanes_total(sdyx);
         dgamma[ch] = (float)s2;
         dbeta[ch] = (float)s1;
         float mdy = (float)(s1 / count), mdyx = (float)(s2 / count);
-        for (int i = 0; i < n; i++) {
-            size_t base = ((size_t)i * c + ch) * hw;
-            CNN_PICK(bn_grad, lvl)(dx + base, dy + base, x + base, hw, mean, invstd, gamma[ch], mdy,
-                                   mdyx, training);
-        }
+        for (int i = 0; i < n; i++)
+            plane_grad(dx, dy, x, ((size_t)i * c + ch) * hw, hw, mean, invstd, gamma[ch], mdy, mdyx,
+                       training);
     }
     return 0;
 }
@@ -905,4 +1102,7 @@ const amp_conv_ops amp_cpu_conv_ops = {
     .max_pool2d_backward = cpu_max_pool2d_backward,
     .batch_norm_forward = cpu_batch_norm_forward,
     .batch_norm_backward = cpu_batch_norm_backward,
+    .batch_norm_x16 = 1,
+    .conv2d_forward_round = cpu_conv2d_forward_round,
+    .conv2d_backward_round = cpu_conv2d_backward_round,
 };

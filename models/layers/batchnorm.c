@@ -48,20 +48,35 @@ void amp_batchnorm_layout(amp_model *m, amp_batchnorm *N) {
     N->one_ready = 0;
 }
 
+/* x for the backend's op: its FP32 values (a view, or widened into tmp),
+ * or, where the backend reads 16-bit x itself, the stored array (*x16;
+ * *xf NULL). 0, or -1 when widening failed. */
+static int bn_input(amp_model *m, const amp_array *x, float *tmp, size_t n, const float **xf,
+                    const uint16_t **x16) {
+    *xf = NULL;
+    *x16 = NULL;
+    if (!x->f32 && x->store != AMP_DTYPE_F32 && amp_backend_supports(m->be, "batch_norm_x16")) {
+        *x16 = x->p;
+        return 0;
+    }
+    *xf = amp_array_f32(m, x, tmp, n);
+    return *xf ? 0 : -1;
+}
+
 int amp_batchnorm_forward(amp_model *m, amp_batchnorm *N, amp_array *y, void *out, amp_array x,
                           const amp_image_scratch *s, int rows, int training, int store) {
     amp_backend *be = m->be;
     size_t n = (size_t)rows * N->c * N->hw;
-    const float *xf = amp_array_f32(m, &x, s->f[0], n);
-    if (!xf) return -1;
+    const float *xf;
+    const uint16_t *x16;
+    CHECK(bn_input(m, &x, s->f[0], n, &xf, &x16));
     int wide = N->out_dt == AMP_DTYPE_F32;
     float *yf = wide ? out : xf == s->f[1] ? s->f[0] : s->f[1];
-    CHECK(AMP_CONV(be, batch_norm_forward,
-                   &(amp_batch_norm_fwd){yf, N->save_mean, N->save_invstd,
-                                         amp_kit_master(m, N->mean), amp_kit_master(m, N->var), xf,
-                                         amp_kit_master(m, N->g), amp_kit_master(m, N->b), rows,
-                                         N->c, N->hw, training, N->momentum, N->eps,
-                                         training ? m->allsum : NULL}));
+    amp_batch_norm_fwd a = {yf, N->save_mean, N->save_invstd, amp_kit_master(m, N->mean),
+                            amp_kit_master(m, N->var), xf, amp_kit_master(m, N->g),
+                            amp_kit_master(m, N->b), rows, N->c, N->hw, training, N->momentum,
+                            N->eps, training ? m->allsum : NULL, x16, x.store};
+    CHECK(AMP_CONV(be, batch_norm_forward, &a));
     if (training && !N->one_ready) {
         const float one = 1.0f;
         CHECK(be->ops->upload(be, N->one, &one, sizeof one));
@@ -72,6 +87,12 @@ int amp_batchnorm_forward(amp_model *m, amp_batchnorm *N, amp_array *y, void *ou
     *y = amp_array_of(out, N->out_dt);
     if (wide) return 0;
     amp_round_count *fwd = amp_model_rounds(m, N->layer, AMP_ROUND_FWD);
+    if (store == AMP_BN_STORE_RELU) { /* the output rounded (counted), its ReLU stored, one pass */
+        CHECK(AMP_FUSED(be, round_act,
+                        &(amp_round_act_args){out, yf, yf, N->out_dt, n, AMP_ACT_RELU, fwd}));
+        y->f32 = yf;
+        return 0;
+    }
     if (store) return be->ops->round(be, out, N->out_dt, yf, n, fwd);
     /* the next layer stores it: round (counted) in FP32 and hand over the view */
     CHECK(be->ops->quantize(be, yf, yf, n, N->out_dt, fwd, 0));
@@ -83,15 +104,20 @@ int amp_batchnorm_backward(amp_model *m, const amp_batchnorm *N, float *dy, amp_
                            float *tmp, int rows, int accumulate) {
     amp_backend *be = m->be;
     amp_kit *k = m->kit;
-    const float *xf = amp_array_f32(m, &x, tmp, (size_t)rows * N->c * N->hw);
-    if (!xf) return -1;
+    const float *xf;
+    const uint16_t *x16;
+    CHECK(bn_input(m, &x, tmp, (size_t)rows * N->c * N->hw, &xf, &x16));
     /* dx replaces dy in place (the op reads a channel before writing it) */
     float *dg = k->scratch[AMP_SCRATCH_DW], *db = k->scratch[AMP_SCRATCH_DB];
-    CHECK(AMP_CONV(be, batch_norm_backward,
-                   &(amp_batch_norm_bwd){dy, dg, db, dy, xf, amp_kit_master(m, N->g), N->save_mean,
-                                         N->save_invstd, rows, N->c, N->hw, 1, m->allsum}));
+    amp_batch_norm_bwd a = {dy, dg, db, dy, xf, amp_kit_master(m, N->g), N->save_mean,
+                            N->save_invstd, rows, N->c, N->hw, 1, m->allsum, x16, x.store};
+    CHECK(AMP_CONV(be, batch_norm_backward, &a));
     CHECK(be->ops->quantize(be, amp_kit_grad(m, N->g), dg, (size_t)N->c, AMP_DTYPE_F32, NULL,
                             accumulate));
     return be->ops->quantize(be, amp_kit_grad(m, N->b), db, (size_t)N->c, AMP_DTYPE_F32, NULL,
                              accumulate);
+}
+
+int amp_batchnorm_fuses_relu(amp_model *m, const amp_batchnorm *N) {
+    return N->out_dt != AMP_DTYPE_F32 && amp_backend_supports(m->be, "round_act");
 }

@@ -90,35 +90,76 @@ int amp_conv2d_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x
     amp_conv2d_desc d = C->d;
     d.n = rows;
     int wide = C->out_dt == AMP_DTYPE_F32;
+    if (!wide && amp_backend_supports(be, "conv2d_forward_round")) /* rounded as it is made */
+        return AMP_CONV(be, conv2d_forward_round, &(amp_round_out){out, C->out_dt, fwd}, C->x_op,
+                        amp_kit_weight(m, C->w).p, bias, &d, m->kit->conv_ws,
+                        m->kit->need[AMP_SCRATCH_CONV_WS]);
     float *y = wide ? out : m->kit->scratch[AMP_SCRATCH_ACC];
     CHECK(AMP_CONV(be, conv2d_forward, y, C->x_op, amp_kit_weight(m, C->w).p, bias, &d,
                    m->kit->conv_ws, m->kit->need[AMP_SCRATCH_CONV_WS]));
     return wide ? 0 : be->ops->round(be, out, C->out_dt, y, on, fwd);
 }
 
-int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
-                        int accumulate) {
-    if (C->scaled) return amp_conv2d_scaled_backward(m, C, dx, dy, rows, accumulate);
+/* The backward on dy in the conv's dtype: dy is rounded into it here,
+ * counted into dy_cnt (NULL: dy already holds out_dt values and the
+ * rounding, exact when cd is out_dt, is not counted); dx (when wanted) is
+ * then rounded to dx_dt (F32: left as it is), counted into dx_cnt. */
+static int backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
+                    int accumulate, amp_round_count *dy_cnt, amp_dtype dx_dt,
+                    amp_round_count *dx_cnt) {
     amp_backend *be = m->be;
+    size_t xn = (size_t)rows * C->in_n;
+    if (C->scaled) {
+        CHECK(amp_conv2d_scaled_backward(m, C, dx, dy, rows, accumulate));
+        return dx ? be->ops->quantize(be, dx, dx, xn, dx_dt, dx_cnt, 0) : 0;
+    }
     amp_kit *k = m->kit;
     amp_round_count *gc = amp_model_rounds(m, C->layer, AMP_ROUND_GRAD);
     size_t ws = k->need[AMP_SCRATCH_CONV_WS];
-    /* dy in the conv's dtype (exact when it is the output's) */
-    const void *dyc = dy;
-    if (C->cd != AMP_DTYPE_F32) {
-        CHECK(be->ops->round(be, k->op_16[0], C->cd, dy, (size_t)rows * C->out_n, NULL));
-        dyc = k->op_16[0];
-    }
     amp_conv2d_desc d = C->d;
     d.n = rows;
     float *db = C->b >= 0 ? k->scratch[AMP_SCRATCH_DB] : NULL;
-    CHECK(AMP_CONV(be, conv2d_backward_filter, k->scratch[AMP_SCRATCH_DW], db, C->x_op, dyc, &d, k->conv_ws, ws));
-    if (dx)
-        CHECK(AMP_CONV(be, conv2d_backward_data, dx, dyc, amp_kit_weight(m, C->w).p, &d, k->conv_ws,
-                       ws));
+    if (C->cd != AMP_DTYPE_F32 && amp_backend_supports(be, "conv2d_backward_round")) {
+        /* dy rounded to cd as the ops read it (no 16-bit copy of it), dx
+         * rounded to dx_dt as it is made */
+        amp_conv2d_grads gr = {k->scratch[AMP_SCRATCH_DW], db, dx, dy_cnt, dx_dt, dx_cnt};
+        CHECK(AMP_CONV(be, conv2d_backward_round, &gr, C->x_op, dy, amp_kit_weight(m, C->w).p, &d,
+                       k->conv_ws, ws));
+    } else {
+        const void *dyc = dy;
+        if (C->cd != AMP_DTYPE_F32) {
+            CHECK(be->ops->round(be, k->op_16[0], C->cd, dy, (size_t)rows * C->out_n, dy_cnt));
+            dyc = k->op_16[0];
+        }
+        CHECK(AMP_CONV(be, conv2d_backward_filter, k->scratch[AMP_SCRATCH_DW], db, C->x_op, dyc,
+                       &d, k->conv_ws, ws));
+        if (dx)
+            CHECK(AMP_CONV(be, conv2d_backward_data, dx, dyc, amp_kit_weight(m, C->w).p, &d,
+                           k->conv_ws, ws));
+        if (dx) CHECK(be->ops->quantize(be, dx, dx, xn, dx_dt, dx_cnt, 0));
+    }
     CHECK(be->ops->quantize(be, amp_kit_grad(m, C->w), k->scratch[AMP_SCRATCH_DW], C->wn, C->cd, gc, accumulate));
     if (db)
         CHECK(be->ops->quantize(be, amp_kit_grad(m, C->b), db, (size_t)d.c_out, C->cd, gc,
                                 accumulate));
     return 0;
+}
+
+int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
+                        int accumulate) {
+    return backward(m, C, dx, dy, rows, accumulate, NULL, AMP_DTYPE_F32, NULL);
+}
+
+int amp_conv2d_backward_round(amp_model *m, const amp_conv2d *C, float *dx, float *dy, int rows,
+                              int accumulate, amp_dtype dx_dt, int dx_layer) {
+    amp_round_count *dx_cnt = dx_layer >= 0 ? amp_model_rounds(m, dx_layer, AMP_ROUND_GRAD) : NULL;
+    /* Where the conv's dtype is its output's, rounding dy to out_dt (counted)
+     * and then into the 16-bit operand is one rounding: do it once, straight
+     * into the operand, with the same bits and counts and a pass over dy
+     * fewer. */
+    if (!C->scaled && C->cd != AMP_DTYPE_F32 && C->cd == C->out_dt)
+        return backward(m, C, dx, dy, rows, accumulate,
+                        amp_model_rounds(m, C->layer, AMP_ROUND_GRAD), dx_dt, dx_cnt);
+    CHECK(amp_kit_grad_round(m, dy, C->out_dt, C->layer, (size_t)rows * C->out_n));
+    return backward(m, C, dx, dy, rows, accumulate, NULL, dx_dt, dx_cnt);
 }

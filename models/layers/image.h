@@ -67,6 +67,13 @@ int amp_conv2d_forward(amp_model *m, const amp_conv2d *C, void *out, amp_array x
  * NULL: not wanted) from dy (FP32 of out_dt values). */
 int amp_conv2d_backward(amp_model *m, const amp_conv2d *C, float *dx, const float *dy, int rows,
                         int accumulate);
+/* The same from dy not yet rounded to out_dt (FP32, may be overwritten),
+ * with dx then rounded to dx_dt, the dtype its input is stored in: as
+ * amp_kit_grad_round(dy, out_dt, layer), amp_conv2d_backward and
+ * amp_kit_grad_round(dx, dx_dt, dx_layer), with the same bits and counts,
+ * each rounding done where the data is at hand. */
+int amp_conv2d_backward_round(amp_model *m, const amp_conv2d *C, float *dx, float *dy, int rows,
+                              int accumulate, amp_dtype dx_dt, int dx_layer);
 /* The three convolutions of a step alone on its own operands (a speed
  * floor): y and dx FP32 scratch of the output and input; adds its flops. */
 int amp_conv2d_convs_only(amp_model *m, const amp_conv2d *C, float *y, float *dx, int rows,
@@ -92,10 +99,16 @@ void amp_batchnorm_layout(amp_model *m, amp_batchnorm *N);
 /* *y = the normalized x (training: batch statistics, the running ones and
  * the count updated in the master array; else the running ones). With
  * store = 0 an in-place activation stores it next: y->p is not written,
- * only the (rounded, counted) view. */
+ * only the (rounded, counted) view. With store = AMP_BN_STORE_RELU (only
+ * where amp_batchnorm_fuses_relu) *y is already the in-place ReLU's output
+ * (stored, with its view): the ReLU's forward is done too. */
+#define AMP_BN_STORE_RELU 2
 int amp_batchnorm_forward(amp_model *m, amp_batchnorm *N, amp_array *y, void *out,
                           amp_array x, const amp_image_scratch *s, int rows, int training,
                           int store);
+/* 1 when its output's rounding and a ReLU after it can be one pass (a
+ * 16-bit output and a backend with round_act). */
+int amp_batchnorm_fuses_relu(amp_model *m, const amp_batchnorm *N);
 /* dy (FP32) replaced by dx; dgamma, dbeta into the gradients. */
 int amp_batchnorm_backward(amp_model *m, const amp_batchnorm *N, float *dy, amp_array x,
                            float *tmp, int rows, int accumulate);
@@ -119,6 +132,10 @@ void amp_maxpool_layout(amp_model *m, amp_maxpool *P);
 int amp_maxpool_forward(amp_model *m, const amp_maxpool *P, amp_array *y, void *out, amp_array x,
                         const amp_image_scratch *s, int rows);
 int amp_maxpool_backward(amp_model *m, const amp_maxpool *P, float *dx, const float *dy, int rows);
+/* amp_maxpool_backward then amp_kit_grad_round(dx, dt, layer), with the
+ * same bits and counts; dy may be overwritten. */
+int amp_maxpool_backward_round(amp_model *m, const amp_maxpool *P, float *dx, float *dy, int rows,
+                               amp_dtype dt, int layer);
 
 /* A Linear without activation under autocast's rule (autocast.c): working
  * weights in its GEMM dtype, its input's rounding counted in its forward. */

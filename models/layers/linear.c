@@ -175,7 +175,7 @@ int amp_linear_act_backward(amp_model *m, const amp_linear *L, amp_array *dy, vo
     *dy = (amp_array){z, ad, ad, f32};
     if (amp_backend_supports(be, "act_backward_round"))
         return AMP_FUSED(be, act_backward_round,
-                         &(amp_act_round_args){z, f32, da, z, ad, n, L->act, cnt});
+                         &(amp_act_round_args){z, f32, da, z, ad, n, L->act, cnt, 0});
     /* the same math as separate ops */
     float *zw = m->kit->scratch[AMP_SCRATCH_DY32];
     CHECK(op->quantize(be, da, da, n, ad, cnt, 0));

@@ -35,3 +35,14 @@ int amp_maxpool_backward(amp_model *m, const amp_maxpool *P, float *dx, const fl
     d.n = rows;
     return AMP_CONV(m->be, max_pool2d_backward, dx, dy, P->idx, &d);
 }
+
+int amp_maxpool_backward_round(amp_model *m, const amp_maxpool *P, float *dx, float *dy, int rows,
+                               amp_dtype dt, int layer) {
+    /* Windows that do not overlap give each dx element 0 + one dy or
+     * nothing: rounding (and counting) dy first gives the same dx and the
+     * same counts as rounding dx after, over out_n elements instead of in_n. */
+    int disjoint = P->d.stride_h >= P->d.kh && P->d.stride_w >= P->d.kw;
+    if (disjoint && amp_kit_grad_round(m, dy, dt, layer, (size_t)rows * P->out_n) != 0) return -1;
+    if (amp_maxpool_backward(m, P, dx, dy, rows) != 0) return -1;
+    return disjoint ? 0 : amp_kit_grad_round(m, dx, dt, layer, (size_t)rows * P->in_n);
+}

@@ -21,9 +21,10 @@ int amp_relu_backward(amp_model *m, float *dy, amp_array y, float *tmp, size_t n
     amp_backend *be = m->be;
     if (y.store != AMP_DTYPE_F32 && amp_backend_supports(be, "act_backward_round"))
         /* one pass over the 16-bit output; dy holds values of the dtype, so
-         * the op's rounding is exact (uncounted, as the composed ops) */
+         * the op's roundings are exact (uncounted, as the composed ops, which
+         * make none): only the FP32 result is wanted, no 16-bit copy of it */
         return AMP_FUSED(be, act_backward_round,
-                         &(amp_act_round_args){tmp, dy, dy, y.p, y.store, n, AMP_ACT_RELU, NULL});
+                         &(amp_act_round_args){NULL, dy, dy, y.p, y.store, n, AMP_ACT_RELU, NULL, 1});
     const float *z = amp_array_f32(m, &y, tmp, n);
     if (!z) return -1;
     return be->ops->act_backward(be, dy, dy, z, n, AMP_ACT_RELU);

@@ -7,6 +7,10 @@ amp_unit_test(test_cnn_ops numerics cnn)
 add_test(NAME test_cnn_ops_avx2 COMMAND test_cnn_ops)
 set_tests_properties(test_cnn_ops_avx2 PROPERTIES LABELS "numerics;cnn" SKIP_RETURN_CODE 77
                      ENVIRONMENT "AMPTRAIN_ISA=avx2")
+# The one-pass 16-bit forms of the CNN's steps (batch norm on a 16-bit x,
+# round_act, conv2d_forward_round, conv2d_backward_round) against the ops
+# they replace, bit for bit and count for count, on every ISA path here.
+amp_unit_test(test_cnn_fused numerics cnn)
 # Synchronised batch norm ([dist] sync_batchnorm): two threads as two ranks
 # with half a batch each, against one call over the whole batch.
 amp_unit_test(test_sync_bn numerics cnn)

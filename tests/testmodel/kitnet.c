@@ -150,8 +150,7 @@ static int kn_backward(amp_model *m, const amp_backward_args *a) {
     CHECK(amp_relu_backward(m, n->g1, amp_array_of(n->y, n->bn.out_dt), n->views.f[0], cn));
     CHECK(amp_batchnorm_backward(m, &n->bn, n->g1, amp_array_of(n->z, n->conv.out_dt),
                                  n->views.f[0], R, a->accumulate));
-    CHECK(amp_kit_grad_round(m, n->g1, n->conv.out_dt, n->conv.layer, cn));
-    return amp_conv2d_backward(m, &n->conv, NULL, n->g1, R, a->accumulate);
+    return amp_conv2d_backward_round(m, &n->conv, NULL, n->g1, R, a->accumulate, AMP_DTYPE_F32, -1);
 }
 
 const amp_model_ops amp_test_model_kitnet = {
