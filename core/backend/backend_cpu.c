@@ -94,13 +94,6 @@ static size_t chunk_size(size_t n) {
     return c;
 }
 
-static void tally_add(amp_round_count *cnt, const amp_tally *t) {
-    if (!cnt) return;
-    cnt->nonzero += t->nz;
-    cnt->underflow += t->uf;
-    cnt->overflow += t->of;
-}
-
 static void *cpu_alloc(amp_backend *be, size_t bytes) {
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
@@ -164,7 +157,7 @@ static int cpu_round(amp_backend *be, void *dst, amp_dtype dt, const float *src,
     }
     amp_tally t = {0, 0, 0};
     par_round16(be, dst, src, n, dt, cnt ? &t : NULL);
-    tally_add(cnt, &t);
+    amp_cpu_count_add(cnt, t.nz, t.uf, t.of);
     return 0;
 }
 
@@ -222,8 +215,7 @@ static int cpu_quantize(amp_backend *be, float *dst, const float *src, size_t n,
         uf += l.uf;
         of += l.of;
     }
-    amp_tally t = {nz, uf, of};
-    tally_add(cnt, &t);
+    amp_cpu_count_add(cnt, nz, uf, of);
     return 0;
 }
 
@@ -294,8 +286,7 @@ static int cpu_act_backward_round(amp_backend *be, const amp_act_round_args *a) 
         uf += l.uf;
         of += l.of;
     }
-    amp_tally t = {nz, uf, of};
-    tally_add(cnt, &t);
+    amp_cpu_count_add(cnt, nz, uf, of);
     return 0;
 }
 
@@ -326,8 +317,7 @@ static int cpu_round_act(amp_backend *be, const amp_round_act_args *a) {
         uf += l.uf;
         of += l.of;
     }
-    amp_tally t = {nz, uf, of};
-    tally_add(a->cnt, &t);
+    amp_cpu_count_add(a->cnt, nz, uf, of);
     return 0;
 }
 
@@ -436,8 +426,7 @@ static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *
         uf += l.uf;
         of += l.of;
     }
-    amp_tally t = {nz, uf, of};
-    tally_add(cnt, &t);
+    amp_cpu_count_add(cnt, nz, uf, of);
     return 0;
 }
 
@@ -569,7 +558,7 @@ static int cpu_gemm_ex(amp_backend *be, const amp_gemm_desc *d) {
         t.uf += uf;
         t.of += of;
     }
-    if (d->out && d->out_dtype != AMP_DTYPE_F32) tally_add(d->cnt, &t);
+    if (d->out && d->out_dtype != AMP_DTYPE_F32) amp_cpu_count_add(d->cnt, t.nz, t.uf, t.of);
     if (bias && bias != d->bias) free(bias);
     return rc;
 }

@@ -492,11 +492,7 @@ static int conv_forward(amp_backend *be, float *y, uint16_t *out16, amp_dtype ou
                 of += l.of;
             }
     }
-    if (cnt) {
-        cnt->nonzero += nz;
-        cnt->underflow += uf;
-        cnt->overflow += of;
-    }
+    amp_cpu_count_add(cnt, nz, uf, of);
     return 0;
 }
 
@@ -718,16 +714,8 @@ static int cpu_conv2d_backward_round(amp_backend *be, const amp_conv2d_grads *g,
     if (conv_backward_filter(be, g->dw, g->dbias, g->dx, x, &counted, w, d, ws, ws_bytes, g->dx_dt,
                              g->dx_cnt ? &tx : NULL) != 0)
         return 1;
-    if (g->dy_cnt) {
-        g->dy_cnt->nonzero += t.nz;
-        g->dy_cnt->underflow += t.uf;
-        g->dy_cnt->overflow += t.of;
-    }
-    if (g->dx_cnt) {
-        g->dx_cnt->nonzero += tx.nz;
-        g->dx_cnt->underflow += tx.uf;
-        g->dx_cnt->overflow += tx.of;
-    }
+    amp_cpu_count_add(g->dy_cnt, t.nz, t.uf, t.of);
+    amp_cpu_count_add(g->dx_cnt, tx.nz, tx.uf, tx.of);
     return 0;
 }
 

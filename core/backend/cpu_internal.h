@@ -1,10 +1,20 @@
-/* Shared between the CPU backend's files: the widening scratch and the
- * transformer family's table (cpu_transformer.c). */
+/* Shared between the CPU backend's files: adding up rounding counts, the
+ * widening scratch and the transformer family's table (cpu_transformer.c). */
 #ifndef AMP_CPU_INTERNAL_H
 #define AMP_CPU_INTERNAL_H
 
 #include "backend/backend.h"
 #include "backend/cpu_isa.h"
+
+/* Adds a kernel's rounding tallies into a layer's counts (cnt may be NULL:
+ * nothing counted). */
+static inline void amp_cpu_count_add(amp_round_count *cnt, unsigned long long nz,
+                                     unsigned long long uf, unsigned long long of) {
+    if (!cnt) return;
+    cnt->nonzero += nz;
+    cnt->underflow += uf;
+    cnt->overflow += of;
+}
 
 /* Slots 0-1 belong to gemm; the transformer ops use 2-4. */
 #define AMP_CPU_SCRATCH_SLOTS 5

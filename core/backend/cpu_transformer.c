@@ -33,14 +33,6 @@
 /* Columns per block of a column-sum (a multiple of 16: whole vectors). */
 #define COL_BLOCK 64
 
-static void count_flush(amp_round_count *cnt, unsigned long long nz, unsigned long long uf,
-                        unsigned long long of) {
-    if (!cnt) return;
-    cnt->nonzero += nz;
-    cnt->underflow += uf;
-    cnt->overflow += of;
-}
-
 static int check_heads(amp_backend *be, const char *op, int C, int nh) {
     if (nh > 0 && C % nh == 0) return 0;
     snprintf(be->err, sizeof be->err, "%s: %d channels do not split into %d heads", op, C, nh);
@@ -156,7 +148,7 @@ static int cpu_layernorm_forward(amp_backend *be, const amp_layernorm_fwd *a) {
         of += t.of;
     }
     if (fail) return out_of_memory(be, "layernorm_forward");
-    count_flush(cnt, nz, uf, of);
+    amp_cpu_count_add(cnt, nz, uf, of);
     return 0;
 }
 
@@ -243,7 +235,7 @@ static void unpack_heads(const amp_cpu_kern *k, void *dst, const float *src, amp
         uf += tl.uf;
         of += tl.of;
     }
-    if (dt != AMP_DTYPE_F32) count_flush(cnt, nz, uf, of);
+    if (dt != AMP_DTYPE_F32) amp_cpu_count_add(cnt, nz, uf, of);
 }
 
 /* C[i] = alpha A[i] B[i] (op per trans) for the B * nh dense matrices of
@@ -334,7 +326,7 @@ static int cpu_attention_forward(amp_backend *be, void *out, void *att, float *w
         of += t.of;
     }
     if (fail) return out_of_memory(be, "attention_forward");
-    count_flush(cnt, nz, uf, of);
+    amp_cpu_count_add(cnt, nz, uf, of);
     /* y[T, hs] = P[T, T] V[T, hs], then rounded into out [B, T, C] */
     if (heads_gemm(be, Y, S, qp + 2 * nc, 0, 0, T, hs, T, bh, 1.0f) != 0) return 1;
     unpack_heads(k, out, Y, dt, 1, B, T, C, nh, cnt);
@@ -383,7 +375,7 @@ static int cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const 
         of += t.of;
     }
     if (fail) return out_of_memory(be, "attention_backward");
-    count_flush(cnt, nz, uf, of);
+    amp_cpu_count_add(cnt, nz, uf, of);
     /* dQ = scale dS K ; dK = scale dS^T Q */
     if (heads_gemm(be, dacc, dS, K, 0, 0, T, hs, T, bh, scale) != 0 ||
         heads_gemm(be, dacc + nc, dS, Q, 1, 0, T, hs, T, bh, scale) != 0)
