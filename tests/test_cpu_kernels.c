@@ -552,6 +552,34 @@ static void check_threads(amp_backend *be) {
     free(g), free(first), free(o), free(ofirst), free(h), free(hfirst);
 }
 
+/* Tallies over runs longer than the kernels' counter blocks (the vector
+ * counters are flushed before any lane can wrap): values of one kind, so
+ * a count that wrapped would be off by a multiple of its lane width. */
+static void check_long_tallies(const amp_cpu_kern *k) {
+    const char *isa = amp_isa_name(k->isa);
+    enum { N = (1 << 21) + 21 };
+    float *src = malloc(N * sizeof *src);
+    uint16_t *h = malloc(N * sizeof *h);
+    static const float kinds[5] = {0.0f, 1e30f, 1e-30f, 1.5f, INFINITY};
+    static const int dts[2] = {AMP_DTYPE_F16, AMP_DTYPE_BF16};
+    for (int d = 0; d < 2; d++)
+        for (int v = 0; v < 5; v++) {
+            for (size_t i = 0; i < N; i++) src[i] = i % 3 ? kinds[v] : -kinds[v];
+            unsigned f = 0;
+            (void)amp_round16(kinds[v], dts[d], &f);
+            unsigned long long want_nz = f & AMP_RF_NONZERO ? N : 0;
+            unsigned long long want_uf = f & AMP_RF_UNDERFLOW ? N : 0;
+            unsigned long long want_of = f & AMP_RF_OVERFLOW ? N : 0;
+            amp_tally t = {0, 0, 0};
+            k->round16(h, src, N, dts[d], &t);
+            EXPECT(t.nz == want_nz && t.uf == want_uf && t.of == want_of,
+                   "%s round16 dt %d of %d x %g: tally %llu/%llu/%llu, want %llu/%llu/%llu", isa,
+                   dts[d], (int)N, kinds[v], t.nz, t.uf, t.of, want_nz, want_uf, want_of);
+        }
+    free(src);
+    free(h);
+}
+
 int main(void) {
     amp_isa best = amp_isa_detect();
     char feat[160];
@@ -564,6 +592,7 @@ int main(void) {
         EXPECT(k != NULL, "path %s is not compiled in", amp_isa_name((amp_isa)i));
         if (!k) continue;
         check_table(k);
+        check_long_tallies(k);
         check_gelu_specials(k);
         amp_backend *be = cpu_backend((amp_isa)i);
         if (be) {

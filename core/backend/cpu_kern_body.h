@@ -190,67 +190,140 @@ static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_
 }
 
 #elif defined(__AVX2__) && defined(__F16C__)
-#define AMPK_COUNT_BLOCK ((size_t)1 << 20) /* as in the AVX-512 branch */
+/* The counters of round_body: 16-bit lanes, each lane gaining at most one a
+ * group, flushed after this many groups so none passes 32767. */
+#define AMPK_COUNT_BLOCK ((size_t)32767)
 
-/* As the AVX-512 branch's round_body; counts go to vector lanes (a compare
- * mask is -1 per lane, so subtracting it counts). */
+typedef struct {
+    __m256i z, inf, r0, rinf; /* inputs +-0, inputs +-inf, results +-0, results +-inf */
+} AMPK_NAME(round_counts);
+
+/* Sum of the 16 lanes of c (each 0..32767). */
+static inline unsigned long long AMPK_NAME(lanes16_sum)(__m256i c) {
+    __m256i s = _mm256_madd_epi16(c, _mm256_set1_epi16(1));
+    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
+    return (unsigned)_mm_cvtsi128_si32(x);
+}
+
+/* The lanes [0, len) of 8 (len may be <= 0 or > 8) as a mask. */
+static inline __m256i AMPK_NAME(lanes_below)(long len) {
+    long c = len < 0 ? 0 : len > 8 ? 8 : len;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* One group of 16 floats v0, v1: their results (in order), and the
+ * widened results in *w0, *w1 when wide; counted into c unless NULL. A
+ * compare mask is -1 a lane, so subtracting it counts; the input masks
+ * are packed to 16 bits to share the results' lanes (their order does
+ * not matter to a sum). */
+static inline __attribute__((always_inline)) __m256i
+AMPK_NAME(round_group)(__m256 v0, __m256 v1, int dt, int wide, __m256 *w0, __m256 *w1,
+                       AMPK_NAME(round_counts) *c) {
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    __m256i u0 = _mm256_castps_si256(v0), u1 = _mm256_castps_si256(v1);
+    __m256i a0 = _mm256_and_si256(u0, absm), a1 = _mm256_and_si256(u1, absm);
+    __m256i h;
+    if (dt == AMP_DTYPE_BF16) {
+        const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+        __m256i hi0 = _mm256_srli_epi32(u0, 16), hi1 = _mm256_srli_epi32(u1, 16);
+        __m256i r0 = _mm256_srli_epi32(
+            _mm256_add_epi32(u0, _mm256_add_epi32(half, _mm256_and_si256(hi0, one))), 16);
+        __m256i r1 = _mm256_srli_epi32(
+            _mm256_add_epi32(u1, _mm256_add_epi32(half, _mm256_and_si256(hi1, one))), 16);
+        __m256i nan0 = _mm256_cmpgt_epi32(a0, inf), nan1 = _mm256_cmpgt_epi32(a1, inf);
+        __m256i nan = _mm256_or_si256(nan0, nan1);
+        if (!_mm256_testz_si256(nan, nan)) { /* NaNs keep their sign and payload, quieted */
+            const __m256i quiet = _mm256_set1_epi32(0x40);
+            r0 = _mm256_blendv_epi8(r0, _mm256_or_si256(hi0, quiet), nan0);
+            r1 = _mm256_blendv_epi8(r1, _mm256_or_si256(hi1, quiet), nan1);
+        }
+        /* packus per 128-bit lane: r0 0-3, r1 0-3 | r0 4-7, r1 4-7 */
+        h = _mm256_permute4x64_epi64(_mm256_packus_epi32(r0, r1), 0xd8);
+        if (wide) {
+            *w0 = _mm256_castsi256_ps(_mm256_slli_epi32(r0, 16));
+            *w1 = _mm256_castsi256_ps(_mm256_slli_epi32(r1, 16));
+        }
+    } else {
+        __m128i h0 = _mm256_cvtps_ph(v0, _MM_FROUND_TO_NEAREST_INT);
+        __m128i h1 = _mm256_cvtps_ph(v1, _MM_FROUND_TO_NEAREST_INT);
+        h = _mm256_inserti128_si256(_mm256_castsi128_si256(h0), h1, 1);
+        if (wide) {
+            *w0 = _mm256_cvtph_ps(h0);
+            *w1 = _mm256_cvtph_ps(h1);
+        }
+    }
+    if (c) {
+        const __m256i zero = _mm256_setzero_si256();
+        __m256i ra = _mm256_and_si256(h, _mm256_set1_epi16(0x7fff));
+        __m256i rinf = _mm256_set1_epi16(dt == AMP_DTYPE_BF16 ? 0x7f80 : 0x7c00);
+        c->r0 = _mm256_sub_epi16(c->r0, _mm256_cmpeq_epi16(ra, zero));
+        c->rinf = _mm256_sub_epi16(c->rinf, _mm256_cmpeq_epi16(ra, rinf));
+        c->z = _mm256_sub_epi16(c->z, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, zero),
+                                                         _mm256_cmpeq_epi32(a1, zero)));
+        c->inf = _mm256_sub_epi16(c->inf, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, inf),
+                                                             _mm256_cmpeq_epi32(a1, inf)));
+    }
+    return h;
+}
+
+/* As the AVX-512 branch's round_body, in groups of 16. A result is +-0 for
+ * an input +-0 or an underflow and +-inf for an input +-inf or an overflow
+ * (a NaN stays a NaN), so underflows and overflows are those counts less
+ * the inputs'. The tail is one group whose missing lanes load as +0, which
+ * adds as many zeros as lanes and so leaves every tally as it is. */
 static inline __attribute__((always_inline)) void
 AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, int dt, amp_tally *t) {
+    unsigned long long z = 0, inf = 0, r0 = 0, rinf = 0, done = 0;
+    __m256 w0 = _mm256_setzero_ps(), w1 = w0;
     size_t i = 0;
-    const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
-    const __m256i rmask = _mm256_set1_epi32(0x7fff), zero = _mm256_setzero_si256();
-    const __m256i rinf = _mm256_set1_epi32(dt == AMP_DTYPE_BF16 ? 0x7f80 : 0x7c00);
-    unsigned long long nz = 0, uf = 0, of = 0;
-    while (i + 8 <= n) {
-        size_t stop = n - i > 8 * AMPK_COUNT_BLOCK ? i + 8 * AMPK_COUNT_BLOCK : n, i0 = i;
-        __m256i vz = zero, vuf = zero, vof = zero; /* zeros, underflows, overflows */
-        for (; i + 8 <= stop; i += 8) {
-            __m256 v = _mm256_loadu_ps(src + i);
-            __m256i u = _mm256_castps_si256(v), r32;
-            __m128i h;
-            if (dt == AMP_DTYPE_BF16) {
-                __m256i hi = _mm256_srli_epi32(u, 16);
-                __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                                _mm256_and_si256(hi, _mm256_set1_epi32(1)));
-                r32 = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-                __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
-                r32 = _mm256_blendv_epi8(r32, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
-                __m256i p = _mm256_packus_epi32(r32, r32); /* per 128-bit lane: r0-3 r0-3 | r4-7 r4-7 */
-                h = _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08));
-            } else {
-                h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
-                r32 = _mm256_cvtepu16_epi32(h);
+    do {
+        size_t groups = (n - i) / 16;
+        if (groups > AMPK_COUNT_BLOCK - 1) groups = AMPK_COUNT_BLOCK - 1; /* room for a tail */
+        AMPK_NAME(round_counts) c = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                                     _mm256_setzero_si256(), _mm256_setzero_si256()};
+        AMPK_NAME(round_counts) *cp = t ? &c : NULL;
+        for (size_t g = 0; g < groups; g++, i += 16) {
+            __m256i h = AMPK_NAME(round_group)(_mm256_loadu_ps(src + i), _mm256_loadu_ps(src + i + 8),
+                                               dt, wide != NULL, &w0, &w1, cp);
+            if (dst) _mm256_storeu_si256((__m256i *)(dst + i), h);
+            if (wide) {
+                _mm256_storeu_ps(wide + i, w0);
+                _mm256_storeu_ps(wide + i + 8, w1);
             }
-            if (dst) _mm_storeu_si128((__m128i *)(dst + i), h);
-            if (wide)
-                _mm256_storeu_ps(wide + i, dt == AMP_DTYPE_BF16
-                                               ? _mm256_castsi256_ps(_mm256_slli_epi32(r32, 16))
-                                               : _mm256_cvtph_ps(h));
-            if (t) {
-                __m256i a = _mm256_and_si256(u, absm);
-                __m256i isz = _mm256_cmpeq_epi32(a, zero);
-                __m256i nzfin = _mm256_andnot_si256(isz, _mm256_cmpgt_epi32(inf, a));
-                __m256i ra = _mm256_and_si256(r32, rmask);
-                vz = _mm256_sub_epi32(vz, isz);
-                vuf = _mm256_sub_epi32(vuf, _mm256_and_si256(nzfin, _mm256_cmpeq_epi32(ra, zero)));
-                vof = _mm256_sub_epi32(vof, _mm256_and_si256(nzfin, _mm256_cmpeq_epi32(ra, rinf)));
+        }
+        done += groups * 16;
+        if (i < n && n - i < 16) {
+            long len = (long)(n - i);
+            __m256i m0 = AMPK_NAME(lanes_below)(len), m1 = AMPK_NAME(lanes_below)(len - 8);
+            __m256i h = AMPK_NAME(round_group)(_mm256_maskload_ps(src + i, m0),
+                                               _mm256_maskload_ps(src + i + 8, m1), dt,
+                                               wide != NULL, &w0, &w1, cp);
+            if (dst) {
+                uint16_t tail[16];
+                _mm256_storeu_si256((__m256i *)tail, h);
+                for (long j = 0; j < len; j++) dst[i + (size_t)j] = tail[j];
             }
+            if (wide) {
+                _mm256_maskstore_ps(wide + i, m0, w0);
+                _mm256_maskstore_ps(wide + i + 8, m1, w1);
+            }
+            done += 16;
+            i = n;
         }
         if (t) {
-            uint32_t cz[8], cu[8], co[8];
-            _mm256_storeu_si256((__m256i *)cz, vz);
-            _mm256_storeu_si256((__m256i *)cu, vuf);
-            _mm256_storeu_si256((__m256i *)co, vof);
-            nz += i - i0;
-            for (int j = 0; j < 8; j++) nz -= cz[j], uf += cu[j], of += co[j];
+            z += AMPK_NAME(lanes16_sum)(c.z);
+            inf += AMPK_NAME(lanes16_sum)(c.inf);
+            r0 += AMPK_NAME(lanes16_sum)(c.r0);
+            rinf += AMPK_NAME(lanes16_sum)(c.rinf);
         }
-    }
+    } while (i < n);
     if (t) {
-        t->nz += nz;
-        t->uf += uf;
-        t->of += of;
+        t->nz += done - z;
+        t->uf += r0 - z;
+        t->of += rinf - inf;
     }
-    AMPK_NAME(round_tail)(dst, wide, src, i, n, dt, t);
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
@@ -262,13 +335,8 @@ static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt
                        : _mm256_cvtph_ps(h);
         _mm256_storeu_ps(dst + i, v);
     }
-    if (i < n) { /* the tail as one padded vector */
-        uint16_t pad[8] = {0};
-        float out[8];
-        memcpy(pad, src + i, (n - i) * sizeof *pad);
-        AMPK_NAME(widen16)(out, pad, 8, dt);
-        memcpy(dst + i, out, (n - i) * sizeof *out);
-    }
+    /* the tail one by one (a padded vector would wait on its stores) */
+    AMPK_NAME(widen_scalar)(dst + i, src + i, n - i, dt);
 }
 
 static void AMPK_NAME(unscale)(float *g, size_t n, float inv_scale, amp_unscale_acc *acc) {

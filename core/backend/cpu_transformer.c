@@ -62,12 +62,10 @@ static void load_row(const amp_cpu_kern *k, float *dst, const void *src, size_t 
 }
 
 /* v[n] = widen(round_dt(v[n])) counted into *t (the rounding point of an
- * FP32 value kept in FP32 after it); nothing for F32. tmp: n uint16_t. */
-static void round_in_place(const amp_cpu_kern *k, float *v, size_t n, amp_dtype dt, uint16_t *tmp,
-                           amp_tally *t) {
+ * FP32 value kept in FP32 after it), in one pass; nothing for F32. */
+static void round_in_place(const amp_cpu_kern *k, float *v, size_t n, amp_dtype dt, amp_tally *t) {
     if (dt == AMP_DTYPE_F32) return;
-    k->round16(tmp, v, n, (int)dt, t);
-    k->widen16(v, tmp, n, (int)dt);
+    k->quantize16(v, v, n, (int)dt, t);
 }
 
 static size_t dt_size(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
@@ -253,11 +251,11 @@ static int heads_gemm(amp_backend *be, float *c, const float *a, const float *b,
 
 /* One softmax row as amp_attn_softmax_row computes it: s[T] holds the
  * scaled FP32 logits and receives the FP32 widening of the rounded
- * probabilities; att row (dt) from `base`. e: T floats, u: T uint16_t. */
+ * probabilities; att row (dt) from `base`. e: T floats. */
 static void softmax_row(const amp_cpu_kern *k, void *att, size_t base, float *s, int tq, int T,
-                        amp_dtype dt, float *e, uint16_t *u, amp_tally *t) {
+                        amp_dtype dt, float *e, amp_tally *t) {
     int n = tq + 1;
-    round_in_place(k, s, (size_t)n, dt, u, t); /* the logits' rounding point */
+    round_in_place(k, s, (size_t)n, dt, t); /* the logits' rounding point */
     float mx = -INFINITY;
     for (int j = 0; j < n; j++)
         if (s[j] > mx) mx = s[j];
@@ -272,8 +270,7 @@ static void softmax_row(const amp_cpu_kern *k, void *att, size_t base, float *s,
         memcpy((float *)att + base, e, (size_t)T * sizeof(float));
         memcpy(s, e, (size_t)T * sizeof(float));
     } else {
-        k->round16((uint16_t *)att + base, e, (size_t)T, (int)dt, t);
-        k->widen16(s, (uint16_t *)att + base, (size_t)T, (int)dt);
+        k->round16_wide((uint16_t *)att + base, s, e, (size_t)T, (int)dt, t);
     }
 }
 
@@ -281,15 +278,17 @@ static void softmax_row(const amp_cpu_kern *k, void *att, size_t base, float *s,
  * computes it: dp[T] (FP32, rounded into dt here), p[T] the widened
  * probabilities; ds[T] receives the widened rounded gradient of the logits. */
 static void softmax_back_row(const amp_cpu_kern *k, float *ds, float *dp, const float *p, int tq,
-                             int T, amp_dtype dt, float *e, uint16_t *u, amp_tally *t) {
+                             int T, amp_dtype dt, float *e, amp_tally *t) {
     int n = tq + 1;
-    round_in_place(k, dp, (size_t)n, dt, u, t);
+    round_in_place(k, dp, (size_t)n, dt, t);
     float dot = 0.0f;
     for (int j = 0; j < n; j++) dot += p[j] * dp[j];
     for (int j = 0; j < n; j++) e[j] = p[j] * (dp[j] - dot);
     for (int j = n; j < T; j++) e[j] = 0.0f;
-    round_in_place(k, e, (size_t)T, dt, u, t);
-    memcpy(ds, e, (size_t)T * sizeof(float));
+    if (dt == AMP_DTYPE_F32)
+        memcpy(ds, e, (size_t)T * sizeof(float));
+    else
+        k->quantize16(ds, e, (size_t)T, (int)dt, t);
 }
 
 static int cpu_attention_forward(amp_backend *be, void *out, void *att, float *ws, const void *qkv,
@@ -313,14 +312,12 @@ static int cpu_attention_forward(amp_backend *be, void *out, void *att, float *w
 #pragma omp parallel reduction(+ : nz, uf, of, fail) if ((size_t)rows * T >= PAR_MIN)
     {
         float *e = malloc((size_t)T * sizeof *e);
-        uint16_t *u = malloc((size_t)T * sizeof *u);
         amp_tally t = {0, 0, 0};
-        fail += !e || !u;
+        fail += !e;
 #pragma omp for schedule(static)
         for (int r = 0; r < rows; r++)
-            if (e && u) softmax_row(k, att, (size_t)r * T, S + (size_t)r * T, r % T, T, dt, e, u, &t);
+            if (e) softmax_row(k, att, (size_t)r * T, S + (size_t)r * T, r % T, T, dt, e, &t);
         free(e);
-        free(u);
         nz += t.nz;
         uf += t.uf;
         of += t.of;
@@ -360,16 +357,14 @@ static int cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const 
 #pragma omp parallel reduction(+ : nz, uf, of, fail) if ((size_t)rows * T >= PAR_MIN)
     {
         float *e = malloc((size_t)T * sizeof *e);
-        uint16_t *u = malloc((size_t)T * sizeof *u);
         amp_tally t = {0, 0, 0};
-        fail += !e || !u;
+        fail += !e;
 #pragma omp for schedule(static)
         for (int r = 0; r < rows; r++)
-            if (e && u)
+            if (e)
                 softmax_back_row(k, dS + (size_t)r * T, dP + (size_t)r * T, p + (size_t)r * T,
-                                 r % T, T, dt, e, u, &t);
+                                 r % T, T, dt, e, &t);
         free(e);
-        free(u);
         nz += t.nz;
         uf += t.uf;
         of += t.of;
