@@ -26,6 +26,12 @@ set_tests_properties(bench_peak_smoke PROPERTIES LABELS bench)
 # Smoke run of the FP8 kernel benchmark (small array, every path).
 add_test(NAME bench_fp8_smoke COMMAND bench_fp8 --n 4096 --reps 2)
 set_tests_properties(bench_fp8_smoke PROPERTIES LABELS "bench;fp8")
+# Smoke run of the conversion-kernel benchmark (short timings): a row of
+# numbers for the generic path's last operation at every length. It checks
+# no timing.
+add_test(NAME bench_convert_smoke COMMAND bench_convert --lengths 5,40 --total 4096 --rounds 1)
+set_tests_properties(bench_convert_smoke PROPERTIES LABELS bench
+  PASS_REGULAR_EXPRESSION "\\| generic \\| bf16 \\| widen16 \\| [0-9.]+ \\| [0-9.]+ \\|")
 # The threads-under-load benchmark, one round of one step: it starts and
 # ends its hogs and prints a row with numbers for each policy and thread
 # count (bench/threads_under_load.sh). It checks no timing.
