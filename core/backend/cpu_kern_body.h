@@ -275,7 +275,7 @@ AMPK_NAME(round_group)(__m256 v0, __m256 v1, int dt, int wide, __m256 *w0, __m25
  * adds as many zeros as lanes and so leaves every tally as it is. */
 static inline __attribute__((always_inline)) void
 AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, int dt, amp_tally *t) {
-    unsigned long long z = 0, inf = 0, r0 = 0, rinf = 0, done = 0;
+    unsigned long long z = 0, inf = 0, r0 = 0, rinf = 0;
     __m256 w0 = _mm256_setzero_ps(), w1 = w0;
     size_t i = 0;
     do {
@@ -293,7 +293,6 @@ AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, in
                 _mm256_storeu_ps(wide + i + 8, w1);
             }
         }
-        done += groups * 16;
         if (i < n && n - i < 16) {
             long len = (long)(n - i);
             __m256i m0 = AMPK_NAME(lanes_below)(len), m1 = AMPK_NAME(lanes_below)(len - 8);
@@ -309,7 +308,6 @@ AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, in
                 _mm256_maskstore_ps(wide + i, m0, w0);
                 _mm256_maskstore_ps(wide + i + 8, m1, w1);
             }
-            done += 16;
             i = n;
         }
         if (t) {
@@ -319,8 +317,8 @@ AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, in
             rinf += AMPK_NAME(lanes16_sum)(c.rinf);
         }
     } while (i < n);
-    if (t) {
-        t->nz += done - z;
+    if (t) { /* every group counted 16 elements: n, and the tail's padding as zeros */
+        t->nz += ((unsigned long long)n + 15) / 16 * 16 - z;
         t->uf += r0 - z;
         t->of += rinf - inf;
     }
