@@ -580,6 +580,52 @@ static void check_long_tallies(const amp_cpu_kern *k) {
     free(h);
 }
 
+/* Tallies where the specials are few: ordinary values with a +-0, +-inf,
+ * an underflow or an overflow here and there, so that most blocks of the
+ * vector paths' rounding have none and a few have one at any position,
+ * first and last included; round16, round16_wide, quantize16 out of place
+ * and in place against the scalar reference, over lengths around and past
+ * the blocks' sizes. */
+static void check_sparse_tallies(const amp_cpu_kern *k) {
+    const char *isa = amp_isa_name(k->isa);
+    enum { N = 70000 };
+    static const size_t lens[] = {1, 15, 16, 17, 1023, 1024, 1025, 1039, 2048, 4111, 65536, N};
+    static const int dts[2] = {AMP_DTYPE_F16, AMP_DTYPE_BF16};
+    float *src = malloc(N * sizeof *src), *w = malloc(N * sizeof *w), *q = malloc(N * sizeof *q);
+    uint16_t *h = malloc(N * sizeof *h), *hw = malloc(N * sizeof *hw);
+    for (int d = 0; d < 2; d++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (int rep = 0; rep < 4; rep++) {
+                size_t n = lens[li];
+                const float special[6] = {0.0f, -0.0f, INFINITY, -INFINITY,
+                                          dts[d] == AMP_DTYPE_F16 ? 1e-9f : 1e-45f,
+                                          dts[d] == AMP_DTYPE_F16 ? 7e4f : 3.4028235e38f};
+                for (size_t i = 0; i < n; i++) src[i] = ((float)rnd32() / 4294967296.0f + 0.5f);
+                /* rep 0 none; else a few, at the ends on rep 3 */
+                for (int j = 0; rep && j < rep * 2; j++) src[rnd32() % n] = special[rnd32() % 6];
+                if (rep == 3) src[0] = special[rnd32() % 6], src[n - 1] = special[rnd32() % 6];
+                amp_tally r = {0, 0, 0}, t = {0, 0, 0}, tw = {0, 0, 0}, tq = {0, 0, 0}, ti = {0, 0, 0};
+                for (size_t i = 0; i < n; i++) {
+                    unsigned f = 0;
+                    (void)amp_round16(src[i], dts[d], &f);
+                    r.nz += f & AMP_RF_NONZERO, r.uf += (f & AMP_RF_UNDERFLOW) != 0,
+                        r.of += (f & AMP_RF_OVERFLOW) != 0;
+                }
+                k->round16(h, src, n, dts[d], &t);
+                k->round16_wide(hw, w, src, n, dts[d], &tw);
+                k->quantize16(q, src, n, dts[d], &tq);
+                k->quantize16(src, src, n, dts[d], &ti);
+                const amp_tally *got[4] = {&t, &tw, &tq, &ti};
+                static const char *what[4] = {"round16", "round16_wide", "quantize16", "quantize16 in place"};
+                for (int g = 0; g < 4; g++)
+                    EXPECT(got[g]->nz == r.nz && got[g]->uf == r.uf && got[g]->of == r.of,
+                           "%s %s sparse tally dt %d n %zu rep %d: %llu/%llu/%llu, want %llu/%llu/%llu",
+                           isa, what[g], dts[d], n, rep, got[g]->nz, got[g]->uf, got[g]->of, r.nz,
+                           r.uf, r.of);
+            }
+    free(src), free(w), free(q), free(h), free(hw);
+}
+
 int main(void) {
     amp_isa best = amp_isa_detect();
     char feat[160];
@@ -593,6 +639,7 @@ int main(void) {
         if (!k) continue;
         check_table(k);
         check_long_tallies(k);
+        check_sparse_tallies(k);
         check_gelu_specials(k);
         amp_backend *be = cpu_backend((amp_isa)i);
         if (be) {

@@ -214,13 +214,13 @@ static inline __m256i AMPK_NAME(lanes_below)(long len) {
 }
 
 /* One group of 16 floats v0, v1: their results (in order), and the
- * widened results in *w0, *w1 when wide; counted into c unless NULL. A
- * compare mask is -1 a lane, so subtracting it counts; the input masks
- * are packed to 16 bits to share the results' lanes (their order does
- * not matter to a sum). */
+ * widened results in *w0, *w1 when wide; counted into c unless NULL, the
+ * inputs' +-0 and +-inf only when inputs. A compare mask is -1 a lane, so
+ * subtracting it counts; the input masks are packed to 16 bits to share
+ * the results' lanes (their order does not matter to a sum). */
 static inline __attribute__((always_inline)) __m256i
 AMPK_NAME(round_group)(__m256 v0, __m256 v1, int dt, int wide, __m256 *w0, __m256 *w1,
-                       AMPK_NAME(round_counts) *c) {
+                       AMPK_NAME(round_counts) *c, int inputs) {
     const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     __m256i u0 = _mm256_castps_si256(v0), u1 = _mm256_castps_si256(v1);
     __m256i a0 = _mm256_and_si256(u0, absm), a1 = _mm256_and_si256(u1, absm);
@@ -260,62 +260,123 @@ AMPK_NAME(round_group)(__m256 v0, __m256 v1, int dt, int wide, __m256 *w0, __m25
         __m256i rinf = _mm256_set1_epi16(dt == AMP_DTYPE_BF16 ? 0x7f80 : 0x7c00);
         c->r0 = _mm256_sub_epi16(c->r0, _mm256_cmpeq_epi16(ra, zero));
         c->rinf = _mm256_sub_epi16(c->rinf, _mm256_cmpeq_epi16(ra, rinf));
-        c->z = _mm256_sub_epi16(c->z, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, zero),
-                                                         _mm256_cmpeq_epi32(a1, zero)));
-        c->inf = _mm256_sub_epi16(c->inf, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, inf),
-                                                             _mm256_cmpeq_epi32(a1, inf)));
+        if (inputs) {
+            c->z = _mm256_sub_epi16(c->z, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, zero),
+                                                             _mm256_cmpeq_epi32(a1, zero)));
+            c->inf = _mm256_sub_epi16(c->inf, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, inf),
+                                                                 _mm256_cmpeq_epi32(a1, inf)));
+        }
     }
     return h;
 }
 
+/* The groups [i, i + 16 groups) of round_body, then its tail when len
+ * (1..15) elements follow them, through masked loads that read the missing
+ * lanes as +0. inputs as round_group's. */
+static inline __attribute__((always_inline)) void
+AMPK_NAME(round_groups)(uint16_t *dst, float *wide, const float *src, size_t i, size_t groups,
+                        long len, int dt, AMPK_NAME(round_counts) *cp, int inputs) {
+    __m256 w0 = _mm256_setzero_ps(), w1 = w0;
+    for (size_t g = 0; g < groups; g++, i += 16) {
+        __m256i h = AMPK_NAME(round_group)(_mm256_loadu_ps(src + i), _mm256_loadu_ps(src + i + 8), dt,
+                                           wide != NULL, &w0, &w1, cp, inputs);
+        if (dst) _mm256_storeu_si256((__m256i *)(dst + i), h);
+        if (wide) {
+            _mm256_storeu_ps(wide + i, w0);
+            _mm256_storeu_ps(wide + i + 8, w1);
+        }
+    }
+    if (len <= 0) return;
+    __m256i m0 = AMPK_NAME(lanes_below)(len), m1 = AMPK_NAME(lanes_below)(len - 8);
+    __m256i h = AMPK_NAME(round_group)(_mm256_maskload_ps(src + i, m0),
+                                       _mm256_maskload_ps(src + i + 8, m1), dt, wide != NULL, &w0,
+                                       &w1, cp, inputs);
+    if (dst) {
+        uint16_t tail[16];
+        _mm256_storeu_si256((__m256i *)tail, h);
+        for (long j = 0; j < len; j++) dst[i + (size_t)j] = tail[j];
+    }
+    if (wide) {
+        _mm256_maskstore_ps(wide + i, m0, w0);
+        _mm256_maskstore_ps(wide + i + 8, m1, w1);
+    }
+}
+
+/* How many of the floats that round_groups(.., i, groups, len, ..) read
+ * have |x| == target (its bits: 0 or 0x7f800000), the tail's missing lanes
+ * read as +0 as there. groups < AMPK_COUNT_BLOCK. */
+static inline unsigned long long AMPK_NAME(count_equal)(const float *src, size_t i, size_t groups,
+                                                        long len, int target) {
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), want = _mm256_set1_epi32(target);
+    __m256i c = _mm256_setzero_si256();
+    for (size_t g = 0; g < groups; g++, i += 16) {
+        __m256i a0 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(src + i)), absm);
+        __m256i a1 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(src + i + 8)), absm);
+        c = _mm256_sub_epi16(c, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, want),
+                                                   _mm256_cmpeq_epi32(a1, want)));
+    }
+    if (len > 0) {
+        __m256i m0 = AMPK_NAME(lanes_below)(len), m1 = AMPK_NAME(lanes_below)(len - 8);
+        __m256i a0 = _mm256_and_si256(_mm256_castps_si256(_mm256_maskload_ps(src + i, m0)), absm);
+        __m256i a1 = _mm256_and_si256(_mm256_castps_si256(_mm256_maskload_ps(src + i + 8, m1)), absm);
+        c = _mm256_sub_epi16(c, _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, want),
+                                                   _mm256_cmpeq_epi32(a1, want)));
+    }
+    return AMPK_NAME(lanes16_sum)(c);
+}
+
+/* Groups a block when round_body counts the inputs afterwards: 4 KiB of
+ * them, still in L1 when a block is read again. */
+#define AMPK_LAZY_BLOCK ((size_t)64)
+/* Shorter calls count the inputs as they read them: a second pass over a
+ * few groups costs more than it saves (bench_convert). */
+#define AMPK_LAZY_MIN ((size_t)128)
+
 /* As the AVX-512 branch's round_body, in groups of 16. A result is +-0 for
  * an input +-0 or an underflow and +-inf for an input +-inf or an overflow
  * (a NaN stays a NaN), so underflows and overflows are those counts less
- * the inputs'. The tail is one group whose missing lanes load as +0, which
- * adds as many zeros as lanes and so leaves every tally as it is. */
+ * the inputs'. An input can be +-0 (+-inf) only where a result is, so the
+ * inputs are counted afterwards, per block of AMPK_LAZY_BLOCK groups and
+ * only in the blocks that have such results: most blocks have none, and
+ * they skip half of the counting. When wide overlaps src the inputs are
+ * gone by then and are counted as they are read. The tail is one group
+ * whose missing lanes load as +0, which adds as many zero inputs as zero
+ * results and so leaves every tally as it is. */
 static inline __attribute__((always_inline)) void
 AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, int dt, amp_tally *t) {
     unsigned long long z = 0, inf = 0, r0 = 0, rinf = 0;
-    __m256 w0 = _mm256_setzero_ps(), w1 = w0;
+    uintptr_t s0 = (uintptr_t)src, w0 = (uintptr_t)wide, bytes = n * sizeof *src;
+    int later = t && n >= AMPK_LAZY_MIN && !(wide && w0 < s0 + bytes && s0 < w0 + bytes);
+    size_t block = later ? AMPK_LAZY_BLOCK : AMPK_COUNT_BLOCK - 1; /* room for a tail */
     size_t i = 0;
     do {
         size_t groups = (n - i) / 16;
-        if (groups > AMPK_COUNT_BLOCK - 1) groups = AMPK_COUNT_BLOCK - 1; /* room for a tail */
+        if (groups > block) groups = block;
+        long len = groups < block ? (long)(n - i - 16 * groups) : 0;
         AMPK_NAME(round_counts) c = {_mm256_setzero_si256(), _mm256_setzero_si256(),
                                      _mm256_setzero_si256(), _mm256_setzero_si256()};
-        AMPK_NAME(round_counts) *cp = t ? &c : NULL;
-        for (size_t g = 0; g < groups; g++, i += 16) {
-            __m256i h = AMPK_NAME(round_group)(_mm256_loadu_ps(src + i), _mm256_loadu_ps(src + i + 8),
-                                               dt, wide != NULL, &w0, &w1, cp);
-            if (dst) _mm256_storeu_si256((__m256i *)(dst + i), h);
-            if (wide) {
-                _mm256_storeu_ps(wide + i, w0);
-                _mm256_storeu_ps(wide + i + 8, w1);
+        if (!t)
+            AMPK_NAME(round_groups)(dst, wide, src, i, groups, len, dt, NULL, 0);
+        else if (later)
+            AMPK_NAME(round_groups)(dst, wide, src, i, groups, len, dt, &c, 0);
+        else
+            AMPK_NAME(round_groups)(dst, wide, src, i, groups, len, dt, &c, 1);
+        if (later) { /* a block's inputs read again only where its results have +-0 or +-inf */
+            if (!_mm256_testz_si256(c.r0, c.r0)) {
+                r0 += AMPK_NAME(lanes16_sum)(c.r0);
+                z += AMPK_NAME(count_equal)(src, i, groups, len, 0);
             }
-        }
-        if (i < n && n - i < 16) {
-            long len = (long)(n - i);
-            __m256i m0 = AMPK_NAME(lanes_below)(len), m1 = AMPK_NAME(lanes_below)(len - 8);
-            __m256i h = AMPK_NAME(round_group)(_mm256_maskload_ps(src + i, m0),
-                                               _mm256_maskload_ps(src + i + 8, m1), dt,
-                                               wide != NULL, &w0, &w1, cp);
-            if (dst) {
-                uint16_t tail[16];
-                _mm256_storeu_si256((__m256i *)tail, h);
-                for (long j = 0; j < len; j++) dst[i + (size_t)j] = tail[j];
+            if (!_mm256_testz_si256(c.rinf, c.rinf)) {
+                rinf += AMPK_NAME(lanes16_sum)(c.rinf);
+                inf += AMPK_NAME(count_equal)(src, i, groups, len, 0x7f800000);
             }
-            if (wide) {
-                _mm256_maskstore_ps(wide + i, m0, w0);
-                _mm256_maskstore_ps(wide + i + 8, m1, w1);
-            }
-            i = n;
-        }
-        if (t) {
-            z += AMPK_NAME(lanes16_sum)(c.z);
-            inf += AMPK_NAME(lanes16_sum)(c.inf);
+        } else if (t) { /* no branch on the data: short calls would mispredict it */
             r0 += AMPK_NAME(lanes16_sum)(c.r0);
+            z += AMPK_NAME(lanes16_sum)(c.z);
             rinf += AMPK_NAME(lanes16_sum)(c.rinf);
+            inf += AMPK_NAME(lanes16_sum)(c.inf);
         }
+        i += 16 * groups + (size_t)len;
     } while (i < n);
     if (t) { /* every group counted 16 elements: n, and the tail's padding as zeros */
         t->nz += ((unsigned long long)n + 15) / 16 * 16 - z;
