@@ -53,14 +53,6 @@ static void store_row(const amp_cpu_kern *k, void *dst, const float *src, size_t
         k->round16(dst, src, n, (int)dt, t);
 }
 
-/* dst[n] = widen(src(dt)[n]), or a copy for F32. */
-static void load_row(const amp_cpu_kern *k, float *dst, const void *src, size_t n, amp_dtype dt) {
-    if (dt == AMP_DTYPE_F32)
-        memcpy(dst, src, n * sizeof(float));
-    else
-        k->widen16(dst, src, n, (int)dt);
-}
-
 /* v[n] = widen(round_dt(v[n])) counted into *t (the rounding point of an
  * FP32 value kept in FP32 after it), in one pass; nothing for F32. */
 static void round_in_place(const amp_cpu_kern *k, float *v, size_t n, amp_dtype dt, amp_tally *t) {
@@ -193,47 +185,70 @@ static int cpu_layernorm_backward(amp_backend *be, const amp_layernorm_bwd *a) {
 /* ---- attention ---------------------------------------------------------------- */
 
 /* Packs `parts` [rows, parts * C] blocks of src (dt, row stride parts * C)
- * into dense FP32 [parts][B, nh, T, hs] at dst (widening 16-bit values). */
-static void pack_heads(const amp_cpu_kern *k, float *dst, const void *src, amp_dtype dt, int parts,
-                       int B, int T, int C, int nh) {
-    int hs = C / nh, rows = B * T;
-    size_t es = dt_size(dt), nc = (size_t)rows * C;
-#pragma omp parallel for schedule(static) if ((size_t)rows * parts * C >= PAR_MIN)
-    for (int r = 0; r < rows; r++) {
-        int b = r / T, t = r % T;
-        for (int part = 0; part < parts; part++)
-            for (int h = 0; h < nh; h++) {
-                const char *s = (const char *)src + ((size_t)r * parts * C + (size_t)part * C +
-                                                     (size_t)h * hs) * es;
-                float *d = dst + part * nc + (((size_t)b * nh + h) * T + t) * hs;
-                load_row(k, d, s, (size_t)hs, dt);
+ * into dense FP32 [parts][B, nh, T, hs] at dst (widening 16-bit values).
+ * A 16-bit row is widened in one call into a thread's row buffer and its
+ * heads copied from there: one call over parts * C elements costs less
+ * than parts * nh calls over hs. 1 when a thread has no row buffer. */
+static int pack_heads(const amp_cpu_kern *k, float *dst, const void *src, amp_dtype dt, int parts,
+                      int B, int T, int C, int nh) {
+    int hs = C / nh, rows = B * T, fail = 0;
+    size_t nc = (size_t)rows * C, W = (size_t)parts * C;
+#pragma omp parallel reduction(+ : fail) if ((size_t)rows * W >= PAR_MIN)
+    {
+        float *wrow = dt == AMP_DTYPE_F32 ? NULL : malloc(W * sizeof *wrow);
+        fail += dt != AMP_DTYPE_F32 && !wrow;
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const float *row = (const float *)src + (size_t)r * W;
+            if (dt != AMP_DTYPE_F32) {
+                if (!wrow) continue;
+                k->widen16(wrow, (const uint16_t *)src + (size_t)r * W, W, (int)dt);
+                row = wrow;
             }
+            int b = r / T, t = r % T;
+            for (int part = 0; part < parts; part++)
+                for (int h = 0; h < nh; h++)
+                    memcpy(dst + part * nc + (((size_t)b * nh + h) * T + t) * hs,
+                           row + (size_t)part * C + (size_t)h * hs, (size_t)hs * sizeof *row);
+        }
+        free(wrow);
     }
+    return fail;
 }
 
 /* The inverse, rounding into dt with the counts: dense FP32 [parts][B, nh,
- * T, hs] at src into dst (dt) [rows, parts * C]. */
-static void unpack_heads(const amp_cpu_kern *k, void *dst, const float *src, amp_dtype dt,
-                         int parts, int B, int T, int C, int nh, amp_round_count *cnt) {
-    int hs = C / nh, rows = B * T;
-    size_t es = dt_size(dt), nc = (size_t)rows * C;
+ * T, hs] at src into dst (dt) [rows, parts * C]; a 16-bit row gathered in
+ * a thread's row buffer and rounded in one call. 1 when a thread has no
+ * row buffer. */
+static int unpack_heads(const amp_cpu_kern *k, void *dst, const float *src, amp_dtype dt, int parts,
+                        int B, int T, int C, int nh, amp_round_count *cnt) {
+    int hs = C / nh, rows = B * T, fail = 0;
+    size_t nc = (size_t)rows * C, W = (size_t)parts * C;
     unsigned long long nz = 0, uf = 0, of = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) \
-    if ((size_t)rows * parts * C >= PAR_MIN)
-    for (int r = 0; r < rows; r++) {
-        int b = r / T, t = r % T;
+#pragma omp parallel reduction(+ : nz, uf, of, fail) if ((size_t)rows * W >= PAR_MIN)
+    {
+        float *wrow = dt == AMP_DTYPE_F32 ? NULL : malloc(W * sizeof *wrow);
         amp_tally tl = {0, 0, 0};
-        for (int part = 0; part < parts; part++)
-            for (int h = 0; h < nh; h++) {
-                char *d = (char *)dst + ((size_t)r * parts * C + (size_t)part * C + (size_t)h * hs) * es;
-                const float *s = src + part * nc + (((size_t)b * nh + h) * T + t) * hs;
-                store_row(k, d, s, (size_t)hs, dt, &tl);
-            }
+        fail += dt != AMP_DTYPE_F32 && !wrow;
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            float *row = dt == AMP_DTYPE_F32 ? (float *)dst + (size_t)r * W : wrow;
+            if (!row) continue;
+            int b = r / T, t = r % T;
+            for (int part = 0; part < parts; part++)
+                for (int h = 0; h < nh; h++)
+                    memcpy(row + (size_t)part * C + (size_t)h * hs,
+                           src + part * nc + (((size_t)b * nh + h) * T + t) * hs,
+                           (size_t)hs * sizeof *row);
+            if (dt != AMP_DTYPE_F32) k->round16((uint16_t *)dst + (size_t)r * W, row, W, (int)dt, &tl);
+        }
+        free(wrow);
         nz += tl.nz;
         uf += tl.uf;
         of += tl.of;
     }
     if (dt != AMP_DTYPE_F32) amp_cpu_count_add(cnt, nz, uf, of);
+    return fail;
 }
 
 /* C[i] = alpha A[i] B[i] (op per trans) for the B * nh dense matrices of
@@ -302,7 +317,7 @@ static int cpu_attention_forward(amp_backend *be, void *out, void *att, float *w
     float scale = 1.0f / sqrtf((float)hs);
     float *qp = amp_cpu_scratch(be, 2, 3 * nc);
     if (!qp) return 1;
-    pack_heads(k, qp, qkv, dt, 3, B, T, C, nh);
+    if (pack_heads(k, qp, qkv, dt, 3, B, T, C, nh)) return out_of_memory(be, "attention_forward");
     float *S = ws, *Y = ws + 2 * (size_t)bh * tt;
     /* logits[T, T] = scale * Q K^T for every (batch, head) */
     if (heads_gemm(be, S, qp, qp + nc, 0, 1, T, T, hs, bh, scale) != 0) return 1;
@@ -326,7 +341,7 @@ static int cpu_attention_forward(amp_backend *be, void *out, void *att, float *w
     amp_cpu_count_add(cnt, nz, uf, of);
     /* y[T, hs] = P[T, T] V[T, hs], then rounded into out [B, T, C] */
     if (heads_gemm(be, Y, S, qp + 2 * nc, 0, 0, T, hs, T, bh, 1.0f) != 0) return 1;
-    unpack_heads(k, out, Y, dt, 1, B, T, C, nh, cnt);
+    if (unpack_heads(k, out, Y, dt, 1, B, T, C, nh, cnt)) return out_of_memory(be, "attention_forward");
     return 0;
 }
 
@@ -344,8 +359,8 @@ static int cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const 
     float *dyp = qp ? amp_cpu_scratch(be, 3, nc) : NULL;
     const float *p = dyp ? amp_cpu_widened(be, 4, att, dt, (size_t)bh * tt) : NULL;
     if (!p) return 1;
-    pack_heads(k, qp, qkv, dt, 3, B, T, C, nh);
-    pack_heads(k, dyp, dout, dt, 1, B, T, C, nh);
+    if (pack_heads(k, qp, qkv, dt, 3, B, T, C, nh) || pack_heads(k, dyp, dout, dt, 1, B, T, C, nh))
+        return out_of_memory(be, "attention_backward");
     const float *Q = qp, *K = qp + nc, *V = qp + 2 * nc;
     float *dP = ws, *dS = ws + (size_t)bh * tt, *dacc = ws + 2 * (size_t)bh * tt;
     /* dP = dY V^T ; dV = P^T dY */
@@ -375,7 +390,8 @@ static int cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const 
     if (heads_gemm(be, dacc, dS, K, 0, 0, T, hs, T, bh, scale) != 0 ||
         heads_gemm(be, dacc + nc, dS, Q, 1, 0, T, hs, T, bh, scale) != 0)
         return 1;
-    unpack_heads(k, dqkv, dacc, dt, 3, B, T, C, nh, cnt);
+    if (unpack_heads(k, dqkv, dacc, dt, 3, B, T, C, nh, cnt))
+        return out_of_memory(be, "attention_backward");
     return 0;
 }
 
