@@ -345,6 +345,18 @@ static inline unsigned long long AMPK_NAME(count_equal)(const float *src, size_t
 static inline __attribute__((always_inline)) void
 AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, int dt, amp_tally *t) {
     unsigned long long z = 0, inf = 0, r0 = 0, rinf = 0;
+    if (n < AMPK_LAZY_MIN) { /* one block, no loop around it */
+        AMPK_NAME(round_counts) c = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                                     _mm256_setzero_si256(), _mm256_setzero_si256()};
+        AMPK_NAME(round_groups)(dst, wide, src, 0, n / 16, (long)(n % 16), dt, t ? &c : NULL, 1);
+        if (t) {
+            z = AMPK_NAME(lanes16_sum)(c.z);
+            t->nz += ((unsigned long long)n + 15) / 16 * 16 - z;
+            t->uf += AMPK_NAME(lanes16_sum)(c.r0) - z;
+            t->of += AMPK_NAME(lanes16_sum)(c.rinf) - AMPK_NAME(lanes16_sum)(c.inf);
+        }
+        return;
+    }
     uintptr_t s0 = (uintptr_t)src, w0 = (uintptr_t)wide, bytes = n * sizeof *src;
     int later = t && n >= AMPK_LAZY_MIN && !(wide && w0 < s0 + bytes && s0 < w0 + bytes);
     size_t block = later ? AMPK_LAZY_BLOCK : AMPK_COUNT_BLOCK - 1; /* room for a tail */
