@@ -332,33 +332,54 @@ static inline unsigned long long AMPK_NAME(count_equal)(const float *src, size_t
  * few groups costs more than it saves (bench_convert). */
 #define AMPK_LAZY_MIN ((size_t)128)
 
+/* Adds the lanes of every counter of c to the four sums. */
+static inline void AMPK_NAME(counts_add)(const AMPK_NAME(round_counts) *c, unsigned long long *z,
+                                         unsigned long long *inf, unsigned long long *r0,
+                                         unsigned long long *rinf) {
+    *z += AMPK_NAME(lanes16_sum)(c->z);
+    *inf += AMPK_NAME(lanes16_sum)(c->inf);
+    *r0 += AMPK_NAME(lanes16_sum)(c->r0);
+    *rinf += AMPK_NAME(lanes16_sum)(c->rinf);
+}
+
+/* The tallies of n rounded elements from the sums of inputs +-0 (z), +-inf
+ * and results +-0 (r0), +-inf: every group counted 16 elements, n and the
+ * tail's padding as zeros. */
+static inline void AMPK_NAME(tally_add)(amp_tally *t, size_t n, unsigned long long z,
+                                        unsigned long long inf, unsigned long long r0,
+                                        unsigned long long rinf) {
+    t->nz += ((unsigned long long)n + 15) / 16 * 16 - z;
+    t->uf += r0 - z;
+    t->of += rinf - inf;
+}
+
 /* As the AVX-512 branch's round_body, in groups of 16. A result is +-0 for
  * an input +-0 or an underflow and +-inf for an input +-inf or an overflow
  * (a NaN stays a NaN), so underflows and overflows are those counts less
  * the inputs'. An input can be +-0 (+-inf) only where a result is, so the
  * inputs are counted afterwards, per block of AMPK_LAZY_BLOCK groups and
  * only in the blocks that have such results: most blocks have none, and
- * they skip half of the counting. When wide overlaps src the inputs are
- * gone by then and are counted as they are read. The tail is one group
- * whose missing lanes load as +0, which adds as many zero inputs as zero
- * results and so leaves every tally as it is. */
+ * they skip half of the counting. Calls shorter than AMPK_LAZY_MIN are one
+ * block without the loop around it, and they, and calls whose wide
+ * overlaps src (the inputs are gone by the end of a block), count the
+ * inputs as they read them. The tail is one group whose missing lanes load
+ * as +0, which adds as many zero inputs as zero results and so leaves
+ * every tally as it is. */
 static inline __attribute__((always_inline)) void
 AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, int dt, amp_tally *t) {
     unsigned long long z = 0, inf = 0, r0 = 0, rinf = 0;
-    if (n < AMPK_LAZY_MIN) { /* one block, no loop around it */
+    if (n < AMPK_LAZY_MIN) {
         AMPK_NAME(round_counts) c = {_mm256_setzero_si256(), _mm256_setzero_si256(),
                                      _mm256_setzero_si256(), _mm256_setzero_si256()};
         AMPK_NAME(round_groups)(dst, wide, src, 0, n / 16, (long)(n % 16), dt, t ? &c : NULL, 1);
         if (t) {
-            z = AMPK_NAME(lanes16_sum)(c.z);
-            t->nz += ((unsigned long long)n + 15) / 16 * 16 - z;
-            t->uf += AMPK_NAME(lanes16_sum)(c.r0) - z;
-            t->of += AMPK_NAME(lanes16_sum)(c.rinf) - AMPK_NAME(lanes16_sum)(c.inf);
+            AMPK_NAME(counts_add)(&c, &z, &inf, &r0, &rinf);
+            AMPK_NAME(tally_add)(t, n, z, inf, r0, rinf);
         }
         return;
     }
     uintptr_t s0 = (uintptr_t)src, w0 = (uintptr_t)wide, bytes = n * sizeof *src;
-    int later = t && n >= AMPK_LAZY_MIN && !(wide && w0 < s0 + bytes && s0 < w0 + bytes);
+    int later = t && !(wide && w0 < s0 + bytes && s0 < w0 + bytes);
     size_t block = later ? AMPK_LAZY_BLOCK : AMPK_COUNT_BLOCK - 1; /* room for a tail */
     size_t i = 0;
     do {
@@ -382,19 +403,12 @@ AMPK_NAME(round_body)(uint16_t *dst, float *wide, const float *src, size_t n, in
                 rinf += AMPK_NAME(lanes16_sum)(c.rinf);
                 inf += AMPK_NAME(count_equal)(src, i, groups, len, 0x7f800000);
             }
-        } else if (t) { /* no branch on the data: short calls would mispredict it */
-            r0 += AMPK_NAME(lanes16_sum)(c.r0);
-            z += AMPK_NAME(lanes16_sum)(c.z);
-            rinf += AMPK_NAME(lanes16_sum)(c.rinf);
-            inf += AMPK_NAME(lanes16_sum)(c.inf);
+        } else if (t) {
+            AMPK_NAME(counts_add)(&c, &z, &inf, &r0, &rinf);
         }
         i += 16 * groups + (size_t)len;
     } while (i < n);
-    if (t) { /* every group counted 16 elements: n, and the tail's padding as zeros */
-        t->nz += ((unsigned long long)n + 15) / 16 * 16 - z;
-        t->uf += r0 - z;
-        t->of += rinf - inf;
-    }
+    if (t) AMPK_NAME(tally_add)(t, n, z, inf, r0, rinf);
 }
 
 static void AMPK_NAME(widen16)(float *dst, const uint16_t *src, size_t n, int dt) {
