@@ -954,13 +954,18 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
         goto done;
     }
     code = 1;
-    if (s->world > 1)
-        amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %d ranks (%s, gradients as %s), %lld steps (%lld "
-                "per epoch), output in %s", s->set.name, s->precision.entry->name,
-                s->scaler.entry->name, s->world, s->be->ops->name,
+    if (s->world > 1) {
+        /* The threads per rank are said because bit equality with another rank
+         * count holds only at equal thread counts (docs/data-parallel.md). */
+        char per_rank[48] = "";
+        if (s->be->info.threads > 0)
+            snprintf(per_rank, sizeof per_rank, " x %d thread(s)", s->be->info.threads);
+        amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %d ranks%s (%s, gradients as %s), "
+                "%lld steps (%lld per epoch), output in %s", s->set.name, s->precision.entry->name,
+                s->scaler.entry->name, s->world, per_rank, s->be->ops->name,
                 s->set.dist_grad_bf16 ? "bf16" : "f32", (long long)s->total_steps,
                 (long long)s->steps_per_epoch, outdir);
-    else
+    } else
         amp_log(AMP_LOG_INFO, "%s: %s + %s scaler on %s, %lld steps (%lld per epoch), output in %s",
                 s->set.name, s->precision.entry->name, s->scaler.entry->name, s->be->ops->name,
                 (long long)s->total_steps, (long long)s->steps_per_epoch, outdir);

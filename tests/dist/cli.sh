@@ -34,6 +34,8 @@ grep -Eq '"median_comm_ms": [0-9.e+-]+' "$W/r0/a/summary.json" || fail "no media
 [ "$(grep -c 'test_acc .* 120 steps' "$W/a.log")" = 1 ] || fail "not one final line: $(cat "$W/a.log")"
 [ "$(grep -c '^step 1/120' "$W/a.log")" = 1 ] || fail "progress printed more than once"
 ! grep -q "rank 1" "$W/a.log" || fail "rank 1 spoke: $(grep 'rank 1' "$W/a.log")"
+grep -q "on 2 ranks x $AMPTRAIN_THREADS thread(s) (" "$W/a.log" ||
+    fail "the start line does not say the threads per rank: $(grep 'on 2 ranks' "$W/a.log")"
 echo "2 ranks: outputs from rank 0 only, summary world_size 2 over mpi"
 
 two_ranks b 2>"$W/b.log" || fail "second 2-rank run failed: $(tail -5 "$W/b.log")"
