@@ -60,28 +60,18 @@ reference | openblas | onednn) export AMPTRAIN_GEMM=$which ;;
     echo "mlp_pin: expected reference, openblas or onednn, got '$which'" >&2
     exit 2 ;;
 esac
-export AMPTRAIN_THREADS=${AMPTRAIN_THREADS:-2}
+. "$here/pin_lib.sh"
+pin_start mlp_pin
 if [ -n "${AMPTRAIN_ISA:-}" ] && [ "$AMPTRAIN_ISA" != generic ] && ! has_isa "$AMPTRAIN_ISA"; then
     echo "mlp_pin: this CPU has no $AMPTRAIN_ISA path"
     exit 77
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-run_case() { # name config args...
+work=$PIN_WORK
+PIN_SUMMARY='"(steps|skipped_steps|final_train_loss|test_loss|test_acc|final_scale|params|underflow|overflow|rounded)"|"name": "fc'
+run_case() { # name config args...: a config of configs/
     local name=$1 cfg=$2
     shift 2
-    "$amptrain" train "$root/configs/$cfg" --set run.device=cpu --set train.log_every=1 \
-        "$@" --out "$work/$name" >/dev/null 2>"$work/$name.log" || {
-        cat "$work/$name.log" >&2
-        echo "mlp_pin: case $name failed" >&2
-        exit 1
-    }
-    echo "== $name"
-    sed -E 's/,"(step_ms|cpu_ms)":[^,}]*//g' "$work/$name/metrics.jsonl"
-    grep -E '"(steps|skipped_steps|final_train_loss|test_loss|test_acc|final_scale|params|underflow|overflow|rounded)"|"name": "fc' \
-        "$work/$name/summary.json"
-    echo "weights $(sha256sum <"$work/$name/weights.safetensors" | cut -d' ' -f1)"
+    pin_case "$name" "configs/$cfg" "$@"
 }
 
 {
@@ -106,10 +96,7 @@ if [ "${3:-}" = "--write" ]; then
     exit 0
 fi
 if [ "$which" = reference ]; then
-    if ! diff -u "$expected" "$work/digest.txt"; then
-        echo "mlp_pin: the MLP's numbers moved (diff above: expected, then now; $how)" >&2
-        exit 1
-    fi
+    pin_same "$expected" "$work/digest.txt" MLP "$how"
     echo "mlp_pin: $(grep -c '^==' "$work/digest.txt") cases match bit for bit ($how)"
     exit 0
 fi

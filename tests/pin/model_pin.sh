@@ -34,25 +34,10 @@ default)
     [ "${5:-}" = --check ] && mode=check ;;
 *) echo "model_pin: expected --write or default FILE, got '$3'" >&2; exit 2 ;;
 esac
-export AMPTRAIN_THREADS=${AMPTRAIN_THREADS:-2}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-run_case() { # name config args...
-    local name=$1 cfg=$2
-    shift 2
-    "$amptrain" train "$root/$cfg" --set run.device=cpu --set train.log_every=1 \
-        "$@" --out "$work/$name" >/dev/null 2>"$work/$name.log" || {
-        cat "$work/$name.log" >&2
-        echo "model_pin: case $name failed" >&2
-        exit 1
-    }
-    echo "== $name"
-    sed -E 's/,"(step_ms|cpu_ms)":[^,}]*//g' "$work/$name/metrics.jsonl"
-    grep -E '"(steps|skipped_steps|final_train_loss|test_loss|test_acc|val_loss|final_scale|params)"|"forward": \{' \
-        "$work/$name/summary.json"
-    echo "weights $(sha256sum <"$work/$name/weights.safetensors" | cut -d' ' -f1)"
-}
+. "$here/pin_lib.sh"
+pin_start model_pin
+work=$PIN_WORK
+PIN_SUMMARY='"(steps|skipped_steps|final_train_loss|test_loss|test_acc|val_loss|final_scale|params)"|"forward": \{'
 
 gpt_shape=(--set model.n_layer=2 --set model.n_embd=64 --set model.block_size=32
     --set data.batch_size=8 --set train.steps=15 --set train.eval_every=5
@@ -60,14 +45,14 @@ gpt_shape=(--set model.n_layer=2 --set model.n_embd=64 --set model.block_size=32
 {
     case $model in
     gpt)
-        run_case gpt_fp32 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
+        pin_case gpt_fp32 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
             --set precision.plugin=fp32 --set scaler.plugin=none
-        run_case gpt_fp16 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
+        pin_case gpt_fp16 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
             --set precision.plugin=fp16 --set scaler.plugin=dynamic
-        run_case gpt_bf16 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
+        pin_case gpt_bf16 tests/gpt/tiny_gpt.ini "${gpt_shape[@]}" \
             --set precision.plugin=bf16 --set scaler.plugin=none ;;
     cnn)
-        run_case cnn_fp16 configs/cnn_fashion_fp16_dynamic.ini --set train.steps=6 \
+        pin_case cnn_fp16 configs/cnn_fashion_fp16_dynamic.ini --set train.steps=6 \
             --set data.train_limit=512 --set data.test_limit=256 --set data.batch_size=64 ;;
     *) echo "model_pin: expected gpt or cnn, got '$model'" >&2; exit 2 ;;
     esac
@@ -78,8 +63,5 @@ if [ $mode = write ]; then
     echo "model_pin: wrote $expected ($how)"
     exit 0
 fi
-if ! diff -u "$expected" "$work/digest.txt"; then
-    echo "model_pin: the $model's numbers moved (diff above: expected, then now; $how)" >&2
-    exit 1
-fi
+pin_same "$expected" "$work/digest.txt" "$model" "$how"
 echo "model_pin: $(grep -c '^==' "$work/digest.txt") $model case(s) match bit for bit ($how)"
