@@ -10,6 +10,7 @@
  * are parsed here too, so an empty or duplicate section has a line.
  */
 #include "io/config.h"
+#include "io/config_internal.h"
 #include "io/file.h"
 #include "log.h"
 
@@ -21,80 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* A section header (key == NULL) or a key = value entry, in file order, then
- * --set order. */
-typedef struct cfg_item {
-    char *section;
-    char *key;
-    char *value;
-    char *where; /* "path:line" or "--set section.key" */
-    int line;    /* file line; 0 when it came from --set */
-    int read;
-    size_t sec;  /* index in amp_config.secs */
-    size_t next; /* the section's next key entry, in order; NONE at the end */
-} cfg_item;
-
-/* A (section, key) somebody asked for (key NULL: the section itself), with
- * the value it resolved to, for write_resolved and for suggestions. */
-typedef struct cfg_known {
-    char *section;
-    char *key;
-    char *value;  /* NULL: absent and no default */
-    char *origin; /* "default", or the entry's where */
-    size_t sec;
-    size_t next;  /* the section's next known record, in order */
-} cfg_known;
-
-#define NONE SIZE_MAX
-
-/* Every section named by an entry or a lookup, with its records chained in
- * order, so no operation scans the whole config per key: parsing, reading
- * and checking n keys costs O(n) (a 40k-key file must not take seconds). */
-typedef struct cfg_sec {
-    char *name;
-    size_t header;                 /* its [section] item, or NONE */
-    size_t known_null;             /* its known record with key NULL, or NONE */
-    size_t known_head, known_tail; /* known records; known_head NONE: unknown section */
-    size_t item_head, item_tail;   /* key entries */
-} cfg_sec;
-
-/* Open addressing over indices into one of the arrays; slot 0 = empty. */
-typedef struct cfg_index {
-    uint64_t *hash;
-    size_t *slot; /* index + 1 */
-    size_t cap, n;
-} cfg_index;
-
-/* Why a key is not read in this run (amp_config_explain_unused). */
-typedef struct cfg_unused {
-    char *section, *key, *chosen;
-    char *used_by; /* "cosine" or "fashion_mnist, text" */
-} cfg_unused;
-
-struct amp_config {
-    char *path;
-    cfg_unused *unused; /* few (the core's conditional keys): scanned */
-    size_t n_unused;
-    cfg_item *items;
-    size_t n_items, cap_items;
-    cfg_known *known;
-    size_t n_known, cap_known;
-    cfg_sec *secs;
-    size_t n_secs, cap_secs;
-    cfg_index sec_index;   /* name -> secs */
-    cfg_index item_index;  /* (sec, key) -> items, key entries only */
-    cfg_index known_index; /* (sec, key) -> known, key != NULL */
-    size_t compares;       /* string comparisons made by lookups (amp_config_compares) */
-    int oom; /* recording a known key failed; reported by check_unread */
-};
-
 /* ------------------------------------------------------------- small utils */
 
 /* Appends to a bounded buffer; truncates quietly (messages only). */
-static void buf_add(char *buf, size_t cap, const char *fmt, ...)
+void amp_cfg_buf_add(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void buf_add(char *buf, size_t cap, const char *fmt, ...)
+void amp_cfg_buf_add(char *buf, size_t cap, const char *fmt, ...)
 {
     size_t len = strlen(buf);
     if (len + 1 >= cap)
@@ -105,8 +38,8 @@ static void buf_add(char *buf, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
+char *amp_cfg_str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *amp_cfg_str_printf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -173,7 +106,7 @@ static int valid_key_name(const char *s)
 #define KEY_CHARS "letters, digits, '_', '.', '-' and the glob characters * ? [ ] ! ^ (not first: '[')"
 
 /* Shortest "%g" text that reads back as the same double. */
-static void fmt_double(char *buf, size_t cap, double v)
+void amp_cfg_fmt_double(char *buf, size_t cap, double v)
 {
     for (int prec = 6; prec <= 17; prec++) {
         snprintf(buf, cap, "%.*g", prec, v);
@@ -184,14 +117,11 @@ static void fmt_double(char *buf, size_t cap, double v)
 
 /* ------------------------------------------------------- what a line holds */
 
-/* The longest line the reader takes (inih's buffer less "\r\n\0"); every
- * line write_resolved writes fits, so config.ini always reads back. */
-#define LINE_MAX_CHARS (INI_MAX_LINE - 3)
 
 /* Why `key = value` cannot be written as one INI line that reads back as the
  * same value, or NULL when it can. The reader trims blanks around values and
  * takes ';' or '#' after a blank (or first in the value) as a comment. */
-static const char *value_unwritable(const char *key, const char *value, char *why, size_t cap)
+const char *amp_cfg_value_unwritable(const char *key, const char *value, char *why, size_t cap)
 {
     if (*value == ';' || *value == '#') {
         snprintf(why, cap, "a value cannot start with '%c': after 'key = ' it reads as a comment",
@@ -249,13 +179,7 @@ static int name_distance(const char *a, const char *b)
     return d[n][m];
 }
 
-typedef struct suggester {
-    const char *name;
-    const char *best;
-    int best_score;
-} suggester;
-
-static void suggest_init(suggester *s, const char *name)
+void amp_cfg_suggest_init(suggester *s, const char *name)
 {
     s->name = name;
     s->best = NULL;
@@ -266,7 +190,7 @@ static void suggest_init(suggester *s, const char *name)
  * (and closer than the shorter name is long, so "x" never suggests "lr"), or
  * one name is a prefix of the other ("lr_rate" -> "lr"). Closest wins; ties
  * go to the first candidate offered. */
-static void suggest_consider(suggester *s, const char *cand)
+void amp_cfg_suggest_consider(suggester *s, const char *cand)
 {
     if (!cand || strcmp(cand, s->name) == 0)
         return;
@@ -376,7 +300,7 @@ static int known_eq(amp_config *cfg, size_t idx, size_t sec, const char *key)
     return cfg->known[idx].sec == sec && strcmp(cfg->known[idx].key, key) == 0;
 }
 
-static size_t sec_find(amp_config *cfg, const char *name)
+size_t amp_cfg_sec_find(amp_config *cfg, const char *name)
 {
     return index_find(cfg, &cfg->sec_index, hash_str(0xcbf29ce484222325ULL, name), sec_eq, 0,
                       name);
@@ -385,7 +309,7 @@ static size_t sec_find(amp_config *cfg, const char *name)
 /* The section's index, created when absent; NONE when out of memory. */
 static size_t sec_get(amp_config *cfg, const char *name)
 {
-    size_t s = sec_find(cfg, name);
+    size_t s = amp_cfg_sec_find(cfg, name);
     if (s != NONE)
         return s;
     if (cfg->n_secs == cfg->cap_secs) {
@@ -457,20 +381,20 @@ static cfg_item *item_add(amp_config *cfg, const char *section, const char *key,
 
 static cfg_item *find_section_item(amp_config *cfg, const char *section)
 {
-    size_t sec = sec_find(cfg, section);
+    size_t sec = amp_cfg_sec_find(cfg, section);
     return sec == NONE || cfg->secs[sec].header == NONE ? NULL : &cfg->items[cfg->secs[sec].header];
 }
 
-static cfg_item *find_entry(amp_config *cfg, const char *section, const char *key)
+cfg_item *amp_cfg_find_entry(amp_config *cfg, const char *section, const char *key)
 {
-    size_t sec = sec_find(cfg, section);
+    size_t sec = amp_cfg_sec_find(cfg, section);
     if (sec == NONE)
         return NULL;
     size_t i = index_find(cfg, &cfg->item_index, hash_pair(sec, key), item_eq, sec, key);
     return i == NONE ? NULL : &cfg->items[i];
 }
 
-static size_t known_find(amp_config *cfg, size_t sec, const char *key)
+size_t amp_cfg_known_find(amp_config *cfg, size_t sec, const char *key)
 {
     if (!key)
         return cfg->secs[sec].known_null;
@@ -478,7 +402,7 @@ static size_t known_find(amp_config *cfg, size_t sec, const char *key)
 }
 
 /* Whether known[k] is the first record of its section (lists each once). */
-static int first_of_section(const amp_config *cfg, size_t k)
+int amp_cfg_first_of_section(const amp_config *cfg, size_t k)
 {
     return cfg->secs[cfg->known[k].sec].known_head == k;
 }
@@ -486,7 +410,7 @@ static int first_of_section(const amp_config *cfg, size_t k)
 /* Records (section, key) as known; with value, also what it resolved to
  * (replacing an earlier record). Failure only sets cfg->oom: the getters'
  * results stay right, check_unread reports it. */
-static void known_note(amp_config *cfg, const char *section, const char *key,
+void amp_cfg_known_note(amp_config *cfg, const char *section, const char *key,
                        const char *value, const char *origin)
 {
     size_t sec = sec_get(cfg, section);
@@ -494,7 +418,7 @@ static void known_note(amp_config *cfg, const char *section, const char *key,
         cfg->oom = 1;
         return;
     }
-    size_t ki = known_find(cfg, sec, key);
+    size_t ki = amp_cfg_known_find(cfg, sec, key);
     cfg_known *k;
     if (ki == NONE) {
         if (cfg->n_known == cfg->cap_known) {
@@ -613,7 +537,7 @@ static void parse_section(parse_state *st, char *s)
         parse_fail(st, "duplicate section [%s]; first at line %d", name, first->line);
         return;
     }
-    char *w = str_printf("%s:%d", st->cfg->path, st->lineno);
+    char *w = amp_cfg_str_printf("%s:%d", st->cfg->path, st->lineno);
     cfg_item *it = w ? item_add(st->cfg, name, NULL, NULL, w, st->lineno) : NULL;
     free(w);
     if (!it) {
@@ -777,17 +701,17 @@ static int parse_handler(void *user, const char *section, const char *name, cons
         return 0;
     }
     char why[160];
-    if (value_unwritable(name, value, why, sizeof why)) {
+    if (amp_cfg_value_unwritable(name, value, why, sizeof why)) {
         parse_fail(st, "[%s] %s = '%s': %s", st->section, name, value, why);
         return 0;
     }
-    const cfg_item *first = find_entry(st->cfg, st->section, name);
+    const cfg_item *first = amp_cfg_find_entry(st->cfg, st->section, name);
     if (first) {
         parse_fail(st, "duplicate key '%s' in [%s]; first set at line %d", name, st->section,
                    first->line);
         return 0;
     }
-    char *w = str_printf("%s:%d", st->cfg->path, st->lineno);
+    char *w = amp_cfg_str_printf("%s:%d", st->cfg->path, st->lineno);
     cfg_item *it = w ? item_add(st->cfg, st->section, name, value, w, st->lineno) : NULL;
     free(w);
     if (!it) {
@@ -950,17 +874,17 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
         goto out;
     }
     char why[160];
-    if (value_unwritable(key, value, why, sizeof why)) {
+    if (amp_cfg_value_unwritable(key, value, why, sizeof why)) {
         amp_set_err(err, errlen, "--set %s.%s: [%s] %s = '%s': %s", section, key, section, key,
                     value, why);
         goto out;
     }
-    where = str_printf("--set %s.%s", section, key);
+    where = amp_cfg_str_printf("--set %s.%s", section, key);
     if (!where) {
         amp_set_err(err, errlen, "--set: out of memory");
         goto out;
     }
-    cfg_item *it = find_entry(cfg, section, key);
+    cfg_item *it = amp_cfg_find_entry(cfg, section, key);
     if (it) {
         char *v = strdup(value), *w = strdup(where);
         if (!v || !w) {
@@ -986,434 +910,4 @@ out:
     free(val_buf);
     free(where);
     return rc;
-}
-
-/* ---------------------------------------------------------------- getters */
-
-/* The entry for (section, key) or NULL; either way the key becomes known and
- * the entry read. */
-static cfg_item *get_entry(amp_config *cfg, const char *section, const char *key)
-{
-    known_note(cfg, section, key, NULL, NULL);
-    cfg_item *it = find_entry(cfg, section, key);
-    if (it)
-        it->read = 1;
-    return it;
-}
-
-static int value_err(char *err, size_t errlen, const cfg_item *it, const char *what,
-                     const char *expected)
-{
-    amp_set_err(err, errlen, "%s: [%s] %s = '%s': %s; expected %s", it->where, it->section, it->key,
-            it->value, what, expected);
-    return -1;
-}
-
-int amp_config_get_int(amp_config *cfg, const char *section, const char *key, int64_t def,
-                       int64_t min, int64_t max, int64_t *out, char *err, size_t errlen)
-{
-    char text[64], expected[96];
-    snprintf(expected, sizeof expected, "an integer in [%lld, %lld]", (long long)min,
-             (long long)max);
-    cfg_item *it = get_entry(cfg, section, key);
-    if (!it) {
-        *out = def;
-        snprintf(text, sizeof text, "%lld", (long long)def);
-        known_note(cfg, section, key, text, "default");
-        return 0;
-    }
-    const char *s = it->value;
-    if (!*s)
-        return value_err(err, errlen, it, "empty value", expected);
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end)
-        return value_err(err, errlen, it, "not an integer", expected);
-    if (errno == ERANGE)
-        return value_err(err, errlen, it,
-                         v < 0 ? "too small for a 64-bit integer" : "too large for a 64-bit integer",
-                         expected);
-    if (v < min || v > max)
-        return value_err(err, errlen, it, "out of range", expected);
-    *out = v;
-    snprintf(text, sizeof text, "%lld", v);
-    known_note(cfg, section, key, text, it->where);
-    return 1;
-}
-
-int amp_config_get_double(amp_config *cfg, const char *section, const char *key, double def,
-                          double min, double max, double *out, char *err, size_t errlen)
-{
-    char text[64], lo[32], hi[32], expected[96];
-    fmt_double(lo, sizeof lo, min);
-    fmt_double(hi, sizeof hi, max);
-    snprintf(expected, sizeof expected, "a number in [%s, %s]", lo, hi);
-    cfg_item *it = get_entry(cfg, section, key);
-    if (!it) {
-        *out = def;
-        fmt_double(text, sizeof text, def);
-        known_note(cfg, section, key, text, "default");
-        return 0;
-    }
-    const char *s = it->value;
-    if (!*s)
-        return value_err(err, errlen, it, "empty value", expected);
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end)
-        return value_err(err, errlen, it, "not a number", expected);
-    if (!isfinite(v))
-        return value_err(err, errlen, it,
-                         errno == ERANGE ? "too large for a double" : "not a finite number",
-                         expected);
-    /* Underflow to a subnormal is still a usable value; to zero it is not. */
-    if (errno == ERANGE && v == 0.0)
-        return value_err(err, errlen, it, "too small for a double (it would be 0)", expected);
-    if (!(v >= min && v <= max))
-        return value_err(err, errlen, it, "out of range", expected);
-    *out = v;
-    fmt_double(text, sizeof text, v);
-    known_note(cfg, section, key, text, it->where);
-    return 1;
-}
-
-int amp_config_get_bool(amp_config *cfg, const char *section, const char *key, int def,
-                        int *out, char *err, size_t errlen)
-{
-    static const char *const yes[] = {"true", "yes", "on", "1"};
-    static const char *const no[] = {"false", "no", "off", "0"};
-    cfg_item *it = get_entry(cfg, section, key);
-    if (!it) {
-        *out = def ? 1 : 0;
-        known_note(cfg, section, key, def ? "true" : "false", "default");
-        return 0;
-    }
-    for (int i = 0; i < 4; i++) {
-        if (strcasecmp(it->value, yes[i]) == 0 || strcasecmp(it->value, no[i]) == 0) {
-            *out = strcasecmp(it->value, yes[i]) == 0;
-            known_note(cfg, section, key, *out ? "true" : "false", it->where);
-            return 1;
-        }
-    }
-    return value_err(err, errlen, it, it->value[0] ? "not a boolean" : "empty value",
-                     "true/false, yes/no, on/off or 1/0");
-}
-
-int amp_config_get_string(amp_config *cfg, const char *section, const char *key,
-                          const char *def, const char **out, char *err, size_t errlen)
-{
-    (void)err;
-    (void)errlen;
-    cfg_item *it = get_entry(cfg, section, key);
-    if (!it) {
-        *out = def;
-        if (def)
-            known_note(cfg, section, key, def, "default");
-        return 0;
-    }
-    *out = it->value;
-    known_note(cfg, section, key, it->value, it->where);
-    return 1;
-}
-
-int amp_config_get_choice(amp_config *cfg, const char *section, const char *key,
-                          const char *def, const char *const *choices, int *out_index,
-                          char *err, size_t errlen)
-{
-    cfg_item *it = get_entry(cfg, section, key);
-    const char *want = it ? it->value : def;
-    if (!want) {
-        *out_index = -1;
-        return 0;
-    }
-    for (int i = 0; choices[i]; i++) {
-        if (strcmp(choices[i], want) == 0) {
-            *out_index = i;
-            known_note(cfg, section, key, choices[i], it ? it->where : "default");
-            return it ? 1 : 0;
-        }
-    }
-    if (!it) {
-        amp_set_err(err, errlen, "[%s] %s: the default '%s' is not one of its choices (a bug)",
-                section, key, def);
-        return -1;
-    }
-    char expected[256] = "one of ";
-    suggester sg;
-    suggest_init(&sg, want);
-    for (int i = 0; choices[i]; i++) {
-        buf_add(expected, sizeof expected, "%s%s", i ? ", " : "", choices[i]);
-        suggest_consider(&sg, choices[i]);
-    }
-    if (sg.best)
-        buf_add(expected, sizeof expected, "; did you mean '%s'?", sg.best);
-    return value_err(err, errlen, it, want[0] ? "not a known choice" : "empty value", expected);
-}
-
-const char *amp_config_lookup(amp_config *cfg, const char *section, const char *key,
-                              const char **where)
-{
-    cfg_item *it = get_entry(cfg, section, key);
-    if (where)
-        *where = it ? it->where : NULL;
-    if (!it)
-        return NULL;
-    known_note(cfg, section, key, it->value, it->where);
-    return it->value;
-}
-
-int amp_config_each(amp_config *cfg, const char *section, const char *prefix,
-                    int (*fn)(void *user, const char *key, const char *value,
-                              const char *where),
-                    void *user)
-{
-    size_t plen = prefix ? strlen(prefix) : 0;
-    size_t sec = sec_find(cfg, section);
-    for (size_t i = sec == NONE ? NONE : cfg->secs[sec].item_head; i != NONE;
-         i = cfg->items[i].next) {
-        cfg_item *it = &cfg->items[i];
-        if (plen && strncmp(it->key, prefix, plen) != 0)
-            continue;
-        it->read = 1;
-        known_note(cfg, section, it->key, it->value, it->where);
-        int rc = fn(user, it->key, it->value, it->where);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-void amp_config_declare_section(amp_config *cfg, const char *section)
-{
-    known_note(cfg, section, NULL, NULL, NULL);
-}
-
-const char *amp_config_rewrite(amp_config *cfg, const char *section, const char *key,
-                               const char *value, char *err, size_t errlen)
-{
-    size_t sec = sec_find(cfg, section);
-    size_t ki = sec == NONE ? NONE : known_find(cfg, sec, key);
-    if (ki == NONE || !cfg->known[ki].value) {
-        amp_set_err(err, errlen, "[%s] %s: rewritten before it was read (a bug)", section, key);
-        return NULL;
-    }
-    char why[160];
-    char *origin = strdup(cfg->known[ki].origin);
-    if (!origin) {
-        amp_set_err(err, errlen, "%s: out of memory", cfg->path);
-        return NULL;
-    }
-    const char *stored = NULL;
-    if (value_unwritable(key, value, why, sizeof why)) {
-        amp_set_err(err, errlen, "%s: [%s] %s = '%s': %s", origin, section, key, value, why);
-    } else {
-        known_note(cfg, section, key, value, origin);
-        if (cfg->oom)
-            amp_set_err(err, errlen, "%s: out of memory", cfg->path);
-        else
-            stored = cfg->known[ki].value;
-    }
-    free(origin);
-    return stored;
-}
-
-static cfg_unused *unused_find(amp_config *cfg, const char *section, const char *key)
-{
-    for (size_t i = 0; i < cfg->n_unused; i++)
-        if (strcmp(cfg->unused[i].section, section) == 0 && strcmp(cfg->unused[i].key, key) == 0)
-            return &cfg->unused[i];
-    return NULL;
-}
-
-void amp_config_explain_unused(amp_config *cfg, const char *section, const char *key,
-                               const char *chosen, const char *used_by)
-{
-    cfg_unused *u = unused_find(cfg, section, key);
-    if (u) {
-        char *more = str_printf("%s, %s", u->used_by, used_by);
-        if (more) {
-            free(u->used_by);
-            u->used_by = more;
-        }
-        return;
-    }
-    cfg_unused *p = realloc(cfg->unused, (cfg->n_unused + 1) * sizeof *p);
-    if (!p)
-        return;
-    cfg->unused = p;
-    cfg_unused n = {strdup(section), strdup(key), strdup(chosen), strdup(used_by)};
-    if (!n.section || !n.key || !n.chosen || !n.used_by) {
-        free(n.section);
-        free(n.key);
-        free(n.chosen);
-        free(n.used_by);
-        return;
-    }
-    cfg->unused[cfg->n_unused++] = n;
-}
-
-/* ------------------------------------------------------------- checking */
-
-int amp_config_check_unread(amp_config *cfg, char *err, size_t errlen)
-{
-    if (cfg->oom) {
-        amp_set_err(err, errlen, "%s: out of memory while reading the config", cfg->path);
-        return -1;
-    }
-    for (size_t i = 0; i < cfg->n_items; i++) {
-        const cfg_item *it = &cfg->items[i];
-        if (!it->key) {
-            if (cfg->secs[it->sec].known_head != NONE)
-                continue;
-            suggester sg;
-            suggest_init(&sg, it->section);
-            char known[256] = "";
-            for (size_t k = 0; k < cfg->n_known; k++) {
-                if (!first_of_section(cfg, k))
-                    continue;
-                suggest_consider(&sg, cfg->known[k].section);
-                buf_add(known, sizeof known, "%s[%s]", known[0] ? ", " : "",
-                        cfg->known[k].section);
-            }
-            if (sg.best)
-                amp_set_err(err, errlen, "%s: unknown section [%s]; did you mean [%s]?", it->where,
-                        it->section, sg.best);
-            else if (known[0])
-                amp_set_err(err, errlen, "%s: unknown section [%s]; known sections: %s", it->where,
-                        it->section, known);
-            else
-                amp_set_err(err, errlen, "%s: unknown section [%s]", it->where, it->section);
-            return -1;
-        }
-        if (it->read || cfg->secs[it->sec].known_head == NONE)
-            continue;
-        const cfg_unused *u = unused_find(cfg, it->section, it->key);
-        if (u) {
-            amp_set_err(err, errlen, "%s: '%s' in [%s] is not used by %s (used by: %s)", it->where,
-                        it->key, it->section, u->chosen, u->used_by);
-            return -1;
-        }
-        suggester sg;
-        suggest_init(&sg, it->key);
-        char known[256] = "";
-        for (size_t k = cfg->secs[it->sec].known_head; k != NONE; k = cfg->known[k].next) {
-            const cfg_known *kn = &cfg->known[k];
-            if (!kn->key)
-                continue;
-            suggest_consider(&sg, kn->key);
-            buf_add(known, sizeof known, "%s%s", known[0] ? ", " : "", kn->key);
-        }
-        if (sg.best)
-            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; did you mean '%s'?", it->where,
-                    it->key, it->section, sg.best);
-        else if (known[0])
-            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; known keys: %s", it->where,
-                    it->key, it->section, known);
-        else
-            amp_set_err(err, errlen, "%s: unknown key '%s' in [%s]; nothing reads keys from [%s]",
-                    it->where, it->key, it->section, it->section);
-        return -1;
-    }
-    return 0;
-}
-
-/* --------------------------------------------------------------- writing */
-
-/* Every line written below reads back (config.ini must re-run the same
- * configuration): no line is longer than the reader takes, comments carry
- * no control bytes (a path may hold a newline), and values are the ones
- * value_unwritable let in. */
-
-/* The text of a comment line: control bytes as '?', cut to fit a line. */
-static void comment_text(char *buf, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void comment_text(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-}
-
-/* "key = value  ; origin" on one line when it fits, else the origin on the
- * line before ("key = value" fits: value_unwritable). */
-static void write_entry(FILE *out, const char *key, const char *value, const char *origin,
-                        const char *note)
-{
-    char o[LINE_MAX_CHARS - 1]; /* "; " + o fits a line */
-    comment_text(o, sizeof o, "%s%s", origin, note);
-    size_t kv = strlen(key) + 3 + strlen(value);
-    if (kv + 4 + strlen(o) <= LINE_MAX_CHARS) {
-        fprintf(out, "%s = %s  ; %s\n", key, value, o);
-        return;
-    }
-    fprintf(out, "; %s\n", o);
-    fprintf(out, "%s = %s\n", key, value);
-}
-
-/* The lookups only count comparisons: cfg is otherwise left as it is. */
-static void write_section(const amp_config *ccfg, FILE *out, size_t sec)
-{
-    amp_config *cfg = (amp_config *)ccfg;
-    const cfg_sec *sc = &cfg->secs[sec];
-    fprintf(out, "\n[%s]\n", sc->name);
-    for (size_t k = sc->known_head; k != NONE; k = cfg->known[k].next) {
-        const cfg_known *kn = &cfg->known[k];
-        if (!kn->key)
-            continue;
-        if (kn->value) {
-            write_entry(out, kn->key, kn->value, kn->origin, "");
-        } else {
-            char c[LINE_MAX_CHARS - 1];
-            comment_text(c, sizeof c, "%s is not set", kn->key);
-            fprintf(out, "; %s\n", c);
-        }
-    }
-    for (size_t i = sc->item_head; i != NONE; i = cfg->items[i].next) {
-        const cfg_item *it = &cfg->items[i];
-        if (known_find(cfg, sec, it->key) == NONE)
-            write_entry(out, it->key, it->value, it->where, ", not read");
-    }
-}
-
-int amp_config_write_resolved(const amp_config *cfg, FILE *out)
-{
-    char head[LINE_MAX_CHARS - 1];
-    comment_text(head, sizeof head, "amptrain resolved configuration (defaults included) from %s",
-                 cfg->path);
-    fprintf(out, "; %s\n", head);
-    /* Known sections in the order they were first asked for, then the file's
-     * sections nobody asked for. */
-    for (size_t k = 0; k < cfg->n_known; k++)
-        if (first_of_section(cfg, k))
-            write_section(cfg, out, cfg->known[k].sec);
-    for (size_t i = 0; i < cfg->n_items; i++) {
-        const cfg_item *it = &cfg->items[i];
-        if (!it->key && cfg->secs[it->sec].known_head == NONE)
-            write_section(cfg, out, it->sec);
-    }
-    if (fflush(out) != 0 || ferror(out))
-        return -1;
-    return 0;
-}
-
-int amp_config_each_resolved(const amp_config *cfg,
-                             int (*fn)(void *user, const char *section, const char *key,
-                                       const char *value, const char *origin),
-                             void *user)
-{
-    for (size_t k = 0; k < cfg->n_known; k++) {
-        const cfg_known *kn = &cfg->known[k];
-        if (!kn->key || !kn->value)
-            continue;
-        int rc = fn(user, kn->section, kn->key, kn->value, kn->origin);
-        if (rc)
-            return rc;
-    }
-    return 0;
 }

@@ -1,4 +1,4 @@
-# Config parsing, strict reading, --set and resolved output (core/io/config.c).
+# Config parsing, strict reading, --set and resolved output (core/io/config*.c).
 amp_unit_test(test_config)
 
 # Config behaviour through the CLI: tests/config/NAME.sh AMPTRAIN WORK_DIR.
