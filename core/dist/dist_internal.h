@@ -1,5 +1,5 @@
-/* Shared by dist.c (control, MPI, buckets) and dist_nccl.c (the GPU
- * gradient transport). Not for use outside core/dist/. */
+/* Shared by dist.c (launch, agreement, collectives), dist_buckets.c,
+ * dist_mpi.c (the host gradient transport) and dist_nccl.c (the GPU one). Not for use outside core/dist/. */
 #ifndef AMP_DIST_INTERNAL_H
 #define AMP_DIST_INTERNAL_H
 
@@ -133,7 +133,7 @@ void amp_dist_fatal(int rank, const char *fmt, ...) __attribute__((format(printf
  * communicator (rank 0's unique id is broadcast over d) and the comm
  * stream. 0, or -1 with err. */
 int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen);
-/* d's MPI transport for g (dist.c). */
+/* d's MPI transport for g (dist_mpi.c). */
 int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen);
 /* NCCL's sum of v[n] doubles (device memory) over the ranks, on the
  * transport's stream between the backend's work before and after it

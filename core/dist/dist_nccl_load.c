@@ -8,7 +8,11 @@
 
 /* The core functions dist_nccl.c calls, kept and exported by every
  * executable as backend_cuda_load.c's table is (core/CMakeLists.txt). */
-void *const amp_dist_nccl_host_symbols[] = {(void *)amp_dist_bcast, (void *)amp_dist_fatal};
+void *const amp_dist_nccl_host_symbols[] = {
+    (void *)amp_dist_bcast,     (void *)amp_dist_fatal,        (void *)dist_esize,
+    (void *)dist_piece,         (void *)dist_scatter_bytes,    (void *)dist_gather_bytes,
+    (void *)dist_slot_send,     (void *)dist_slot_release,
+};
 
 int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     int (*open)(amp_dist *, dist_grads *, char *, size_t);
