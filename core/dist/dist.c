@@ -5,6 +5,7 @@
  * single-process half is built. See dist.h. */
 #include "dist/dist_internal.h"
 #include "dist/dist_state.h"
+#include "dist/dist_device.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -534,10 +535,51 @@ void amp_dist_exit(amp_dist *d, int code) {
     exit(code);
 }
 
+#if AMP_HAVE_NCCL
+/* Every rank opens its GPU (dist_device.h), then all compare what they
+ * opened; every rank takes part in the gather, failed or not, so none waits
+ * in it for one that stopped. */
+static int select_nccl_device(amp_dist *d, char *err, size_t errlen) {
+    typedef struct pick {
+        amp_dist_gpu_id id;
+        int failed;
+    } pick;
+    pick *all = calloc((size_t)d->world, sizeof *all);
+    if (!all) amp_dist_fatal(d->rank, "out of host memory choosing a GPU");
+    pick *me = &all[d->rank];
+    int visible = 0, dev = 0;
+    if (amp_dist_nccl_device_count(&visible, err, errlen) != 0 ||
+        amp_dist_device_for_rank(d->local_rank, d->local_size, visible,
+                                 getenv("CUDA_VISIBLE_DEVICES"), &dev, err, errlen) != 0 ||
+        amp_dist_nccl_open_device(dev, me->id.uuid, err, errlen) != 0)
+        me->failed = 1;
+    if (gethostname(me->id.host, sizeof me->id.host - 1) != 0)
+        snprintf(me->id.host, sizeof me->id.host, "(unknown)");
+    char gerr[256];
+    int rc = amp_dist_allgather(d, all, sizeof *all, gerr, sizeof gerr);
+    if (rc != 0 && !me->failed) snprintf(err, errlen, "%s", gerr);
+    for (int r = 0; rc == 0 && !me->failed && r < d->world; r++)
+        if (all[r].failed) {
+            snprintf(err, errlen, "rank %d could not open its GPU (its message says why)", r);
+            rc = -1;
+        }
+    if (rc == 0 && !me->failed) {
+        amp_dist_gpu_id *ids = calloc((size_t)d->world, sizeof *ids);
+        if (!ids) amp_dist_fatal(d->rank, "out of host memory choosing a GPU");
+        for (int r = 0; r < d->world; r++) ids[r] = all[r].id;
+        rc = amp_dist_devices_distinct(ids, d->world, err, errlen);
+        free(ids);
+    }
+    rc = me->failed ? -1 : rc;
+    free(all);
+    return rc;
+}
+#endif
+
 int amp_dist_select_cuda_device(amp_dist *d, char *err, size_t errlen) {
     if (!d || d->world == 1) return 0;
 #if AMP_HAVE_NCCL
-    return amp_dist_nccl_select_device(d->local_rank, d->local_size, err, errlen);
+    return select_nccl_device(d, err, errlen);
 #else
     snprintf(err, errlen,
              "[run] device = cuda on %d ranks needs NCCL for the gradients, and this amptrain was "

@@ -139,7 +139,9 @@ int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen
  * transport's stream between the backend's work before and after it
  * (dist_allsum.c). 0, or -1 with err. */
 int amp_dist_nccl_allsum(dist_grads *g, double *v, size_t n, char *err, size_t errlen);
-/* cudaSetDevice(local rank) after checking there are enough devices. */
-int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_t errlen);
+/* The CUDA devices this process sees (0 when none). 0, or -1 with err. */
+int amp_dist_nccl_device_count(int *count, char *err, size_t errlen);
+/* cudaSetDevice(device) and that device's UUID. 0, or -1 with err. */
+int amp_dist_nccl_open_device(int device, unsigned char uuid[16], char *err, size_t errlen);
 
 #endif

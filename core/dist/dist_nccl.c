@@ -69,17 +69,22 @@ typedef struct nccl_grads {
         }                                                                                     \
     } while (0)
 
-int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_t errlen) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n < local_size) {
-        snprintf(err, errlen,
-                 "%d ranks on this node but %d CUDA device%s visible: NCCL needs a device of its "
-                 "own for every rank (start fewer ranks per node, or use [run] device = cpu)",
-                 local_size, e == cudaSuccess ? n : 0, n == 1 ? " is" : "s are");
-        return -1;
+int amp_dist_nccl_device_count(int *count, char *err, size_t errlen) {
+    *count = 0;
+    cudaError_t e = cudaGetDeviceCount(count);
+    if (e == cudaErrorNoDevice) {
+        *count = 0;
+        return 0;
     }
-    CUDA_TRY(cudaSetDevice(local_rank));
+    CUDA_TRY(e);
+    return 0;
+}
+
+int amp_dist_nccl_open_device(int device, unsigned char uuid[16], char *err, size_t errlen) {
+    struct cudaDeviceProp p;
+    CUDA_TRY(cudaSetDevice(device));
+    CUDA_TRY(cudaGetDeviceProperties(&p, device));
+    memcpy(uuid, p.uuid.bytes, 16);
     return 0;
 }
 

@@ -20,10 +20,16 @@ int amp_dist_nccl_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     return open ? open(d, g, err, errlen) : -1;
 }
 
-int amp_dist_nccl_select_device(int local_rank, int local_size, char *err, size_t errlen) {
-    int (*select)(int, int, char *, size_t);
-    *(void **)&select = amp_cuda_module_symbol("amp_dist_nccl_select_device", err, errlen);
-    return select ? select(local_rank, local_size, err, errlen) : -1;
+int amp_dist_nccl_device_count(int *count, char *err, size_t errlen) {
+    int (*f)(int *, char *, size_t);
+    *(void **)&f = amp_cuda_module_symbol("amp_dist_nccl_device_count", err, errlen);
+    return f ? f(count, err, errlen) : -1;
+}
+
+int amp_dist_nccl_open_device(int device, unsigned char uuid[16], char *err, size_t errlen) {
+    int (*f)(int, unsigned char *, char *, size_t);
+    *(void **)&f = amp_cuda_module_symbol("amp_dist_nccl_open_device", err, errlen);
+    return f ? f(device, uuid, err, errlen) : -1;
 }
 
 int amp_dist_nccl_allsum(dist_grads *g, double *v, size_t n, char *err, size_t errlen) {

@@ -5,6 +5,8 @@
 # kill/resume, another number of ranks refused, a killed or hung rank ends
 # the job). Each script skips (77) with a message where mpirun is missing;
 # without MPI in the build one test says so and skips.
+# Which GPU a rank opens under NCCL, with faked device counts (no GPU, no MPI).
+amp_unit_test(test_dist_device mpi)
 set(AMP_DIST_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/dist)
 set(AMP_DIST_WORK ${CMAKE_BINARY_DIR}/tests/dist_runs)
 if(AMP_HAVE_MPI)
