@@ -190,3 +190,10 @@ add_test(NAME fp8_eval_free
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/eval_free.sh $<TARGET_FILE:amptrain>
                  ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini ${AMP_FP8_RUNS}/eval_free)
 set_tests_properties(fp8_eval_free PROPERTIES LABELS "fp8;cli" SKIP_RETURN_CODE 77)
+# A checkpoint with the version-1 FP8 state (loss-scaled gradient amaxes)
+# resumes with a warning; version 2 without; an unknown one is refused
+# (tests/fp8/state_v1.sh).
+add_test(NAME fp8_state_v1_resume
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/state_v1.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini ${AMP_FP8_RUNS}/state_v1)
+set_tests_properties(fp8_state_v1_resume PROPERTIES LABELS "fp8;cli;checkpoint" SKIP_RETURN_CODE 77)
