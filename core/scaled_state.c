@@ -3,6 +3,7 @@
 #include "backend/kernels/convert.h"
 #include "io/json.h"
 #include "io/le_bytes.h"
+#include "log.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +111,10 @@ void amp_scaled_json(FILE *f, const amp_scaled *s, const char *sep) {
 
 /* ---- the checkpoint bytes (little-endian) ---- */
 
-#define STATE_MAGIC "AMPSCLD1"
+/* 2: a GRAD_OUTPUT's amaxes, history and scale in unscaled units (1: in
+ * the loss-scaled units of each step; the same bytes under a loss scale of 1) */
+#define STATE_MAGIC "AMPSCLD2"
+#define STATE_MAGIC_V1 "AMPSCLD1"
 #define SLOT_FIXED (7 * 4 + 4 + 8 + 4 + 3 * 8)
 
 static uint64_t f64_bits(double f) {
@@ -173,10 +177,15 @@ int amp_scaled_state_load(amp_scaled *s, const uint8_t *buf, size_t len, const c
         return -1;
     }
     const uint8_t *p = buf, *end = buf + len;
-    if (len < 20 || memcmp(p, STATE_MAGIC, 8) != 0) {
+    int v1 = len >= 20 && memcmp(p, STATE_MAGIC_V1, 8) == 0;
+    if (len < 20 || (!v1 && memcmp(p, STATE_MAGIC, 8) != 0)) {
         snprintf(err, errlen, "section SCLD: not a scaled-operand state (%zu bytes)", len);
         return -1;
     }
+    if (v1)
+        amp_log(AMP_LOG_WARN, "the checkpoint's FP8 state holds the gradients' amaxes in loss-scaled "
+                "units (written before they were kept unscaled): under a loss scale other than 1 "
+                "the gradients' FP8 scales are off by it until the history has rolled over");
     p += 8;
     uint32_t n = (uint32_t)amp_le_take(&p, 4);
     int64_t step = (int64_t)amp_le_take(&p, 8);

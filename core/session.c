@@ -824,6 +824,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     s->weights_sent = 0;
     amp_dist_grads_begin(s->grads, s->step);
     s->poisoned = 0;
+    if (s->scaled) s->scaled->loss_scale = scale_f; /* grad_output amaxes are unscaled by it */
     /* d(loss)/d(row loss) over the GLOBAL rows: the sum over ranks is the mean */
     amp_forward_args fa = {st->batch_size, 1,
                            (float)(scale * st->loss_weight) / (float)amp_session_rows_per_step(s)};
@@ -984,6 +985,7 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
     size_t stats_bytes = amp_model_stats_bytes(s->nlayers);
     if (s->shard && m->copies_stale && amp_session_share_weights(s, err, errlen) != 0) return -1;
     AMP_BE_TRY(s->be, be->ops->zero(be, m->stats, stats_bytes));
+    amp_scaled_eval_begin(m->scaled); /* the scaled operands' state is training's alone */
     AMP_BE_TRY(s->be, m->ops->cast_weights(m));
     int B = s->set.batch_size;
     int64_t n = s->batcher->eval_rows;
@@ -998,6 +1000,7 @@ int amp_session_evaluate(amp_session *s, double *loss, double *acc, char *err, s
         amp_forward_args fa = {rows, 0, 1.0f};
         AMP_BE_TRY(s->be, m->ops->forward(m, &fa));
     }
+    AMP_BE_TRY(s->be, amp_model_scaled_eval_end(m));
     AMP_BE_TRY(s->be, be->ops->download(be, s->hstats, m->stats, stats_bytes));
     /* [2 + k]: the ranks that signal k stopped (the largest k wins, as for a step) */
     double sums[2 + AMP_EVAL_MAX_SIGNAL] = {s->hstats->loss_sum, (double)s->hstats->correct};

@@ -232,6 +232,16 @@ int amp_model_scaled_collect(amp_model *m) {
     return rc;
 }
 
+int amp_model_scaled_eval_end(amp_model *m) {
+    if (!m->scaled || m->scaled->nslots == 0) return 0;
+    amp_backend *be = m->be;
+    size_t n = (size_t)m->scaled->nslots;
+    int rc = m->scaled_dev ? be->ops->zero(be, m->scaled_dev, n * sizeof *m->scaled_dev) : 0;
+    if (rc == 0 && m->nvfp4_dev) rc = be->ops->zero(be, m->nvfp4_dev, n * sizeof *m->nvfp4_dev);
+    amp_scaled_eval_end(m->scaled);
+    return rc;
+}
+
 int amp_model_copy16(amp_model *m, int t, amp_working_copy *wc) {
     return t < m->desc.nparam_tensors && !m->desc.params[t].buffer && m->ops->working_copy &&
            m->ops->working_copy(m, t, wc);

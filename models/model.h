@@ -297,6 +297,12 @@ void amp_model_free(amp_model *m);
  * work), merges it and zeroes it. 0, or 1 with m->be->err. */
 int amp_model_scaled_collect(amp_model *m);
 
+/* The end of an evaluation that began with amp_scaled_eval_begin: what its
+ * quantizers added to the step records (device ones zeroed) is dropped and
+ * every slot is as before, so evaluating never changes training. 0, or 1
+ * with m->be->err. */
+int amp_model_scaled_eval_end(amp_model *m);
+
 /* The record the quantize ops of slot `slot` add to (device memory on a
  * device backend). */
 static inline amp_fp8_stats *amp_model_scaled_stats(amp_model *m, int slot) {

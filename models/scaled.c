@@ -35,11 +35,14 @@ int amp_scaled_create(amp_scaled **out, int nlayers, const amp_layer_precision *
     if (!s || !(s->index = malloc((nidx ? nidx : 1) * sizeof *s->index))) goto oom;
     s->nlayers = nlayers;
     s->layer_names = layer_names;
+    s->loss_scale = 1.0f;
     for (size_t i = 0; i < nidx; i++) {
         const amp_operand_format *f = &prec[i / AMP_ROLE_COUNT].operand[i % AMP_ROLE_COUNT];
         s->index[i] = f->format != AMP_FORMAT_DTYPE ? s->nslots++ : -1;
     }
-    if (s->nslots && !(s->slot = calloc((size_t)s->nslots, sizeof *s->slot))) goto oom;
+    if (s->nslots && (!(s->slot = calloc((size_t)s->nslots, sizeof *s->slot)) ||
+                      !(s->saved = calloc((size_t)s->nslots, sizeof *s->saved))))
+        goto oom;
     for (size_t i = 0; i < nidx; i++) {
         if (s->index[i] < 0) continue;
         amp_scaled_slot *sl = &s->slot[s->index[i]];
@@ -66,6 +69,7 @@ void amp_scaled_free(amp_scaled *s) {
     if (!s) return;
     for (int i = 0; s->slot && i < s->nslots; i++) free(s->slot[i].history);
     free(s->slot);
+    free(s->saved);
     free(s->ordered);
     free(s->index);
     free(s);
@@ -75,6 +79,20 @@ amp_scaled_slot *amp_scaled_find(amp_scaled *s, int layer, int role) {
     if (!s || layer < 0 || layer >= s->nlayers || role < 0 || role >= AMP_ROLE_COUNT) return NULL;
     int i = s->index[layer * AMP_ROLE_COUNT + role];
     return i < 0 ? NULL : &s->slot[i];
+}
+
+float amp_scaled_unit(const amp_scaled *s, const amp_scaled_slot *sl) {
+    return sl->role == AMP_ROLE_GRAD_OUTPUT ? s->loss_scale : 1.0f;
+}
+
+/* The slots hold no pointer an evaluation changes (the histories move only
+ * in amp_scaled_step_end), so a copy of the structs is the whole state. */
+void amp_scaled_eval_begin(amp_scaled *s) {
+    if (s && s->nslots) memcpy(s->saved, s->slot, (size_t)s->nslots * sizeof *s->slot);
+}
+
+void amp_scaled_eval_end(amp_scaled *s) {
+    if (s && s->nslots) memcpy(s->slot, s->saved, (size_t)s->nslots * sizeof *s->slot);
 }
 
 /* The default rule: format_max / amax, the previous scale kept when amax
@@ -147,6 +165,7 @@ int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen) {
     int rc = 0;
     for (int i = 0; s && i < s->nslots && rc == 0; i++) {
         amp_scaled_slot *sl = &s->slot[i];
+        sl->step.amax /= amp_scaled_unit(s, sl); /* exact for a power-of-two loss scale */
         if (sl->fmt.scaling == AMP_SCALING_DELAYED) {
             uint32_t H = sl->fmt.history_len ? sl->fmt.history_len : 1;
             sl->head = sl->count ? (sl->head + 1) % H : 0;
@@ -170,5 +189,6 @@ int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen) {
         sl->nv_calls = 0;
     }
     if (rc == 0 && s) s->step++;
+    if (s) s->loss_scale = 1.0f;
     return rc;
 }

@@ -49,6 +49,12 @@ typedef struct amp_scaled {
     int64_t step;           /* optimizer steps finished (the stats' step index) */
     double *ordered; /* the newest-first history handed to a recipe hook, sized once */
     uint64_t seed;          /* the run's seed: NVFP4's stochastic rounding and Hadamard signs */
+    /* The loss scale of the training step in progress (1 outside one): a
+     * GRAD_OUTPUT operand holds gradients times it, while its slot's amax,
+     * history and scale are kept in unscaled units, so a change of the loss
+     * scale does not reach the FP8 scales (amp_scaled_unit). */
+    float loss_scale;
+    amp_scaled_slot *saved; /* [nslots]: the slots while an evaluation runs */
 } amp_scaled;
 
 /* Slots for every (layer, role) of prec[nlayers] whose format is not
@@ -60,6 +66,18 @@ void amp_scaled_free(amp_scaled *s);
 
 /* The slot of (layer, role), or NULL when that operand is not scaled. */
 amp_scaled_slot *amp_scaled_find(amp_scaled *s, int layer, int role);
+
+/* What the values of slot sl's operand are multiplied by against the
+ * slot's units: the loss scale for a GRAD_OUTPUT, 1 for the others. A slot's
+ * scale quantizes its operand as scale / unit; its amax is divided by it. */
+float amp_scaled_unit(const amp_scaled *s, const amp_scaled_slot *sl);
+
+/* An evaluation's forward passes quantize with the current scales but
+ * leave no trace in the state: eval_begin keeps every slot (scale, this
+ * step's stats, kept count, NVFP4 tensor count), eval_end puts them back,
+ * so training is the same with and without evaluations. */
+void amp_scaled_eval_begin(amp_scaled *s);
+void amp_scaled_eval_end(amp_scaled *s);
 
 /* The largest finite value of an amp_format (448, 57344, 6; 0 for DTYPE). */
 double amp_format_max(uint32_t format);
@@ -78,9 +96,10 @@ int amp_format_fp8(uint32_t format);
 int amp_scaled_current(amp_scaled *s, amp_scaled_slot *sl, float amax, char *err, size_t errlen);
 
 /* The end of an optimizer step, after every slot's `step` holds the step's
- * stats (reduced across ranks): each DELAYED slot pushes its amax into its
- * history and takes its next scale; every slot's step moves to `last` and
- * is zeroed; s->step advances. 0, or -1 with err (as amp_scaled_current). */
+ * stats (reduced across ranks): a GRAD_OUTPUT's amax is divided by the
+ * step's loss scale; each DELAYED slot pushes its amax into its history and
+ * takes its next scale; every slot's step moves to `last` and is zeroed;
+ * s->step advances and s->loss_scale returns to 1. 0, or -1 with err (as amp_scaled_current). */
 int amp_scaled_step_end(amp_scaled *s, char *err, size_t errlen);
 
 #endif

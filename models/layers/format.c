@@ -88,15 +88,21 @@ int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what) 
 static int is_mx(const amp_scaled_slot *sl) { return sl->fmt.scaling == AMP_SCALING_MX32; }
 static int is_nv(const amp_scaled_slot *sl) { return sl->fmt.format == AMP_FORMAT_NVFP4; }
 
-/* The scale that quantizes x[n] now: CURRENT from x's own amax. */
-static int scale_for(amp_model *m, amp_scaled_slot *sl, const float *x, size_t n, float *scale) {
+/* The scale that quantizes x[n] now: CURRENT from x's own amax when
+ * `fresh` (a re-quantization keeps the scale it was counted with). The
+ * slot's amax and scale are in unscaled units, x in the slot's unit (a
+ * gradient times the loss scale): x quantizes with scale / unit. */
+static int scale_for(amp_model *m, amp_scaled_slot *sl, const float *x, size_t n, int fresh,
+                     float *scale) {
     amp_backend *be = m->be;
-    if (sl->fmt.scaling == AMP_SCALING_CURRENT) {
+    float unit = amp_scaled_unit(m->scaled, sl);
+    if (fresh && sl->fmt.scaling == AMP_SCALING_CURRENT) {
         float amax;
         if (AMP_SCALED(be, fp8_amax, &amax, x, n) != 0) return -1;
-        if (amp_scaled_current(m->scaled, sl, amax, be->err, sizeof be->err) != 0) return -1;
+        if (amp_scaled_current(m->scaled, sl, amax / unit, be->err, sizeof be->err) != 0)
+            return -1;
     }
-    *scale = sl->scale;
+    *scale = sl->scale / unit;
     return 0;
 }
 
@@ -155,7 +161,7 @@ static const float *nv_operand(amp_model *m, amp_scaled_slot *sl, float *dst, co
                    count ? amp_model_scaled_stats(m, slot) : NULL,
                    count ? amp_model_nvfp4_stats(m, slot) : NULL) != 0)
         return NULL;
-    if (count) sl->scale = s_enc;
+    if (count) sl->scale = s_enc * amp_scaled_unit(s, sl); /* in unscaled units */
     return dst;
 }
 
@@ -188,8 +194,8 @@ const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, cons
         amp_mx_desc d = {rows, cols, fmt, along_cols};
         return AMP_SCALED(be, mx_qdq, dst, wide, &d, st) != 0 ? NULL : dst;
     }
-    float scale = sl->scale; /* a re-quantization keeps the scale it was counted with */
-    if (count && scale_for(m, sl, wide, n, &scale) != 0) return NULL;
+    float scale;
+    if (scale_for(m, sl, wide, n, count, &scale) != 0) return NULL;
     if (AMP_SCALED(be, fp8_qdq, dst, wide, n, scale, fmt, st) != 0) return NULL;
     return dst;
 }
@@ -314,7 +320,7 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
         q.a_mx = x_scales;
         q.b_mx = (const uint8_t *)c->ptr + m->desc.params[t].numel;
     } else {
-        if (scale_for(m, sx, wide, n, &q.a_scale) != 0) return -1;
+        if (scale_for(m, sx, wide, n, 1, &q.a_scale) != 0) return -1;
         if (AMP_SCALED(be, fp8_quantize, codes, wide, n, q.a_scale, fmt,
                        amp_model_scaled_stats(m, x_slot)) != 0)
             return -1;
@@ -351,7 +357,7 @@ static int cast_fp8(amp_model *m, amp_kit_copy *c, const float *master, size_t n
                           amp_model_scaled_stats(m, c->fp8_slot));
     }
     float scale;
-    if (scale_for(m, sl, master, n, &scale) != 0) return -1;
+    if (scale_for(m, sl, master, n, 1, &scale) != 0) return -1;
     c->fp8_scale = scale;
     return AMP_SCALED(m->be, fp8_quantize, c->ptr, master, n, scale, fmt,
                       amp_model_scaled_stats(m, c->fp8_slot));

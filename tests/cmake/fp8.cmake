@@ -176,3 +176,24 @@ add_test(NAME fp8_cnn_conv_cuda_refused
                  "no scaled convolution ops \\(conv2d_im2col, conv2d_col2im\\): conv layer 'conv1'"
                  -- --set train.steps=1)
 set_tests_properties(fp8_cnn_conv_cuda_refused PROPERTIES LABELS "gpu;fp8" SKIP_RETURN_CODE 77)
+# FP8 gradient scales in unscaled units: a static or a growing loss scale
+# trains with the same FP8 telemetry and weights as none, and a first-step
+# overflow of the loss scale no longer collapses the gradients' scales for
+# the history's length (tests/fp8/loss_scale.sh).
+add_test(NAME fp8_loss_scale_units
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/loss_scale.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini ${AMP_FP8_RUNS}/loss_scale)
+set_tests_properties(fp8_loss_scale_units PROPERTIES LABELS "fp8;cli" SKIP_RETURN_CODE 77)
+# Evaluation never changes training under any scaled policy: eval_every 0
+# and 10 give the same training lines and weights (tests/fp8/eval_free.sh).
+add_test(NAME fp8_eval_free
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/eval_free.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini ${AMP_FP8_RUNS}/eval_free)
+set_tests_properties(fp8_eval_free PROPERTIES LABELS "fp8;cli" SKIP_RETURN_CODE 77)
+# A checkpoint with the version-1 FP8 state (loss-scaled gradient amaxes)
+# resumes with a warning; version 2 without; an unknown one is refused
+# (tests/fp8/state_v1.sh).
+add_test(NAME fp8_state_v1_resume
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/state_v1.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini ${AMP_FP8_RUNS}/state_v1)
+set_tests_properties(fp8_state_v1_resume PROPERTIES LABELS "fp8;cli;checkpoint" SKIP_RETURN_CODE 77)
