@@ -243,10 +243,12 @@ static int check_rest(ckpt *c, const amp_model_desc *d, char *err, size_t errlen
     if (stripped)
         amp_log(AMP_LOG_INFO, "%s: the names' '" ORIG_MOD "' prefix (torch.compile) was stripped",
                 c->where);
-    if (buffers)
-        amp_log(AMP_LOG_INFO, "%s: skipped %d buffer%s that %s not parameters (%s%s)", c->where,
-                buffers, buffers > 1 ? "s" : "", buffers > 1 ? "are" : "is", first_buffer->stored,
-                buffers > 1 ? ", ..." : "");
+    if (buffers > 1)
+        amp_log(AMP_LOG_INFO, "%s: skipped %d buffers that are not parameters (%s, ...)", c->where,
+                buffers, first_buffer->stored);
+    else if (buffers)
+        amp_log(AMP_LOG_INFO, "%s: skipped a buffer that is not a parameter (%s)", c->where,
+                first_buffer->stored);
     return 0;
 }
 

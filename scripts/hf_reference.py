@@ -9,6 +9,17 @@ Run by hand, never by CI, in a venv with PyPI's packages:
     /tmp/hfvenv/bin/pip install torch transformers safetensors numpy
     /tmp/hfvenv/bin/python scripts/hf_reference.py [--out tests/data]
 
+and, to check `amptrain export` (a run of two steps from hf_gpt2, exported):
+
+    build/amptrain train tests/bad_inputs/base_hf.ini --set model.init=tests/data/hf_gpt2 \
+        --set train.steps=2 --out /tmp/hf_run
+    build/amptrain export /tmp/hf_run --hf tests/data/hf_gpt2_exported
+    /tmp/hfvenv/bin/python scripts/hf_reference.py --check-export tests/data/hf_gpt2_exported
+
+which loads the folder with GPT2LMHeadModel.from_pretrained (refusing any
+tensor it would not use or would have to initialise) and writes its logits
+on the reference batch to tests/data/hf_gpt2_export_check.safetensors.
+
 It writes, under --out:
   - hf_gpt2/: config.json + model.safetensors (F32), as save_pretrained
     writes them: 2 layers, 4 heads, 64 wide, n_positions 32, vocab 65 (the
@@ -77,10 +88,28 @@ def sharded_copy(src, dst):
     shutil.copy(os.path.join(src, "config.json"), os.path.join(dst, "config.json"))
 
 
+def check_export(folder, out):
+    model, info = GPT2LMHeadModel.from_pretrained(folder, output_loading_info=True)
+    bad = {k: v for k, v in info.items() if v}
+    assert not bad, f"from_pretrained({folder}): {bad}"
+    ref = load_file(os.path.join(out, "hf_gpt2_reference.safetensors"))
+    x = ref["ref.x"].long()
+    with torch.no_grad():
+        logits = model.float().eval()(x).logits.contiguous()
+    save_file({"ref.x": ref["ref.x"], "ref.y": ref["ref.y"], "logits": logits},
+              os.path.join(out, "hf_gpt2_export_check.safetensors"),
+              metadata={"script": "scripts/hf_reference.py --check-export", "folder": folder})
+    print(f"{folder}: loaded by from_pretrained with nothing missing or unused; logits written")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/data")
+    ap.add_argument("--check-export", metavar="DIR")
     args = ap.parse_args()
+    if args.check_export:
+        check_export(args.check_export, args.out)
+        return
     folder = os.path.join(args.out, "hf_gpt2")
     sharded = os.path.join(args.out, "hf_gpt2_sharded")
     for d in (folder, sharded):

@@ -15,7 +15,11 @@
  *     (a norm; see compare());
  *   - tests/data/hf_gpt2_sharded (BF16, two shards and an index, the
  *     `_orig_mod.` prefix, attn.bias/masked_bias buffers) loads the same
- *     weights rounded to BF16, bit for bit. */
+ *     weights rounded to BF16, bit for bit;
+ *   - tests/data/hf_gpt2_exported, written by `amptrain export --hf` from a
+ *     run of two steps, gives the logits that transformers' from_pretrained
+ *     computed on it (hf_gpt2_export_check.safetensors, written by the
+ *     script's --check-export), within 1e-5 of the largest. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +92,25 @@ static double compare(amp_model *m, const char *prefix, const float *ours, int m
     return worst;
 }
 
+/* amptrain's logits on the batch against `want` [B, T, V]: returns max
+ * |ours - want|, and max |want| in *mx. */
+static double logits_diff(amp_model *m, const float *want, double *mx) {
+    float *row = malloc((size_t)V * sizeof *row);
+    double diff = 0.0;
+    *mx = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            if (m->ops->logits(m, b, t, row) != 0) exit(1);
+            for (int v = 0; v < V; v++) {
+                double r = want[((size_t)b * T + t) * V + v];
+                diff = fmax(diff, fabs(row[v] - r));
+                *mx = fmax(*mx, fabs(r));
+            }
+        }
+    free(row);
+    return diff;
+}
+
 static void check_architecture(amp_model *m) {
     /* 2 blocks of 12 tensors (biases included), wte, wpe, ln_f: from config.json */
     EXPECT(m->desc.nparam_tensors == 2 + 2 * 12 + 2, "%d parameter tensors", m->desc.nparam_tensors);
@@ -106,18 +129,9 @@ static void test_fp32(void) {
     double loss = gpt_ref_step(m, B, T, 1.0f, 1), rel = fabs(loss - rl[0]) / rl[0];
     EXPECT(rel <= 1e-5, "loss %.8f, transformers %.8f (rel %.3g)", loss, rl[0], rel);
     size_t nl = 0;
-    float *rlog = gpt_ref_tensor(&ref, "logits", &nl), *row = malloc((size_t)V * sizeof *row);
+    float *rlog = gpt_ref_tensor(&ref, "logits", &nl);
     EXPECT(nl == (size_t)B * T * V, "logits: %zu values", nl);
-    double diff = 0.0, mx = 0.0;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            if (m->ops->logits(m, b, t, row) != 0) exit(1);
-            for (int v = 0; v < V; v++) {
-                double r = rlog[((size_t)b * T + t) * V + v];
-                diff = fmax(diff, fabs(row[v] - r));
-                mx = fmax(mx, fabs(r));
-            }
-        }
+    double mx, diff = logits_diff(m, rlog, &mx);
     EXPECT(diff <= 1e-5 * mx, "logits: max |amptrain - transformers| %.3g > 1e-5 * %.3g", diff, mx);
     double gw = compare(m, "grad.", m->grads, 0, 1e-5);
     gpt_ref_update(m, 0);
@@ -128,7 +142,7 @@ static void test_fp32(void) {
     printf("logits max |diff| %.2e (%.2e of max |logit|); loss %.7f vs %.7f (rel %.2e); gradients "
            "worst %.2e; after one AdamW step: weights worst %.2e of the step, loss rel %.2e\n",
            diff, diff / mx, loss, rl[0], rel, gw, ww, rel2);
-    free(rl), free(rlog), free(row), free(ra);
+    free(rl), free(rlog), free(ra);
     amp_session_close(s);
 }
 
@@ -156,11 +170,31 @@ static void test_sharded(void) {
     amp_session_close(b);
 }
 
+static void test_exported(void) {
+    gpt_ref chk = gpt_ref_open(DATA "hf_gpt2_export_check.safetensors", SCRIPT " --check-export");
+    amp_session *s = open_folder(DATA "hf_gpt2_exported");
+    amp_model *m = s->model;
+    gpt_ref_load_batch(m, &chk, B * T);
+    gpt_ref_step(m, B, T, 1.0f, 0);
+    size_t nl = 0;
+    float *want = gpt_ref_tensor(&chk, "logits", &nl);
+    EXPECT(nl == (size_t)B * T * V, "exported logits: %zu values", nl);
+    double mx, diff = logits_diff(m, want, &mx);
+    EXPECT(diff <= 1e-5 * mx, "exported folder: max |amptrain - from_pretrained| %.3g > 1e-5 * %.3g",
+           diff, mx);
+    printf("exported folder: logits max |amptrain - from_pretrained| %.2e (%.2e of max |logit|)\n",
+           diff, diff / mx);
+    free(want);
+    amp_session_close(s);
+    gpt_ref_close(&chk);
+}
+
 int main(void) {
     ref = gpt_ref_open(DATA "hf_gpt2_reference.safetensors", SCRIPT);
     start = gpt_ref_open(DATA "hf_gpt2/model.safetensors", SCRIPT);
     test_fp32();
     test_sharded();
+    test_exported();
     gpt_ref_close(&ref);
     gpt_ref_close(&start);
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);

@@ -1,5 +1,6 @@
 #include "io/hf_config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,7 +223,11 @@ static int init_folder(amp_config *cfg, char *out, size_t cap, char *err, size_t
         amp_set_err(err, errlen, "%s: [model] init = '%s': path too long", where, init);
         return -1;
     }
-    return stat(out, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : 1;
+    if (stat(out, &sb) != 0) { /* said here: the model's keys would be read from nothing */
+        amp_set_err(err, errlen, "%s: cannot read: %s", out, strerror(errno));
+        return -1;
+    }
+    return S_ISDIR(sb.st_mode) ? 0 : 1;
 }
 
 static int read_folder(const char *folder, amp_hf_keys *k, char *label, size_t cap, char *err,

@@ -47,3 +47,8 @@ amp_hf_case(wrong_shard 2 "^amptrain: ${F}/wrong_shard/model\\.safetensors\\.ind
 # An INI key that disagrees with config.json: both values named.
 amp_hf_case(ini_disagrees 2 "^amptrain: --set model\\.n_layer: \\[model\\] n_layer = 3 disagrees with ${F}/ini_disagrees/config\\.json: n_layer = 2"
             --set model.n_layer=3)
+
+# `amptrain export RUN --hf OUT`: the folder loads back as the run's weights.
+add_test(NAME hf_export COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/hf/export.sh $<TARGET_FILE:amptrain>
+                                ${PROJECT_SOURCE_DIR}/tests/data ${CMAKE_BINARY_DIR}/tests/hf_export)
+set_tests_properties(hf_export PROPERTIES LABELS "train;cli" TIMEOUT 300)
