@@ -96,7 +96,10 @@ static int write_config(const char *dir, const gpt_arch *a, int64_t vocab, char 
     amp_json_str(f, a->activation);
     fprintf(f, ",\n  \"layer_norm_epsilon\": 1e-05,\n  \"n_inner\": null,\n"
                "  \"tie_word_embeddings\": true,\n  \"scale_attn_weights\": true,\n"
-               "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0\n}\n");
+               "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
+               /* the text data's vocabulary has no such tokens (GPT2Config's default
+                * is GPT-2's 50256, outside a small vocabulary) */
+               "  \"bos_token_id\": null,\n  \"eos_token_id\": null\n}\n");
     return amp_out_commit(&o, err, errlen);
 }
 
