@@ -15,6 +15,8 @@
 #include "scaled_state.h"
 #include "log.h"
 #include "io/safetensors.h"
+#include "io/hf_config.h"
+#include "init_weights.h"
 #include "clock.h"
 
 static const char *dtype_name(amp_dtype dt) {
@@ -191,97 +193,29 @@ static int open_plugins(amp_session *s, char *err, size_t errlen) {
     return 0;
 }
 
-/* "fc2.bias[3]": the tensor and index of flat parameter element i. */
-static void param_at(const amp_model_desc *d, size_t i, char *out, size_t outlen) {
-    snprintf(out, outlen, "parameter %zu", i);
-    for (int t = 0; t < d->nparam_tensors; t++) {
-        const amp_param_desc *P = &d->params[t];
-        if (i >= P->offset && i < P->offset + P->numel) {
-            snprintf(out, outlen, "%s[%zu]", P->name, i - P->offset);
-            return;
-        }
-    }
-}
-
-static int st_has(const amp_safetensors *st, const char *name) {
-    for (int i = 0; i < amp_safetensors_count(st); i++)
-        if (strcmp(amp_safetensors_name(st, i), name) == 0) return 1;
-    return 0;
-}
-
-/* Tensor P of [model] init into host. A tied weight (P->tied) may be stored
- * under either name, or under both (a PyTorch state_dict of the tied model)
- * when the two hold the same values; *both counts those. */
-static int load_tensor(const amp_safetensors *st, const char *path, const amp_param_desc *P,
-                       float *host, int *both, char *err, size_t errlen) {
-    float *dst = host + P->offset;
-    int has_name = st_has(st, P->name), has_tied = P->tied[0] && st_has(st, P->tied);
-    const char *from = has_name || !has_tied ? P->name : P->tied;
-    if (P->tied[0] && !has_name && !has_tied) {
-        snprintf(err, errlen, "%s: no tensor '%s' nor '%s' (the same weight, tied)", path, P->name,
-                 P->tied);
-        return -1;
-    }
-    if (amp_safetensors_get_f32(st, from, P->ndim, P->shape, dst, err, errlen) != 0) return -1;
-    if (!has_name || !has_tied) return 0;
-    float *other = malloc((P->numel ? P->numel : 1) * sizeof *other);
-    if (!other) {
-        snprintf(err, errlen, "out of host memory");
-        return -1;
-    }
-    int rc = amp_safetensors_get_f32(st, P->tied, P->ndim, P->shape, other, err, errlen);
-    for (size_t i = 0; rc == 0 && i < P->numel; i++)
-        if (memcmp(&dst[i], &other[i], sizeof *dst) != 0) {
-            snprintf(err, errlen, "%s: holds both '%s' and '%s', which the model ties into one "
-                     "tensor, and they differ (element %zu: %.9g vs %.9g); keep one of them, or "
-                     "two equal copies", path, P->name, P->tied, i, (double)dst[i], (double)other[i]);
-            rc = -1;
-        }
-    free(other);
-    *both += rc == 0;
-    return rc;
-}
-
+/* 0; 1: a runtime failure; 2: the checkpoint is bad input. */
 static int load_initial_weights(amp_session *s, char *err, size_t errlen) {
     amp_model *m = s->model;
     if (strcmp(s->set.init, "default") == 0) {
         if (m->ops->init_params(m, s->set.seed) != 0) {
             snprintf(err, errlen, "%s", s->be->err);
-            return -1;
+            return 1;
         }
         return 0;
     }
     char path[PATH_MAX];
     resolve_path(path, sizeof path, s->cfg, s->set.init);
-    amp_safetensors *st = NULL;
-    if (amp_safetensors_open(&st, path, err, errlen) != 0) return -1;
-    const amp_model_desc *d = &m->desc;
-    float *host = malloc(d->nparams * sizeof(float));
-    int rc = host ? 0 : -1;
-    if (!host) snprintf(err, errlen, "out of host memory");
-    int both = 0; /* tied tensors the file holds under both names */
-    for (int i = 0; i < d->nparam_tensors && rc == 0; i++)
-        rc = load_tensor(st, path, &d->params[i], host, &both, err, errlen);
-    /* Training from inf/NaN would skip every step (or worse): refuse it here. */
-    for (size_t i = 0; rc == 0 && i < d->nparams; i++)
-        if (!isfinite(host[i])) {
-            char where[AMP_MODEL_NAME_MAX + 32];
-            param_at(d, i, where, sizeof where);
-            snprintf(err, errlen, "%s: %s is %g; initial weights must be finite", path, where,
-                     (double)host[i]);
-            rc = -1;
-        }
-    if (rc == 0 && amp_safetensors_count(st) != d->nparam_tensors + both) {
-        snprintf(err, errlen, "%s: holds %d tensors but the model has %d (%s, ...)", path,
-                 amp_safetensors_count(st), d->nparam_tensors + both, d->params[0].name);
-        rc = -1;
+    float *host = malloc(m->desc.nparams * sizeof(float));
+    if (!host) {
+        snprintf(err, errlen, "out of host memory");
+        return 1;
     }
+    int rc = amp_init_weights_read(&m->desc, path, host, err, errlen) != 0 ? 2 : 0;
     if (rc == 0 && amp_model_put_master(m, host) != 0) {
         snprintf(err, errlen, "%s", s->be->err);
-        rc = -1;
+        rc = 1;
     }
     free(host);
-    amp_safetensors_close(st);
     return rc;
 }
 
@@ -372,7 +306,10 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     amp_model_desc desc;
     memset(&desc, 0, sizeof desc);
     amp_layer_precision *prec = NULL;
-    if (amp_settings_read(&s->set, cfg, err, errlen) != 0) goto config_error;
+    /* a Hugging Face folder's config.json sets [model] keys before they are read */
+    if (amp_hf_config_apply(cfg, err, errlen) != 0 ||
+        amp_settings_read(&s->set, cfg, err, errlen) != 0)
+        goto config_error;
     const amp_settings *st = &s->set;
     amp_dist_settings ds = {st->dist_grad_bf16 ? AMP_DIST_BF16 : AMP_DIST_F32,
                             (size_t)st->dist_bucket_kb * 1024, st->dist_check_every,
@@ -454,7 +391,9 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     amp_scaled_wire(s->scaled, &s->precision);
     /* the names now live in the model's own copy of the tables */
     for (int l = 0; l < s->nlayers; l++) s->layer_ptrs[l] = s->model->desc.layers[l].name;
-    if (load_initial_weights(s, err, errlen) != 0) goto runtime_error;
+    int init_rc = load_initial_weights(s, err, errlen);
+    if (init_rc == 2) goto config_error;
+    if (init_rc != 0) goto runtime_error;
     s->batcher = s->data_ops->batcher(&s->data);
     if (!s->batcher) {
         snprintf(err, errlen, "out of host memory");
@@ -1085,7 +1024,7 @@ int amp_session_check_weights(amp_session *s, char *err, size_t errlen) {
     }
     if (!bad) return 0;
     char where[AMP_MODEL_NAME_MAX + 32];
-    param_at(d, first, where, sizeof where);
+    amp_param_at(d, first, where, sizeof where);
     snprintf(err, errlen,
              "after step %lld the master weights hold %zu non-finite value%s (the first is %s): "
              "an applied update overflowed; lower [optim] lr or set [optim] grad_clip",

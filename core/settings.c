@@ -113,11 +113,15 @@ static const amp_setting core_settings[] = {
      .doc = "the model (the registry's first is the default; see docs/models.md); "
             "its other `[model]` keys are its own, below"},
     {"model", "init", AMP_SETTING_STRING, "default", AT(init), .path = AMP_SETTING_PATH_UNLESS_DEFAULT,
-     .doc = "`default` (the model's PyTorch-style init from the seed; gpt: GPT-2's N(0, 0.02)) or a "
+     .doc = "`default` (the model's PyTorch-style init from the seed; gpt: GPT-2's N(0, 0.02)), a "
             "`.safetensors` path holding exactly the model's parameter table (PyTorch names and "
-            "shapes; a missing or extra tensor is an error naming it; nanoGPT's "
+            "shapes, F32, BF16 or F16; a missing or extra tensor is an error naming it; nanoGPT's "
             "`transformer.h.0.attn.c_attn.weight` is `[3C, C]`; gpt: the tied head under "
-            "`transformer.wte.weight`, `lm_head.weight` or both when equal)"},
+            "`transformer.wte.weight`, `lm_head.weight` or both when equal; a torch.compile "
+            "`_orig_mod.` prefix is stripped and the `attn.bias` mask buffers are skipped), or a "
+            "Hugging Face model folder (`config.json` with `model_type` gpt2, which sets the "
+            "[model] keys, and `model.safetensors` or a sharded `model.safetensors.index.json`; "
+            "see [models.md](models.md#bring-your-checkpoint))"},
 
     {"optim", "name", AMP_SETTING_CHOICE, "sgd", .choices = optims, AT(optim),
      .doc = "`sgd` (torch.optim.SGD) or `adamw` (torch.optim.AdamW)"},

@@ -10,7 +10,7 @@
 # the path is.
 #   config    FIFO, /dev/zero and a directory as CONFIG.ini      (exit 2)
 #   data      FIFOs as the IDX files of [data] path               (exit 1)
-#   init      a FIFO as [model] init                              (exit 1)
+#   init      a FIFO as [model] init                              (exit 2)
 #   plugin    a FIFO named as the scaler plugin, by path           (exit 2)
 #   listing   a FIFO and a directory named amp_scaler_*.so in a plugin
 #             folder: `plugins -v` rejects them and lists the rest (exit 0)
@@ -57,7 +57,7 @@ data)
     ;;
 init)
     mkfifo "$W/w.safetensors" || exit 2
-    expect 1 "w\\.safetensors: $fifo_re" "$A" train "$CFG" --set model.init="$W/w.safetensors" \
+    expect 2 "w\\.safetensors: $fifo_re" "$A" train "$CFG" --set model.init="$W/w.safetensors" \
         --out "$W/run"
     ;;
 plugin)

@@ -13,5 +13,6 @@ int amp_cmd_checkpoints(int argc, char **argv);
 int amp_cmd_new_plugin(int argc, char **argv);
 int amp_cmd_sample(int argc, char **argv);
 int amp_cmd_settings(int argc, char **argv);
+int amp_cmd_export(int argc, char **argv);
 
 #endif

@@ -833,7 +833,9 @@ const char *amp_config_path(const amp_config *cfg) { return cfg->path; }
 
 /* --------------------------------------------------------------- --set */
 
-int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t errlen)
+/* amp_config_set with the entry located as `origin` (NULL: "--set section.key"). */
+static int set_entry(amp_config *cfg, const char *assignment, const char *origin, char *err,
+                     size_t errlen)
 {
     static const char usage[] = "expected section.key=value, e.g. --set optim.lr=0.01";
     for (const char *p = assignment; *p; p++) {
@@ -879,7 +881,8 @@ int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t er
                     value, why);
         goto out;
     }
-    where = amp_cfg_str_printf("--set %s.%s", section, key);
+    where = origin ? amp_cfg_str_printf("%s", origin)
+                   : amp_cfg_str_printf("--set %s.%s", section, key);
     if (!where) {
         amp_set_err(err, errlen, "--set: out of memory");
         goto out;
@@ -910,4 +913,15 @@ out:
     free(val_buf);
     free(where);
     return rc;
+}
+
+int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t errlen)
+{
+    return set_entry(cfg, assignment, NULL, err, errlen);
+}
+
+int amp_config_set_from(amp_config *cfg, const char *assignment, const char *origin, char *err,
+                        size_t errlen)
+{
+    return set_entry(cfg, assignment, origin, err, errlen);
 }

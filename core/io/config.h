@@ -60,6 +60,10 @@ void amp_config_free(amp_config *cfg);
  * The key may contain dots ("precision.layer.fc1=bf16"); the section may not.
  * Returns 0, or -1 with a usage message in err when malformed. */
 int amp_config_set(amp_config *cfg, const char *assignment, char *err, size_t errlen);
+/* amp_config_set with the entry located as `origin` instead ("hf/config.json:
+ * n_layer"): a key another file implies. */
+int amp_config_set_from(amp_config *cfg, const char *assignment, const char *origin, char *err,
+                        size_t errlen);
 
 /* Typed getters for core keys. Each records (section, key) as known and the
  * resolved value (the default when absent) for amp_config_write_resolved.

@@ -1,8 +1,9 @@
 # Bad inputs through the real CLI (issue 6): every case must end with its own
 # message and exit code, never a signal (a crash exits 128+N, which fails the
 # code check) or a hang (TIMEOUT). Exit codes follow docs/commands.md: 2 for config
-# and usage errors, 1 for runtime failures such as a damaged dataset or
-# [model] init file. A failed run must leave no output file behind.
+# and usage errors and for a [model] init checkpoint that does not fit
+# (damaged, or not the model's), 1 for runtime failures such as a damaged
+# dataset. A failed run must leave no output file behind.
 #   tests/bad_inputs/ini/*.ini    committed INI files, one fault each
 #   tests/bad_inputs/make_inputs.sh  generates the IDX sets and safetensors
 #                                 files at test time (fixture amp_bad_inputs)
@@ -138,7 +139,7 @@ amp_bad_data(test_dims [=[/data/test_dims: the train split has 2x2 images but th
 # --- [model] init safetensors files (generated) -----------------------------
 # amp_bad_init(CASE REGEX): base_tiny.ini initialised from CASE.safetensors.
 function(amp_bad_init name regex)
-  set(code 1)
+  set(code 2)
   if(name STREQUAL "good")
     set(code 0)
   endif()
@@ -149,7 +150,8 @@ endfunction()
 amp_bad_init(good [=[base_tiny: test_acc [0-9.]+]=])
 amp_bad_init(missing_file [=[missing_file\.safetensors: cannot read: No such file or directory]=])
 amp_bad_init(empty [=[empty\.safetensors: empty file \(0 bytes\)]=])
-amp_bad_init(a_directory [=[a_directory\.safetensors: cannot read: it is a directory, not a regular file]=])
+# a folder is read as a Hugging Face model folder (tests/cmake/hf.cmake)
+amp_bad_init(a_directory [=[a_directory\.safetensors: no config\.json: \[model\] init takes a \.safetensors file or a Hugging Face model folder]=])
 amp_bad_init(garbage [=[garbage\.safetensors: header length [0-9]+ exceeds the 100 MB limit \(not a safetensors file\?\)]=])
 amp_bad_init(len_past_end [=[len_past_end\.safetensors: header length 1048576 exceeds the file size 320]=])
 amp_bad_init(bad_json [=[bad_json\.safetensors: header, byte 264 \(line 1, column 256\): '\}' expected near end of file]=])

@@ -9,7 +9,8 @@
 #   - an applied update that overflows the weights: exit 1, at the end of the
 #     run or as soon as a later step shows it, and no checkpoint of inf/NaN
 #     weights is written;
-#   - [model] init with a NaN: exit 1 naming the tensor and index.
+#   - [model] init with a NaN: exit 2 (a checkpoint that does not fit) naming
+#     the tensor and index.
 include(${CMAKE_CURRENT_LIST_DIR}/../expect_fail.cmake)
 
 set(AMP_NF_SRC ${CMAKE_CURRENT_SOURCE_DIR}/nonfinite)
@@ -68,7 +69,7 @@ amp_nonfinite(weights_overflow_mid_run 1
   [=[after step 2 the master weights hold 4 non-finite values]=]
   NOT [=[step 3/4]=]
   --set model.init=${AMP_NF_GEN}/overflow.safetensors --set optim.lr=1000)
-amp_nonfinite(init_nan 1
+amp_nonfinite(init_nan 2
   [=[nan\.safetensors: fc2\.bias\[1\] is nan. initial weights must be finite]=]
   --set model.init=${AMP_NF_GEN}/nan.safetensors)
 

@@ -7,7 +7,11 @@
  *   save_model.safetensors  the tie under lm_head.weight alone (what
  *                           safetensors.torch.save_model keeps);
  *   differ.safetensors      both names, lm_head.weight[0][1] changed by 0.5;
- *   no_head.safetensors     neither name. */
+ *   no_head.safetensors     neither name;
+ *   compiled.safetensors    the state_dict of a torch.compile'd model of an
+ *                           older nanoGPT: every name under "_orig_mod.", and
+ *                           each block's causal mask buffer attn.bias
+ *                           [1, 1, T, T]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,38 @@ static void write_file(const char *dir, const char *name, const amp_st_tensor *t
     char path[4096], err[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (amp_safetensors_write(path, t, n, NULL, err, sizeof err) != 0) die(path, err);
+}
+
+/* t[0..n) (the tie under both names) as compiled.safetensors. */
+static void write_compiled(const char *dir, const amp_st_tensor *t, int n, int wte) {
+    static char names[MAX_TENSORS][128];
+    amp_st_tensor c[MAX_TENSORS];
+    int nc = 0;
+    int64_t T = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(t[i].name, "transformer.wpe.weight") == 0) T = t[i].shape[0];
+    float *mask = calloc((size_t)(T * T), sizeof *mask);
+    if (!mask) die(dir, "out of memory");
+    for (int64_t r = 0; r < T; r++)
+        for (int64_t k = 0; k <= r; k++) mask[r * T + k] = 1.0f;
+    for (int i = 0; i <= n && nc + 2 < MAX_TENSORS; i++) {
+        c[nc] = i < n ? t[i] : t[wte];
+        /* by now t[wte] is named lm_head.weight: the copy takes wte's name */
+        snprintf(names[nc], sizeof names[nc], "_orig_mod.%s",
+                 i < n ? t[i].name : "transformer.wte.weight");
+        c[nc].name = names[nc];
+        nc++;
+        int layer;
+        char rest[64];
+        if (i < n && sscanf(t[i].name, "transformer.h.%d.%63s", &layer, rest) == 2 &&
+            strcmp(rest, "ln_1.weight") == 0) {
+            snprintf(names[nc], sizeof names[nc], "_orig_mod.transformer.h.%d.attn.bias", layer);
+            c[nc] = (amp_st_tensor){names[nc], mask, 4, {1, 1, T, T}};
+            nc++;
+        }
+    }
+    write_file(dir, "compiled.safetensors", c, nc);
+    free(mask);
 }
 
 int main(int argc, char **argv) {
@@ -68,6 +104,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
         if (i != wte) rest[nrest++] = t[i];
     write_file(argv[2], "no_head.safetensors", rest, nrest);
+    write_compiled(argv[2], t, n, wte);
     for (int i = 0; i < n; i++) free((void *)t[i].data);
     free(changed);
     amp_safetensors_close(st);

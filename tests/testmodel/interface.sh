@@ -84,7 +84,7 @@ cmp -s "$W/ref/weights.safetensors" "$W/init/weights.safetensors" ||
     --out "$W/mlp" 2>"$W/mlp.log" || fail "MLP run failed: $(tail -3 "$W/mlp.log")"
 "$A" train "$W/tl_fp32.ini" --set model.init="$W/mlp/weights.safetensors" --out "$W/wrong" 2>"$W/wrong.log"
 rc=$?
-[ "$rc" = 1 ] && grep -q "encoder.proj.weight" "$W/wrong.log" ||
+[ "$rc" = 2 ] && grep -q "encoder.proj.weight" "$W/wrong.log" ||
     fail "an MLP weights file as twolayer's init: exit $rc, $(tail -2 "$W/wrong.log")"
 echo "init: round trip exact; a foreign table refused: $(tail -1 "$W/wrong.log")"
 

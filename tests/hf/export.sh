@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# export.sh AMPTRAIN SRC_DATA WORK_DIR: `amptrain export RUN --hf OUT` round
+# trip through the CLI.
+#   - a GPT run started from the GPT-2 folder SRC_DATA/hf_gpt2 (2 steps) is
+#     exported; config.json names the run's architecture; the folder read
+#     back as [model] init (one step at lr 1e-12, which moves no weight)
+#     ends with the run's own weights.safetensors, byte for byte: export and
+#     the loader are inverses (the Conv1D transposes included);
+#   - a run of another model, and a missing --hf, are exit 2.
+# That transformers reads the folder and computes amptrain's logits is
+# test_hf_gpt2's check on tests/data/hf_gpt2_exported.
+set -euo pipefail
+A=$1
+SRC=$2
+W=$3
+here=$(cd "$(dirname "$0")" && pwd)
+cfg=$here/../bad_inputs/base_hf.ini
+fail() { echo "FAIL: $*" >&2; exit 1; }
+rm -rf "$W"
+mkdir -p "$W"
+"$A" train "$cfg" --set model.init="$SRC/hf_gpt2" --set train.steps=2 --out "$W/run" 2>"$W/run.log" ||
+    fail "train: $(tail -3 "$W/run.log")"
+"$A" export "$W/run" --hf "$W/hf" >"$W/export.log" 2>&1 || fail "export: $(cat "$W/export.log")"
+for kv in '"model_type": "gpt2"' '"n_layer": 2' '"n_head": 4' '"n_embd": 64' '"n_positions": 32' \
+          '"vocab_size": 65' '"activation_function": "gelu_new"'; do
+    grep -qF "$kv" "$W/hf/config.json" || fail "config.json lacks $kv: $(cat "$W/hf/config.json")"
+done
+"$A" train "$cfg" --set model.init="$W/hf" --set train.steps=1 --set optim.lr=1e-12 \
+    --set optim.momentum=0 --out "$W/back" 2>"$W/back.log" || fail "init from the export: $(tail -3 "$W/back.log")"
+cmp -s "$W/run/weights.safetensors" "$W/back/weights.safetensors" ||
+    fail "the exported folder did not load back as the run's weights"
+echo "ok  export -> [model] init: the run's weights byte for byte"
+
+rc=0
+"$A" train "$here/../bad_inputs/base_tiny.ini" --out "$W/mlp" 2>/dev/null >/dev/null
+"$A" export "$W/mlp" --hf "$W/mlp_hf" 2>"$W/mlp.log" || rc=$?
+[ $rc -eq 2 ] && grep -q "a \[model\] name = mlp run; --hf writes GPT-2 folders" "$W/mlp.log" ||
+    fail "an MLP run: exit $rc, $(cat "$W/mlp.log")"
+[ ! -e "$W/mlp_hf" ] || fail "an MLP run: $W/mlp_hf was written"
+rc=0
+"$A" export "$W/run" 2>"$W/nohf.log" || rc=$?
+[ $rc -eq 2 ] && grep -q "\-\-hf OUT_DIR is required" "$W/nohf.log" || fail "no --hf: exit $rc"
+echo "ok  an MLP run and a missing --hf: exit 2"
