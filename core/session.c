@@ -126,7 +126,7 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
         s->precision.host.err[0] = '\0';
         if (vt->resolve(s->precision.self, layer, &p) != 0) {
             snprintf(err, errlen, "precision plugin '%s': resolving layer '%s' failed: %s",
-                     s->precision.entry->name, layer, s->precision.host.err);
+                     s->precision.entry->name, layer, amp_plugin_reason(&s->precision));
             return -1;
         }
         if (amp_plugin_misuse(&s->precision)) {
@@ -887,7 +887,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     s->scaler.host.err[0] = '\0';
     if (sv->update(s->scaler.self, &ss, &skip) != 0) {
         snprintf(err, errlen, "scaler plugin '%s' failed at step %lld: %s", s->scaler.entry->name,
-                 (long long)s->step, s->scaler.host.err);
+                 (long long)s->step, amp_plugin_reason(&s->scaler));
         return -1;
     }
     if (amp_plugin_misuse(&s->scaler) || amp_plugin_misuse(&s->precision)) {
