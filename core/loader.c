@@ -902,7 +902,7 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
     if (rc != 0) {
         p->self = NULL;
         snprintf(err, errlen, "%s plugin '%s' (%s) failed to initialise: %s", section,
-                 p->entry->name, p->path, h->err[0] ? h->err : "(the plugin gave no reason)");
+                 p->entry->name, p->path, amp_plugin_reason(p));
         return -1;
     }
     if (h->misuse[0]) { /* init succeeded on a call the host refused */

@@ -133,6 +133,12 @@ void amp_plugin_close(amp_plugin *p);
  * plugin call. */
 const char *amp_plugin_misuse(const amp_plugin *p);
 
+/* Why p's last call failed: what it said through host->error (or a
+ * getter's message), else "(the plugin gave no reason)". */
+static inline const char *amp_plugin_reason(const amp_plugin *p) {
+    return p->host.err[0] ? p->host.err : "(the plugin gave no reason)";
+}
+
 static inline const amp_precision_vtable *amp_plugin_precision(const amp_plugin *p) {
     return &p->vt.precision;
 }

@@ -17,6 +17,8 @@ void amp_scaled_wire(amp_scaled *s, amp_plugin *precision) {
     int has = pv->struct_size > offsetof(amp_precision_vtable, scale_update) && pv->scale_update;
     s->update = has ? pv->scale_update : NULL;
     s->update_ctx = has ? precision->self : NULL;
+    s->policy = precision->entry->name;
+    s->policy_err = precision->host.err;
 }
 
 int amp_scaled_end_step(amp_scaled *s, amp_dist *d, amp_plugin *precision, char *err,
@@ -53,13 +55,7 @@ int amp_scaled_end_step(amp_scaled *s, amp_dist *d, amp_plugin *precision, char 
         free(v);
         if (rc) return -1;
     }
-    char why[512];
-    precision->host.err[0] = '\0';
-    if (amp_scaled_step_end(s, why, sizeof why) != 0) {
-        snprintf(err, errlen, "precision plugin '%s' at step %lld: %s%s%s", precision->entry->name,
-                 (long long)s->step, why, precision->host.err[0] ? ": " : "", precision->host.err);
-        return -1;
-    }
+    if (amp_scaled_step_end(s, err, errlen) != 0) return -1; /* naming the plugin, the step */
     if (amp_plugin_misuse(precision)) {
         snprintf(err, errlen, "%s, in scale_update", amp_plugin_misuse(precision));
         return -1;

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "layers/layers.h"
+#include "operand_check.h"
 #include "scaled_state.h"
 #include "log.h"
 #include "io/safetensors.h"
@@ -54,63 +55,6 @@ static int open_backend(amp_session *s, char *err, size_t errlen) {
     return s->be ? 0 : -1;
 }
 
-static const char *const role_names[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
-
-/* The scaled operand formats of layer l (nl: "loss") are in range and on a
- * layer that runs a GEMM or a convolution (its im2col GEMMs). A policy of ABI 1.0/1.1 has none: its
- * struct does not reach operand[], which the host preset to DTYPE. */
-static int check_operands(amp_session *s, int l, const amp_layer_precision *p, char *err,
-                          size_t errlen) {
-    const char *name = s->precision.entry->name;
-    const char *layer = l < s->nlayers ? s->layer_ptrs[l] : "loss";
-    unsigned classes = l < s->nlayers ? s->layer_classes[l] : 0u;
-    const unsigned known = AMP_OPERAND_STOCHASTIC | AMP_OPERAND_HADAMARD;
-    for (int r = 0; r < AMP_ROLE_COUNT; r++) {
-        const amp_operand_format *f = &p->operand[r];
-        if (f->format == AMP_FORMAT_DTYPE) continue;
-        const char *why = NULL;
-        char buf[160];
-        int nv = f->format == AMP_FORMAT_NVFP4;
-        int nv_scaling = f->scaling == AMP_SCALING_NVFP4_1D || f->scaling == AMP_SCALING_NVFP4_2D;
-        /* the transform is undone only when both weight-GEMM operands have it */
-        int other = r == AMP_ROLE_INPUT ? AMP_ROLE_GRAD_OUTPUT : AMP_ROLE_INPUT;
-        uint32_t flags = p->operand_flags[r];
-        if (f->format >= AMP_FORMAT_COUNT) why = "an unknown format";
-        else if (f->scaling >= AMP_SCALING_COUNT) why = "an unknown scaling";
-        else if (nv != nv_scaling)
-            why = nv ? "the NVFP4 format with a scaling that is not NVFP4_1D or NVFP4_2D"
-                     : "an NVFP4 scaling with a format that is not NVFP4";
-        else if (f->scaling == AMP_SCALING_NVFP4_2D && r != AMP_ROLE_WEIGHT)
-            why = "16x16 NVFP4 blocks (NVFP4_2D), which are for the weight role only";
-        else if (flags & ~known) {
-            snprintf(buf, sizeof buf, "unknown operand flags 0x%x", (unsigned)(flags & ~known));
-            why = buf;
-        } else if (flags && !nv)
-            why = "operand flags on a format that is not NVFP4";
-        else if ((flags & AMP_OPERAND_HADAMARD) && r == AMP_ROLE_WEIGHT)
-            why = "the Hadamard flag on the weight (it belongs on the input and grad_output, "
-                  "the weight-gradient GEMM's operands)";
-        else if ((flags & AMP_OPERAND_HADAMARD) &&
-                 (p->operand[other].format != AMP_FORMAT_NVFP4 ||
-                  !(p->operand_flags[other] & AMP_OPERAND_HADAMARD)))
-            why = "the Hadamard flag on one of the weight-gradient GEMM's operands only (it "
-                  "must be on both input and grad_output)";
-        else if (f->scaling == AMP_SCALING_DELAYED &&
-                 (f->history_len < 1 || f->history_len > AMP_AMAX_HISTORY_MAX)) {
-            snprintf(buf, sizeof buf, "an amax history of %u values (1..%u)", f->history_len,
-                     AMP_AMAX_HISTORY_MAX);
-            why = buf;
-        } else if (!(classes & ((1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV))))
-            why = "a scaled format on a layer that runs no GEMM or convolution";
-        if (why) {
-            snprintf(err, errlen, "precision plugin '%s' gives layer '%s' (%s operand) %s", name,
-                     layer, role_names[r], why);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* Asks the policy for every layer's precision and checks the answers. */
 static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *err, size_t errlen) {
     const amp_precision_vtable *vt = amp_plugin_precision(&s->precision);
@@ -128,7 +72,7 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
         s->precision.host.err[0] = '\0';
         if (vt->resolve(s->precision.self, layer, &p) != 0) {
             snprintf(err, errlen, "precision plugin '%s': resolving layer '%s' failed: %s",
-                     s->precision.entry->name, layer, s->precision.host.err);
+                     s->precision.entry->name, layer, amp_plugin_reason(&s->precision));
             return -1;
         }
         if (amp_plugin_misuse(&s->precision)) {
@@ -153,7 +97,9 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
                      layer);
             return -1;
         }
-        if (check_operands(s, l, &p, err, errlen) != 0) return -1;
+        if (amp_operands_check(s->precision.entry->name, layer,
+                               l < nl ? s->layer_classes[l] : 0u, &p, err, errlen) != 0)
+            return -1;
         if (l == nl) break;
         prec[l] = p;
         amp_dtype used[3] = {p.compute[AMP_OP_GEMM], p.activation, p.param};
@@ -827,7 +773,7 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
     s->scaler.host.err[0] = '\0';
     if (sv->update(s->scaler.self, &ss, &skip) != 0) {
         snprintf(err, errlen, "scaler plugin '%s' failed at step %lld: %s", s->scaler.entry->name,
-                 (long long)s->step, s->scaler.host.err);
+                 (long long)s->step, amp_plugin_reason(&s->scaler));
         return -1;
     }
     if (amp_plugin_misuse(&s->scaler) || amp_plugin_misuse(&s->precision)) {

@@ -261,7 +261,7 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
         s->scaler.host.err[0] = '\0';
         if (sv->state_save(s->scaler.self, NULL, 0, &need) != 0) {
             snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", name,
-                     s->scaler.host.err[0] ? s->scaler.host.err : "(the plugin gave no reason)");
+                     amp_plugin_reason(&s->scaler));
             goto fail;
         }
         if (need > AMP_SCALER_STATE_MAX) {
@@ -282,7 +282,7 @@ int amp_session_snapshot(amp_session *s, amp_checkpoint *ck, char *err, size_t e
             free(st);
             if (rc != 0)
                 snprintf(err, errlen, "scaler plugin '%s': state_save failed: %s", name,
-                         s->scaler.host.err[0] ? s->scaler.host.err : "(the plugin gave no reason)");
+                         amp_plugin_reason(&s->scaler));
             else if (overrun)
                 snprintf(err, errlen, "scaler plugin '%s': state_save wrote past the %zu bytes it "
                          "asked for", name, need);
@@ -665,7 +665,7 @@ int amp_session_restore(amp_session *s, const amp_checkpoint *ck, char *err, siz
         s->scaler.host.err[0] = '\0';
         if (sv->state_load(s->scaler.self, ck->scaler_state, ck->scaler_len) != 0) {
             snprintf(err, errlen, "scaler plugin '%s' refused the saved state: %s", s->scaler.entry->name,
-                     s->scaler.host.err);
+                     amp_plugin_reason(&s->scaler));
             return 2;
         }
     } else if (sv->state_save) {

@@ -184,7 +184,8 @@ static const amp_setting core_settings[] = {
             "optimizer moments, receives its 1/N of the summed gradients and gathers the "
             "updated weights in their working dtype; `gradients` (ZeRO-2): also keeps only its "
             "1/N of the gradients, each bucket's in a buffer it holds only until the bucket is "
-            "summed (CPU and `grad_dtype = f32` only; see docs/data-parallel.md)"},
+            "summed (`grad_dtype = f32` or `bf16`, over MPI or NCCL; with `accumulate` > 1 "
+            "the whole local gradients until the last micro-batch; see docs/data-parallel.md)"},
     {"dist", "bucket_kb", AMP_SETTING_INT, "1024", 1, 1 << 21, AT(dist_bucket_kb),
      .doc = "target size of a gradient bucket (KiB of f32 gradients)"},
     {"dist", "check_every", AMP_SETTING_INT, "0", 0, BIG, AT(dist_check_every),

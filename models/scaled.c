@@ -105,18 +105,23 @@ static double default_scale(const amp_scale_stats *st, double amax, int64_t *kep
     return st->format_max / amax;
 }
 
+/* The next scale of slot sl from the hook or the default rule; a failure
+ * names the policy and the step (both scalings come here). */
 static int ask(amp_scaled *s, amp_scaled_slot *sl, amp_scale_stats *st, char *err, size_t errlen) {
     double next;
+    char why[512];
     if (s->update) {
         next = NAN;
+        if (s->policy_err) s->policy_err[0] = '\0';
         if (s->update(s->update_ctx, st, &next) != 0) {
-            snprintf(err, errlen, "scale_update failed for layer '%s' role %d", st->layer, sl->role);
-            return -1;
+            snprintf(why, sizeof why, "scale_update failed for layer '%s' role %d", st->layer,
+                     sl->role);
+            goto fail;
         }
         if (!isfinite(next) || !(next > 0.0)) {
-            snprintf(err, errlen, "scale_update returned the scale %g for layer '%s' role %d "
+            snprintf(why, sizeof why, "scale_update returned the scale %g for layer '%s' role %d "
                      "(a scale must be finite and > 0)", next, st->layer, sl->role);
-            return -1;
+            goto fail;
         }
         if (!(st->amax > 0.0) || !isfinite(st->amax)) sl->kept++;
     } else {
@@ -127,12 +132,20 @@ static int ask(amp_scaled *s, amp_scaled_slot *sl, amp_scale_stats *st, char *er
     }
     float f = (float)next;
     if (!isfinite(f) || !(f > 0.0f)) {
-        snprintf(err, errlen, "the scale %g of layer '%s' role %d does not fit an FP32 scale",
+        snprintf(why, sizeof why, "the scale %g of layer '%s' role %d does not fit an FP32 scale",
                  next, st->layer, sl->role);
-        return -1;
+        goto fail;
     }
     sl->scale = f;
     return 0;
+fail:;
+    const char *said = s->update && s->policy_err ? s->policy_err : "";
+    if (s->policy)
+        snprintf(err, errlen, "precision plugin '%s' at step %lld: %s%s%s", s->policy,
+                 (long long)s->step, why, said[0] ? ": " : "", said);
+    else
+        snprintf(err, errlen, "%s%s%s", why, said[0] ? ": " : "", said);
+    return -1;
 }
 
 static void fill(const amp_scaled *s, const amp_scaled_slot *sl, amp_scale_stats *st) {

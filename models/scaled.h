@@ -46,6 +46,11 @@ typedef struct amp_scaled {
     const char *const *layer_names; /* [nlayers], for the hook; owned by the caller */
     amp_scale_update_fn update;
     void *update_ctx;
+    /* The policy's name and its host's message buffer (cleared before each
+     * call of `update`, read after it), so that a bad scale of either
+     * scaling names the policy and the step; NULL without a policy. */
+    const char *policy;
+    char *policy_err;
     int64_t step;           /* optimizer steps finished (the stats' step index) */
     double *ordered; /* the newest-first history handed to a recipe hook, sized once */
     uint64_t seed;          /* the run's seed: NVFP4's stochastic rounding and Hadamard signs */
@@ -92,7 +97,8 @@ int amp_format_fp8(uint32_t format);
 /* CURRENT scaling: the scale that quantizes a tensor whose amax is `amax`
  * (this tensor's own), from the hook or the default rule; sets sl->scale.
  * 0, or -1 with err when the hook fails or returns a scale that is not
- * finite and > 0. */
+ * finite and > 0 ("precision plugin 'P' at step N: ..." with s->policy,
+ * the hook's own message after it). */
 int amp_scaled_current(amp_scaled *s, amp_scaled_slot *sl, float amax, char *err, size_t errlen);
 
 /* The end of an optimizer step, after every slot's `step` holds the step's

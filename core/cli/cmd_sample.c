@@ -347,7 +347,8 @@ int amp_cmd_sample(int argc, char **argv) {
         goto fail;
     }
     int rc = 0;
-    for (size_t n = plen; n < total && rc == 0; n++) {
+    /* stop once stdout fails: the rest would be lost too */
+    for (size_t n = plen; n < total && rc == 0 && !ferror(stdout); n++) {
         size_t len = n < (size_t)T ? n : (size_t)T;
         memcpy(x, ctx + n - len, len * sizeof *x); /* the rest stays 0: causal, unseen */
         amp_forward_args fa = {1, 0, 1.0f};
@@ -361,7 +362,7 @@ int amp_cmd_sample(int argc, char **argv) {
     }
     free(zeros);
     fputc('\n', stdout);
-    fflush(stdout);
+    amp_cli_flush_stdout(); /* the text before any message on stderr */
     if (rc != 0) {
         snprintf(err, sizeof err, "%s", be->err);
         goto fail;

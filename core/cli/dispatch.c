@@ -44,11 +44,12 @@ static void usage(FILE *f) {
 static int run_command(int argc, char **argv);
 
 int amp_cli_main(int argc, char **argv) {
+    amp_cli_hold_std_fds();
     amp_restart_env r = {{0}, 0};
     amp_wait_policy_prepare(&r);
     amp_mem_limit_prepare(&r);
     amp_restart_env_exec(&r, argv); /* once, with everything the libraries must see */
-    int code = run_command(argc, argv);
+    int code = amp_cli_close_stdout(run_command(argc, argv));
     if (amp_mem_limited()) { /* every output is written and closed by now */
         fflush(NULL);
         _exit(code);

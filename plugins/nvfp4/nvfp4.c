@@ -1,6 +1,7 @@
 /* Precision policy "nvfp4": the bf16 policy, plus NVFP4 operands (FP4 E2M1
  * elements, an E4M3 scale per block of 16, an FP32 scale per tensor) on
- * every GEMM layer, with NVIDIA's pretraining recipe (arXiv 2509.25149;
+ * every GEMM and conv layer (the host refuses it on a conv: keep those out
+ * with layer.<glob>), with NVIDIA's pretraining recipe (arXiv 2509.25149;
  * Transformer Engine's NVFP4BlockScaling), one key per part:
  *   weight_blocks = 2d   16x16 weight tiles (W and W^T quantize alike); 1d: 1x16
  *   hadamard = 1         the random Hadamard transform on both inputs of the

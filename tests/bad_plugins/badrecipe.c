@@ -1,9 +1,10 @@
 /* A precision policy whose FP8 recipe is broken: every GEMM layer's
- * operands in E4M3 (delayed, history 4), and a scale_update that returns
- * -1 (default), NaN (BAD_RECIPE_NAN), +inf (BAD_RECIPE_INF) or fails
- * (BAD_RECIPE_FAIL), from step BAD_RECIPE_STEP on (default 1). With
- * BAD_RECIPE_NORM the norm layers get them too (which the host refuses: a
- * norm runs no GEMM or convolution). */
+ * operands in E4M3 (delayed, history 4; current scaling with
+ * BAD_RECIPE_CURRENT), and a scale_update that returns -1 (default), NaN
+ * (BAD_RECIPE_NAN), +inf (BAD_RECIPE_INF) or fails (BAD_RECIPE_FAIL), from
+ * step BAD_RECIPE_STEP on (default 1). With BAD_RECIPE_NORM the norm layers
+ * get them too (which the host refuses: a norm runs no GEMM or
+ * convolution). */
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +14,12 @@
 #define ALSO (1u << AMP_OP_NORM)
 #else
 #define ALSO 0u
+#endif
+
+#ifdef BAD_RECIPE_CURRENT
+#define SCALING AMP_SCALING_CURRENT, 0
+#else
+#define SCALING AMP_SCALING_DELAYED, 4
 #endif
 
 #ifndef BAD_RECIPE_STEP
@@ -43,7 +50,7 @@ static int br_resolve(void *self, const char *layer, amp_layer_precision *out)
         if (strcmp(layer, s->host->layer_name(s->host->ctx, i)) == 0 &&
             (s->classes[i] & ((1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV) | ALSO)))
             for (int r = 0; r < AMP_ROLE_COUNT; r++)
-                out->operand[r] = (amp_operand_format){AMP_FORMAT_F8_E4M3, AMP_SCALING_DELAYED, 4, 0};
+                out->operand[r] = (amp_operand_format){AMP_FORMAT_F8_E4M3, SCALING, 0};
     return 0;
 }
 

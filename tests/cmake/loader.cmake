@@ -253,19 +253,52 @@ amp_expect_fail(loader_norm_recipe ENV ${AMP_BAD_ENV} LABELS loader fp8
   OPTIONS --no-outputs ${AMP_BAD_OUT}/normrecipe
   COMMAND $<TARGET_FILE:amptrain> train ${PROJECT_SOURCE_DIR}/configs/cnn_fashion_bf16.ini
           --set precision.plugin=normrecipe --set train.steps=1 --out ${AMP_BAD_OUT}/normrecipe)
-foreach(bad neg nan inf fail)
-  if(bad STREQUAL "fail")
-    set(why [=[scale_update failed for layer 'fc1' role 0: the recipe gave up on layer fc1]=])
-  else()
-    set(why [=[scale_update returned the scale -?(1|nan|inf) for layer 'fc1' role 0]=])
+# The same through current scaling (the hook called as each tensor is
+# quantized, in the middle of the step; fc1's weight, role 1, is the first
+# one of a step): the plugin and the step named as in the delayed path, and
+# the hook's own message after it.
+amp_bad_plugin(precision nancurrent badrecipe.c BAD_RECIPE_NAME="nancurrent" BAD_RECIPE_NAN
+               BAD_RECIPE_CURRENT)
+amp_bad_plugin(precision failcurrent badrecipe.c BAD_RECIPE_NAME="failcurrent" BAD_RECIPE_FAIL
+               BAD_RECIPE_CURRENT)
+# each: the plugin's name (<bad><scaling>), the test's, the role that fails first
+foreach(case neg.recipe.0 nan.recipe.0 inf.recipe.0 fail.recipe.0 nan.current.1 fail.current.1)
+  string(REPLACE "." ";" case ${case})
+  list(GET case 0 bad)
+  list(GET case 1 scaling)
+  list(GET case 2 role)
+  set(name ${bad}${scaling})
+  set(test loader_${bad}_recipe)
+  if(scaling STREQUAL "current")
+    set(test loader_${bad}_current_recipe)
   endif()
-  amp_expect_fail(loader_${bad}_recipe ENV ${AMP_BAD_ENV} LABELS loader fp8
+  if(bad STREQUAL "fail")
+    set(why "scale_update failed for layer 'fc1' role ${role}: the recipe gave up on layer fc1$")
+  else()
+    set(why "scale_update returned the scale -?(1|nan|inf) for layer 'fc1' role ${role} ")
+  endif()
+  amp_expect_fail(${test} ENV ${AMP_BAD_ENV} LABELS loader fp8
     CODE 1
-    REGEX "precision plugin '${bad}recipe' at step 1: ${why}"
-    OPTIONS --no-outputs ${AMP_BAD_OUT}/${bad}recipe
-    COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=${bad}recipe --set scaler.plugin=none
-            --out ${AMP_BAD_OUT}/${bad}recipe)
+    REGEX "^amptrain: precision plugin '${name}' at step 1: ${why}"
+    OPTIONS --no-outputs ${AMP_BAD_OUT}/${name}
+    COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=${name} --set scaler.plugin=none
+            --out ${AMP_BAD_OUT}/${name})
 endforeach()
+
+# A policy that fails without calling host->error: the message says the
+# plugin gave no reason, in resolve as in init (it ended "failed: ").
+amp_bad_plugin(precision silentresolve silent.c SILENT_NAME="silentresolve")
+amp_bad_plugin(precision silentinit silent.c SILENT_NAME="silentinit" SILENT_INIT)
+amp_expect_fail(loader_silent_resolve ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[^amptrain: precision plugin 'silentresolve': resolving layer 'fc1' failed: \(the plugin gave no reason\)$]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/silentresolve
+  COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=silentresolve --out ${AMP_BAD_OUT}/silentresolve)
+amp_expect_fail(loader_silent_init ENV ${AMP_BAD_ENV} LABELS loader
+  CODE 2
+  REGEX [=[^amptrain: precision plugin 'silentinit' \(.*amp_precision_silentinit\.so\) failed to initialise: \(the plugin gave no reason\)$]=]
+  OPTIONS --no-outputs ${AMP_BAD_OUT}/silentinit
+  COMMAND ${AMP_TRAIN_TINY} --set precision.plugin=silentinit --out ${AMP_BAD_OUT}/silentinit)
 
 # A policy's NVFP4 operand choices the host refuses at config time (exit 2,
 # naming the plugin, the layer and the role; ABI 1.3).

@@ -28,7 +28,13 @@ add_test(NAME output_lock
 add_test(NAME output_never_over_input
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/output/paths.sh $<TARGET_FILE:amptrain>
                  ${AMP_REL_TINY} ${AMP_REL_OUT}/paths)
-set_tests_properties(output_lock output_never_over_input PROPERTIES LABELS "output;cli" TIMEOUT 120)
+# Every command that prints, with stdout on /dev/full and closed: exit 1
+# and a message (sample, plugins -v, --version exited 0 with the text lost).
+add_test(NAME output_stdout_fails
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/output/stdout_fail.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR} ${AMP_REL_OUT}/stdout)
+set_tests_properties(output_lock output_never_over_input output_stdout_fails PROPERTIES
+                     LABELS "output;cli" TIMEOUT 120)
 
 # [run] name becomes a folder name: "..", a slash or a hidden name are config
 # errors located at their line.

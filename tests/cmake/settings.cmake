@@ -19,3 +19,11 @@ amp_expect_fail(settings_bad_argument LABELS settings cli
   CODE 2
   REGEX [=[^amptrain settings: unexpected argument 'run\.name'$]=]
   COMMAND $<TARGET_FILE:amptrain> settings run.name)
+# The key tables say what the code does: `shard = gradients` works with
+# bf16 gradients too (dist_shard_grads checks it bitwise), which the
+# table once denied ("`grad_dtype = f32` only").
+amp_expect_fail(settings_shard_gradients_bf16 LABELS settings cli
+  CODE 0
+  OPTIONS --stdout --not [=[f32` only]=]
+  REGEX [=[`gradients` \(ZeRO-2\).*`grad_dtype = f32` or `bf16`]=]
+  COMMAND $<TARGET_FILE:amptrain> settings --markdown)
