@@ -38,7 +38,7 @@
 #include "trainer.h"
 #include "text.h"
 #include "clock.h"
-#include "wait_policy.h"
+#include "startup.h"
 #include "gemm_paths.h"
 
 /* The MLP this benchmark builds: at most 15 hidden layers. */
@@ -699,9 +699,9 @@ static void cpu_model(char *out, size_t len) {
 }
 
 int main(int argc, char **argv) {
-    amp_restart_env restart = {{0}, 0}; /* the threads wait as amptrain's do */
-    amp_wait_policy_prepare(&restart);
-    amp_restart_env_exec(&restart, argv);
+    amp_startup(argv); /* the threads wait as amptrain's do */
+    int stopped = amp_startup_command(0);
+    if (stopped) return stopped;
     bench_opts o;
     if (parse_args(&o, argc, argv) != 0) return 2;
     amp_log_set_level(AMP_LOG_WARN);

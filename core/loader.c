@@ -17,6 +17,7 @@
 
 #include "io/file.h"
 #include "log.h"
+#include "self_exe.h"
 
 const char *amp_plugin_kind_name(amp_plugin_kind kind) {
     return kind == AMP_PLUGIN_KIND_PRECISION ? "precision"
@@ -65,11 +66,7 @@ int amp_plugin_search_dirs(amp_plugin_dirs *d) {
     /* Beside the executable: the build tree keeps plugins in <build>/plugins,
      * tests and benchmarks sit one level down, an install uses its libdir. */
     char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0 && !bad) {
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
+    if (!bad && amp_self_exe_dir(exe, sizeof exe) == 0) {
         char cand[PATH_MAX + 64];
         static const char installed[] = "../" AMP_PLUGIN_INSTALL_SUBDIR;
         static const char *const rel[] = {"plugins", "../plugins", installed};
@@ -619,6 +616,9 @@ static int find_by_name(amp_plugin_kind kind, const char *spec, const amp_plugin
         if (d->n == 0) off += snprintf(err + off, errlen > (size_t)off ? errlen - off : 0, " any directory (none exists)");
         for (int i = 0; i < d->n && (size_t)off < errlen; i++)
             off += snprintf(err + off, errlen - off, "%s %s", i ? "," : "", d->dir[i]);
+        const char *why = "";
+        if (!amp_self_exe(&why) && (size_t)off < errlen) /* the built-in plugins' folder */
+            off += snprintf(err + off, errlen - off, " (not beside the executable: %s)", why);
         if ((size_t)off < errlen)
             snprintf(err + off, errlen - off,
                      "; set AMPTRAIN_PLUGIN_PATH or give a path, and see `amptrain plugins`");

@@ -23,7 +23,7 @@
 size_t amp_mem_headroom(void);
 
 /* At the start of main: under a limit, installs the crash message, and
- * records OPENBLAS_NUM_THREADS=1 for the one restart (amp_restart_env_exec)
+ * records OPENBLAS_NUM_THREADS=1 for the one restart (startup.h)
  * when the limit leaves less than a buffer per core (plus a reserve for
  * the run) and the variable is unset. */
 void amp_mem_limit_prepare(amp_restart_env *r);

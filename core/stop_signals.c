@@ -85,6 +85,11 @@ const char *amp_signal_name(int sig) {
          : sig == SIGPIPE ? "SIGPIPE" : "a signal";
 }
 
+/* installs in force: the CLI's start-up installs first (startup.h), the
+ * trainer again inside it, and that inner install keeps a stop already
+ * received */
+static int g_depth;
+
 void amp_stop_signals_install(amp_stop_guard *g) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -92,9 +97,11 @@ void amp_stop_signals_install(amp_stop_guard *g) {
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < NSTOP; i++) sigaddset(&sa.sa_mask, stop_signals[i]);
     sa.sa_flags = SA_RESTART;
-    g_stop_signal = 0;
-    g_stop_claimed = 0;
-    g_stop_time = 0.0;
+    if (g_depth++ == 0) {
+        g_stop_signal = 0;
+        g_stop_claimed = 0;
+        g_stop_time = 0.0;
+    }
     g_training = 0;
     for (int i = 0; i < NSTOP; i++) {
         sigaction(stop_signals[i], NULL, &g->old[i]);
@@ -112,6 +119,14 @@ void amp_stop_signals_install(amp_stop_guard *g) {
 void amp_stop_signals_restore(const amp_stop_guard *g) {
     for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &g->old[i], NULL);
     sigaction(SIGXFSZ, &g->old_xfsz, NULL);
+    if (g_depth > 0) g_depth--;
+}
+
+void amp_stop_signals_carry(int sig) {
+    if (sig <= 0) return;
+    g_stop_claimed = 1;
+    g_stop_time = amp_clock_s();
+    g_stop_signal = sig;
 }
 
 const volatile sig_atomic_t *amp_stop_flag(void) { return &g_stop_signal; }

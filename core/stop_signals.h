@@ -16,9 +16,14 @@ typedef struct amp_stop_guard {
 
 /* Installs the handlers (and ignores SIGXFSZ, so a file-size limit fails
  * a write with EFBIG instead of killing a checkpoint), clearing any
- * earlier stop. */
+ * earlier stop; an install inside another (the trainer's inside the CLI
+ * start-up's, startup.h) keeps a stop already received. */
 void amp_stop_signals_install(amp_stop_guard *g);
 void amp_stop_signals_restore(const amp_stop_guard *g);
+
+/* Records sig as the first stop, received before this process image (the
+ * start-up restart carries it): the run then stops as it would on sig. */
+void amp_stop_signals_carry(int sig);
 
 /* The first stop signal's number, 0 while none came; set asynchronously
  * (for amp_session.stop_flag). */

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "rng.h"
 #include "sha256.h"
+#include "self_exe.h"
 
 #define AMP_STREAM_TEXT_TRAIN 0x54585454524e0000ULL /* "TXTTRN", step in the stream */
 #define AMP_TEXT_EVAL_SEED 0x5458545645414cULL      /* "TXTVAL": one set for every run */
@@ -25,16 +26,10 @@ int amp_same_file(const char *a, const char *b) {
 
 int amp_text_shipped_path(char *out, size_t len) {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     struct stat st;
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(out, len, "%s/../" AMP_DATA_INSTALL_SUBDIR "/" AMP_TEXT_DEFAULT_FILE, exe);
-            if (stat(out, &st) == 0) return 0;
-        }
+    if (amp_self_exe_dir(exe, sizeof exe) == 0) {
+        snprintf(out, len, "%s/../" AMP_DATA_INSTALL_SUBDIR "/" AMP_TEXT_DEFAULT_FILE, exe);
+        if (stat(out, &st) == 0) return 0;
     }
     snprintf(out, len, "%s/" AMP_TEXT_DEFAULT_FILE, AMP_DATA_SOURCE_DIR);
     return stat(out, &st) == 0 ? 0 : -1;

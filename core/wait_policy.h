@@ -14,7 +14,7 @@
 #include "restart_env.h"
 
 /* At the start of main: records the variables above where they are unset,
- * for the one restart (amp_restart_env_exec). */
+ * for the one restart (startup.h). */
 void amp_wait_policy_prepare(amp_restart_env *r);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "dist/dist.h"
+#include "self_exe.h"
 
 int amp_ab_ranks_parse(int *ranks, const char *arg, char *err, size_t errlen) {
     char *end;
@@ -43,6 +44,11 @@ static int find_on_path(const char *name, char *out, size_t cap) {
 int amp_ab_launch_prepare(amp_ab_launch *l, int ranks, char *err, size_t errlen) {
     memset(l, 0, sizeof *l);
     l->ranks = ranks;
+    const char *why = "";
+    if (!amp_self_exe(&why)) {
+        snprintf(err, errlen, "cannot start the runs, which are this program again: %s", why);
+        return 1;
+    }
     if (ranks == 1) return 0;
     if (!amp_dist_have_mpi()) {
         snprintf(err, errlen, "--ranks %d: this amptrain was built without MPI, so it cannot "
@@ -55,13 +61,6 @@ int amp_ab_launch_prepare(amp_ab_launch *l, int ranks, char *err, size_t errlen)
                  "openmpi-bin, or put its bin folder on PATH)", ranks);
         return 2;
     }
-    ssize_t n = readlink("/proc/self/exe", l->self, sizeof l->self - 1);
-    if (n <= 0) {
-        snprintf(err, errlen, "--ranks %d: cannot find this executable's path for mpirun "
-                 "(/proc/self/exe: %s)", ranks, strerror(errno));
-        return 2;
-    }
-    l->self[n] = '\0';
     snprintf(l->np, sizeof l->np, "%d", ranks);
     l->as_root = geteuid() == 0;
     return 0;
@@ -69,11 +68,7 @@ int amp_ab_launch_prepare(amp_ab_launch *l, int ranks, char *err, size_t errlen)
 
 int amp_ab_launch_argv(const amp_ab_launch *l, const char **argv, const char **program) {
     int n = 0;
-    if (l->ranks == 1) {
-        *program = "/proc/self/exe";
-        argv[n++] = "amptrain";
-        return n;
-    }
+    if (l->ranks == 1) return amp_self_argv("amptrain", argv, program);
     *program = l->mpirun;
     argv[n++] = "mpirun";
     if (l->as_root) argv[n++] = "--allow-run-as-root";
@@ -81,6 +76,6 @@ int amp_ab_launch_argv(const amp_ab_launch *l, const char **argv, const char **p
     argv[n++] = "--oversubscribe";
     argv[n++] = "-np";
     argv[n++] = l->np;
-    argv[n++] = l->self;
-    return n;
+    const char *ignored;
+    return n + amp_self_argv(NULL, argv + n, &ignored); /* known: prepare checked */
 }

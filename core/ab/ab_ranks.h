@@ -12,18 +12,19 @@
 typedef struct amp_ab_launch {
     int ranks;             /* 1: the run is this executable alone */
     char mpirun[PATH_MAX]; /* the mpirun on PATH (ranks > 1) */
-    char self[PATH_MAX];   /* this executable, which mpirun starts on every rank */
     char np[16];
     int as_root;           /* OpenMPI refuses root without --allow-run-as-root */
 } amp_ab_launch;
 
 /* Parses the --ranks value: 0, or -1 with the usage error in err. */
 int amp_ab_ranks_parse(int *ranks, const char *arg, char *err, size_t errlen);
-/* Finds what the study needs for ranks > 1: a build with MPI and mpirun on
- * PATH. 0, or 2 (a usage error: nothing can run) with err. */
+/* Finds what the study needs: this executable (self_exe.h), and for
+ * ranks > 1 a build with MPI and mpirun on PATH. 0, or with err 1 (the
+ * executable's location is unknown) or 2 (a usage error: nothing can run). */
 int amp_ab_launch_prepare(amp_ab_launch *l, int ranks, char *err, size_t errlen);
 /* The program to exec and the first arguments of a run's command line
- * (mpirun, its options, the executable; or this executable alone) into
+ * (mpirun, its options, the executable; or this executable alone; the
+ * executable through the dynamic loader when amptrain was started so) into
  * argv; returns how many (at most AMP_AB_LAUNCH_ARGS). */
 #define AMP_AB_LAUNCH_ARGS 8
 int amp_ab_launch_argv(const amp_ab_launch *l, const char **argv, const char **program);

@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "env.h"
 #include "log.h"
+#include "self_exe.h"
 
 #define CUDA_MODULE "libamptrain_cuda.so"
 
@@ -42,11 +43,7 @@ void *const amp_cuda_module_host_symbols[] = {
 
 static void *open_beside_exe(char *tried, size_t len) {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return NULL;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
+    if (amp_self_exe_dir(exe, sizeof exe) != 0) return NULL;
     static const char *const rel[] = {".", "..", "../" AMP_CUDA_MODULE_INSTALL_SUBDIR};
     size_t used = 0;
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {

@@ -8,7 +8,7 @@
  * order rotating per seed (A1 B1, B2 A2, ...), so that drift in the machine's
  * speed hits every arm alike and no arm always runs first.
  *
- * Each run is a child process, `amptrain train` itself (/proc/self/exe), with
+ * Each run is a child process, `amptrain train` itself (self_exe.h), with
  * its files kept in DIR/runs/<arm>/seed-<S>/ and its stderr in train.log
  * there; with --ranks N the child is `mpirun -np N amptrain train` (ab_ranks.h).
  * The study is then read back from those files into ab.json and
@@ -42,6 +42,7 @@
 #include "io/run_lock.h"
 #include "session.h"
 #include "clock.h"
+#include "self_exe.h"
 
 #define MAX_ARMS 16 /* configs a user names; a scan adds its groups' arms up to AMP_AB_MAX_ARMS */
 #define MAX_SEEDS 1000
@@ -603,7 +604,7 @@ static void sample_arm(amp_ab_arm *arm) {
         int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         int fl = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fo < 0 || fl < 0 || dup2(fo, 1) < 0 || dup2(fl, 2) < 0) _exit(126);
-        execv("/proc/self/exe", argv);
+        amp_self_execv(argv, NULL, 0); /* ab checked the executable before the runs */
         _exit(127);
     }
     int status = 0;

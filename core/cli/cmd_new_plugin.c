@@ -14,6 +14,7 @@
 #include "amptrain/plugin.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "self_exe.h"
 
 /* ------------------------------------------------------------ templates */
 /* @NAME@ is the plugin name, @KIND@ scaler or precision. */
@@ -449,12 +450,7 @@ static int dir_state(const char *dir) {
 static void prefix_hint(char *out, size_t outlen) {
     out[0] = '\0';
     char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return;
-    *slash = '\0';
+    if (amp_self_exe_dir(exe, sizeof exe) != 0) return;
     char cand[PATH_MAX + 128], prefix[PATH_MAX];
     snprintf(cand, sizeof cand, "%s/..", exe);
     if (!realpath(cand, prefix)) return;

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "loader.h"
+#include "self_exe.h"
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
@@ -53,6 +54,8 @@ int amp_cmd_plugins(int argc, char **argv) {
         printf("search order (AMPTRAIN_PLUGIN_PATH, then beside the executable):\n");
         for (int i = 0; i < nd; i++) printf("  %s\n", dirs[i]);
         if (nd == 0) printf("  (no directory exists)\n");
+        const char *why = "";
+        if (!amp_self_exe(&why)) printf("  (none beside the executable: %s)\n", why);
     }
     printf("%-10s %-12s %-8s %-5s %s\n", "KIND", "NAME", "VERSION", "ABI", "PATH");
     int found = 0;

@@ -9,10 +9,11 @@
 #include "backend/backend.h"
 #include "backend/cpu_isa.h"
 #include "cli/cli.h"
-#include "mem_limit.h"
-#include "wait_policy.h"
 #include "env.h"
+#include "launcher_rank.h"
 #include "log.h"
+#include "mem_limit.h"
+#include "startup.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -45,10 +46,7 @@ static int run_command(int argc, char **argv);
 
 int amp_cli_main(int argc, char **argv) {
     amp_cli_hold_std_fds();
-    amp_restart_env r = {{0}, 0};
-    amp_wait_policy_prepare(&r);
-    amp_mem_limit_prepare(&r);
-    amp_restart_env_exec(&r, argv); /* once, with everything the libraries must see */
+    amp_startup(argv); /* returns in the process that runs the command */
     int code = amp_cli_close_stdout(run_command(argc, argv));
     if (amp_mem_limited()) { /* every output is written and closed by now */
         fflush(NULL);
@@ -62,16 +60,20 @@ static int run_command(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    /* AMPTRAIN_LOG=debug shows each layer's resolved precision and more.
-     * Every AMPTRAIN_* value is checked here, whichever command runs. */
-    int lvl = amp_env_log_level();
-    if (lvl >= 0) amp_log_set_level(lvl);
+    /* Every AMPTRAIN_* value is checked here, whichever command runs; MPI is
+     * not up yet, so a rank says which it is from its launcher's variables. */
     char err[1024];
     if (amp_env_check(amp_isa_names, amp_gemm_path_names, err, sizeof err) != 0) {
-        fprintf(stderr, "amptrain: %s\n", err);
+        int rank = amp_launcher_rank();
+        if (rank >= 0)
+            fprintf(stderr, "amptrain: rank %d: %s\n", rank, err);
+        else
+            fprintf(stderr, "amptrain: %s\n", err);
         return 2;
     }
     const char *cmd = argv[1];
+    int stopped = amp_startup_command(strcmp(cmd, "train") == 0);
+    if (stopped) return stopped;
     if (strcmp(cmd, "train") == 0) return amp_cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "plugins") == 0) return amp_cmd_plugins(argc - 1, argv + 1);
     if (strcmp(cmd, "ab") == 0) return amp_cmd_ab(argc - 1, argv + 1);

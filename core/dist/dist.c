@@ -23,6 +23,7 @@
 #endif
 
 #include "backend/kernels/convert.h"
+#include "launcher_rank.h"
 #include "log.h"
 
 void amp_dist_fatal(int rank, const char *fmt, ...) {
@@ -221,14 +222,13 @@ static void *watch_init(void *arg) {
     int late = !w->done;
     pthread_mutex_unlock(&w->mu);
     if (late) {
-        const char *r = getenv("OMPI_COMM_WORLD_RANK");
-        if (!r) r = getenv("PMI_RANK");
-        if (!r) r = getenv("PMIX_RANK");
+        char rank[16] = "?";
+        if (amp_launcher_rank() >= 0) snprintf(rank, sizeof rank, "%d", amp_launcher_rank());
         fprintf(stderr,
                 "amptrain: rank %s: not all %ld ranks joined MPI within [dist] timeout = %g s "
                 "(MPI_Init still waits for them: a rank failed to start, is stuck before it "
                 "starts MPI, or runs on a node that cannot be reached); stopping\n",
-                r ? r : "?", w->world, w->timeout_s);
+                rank, w->world, w->timeout_s);
         fflush(stderr);
         _exit(1);
     }

@@ -3,8 +3,9 @@
 # at twice the batch within a stated bound; one rank's overflow; bf16 on the
 # wire; determinism; the replica check), then the CLI (rank-0 outputs,
 # kill/resume, another number of ranks refused, a killed or hung rank ends
-# the job). Each script skips (77) with a message where mpirun is missing;
-# without MPI in the build one test says so and skips.
+# the job, a bad AMPTRAIN_* value on one rank named with its rank). Each
+# script skips (77) with a message where mpirun is missing; without MPI in
+# the build one test says so and skips.
 # Which GPU a rank opens under NCCL, with faked device counts (no GPU, no MPI).
 amp_unit_test(test_dist_device mpi)
 set(AMP_DIST_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/dist)
@@ -23,7 +24,7 @@ if(AMP_HAVE_MPI)
                                      $<TARGET_FILE:test_dist>)
   add_test(NAME dist_hang COMMAND bash ${AMP_DIST_SCRIPTS}/hang.sh ${AMP_MPIRUN}
                                   $<TARGET_FILE:test_dist>)
-  foreach(script cli resume kill fp8 shard shard_grads syncbn reshard)
+  foreach(script cli resume kill fp8 shard shard_grads syncbn reshard env_rank)
     add_test(NAME dist_${script}
              COMMAND bash ${AMP_DIST_SCRIPTS}/${script}.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
                      ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/${script})
@@ -40,7 +41,7 @@ if(AMP_HAVE_MPI)
            COMMAND bash ${AMP_DIST_SCRIPTS}/join.sh ${AMP_MPIRUN} $<TARGET_FILE:amptrain>
                    ${AMP_DIST_SCRIPTS} ${AMP_DIST_WORK}/join ${CMAKE_BINARY_DIR}/tests/bad_plugins)
   set_tests_properties(dist_session dist_hang dist_cli dist_resume dist_kill dist_join dist_fp8
-                       dist_shard dist_shard_grads dist_syncbn dist_reshard PROPERTIES
+                       dist_shard dist_shard_grads dist_syncbn dist_reshard dist_env_rank PROPERTIES
                        LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
   # a timing run, then runs of about 12 s each (resume.sh): 30 s on the
   # release build, about 2 min under ASan, more beside other tests
