@@ -9,3 +9,6 @@ add_test(NAME tokens_same_as_text
                  ${CMAKE_BINARY_DIR}/tests/tokens_same_as_text)
 set_tests_properties(tokens_same_as_text PROPERTIES LABELS "train;cli;checkpoint" TIMEOUT 300
                      ENVIRONMENT AMPTRAIN_THREADS=1)
+# Shards of a split: sorted, a short one without windows, windows numbered
+# shard after shard and never crossing a shard's end, the id check's edge.
+amp_unit_test(test_token_files data)
