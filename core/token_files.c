@@ -174,7 +174,7 @@ int amp_token_split_open(amp_token_split *s, const char *key, const char *patter
     else
         amp_set_err(err, errlen, "%s = '%s': %" PRId64 " tokens in %d file%s, too few for one "
                     "window of [model] block_size = %d: a window needs a file of more than "
-                    "block_size + 1 tokens", key, pattern, s->n, s->nshards,
+                    "block_size tokens", key, pattern, s->n, s->nshards,
                     s->nshards == 1 ? "" : "s", T);
     amp_token_split_close(s);
     return 2;

@@ -152,7 +152,8 @@ static int parse_npy(const unsigned char *h, size_t headlen, uint64_t size, cons
     uint64_t start = 8 + lenbytes;
     if (start + hlen > AMP_TOKEN_HEAD_MAX || start + hlen > headlen) {
         amp_set_err(err, errlen, "%s: the .npy header length %" PRIu64 " at byte 8 runs past %s",
-                    path, hlen, start + hlen > headlen ? "the end of the file" : "64 KiB");
+                    path, hlen, start + hlen > AMP_TOKEN_HEAD_MAX ? "64 KiB (the most read)"
+                                                                  : "the end of the file");
         return -1;
     }
     npy_scan p = {(const char *)h + start, 0, (size_t)hlen, (size_t)start};
