@@ -22,7 +22,7 @@ void amp_data_source_note(amp_data_source *src, const char *path, const struct s
     src->mtime_ns = mtime_ns(st);
 }
 
-int amp_data_source_sha256(const amp_data_source *src, char hex[65], char *err, size_t errlen) {
+int amp_data_source_check(const amp_data_source *src, int *fd_out, char *err, size_t errlen) {
     struct stat st;
     int fd = amp_file_open_read(src->path, &st, err, errlen);
     if (fd < 0) return -1;
@@ -34,6 +34,14 @@ int amp_data_source_sha256(const amp_data_source *src, char hex[65], char *err, 
         close(fd);
         return -1;
     }
+    if (fd_out) *fd_out = fd;
+    else close(fd);
+    return 0;
+}
+
+int amp_data_source_sha256(const amp_data_source *src, char hex[65], char *err, size_t errlen) {
+    int fd;
+    if (amp_data_source_check(src, &fd, err, errlen) != 0) return -1;
     amp_sha256 s;
     amp_sha256_init(&s);
     unsigned char buf[1 << 16];

@@ -23,6 +23,11 @@ typedef struct amp_data_source {
 /* Records path and what fstat said of it when it was opened. */
 void amp_data_source_note(amp_data_source *src, const char *path, const struct stat *st);
 
+/* 0 when src's file is still the one opened (same inode, size and
+ * modification time), and *fd (when fd is not NULL) a descriptor of it;
+ * else it changed under the run: -1 with err. */
+int amp_data_source_check(const amp_data_source *src, int *fd, char *err, size_t errlen);
+
 /* SHA-256 of src's file as 64 hex digits, read again (regular files only,
  * io/file.h); the file must still be the one opened (same inode, size and
  * modification time), else it changed under the run: -1 with err. */

@@ -23,6 +23,7 @@ typedef struct amp_data_view {
     const amp_settings *set;
     amp_dataset *train, *test; /* row datasets; train->n is the size checkpoints compare */
     amp_text *text;            /* [data] dataset = text */
+    struct amp_tokens *tokens; /* [data] dataset = tokens: its own, freed by close */
 } amp_data_view;
 
 typedef struct amp_data_kind {
@@ -30,9 +31,13 @@ typedef struct amp_data_kind {
     amp_dataset_kind kind;     /* the settings' value for it (settings.h) */
     /* Loads the training and evaluation splits into d->train/d->test
      * (d->text for text), from the settings; path is [data] path taken
-     * relative to the config's folder. 0, or -1 with err naming the key or
-     * file. */
+     * relative to the config's folder. 0; else err names the key or file
+     * and the run exits 2 when open returns 2 (the data or its keys are
+     * wrong), 1 for any other value. */
     int (*open)(amp_data_view *d, const char *path, char *err, size_t errlen);
+    /* Frees what open loaded (also after a failed open); NULL when the
+     * session's own fields hold nothing to free. */
+    void (*close)(amp_data_view *d);
     /* What the loaded data gives the model (batch is set already). */
     void (*describe)(const amp_data_view *d, amp_model_input *in);
     /* Rows (windows, images) one training epoch can hand out. */

@@ -266,10 +266,12 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     amp_dist_configure(dist, &ds);
     /* The data first: the model's shape follows from it. */
     s->data_ops = amp_data_kind_of(st);
-    s->data = (amp_data_view){&s->set, &s->train, &s->test, &s->text};
+    s->data = (amp_data_view){&s->set, &s->train, &s->test, &s->text, NULL};
     char data_path[PATH_MAX] = ""; /* [data] path, for the kinds that read one */
     if (st->path) resolve_path(data_path, sizeof data_path, cfg, st->path);
-    if (s->data_ops->open(&s->data, data_path, err, errlen) != 0) goto runtime_error;
+    int data_rc = s->data_ops->open(&s->data, data_path, err, errlen);
+    if (data_rc == 2) goto config_error;
+    if (data_rc != 0) goto runtime_error;
     if (describe_model(s, &desc, err, errlen) != 0) goto config_error;
     if (open_plugins(s, err, errlen) != 0) goto config_error;
     if (amp_config_check_unread(cfg, err, errlen) != 0) goto config_error;
@@ -375,7 +377,7 @@ void amp_session_close(amp_session *s) {
     amp_plugin_close(&s->precision);
     amp_dataset_free(&s->train);
     amp_dataset_free(&s->test);
-    amp_text_free(&s->text);
+    if (s->data_ops && s->data_ops->close) s->data_ops->close(&s->data);
     free(s->layer_ptrs);
     free(s->layer_classes);
     free(s->totals);

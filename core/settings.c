@@ -48,6 +48,7 @@ static const char *const optims[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"constant", "cosine", NULL};
 static const char *const grad_dtypes[] = {"f32", "bf16", NULL};
 static const char *const shard_kinds[] = {"none", "optimizer", "gradients", NULL};
+static const char *const token_formats[] = {"auto", "bin", "llmc", "npy", NULL}; /* amp_token_format */
 
 /* Every core key, in the order a run reads them (and config.ini lists them).
  * [model] name's choices are the registry's (filled in by the reader). */
@@ -76,7 +77,8 @@ static const amp_setting core_settings[] = {
 
     {"data", "dataset", AMP_SETTING_CHOICE, "fashion_mnist", .choices_of = amp_data_kind_names,
      AT(dataset),
-     .doc = "`fashion_mnist`, `tiny` (synthetic) or `text` (characters of a text file, for the GPT)"},
+     .doc = "`fashion_mnist`, `tiny` (synthetic), `text` (characters of a text file, for the GPT) or "
+            "`tokens` (token id files: nanoGPT `.bin`, llm.c shards, `.npy`; see docs/datasets.md)"},
     {"data", "batch_size", AMP_SETTING_INT, "128", 1, 65536, AT(batch_size),
      .doc = "rows per micro-batch"},
     {"data", "shuffle", AMP_SETTING_BOOL, "true", AT(shuffle),
@@ -92,12 +94,26 @@ static const amp_setting core_settings[] = {
      .when = "dataset=fashion_mnist", .doc = "use the first N training examples (`0`: all)"},
     {"data", "test_limit", AMP_SETTING_INT, "0", 0, INT64_MAX, AT(test_limit),
      .when = "dataset=fashion_mnist", .doc = "use the first N test examples (`0`: all)"},
-    {"data", "eval_iters", AMP_SETTING_INT, "200", 1, 1 << 20, AT(eval_iters), .when = "dataset=text",
-     .doc = "validation batches per evaluation (a fixed set of windows)"},
+    {"data", "eval_iters", AMP_SETTING_INT, "200", 1, 1 << 20, AT(eval_iters),
+     .when = "dataset=text|tokens", .doc = "validation batches per evaluation (a fixed set of windows)"},
+    {"data", "train_tokens", AMP_SETTING_STRING, "", AT(train_tokens), .when = "dataset=tokens",
+     .path = AMP_SETTING_PATH, .shown_default = "none: required",
+     .doc = "the training token ids: a file, or a glob of shards (sorted by name)"},
+    {"data", "val_tokens", AMP_SETTING_STRING, "", AT(val_tokens), .when = "dataset=tokens",
+     .path = AMP_SETTING_PATH, .shown_default = "none: required",
+     .doc = "the validation token ids: a file, or a glob of shards"},
+    {"data", "token_format", AMP_SETTING_CHOICE, "auto", .choices = token_formats, AT(token_format),
+     .when = "dataset=tokens",
+     .doc = "`auto` (llm.c's or NumPy's magic, else a name ending in `.bin` is raw uint16), `bin` "
+            "(nanoGPT's raw uint16), `llmc` (llm.c shards) or `npy`"},
+    {"data", "vocab_size", AMP_SETTING_INT, "0", 0, INT32_MAX, AT(vocab_size), .when = "dataset=tokens",
+     .shown_default = "none: required",
+     .doc = "token ids are below it (every id is checked before training); the model's vocabulary. "
+            "Required: `0` is an error"},
     /* the model's context is the data's window (nanoGPT's block_size) */
     {"model", "block_size", AMP_SETTING_INT, AMP_SETTING_TEXT(AMP_TEXT_DEFAULT_BLOCK), 1, 1 << 16, AT(block_size),
-     .when = "data.dataset=text",
-     .doc = "the length of the text windows; the same key is the GPT's context (below)"},
+     .when = "data.dataset=text|tokens",
+     .doc = "the length of the text or token windows; the same key is the GPT's context (below)"},
     {"data", "train_size", AMP_SETTING_INT, "8192", 1, 1 << 24, AT(tiny_train), .when = "dataset=tiny",
      .doc = "training examples"},
     {"data", "test_size", AMP_SETTING_INT, "2048", 1, 1 << 24, AT(tiny_test), .when = "dataset=tiny",

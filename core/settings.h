@@ -11,7 +11,7 @@
 #include "settings_table.h"
 
 typedef enum amp_device_choice { AMP_RUN_AUTO = 0, AMP_RUN_CPU = 1, AMP_RUN_CUDA = 2 } amp_device_choice;
-typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1, AMP_DATA_TEXT = 2 } amp_dataset_kind;
+typedef enum amp_dataset_kind { AMP_DATA_FASHION_MNIST = 0, AMP_DATA_TINY = 1, AMP_DATA_TEXT = 2, AMP_DATA_TOKENS = 3 } amp_dataset_kind;
 /* The dataset registry's names (core/datasets/registry.c), in
  * amp_dataset_kind order: [data] dataset's choices. */
 const char *const *amp_data_kind_names(void);
@@ -36,8 +36,11 @@ typedef struct amp_settings {
     int tiny_features, tiny_classes;
     double input_scale;
     int path_given;                            /* text: [data] path set (else the shipped corpus) */
-    int64_t eval_iters;                        /* text: validation batches per evaluation */
-    int block_size;                            /* text: window length, from [model] block_size */
+    int64_t eval_iters;                        /* text, tokens: validation batches per evaluation */
+    int block_size;                            /* text, tokens: window length, from [model] block_size */
+    const char *train_tokens, *val_tokens;     /* tokens: a file or a glob of shards each */
+    int token_format;                          /* tokens: amp_token_format */
+    int64_t vocab_size;                        /* tokens: ids are below it (0: not given) */
     /* [model]: name and init here; the rest are the model's own keys */
     const char *model;                         /* a name from the model registry */
     int model_index;                           /* its index in amp_model_names() */

@@ -12,12 +12,9 @@
 #include "io/json.h"
 #include "io/json_read.h"
 #include "log.h"
-#include "rng.h"
 #include "sha256.h"
 #include "self_exe.h"
-
-#define AMP_STREAM_TEXT_TRAIN 0x54585454524e0000ULL /* "TXTTRN", step in the stream */
-#define AMP_TEXT_EVAL_SEED 0x5458545645414cULL      /* "TXTVAL": one set for every run */
+#include "windows.h"
 
 int amp_same_file(const char *a, const char *b) {
     struct stat sa, sb;
@@ -107,114 +104,18 @@ int amp_text_check_windows(const amp_text *t, int T, const char *path, char *err
     return -1;
 }
 
-typedef struct text_impl {
-    const amp_text *t;
-    uint64_t seed;
-    int T;
-    int64_t *eval_starts; /* [eval_windows] */
-    amp_rng rng;          /* this step's window generator */
-} text_impl;
-
-/* Rows row0 .. row0+rows of the staging: windows at starts[0 .. rows). */
-static void fill(amp_batcher *b, const int64_t *starts, int row0, int rows) {
-    text_impl *p = b->impl;
-    int32_t *x = (int32_t *)b->hx + (size_t)row0 * p->T, *y = b->hy + (size_t)row0 * p->T;
-    for (int r = 0; r < rows; r++) {
-        const uint8_t *src = p->t->tokens + starts[r];
-        int32_t *xr = x + (size_t)r * p->T, *yr = y + (size_t)r * p->T;
-        for (int i = 0; i < p->T; i++) xr[i] = src[i], yr[i] = src[i + 1];
-    }
+/* Windows of the corpus: training within the first n_train characters,
+ * validation within the rest. */
+static void text_copy(const void *ctx, int split, int64_t start, int T, int32_t *x, int32_t *y) {
+    const amp_text *t = ctx;
+    const uint8_t *src = t->tokens + (split == AMP_WINDOWS_VAL ? t->n_train : 0) + start;
+    for (int i = 0; i < T; i++) x[i] = src[i], y[i] = src[i + 1];
 }
-
-static void text_begin_step(amp_batcher *b, int64_t step, int64_t rows_per_step) {
-    text_impl *p = b->impl;
-    amp_rng_seed_stream(&p->rng, p->seed, AMP_STREAM_TEXT_TRAIN ^ (uint64_t)step);
-    /* passes over the training characters so far (for the metrics' epoch) */
-    double chars = (double)step * (double)rows_per_step * (double)p->T;
-    b->epoch = (int64_t)(chars / (double)p->t->n_train);
-    b->cursor = 0;
-    /* Data parallel: the step's rows_per_step (global) draws are one stream;
-     * rank r takes the r-th of `world` equal consecutive slices of it, so it
-     * skips the draws of the ranks before it (the global batch is the same
-     * whatever the number of ranks). */
-    int64_t skip = rows_per_step / (b->world > 0 ? b->world : 1) * b->rank;
-    for (int64_t i = 0; i < skip; i++) (void)amp_rng_below(&p->rng, (uint64_t)(p->t->n_train - p->T));
-}
-
-static void text_next(amp_batcher *b, int rows) {
-    text_impl *p = b->impl;
-    int64_t starts[64];
-    for (int done = 0; done < rows;) {
-        int k = rows - done < 64 ? rows - done : 64;
-        for (int i = 0; i < k; i++)
-            starts[i] = (int64_t)amp_rng_below(&p->rng, (uint64_t)(p->t->n_train - p->T));
-        fill(b, starts, done, k);
-        done += k;
-    }
-    b->cursor += rows;
-}
-
-static void text_eval(amp_batcher *b, int64_t start, int rows) {
-    text_impl *p = b->impl;
-    fill(b, p->eval_starts + start, 0, rows);
-}
-
-static void text_restore(amp_batcher *b, int64_t epoch, int64_t cursor, int64_t step) {
-    /* begin_step re-seeds from the step: nothing else to rebuild */
-    b->epoch = epoch;
-    b->cursor = cursor;
-}
-
-static void text_destroy(amp_batcher *b) {
-    text_impl *p = b->impl;
-    if (p) free(p->eval_starts);
-    free(p);
-}
-
-static const amp_batcher_ops text_ops = {
-    .begin_step = text_begin_step,
-    .next = text_next,
-    .eval = text_eval,
-    .restore = text_restore,
-    .destroy = text_destroy,
-};
 
 amp_batcher *amp_batcher_text_create(const amp_text *t, uint64_t seed, int batch, int T,
                                      int64_t eval_windows) {
-    amp_batcher *b = calloc(1, sizeof *b);
-    text_impl *p = calloc(1, sizeof *p);
-    if (!b || !p) {
-        free(b);
-        free(p);
-        return NULL;
-    }
-    b->ops = &text_ops;
-    b->impl = p;
-    p->t = t;
-    p->seed = seed;
-    p->T = T;
-    p->eval_starts = malloc((size_t)(eval_windows > 0 ? eval_windows : 1) * sizeof *p->eval_starts);
-    b->hx = malloc((size_t)batch * (size_t)T * sizeof(int32_t));
-    b->hy = malloc((size_t)batch * (size_t)T * sizeof(int32_t));
-    if (!p->eval_starts || !b->hx || !b->hy) {
-        amp_batcher_free(b);
-        return NULL;
-    }
-    amp_rng r;
-    amp_rng_seed(&r, AMP_TEXT_EVAL_SEED);
-    int64_t span = t->n - t->n_train - T;
-    for (int64_t i = 0; i < eval_windows; i++)
-        p->eval_starts[i] = t->n_train + (int64_t)amp_rng_below(&r, (uint64_t)span);
-    b->x_row_bytes = (size_t)T * sizeof(int32_t);
-    b->y_row_count = (size_t)T;
-    b->train_rows = t->n_train / T;
-    b->eval_rows = eval_windows;
-    text_begin_step(b, 0, batch);
-    return b;
-}
-
-const int64_t *amp_batcher_text_eval_starts(const amp_batcher *b) {
-    return b && b->ops == &text_ops ? ((const text_impl *)b->impl)->eval_starts : NULL;
+    amp_window_source src = {t->n_train, {t->n_train - T, t->n - t->n_train - T}, text_copy, t};
+    return amp_batcher_windows_create(&src, seed, batch, T, eval_windows);
 }
 
 int amp_text_write_vocab(const amp_text *t, FILE *f) {

@@ -63,16 +63,10 @@ int amp_same_file(const char *a, const char *b);
 /* 0 when both splits hold more than T + 1 characters, else -1 with err. */
 int amp_text_check_windows(const amp_text *t, int T, const char *path, char *err, size_t errlen);
 
-/* The text batcher: rows are windows of T tokens; y is x shifted by one.
- * Training windows start uniformly in [0, n_train - T) from a generator
- * seeded with (seed, step) (under data parallel, rank r takes the r-th
- * slice of the step's draws); eval_windows validation windows start in
- * [n_train, n - T) from a fixed generator. epoch counts passes over the
- * training characters (informational). NULL when out of memory. */
+/* The text batcher (windows.h): training windows within the first n_train
+ * characters, eval_windows validation windows within the rest. NULL when
+ * out of memory. */
 amp_batcher *amp_batcher_text_create(const amp_text *t, uint64_t seed, int batch, int T,
                                      int64_t eval_windows);
-
-/* The fixed validation window starts (for tests); NULL for another batcher. */
-const int64_t *amp_batcher_text_eval_starts(const amp_batcher *b);
 
 #endif

@@ -24,6 +24,7 @@
 #include "session_helpers.h"
 #include "sha256.h"
 #include "text.h"
+#include "windows.h"
 
 static void test_sha256(void) {
     static const struct {
@@ -131,19 +132,19 @@ static void test_batcher(void) {
         for (int i = 0; i + 1 < T; i++) shifted &= y[r * T + i] == x[r * T + i + 1];
     EXPECT(shifted, "y is not x shifted by one");
     /* validation: in the last 10%, the same set for every seed */
-    const int64_t *ea = amp_batcher_text_eval_starts(a), *ec = amp_batcher_text_eval_starts(c);
+    const int64_t *ea = amp_batcher_windows_eval_starts(a), *ec = amp_batcher_windows_eval_starts(c);
     int same = 1, inside = 1;
     for (int i = 0; i < 8; i++) {
         same &= ea[i] == ec[i];
-        inside &= ea[i] >= t.n_train && ea[i] + T + 1 <= t.n;
+        inside &= ea[i] >= 0 && t.n_train + ea[i] + T + 1 <= t.n;
     }
     EXPECT(same && inside, "validation windows differ across seeds (%d) or leave the split (%d)",
            same, inside);
     a->ops->eval(a, 2, 3);
     int window = 1;
     for (int i = 0; i < T; i++)
-        window &= ((const int32_t *)a->hx)[i] == t.tokens[ea[2] + i] &&
-                  ((const int32_t *)a->hy)[i] == t.tokens[ea[2] + i + 1];
+        window &= ((const int32_t *)a->hx)[i] == t.tokens[t.n_train + ea[2] + i] &&
+                  ((const int32_t *)a->hy)[i] == t.tokens[t.n_train + ea[2] + i + 1];
     EXPECT(window, "eval rows are not the validation windows");
     printf("ok  text batcher: windows from (seed, step), fixed validation set\n");
     amp_batcher_free(a), amp_batcher_free(b), amp_batcher_free(c);

@@ -6,9 +6,10 @@
 extern const amp_data_kind amp_data_fashion_mnist;
 extern const amp_data_kind amp_data_tiny;
 extern const amp_data_kind amp_data_text;
+extern const amp_data_kind amp_data_tokens;
 
 static const amp_data_kind *const registry[] = {&amp_data_fashion_mnist, &amp_data_tiny,
-                                                &amp_data_text, NULL};
+                                                &amp_data_text, &amp_data_tokens, NULL};
 
 const amp_data_kind *amp_data_kind_of(const amp_settings *st) {
     for (int i = 0; registry[i]; i++)

@@ -57,12 +57,15 @@ static void source(const amp_data_view *d, char *out, size_t outlen) {
     snprintf(out, outlen, "%s", d->text->path);
 }
 
+static void close_text(amp_data_view *d) { amp_text_free(d->text); }
+
 static int write_vocab(const amp_data_view *d, FILE *f) { return amp_text_write_vocab(d->text, f); }
 
 const amp_data_kind amp_data_text = {
     .name = "text",
     .kind = AMP_DATA_TEXT,
     .open = open_text,
+    .close = close_text,
     .describe = describe,
     .train_rows = train_rows,
     .batcher = batcher,

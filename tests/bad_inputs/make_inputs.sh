@@ -105,3 +105,51 @@ le64 1048576 | dd of="$f" bs=1 conv=notrunc 2>/dev/null
 : >"$out/init/empty.safetensors"
 { printf '\177ELF'; head -c 4096 /dev/urandom; } >"$out/init/garbage.safetensors"
 mkdir -p "$out/init/a_directory.safetensors"
+
+# ---- token files for [data] dataset = tokens (base_tokens.ini: vocab_size 8,
+# block_size 4): OUTDIR/tokens/<case>.<ext>, one fault each.
+tok=$out/tokens
+rm -rf "$tok"
+mkdir -p "$tok"
+le16() { bytes $(($1 & 255)) $(($1 >> 8 & 255)); }
+le32() { bytes $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
+# ids N [BAD_AT BAD_ID]: N uint16 ids cycling 0..7, id BAD_ID at BAD_AT.
+ids() {
+    i=0
+    while [ $i -lt "$1" ]; do
+        if [ $i -eq "${2:--1}" ]; then le16 "$3"; else le16 $((i % 8)); fi
+        i=$((i + 1))
+    done
+}
+# llmc MAGIC VERSION COUNT: a 1024-byte llm.c header.
+llmc() { le32 "$1"; le32 "$2"; le32 "$3"; zeros 1012; }
+# npy DICT PAYLOAD_BYTES...: a .npy 1.0 with the given header dict.
+npy() {
+    h="$1"
+    while [ $(((10 + ${#h} + 1) % 64)) -ne 0 ]; do h="$h "; done
+    printf '\223NUMPY\001\000'; le16 $((${#h} + 1)); printf '%s\n' "$h"
+}
+ids 64 >"$tok/good.bin"
+ids 64 37 9 >"$tok/id_range.bin"
+{ llmc 20240520 1 64; ids 64 5 8; } >"$tok/id_range_llmc.bin"
+{ ids 64; bytes 1; } >"$tok/odd_length.bin"
+: >"$tok/empty.bin"
+ids 3 >"$tok/short.bin"
+# the uint32 formats: an llm.c shard of magic 20240801 (version 7), a .npy <u4
+ids32() { i=0; while [ $i -lt "$1" ]; do le32 $((i % 8)); i=$((i + 1)); done; }
+{ llmc 20240801 7 64; ids32 64; } >"$tok/good_u32.bin"
+{ llmc 20240520 1 64; } | head -c 100 >"$tok/truncated_header.bin"
+{ llmc 12345 1 64; ids 64; } >"$tok/wrong_magic.llmc"
+{ llmc 20240520 7 64; ids 64; } >"$tok/wrong_version.bin"
+{ llmc 20240520 1 70; ids 64; } >"$tok/count_mismatch.bin"
+{ llmc 20240520 1 64; ids 64; } >"$tok/good_llmc.bin"
+ids 64 >"$tok/no_extension.dat"
+# long enough for an llm.c header: read as llmc, its magic is wrong
+{ npy "{'descr': '<u2', 'fortran_order': False, 'shape': (600,), }"; ids 600; } >"$tok/good.npy"
+{ npy "{'descr': '<f4', 'fortran_order': False, 'shape': (32,), }"; ids 64; } >"$tok/npy_dtype.npy"
+{ npy "{'descr': '<u2', 'fortran_order': False, 'shape': (8, 8), }"; ids 64; } >"$tok/npy_shape.npy"
+{ npy "{'descr': '<u2', 'fortran_order': False, 'shape': (65,), }"; ids 64; } >"$tok/npy_count.npy"
+{ npy "{'descr': '<u2', 'fortran_order': False, 'shape': (64,) "; ids 64; } >"$tok/npy_dict.npy"
+{ npy "{'descr': '<i4', 'fortran_order': False, 'shape': (16,), }"; le32 1; le32 -3; zeros 56; } >"$tok/npy_negative.npy"
+printf '\223NUMPY\001' >"$tok/npy_truncated.npy"
+{ npy "{'descr': '<u4', 'fortran_order': False, 'shape': (64,), }"; ids32 64; } >"$tok/good_u4.npy"

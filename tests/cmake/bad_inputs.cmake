@@ -167,4 +167,41 @@ amp_bad_init(transposed [=[transposed\.safetensors: 'fc1\.weight' has shape \[3,
 amp_bad_init(missing_tensor [=[missing_tensor\.safetensors: no tensor 'fc1\.bias'. did you mean]=])
 amp_bad_init(extra_tensor [=[extra_tensor\.safetensors: holds 5 tensors but the model has 4]=])
 
+# --- token files for [data] dataset = tokens (generated) ---------------------
+# amp_bad_tokens(CASE CODE REGEX TRAIN VAL [args...]): base_tokens.ini on the
+# files make_inputs.sh wrote; every fault is exit 2 naming the file.
+set(AMP_BI_TOK ${AMP_BI_GEN}/tokens)
+function(amp_bad_tokens name code regex train val)
+  amp_bad_input(tokens_${name} ${code} ${regex} ${AMP_BI_SRC}/base_tokens.ini
+                --set data.train_tokens=${AMP_BI_TOK}/${train} --set data.val_tokens=${AMP_BI_TOK}/${val}
+                ${ARGN})
+  set(AMP_BI_COUNT ${AMP_BI_COUNT} PARENT_SCOPE)
+endfunction()
+set(tok_ok [=[base_tokens: test_acc [0-9.]+ test_loss [0-9.]+]=])
+amp_bad_tokens(good 0 ${tok_ok} good.bin good.bin)
+amp_bad_tokens(good_llmc 0 ${tok_ok} good_llmc.bin good.npy)
+amp_bad_tokens(good_glob 0 ${tok_ok} good*.bin good.bin)
+amp_bad_tokens(good_u32 0 ${tok_ok} good_u32.bin good_u4.npy)
+amp_bad_tokens(id_range 2 [=[/tokens/id_range\.bin: token 37 \(byte 74\) is id 9, outside \[0, 8\) of \[data\] vocab_size = 8]=] id_range.bin good.bin)
+amp_bad_tokens(id_range_llmc 2 [=[/tokens/id_range_llmc\.bin: token 5 \(byte 1034\) is id 8, outside \[0, 8\)]=] good.bin id_range_llmc.bin)
+amp_bad_tokens(npy_negative 2 [=[/tokens/npy_negative\.npy: token 1 \(byte 132\) is id -3, outside \[0, 8\)]=] good.bin npy_negative.npy)
+amp_bad_tokens(odd_length 2 [=[/tokens/odd_length\.bin: 129 bytes, an odd length for a raw \.bin of uint16 tokens]=] odd_length.bin good.bin)
+amp_bad_tokens(empty_split 2 [=[\[data\] val_tokens = '[^']*/empty\.bin': an empty split: [^ ]*/tokens/empty\.bin holds no tokens]=] good.bin empty.bin)
+amp_bad_tokens(too_short 2 [=[\[data\] train_tokens = '[^']*/short\.bin': 3 tokens in 1 file, too few for one window of \[model\] block_size = 4]=] short.bin good.bin)
+amp_bad_tokens(no_match 2 [=[\[data\] train_tokens = '[^']*/nothing_\*\.bin': no such file \(nor files matching it as a glob\)]=] nothing_*.bin good.bin)
+amp_bad_tokens(truncated_header 2 [=[/tokens/truncated_header\.bin: truncated llm\.c header \(100 of 1024 bytes\)]=] truncated_header.bin good.bin)
+amp_bad_tokens(wrong_magic 2 [=[/tokens/wrong_magic\.llmc: not an llm\.c token shard: magic 12345 at byte 0 \(expected 20240520, or 20240801 for uint32 tokens\)]=] wrong_magic.llmc good.bin --set data.token_format=llmc)
+amp_bad_tokens(wrong_version 2 [=[/tokens/wrong_version\.bin: llm\.c shard version 7 at byte 4 \(magic 20240520 is version 1\)]=] wrong_version.bin good.bin)
+amp_bad_tokens(count_mismatch 2 [=[/tokens/count_mismatch\.bin: the llm\.c header \(byte 8\) says 70 tokens \(140 bytes after the 1024-byte header\) but 128 bytes follow it]=] count_mismatch.bin good.bin)
+amp_bad_tokens(no_extension 2 [=[/tokens/no_extension\.dat: cannot tell the token format \(no llm\.c or \.npy magic, and the name does not end in \.bin\). set \[data\] token_format]=] no_extension.dat good.bin)
+amp_bad_tokens(npy_dtype 2 [=[/tokens/npy_dtype\.npy: \.npy dtype '<f4' is not read: token ids are uint16]=] good.bin npy_dtype.npy)
+amp_bad_tokens(npy_shape 2 [=[/tokens/npy_shape\.npy: \.npy shape of 2 dimensions: token ids are a 1-D array]=] npy_shape.npy good.bin)
+amp_bad_tokens(npy_count 2 [=[/tokens/npy_count\.npy: the \.npy header says 65 tokens of 2 bytes but 128 bytes follow it at byte 128]=] npy_count.npy good.bin)
+amp_bad_tokens(npy_dict 2 [=[/tokens/npy_dict\.npy: \.npy header, byte [0-9]+: expected a dict of 'descr', 'fortran_order' and 'shape']=] npy_dict.npy good.bin)
+amp_bad_tokens(npy_truncated 2 [=[/tokens/npy_truncated\.npy: truncated \.npy header \(7 bytes\)]=] npy_truncated.npy good.bin)
+amp_bad_tokens(npy_as_llmc 2 [=[/tokens/good\.npy: not an llm\.c token shard: magic [0-9-]+ at byte 0]=] good.npy good.bin --set data.token_format=llmc)
+amp_bad_tokens(no_vocab_size 2 [=[^amptrain: \[data\] dataset = tokens needs \[data\] vocab_size]=] good.bin good.bin --set data.vocab_size=0)
+amp_bad_input(tokens_no_val 2 [=[^amptrain: \[data\] dataset = tokens needs \[data\] val_tokens]=]
+              ${AMP_BI_SRC}/base_tokens.ini --set data.train_tokens=${AMP_BI_TOK}/good.bin)
+
 message(STATUS "amptrain: ${AMP_BI_COUNT} bad-input cases")
