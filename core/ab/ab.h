@@ -129,6 +129,7 @@ typedef struct amp_ab_study {
     int metric_forced;    /* chosen by --metric, not from the model */
     amp_ab_timing timing;
     const struct amp_ab_scan *scan; /* --scan: the ranking; NULL otherwise */
+    double tolerance;     /* --tolerance on the verdict metric; 0: the default (ab_recommend.h) */
 } amp_ab_study;
 
 /* Speed of b against a, paired by seed: the geometric mean over seeds of
@@ -142,9 +143,11 @@ typedef struct amp_ab_speed {
     int noisy;               /* the per-seed ratios spread too far to judge */
 } amp_ab_speed;
 
-/* Baseline (a) against another arm (b): b - a with Welch intervals. */
+/* Baseline (a) against another arm (b): b - a, with paired t intervals on
+ * the per-seed differences when both ran the same seeds, Welch's otherwise. */
 typedef struct amp_ab_cmp {
     int a, b;
+    int paired; /* the arms ran the same seeds, in the same order */
     amp_ab_welch final_loss, test_loss, test_acc, median_ms;
     amp_ab_welch verdict; /* test_acc or test_loss, after st->metric */
     amp_ab_speed speed;
@@ -160,6 +163,18 @@ void amp_ab_run_free(amp_ab_run *r);
 /* Fills the arm's across-seed summaries. */
 void amp_ab_arm_stats(amp_ab_arm *arm, int nmem);
 void amp_ab_compare(amp_ab_cmp *out, const amp_ab_study *st, int a, int b);
+/* Arms a and b ran the same seeds in the same order (ab_compare.c). */
+int amp_ab_same_seeds(const amp_ab_study *st, int a, int b);
+/* The verdict metric's per-seed differences b - a into d[0..return), in
+ * seed order; 0 when the arms' seeds differ. d has room for b's runs. */
+int amp_ab_seed_deltas(const amp_ab_study *st, int a, int b, double *d);
+/* "paired t, n-1 df" or "Welch" into buf. */
+void amp_ab_interval_name(char *buf, size_t cap, const amp_ab_welch *w);
+/* The verdict's per-seed differences b - a as text ("+0.0012 -0.0003
+ * ..."), "-" when the arms' seeds differ. */
+void amp_ab_seed_deltas_text(char *buf, size_t cap, const amp_ab_study *st, int a, int b);
+/* The verdict metric of one run (validation loss or test accuracy). */
+double amp_ab_run_metric(const amp_ab_study *st, const amp_ab_run *r);
 /* Fills st->timing from the loaded runs (call after amp_ab_arm_stats). */
 void amp_ab_timing_check(amp_ab_study *st);
 void amp_ab_speed_compare(amp_ab_speed *out, const amp_ab_study *st, int a, int b);

@@ -17,10 +17,11 @@ sed '0,/^name = .*/s//name = gpt_b_fp16/' "$C" >"$W/b.ini"
 "$A" ab "$W/a.ini" "$W/b.ini" --seeds 2 --set train.steps=8 --out "$W/lm" >"$W/lm.txt" 2>"$W/lm.log" ||
     fail "ab failed: $(tail -3 "$W/lm.log")"
 cat "$W/lm.txt"
-grep -Eq '^arm +seeds +val loss +ppl +Δloss vs baseline \[95% CI\] +signif\.' "$W/lm.txt" ||
+grep -Eq '^arm +seeds +val loss +ppl +Δloss vs baseline \[95% CI\] +interval +per-seed Δ +signif\.' "$W/lm.txt" ||
     fail "the table's verdict columns are not validation loss"
-grep -Eq '^gpt_b_fp16 +2 +[0-9.]+ ± [0-9.]+ +[0-9.]+ +[-+][0-9.]+ \[[-+][0-9.]+, [-+][0-9.]+\]' "$W/lm.txt" ||
-    fail "no Δ validation loss with its interval for gpt_b_fp16"
+# the arms share seeds: a paired t interval (1 df) on the two per-seed differences
+grep -Eq '^gpt_b_fp16( \(emulated\))? +2 +[0-9.]+ ± [0-9.]+ +[0-9.]+ +[-+][0-9.]+ \[[-+][0-9.]+, [-+][0-9.]+\] +paired t, 1 df +[-+][0-9.]+ [-+][0-9.]+ ' "$W/lm.txt" ||
+    fail "no paired Δ validation loss with its interval and per-seed Δ for gpt_b_fp16"
 "$CHECK" "$W/lm" 2 || fail "ab.json"
 grep -q '"metric": "val_loss", "metric_from": "model"' "$W/lm/ab.json" || fail "ab.json: metric is not val_loss"
 grep -q '&Delta; validation loss vs baseline' "$W/lm/report.html" || fail "report: no Δ validation loss column"

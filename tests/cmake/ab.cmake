@@ -20,7 +20,7 @@ add_test(NAME ab_tiny_run
          COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --seeds 2
                  --set run.device=cpu --out ${AMP_AB_OUT}/tiny)
 set_tests_properties(ab_tiny_run PROPERTIES LABELS ab FIXTURES_SETUP ab_tiny
-  PASS_REGULAR_EXPRESSION "tiny_fp16_dynamic +2 .*yes")
+  PASS_REGULAR_EXPRESSION "tiny_fp16_dynamic \\(emulated\\) +2 .* paired t, 1 df .*yes")
 add_test(NAME ab_tiny_schema
          COMMAND test_ab_check ${AMP_AB_OUT}/tiny 2 --same-start)
 set_tests_properties(ab_tiny_schema PROPERTIES LABELS ab FIXTURES_REQUIRED ab_tiny)

@@ -1,0 +1,159 @@
+/* The recommendation: among the arms whose verdict is, with 95% confidence,
+ * no worse than the baseline's by more than the tolerance (the interval's
+ * worse end within it), the cheapest: the smallest memory, then the fastest
+ * measured step where the format ran natively. An arm with one seed has no
+ * interval and cannot qualify. When none qualifies the baseline is
+ * recommended, saying why. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ab/ab_html.h"
+#include "ab/ab_recommend.h"
+
+double amp_ab_tolerance(const amp_ab_study *st) {
+    if (st->tolerance > 0) return st->tolerance;
+    return st->metric == AMP_AB_METRIC_LOSS ? AMP_AB_TOL_LOSS : AMP_AB_TOL_ACC;
+}
+
+/* Appends "; "-separated text to buf. */
+static void add(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t cap, const char *fmt, ...) {
+    size_t n = strlen(buf);
+    if (n && n + 2 < cap) {
+        strcpy(buf + n, "; ");
+        n += 2;
+    }
+    if (n >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* How far the interval's worse end lies past the baseline (> 0: worse). */
+static double worst(const amp_ab_study *st, const amp_ab_welch *w) {
+    return st->metric == AMP_AB_METRIC_LOSS ? w->hi : -w->lo;
+}
+
+/* Lower is cheaper: memory first, then measured step time (only natively run
+ * arms have a step time that means anything for the format). */
+static int cheaper(const amp_ab_study *st, const amp_ab_cmp *x, int xemu, const amp_ab_cmp *y,
+                   int yemu) {
+    (void)st;
+    if (fabs(x->mem_ratio - y->mem_ratio) > 0.01) return x->mem_ratio < y->mem_ratio;
+    double sx = xemu ? 1.0 : x->speedup, sy = yemu ? 1.0 : y->speedup;
+    return sx > sy;
+}
+
+void amp_ab_recommend(amp_ab_rec *out, const amp_ab_study *st) {
+    memset(out, 0, sizeof *out);
+    out->tolerance = amp_ab_tolerance(st);
+    out->tol_given = st->tolerance > 0;
+    int lm = st->metric == AMP_AB_METRIC_LOSS;
+    const char *unit = lm ? "Δloss" : "Δacc";
+    amp_ab_cmp best_cmp;
+    int best_emu = 0, nq = 0;
+    memset(&best_cmp, 0, sizeof best_cmp);
+    best_cmp.mem_ratio = 1.0;
+    best_cmp.speedup = 1.0;
+    for (int a = 1; a < st->narms && a < AMP_AB_MAX_ARMS; a++) {
+        amp_ab_rec_arm *ra = &out->arms[a];
+        const amp_ab_arm *arm = &st->arms[a];
+        amp_ab_cmp c;
+        amp_ab_compare(&c, st, 0, a);
+        const amp_ab_welch *v = &c.verdict;
+        char emu[256];
+        int emulated = amp_ab_emulated(st, a, emu, sizeof emu);
+        if (!v->has_ci) {
+            add(ra->con, sizeof ra->con, "%s %+.4f from %d seed: no interval, cannot show it is "
+                "within ±%g", unit, v->diff, v->n, out->tolerance);
+        } else {
+            ra->qualifies = worst(st, v) <= out->tolerance;
+            char *b = ra->qualifies ? ra->pro : ra->con;
+            size_t cap = ra->qualifies ? sizeof ra->pro : sizeof ra->con;
+            add(b, cap, "%s %+.4f [%+.4f, %+.4f] (%s) %s ±%g", unit, v->diff, v->lo, v->hi,
+                v->paired ? "paired" : "Welch", ra->qualifies ? "within" : "not within",
+                out->tolerance);
+            if (v->significant) {
+                int better = (v->diff < 0) == lm;
+                add(better ? ra->pro : ra->con, better ? sizeof ra->pro : sizeof ra->con,
+                    "significantly %s than the baseline", better ? "better" : "worse");
+            } else {
+                add(ra->pro, sizeof ra->pro, "no significant difference");
+            }
+        }
+        if (isfinite(c.mem_ratio) && fabs(c.mem_ratio - 1.0) > 0.01)
+            add(c.mem_ratio < 1 ? ra->pro : ra->con, c.mem_ratio < 1 ? sizeof ra->pro : sizeof ra->con,
+                "memory %.2fx the baseline's", c.mem_ratio);
+        if (emulated)
+            add(ra->con, sizeof ra->con, "emulated here (%s): its %.2fx speed is the emulation's",
+                emu, c.speedup);
+        else if (c.speed.significant)
+            add(c.speedup > 1 ? ra->pro : ra->con, c.speedup > 1 ? sizeof ra->pro : sizeof ra->con,
+                "%.2fx the baseline's speed (significant)", c.speedup);
+        if (arm->skipped.mean > 0)
+            add(ra->con, sizeof ra->con, "%.1f skipped steps per run", arm->skipped.mean);
+        if (arm->underflow.mean > 0 || arm->overflow.mean > 0)
+            add(ra->con, sizeof ra->con, "%.3g underflows, %.3g overflows per run (16-bit)",
+                arm->underflow.mean, arm->overflow.mean);
+        double sat, fl;
+        amp_ab_scaled_counts(arm, &sat, &fl);
+        if (sat > 0 || fl > 0)
+            add(ra->con, sizeof ra->con, "%.3g saturated, %.3g flushed values per step (scaled "
+                "operands)", sat, fl);
+        if (!ra->qualifies) continue;
+        nq++;
+        if (!out->best || cheaper(st, &c, emulated, &best_cmp, best_emu)) {
+            out->best = a;
+            best_cmp = c;
+            best_emu = emulated;
+        }
+    }
+    const char *metric = amp_ab_metric_name(st);
+    if (out->best) {
+        snprintf(out->why, sizeof out->why,
+                 "%s: the cheapest of the %d arm%s whose %s stays within %g of the baseline's "
+                 "(the whole 95%% interval; tolerance %s): memory %.2fx the baseline's",
+                 st->arms[out->best].name, nq, nq == 1 ? "" : "s", metric, out->tolerance,
+                 out->tol_given ? "from --tolerance" : "the default", best_cmp.mem_ratio);
+    } else {
+        snprintf(out->why, sizeof out->why,
+                 "the baseline %s: no arm's %s stays within %g of the baseline's with 95%% "
+                 "confidence (tolerance %s)%s",
+                 st->arms[0].name, metric, out->tolerance,
+                 out->tol_given ? "from --tolerance" : "the default",
+                 st->nseeds < 2 ? "; with one seed no arm has an interval: run --seeds 2 or more"
+                                : "");
+    }
+}
+
+void amp_ab_recommend_print(const amp_ab_rec *r, const amp_ab_study *st, FILE *f) {
+    fprintf(f, "\nrecommendation: %s.\n", r->why);
+    for (int a = 1; a < st->narms && a < AMP_AB_MAX_ARMS; a++) {
+        const amp_ab_rec_arm *ra = &r->arms[a];
+        fprintf(f, "  %s %s\n    for: %s\n    against: %s\n", a == r->best ? "*" : " ",
+                st->arms[a].name, ra->pro[0] ? ra->pro : "-", ra->con[0] ? ra->con : "-");
+    }
+}
+
+void amp_ab_recommend_html(const amp_ab_rec *r, const amp_ab_study *st, FILE *f) {
+    fputs("<div class=\"card\" id=\"recommendation\"><h2>Recommendation</h2><p><b>Use ", f);
+    amp_ab_html_esc(f, st->arms[r->best].name);
+    fputs("</b> &mdash; ", f);
+    amp_ab_html_esc(f, r->why);
+    fputs(".</p>\n<table class=\"evidence\"><thead><tr><th>arm</th><th>qualifies</th><th>for"
+          "</th><th>against</th></tr></thead><tbody>\n", f);
+    for (int a = 1; a < st->narms && a < AMP_AB_MAX_ARMS; a++) {
+        const amp_ab_rec_arm *ra = &r->arms[a];
+        fputs("<tr><td class=\"arm\">", f);
+        amp_ab_html_esc(f, st->arms[a].name);
+        fprintf(f, "</td><td>%s</td><td>", ra->qualifies ? "yes" : "no");
+        amp_ab_html_esc(f, ra->pro[0] ? ra->pro : "-");
+        fputs("</td><td>", f);
+        amp_ab_html_esc(f, ra->con[0] ? ra->con : "-");
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</tbody></table></div>\n", f);
+}
