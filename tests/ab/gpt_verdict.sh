@@ -22,6 +22,14 @@ grep -Eq '^arm +seeds +val loss +ppl +Δloss vs baseline \[95% CI\] +interval +p
 # the arms share seeds: a paired t interval (1 df) on the two per-seed differences
 grep -Eq '^gpt_b_fp16( \(emulated\))? +2 +[0-9.]+ ± [0-9.]+ +[0-9.]+ +[-+][0-9.]+ \[[-+][0-9.]+, [-+][0-9.]+\] +paired t, 1 df +[-+][0-9.]+ [-+][0-9.]+ ' "$W/lm.txt" ||
     fail "no paired Δ validation loss with its interval and per-seed Δ for gpt_b_fp16"
+# a recommendation above the table, in ab.json and at the top of the report
+grep -Eq '^recommendation: (gpt_b_fp16: the cheapest|the baseline gpt_a_fp32: no arm)' "$W/lm.txt" ||
+    fail "no recommendation in the summary"
+[ "$(grep -n '^recommendation: ' "$W/lm.txt" | cut -d: -f1)" -lt "$(grep -n '^arm ' "$W/lm.txt" | cut -d: -f1)" ] ||
+    fail "the recommendation is not above the table"
+grep -q '"recommendation": {"arm": "gpt_[ab]_fp[0-9]*", "tolerance": 0.02, "tolerance_from": "default"' "$W/lm/ab.json" ||
+    fail "ab.json: no recommendation with the default loss tolerance"
+grep -q 'id="recommendation"' "$W/lm/report.html" || fail "report: no recommendation"
 "$CHECK" "$W/lm" 2 || fail "ab.json"
 grep -q '"metric": "val_loss", "metric_from": "model"' "$W/lm/ab.json" || fail "ab.json: metric is not val_loss"
 grep -q '&Delta; validation loss vs baseline' "$W/lm/report.html" || fail "report: no Δ validation loss column"
@@ -31,9 +39,14 @@ grep -q 'id="chart-eval".*validation loss' "$W/lm/report.html" || fail "report: 
     fail "report: not one sample per arm: $(cat "$W"/lm/runs/*/seed-*/sample.log)"
 
 "$A" ab "$W/a.ini" "$W/b.ini" --seeds 2 --set train.steps=8 --set train.eval_every=0 --metric acc \
-    --out "$W/acc" >"$W/acc.txt" 2>"$W/acc.log" || fail "ab --metric acc failed: $(tail -3 "$W/acc.log")"
+    --tolerance 1e-12 --out "$W/acc" >"$W/acc.txt" 2>"$W/acc.log" || fail "ab --metric acc failed: $(tail -3 "$W/acc.log")"
 grep -Eq '^arm +seeds +test acc +test loss +Δacc vs baseline' "$W/acc.txt" || fail "--metric acc: the verdict is not accuracy"
 grep -q '"metric": "test_acc", "metric_from": "--metric"' "$W/acc/ab.json" || fail "ab.json: --metric acc not recorded"
+# --tolerance replaces the default (0.005 for accuracy) and is named as given
+grep -q '^recommendation: .* test accuracy stays within 1e-12 .*tolerance from --tolerance' "$W/acc.txt" ||
+    fail "--tolerance 1e-12: the recommendation does not apply it"
+grep -q '"tolerance": 1e-12, "tolerance_from": "--tolerance"' "$W/acc/ab.json" ||
+    fail "ab.json: --tolerance not recorded"
 grep -q 'id="eval-too-rare">A run evaluated only 1 time' "$W/acc/report.html" ||
     fail "report: no note that the runs evaluated too rarely for a curve"
 echo "gpt_verdict: ok"
