@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ab/ab_html.h"
+#include "ab/ab_project.h"
 #include "ab/ab_recommend.h"
 
 double amp_ab_tolerance(const amp_ab_study *st) {
@@ -37,13 +38,17 @@ static double worst(const amp_ab_study *st, const amp_ab_welch *w) {
     return st->metric == AMP_AB_METRIC_LOSS ? w->hi : -w->lo;
 }
 
-/* Lower is cheaper: memory first, then measured step time (only natively run
- * arms have a step time that means anything for the format). */
-static int cheaper(const amp_ab_study *st, const amp_ab_cmp *x, int xemu, const amp_ab_cmp *y,
-                   int yemu) {
-    (void)st;
-    if (fabs(x->mem_ratio - y->mem_ratio) > 0.01) return x->mem_ratio < y->mem_ratio;
-    double sx = xemu ? 1.0 : x->speedup, sy = yemu ? 1.0 : y->speedup;
+/* Arm x is cheaper than arm y: the larger projected speed on a B200 (the
+ * GPU with every format: an emulated arm's measured speed says nothing of
+ * its format's), then the smaller memory, then the measured speed of arms
+ * that ran natively. */
+static int cheaper(const amp_ab_study *st, int x, const amp_ab_cmp *cx, int xemu, int y,
+                   const amp_ab_cmp *cy, int yemu) {
+    double px = x ? amp_ab_projected(st, x, AMP_AB_GPU_B200) : 1.0;
+    double py = y ? amp_ab_projected(st, y, AMP_AB_GPU_B200) : 1.0;
+    if (isfinite(px) && isfinite(py) && fabs(px - py) > 0.02 * py) return px > py;
+    if (fabs(cx->mem_ratio - cy->mem_ratio) > 0.01) return cx->mem_ratio < cy->mem_ratio;
+    double sx = xemu ? 1.0 : cx->speedup, sy = yemu ? 1.0 : cy->speedup;
     return sx > sy;
 }
 
@@ -87,6 +92,15 @@ void amp_ab_recommend(amp_ab_rec *out, const amp_ab_study *st) {
         if (isfinite(c.mem_ratio) && fabs(c.mem_ratio - 1.0) > 0.01)
             add(c.mem_ratio < 1 ? ra->pro : ra->con, c.mem_ratio < 1 ? sizeof ra->pro : sizeof ra->con,
                 "memory %.2fx the baseline's", c.mem_ratio);
+        double pb = amp_ab_projected(st, a, AMP_AB_GPU_B200), ph = amp_ab_projected(st, a, AMP_AB_GPU_H100);
+        char fm[96];
+        amp_ab_flop_mix(fm, sizeof fm, st, a);
+        char hs[48] = "n/a (no FP4)";
+        if (isfinite(ph)) snprintf(hs, sizeof hs, "%.2fx", ph);
+        if (isfinite(pb))
+            add(pb > 1.02 ? ra->pro : ra->con, pb > 1.02 ? sizeof ra->pro : sizeof ra->con,
+                "projected %.2fx the baseline's weight-GEMM speed on a B200, %s on an H100/H200 "
+                "(GEMM FLOPs %s)", pb, hs, fm);
         if (emulated)
             add(ra->con, sizeof ra->con, "emulated here (%s): its %.2fx speed is the emulation's",
                 emu, c.speedup);
@@ -105,7 +119,7 @@ void amp_ab_recommend(amp_ab_rec *out, const amp_ab_study *st) {
                 "operands)", sat, fl);
         if (!ra->qualifies) continue;
         nq++;
-        if (!out->best || cheaper(st, &c, emulated, &best_cmp, best_emu)) {
+        if (!out->best || cheaper(st, a, &c, emulated, out->best, &best_cmp, best_emu)) {
             out->best = a;
             best_cmp = c;
             best_emu = emulated;

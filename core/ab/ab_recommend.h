@@ -11,12 +11,12 @@
 
 /* Default tolerances (--tolerance overrides the one of the study's metric):
  * an arm qualifies when its whole 95% interval for Δ is no worse than this. */
-#define AMP_AB_TOL_LOSS 0.02 /* validation loss, nats (about 2% perplexity) */
+#define AMP_AB_TOL_LOSS 0.005 /* validation loss, nats (about 0.5% perplexity) */
 #define AMP_AB_TOL_ACC 0.005 /* test accuracy, 0.5 percentage points */
 
 typedef struct amp_ab_rec_arm {
     int qualifies;
-    char pro[320], con[480]; /* evidence for and against, "; "-separated */
+    char pro[480], con[640]; /* evidence for and against, "; "-separated */
 } amp_ab_rec_arm;
 
 typedef struct amp_ab_rec {

@@ -7,6 +7,7 @@
 
 #include "ab/ab.h"
 #include "ab/ab_html.h"
+#include "ab/ab_project.h"
 #include "ab/ab_recommend.h"
 
 /* The verdict: for a loss lower is better, for accuracy higher. */
@@ -61,6 +62,22 @@ static void speed_cell(FILE *f, const amp_ab_study *st, const amp_ab_speed *sp, 
     fputs("</td>", f);
 }
 
+/* The projection on named GPUs (ab_project.h), never a measurement. */
+static void projected_cell(FILE *f, const amp_ab_study *st, int a) {
+    char mix[96];
+    amp_ab_flop_mix(mix, sizeof mix, st, a);
+    fputs("<td class=\"num projected\">", f);
+    for (int g = 0; g < AMP_AB_NGPU; g += g == AMP_AB_GPU_H100 ? 2 : 1) {
+        double p = amp_ab_projected(st, a, g);
+        fprintf(f, "%s%s ", g ? "<br>" : "", g == AMP_AB_GPU_H100 ? "H100/H200" : amp_ab_gpu_name(g));
+        if (isfinite(p)) fprintf(f, "%.2f&times;", p);
+        else fputs("n/a", f);
+    }
+    fputs("<br><span class=\"sub\">", f);
+    amp_ab_html_esc(f, mix[0] ? mix : "GEMMs unknown");
+    fputs("</span></td>", f);
+}
+
 void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
     static amp_ab_rec rec; /* large: off the stack */
     amp_ab_recommend(&rec, st);
@@ -74,6 +91,7 @@ void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
                "<th>significant?</th><th>final train loss</th><th>median step<br><span "
                "class=\"sub\">wall / CPU</span></th><th>speedup (%s time)<br><span "
                "class=\"sub\">95%% CI, paired by seed</span></th>"
+               "<th>projected speedup<br><span class=\"sub\">weight GEMMs, datasheet rates</span></th>"
                "<th>memory ratio<br><span class=\"sub\">total peak</span></th><th>skipped steps</th>"
                "<th>underflow / overflow</th></tr></thead>\n<tbody>\n",
             amp_ab_metric_name(st), lm ? "; perplexity" : "", lm ? "validation loss" : "accuracy",
@@ -115,6 +133,7 @@ void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
         fprintf(f, "<td class=\"num\">%.4f</td><td class=\"num\">%.2f / %.2f ms</td>",
                 arm->final_loss.mean, arm->median_ms.mean, arm->cpu_ms.mean);
         speed_cell(f, st, &c.speed, a == 0, emulated);
+        projected_cell(f, st, a);
         fprintf(f,
                 "<td class=\"num%s\">%.2f&times; <span class=\"sub\">%s</span></td><td class=\"num\">%.1f</td>"
                 "<td class=\"num\">%.3g / %.3g</td></tr>\n",
@@ -129,6 +148,11 @@ void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
                "seed-to-seed spread both arms share; arms whose seeds differ get Welch's interval. "
                "With one seed there is no spread to estimate, so no interval is given. <b>Speedup</b>: for each seed, the baseline's median %s time per "
                "step / the arm's (&gt;1 is faster); the geometric mean over seeds with a t interval. "
+               "<b>Projected speedup</b> (a projection, not a measurement): the baseline's weight-GEMM "
+               "time / the arm's at NVIDIA's published dense peak rate per format (H100/H200 SXM: "
+               "FP8 2&times; BF16/FP16, 4&times; TF32, no FP4; B200: FP4 2&times; FP8), from the "
+               "model's FLOPs per GEMM format (below each figure); FP32 GEMMs at the TF32 rate; "
+               "non-GEMM work not counted, so a step gains less. "
                "<b>Memory ratio</b>: the arm's total peak memory / the baseline's. "
                "Skipped steps, underflow and overflow are means per run; underflow and overflow count "
                "values flushed to zero or rounded to inf when stored in 16 bits.%s</p>\n",

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_project.h"
 #include "ab/ab_recommend.h"
 
 static void fmt_pm(char *buf, size_t cap, const amp_ab_summary *s) {
@@ -28,7 +29,7 @@ static void cell(FILE *f, const char *s, int width, int right) {
     else fprintf(f, "%s%*s  ", s, pad, "");
 }
 
-enum { NCOL = 15 };
+enum { NCOL = 16 };
 
 /* The speed verdict in words: never "yes" when the timing cannot carry it. */
 static const char *speed_word(const amp_ab_study *st, const amp_ab_speed *sp) {
@@ -47,8 +48,8 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
     const char *head[NCOL] = {"arm",         "seeds",      h_metric,      lm ? "ppl" : "test loss",
                               h_delta,       "interval",   "per-seed Δ",  "signif.",
                               "wall ms",     "CPU ms",     h_speed,       "speed signif.",
-                              "memory",      "skipped",    "underflow"};
-    static const int right[NCOL] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1};
+                              "projected H100|B200", "memory", "skipped",  "underflow"};
+    static const int right[NCOL] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1};
     amp_ab_rec rec;
     amp_ab_recommend(&rec, st);
     amp_ab_recommend_print(&rec, st, f);
@@ -101,9 +102,14 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
                 snprintf(t[10], 96, "%.2fx%s", cmp.speed.speedup, emulated ? " emulation" : "");
             snprintf(t[11], 96, "%s", speed_word(st, &cmp.speed));
         }
-        snprintf(t[12], 96, "%.2fx", cmp.mem_ratio);
-        snprintf(t[13], 96, "%.1f", arm->skipped.mean);
-        snprintf(t[14], 96, "%.3g", arm->underflow.mean);
+        double ph = amp_ab_projected(st, a, AMP_AB_GPU_H100), pb = amp_ab_projected(st, a, AMP_AB_GPU_B200);
+        char sh[16] = "n/a", sb[16] = "n/a";
+        if (isfinite(ph)) snprintf(sh, sizeof sh, "%.2fx", ph);
+        if (isfinite(pb)) snprintf(sb, sizeof sb, "%.2fx", pb);
+        snprintf(t[12], 96, "%s|%s", sh, sb);
+        snprintf(t[13], 96, "%.2fx", cmp.mem_ratio);
+        snprintf(t[14], 96, "%.1f", arm->skipped.mean);
+        snprintf(t[15], 96, "%.3g", arm->underflow.mean);
         for (int c = 0; c < NCOL; c++)
             if (cols(t[c]) > w[c]) w[c] = cols(t[c]);
     }
@@ -133,6 +139,10 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
             "(CPU = process CPU time, all threads). memory: arm's total peak / baseline's. "
             "skipped, underflow: mean per run.\n",
             amp_ab_speed_basis(st), amp_ab_speed_basis(st));
+    fprintf(f, "projected H100|B200: a projection, not a measurement: the baseline's weight-GEMM "
+               "time / the arm's at the GPU's published dense peak rate per format (H100 and "
+               "H200 alike; FP32 at the TF32 rate), from the model's FLOPs per GEMM format; "
+               "n/a where the GPU lacks a format (FP4 before B200). Non-GEMM work not counted.\n");
     if (any_emulated)
         fprintf(f, "(emulated): this %s lacks the arm's number format, which it rounds to and "
                    "then computes in FP32; its speedup (\"emulation\") is the emulation's, not "

@@ -27,8 +27,8 @@ grep -Eq '^recommendation: (gpt_b_fp16: the cheapest|the baseline gpt_a_fp32: no
     fail "no recommendation in the summary"
 [ "$(grep -n '^recommendation: ' "$W/lm.txt" | cut -d: -f1)" -lt "$(grep -n '^arm ' "$W/lm.txt" | cut -d: -f1)" ] ||
     fail "the recommendation is not above the table"
-grep -q '"recommendation": {"arm": "gpt_[ab]_fp[0-9]*", "tolerance": 0.02, "tolerance_from": "default"' "$W/lm/ab.json" ||
-    fail "ab.json: no recommendation with the default loss tolerance"
+grep -q '"recommendation": {"arm": "gpt_[ab]_fp[0-9]*", "tolerance": 0.005, "tolerance_from": "default"' "$W/lm/ab.json" ||
+    fail "ab.json: no recommendation with the default loss tolerance 0.005"
 grep -q 'id="recommendation"' "$W/lm/report.html" || fail "report: no recommendation"
 "$CHECK" "$W/lm" 2 || fail "ab.json"
 grep -q '"metric": "val_loss", "metric_from": "model"' "$W/lm/ab.json" || fail "ab.json: metric is not val_loss"
