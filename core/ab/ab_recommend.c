@@ -127,11 +127,14 @@ void amp_ab_recommend(amp_ab_rec *out, const amp_ab_study *st) {
     }
     const char *metric = amp_ab_metric_name(st);
     if (out->best) {
+        double pb = amp_ab_projected(st, out->best, AMP_AB_GPU_B200);
+        char proj[96] = "";
+        if (isfinite(pb)) snprintf(proj, sizeof proj, ", projected %.2fx the baseline's weight-GEMM speed on a B200", pb);
         snprintf(out->why, sizeof out->why,
                  "%s: the cheapest of the %d arm%s whose %s stays within %g of the baseline's "
-                 "(the whole 95%% interval; tolerance %s): memory %.2fx the baseline's",
+                 "(the whole 95%% interval; tolerance %s)%s, memory %.2fx the baseline's",
                  st->arms[out->best].name, nq, nq == 1 ? "" : "s", metric, out->tolerance,
-                 out->tol_given ? "from --tolerance" : "the default", best_cmp.mem_ratio);
+                 out->tol_given ? "from --tolerance" : "the default", proj, best_cmp.mem_ratio);
     } else {
         snprintf(out->why, sizeof out->why,
                  "the baseline %s: no arm's %s stays within %g of the baseline's with 95%% "
