@@ -95,7 +95,7 @@ void amp_ab_recommend(amp_ab_rec *out, const amp_ab_study *st) {
         double pb = amp_ab_projected(st, a, AMP_AB_GPU_B200), ph = amp_ab_projected(st, a, AMP_AB_GPU_H100);
         char fm[96];
         amp_ab_flop_mix(fm, sizeof fm, st, a);
-        char hs[48] = "n/a (no FP4)";
+        char hs[48] = "n/a (no FP4/MXFP8)";
         if (isfinite(ph)) snprintf(hs, sizeof hs, "%.2fx", ph);
         if (isfinite(pb))
             add(pb > 1.02 ? ra->pro : ra->con, pb > 1.02 ? sizeof ra->pro : sizeof ra->con,

@@ -142,7 +142,7 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
     fprintf(f, "projected H100|B200: a projection, not a measurement: the baseline's weight-GEMM "
                "time / the arm's at the GPU's published dense peak rate per format (H100 and "
                "H200 alike; FP32 at the TF32 rate), from the model's FLOPs per GEMM format; "
-               "n/a where the GPU lacks a format (FP4 before B200). Non-GEMM work not counted.\n");
+               "n/a where the GPU lacks a format (FP4 and MXFP8 before B200). Non-GEMM work not counted.\n");
     if (any_emulated)
         fprintf(f, "(emulated): this %s lacks the arm's number format, which it rounds to and "
                    "then computes in FP32; its speedup (\"emulation\") is the emulation's, not "
