@@ -32,6 +32,7 @@
 
 #include "ab/ab.h"
 #include "ab/ab_ranks.h"
+#include "ab/ab_gemms.h"
 #include "ab/ab_scan.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -262,33 +263,6 @@ static int keep_layers(arm_cfg *c, const amp_session *s) {
     return 0;
 }
 
-/* The model's weight GEMMs with the policy's dtype for each: a GEMM layer's
- * 2-D ".weight" tensor, or the tensor tied to it (the GPT's lm_head). */
-static int keep_gemms(amp_ab_arm *arm, const amp_session *s) {
-    static const char *const names[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
-    const amp_model_desc *d = &s->model->desc;
-    arm->gemm = calloc((size_t)d->nlayers + 1, sizeof *arm->gemm);
-    if (!arm->gemm) return -1;
-    for (int l = 0; l < d->nlayers; l++) {
-        if (!(d->layers[l].op_classes & (1u << AMP_OP_GEMM))) continue;
-        char wname[AMP_MODEL_NAME_MAX + 8];
-        snprintf(wname, sizeof wname, "%s.weight", d->layers[l].name);
-        double w = 0;
-        for (int p = 0; p < d->nparam_tensors && w == 0; p++) {
-            const amp_param_desc *pd = &d->params[p];
-            if (pd->ndim == 2 && (strcmp(pd->name, wname) == 0 || strcmp(pd->tied, wname) == 0))
-                w = (double)pd->shape[0] * (double)pd->shape[1];
-        }
-        if (w == 0) continue; /* no weight: attention's score GEMMs, not counted */
-        amp_ab_gemm *g = &arm->gemm[arm->ngemm++];
-        snprintf(g->layer, sizeof g->layer, "%s", d->layers[l].name);
-        g->weights = w;
-        amp_dtype dt = s->model->prec[l].compute[AMP_OP_GEMM];
-        snprintf(g->dtype, sizeof g->dtype, "%s", (unsigned)dt < AMP_DTYPE_COUNT ? names[dt] : "?");
-    }
-    return 0;
-}
-
 static const entry *find_entry(const arm_cfg *c, const char *section, const char *key) {
     for (size_t i = 0; i < c->n; i++)
         if (strcmp(c->e[i].section, section) == 0 && strcmp(c->e[i].key, key) == 0) return &c->e[i];
@@ -327,7 +301,7 @@ static int validate(const ab_args *a, int i, amp_ab_arm *arm, arm_cfg *ac, char 
                      (long long)s->data_ops->train_rows(&s->data));
             code = 2;
         } else if (amp_config_each_resolved(cfg, add_entry, ac) != 0 || keep_layers(ac, s) != 0 ||
-                   keep_gemms(arm, s) != 0) {
+                   amp_ab_keep_gemms(arm, s) != 0) {
             snprintf(err, errlen, "out of host memory");
             code = 1;
         }
