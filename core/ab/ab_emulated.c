@@ -4,7 +4,8 @@
  * step time is the emulation's, not the format's. FP16 and BF16 GEMMs run
  * natively only where the GEMM library has a 16-bit kernel for the ISA path
  * (AVX512_BF16 for bf16; cpu_gemm.c): each run's summary.json names the path
- * every GEMM shape took, "-f32" ones widened. */
+ * every GEMM shape took, the native ones onednn-bf16 and onednn-f16
+ * (cpu_gemm_tune.c); -f32 ones widened, reference-f64 the test GEMM. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ static int native_16bit(const amp_ab_run *r) {
     const amp_jval *paths = be ? amp_json_get_type(be, "gemm_paths", AMP_JARR) : NULL;
     for (size_t i = 0; paths && i < paths->n; i++) {
         const amp_jval *p = amp_json_get_type(&paths->items[i], "path", AMP_JSTR);
-        if (p && !ends_with(p->str, "-f32")) return 1;
+        if (p && (ends_with(p->str, "-bf16") || ends_with(p->str, "-f16"))) return 1;
     }
     return 0;
 }
