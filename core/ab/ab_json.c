@@ -1,5 +1,5 @@
 /* ab.json: every run's summary, per-arm statistics across seeds and the
- * pairwise comparisons (b - a, Welch 95% intervals). Schema "amptrain-ab/1";
+ * pairwise comparisons (b - a, paired t 95% intervals; Welch's when seeds differ). Schema "amptrain-ab/1";
  * docs/ab-testing.md describes it. */
 #include <math.h>
 #include <stdlib.h>
