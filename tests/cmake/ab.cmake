@@ -55,7 +55,7 @@ add_test(NAME ab_fp8_charts
 set_tests_properties(ab_fp8_charts PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_fp8)
 add_test(NAME ab_fp8_report_browser
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/browser_check.sh ${AMP_AB_OUT}/fp8/report.html 2
-                 chart-fp8-scale-1 chart-fp8-heat-1)
+                 chart-fp8-scale-1 chart-fp8-heat-1 emulated:tiny_fp8)
 set_tests_properties(ab_fp8_report_browser PROPERTIES LABELS "ab;browser;fp8"
   FIXTURES_REQUIRED ab_fp8 SKIP_RETURN_CODE 77)
 
