@@ -159,16 +159,23 @@ void amp_ab_recommend_html(const amp_ab_rec *r, const amp_ab_study *st, FILE *f)
     fputs("<div class=\"card\" id=\"recommendation\"><h2>Recommendation</h2><p><b>Use ", f);
     amp_ab_html_esc(f, st->arms[r->best].name);
     fputs("</b> &mdash; ", f);
-    amp_ab_html_esc(f, r->why);
-    fputs(".</p>\n<table class=\"evidence\"><thead><tr><th>arm</th><th>qualifies</th><th>for"
-          "</th><th>against</th></tr></thead><tbody>\n", f);
+    /* the reason without the arm's name, which the line has just given */
+    size_t nl = strlen(st->arms[r->best].name);
+    const char *why = r->why;
+    if (r->best && strncmp(why, st->arms[r->best].name, nl) == 0 && strncmp(why + nl, ": ", 2) == 0)
+        why += nl + 2;
+    amp_ab_html_esc(f, why);
+    /* the evidence is prose: let it wrap (report tables keep cells on one line) */
+    fputs(".</p>\n<table class=\"evidence\" style=\"table-layout:fixed;width:100%\"><thead><tr>"
+          "<th style=\"width:22%\">arm</th><th style=\"width:8%\">qualifies</th><th>for</th>"
+          "<th>against</th></tr></thead><tbody>\n", f);
     for (int a = 1; a < st->narms && a < AMP_AB_MAX_ARMS; a++) {
         const amp_ab_rec_arm *ra = &r->arms[a];
-        fputs("<tr><td class=\"arm\">", f);
+        fputs("<tr><td class=\"arm\" style=\"white-space:normal;overflow-wrap:anywhere\">", f);
         amp_ab_html_esc(f, st->arms[a].name);
-        fprintf(f, "</td><td>%s</td><td>", ra->qualifies ? "yes" : "no");
+        fprintf(f, "</td><td>%s</td><td style=\"white-space:normal\">", ra->qualifies ? "yes" : "no");
         amp_ab_html_esc(f, ra->pro[0] ? ra->pro : "-");
-        fputs("</td><td>", f);
+        fputs("</td><td style=\"white-space:normal\">", f);
         amp_ab_html_esc(f, ra->con[0] ? ra->con : "-");
         fputs("</td></tr>\n", f);
     }
