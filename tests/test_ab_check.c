@@ -57,8 +57,13 @@ static void check_stat(const amp_jval *s, const double *x, int n, const char *wh
            "%s: min <= mean <= max", where);
 }
 
+/* Every arm of one `ab` run ran the same seeds: each interval is the
+ * paired t interval on the nseeds per-seed differences. */
 static void check_welch(const amp_jval *w, double diff, int nseeds, const char *where) {
     if (!w) return;
+    const amp_jval *test = amp_json_get_type(w, "test", AMP_JSTR);
+    EXPECT(test && strcmp(test->str, "paired") == 0, "%s: test is not \"paired\"", where);
+    EXPECT(num(w, "n", where) == nseeds, "%s: n %g, expected %d pairs", where, num(w, "n", where), nseeds);
     EXPECT(near(num(w, "diff", where), diff), "%s: diff %g, expected %g", where,
            num(w, "diff", where), diff);
     const amp_jval *ci = amp_json_get(w, "ci95"), *sig = amp_json_get(w, "significant");
@@ -162,6 +167,7 @@ int main(int argc, char **argv) {
     double means[16][NSTAT];
     double step[16][64]; /* each run's step time on the study's basis */
     double first[16][64];
+    double per_run[16][2][64]; /* each run's test_loss and test_acc */
     const char *prec[16];
     for (int a = 0; a < na && a < 16; a++) {
         const amp_jval *arm = &arms->items[a];
@@ -182,6 +188,7 @@ int main(int argc, char **argv) {
                 const amp_jval *sum = get(&runs->items[r], "summary", AMP_JOBJ, "run");
                 x[r] = num(sum, summary_keys[k], "summary");
                 if (k == (cpu_basis ? 8 : 3)) step[a][r] = x[r];
+                if (k == 1 || k == 2) per_run[a][k - 1][r] = x[r];
             }
             const amp_jval *s = get(stats, stat_keys[k], AMP_JOBJ, "stats");
             check_stat(s, x, nseeds, stat_keys[k]);
@@ -230,6 +237,11 @@ int main(int argc, char **argv) {
         check_welch(get(c, "median_step_ms", AMP_JOBJ, "comparison"), means[ib][3] - means[ia][3], nseeds, "median_step_ms");
         const amp_jval *verdict = get(c, "verdict", AMP_JOBJ, "comparison");
         check_welch(verdict, means[ib][by_loss ? 1 : 2] - means[ia][by_loss ? 1 : 2], nseeds, "verdict");
+        const amp_jval *per = get(c, "verdict_per_seed", AMP_JARR, "comparison");
+        EXPECT(per && (int)per->n == nseeds, "verdict_per_seed: one difference per seed");
+        for (int r = 0; per && (int)per->n == nseeds && r < nseeds && r < 64; r++)
+            EXPECT(near(per->items[r].num, per_run[ib][by_loss ? 0 : 1][r] - per_run[ia][by_loss ? 0 : 1][r]),
+                   "verdict_per_seed[%d] = %g, expected arm b - arm a of seed %d", r, per->items[r].num, r);
         double lsum = 0;
         for (int r = 0; r < nseeds && r < 64; r++) lsum += log(step[ia][r] / step[ib][r]) / nseeds;
         const amp_jval *speed = get(c, "speed", AMP_JOBJ, "comparison");

@@ -120,6 +120,44 @@ int main(void) {
         amp_ab_welch_ci(&w, &sa, &sc, 0.95);
         EXPECT(w.lo == 1 && w.hi == 1 && w.significant, "different constants");
     }
+    {
+        /* Paired against Welch on the same per-seed values. Three seeds; the
+         * arm's loss is the baseline's + 0.010, 0.012, 0.014, on top of a
+         * seed-to-seed spread of 0.1 that both arms share.
+         * By hand: d = (0.010, 0.012, 0.014), mean(d) = 0.012,
+         * sd(d) = sqrt((0.002^2 + 0 + 0.002^2) / 2) = 0.002,
+         * se = 0.002 / sqrt(3) = 0.0011547005383792516, df = n - 1 = 2,
+         * t(0.975, 2) = 4.302652729749462 (checked above), half-width
+         * 4.302652729749462 * 0.0011547005383792516 = 0.0049682754235007,
+         * interval [0.0070317245764993, 0.0169682754235007]: excludes 0.
+         * Welch on the same values: var_a = 0.01, var_b = 0.010204, se =
+         * sqrt(0.01/3 + 0.010204/3) = 0.0820650, df = 3.9996, t ~ 2.776,
+         * half-width ~ 0.228: the interval [-0.216, +0.240] contains 0. */
+        double a[] = {2.400, 2.300, 2.500}, b[] = {2.410, 2.312, 2.514};
+        amp_ab_summary sa, sb;
+        amp_ab_welch w, p;
+        summary_of(&sa, a, 3);
+        summary_of(&sb, b, 3);
+        amp_ab_welch_ci(&w, &sa, &sb, 0.95);
+        EXPECT(w.has_ci && !w.paired && w.lo < 0 && w.hi > 0 && !w.significant,
+               "Welch [%g, %g] contains 0", w.lo, w.hi);
+        NEAR(w.se, 0.08206501487641775, 1e-9);
+        amp_ab_paired_ci(&p, a, b, 3, 0.95);
+        EXPECT(p.paired && p.has_ci && p.n == 3 && p.df == 2, "paired, n %d, df %g", p.n, p.df);
+        NEAR(p.diff, 0.012, 1e-9);
+        NEAR(p.se, 0.0011547005383792516, 1e-9);
+        NEAR(p.lo, 0.0070317245764993, 1e-9);
+        NEAR(p.hi, 0.0169682754235007, 1e-9);
+        EXPECT(p.significant, "paired [%g, %g] excludes 0", p.lo, p.hi);
+    }
+    {
+        /* one pair: a difference but no interval; a non-finite pair is dropped */
+        double a[] = {2.4, NAN}, b[] = {2.5, 2.6};
+        amp_ab_welch p;
+        amp_ab_paired_ci(&p, a, b, 2, 0.95);
+        EXPECT(p.paired && !p.has_ci && p.n == 1 && !p.significant && isnan(p.lo), "n = 1: no CI");
+        NEAR(p.diff, 0.1, 1e-12);
+    }
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);
     return amp_test_failures ? 1 : 0;
 }

@@ -1,10 +1,12 @@
 /* ab.json: every run's summary, per-arm statistics across seeds and the
- * pairwise comparisons (b - a, Welch 95% intervals). Schema "amptrain-ab/1";
+ * pairwise comparisons (b - a, paired t 95% intervals; Welch's when seeds differ). Schema "amptrain-ab/1";
  * docs/ab-testing.md describes it. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_recommend.h"
 #include "ab/ab_scan.h"
 #include "io/json.h"
 
@@ -58,6 +60,7 @@ static void write_pair(FILE *f, double lo, double hi) {
 static void write_welch(FILE *f, const amp_ab_welch *w) {
     fputs("{\"diff\": ", f);
     amp_json_num(f, w->diff);
+    fprintf(f, ", \"test\": \"%s\", \"n\": %d", w->paired ? "paired" : "welch", w->n);
     if (w->has_ci) {
         fputs(", \"ci95\": ", f);
         write_pair(f, w->lo, w->hi);
@@ -69,6 +72,49 @@ static void write_welch(FILE *f, const amp_ab_welch *w) {
     } else {
         fputs(", \"ci95\": null, \"df\": null, \"se\": null, \"significant\": null}", f);
     }
+}
+
+/* The verdict's per-seed differences b - a, in seed order (null when the
+ * arms' seeds differ). */
+static void write_seed_deltas(FILE *f, const amp_ab_study *st, int a, int b) {
+    double *d = malloc((size_t)(st->arms[b].nruns > 0 ? st->arms[b].nruns : 1) * sizeof *d);
+    int n = d ? amp_ab_seed_deltas(st, a, b, d) : 0;
+    fputs(",\n     \"verdict_per_seed\": ", f);
+    if (n == 0) fputs("null", f);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ", " : "[", f);
+        amp_json_num(f, d[i]);
+    }
+    if (n) fputc(']', f);
+    free(d);
+}
+
+/* The recommendation (ab_recommend.h) with each arm's evidence. */
+static void write_recommendation(FILE *f, const amp_ab_study *st) {
+    static amp_ab_rec rec; /* large: off the stack */
+    amp_ab_recommend(&rec, st);
+    fputs(",\n  \"recommendation\": {\"arm\": ", f);
+    amp_json_str(f, st->arms[rec.best].name);
+    fputs(", \"tolerance\": ", f);
+    amp_json_num(f, rec.tolerance);
+    fprintf(f, ", \"tolerance_from\": \"%s\", \"why\": ", rec.tol_given ? "--tolerance" : "default");
+    amp_json_str(f, rec.why);
+    fputs(", \"arms\": [", f);
+    for (int a = 1; a < st->narms && a < AMP_AB_MAX_ARMS; a++) {
+        char emu[256] = "";
+        int emulated = amp_ab_emulated(st, a, emu, sizeof emu);
+        fputs(a > 1 ? ",\n    {\"name\": " : "\n    {\"name\": ", f);
+        amp_json_str(f, st->arms[a].name);
+        fprintf(f, ", \"qualifies\": %s, \"emulated\": ", rec.arms[a].qualifies ? "true" : "false");
+        if (emulated) amp_json_str(f, emu);
+        else fputs("null", f);
+        fputs(", \"for\": ", f);
+        amp_json_str(f, rec.arms[a].pro);
+        fputs(", \"against\": ", f);
+        amp_json_str(f, rec.arms[a].con);
+        fputc('}', f);
+    }
+    fputs(st->narms > 1 ? "\n  ]}" : "]}", f);
 }
 
 static void write_arm(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm) {
@@ -221,6 +267,7 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
             write_welch(f, &c.median_ms);
             fputs(",\n     \"verdict\": ", f);
             write_welch(f, &c.verdict);
+            write_seed_deltas(f, st, a, b);
             fputs(",\n     \"speed\": {\"speedup\": ", f);
             amp_json_num(f, c.speed.speedup);
             fputs(", \"ci95\": ", f);
@@ -237,6 +284,7 @@ int amp_ab_write_json(const amp_ab_study *st, FILE *f) {
             fputc('}', f);
         }
     fputs(first ? "]" : "\n  ]", f);
+    write_recommendation(f, st);
     if (st->scan) write_scan(st->scan, st, f);
     fputs("\n}\n", f);
     return ferror(f) ? -1 : 0;

@@ -299,18 +299,3 @@ int amp_ab_mem_total(const amp_ab_study *st) {
         if (strcmp(st->mem_names[m], "total") == 0) return m;
     return -1;
 }
-
-void amp_ab_compare(amp_ab_cmp *out, const amp_ab_study *st, int a, int b) {
-    const amp_ab_arm *A = &st->arms[a], *B = &st->arms[b];
-    out->a = a;
-    out->b = b;
-    amp_ab_welch_ci(&out->final_loss, &A->final_loss, &B->final_loss, AMP_AB_LEVEL);
-    amp_ab_welch_ci(&out->test_loss, &A->test_loss, &B->test_loss, AMP_AB_LEVEL);
-    amp_ab_welch_ci(&out->test_acc, &A->test_acc, &B->test_acc, AMP_AB_LEVEL);
-    amp_ab_welch_ci(&out->median_ms, &A->median_ms, &B->median_ms, AMP_AB_LEVEL);
-    out->verdict = st->metric == AMP_AB_METRIC_LOSS ? out->test_loss : out->test_acc;
-    amp_ab_speed_compare(&out->speed, st, a, b);
-    out->speedup = out->speed.speedup;
-    int t = amp_ab_mem_total(st);
-    out->mem_ratio = t >= 0 ? B->mem[t].mean / A->mem[t].mean : NAN;
-}

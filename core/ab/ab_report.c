@@ -8,24 +8,8 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_html.h"
 #include "ab/ab_scan.h"
-
-static const char *const palette[] = {"#3566b0", "#e0672a", "#27955a", "#b5338a",
-                                      "#8a6d3b", "#149cb0", "#6f42c1", "#c0392b"};
-#define NPAL (int)(sizeof palette / sizeof palette[0])
-static const char *color(int arm) { return palette[arm % NPAL]; }
-
-static void esc(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
 
 /* ------------------------------------------------------------ axes */
 
@@ -73,7 +57,7 @@ static void svg_open(FILE *f, const char *id, const char *label, int w, int h) {
             "<svg id=\"%s\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d "
             "%d\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"",
             id, w, h, w, h);
-    esc(f, label);
+    amp_ab_html_esc(f, label);
     fputs("\">\n", f);
 }
 
@@ -116,8 +100,8 @@ static void axes(FILE *f, const frame *fr, double xstep, double ystep, const cha
 static void legend(FILE *f, const amp_ab_study *st) {
     fputs("<div class=\"legend\">", f);
     for (int a = 0; a < st->narms; a++) {
-        fprintf(f, "<span><i style=\"background:%s\"></i>", color(a));
-        esc(f, st->arms[a].name);
+        fprintf(f, "<span><i style=\"background:%s\"></i>", amp_ab_html_color(a));
+        amp_ab_html_esc(f, st->arms[a].name);
         fputs("</span>", f);
     }
     fputs("</div>\n", f);
@@ -223,7 +207,7 @@ static void chart_loss(FILE *f, const amp_ab_study *st) {
     axes(f, &fr, xs, ys, "step", "training loss", 0);
     for (int a = 0; a < st->narms; a++) {
         if (st->arms[a].nruns > 1) {
-            fprintf(f, "<path class=\"band\" data-arm=\"%d\" fill=\"%s\" d=\"", a, color(a));
+            fprintf(f, "<path class=\"band\" data-arm=\"%d\" fill=\"%s\" d=\"", a, amp_ab_html_color(a));
             pathw p = {f, 0};
             for (int j = 0; j < b[a].n; j++) path_pt(&p, fx(&fr, b[a].x[j]), fy(&fr, b[a].hi[j]));
             for (int j = b[a].n - 1; j >= 0; j--) path_pt(&p, fx(&fr, b[a].x[j]), fy(&fr, b[a].lo[j]));
@@ -231,11 +215,11 @@ static void chart_loss(FILE *f, const amp_ab_study *st) {
         }
     }
     for (int a = 0; a < st->narms; a++) {
-        fprintf(f, "<path class=\"data line\" data-arm=\"%d\" stroke=\"%s\" d=\"", a, color(a));
+        fprintf(f, "<path class=\"data line\" data-arm=\"%d\" stroke=\"%s\" d=\"", a, amp_ab_html_color(a));
         pathw p = {f, 0};
         for (int j = 0; j < b[a].n; j++) path_pt(&p, fx(&fr, b[a].x[j]), fy(&fr, b[a].mean[j]));
         fputs("\"><title>", f);
-        esc(f, st->arms[a].name);
+        amp_ab_html_esc(f, st->arms[a].name);
         fputs("</title></path>\n", f);
     }
     fputs("</svg>\n</figure>\n", f);
@@ -306,7 +290,7 @@ static void chart_eval(FILE *f, const amp_ab_study *st) {
         }
         /* a small sideways offset per arm keeps equal points apart */
         double off = (a - (st->narms - 1) / 2.0) * 4.0;
-        fprintf(f, "<g fill=\"%s\" stroke=\"%s\">\n", color(a), color(a));
+        fprintf(f, "<g fill=\"%s\" stroke=\"%s\">\n", amp_ab_html_color(a), amp_ab_html_color(a));
         for (size_t e = 0; e < ne; e++) {
             double px = fx(&fr, (double)arm->runs[0].evals[e].step) + off;
             if (arm->nruns > 1)
@@ -314,12 +298,12 @@ static void chart_eval(FILE *f, const amp_ab_study *st) {
                         fy(&fr, mn[e]), fy(&fr, mxv[e]));
             fprintf(f, "<circle class=\"marker\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>", px,
                     fy(&fr, mean[e]));
-            esc(f, arm->name);
+            amp_ab_html_esc(f, arm->name);
             fprintf(f, " step %lld: %.4f</title></circle>\n", (long long)arm->runs[0].evals[e].step,
                     mean[e]);
         }
         fputs("</g>\n", f);
-        fprintf(f, "<path class=\"data line\" data-arm=\"%d\" stroke=\"%s\" d=\"", a, color(a));
+        fprintf(f, "<path class=\"data line\" data-arm=\"%d\" stroke=\"%s\" d=\"", a, amp_ab_html_color(a));
         pathw p = {f, 0};
         for (size_t e = 0; e < ne; e++)
             path_pt(&p, fx(&fr, (double)arm->runs[0].evals[e].step) + off, fy(&fr, mean[e]));
@@ -365,7 +349,7 @@ static void chart_scale(FILE *f, const amp_ab_study *st) {
             const amp_ab_run *run = &st->arms[a].runs[r];
             /* a step line: a point only where the scale changes */
             fprintf(f, "<path class=\"data line scale\" data-arm=\"%d\" data-seed=\"%llu\" stroke=\"%s\"%s d=\"",
-                    a, (unsigned long long)run->seed, color(a),
+                    a, (unsigned long long)run->seed, amp_ab_html_color(a),
                     a ? " stroke-dasharray=\"6 3\"" : "");
             double prev = NAN;
             int started = 0;
@@ -390,8 +374,8 @@ static void chart_scale(FILE *f, const amp_ab_study *st) {
                 fprintf(f,
                         "<path class=\"skip\" data-arm=\"%d\" stroke=\"%s\" d=\"M%.1f %.1f l6 6 m0 -6 "
                         "l-6 6\"><title>",
-                        a, color(a), px - 3, py - 3);
-                esc(f, st->arms[a].name);
+                        a, amp_ab_html_color(a), px - 3, py - 3);
+                amp_ab_html_esc(f, st->arms[a].name);
                 fprintf(f, " seed %llu: step %lld skipped at scale %g</title></path>\n",
                         (unsigned long long)run->seed, (long long)p->step, p->scale);
                 marks++;
@@ -465,7 +449,7 @@ static void chart_steptime(FILE *f, const amp_ab_study *st) {
     for (int a = 0; a < st->narms && h; a++) {
         if (!n[a]) continue;
         fprintf(f, "<path class=\"data hist\" data-arm=\"%d\" stroke=\"%s\" fill=\"%s\" d=\"", a,
-                color(a), color(a));
+                amp_ab_html_color(a), amp_ab_html_color(a));
         double base = fy(&fr, 0);
         fprintf(f, "M%.1f %.1f", fx(&fr, lo), base);
         for (int b = 0; b < TBINS; b++)
@@ -475,8 +459,8 @@ static void chart_steptime(FILE *f, const amp_ab_study *st) {
         fprintf(f,
                 "<line class=\"median\" stroke=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
                 "y2=\"%.1f\"><title>",
-                color(a), px, px, fr.T, fr.T + fr.H);
-        esc(f, st->arms[a].name);
+                amp_ab_html_color(a), px, px, fr.T, fr.T + fr.H);
+        amp_ab_html_esc(f, st->arms[a].name);
         fprintf(f, " median %.3f ms</title></line>\n", med);
     }
     fputs("</svg>\n</figure>\n", f);
@@ -487,13 +471,6 @@ static void chart_steptime(FILE *f, const amp_ab_study *st) {
 }
 
 /* ------------------------------------------------------------ memory */
-
-static void fmt_bytes(char *buf, size_t cap, double b) {
-    if (b >= 1 << 30) snprintf(buf, cap, "%.2f GiB", b / (1 << 30));
-    else if (b >= 1 << 20) snprintf(buf, cap, "%.2f MiB", b / (1 << 20));
-    else if (b >= 1 << 10) snprintf(buf, cap, "%.1f KiB", b / (1 << 10));
-    else snprintf(buf, cap, "%.0f B", b);
-}
 
 static void chart_memory(FILE *f, const amp_ab_study *st) {
     int cats[AMP_AB_MAX_MEM], nc = 0;
@@ -552,13 +529,13 @@ static void chart_memory(FILE *f, const amp_ab_study *st) {
         for (int a = 0; a < st->narms; a++) {
             double v = st->arms[a].mem[m].mean, w = fx(&fr, v) - fr.L;
             char buf[32];
-            fmt_bytes(buf, sizeof buf, v);
+            amp_ab_fmt_bytes(buf, sizeof buf, v);
             if (w > 0) {
                 fprintf(f,
                         "<rect class=\"data bar\" data-arm=\"%d\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\" "
                         "width=\"%.1f\" height=\"%d\"><title>",
-                        a, color(a), fr.L, y0 + a * bh, w, bh - 1);
-                esc(f, st->arms[a].name);
+                        a, amp_ab_html_color(a), fr.L, y0 + a * bh, w, bh - 1);
+                amp_ab_html_esc(f, st->arms[a].name);
                 fprintf(f, " %s: %s</title></rect>\n", st->mem_names[m], buf);
             }
             fprintf(f, "<text class=\"val\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", fr.L + w + 4,
@@ -661,9 +638,9 @@ static void chart_heat(FILE *f, const amp_ab_study *st, int a) {
     char id[200];
     snprintf(id, sizeof id, "chart-heat-%d", a);
     fputs("<div class=\"heat\"><div class=\"heat-title\"><i style=\"background:", f);
-    fputs(color(a), f);
+    fputs(amp_ab_html_color(a), f);
     fputs("\"></i>", f);
-    esc(f, arm->name);
+    amp_ab_html_esc(f, arm->name);
     if (nrows < nl) fprintf(f, " <span class=\"note\">(%d layers in %d blocks)</span>", nl, nrows);
     fputs("</div>\n", f);
     svg_open(f, id, "underflow and overflow rate per layer", w, h);
@@ -673,7 +650,7 @@ static void chart_heat(FILE *f, const amp_ab_study *st, int a) {
     for (int k = 0; k < nrows; k++) {
         const heat_row *row = &rows[k];
         fprintf(f, "<text class=\"cat\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, T + k * ch + ch / 2 + 4);
-        esc(f, row->name);
+        amp_ab_html_esc(f, row->name);
         if (row->layers > 1) fprintf(f, " (%d layers)", row->layers);
         fputs("</text>\n", f);
         for (int c = 0; c < 4; c++) {
@@ -697,7 +674,7 @@ static void chart_heat(FILE *f, const amp_ab_study *st, int a) {
                     "<rect class=\"data cell\" data-arm=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
                     "height=\"%d\" fill=\"%s\"><title>",
                     a, x + 1, y + 1, cw - 2, ch - 2, fill);
-            esc(f, row->name);
+            amp_ab_html_esc(f, row->name);
             fprintf(f, " %s: %.0f of %.0f rounded values</title></rect>"
                     "<text class=\"%s\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                     colname[c], row->lost[c], row->rounded[c], tcls, x + cw / 2, y + ch / 2 + 4, txt);
@@ -730,9 +707,9 @@ static void chart_fp8(FILE *f, const amp_ab_study *st, int a) {
             if (v[c] > most[c]) most[c] = v[c];
     }
     fputs("<div class=\"heat\"><div class=\"heat-title\"><i style=\"background:", f);
-    fputs(color(a), f);
+    fputs(amp_ab_html_color(a), f);
     fputs("\"></i>", f);
-    esc(f, arm->name);
+    amp_ab_html_esc(f, arm->name);
     fputs("</div>\n<table class=\"fp8\"><tr><th>layer</th><th>role</th><th>format</th><th>amax</th>"
           "<th>scale</th><th>saturated</th><th>flushed</th><th>kept</th><th>block scales</th>"
           "<th>SR bias</th></tr>\n", f);
@@ -742,11 +719,11 @@ static void chart_fp8(FILE *f, const amp_ab_study *st, int a) {
         const amp_jval *role = amp_json_get_type(o, "role", AMP_JSTR);
         const amp_jval *fmt = amp_json_get_type(o, "format", AMP_JSTR);
         fputs("<tr><td>", f);
-        esc(f, layer ? layer->str : "?");
+        amp_ab_html_esc(f, layer ? layer->str : "?");
         fputs("</td><td>", f);
-        esc(f, role ? role->str : "?");
+        amp_ab_html_esc(f, role ? role->str : "?");
         fputs("</td><td>", f);
-        esc(f, fmt ? fmt->str : "?");
+        amp_ab_html_esc(f, fmt ? fmt->str : "?");
         fprintf(f, "</td><td>%.4g</td><td>%.4g</td>", jnum(o, "amax"), jnum(o, "scale"));
         double v[2] = {jnum(o, "saturated"), jnum(o, "flushed")};
         for (int c = 0; c < 2; c++) {
@@ -781,9 +758,9 @@ static const char *fp8_role_color(const char *role) {
 
 static void fp8_title(FILE *f, const amp_ab_study *st, int a, const char *what) {
     fputs("<div class=\"heat\"><div class=\"heat-title\"><i style=\"background:", f);
-    fputs(color(a), f);
+    fputs(amp_ab_html_color(a), f);
     fputs("\"></i>", f);
-    esc(f, st->arms[a].name);
+    amp_ab_html_esc(f, st->arms[a].name);
     fprintf(f, " <span class=\"note\">%s</span></div>\n", what);
 }
 
@@ -837,7 +814,7 @@ static void chart_fp8_scale(FILE *f, const amp_ab_study *st, int a) {
     for (int s = 0; s < n; s++) {
         if (fp->block[s]) continue;
         fprintf(f, "<path class=\"data line fp8-scale\" data-arm=\"%d\" data-layer=\"", a);
-        esc(f, fp->layer[s]);
+        amp_ab_html_esc(f, fp->layer[s]);
         fprintf(f, "\" data-role=\"%s\" stroke=\"%s\" style=\"stroke-width:1.2\" data-scales=\"",
                 fp->role[s], fp8_role_color(fp->role[s]));
         double prev = NAN;
@@ -861,7 +838,7 @@ static void chart_fp8_scale(FILE *f, const amp_ab_study *st, int a) {
         }
         if (!isnan(prev)) fprintf(f, " H%.1f", fx(&fr, last));
         fputs("\"><title>", f);
-        esc(f, fp->layer[s]);
+        amp_ab_html_esc(f, fp->layer[s]);
         fprintf(f, " %s</title></path>\n", fp->role[s]);
     }
     fputs("</svg></div>\n", f);
@@ -983,7 +960,7 @@ static void chart_fp8_heat(FILE *f, const amp_ab_study *st, int a) {
             y += hh;
         }
         fprintf(f, "<text class=\"val\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 4, y + ch - 2);
-        esc(f, rw->name);
+        amp_ab_html_esc(f, rw->name);
         fputs("</text>\n", f);
         for (int kind = 0; kind < 2; kind++)
             for (int j = 0; j < nb; j++) {
@@ -994,14 +971,14 @@ static void chart_fp8_heat(FILE *f, const amp_ab_study *st, int a) {
                 fprintf(f,
                         "<rect class=\"data cell\" data-arm=\"%d\" data-role=\"%s\" data-layer=\"",
                         a, fp8_roles[rw->role]);
-                esc(f, rw->name);
+                amp_ab_html_esc(f, rw->name);
                 fprintf(f, "\" data-kind=\"%s\" data-step0=\"%lld\" data-step1=\"%lld\" "
                            "data-value=\"%.9g\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"",
                         kinds[kind], (long long)r0->pts[i0].step, (long long)r0->pts[i1 - 1].step, v,
                         L + kind * (nb * cw + gap) + j * cw, y, cw - 1, ch - 1, fill);
                 if (v > 0) {
                     fputs("><title>", f);
-                    esc(f, rw->name);
+                    amp_ab_html_esc(f, rw->name);
                     fprintf(f, " %s, steps %lld-%lld: %.4g %s per step</title></rect>\n",
                             fp8_roles[rw->role], (long long)r0->pts[i0].step,
                             (long long)r0->pts[i1 - 1].step, v, kinds[kind]);
@@ -1041,107 +1018,6 @@ static void heat_key(FILE *f, const char *what, const char *none) {
 
 /* ------------------------------------------------------------ tables */
 
-/* The verdict: for a loss lower is better, for accuracy higher. */
-static void verdict_cell(FILE *f, const amp_ab_welch *w, int baseline, int lower_better) {
-    if (baseline) {
-        fputs("<td class=\"muted\">baseline</td><td class=\"muted\">&mdash;</td>", f);
-        return;
-    }
-    if (!w->has_ci) {
-        fprintf(f, "<td class=\"num\">%+.4f</td><td><span class=\"pill na\">n/a (1 seed)</span></td>",
-                w->diff);
-        return;
-    }
-    fprintf(f, "<td class=\"num\">%+.4f<br><span class=\"ci\">[%+.4f, %+.4f]</span></td>", w->diff,
-            w->lo, w->hi);
-    if (!w->significant)
-        fputs("<td><span class=\"pill same\">no significant difference</span></td>", f);
-    else if ((w->diff > 0) != lower_better)
-        fprintf(f, "<td><span class=\"pill better\">significantly %s</span></td>",
-                w->diff > 0 ? "higher" : "lower");
-    else
-        fprintf(f, "<td><span class=\"pill worse\">significantly %s</span></td>",
-                w->diff > 0 ? "higher" : "lower");
-}
-
-/* A speedup with its interval and, only where the data carry one, a verdict. */
-static void speed_cell(FILE *f, const amp_ab_study *st, const amp_ab_speed *sp, int baseline) {
-    if (baseline) {
-        fputs("<td class=\"muted\">baseline</td>", f);
-        return;
-    }
-    fprintf(f, "<td class=\"num\">%.2f&times;", sp->speedup);
-    if (sp->has_ci) fprintf(f, "<br><span class=\"ci\">[%.2f, %.2f]</span>", sp->lo, sp->hi);
-    if (!sp->has_ci)
-        fputs(" <span class=\"pill na\">n/a (1 seed)</span>", f);
-    else if (st->timing.disturbed)
-        fputs(" <span class=\"pill na\">not judged: timing disturbed</span>", f);
-    else if (sp->noisy)
-        fprintf(f, " <span class=\"pill na\">not judged: seeds range %.2f&ndash;%.2f&times;</span>",
-                sp->seed_lo, sp->seed_hi);
-    else if (!sp->significant)
-        fputs(" <span class=\"pill same\">no significant difference</span>", f);
-    else
-        fprintf(f, " <span class=\"pill %s\">significantly %s</span>",
-                sp->speedup > 1 ? "better" : "worse", sp->speedup > 1 ? "faster" : "slower");
-    fputs("</td>", f);
-}
-
-static void verdict_table(FILE *f, const amp_ab_study *st) {
-    int t = amp_ab_mem_total(st), lm = st->metric == AMP_AB_METRIC_LOSS;
-    fprintf(f, "<h2>Verdict</h2>\n<table class=\"verdict\">\n<thead><tr><th>arm</th>"
-               "<th>seeds</th><th>%s<br><span class=\"sub\">mean &plusmn; sd%s</span></th>"
-               "<th>&Delta; %s vs baseline<br><span class=\"sub\">95%% CI (Welch)</span></th>"
-               "<th>significant?</th><th>final train loss</th><th>median step<br><span "
-               "class=\"sub\">wall / CPU</span></th><th>speedup (%s time)<br><span "
-               "class=\"sub\">95%% CI, paired by seed</span></th>"
-               "<th>memory ratio<br><span class=\"sub\">total peak</span></th><th>skipped steps</th>"
-               "<th>underflow / overflow</th></tr></thead>\n<tbody>\n",
-            amp_ab_metric_name(st), lm ? "; perplexity" : "", lm ? "validation loss" : "accuracy",
-            amp_ab_speed_basis(st));
-    for (int a = 0; a < st->narms; a++) {
-        const amp_ab_arm *arm = &st->arms[a];
-        amp_ab_cmp c;
-        amp_ab_compare(&c, st, 0, a);
-        fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", color(a));
-        esc(f, arm->name);
-        fputs("<br><span class=\"sub\">", f);
-        esc(f, arm->precision);
-        fputs(" + ", f);
-        esc(f, arm->scaler);
-        fprintf(f, "</span></td><td class=\"num\">%d</td>", arm->nruns);
-        const amp_ab_summary *m = lm ? &arm->test_loss : &arm->test_acc;
-        fprintf(f, "<td class=\"num\">%.4f", m->mean);
-        if (arm->nruns > 1) fprintf(f, " &plusmn; %.4f", m->sd);
-        if (lm) fprintf(f, "<br><span class=\"sub\">ppl %.3f</span>", exp(m->mean));
-        fputs("</td>", f);
-        verdict_cell(f, &c.verdict, a == 0, lm);
-        char mem[32] = "n/a";
-        if (t >= 0) fmt_bytes(mem, sizeof mem, arm->mem[t].mean);
-        fprintf(f, "<td class=\"num\">%.4f</td><td class=\"num\">%.2f / %.2f ms</td>",
-                arm->final_loss.mean, arm->median_ms.mean, arm->cpu_ms.mean);
-        speed_cell(f, st, &c.speed, a == 0);
-        fprintf(f,
-                "<td class=\"num%s\">%.2f&times; <span class=\"sub\">%s</span></td><td class=\"num\">%.1f</td>"
-                "<td class=\"num\">%.3g / %.3g</td></tr>\n",
-                a && c.mem_ratio < 0.95 ? " good" : a && c.mem_ratio > 1.05 ? " bad" : "", c.mem_ratio, mem,
-                arm->skipped.mean, arm->underflow.mean, arm->overflow.mean);
-    }
-    fprintf(f, "</tbody></table>\n<p class=\"note\">The verdict is the %s (%s). "
-               "&Delta; is arm &minus; baseline. <b>Significant</b>: the "
-               "95%% Welch interval excludes 0 (with one seed there is no spread to estimate, so no "
-               "interval is given). <b>Speedup</b>: for each seed, the baseline's median %s time per "
-               "step / the arm's (&gt;1 is faster); the geometric mean over seeds with a t interval. "
-               "<b>Memory ratio</b>: the arm's total peak memory / the baseline's. "
-               "Skipped steps, underflow and overflow are means per run; underflow and overflow count "
-               "values flushed to zero or rounded to inf when stored in 16 bits.</p>\n",
-            amp_ab_metric_name(st),
-            st->metric_forced ? "chosen with --metric"
-            : lm              ? "the model is a language model; --metric acc chooses accuracy"
-                              : "the model is a classifier; --metric loss chooses the loss",
-            amp_ab_speed_basis(st));
-}
-
 /* The scan's ranking: which groups of layers close the candidate's gap. */
 static void scan_panel(FILE *f, const amp_ab_study *st) {
     const amp_ab_scan *sc = st->scan;
@@ -1155,7 +1031,7 @@ static void scan_panel(FILE *f, const amp_ab_study *st) {
         const amp_ab_scan_row *r = &sc->rows[i];
         nsig += r->significant;
         fprintf(f, "<tr><td class=\"num\">%d</td><td><code>", i + 1);
-        esc(f, amp_ab_scan_group(sc, r)->label);
+        amp_ab_html_esc(f, amp_ab_scan_group(sc, r)->label);
         fprintf(f, "</code></td><td class=\"num\">%d</td><td class=\"num\">%+.4f [%+.4f, %+.4f]</td>"
                    "<td class=\"num\">",
                 amp_ab_scan_group(sc, r)->nmembers, r->gain, r->lo, r->hi);
@@ -1165,9 +1041,9 @@ static void scan_panel(FILE *f, const amp_ab_study *st) {
     }
     fprintf(f, "</tbody></table>\n<p class=\"note\">The gain is how much better the %s (for a "
                "loss: lower) of <b>", amp_ab_metric_name(st));
-    esc(f, st->arms[1].name);
+    amp_ab_html_esc(f, st->arms[1].name);
     fputs("</b> gets with the group kept at <b>", f);
-    esc(f, st->arms[0].name);
+    amp_ab_html_esc(f, st->arms[0].name);
     fputs("</b>'s precision, per seed; the gap closed divides it by the mean gap between the two "
           "policies.", f);
     if (!gap) fputs(" The candidate has no significant gap to the baseline: nothing to close.", f);
@@ -1178,7 +1054,7 @@ static void scan_panel(FILE *f, const amp_ab_study *st) {
         for (int i = 0; i < sc->ngroups; i++)
             if (sc->rows[i].significant) {
                 fputs("layer.", f);
-                esc(f, amp_ab_scan_group(sc, &sc->rows[i])->label);
+                amp_ab_html_esc(f, amp_ab_scan_group(sc, &sc->rows[i])->label);
                 fprintf(f, " = %s\n", amp_ab_scan_dtype(sc, &sc->rows[i]));
             }
         fputs("</pre>\n", f);
@@ -1193,12 +1069,12 @@ static void samples_panel(FILE *f, const amp_ab_study *st) {
     fputs("<h2>Samples</h2>\n<div class=\"grid2\" id=\"samples\">\n", f);
     for (int a = 0; a < st->narms; a++) {
         if (!st->arms[a].sample) continue;
-        fprintf(f, "<figure><figcaption><b><i style=\"background:%s\"></i> ", color(a));
-        esc(f, st->arms[a].name);
+        fprintf(f, "<figure><figcaption><b><i style=\"background:%s\"></i> ", amp_ab_html_color(a));
+        amp_ab_html_esc(f, st->arms[a].name);
         fprintf(f, "</b> <span class=\"note\">seed %llu, <code>amptrain sample</code>, 200 "
                    "characters</span></figcaption><pre class=\"sample\">",
                 (unsigned long long)st->arms[a].runs[0].seed);
-        esc(f, st->arms[a].sample);
+        amp_ab_html_esc(f, st->arms[a].sample);
         fputs("</pre></figure>\n", f);
     }
     fputs("</div>\n", f);
@@ -1210,7 +1086,7 @@ static void speed_panel(FILE *f, const amp_ab_study *st) {
     fputs("<h2>Speed</h2>\n", f);
     if (t->disturbed) {
         fputs("<div class=\"card warn\" id=\"timing-disturbed\"><b>Timing disturbed:</b> ", f);
-        esc(f, t->why);
+        amp_ab_html_esc(f, t->why);
         fprintf(f, ". Other work on the machine shaped the wall times, so no speed difference is "
                    "called significant%s. Rerun on a quiet machine to judge speed.</div>\n",
                 t->cpu_basis ? "; the speedup compares process CPU time, which that work cannot add to"
@@ -1232,8 +1108,8 @@ static void speed_panel(FILE *f, const amp_ab_study *st) {
             if (l0 < llo) llo = l0;
             if (l1 > lhi) lhi = l1;
         }
-        fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", color(a));
-        esc(f, arm->name);
+        fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", amp_ab_html_color(a));
+        amp_ab_html_esc(f, arm->name);
         fprintf(f, "</td><td class=\"num\">%.3f</td><td class=\"num\">%.3f</td>"
                    "<td class=\"num\">%.2f&ndash;%.2f</td><td class=\"num\">%.1f&ndash;%.1f</td></tr>\n",
                 arm->median_ms.mean, arm->cpu_ms.mean, qlo, qhi, llo, lhi);
@@ -1255,8 +1131,8 @@ static void runs_table(FILE *f, const amp_ab_study *st) {
         for (int a = 0; a < st->narms; a++) {
             if (s >= st->arms[a].nruns) continue;
             const amp_ab_run *r = &st->arms[a].runs[s];
-            fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", color(a));
-            esc(f, st->arms[a].name);
+            fprintf(f, "<tr><td class=\"arm\"><i style=\"background:%s\"></i>", amp_ab_html_color(a));
+            amp_ab_html_esc(f, st->arms[a].name);
             fprintf(f,
                     "</td><td class=\"num\">%llu</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td>"
                     "<td class=\"num\">%.4f</td><td class=\"num\">%.0f</td><td class=\"num\">%.0f</td>"
@@ -1265,11 +1141,11 @@ static void runs_table(FILE *f, const amp_ab_study *st) {
                     (unsigned long long)r->seed, r->test_acc, r->test_loss, r->final_loss, r->steps,
                     r->skipped, r->final_scale, r->median_ms, r->world_size, r->median_comm_ms,
                     r->wall_s);
-            esc(f, r->device);
+            amp_ab_html_esc(f, r->device);
             fputs("</td><td class=\"path\">", f);
             /* the run folders sit beside report.html: runs/<arm>/seed-<S> */
             const char *rel = strstr(r->dir, "/runs/");
-            esc(f, rel ? rel + 1 : r->dir);
+            amp_ab_html_esc(f, rel ? rel + 1 : r->dir);
             fputs("</td></tr>\n", f);
         }
     fputs("</tbody></table>\n", f);
@@ -1327,36 +1203,36 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
           f);
     for (int a = 0; a < st->narms; a++) {
         if (a) fputs(" vs ", f);
-        esc(f, st->arms[a].name);
+        amp_ab_html_esc(f, st->arms[a].name);
     }
     fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<header><div class=\"in\">\n", css);
     fputs("<h1>A/B test of precision policies</h1>\n<div class=\"meta\">", f);
     fprintf(f, "<span>baseline <b>");
-    esc(f, st->arms[0].name);
+    amp_ab_html_esc(f, st->arms[0].name);
     fprintf(f, "</b></span><span><b>%d</b> arms &times; <b>%d</b> seeds (", st->narms, st->nseeds);
     for (int i = 0; i < st->nseeds; i++) fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)st->seeds[i]);
     fputs(")</span>", f);
     if (st->ranks > 1) fprintf(f, "<span>every run on <b>%d</b> ranks</span>", st->ranks);
     fputs("<span>device <b>", f);
-    esc(f, st->device);
+    amp_ab_html_esc(f, st->device);
     fputs("</b></span><span>", f);
-    esc(f, st->cpu);
+    amp_ab_html_esc(f, st->cpu);
     fprintf(f, " &times; %d</span><span>host ", st->ncpu);
-    esc(f, st->host);
+    amp_ab_html_esc(f, st->host);
     fprintf(f, "</span><span>%s</span><span>total %.1f %s</span><span>amptrain %s</span></div>\n</div></header>\n<main>\n",
             st->created, st->wall_s < 60 ? st->wall_s : st->wall_s / 60.0,
             st->wall_s < 60 ? "s" : "min", AMP_VERSION);
 
     fputs("<div class=\"card\"><div class=\"arms\">", f);
     for (int a = 0; a < st->narms; a++) {
-        fprintf(f, "<div><i style=\"background:%s\"></i><b>", color(a));
-        esc(f, st->arms[a].name);
+        fprintf(f, "<div><i style=\"background:%s\"></i><b>", amp_ab_html_color(a));
+        amp_ab_html_esc(f, st->arms[a].name);
         fputs("</b> &mdash; ", f);
-        esc(f, st->arms[a].precision);
+        amp_ab_html_esc(f, st->arms[a].precision);
         fputs(" + ", f);
-        esc(f, st->arms[a].scaler);
+        amp_ab_html_esc(f, st->arms[a].scaler);
         fputs(" scaler <code>", f);
-        esc(f, st->arms[a].config);
+        amp_ab_html_esc(f, st->arms[a].config);
         fputs("</code></div>", f);
     }
     fputs("</div>\n<p class=\"note\">Every arm ran the same seeds. A seed fixes the initial weights "
@@ -1370,7 +1246,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
         fputs(" Applied to every arm:", f);
         for (int i = 0; i < st->nsets; i++) {
             fputs(" <code>--set ", f);
-            esc(f, st->sets[i]);
+            amp_ab_html_esc(f, st->sets[i]);
             fputs("</code>", f);
         }
         fputc('.', f);
@@ -1384,15 +1260,15 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
               f);
         for (int d = 0; d < st->ndiffs; d++) {
             fputs("<li><code>[", f);
-            esc(f, st->diffs[d].section);
+            amp_ab_html_esc(f, st->diffs[d].section);
             fputs("] ", f);
-            esc(f, st->diffs[d].key);
+            amp_ab_html_esc(f, st->diffs[d].key);
             fputs("</code>: ", f);
             for (int a = 0; a < st->narms; a++) {
                 fputs(a ? ", " : "", f);
-                esc(f, st->arms[a].name);
+                amp_ab_html_esc(f, st->arms[a].name);
                 fputs(" = <code>", f);
-                esc(f, st->diffs[d].values[a]);
+                amp_ab_html_esc(f, st->diffs[d].values[a]);
                 fputs("</code>", f);
             }
             fputs("</li>", f);
@@ -1400,7 +1276,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
         fputs("</ul></div>\n", f);
     }
 
-    verdict_table(f, st);
+    amp_ab_report_verdict(f, st);
     speed_panel(f, st);
     scan_panel(f, st);
     samples_panel(f, st);

@@ -136,16 +136,13 @@ static int by_closed(const void *x, const void *y) {
 
 void amp_ab_scan_rank(amp_ab_scan *sc, const amp_ab_study *st) {
     const amp_ab_arm *base = &st->arms[0], *cand = &st->arms[1];
-    amp_ab_summary sb, sa;
     double xb[1024], xa[1024];
     int n = cand->nruns < 1024 ? cand->nruns : 1024;
     for (int i = 0; i < n; i++) {
         xb[i] = goodness(st, &base->runs[i]);
         xa[i] = goodness(st, &cand->runs[i]);
     }
-    amp_ab_summarize(&sb, xb, n);
-    amp_ab_summarize(&sa, xa, n);
-    amp_ab_welch_ci(&sc->gap, &sa, &sb, AMP_AB_LEVEL);
+    amp_ab_paired_ci(&sc->gap, xa, xb, n, AMP_AB_LEVEL); /* baseline - candidate, per seed */
     for (int g = 0; g < sc->ngroups; g++) {
         amp_ab_scan_row *row = &sc->rows[g];
         const amp_ab_arm *arm = &st->arms[sc->first_arm + g];

@@ -100,6 +100,8 @@ double amp_ab_t_quantile(double p, double df) {
 void amp_ab_welch_ci(amp_ab_welch *out, const amp_ab_summary *a, const amp_ab_summary *b,
                      double level) {
     out->diff = b->mean - a->mean;
+    out->paired = 0;
+    out->n = a->n < b->n ? a->n : b->n;
     out->has_ci = 0;
     out->se = out->df = out->lo = out->hi = NAN;
     out->significant = 0;

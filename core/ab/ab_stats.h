@@ -26,17 +26,26 @@ double amp_ab_t_cdf(double t, double df);
 /* Its inverse for 0 < p < 1. */
 double amp_ab_t_quantile(double p, double df);
 
-/* Welch's interval for mean(b) - mean(a). */
+/* An interval for mean(b) - mean(a): Welch's for independent samples, or
+ * the paired t interval on the per-seed differences b_i - a_i
+ * (amp_ab_paired_ci) when a and b ran the same seeds. */
 typedef struct amp_ab_welch {
     double diff;    /* mean(b) - mean(a) */
-    int has_ci;     /* 0 when either side has fewer than 2 values */
-    double se;      /* sqrt(var_a/n_a + var_b/n_b) */
-    double df;      /* Welch-Satterthwaite; NAN when se == 0 */
+    int paired;     /* from per-seed differences (paired t), not Welch */
+    int n;          /* paired: the pairs; Welch: the smaller sample */
+    int has_ci;     /* 0 when either side has fewer than 2 values (paired: pairs) */
+    double se;      /* sqrt(var_a/n_a + var_b/n_b); paired: sd(d)/sqrt(n) */
+    double df;      /* Welch-Satterthwaite; paired: n - 1; NAN when se == 0 */
     double lo, hi;  /* diff -/+ t(1 - alpha/2, df) * se; [diff, diff] when se == 0 */
     int significant; /* the interval excludes 0 */
 } amp_ab_welch;
 
 void amp_ab_welch_ci(amp_ab_welch *out, const amp_ab_summary *a, const amp_ab_summary *b,
                      double level);
+
+/* The paired t interval: d_i = b[i] - a[i] over the n pairs where both are
+ * finite, mean(d) -/+ t(1 - alpha/2, n - 1) * sd(d) / sqrt(n). has_ci is 0
+ * when fewer than 2 pairs remain. */
+void amp_ab_paired_ci(amp_ab_welch *out, const double *a, const double *b, int n, double level);
 
 #endif

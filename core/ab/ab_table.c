@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_project.h"
+#include "ab/ab_recommend.h"
 
 static void fmt_pm(char *buf, size_t cap, const amp_ab_summary *s) {
     if (s->n >= 2)
@@ -27,7 +29,7 @@ static void cell(FILE *f, const char *s, int width, int right) {
     else fprintf(f, "%s%*s  ", s, pad, "");
 }
 
-enum { NCOL = 13 };
+enum { NCOL = 16 };
 
 /* The speed verdict in words: never "yes" when the timing cannot carry it. */
 static const char *speed_word(const amp_ab_study *st, const amp_ab_speed *sp) {
@@ -44,11 +46,15 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
     snprintf(h_delta, sizeof h_delta, "%s vs baseline [95%% CI]", lm ? "Δloss" : "Δacc");
     snprintf(h_speed, sizeof h_speed, "speedup (%s) [95%% CI]", amp_ab_speed_basis(st));
     const char *head[NCOL] = {"arm",         "seeds",      h_metric,      lm ? "ppl" : "test loss",
-                              h_delta,       "signif.",    "wall ms",     "CPU ms",
-                              h_speed,       "speed signif.", "memory",   "skipped",
-                              "underflow"};
-    static const int right[NCOL] = {0, 1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1};
+                              h_delta,       "interval",   "per-seed Δ",  "signif.",
+                              "wall ms",     "CPU ms",     h_speed,       "speed signif.",
+                              "projected H100|B200", "memory", "skipped",  "underflow"};
+    static const int right[NCOL] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1};
+    amp_ab_rec rec;
+    amp_ab_recommend(&rec, st);
+    amp_ab_recommend_print(&rec, st, f);
     char text[64][NCOL][96];
+    int any_emulated = 0;
     int nrows = st->narms < 64 ? st->narms : 64;
     int w[NCOL];
     for (int c = 0; c < NCOL; c++) w[c] = cols(head[c]);
@@ -57,7 +63,10 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
         char(*t)[96] = text[a];
         amp_ab_cmp cmp;
         amp_ab_compare(&cmp, st, 0, a);
-        snprintf(t[0], 96, "%s", arm->name);
+        char emu[256];
+        int emulated = amp_ab_emulated(st, a, emu, sizeof emu);
+        any_emulated |= emulated;
+        snprintf(t[0], 96, "%s%s", arm->name, emulated ? " (emulated)" : "");
         snprintf(t[1], 96, "%d", arm->nruns);
         fmt_pm(t[2], 96, lm ? &arm->test_loss : &arm->test_acc);
         if (lm) snprintf(t[3], 96, "%.3f", exp(arm->test_loss.mean));
@@ -65,30 +74,42 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
         if (a == 0) {
             snprintf(t[4], 96, "(baseline)");
             snprintf(t[5], 96, "-");
-        } else if (!cmp.verdict.has_ci) {
-            snprintf(t[4], 96, "%+.4f [n/a: 1 seed]", cmp.verdict.diff);
-            snprintf(t[5], 96, "n/a");
+            snprintf(t[6], 96, "-");
+            snprintf(t[7], 96, "-");
         } else {
-            snprintf(t[4], 96, "%+.4f [%+.4f, %+.4f]", cmp.verdict.diff, cmp.verdict.lo,
-                     cmp.verdict.hi);
-            snprintf(t[5], 96, "%s", cmp.verdict.significant ? "yes" : "no");
+            if (!cmp.verdict.has_ci) {
+                snprintf(t[4], 96, "%+.4f [n/a: %d seed%s]", cmp.verdict.diff, cmp.verdict.n,
+                         cmp.verdict.n == 1 ? "" : "s");
+                snprintf(t[7], 96, "n/a");
+            } else {
+                snprintf(t[4], 96, "%+.4f [%+.4f, %+.4f]", cmp.verdict.diff, cmp.verdict.lo,
+                         cmp.verdict.hi);
+                snprintf(t[7], 96, "%s", cmp.verdict.significant ? "yes" : "no");
+            }
+            amp_ab_interval_name(t[5], 96, &cmp.verdict);
+            amp_ab_seed_deltas_text(t[6], 96, st, 0, a);
         }
-        snprintf(t[6], 96, "%.2f", arm->median_ms.mean);
-        snprintf(t[7], 96, "%.2f", arm->cpu_ms.mean);
+        snprintf(t[8], 96, "%.2f", arm->median_ms.mean);
+        snprintf(t[9], 96, "%.2f", arm->cpu_ms.mean);
         if (a == 0) {
-            snprintf(t[8], 96, "(baseline)");
-            snprintf(t[9], 96, "-");
+            snprintf(t[10], 96, "(baseline)");
+            snprintf(t[11], 96, "-");
         } else {
             if (cmp.speed.has_ci)
-                snprintf(t[8], 96, "%.2fx [%.2f, %.2f]", cmp.speed.speedup, cmp.speed.lo,
-                         cmp.speed.hi);
+                snprintf(t[10], 96, "%.2fx [%.2f, %.2f]%s", cmp.speed.speedup, cmp.speed.lo,
+                         cmp.speed.hi, emulated ? " emulation" : "");
             else
-                snprintf(t[8], 96, "%.2fx", cmp.speed.speedup);
-            snprintf(t[9], 96, "%s", speed_word(st, &cmp.speed));
+                snprintf(t[10], 96, "%.2fx%s", cmp.speed.speedup, emulated ? " emulation" : "");
+            snprintf(t[11], 96, "%s", speed_word(st, &cmp.speed));
         }
-        snprintf(t[10], 96, "%.2fx", cmp.mem_ratio);
-        snprintf(t[11], 96, "%.1f", arm->skipped.mean);
-        snprintf(t[12], 96, "%.3g", arm->underflow.mean);
+        double ph = amp_ab_projected(st, a, AMP_AB_GPU_H100), pb = amp_ab_projected(st, a, AMP_AB_GPU_B200);
+        char sh[16] = "n/a", sb[16] = "n/a";
+        if (isfinite(ph)) snprintf(sh, sizeof sh, "%.2fx", ph);
+        if (isfinite(pb)) snprintf(sb, sizeof sb, "%.2fx", pb);
+        snprintf(t[12], 96, "%s|%s", sh, sb);
+        snprintf(t[13], 96, "%.2fx", cmp.mem_ratio);
+        snprintf(t[14], 96, "%.1f", arm->skipped.mean);
+        snprintf(t[15], 96, "%.3g", arm->underflow.mean);
         for (int c = 0; c < NCOL; c++)
             if (cols(t[c]) > w[c]) w[c] = cols(t[c]);
     }
@@ -105,8 +126,10 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
         fputc('\n', f);
     }
     fprintf(f,
-            "\n%s: mean ± sd over seeds%s. %s: arm - baseline, Welch %.0f%% interval; "
-            "significant when it excludes 0.%s\n",
+            "\n%s: mean ± sd over seeds%s. %s: arm - baseline with its %.0f%% interval; "
+            "significant when it excludes 0.%s\ninterval: \"paired t\" when the arms ran the "
+            "same seeds (a t interval, n - 1 df, on the per-seed differences listed under "
+            "per-seed Δ; with one seed there is none), \"Welch\" when their seeds differ.\n",
             lm ? "val loss" : "test acc", lm ? " (ppl = exp of the mean)" : "",
             lm ? "Δloss" : "Δacc", 100 * AMP_AB_LEVEL,
             st->metric_forced ? " (metric chosen by --metric)" : "");
@@ -116,6 +139,14 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
             "(CPU = process CPU time, all threads). memory: arm's total peak / baseline's. "
             "skipped, underflow: mean per run.\n",
             amp_ab_speed_basis(st), amp_ab_speed_basis(st));
+    fprintf(f, "projected H100|B200: a projection, not a measurement: the baseline's weight-GEMM "
+               "time / the arm's at the GPU's published dense peak rate per format (H100 and "
+               "H200 alike; FP32 at the TF32 rate), from the model's FLOPs per GEMM format; "
+               "n/a where the GPU lacks a format (FP4 and MXFP8 before B200). Non-GEMM work not counted.\n");
+    if (any_emulated)
+        fprintf(f, "(emulated): this %s lacks the arm's number format, which it rounds to and "
+                   "then computes in FP32; its speedup (\"emulation\") is the emulation's, not "
+                   "the format's.\n", st->device);
     if (st->timing.disturbed)
         fprintf(f, "timing disturbed: %s; other work on the machine shaped the wall times, so "
                    "no speed difference is called significant%s.\n",

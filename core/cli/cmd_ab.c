@@ -32,6 +32,7 @@
 
 #include "ab/ab.h"
 #include "ab/ab_ranks.h"
+#include "ab/ab_gemms.h"
 #include "ab/ab_scan.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -50,7 +51,7 @@
 static const char usage_text[] =
     "usage: amptrain ab A.ini B.ini [C.ini ...] [--seeds N] [--set section.key=value]...\n"
     "                   [--allow-diff] [--metric auto|loss|acc] [--scan GROUPS] [--ranks N]\n"
-    "                   [--out DIR]\n"
+    "                   [--tolerance X] [--out DIR]\n"
     "  runs every config with the same N seeds (default 3), interleaved, and writes\n"
     "  DIR/ab.json and DIR/report.html (DIR defaults to runs/ab); the first config is\n"
     "  the baseline\n"
@@ -59,7 +60,10 @@ static const char usage_text[] =
     "  --scan    layer sensitivity: A.ini is the baseline policy, B.ini the candidate;\n"
     "            B also runs with each group of layers kept at A's precision. GROUPS:\n"
     "            blocks, layers, or comma-separated layer globs (`*` crosses dots)\n"
-    "  --ranks   every run on N ranks (data parallel), started with the mpirun on PATH\n";
+    "  --ranks   every run on N ranks (data parallel), started with the mpirun on PATH\n"
+    "  --tolerance  how much worse than the baseline an arm's verdict may be (its whole\n"
+    "            95% interval) to be recommended; default 0.005 for validation loss,\n"
+    "            0.005 for test accuracy\n";
 
 typedef struct ab_args {
     const char *configs[AMP_AB_MAX_ARMS];
@@ -76,6 +80,7 @@ typedef struct ab_args {
     int allow_diff;
     amp_ab_metric metric;
     int ranks;
+    double tolerance; /* --tolerance; 0: the metric's default */
     amp_ab_launch launch; /* how a run starts (mpirun with --ranks N > 1) */
     const char *out;
 } ab_args;
@@ -118,6 +123,17 @@ static int ab_opt(void *user, int opt, const char *arg) {
         }
         return 0;
     }
+    case 't': {
+        char *end;
+        errno = 0;
+        double x = strtod(arg, &end);
+        if (errno || end == arg || *end || !(x > 0) || !isfinite(x)) {
+            fprintf(stderr, "amptrain ab: --tolerance '%s': expected a positive number\n", arg);
+            return -1;
+        }
+        a->tolerance = x;
+        return 0;
+    }
     case 'm':
         if (strcmp(arg, "auto") == 0) a->metric = AMP_AB_METRIC_AUTO;
         else if (strcmp(arg, "loss") == 0) a->metric = AMP_AB_METRIC_LOSS;
@@ -152,6 +168,7 @@ static int parse_args(ab_args *a, int argc, char **argv) {
                                          {"metric", required_argument, NULL, 'm'},
                                          {"scan", required_argument, NULL, 'S'},
                                          {"ranks", required_argument, NULL, 'r'},
+                                         {"tolerance", required_argument, NULL, 't'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
@@ -284,7 +301,8 @@ static int validate(const ab_args *a, int i, amp_ab_arm *arm, arm_cfg *ac, char 
                      (long long)s->set.batch_size * s->set.accumulate * a->ranks,
                      (long long)s->data_ops->train_rows(&s->data));
             code = 2;
-        } else if (amp_config_each_resolved(cfg, add_entry, ac) != 0 || keep_layers(ac, s) != 0) {
+        } else if (amp_config_each_resolved(cfg, add_entry, ac) != 0 || keep_layers(ac, s) != 0 ||
+                   amp_ab_keep_gemms(arm, s) != 0) {
             snprintf(err, errlen, "out of host memory");
             code = 1;
         }
@@ -652,6 +670,7 @@ static void machine_info(amp_ab_study *st) {
 static void study_free(amp_ab_study *st) {
     for (int a = 0; a < st->narms; a++) {
         for (int r = 0; r < st->arms[a].nruns; r++) amp_ab_run_free(&st->arms[a].runs[r]);
+        free(st->arms[a].gemm);
         free(st->arms[a].runs);
         free(st->arms[a].sample);
     }
@@ -812,6 +831,7 @@ int amp_cmd_ab(int argc, char **argv) {
     st.sets = a.sets;
     st.nsets = a.nsets;
     st.ranks = a.ranks;
+    st.tolerance = a.tolerance;
     int code = prepare(&a, &st, err, sizeof err);
     if (code != 0) {
         fprintf(stderr, "amptrain ab: %s\n", err);

@@ -6,7 +6,9 @@
 # with data: chart-loss, chart-eval, chart-scale, chart-steptime, chart-memory
 # and one chart-heat-<i> per arm, each holding a series per arm whose path
 # `d` holds coordinates (or whose rects have a size). Each CHART-ID named
-# after NARMS must be there too; one ending in -<i> is arm i's chart.
+# after NARMS must be there too; one ending in -<i> is arm i's chart. The
+# recommendation must head the page (before the verdict table), and an
+# argument emulated:NAME says arm NAME must carry the "emulated" mark.
 # Exit 77 (CTest skip) when chromium is not installed.
 set -u
 report=$1
@@ -68,6 +70,8 @@ if p.external:
     fail.append(f"the report loads external resources: {p.external}")
 want = ["chart-loss", "chart-eval", "chart-scale", "chart-steptime", "chart-memory"]
 want += [f"chart-heat-{i}" for i in range(narms)]
+marks = [a[len("emulated:"):] for a in sys.argv[3:] if a.startswith("emulated:")]
+sys.argv[3:] = [a for a in sys.argv[3:] if not a.startswith("emulated:")]
 want += sys.argv[3:]
 num = re.compile(r"-?\d+(\.\d+)?")
 for cid in want:
@@ -95,6 +99,14 @@ for tag, a in p.charts.get("chart-loss", []):
         fail.append(f"chart-loss: arm {a.get('data-arm')} has a single point")
 if "Verdict" not in dom or "<table" not in dom:
     fail.append("the verdict table is missing")
+rec = dom.find('id="recommendation"')
+if rec < 0 or "<b>Use " not in dom[rec:rec + 400]:
+    fail.append("the recommendation is missing")
+elif rec > dom.find("<h2>Verdict</h2>"):
+    fail.append("the recommendation is not above the verdict table")
+for name in marks:
+    if not re.search(re.escape(name) + r' <span class="pill na emulated" title="[^"]+">emulated</span>', dom):
+        fail.append(f"arm {name} is not marked emulated")
 for f in fail:
     print("browser_check:", f)
 if not fail:

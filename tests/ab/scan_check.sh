@@ -17,6 +17,8 @@ grep -Eq '^layer scan: tiny_fp16_none with each group kept at tiny_fp32.s precis
 grep -Eq '^ +1 +fc[12] +1 +\+[0-9.]+ \[' "$W/scan.txt" && grep -Eq '^ +2 +fc[12] +1 ' "$W/scan.txt" ||
     fail "the two layers are not ranked"
 grep -q '"scan": {"baseline": "tiny_fp32", "candidate": "tiny_fp16_none"' "$W/scan/ab.json" || fail "ab.json: no scan"
+# the gap, like every verdict of arms on the same seeds, rests on the per-seed differences
+grep -q '"gap": {"diff": [-0-9.e]*, "test": "paired", "n": 3,' "$W/scan/ab.json" || fail "ab.json: the scan's gap is not paired by seed"
 grep -q 'id="scan"' "$W/scan/report.html" || fail "report: no scan table"
 lines=$(sed -n '/^suggested overrides/,/^$/p' "$W/scan.txt" | grep -E '^  layer\.') || fail "no overrides suggested"
 # the follow-up: the candidate's config with the suggested lines in [precision]

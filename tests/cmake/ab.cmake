@@ -20,7 +20,7 @@ add_test(NAME ab_tiny_run
          COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --seeds 2
                  --set run.device=cpu --out ${AMP_AB_OUT}/tiny)
 set_tests_properties(ab_tiny_run PROPERTIES LABELS ab FIXTURES_SETUP ab_tiny
-  PASS_REGULAR_EXPRESSION "tiny_fp16_dynamic +2 .*yes")
+  PASS_REGULAR_EXPRESSION "tiny_fp16_dynamic \\(emulated\\) +2 .* paired t, 1 df .*yes")
 add_test(NAME ab_tiny_schema
          COMMAND test_ab_check ${AMP_AB_OUT}/tiny 2 --same-start)
 set_tests_properties(ab_tiny_schema PROPERTIES LABELS ab FIXTURES_REQUIRED ab_tiny)
@@ -36,7 +36,15 @@ set_tests_properties(ab_report_browser PROPERTIES LABELS "ab;browser" FIXTURES_R
 add_test(NAME ab_fp8_run
          COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp8.ini
                  --seeds 2 --set run.device=cpu --out ${AMP_AB_OUT}/fp8)
-set_tests_properties(ab_fp8_run PROPERTIES LABELS "ab;fp8" FIXTURES_SETUP ab_fp8)
+set_tests_properties(ab_fp8_run PROPERTIES LABELS "ab;fp8" FIXTURES_SETUP ab_fp8
+  PASS_REGULAR_EXPRESSION "tiny_fp8 \\(emulated\\) +2 .* emulation .* 2\\.00x\\|2\\.00x ")
+# (the table: the fp8 arm emulated, its FP8 weight GEMMs projected to twice
+# the FP16 baseline's speed on H100/H200 and on B200)
+# A CPU has no FP8 arithmetic: the fp8 arm is marked emulated in the report
+# and in ab.json's recommendation, saying why.
+add_test(NAME ab_fp8_emulated
+         COMMAND sh -c "grep -q 'tiny_fp8 <span class=\"pill na emulated\"' '${AMP_AB_OUT}/fp8/report.html' && grep -q '\"name\": \"tiny_fp8\", \"qualifies\": [a-z]*, \"emulated\": \"fp8: this CPU has no FP8 arithmetic' '${AMP_AB_OUT}/fp8/ab.json'")
+set_tests_properties(ab_fp8_emulated PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_fp8)
 add_test(NAME ab_fp8_report
          COMMAND grep -q "</td><td>input</td><td>e4m3</td>"
                  ${AMP_AB_OUT}/fp8/report.html)
@@ -47,7 +55,7 @@ add_test(NAME ab_fp8_charts
 set_tests_properties(ab_fp8_charts PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_fp8)
 add_test(NAME ab_fp8_report_browser
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/browser_check.sh ${AMP_AB_OUT}/fp8/report.html 2
-                 chart-fp8-scale-1 chart-fp8-heat-1)
+                 chart-fp8-scale-1 chart-fp8-heat-1 emulated:tiny_fp8)
 set_tests_properties(ab_fp8_report_browser PROPERTIES LABELS "ab;browser;fp8"
   FIXTURES_REQUIRED ab_fp8 SKIP_RETURN_CODE 77)
 
@@ -122,6 +130,10 @@ add_test(NAME ab_busy_machine
                  ${AMP_AB_DYN} ${AMP_AB_OUT}/busy)
 set_tests_properties(ab_busy_machine PROPERTIES LABELS ab TIMEOUT 180)
 # Bad --metric: exit 2, naming the flag and the choices.
+amp_expect_fail(ab_bad_tolerance LABELS ab
+  CODE 2
+  REGEX [=[^amptrain ab: --tolerance '-1': expected a positive number]=]
+  COMMAND $<TARGET_FILE:amptrain> ab ${AMP_AB_NONE} ${AMP_AB_DYN} --tolerance -1)
 amp_expect_fail(ab_bad_metric LABELS ab
   CODE 2
   REGEX [=[^amptrain ab: --metric 'ppl': expected auto, loss or acc]=]
