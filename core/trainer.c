@@ -126,6 +126,7 @@ typedef struct run_ctx {
     int eval_owed;           /* resumed from a checkpoint whose step's evaluation a
                               * signal cut short: it runs first */
     amp_train_hooks hooks;
+    amp_progress prog;       /* stderr: lines, or a live line on a terminal */
 } run_ctx;
 
 /* Appends text to the metrics file, or to `pending` once a write failed
@@ -282,25 +283,23 @@ static int eval_due(const amp_session *s, int64_t step) {
 /* Evaluates and writes the line to lf, unless a signal cut the evaluation
  * short (s->eval_stopped): that one is not logged, and a --resume from
  * the checkpoint the stop writes runs it again (run_ctx.eval_owed). */
-static int eval_line(amp_session *s, FILE *lf, int talk, int tty, char *err, size_t errlen) {
+static int eval_line(amp_session *s, run_ctx *c, FILE *lf, char *err, size_t errlen) {
     double tl, ta;
     if (amp_session_evaluate(s, &tl, &ta, err, errlen) != 0) return -1;
     if (s->eval_stopped) return 0;
     write_eval(lf, s, tl, ta);
-    if (talk && !tty)
-        fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n", (long long)s->step, tl,
-                ta);
+    amp_progress_eval(&c->prog, s, tl, ta);
     return 0;
 }
 
 /* The evaluation a stopped run owes its checkpoint's step, before any
  * further step, so the resumed history matches a run left alone. 0, 1
  * stopped again (the checkpoint resumed from stays the newest), -1. */
-static int owed_eval(amp_session *s, run_ctx *c, int talk, int tty, char *err, size_t errlen) {
+static int owed_eval(amp_session *s, run_ctx *c, char *err, size_t errlen) {
     char *line = NULL;
     size_t n = 0;
     FILE *lf = open_memstream(&line, &n);
-    int rc = lf ? eval_line(s, lf, talk, tty, err, errlen) : -1;
+    int rc = lf ? eval_line(s, c, lf, err, errlen) : -1;
     if (lf && fclose(lf) != 0 && rc == 0) rc = -1;
     if (rc != 0 && !err[0]) snprintf(err, errlen, "out of host memory");
     if (rc == 0 && s->eval_stopped) {
@@ -319,7 +318,7 @@ static int owed_eval(amp_session *s, run_ctx *c, int talk, int tty, char *err, s
  * signal (a checkpoint was written), -1 failed. */
 static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
-    int tty = isatty(fileno(stderr)), talk = s->rank == 0 && c->outdir;
+    int talk = s->rank == 0 && c->outdir;
     /* step times: bounded streaming medians, whatever the step count */
     amp_median *ms = malloc(3 * sizeof *ms), *comm = ms + 1, *cpu = ms + 2;
     if (!ms) {
@@ -338,7 +337,8 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         amp_stop_signals_training(1, !talk);
     }
     res->device_peak = c->prior_peak;
-    int rc = c->eval_owed ? owed_eval(s, c, talk, tty, err, errlen) : 0;
+    amp_progress_start(&c->prog, s, talk, c->prior_wall);
+    int rc = c->eval_owed ? owed_eval(s, c, err, errlen) : 0;
     amp_step_record last = {0};
     uint64_t sent[2] = {0, 0}; /* the last applied step's gradient and weight bytes */
     while (s->step < s->total_steps && rc == 0) {
@@ -372,17 +372,16 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
             rc = -1;
             break;
         }
-        if (r.step % st->log_every == 0 || r.step == s->total_steps) {
-            write_metric(lf, &r, step_cpu, s->scaled);
-            if (talk) amp_train_progress(s, &r, tty);
-        }
+        int logged = r.step % st->log_every == 0 || r.step == s->total_steps;
+        if (logged) write_metric(lf, &r, step_cpu, s->scaled);
+        amp_progress_step(&c->prog, s, &r, logged);
         /* Non-finite weights make every later step non-finite and skipped:
          * stop at once instead of skipping to the end. */
         if (r.skipped && !isfinite(r.loss) &&
             (amp_session_gather_optim(s, err, errlen) != 0 ||
              amp_session_check_weights(s, err, errlen) != 0))
             rc = -1;
-        if (rc == 0 && eval_due(s, r.step)) rc = eval_line(s, lf, talk, tty, err, errlen);
+        if (rc == 0 && eval_due(s, r.step)) rc = eval_line(s, c, lf, err, errlen);
         int bad = fclose(lf) != 0;
         if (rc == 0 && bad) {
             snprintf(err, errlen, "out of host memory");
@@ -431,7 +430,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
             break;
         }
         if (stop) {
-            if (talk && tty) fputc('\n', stderr);
+            amp_progress_end(&c->prog);
             rc = 1;
         }
     }
@@ -516,6 +515,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         res->median_cpu_ms = amp_median_get(cpu);
         res->load_end = load_now();
     }
+    amp_progress_end(&c->prog); /* a failure's message on a line of its own */
     free(ms);
     return rc;
 }
