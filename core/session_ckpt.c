@@ -13,6 +13,7 @@
 #include "data_id.h"
 #include "implied_keys.h"
 #include "log.h"
+#include "resume_config.h"
 #include "session.h"
 
 
@@ -358,60 +359,10 @@ static int same_table(const amp_checkpoint *ck, const amp_model *m) {
 
 /* ---- the resolved config as (section, key, value) triples */
 
-typedef struct conf_entry {
-    const char *section, *key, *value;
-} conf_entry;
+typedef amp_conf_entry conf_entry;
+#define conf_parse amp_conf_parse
 
-/* Splits a copy of a resolved config in place. Lines: "[section]",
- * "key = value  ; origin", "; comment". */
-static conf_entry *conf_parse(char *text, size_t *n) {
-    size_t cap = 64;
-    conf_entry *v = malloc(cap * sizeof *v);
-    *n = 0;
-    if (!v) return NULL;
-    const char *section = "";
-    for (char *line = text; line && *line;) {
-        char *next = strchr(line, '\n');
-        if (next) *next++ = '\0';
-        if (line[0] == '[') {
-            char *close = strchr(line, ']');
-            if (close) *close = '\0';
-            section = line + 1;
-        } else if (line[0] != ';' && line[0] != '\0') {
-            char *eq = strstr(line, " = ");
-            if (eq) {
-                *eq = '\0';
-                char *value = eq + 3, *origin = NULL;
-                for (char *p = strstr(value, "  ; "); p; p = strstr(p + 1, "  ; ")) origin = p;
-                if (origin) *origin = '\0';
-                if (*n == cap) {
-                    conf_entry *q = realloc(v, 2 * cap * sizeof *v);
-                    if (!q) {
-                        free(v);
-                        return NULL;
-                    }
-                    v = q;
-                    cap *= 2;
-                }
-                v[(*n)++] = (conf_entry){section, line, value};
-            }
-        }
-        line = next;
-    }
-    return v;
-}
-
-/* Keys that change what is printed, saved or checked, never the math. */
-static int free_to_differ(const conf_entry *e) {
-    static const char *const keys[][2] = {{"run", "name"},        {"run", "device"},
-                                          {"train", "log_every"}, {"train", "eval_every"},
-                                          {"train", "checkpoint_every"}, {"train", "keep"},
-                                          {"dist", "check_every"}, {"dist", "timeout"},
-                                          {"dist", "shard"}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strcmp(e->section, keys[i][0]) == 0 && strcmp(e->key, keys[i][1]) == 0) return 1;
-    return 0;
-}
+static int free_to_differ(const conf_entry *e) { return amp_resume_key_free(e->section, e->key); }
 
 /* A checkpoint written before relative paths were resolved holds the path
  * as the config gave it; the config now resolves it to an absolute one. */
@@ -430,11 +381,11 @@ static const conf_entry *conf_find(const conf_entry *v, size_t n, const conf_ent
 
 /* Adds the implied keys (implied_keys.h) an older checkpoint's config lacks. */
 static conf_entry *conf_add_implied(conf_entry *v, size_t *n) {
-    conf_entry name = {"model", "name", NULL};
+    conf_entry name = {"model", "name", NULL, NULL};
     const conf_entry *model = conf_find(v, *n, &name);
     for (size_t i = 0; model && i < amp_implied_key_count; i++) {
         const amp_implied_key *k = &amp_implied_keys[i];
-        conf_entry e = {k->section, k->key, k->value};
+        conf_entry e = {k->section, k->key, k->value, "default"};
         if (!amp_implied_key_applies(k, model->value) || conf_find(v, *n, &e)) continue;
         conf_entry *q = realloc(v, (*n + 1) * sizeof *v);
         if (!q) {
@@ -466,7 +417,7 @@ static long long saved_int(const amp_checkpoint *ck, const char *section, const 
         text[ck->config_len] = '\0';
         v = conf_parse(text, &n);
     }
-    conf_entry want = {section, key, NULL};
+    conf_entry want = {section, key, NULL, NULL};
     const conf_entry *e = v ? conf_find(v, n, &want) : NULL;
     long long r = e ? strtoll(e->value, NULL, 10) : dflt;
     free(v);
@@ -474,10 +425,28 @@ static long long saved_int(const amp_checkpoint *ck, const char *section, const 
     return r > 0 ? r : dflt;
 }
 
+static int origin_of_steps(void *user, const char *section, const char *key, const char *value,
+                           const char *origin) {
+    (void)value;
+    if (strcmp(section, "train") != 0 || strcmp(key, "steps") != 0) return 0;
+    *(int *)user = strncmp(origin, "--set ", 6) == 0;
+    return 1;
+}
+
+/* Whether [train] steps came from --set: a resume may then run longer (or
+ * stop sooner) than the checkpoint's run; a config file must agree. */
+static int steps_from_set(const amp_config *cfg) {
+    int set = 0;
+    amp_config_each_resolved(cfg, origin_of_steps, &set);
+    return set;
+}
+
 /* Appends "[s] k: checkpoint 'a', config 'b'" for every key that differs
- * (batch_free: but [data] batch_size and [train] accumulate). */
+ * (batch_free: but [data] batch_size and [train] accumulate; [train] steps
+ * when --set gave it). */
 static int config_diff(const char *saved, size_t saved_len, const amp_config *cfg, int batch_free,
                        char *out, size_t outlen) {
+    int steps_free = steps_from_set(cfg);
     size_t now_len = 0;
     char *now = resolved_config(cfg, &now_len);
     char *then = malloc(saved_len + 1);
@@ -500,6 +469,8 @@ static int config_diff(const char *saved, size_t saved_len, const amp_config *cf
             for (size_t i = 0; i < nv; i++) {
                 const conf_entry *o = conf_find(w, nw, &v[i]);
                 if (free_to_differ(&v[i]) || (batch_free && batch_split_key(&v[i])) ||
+                    (steps_free && strcmp(v[i].section, "train") == 0 &&
+                     strcmp(v[i].key, "steps") == 0) ||
                     (o && same_value(cfg, pass ? o->value : v[i].value,
                                                              pass ? v[i].value : o->value)))
                     continue;
@@ -619,7 +590,15 @@ static int check_compatible(amp_session *s, const amp_checkpoint *ck, char *err,
     } else if (ck->data_id && amp_data_id_compare(ck->data_id, ck->data_id_len, now, err, errlen) != 0) {
         return -1;
     }
-    if (ck->train_examples != s->train.n || ck->seed != s->set.seed || ck->total_steps != s->total_steps) {
+    /* --set train.steps on a resume: any length from the checkpoint's step on */
+    int steps_ok = ck->total_steps == s->total_steps ||
+                   (steps_from_set(s->cfg) && s->total_steps >= ck->step);
+    if (!steps_ok && steps_from_set(s->cfg)) {
+        snprintf(err, errlen, "--set train.steps=%lld: the checkpoint is at step %lld already; "
+                 "give at least that many steps", (long long)s->total_steps, (long long)ck->step);
+        return -1;
+    }
+    if (ck->train_examples != s->train.n || ck->seed != s->set.seed || !steps_ok) {
         snprintf(err, errlen, "the run differs: the checkpoint has %lld training examples, seed %llu, %lld steps; "
                  "the config gives %lld, %llu, %lld",
                  (long long)ck->train_examples, (unsigned long long)ck->seed, (long long)ck->total_steps,

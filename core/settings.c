@@ -180,6 +180,11 @@ static const amp_setting core_settings[] = {
      .doc = "evaluate every N steps; `0` = at the end of every epoch"},
     {"train", "checkpoint_every", AMP_SETTING_INT, "0", 0, BIG, AT(checkpoint_every),
      .doc = "write a checkpoint every N steps (`0`: off; a signal writes one anyway)"},
+    {"train", "checkpoint_minutes", AMP_SETTING_DOUBLE, "10", .dmin = 0.0, .dmax = 1e7,
+     AT(checkpoint_minutes),
+     .doc = "also write a checkpoint once this many minutes passed since the last one (or the "
+            "start), so a crash or `kill -9` loses at most that much; `0`: off. Rank 0's clock "
+            "decides for every rank"},
     {"train", "keep", AMP_SETTING_INT, "3", 1, 1000000, AT(keep),
      .doc = "checkpoints kept; older ones are deleted"},
 

@@ -55,6 +55,7 @@ typedef struct amp_settings {
     int64_t epochs, steps, accumulate, log_every, eval_every;
     double loss_weight;                        /* multiplies the loss before backward */
     int64_t checkpoint_every;                  /* steps between checkpoints, 0 = off */
+    double checkpoint_minutes;                 /* training minutes between checkpoints, 0 = off */
     int64_t keep;                              /* checkpoints kept */
     /* [precision] / [scaler] */
     const char *precision_plugin;

@@ -5,8 +5,9 @@
  * metrics.jsonl is also the run's history once it has a checkpoint (see
  * run_ctx). The folder is locked for the whole run (io/run_lock.h), and no
  * output is renamed over an input. Checkpoints go to DIR/checkpoints every
- * [train] checkpoint_every steps and on a stop signal (stop_signals.h);
- * a resume continues from the newest valid one. Under mpirun
+ * [train] checkpoint_every steps, checkpoint_minutes (ckpt_clock.h) and on
+ * a stop signal (stop_signals.h); a resume continues from the newest valid
+ * one. Under mpirun
  * (core/dist/) every rank trains; rank 0 alone takes the folder's lock,
  * reads checkpoints (it broadcasts the bytes), prints progress and writes
  * the outputs and checkpoints; failures and stop signals are agreed so
@@ -23,6 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "ckpt_clock.h"
 #include "clock.h"
 #include "io/checkpoint_file.h"
 #include "io/checkpoint_store.h"
@@ -32,8 +34,10 @@
 #include "log.h"
 #include "median.h"
 #include "mem_limit.h"
+#include "resume_config.h"
 #include "stop_signals.h"
 #include "scaled_state.h"
+#include "train_progress.h"
 #include "train_summary.h"
 
 /* The 1-minute load average, NAN where the system has none. */
@@ -67,20 +71,6 @@ static void write_eval(FILE *f, const amp_session *s, double loss, double acc) {
     fputs("}\n", f);
 }
 
-static void progress(const amp_session *s, const amp_step_record *r, int tty) {
-    if (tty) {
-        int width = 30, done = (int)(width * r->step / s->total_steps);
-        fprintf(stderr, "\r[%.*s%*s] %lld/%lld loss %.4f scale %g%s   ", done,
-                "##############################", width - done, "", (long long)r->step,
-                (long long)s->total_steps, r->loss, r->scale, r->skipped ? " (skipped)" : "");
-        if (r->step == s->total_steps) fputc('\n', stderr);
-    } else {
-        fprintf(stderr, "step %lld/%lld epoch %lld loss %.4f scale %g grad_norm %.4g%s\n",
-                (long long)r->step, (long long)s->total_steps, (long long)r->epoch, r->loss, r->scale,
-                r->grad_norm, r->skipped ? " skipped" : "");
-    }
-}
-
 /* The outputs besides checkpoints/, written at the end (metrics.jsonl
  * also as the run goes); their dead writers' temporaries are removed when
  * the folder is locked. */
@@ -101,15 +91,13 @@ static void remove_results(const char *outdir) {
     }
 }
 
-/* What the loop needs beyond the session.
- *
- * metrics.jsonl is the run's history. A new run writes it under a
- * temporary name until its first checkpoint, which publishes it (renames
- * it into place, replacing an earlier run's files) and from then on it is
- * appended in place. Each checkpoint records its length and CRC (MPOS), so
- * a resume cuts it back to exactly the history of that checkpoint. Every
- * write is checked: lines that could not be written are kept in `pending`
- * and stored in the checkpoint (METR) that the failure forces. */
+/* What the loop needs beyond the session. metrics.jsonl is the run's
+ * history: a new run writes it under a temporary name until its first
+ * checkpoint publishes it (renames it into place, replacing an earlier
+ * run's files), then appends in place. Each checkpoint records its length
+ * and CRC (MPOS), so a resume cuts it back to exactly that history. Lines
+ * a failed write did not take stay in `pending`, stored in the checkpoint
+ * (METR) that the failure forces. */
 typedef struct run_ctx {
     amp_out_file metrics;
     const char *outdir;
@@ -127,7 +115,7 @@ typedef struct run_ctx {
     size_t prior_peak;
     double prior_losses[AMP_CKPT_MAX_LOSSES];
     size_t nprior;           /* losses of the steps just before the resume */
-    double t0;
+    double t0, ckpt_t;       /* the start; the last checkpoint (amp_clock_s) */
     /* the last AMP_CKPT_MAX_LOSSES step losses (checkpoints and the final
      * loss need no more), step i at [i % AMP_CKPT_MAX_LOSSES]: nothing here
      * grows with [train] steps */
@@ -138,6 +126,7 @@ typedef struct run_ctx {
     int eval_owed;           /* resumed from a checkpoint whose step's evaluation a
                               * signal cut short: it runs first */
     amp_train_hooks hooks;
+    amp_progress prog;       /* stderr: lines, or a live line on a terminal */
 } run_ctx;
 
 /* Appends text to the metrics file, or to `pending` once a write failed
@@ -294,25 +283,23 @@ static int eval_due(const amp_session *s, int64_t step) {
 /* Evaluates and writes the line to lf, unless a signal cut the evaluation
  * short (s->eval_stopped): that one is not logged, and a --resume from
  * the checkpoint the stop writes runs it again (run_ctx.eval_owed). */
-static int eval_line(amp_session *s, FILE *lf, int talk, int tty, char *err, size_t errlen) {
+static int eval_line(amp_session *s, run_ctx *c, FILE *lf, char *err, size_t errlen) {
     double tl, ta;
     if (amp_session_evaluate(s, &tl, &ta, err, errlen) != 0) return -1;
     if (s->eval_stopped) return 0;
     write_eval(lf, s, tl, ta);
-    if (talk && !tty)
-        fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n", (long long)s->step, tl,
-                ta);
+    amp_progress_eval(&c->prog, s, tl, ta);
     return 0;
 }
 
 /* The evaluation a stopped run owes its checkpoint's step, before any
  * further step, so the resumed history matches a run left alone. 0, 1
  * stopped again (the checkpoint resumed from stays the newest), -1. */
-static int owed_eval(amp_session *s, run_ctx *c, int talk, int tty, char *err, size_t errlen) {
+static int owed_eval(amp_session *s, run_ctx *c, char *err, size_t errlen) {
     char *line = NULL;
     size_t n = 0;
     FILE *lf = open_memstream(&line, &n);
-    int rc = lf ? eval_line(s, lf, talk, tty, err, errlen) : -1;
+    int rc = lf ? eval_line(s, c, lf, err, errlen) : -1;
     if (lf && fclose(lf) != 0 && rc == 0) rc = -1;
     if (rc != 0 && !err[0]) snprintf(err, errlen, "out of host memory");
     if (rc == 0 && s->eval_stopped) {
@@ -331,7 +318,7 @@ static int owed_eval(amp_session *s, run_ctx *c, int talk, int tty, char *err, s
  * signal (a checkpoint was written), -1 failed. */
 static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, size_t errlen) {
     const amp_settings *st = &s->set;
-    int tty = isatty(fileno(stderr)), talk = s->rank == 0 && c->outdir;
+    int talk = s->rank == 0 && c->outdir;
     /* step times: bounded streaming medians, whatever the step count */
     amp_median *ms = malloc(3 * sizeof *ms), *comm = ms + 1, *cpu = ms + 2;
     if (!ms) {
@@ -343,14 +330,15 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
     amp_median_init(cpu);
     for (size_t i = 0; i < c->nprior; i++)
         c->losses[((size_t)s->step - c->nprior + i) % AMP_CKPT_MAX_LOSSES] = c->prior_losses[i];
-    c->t0 = amp_clock_s();
+    c->ckpt_t = c->t0 = amp_clock_s();
     res->load_start = load_now();
     if (c->outdir) { /* a run of its own: the process's stop signals stop it */
         s->stop_flag = amp_stop_flag();
         amp_stop_signals_training(1, !talk);
     }
     res->device_peak = c->prior_peak;
-    int rc = c->eval_owed ? owed_eval(s, c, talk, tty, err, errlen) : 0;
+    amp_progress_start(&c->prog, s, talk, c->prior_wall);
+    int rc = c->eval_owed ? owed_eval(s, c, err, errlen) : 0;
     amp_step_record last = {0};
     uint64_t sent[2] = {0, 0}; /* the last applied step's gradient and weight bytes */
     while (s->step < s->total_steps && rc == 0) {
@@ -384,17 +372,16 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
             rc = -1;
             break;
         }
-        if (r.step % st->log_every == 0 || r.step == s->total_steps) {
-            write_metric(lf, &r, step_cpu, s->scaled);
-            if (talk) progress(s, &r, tty);
-        }
+        int logged = r.step % st->log_every == 0 || r.step == s->total_steps;
+        if (logged) write_metric(lf, &r, step_cpu, s->scaled);
+        amp_progress_step(&c->prog, s, &r, logged);
         /* Non-finite weights make every later step non-finite and skipped:
          * stop at once instead of skipping to the end. */
         if (r.skipped && !isfinite(r.loss) &&
             (amp_session_gather_optim(s, err, errlen) != 0 ||
              amp_session_check_weights(s, err, errlen) != 0))
             rc = -1;
-        if (rc == 0 && eval_due(s, r.step)) rc = eval_line(s, lf, talk, tty, err, errlen);
+        if (rc == 0 && eval_due(s, r.step)) rc = eval_line(s, c, lf, err, errlen);
         int bad = fclose(lf) != 0;
         if (rc == 0 && bad) {
             snprintf(err, errlen, "out of host memory");
@@ -412,9 +399,12 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         c->stop_signal = s->world > 1 ? r.stop_signal : s->stop_flag ? (int)*s->stop_flag : 0;
         if (s->eval_stopped > c->stop_signal) c->stop_signal = s->eval_stopped; /* agreed too */
         int stop = c->stop_signal && r.step < s->total_steps;
+        int timed = c->outdir ? amp_ckpt_clock_due(s, c->ckpt_t, err, errlen) : 0;
+        if ((rc = timed < 0 ? -1 : 0) != 0) break;
         /* every rank knows of these checkpoints, and agrees on how they went */
-        int common = c->outdir &&
-                     ((st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) || stop);
+        int common = c->outdir && ((st->checkpoint_every > 0 && r.step % st->checkpoint_every == 0) ||
+                                   stop || timed);
+        if (common) c->ckpt_t = amp_clock_s();
         /* sharded moments: every rank sends its part before rank 0 writes */
         if (common && amp_session_gather_optim(s, err, errlen) != 0) return -1;
         if (common || c->mfail[0]) {
@@ -440,7 +430,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
             break;
         }
         if (stop) {
-            if (talk && tty) fputc('\n', stderr);
+            amp_progress_end(&c->prog);
             rc = 1;
         }
     }
@@ -525,6 +515,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         res->median_cpu_ms = amp_median_get(cpu);
         res->load_end = load_now();
     }
+    amp_progress_end(&c->prog); /* a failure's message on a line of its own */
     free(ms);
     return rc;
 }
@@ -784,6 +775,13 @@ static int resume(amp_session *s, run_ctx *c, const char *dir, char *err, size_t
     return code;
 }
 
+static int no_checkpoint(const run_ctx *c, char *err, size_t errlen) {
+    snprintf(err, errlen, "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output "
+             "folder of a run that wrote one (a signal or [train] checkpoint_every or "
+             "checkpoint_minutes)", c->outdir, c->ckdir);
+    return 2;
+}
+
 /* Rank 0: the output folder, locked for the whole run. Never creates the
  * folder of a run that is not there to resume, never mixes a new run's
  * checkpoints with an earlier run's, and never renames an output over a
@@ -794,11 +792,7 @@ static int open_outputs(const amp_train_opts *a, amp_session *s, run_ctx *c, amp
     const char *outdir = c->outdir;
     struct stat st;
     if (a->resume && (stat(outdir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-        snprintf(err, errlen,
-                 "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
-                 "of a run that had [train] checkpoint_every set or was stopped by a signal",
-                 outdir, c->ckdir);
-        return 2;
+        return no_checkpoint(c, err, errlen);
     }
     if (!a->resume && amp_mkdir_p(outdir, err, errlen) != 0) return 1;
     /* One process per folder, from here to the end: everything below
@@ -818,17 +812,13 @@ static int open_outputs(const amp_train_opts *a, amp_session *s, run_ctx *c, amp
     if (amp_ckpt_store_list(c->ckdir, &steps, &n, err, errlen) != 0) return 1;
     free(steps);
     if (a->resume && n == 0) {
-        snprintf(err, errlen,
-                 "--resume %s: no checkpoint in %s (ckpt-<step>.amp); give the output folder "
-                 "of a run that had [train] checkpoint_every set or was stopped by a signal",
-                 outdir, c->ckdir);
-        return 2;
+        return no_checkpoint(c, err, errlen);
     }
     if (!a->resume && n > 0) {
-        snprintf(err, errlen,
-                 "%s holds %zu checkpoint%s of an earlier run: continue it with `amptrain train "
-                 "%s --resume %s`, or delete %s to start over",
-                 c->ckdir, n, n == 1 ? "" : "s", a->config_path, outdir, c->ckdir);
+        char again[4 * PATH_MAX];
+        amp_resume_command(again, sizeof again, s->world, outdir);
+        snprintf(err, errlen, "%s holds %zu checkpoint%s of an earlier run: continue it with `%s`, "
+                 "or delete %s to start over", c->ckdir, n, n == 1 ? "" : "s", again, c->ckdir);
         return 2;
     }
     /* The outputs are renamed over whatever has their names: never over a
@@ -972,14 +962,14 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
     int rc = run(s, &ctx, &res, err, errlen);
     if (rc == 1) {
         int sig = ctx.stop_signal;
-        char launch[64] = "";
-        if (s->world > 1) snprintf(launch, sizeof launch, "mpirun -np %d ", s->world);
+        char again[4 * PATH_MAX]; /* the checkpoint holds the config, --set's included */
+        amp_resume_command(again, sizeof again, s->world, outdir);
         if (lead)
             fprintf(stderr,
                     "amptrain: stopped by %s after step %lld of %lld; checkpoint %s\n"
-                    "amptrain: continue with: %samptrain train %s --resume %s\n",
+                    "amptrain: continue with: %s\n",
                     amp_signal_name(sig), (long long)s->step, (long long)s->total_steps,
-                    ctx.last_ckpt, launch, o->config_path, outdir);
+                    ctx.last_ckpt, again);
         code = 128 + sig;
         goto done;
     }

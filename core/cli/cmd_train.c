@@ -1,16 +1,26 @@
-/* `amptrain train CONFIG.ini [--set section.key=value]... [--out DIR | --resume DIR]`:
- * the options and the config; the run itself is core/trainer.h's (outputs,
- * checkpoints, resume, stop signals, several ranks). */
+/* `amptrain train CONFIG.ini [--set section.key=value]... [--out DIR]` and
+ * `amptrain train [CONFIG.ini] --resume DIR [--set section.key=value]...`:
+ * the options and the config (on a resume, the run's own from its
+ * checkpoint unless CONFIG is given, which must agree with it; --set only
+ * of the keys a resume may change, resume_config.h); the run itself is
+ * core/trainer.h's (outputs, checkpoints, resume, stop signals, several
+ * ranks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "resume_config.h"
 #include "trainer.h"
 
 static const char train_usage[] =
-    "usage: amptrain train CONFIG.ini [--set section.key=value]... [--out DIR | --resume DIR]\n";
+    "usage: amptrain train CONFIG.ini [--set section.key=value]... [--out DIR]\n"
+    "       amptrain train [CONFIG.ini] --resume DIR [--set section.key=value]...\n"
+    "  --resume DIR continues the run in DIR from its newest checkpoint, with the config\n"
+    "  the checkpoint holds (a CONFIG given, with its --set's, must agree with it); without\n"
+    "  CONFIG --set may change only [train] steps, log_every, eval_every, checkpoint_every,\n"
+    "  checkpoint_minutes, keep, [run] name, device, [dist] check_every, timeout, shard\n";
 
 typedef struct train_args {
     const char *config;
@@ -70,7 +80,7 @@ static int parse_args(train_args *a, int argc, char **argv) {
         return -1;
     }
     int rc = amp_cli_parse("train", argc, argv, "h", opts, train_opt, a, train_usage);
-    if (rc == 0 && !a->config) {
+    if (rc == 0 && !a->config && !a->resume) {
         fputs(train_usage, stderr);
         rc = -1;
     }
@@ -89,7 +99,7 @@ static int parse_args(train_args *a, int argc, char **argv) {
 /* Empty paths are usage errors ("" would read as the current folder, or
  * worse). */
 static int check_paths(const train_args *a) {
-    const char *what = !a->config[0] ? "the config" : a->out && !a->out[0] ? "--out"
+    const char *what = a->config && !a->config[0] ? "the config" : a->out && !a->out[0] ? "--out"
                      : a->resume && !a->resume[0] ? "--resume" : NULL;
     if (!what) return 0;
     fprintf(stderr, "amptrain train: %s is an empty string; give a path\n", what);
@@ -102,8 +112,12 @@ int amp_cmd_train(int argc, char **argv) {
     if (prc != 0) return prc > 0 ? 0 : 2;
     if (check_paths(&a) != 0) return 2;
     char err[2048] = "";
-    amp_config *cfg = amp_config_load(a.config, err, sizeof err);
-    int code = cfg ? 0 : 2;
+    int code = 2;
+    amp_config *cfg = a.config ? amp_config_load(a.config, err, sizeof err)
+                               : amp_resume_config_load(a.resume, &code, err, sizeof err);
+    code = cfg ? 0 : a.config ? 2 : code;
+    for (int i = 0; code == 0 && !a.config && i < a.nsets; i++)
+        if (amp_resume_set_allowed(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
     for (int i = 0; code == 0 && i < a.nsets; i++)
         if (amp_config_set(cfg, a.sets[i], err, sizeof err) != 0) code = 2;
     free(a.sets);

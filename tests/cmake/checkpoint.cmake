@@ -2,7 +2,8 @@
 # session (test_checkpoint), then the CLI: a real SIGTERM and --resume give
 # the same files as an uninterrupted run, damaged checkpoints fall back,
 # foreign ones are refused, kill -9 during writes never loses the newest
-# complete checkpoint, and a full disk leaves the previous one untouched.
+# complete checkpoint, a full disk leaves the previous one untouched, and
+# the printed "continue with" command works as printed (resume_hint).
 set(AMP_CKPT_PLUGINS amp_precision_fp32 amp_precision_fp16 amp_precision_bf16 amp_scaler_none
                      amp_scaler_static amp_scaler_dynamic amp_scaler_hysteresis)
 amp_unit_test(test_checkpoint checkpoint)
@@ -10,7 +11,7 @@ add_dependencies(test_checkpoint ${AMP_CKPT_PLUGINS})
 
 set(AMP_CKPT_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint)
 set(AMP_CKPT_WORK ${CMAKE_BINARY_DIR}/tests/checkpoint_runs)
-foreach(script resume_cli refusals kill9 disk_full resume_complete compare_memory)
+foreach(script resume_cli resume_hint checkpoint_minutes refusals kill9 disk_full resume_complete compare_memory)
   add_test(NAME checkpoint_${script}
            COMMAND bash ${AMP_CKPT_SCRIPTS}/${script}.sh $<TARGET_FILE:amptrain>
                    ${PROJECT_SOURCE_DIR}/configs ${AMP_CKPT_WORK}/${script})

@@ -33,8 +33,14 @@ add_test(NAME output_never_over_input
 add_test(NAME output_stdout_fails
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/output/stdout_fail.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR} ${AMP_REL_OUT}/stdout)
-set_tests_properties(output_lock output_never_over_input output_stdout_fails PROPERTIES
-                     LABELS "output;cli" TIMEOUT 120)
+# Progress: a live line on a terminal (a pty from script), the lines as
+# always off one.
+add_test(NAME output_progress
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/output/progress.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/tiny_sgd.ini
+                 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini ${AMP_REL_OUT}/progress)
+set_tests_properties(output_lock output_never_over_input output_stdout_fails output_progress
+                     PROPERTIES LABELS "output;cli" TIMEOUT 120)
 
 # [run] name becomes a folder name: "..", a slash or a hidden name are config
 # errors located at their line.

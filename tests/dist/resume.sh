@@ -44,7 +44,7 @@ rc=$?
 [ "$rc" != 0 ] || fail "the run finished before SIGTERM arrived; raise train.steps"
 grep -Eq "stopped by SIGTERM after step [0-9]+ of $steps; checkpoint .*ckpt-[0-9]{8}\.amp" "$W/stop.log" ||
     fail "no 'stopped by SIGTERM' message: $(tail -5 "$W/stop.log")"
-grep -q -- "continue with: mpirun -np 2 amptrain train .* --resume $W/run" "$W/stop.log" ||
+grep -q -- "continue with: mpirun -np 2 amptrain train --resume $W/run" "$W/stop.log" ||
     fail "the message does not say how to resume: $(grep continue "$W/stop.log")"
 [ "$(grep -c 'stopped by' "$W/stop.log")" = 1 ] || fail "more than one rank reported the stop"
 no_outputs "$W/run"
