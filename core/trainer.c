@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "io/checkpoint_file.h"
 #include "io/checkpoint_store.h"
+#include "io/file.h"
 #include "io/json.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
@@ -520,23 +521,6 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
     return rc;
 }
 
-/* CRC32 of the first n bytes of fd; -1 when it cannot read them all. */
-static int crc_prefix(int fd, uint64_t n, uint32_t *crc) {
-    static unsigned char buf[1 << 16];
-    uLong c = crc32(0L, Z_NULL, 0);
-    uint64_t done = 0;
-    while (done < n) {
-        size_t want = n - done < sizeof buf ? (size_t)(n - done) : sizeof buf;
-        ssize_t got = pread(fd, buf, want, (off_t)done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;
-        c = crc32(c, buf, (uInt)got);
-        done += (uint64_t)got;
-    }
-    *crc = (uint32_t)c;
-    return 0;
-}
-
 /* Sets up metrics.jsonl for a run resumed from ck: the file cut back to the
  * checkpoint's history (MPOS) and the lines the checkpoint kept (METR)
  * appended. A checkpoint from before MPOS existed carries the whole history
@@ -562,7 +546,7 @@ static int resume_metrics(run_ctx *c, const amp_checkpoint *ck, char *err, size_
         if ((uint64_t)st.st_size < ck->metrics_pos)
             snprintf(why, sizeof why, "it has %lld bytes, the checkpoint's history %llu",
                      (long long)st.st_size, (unsigned long long)ck->metrics_pos);
-        else if (crc_prefix(fd, ck->metrics_pos, &crc) != 0)
+        else if (amp_file_crc_prefix(fd, ck->metrics_pos, &crc) != 0)
             snprintf(why, sizeof why, "cannot read it: %s", strerror(errno));
         else if (crc != ck->metrics_crc)
             snprintf(why, sizeof why, "its first %llu bytes differ from the checkpoint's history",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "log.h"
 
@@ -183,4 +184,20 @@ fail:
     close(fd);
     free(p);
     return -1;
+}
+
+int amp_file_crc_prefix(int fd, uint64_t n, uint32_t *crc) {
+    static unsigned char buf[1 << 16];
+    uLong c = crc32(0L, Z_NULL, 0);
+    uint64_t done = 0;
+    while (done < n) {
+        size_t want = n - done < sizeof buf ? (size_t)(n - done) : sizeof buf;
+        ssize_t got = pread(fd, buf, want, (off_t)done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
+        c = crc32(c, buf, (uInt)got);
+        done += (uint64_t)got;
+    }
+    *crc = (uint32_t)c;
+    return 0;
 }

@@ -13,6 +13,7 @@
 #define AMP_IO_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -45,5 +46,9 @@ int amp_file_read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len
 /* Reads exactly n bytes at offset off. 0; -1 with errno set (0 when the file
  * ended first). */
 int amp_file_pread_full(int fd, void *buf, size_t n, unsigned long long off);
+
+/* *crc = CRC-32 (zlib's) of the first n bytes of fd. 0; -1 when it cannot
+ * read them all. */
+int amp_file_crc_prefix(int fd, uint64_t n, uint32_t *crc);
 
 #endif
