@@ -109,6 +109,26 @@ examples)
         --out "$tmp/runs/percentile_bad" 2>"$tmp/pct_bad.log"
     [ $? = 2 ] && grep -q "precision.percentile: .*0 is not in (0, 100\]" "$tmp/pct_bad.log" ||
         fail "fp8_percentile: percentile = 0 not refused with exit 2: $(cat "$tmp/pct_bad.log")"
+    # its layer.* keys (the SDK's amptrain/layer_keys.h): a layer kept in BF16
+    # has no FP8 operands, a key naming no layer is refused at its line, and
+    # the recipe is a layer scan's candidate against bf16.
+    step "fp8_percentile with layer.fc4 = bf16" "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" \
+        --set run.device=cpu --set train.steps=3 --set precision.layer.fc4=bf16 --out "$tmp/runs/pct_fc4"
+    grep -q '"layer":"fc3","role":"input"' "$tmp/runs/pct_fc4/metrics.jsonl" &&
+        ! grep -q '"layer":"fc4"' "$tmp/runs/pct_fc4/metrics.jsonl" ||
+        fail "fp8_percentile: layer.fc4 = bf16 did not keep fc4 out of FP8"
+    "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --set 'precision.layer.fc9=bf16' \
+        --out "$tmp/runs/pct_fc9" 2>"$tmp/pct_fc9.log"
+    [ $? = 2 ] && grep -q "layer.fc9: unknown layer 'fc9' matches no layer; the model's layers are: fc1 fc2 fc3 fc4" "$tmp/pct_fc9.log" ||
+        fail "fp8_percentile: layer.fc9 not refused with exit 2: $(cat "$tmp/pct_fc9.log")"
+    sed '0,/^name = .*/s//name = tiny_bf16_base/; s/^plugin = build.*/plugin = bf16/; /^percentile/d; /^amax_history_len/d' \
+        "$tmp/fp8_percentile/tiny_fp8_percentile.ini" >"$tmp/fp8_percentile/tiny_bf16_base.ini"
+    step "ab --scan with fp8_percentile" "$amptrain" ab "$tmp/fp8_percentile/tiny_bf16_base.ini" \
+        "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --scan 'fc1,fc4' --seeds 1 --set run.device=cpu \
+        --set train.steps=3 --out "$tmp/runs/pct_scan"
+    grep -Eq '^ +[12] +fc1 +1 ' "$log" && grep -Eq '^ +[12] +fc4 +1 ' "$log" &&
+        [ -d "$tmp/runs/pct_scan/runs/tiny_fp8_percentile_keep-fc4" ] ||
+        fail "fp8_percentile: the scan did not rank fc1 and fc4"
 
     # pkg-config and a plain compiler; found by name on AMPTRAIN_PLUGIN_PATH.
     PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name amptrain.pc)")
