@@ -8,10 +8,13 @@
 #               through the installed amptrain and check the summaries;
 #   scaler, precision: `amptrain new-plugin CASE NAME DIR`, build the folder
 #               as written (warnings as errors), train with its INI.
+#   precision_fp8: `amptrain new-plugin precision NAME DIR --template fp8`,
+#               build it, train (its FP8 telemetry, its recipe's scales), a
+#               layer.* key, and `ab baseline.ini NAME.ini --scan layers`.
 # Runs under umask 002: the install, the SDK's build helper and new-plugin
 # must give plugins and their folders safe modes themselves.
 set -u
-[ $# -eq 5 ] || { echo "usage: sdk_test.sh examples|scaler|precision BUILD SOURCE CMAKE CC" >&2; exit 2; }
+[ $# -eq 5 ] || { echo "usage: sdk_test.sh examples|scaler|precision|precision_fp8 BUILD SOURCE CMAKE CC" >&2; exit 2; }
 case=$1 build=$2 src=$3 cmake=$4 cc=$5
 umask 002
 
@@ -109,6 +112,26 @@ examples)
         --out "$tmp/runs/percentile_bad" 2>"$tmp/pct_bad.log"
     [ $? = 2 ] && grep -q "precision.percentile: .*0 is not in (0, 100\]" "$tmp/pct_bad.log" ||
         fail "fp8_percentile: percentile = 0 not refused with exit 2: $(cat "$tmp/pct_bad.log")"
+    # its layer.* keys (the SDK's amptrain/layer_keys.h): a layer kept in BF16
+    # has no FP8 operands, a key naming no layer is refused at its line, and
+    # the recipe is a layer scan's candidate against bf16.
+    step "fp8_percentile with layer.fc4 = bf16" "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" \
+        --set run.device=cpu --set train.steps=3 --set precision.layer.fc4=bf16 --out "$tmp/runs/pct_fc4"
+    grep -q '"layer":"fc3","role":"input"' "$tmp/runs/pct_fc4/metrics.jsonl" &&
+        ! grep -q '"layer":"fc4"' "$tmp/runs/pct_fc4/metrics.jsonl" ||
+        fail "fp8_percentile: layer.fc4 = bf16 did not keep fc4 out of FP8"
+    "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --set 'precision.layer.fc9=bf16' \
+        --out "$tmp/runs/pct_fc9" 2>"$tmp/pct_fc9.log"
+    [ $? = 2 ] && grep -q "layer.fc9: unknown layer 'fc9' matches no layer; the model's layers are: fc1 fc2 fc3 fc4" "$tmp/pct_fc9.log" ||
+        fail "fp8_percentile: layer.fc9 not refused with exit 2: $(cat "$tmp/pct_fc9.log")"
+    sed '0,/^name = .*/s//name = tiny_bf16_base/; s/^plugin = build.*/plugin = bf16/; /^percentile/d; /^amax_history_len/d' \
+        "$tmp/fp8_percentile/tiny_fp8_percentile.ini" >"$tmp/fp8_percentile/tiny_bf16_base.ini"
+    step "ab --scan with fp8_percentile" "$amptrain" ab "$tmp/fp8_percentile/tiny_bf16_base.ini" \
+        "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --scan 'fc1,fc4' --seeds 1 --set run.device=cpu \
+        --set train.steps=3 --out "$tmp/runs/pct_scan"
+    grep -Eq '^ +[12] +fc1 +1 ' "$log" && grep -Eq '^ +[12] +fc4 +1 ' "$log" &&
+        [ -d "$tmp/runs/pct_scan/runs/tiny_fp8_percentile_keep-fc4" ] ||
+        fail "fp8_percentile: the scan did not rank fc1 and fc4"
 
     # pkg-config and a plain compiler; found by name on AMPTRAIN_PLUGIN_PATH.
     PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name amptrain.pc)")
@@ -154,6 +177,43 @@ scaler | precision)
     case $loss in '' | *nan* | *inf*) fail "final_train_loss is '$loss'" ;; esac
     step "training with baseline.ini" "$amptrain" train "$dir/baseline.ini" --set run.device=cpu --set train.steps=20 \
         --out "$tmp/runs/baseline"
+    ;;
+precision_fp8)
+    name=my_recipe
+    dir=$tmp/$name
+    step "new-plugin --template fp8" "$amptrain" new-plugin precision "$name" "$dir" --template fp8
+    grep -q '#include "amptrain/layer_keys.h"' "$dir/$name.c" && grep -q 'plugin_scale_update' "$dir/$name.c" ||
+        fail "the fp8 template has no layer keys or no scale_update"
+    cmake_plugin "$dir"
+    so=$dir/build/amp_precision_$name.so
+    step "training with $name.ini" "$amptrain" train "$dir/$name.ini" --set run.device=cpu --set train.steps=6 \
+        --out "$tmp/runs/$name"
+    summary_has "$tmp/runs/$name/summary.json" precision "$name" 0.1.0 "$so"
+    loss=$(json_num "$tmp/runs/$name/summary.json" final_train_loss)
+    case $loss in '' | *nan* | *inf*) fail "final_train_loss is '$loss'" ;; esac
+    grep -q '"fp8":\[{"layer":"fc1","role":"input","format":"e4m3","scaling":"delayed"' \
+        "$tmp/runs/$name/metrics.jsonl" || fail "$name: no fp8 telemetry for fc1"
+    # the recipe's scale after each step: 448 / 2^margin / the max of the amax
+    # history (this step's included), with margin = 1 from the INI
+    step "training with $name.ini, margin 1" "$amptrain" train "$dir/$name.ini" --set run.device=cpu \
+        --set train.steps=4 --set train.log_every=1 --set precision.margin=1 --out "$tmp/runs/${name}_m1"
+    python3 - "$tmp/runs/${name}_m1/metrics.jsonl" <<'PY' || fail "$name: fc1's scale is not 224 / its amax history's max"
+import json, sys
+ops = [[o for o in json.loads(l)["fp8"] if o["layer"] == "fc1" and o["role"] == "input"][0]
+       for l in open(sys.argv[1]) if "\"fp8\"" in l]
+amax = [o["amax"] for o in ops]
+for k, o in enumerate(ops):
+    want = 448.0 / 2 / max(amax[:k + 1])
+    print(f"step {k + 1}: fc1 input amax {amax[k]:.6g} scale {o['scale']:.7g}, 224/max(history) {want:.7g}")
+    if abs(o["scale"] - want) > 1e-6 * want:
+        sys.exit(1)
+PY
+    step "$name with layer.fc2 = bf16" "$amptrain" train "$dir/$name.ini" --set run.device=cpu \
+        --set train.steps=2 --set precision.layer.fc2=bf16 --out "$tmp/runs/${name}_fc2"
+    ! grep -q '"layer":"fc2"' "$tmp/runs/${name}_fc2/metrics.jsonl" || fail "$name: layer.fc2 = bf16 left fc2 in FP8"
+    step "ab --scan layers with $name" "$amptrain" ab "$dir/baseline.ini" "$dir/$name.ini" --scan layers \
+        --seeds 1 --set run.device=cpu --set train.steps=3 --out "$tmp/runs/scan"
+    grep -Eq '^ +[12] +fc1 +1 ' "$log" && grep -Eq '^ +[12] +fc2 +1 ' "$log" || fail "the scan did not rank fc1 and fc2"
     ;;
 *)
     echo "sdk_test.sh: unknown case '$case'" >&2

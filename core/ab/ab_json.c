@@ -189,7 +189,9 @@ static void write_scan(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f) {
         write_pair(f, r->closed_lo, r->closed_hi);
         fprintf(f, ", \"significant\": %s}", r->significant ? "true" : "false");
     }
-    fputs("]}", f);
+    fputs("]", f);
+    amp_ab_scan_json_skipped(sc, f);
+    fputs("}", f);
 }
 
 int amp_ab_write_json(const amp_ab_study *st, FILE *f) {

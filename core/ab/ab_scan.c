@@ -32,8 +32,8 @@ void amp_ab_groups_free(amp_ab_group *g, int n) {
 }
 
 /* Adds layer l to the group labelled label, making the group if new. */
-static int add_member(amp_ab_group *g, int *ng, int max, const char *label, int l, int nnames,
-                      char *err, size_t errlen) {
+static int add_member(amp_ab_group *g, int *ng, int max, const char *label, const char *name,
+                      int l, int nnames, char *err, size_t errlen) {
     int i = 0;
     while (i < *ng && strcmp(g[i].label, label) != 0) i++;
     if (i == *ng) {
@@ -42,6 +42,7 @@ static int add_member(amp_ab_group *g, int *ng, int max, const char *label, int 
             return -1;
         }
         snprintf(g[i].label, sizeof g[i].label, "%s", label);
+        snprintf(g[i].name, sizeof g[i].name, "%s", name);
         g[i].members = calloc((size_t)nnames, sizeof *g[i].members);
         g[i].nmembers = 0;
         if (!g[i].members) {
@@ -52,6 +53,17 @@ static int add_member(amp_ab_group *g, int *ng, int max, const char *label, int 
     }
     g[i].members[g[i].nmembers++] = l;
     return 0;
+}
+
+/* A glob group's name: its one layer's, else the glob less a trailing ".*"
+ * ("transformer.h.*.mlp.*" names "transformer.h.*.mlp"). */
+static void glob_name(amp_ab_group *g, const char *const *names) {
+    if (g->nmembers == 1) {
+        snprintf(g->name, sizeof g->name, "%s", names[g->members[0]]);
+        return;
+    }
+    size_t n = strlen(g->name);
+    if (n > 2 && strcmp(g->name + n - 2, ".*") == 0) g->name[n - 2] = '\0';
 }
 
 static void list_layers(char *err, size_t errlen, const char *const *names, int nnames) {
@@ -80,7 +92,8 @@ int amp_ab_scan_groups(amp_ab_group **out, int *ngroups, const char *spec,
                 snprintf(label, sizeof label, "%s", names[l]);
             else
                 snprintf(label, sizeof label, "%s.*", block);
-            rc = add_member(g, &ng, max, label, l, nnames, err, errlen);
+            rc = add_member(g, &ng, max, label, strcmp(label, names[l]) ? block : names[l], l,
+                            nnames, err, errlen);
         }
     } else {
         const char *p = spec;
@@ -99,8 +112,10 @@ int amp_ab_scan_groups(amp_ab_group **out, int *ngroups, const char *spec,
             for (int l = 0; l < nnames && rc == 0; l++)
                 if (fnmatch(glob, names[l], 0) == 0) {
                     hit = 1;
-                    rc = add_member(g, &ng, max, glob, l, nnames, err, errlen);
+                    rc = add_member(g, &ng, max, glob, glob, l, nnames, err, errlen);
                 }
+            for (int i = 0; rc == 0 && i < ng; i++)
+                if (strcmp(g[i].label, glob) == 0) glob_name(&g[i], names);
             if (rc == 0 && !hit) {
                 snprintf(err, errlen, "--scan: '%s' matches no layer", glob);
                 list_layers(err, errlen, names, nnames);
@@ -212,6 +227,7 @@ void amp_ab_scan_print(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f) {
         fprintf(f, "%4d  %-32s  %6d  %-30s  %-24s  %s\n", i + 1, amp_ab_scan_group(sc, r)->label,
                 amp_ab_scan_group(sc, r)->nmembers, d, c, r->has_ci ? (r->significant ? "yes" : "no") : "n/a");
     }
+    amp_ab_scan_print_skipped(sc, st, f);
     int nsig = 0;
     for (int i = 0; i < sc->ngroups; i++) nsig += sc->rows[i].significant;
     if (!amp_ab_scan_has_gap(sc) || nsig == 0) {

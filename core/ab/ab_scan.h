@@ -8,9 +8,11 @@
 #include <stdio.h>
 
 #include "ab/ab.h"
+#include "amptrain/plugin.h"
 
 typedef struct amp_ab_group {
-    char label[128]; /* "transformer.h.0.*", "fc1", or the user's glob */
+    char label[128]; /* "transformer.h.0.*", "fc1", or the user's glob: what layer.<glob> takes */
+    char name[128];  /* from the layer names: "transformer.h.0", "fc1"; names the group's arm */
     int *members;    /* [nmembers] indices into the layer names, owned */
     int nmembers;
 } amp_ab_group;
@@ -27,6 +29,18 @@ int amp_ab_scan_groups(amp_ab_group **out, int *ngroups, const char *spec,
                        const char *const *names, int nnames, int max, char *err, size_t errlen);
 void amp_ab_groups_free(amp_ab_group *g, int n);
 
+/* Moves the groups whose every layer the candidate (cand[layer]) already
+ * computes exactly as the baseline (base[layer]) does, dtypes, scaled
+ * formats and flags alike (keeping such a group would run the candidate
+ * again), from g to a new array *skipped, keeping the order. 0, or -1 when
+ * out of memory. */
+int amp_ab_scan_split(amp_ab_group *g, int *ng, amp_ab_group **skipped, int *nskipped,
+                      const amp_layer_precision *base, const amp_layer_precision *cand);
+/* The [run] name of group i's arm (at most 64 characters of letters, digits
+ * and . _ - +): "CAND+keep-NAME", numbered where that is too long or taken
+ * by an earlier group's. */
+void amp_ab_scan_arm_name(char out[65], const char *cand, const amp_ab_group *g, int i);
+
 /* One group's effect: how much better (on the verdict metric) the candidate
  * gets with the group kept at the baseline's precision, paired by seed, and
  * that as a fraction of the gap. */
@@ -40,6 +54,8 @@ typedef struct amp_ab_scan_row {
 typedef struct amp_ab_scan {
     const amp_ab_group *groups; /* [ngroups]; group g is arm first_arm + g */
     int ngroups, first_arm;     /* arms 0 (baseline) and 1 (candidate) come first */
+    const amp_ab_group *skipped; /* [nskipped] already at the baseline's precision: not run */
+    int nskipped;
     char base_dtype[AMP_AB_MAX_SCAN][8]; /* the baseline's dtype per group ("f32") */
     amp_ab_welch gap;           /* baseline - candidate on the metric, oriented (> 0: a gap) */
     amp_ab_scan_row rows[AMP_AB_MAX_SCAN]; /* ranked, most closed first */
@@ -51,6 +67,12 @@ void amp_ab_scan_print(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f);
 const amp_ab_group *amp_ab_scan_group(const amp_ab_scan *sc, const amp_ab_scan_row *r);
 /* The baseline's dtype for the row's group ("f32"). */
 const char *amp_ab_scan_dtype(const amp_ab_scan *sc, const amp_ab_scan_row *r);
+/* The skipped groups: rows of the terminal table, a JSON member (",
+ * \"skipped\": [...]"), a report paragraph written with the report's escaper. */
+void amp_ab_scan_print_skipped(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f);
+void amp_ab_scan_json_skipped(const amp_ab_scan *sc, FILE *f);
+void amp_ab_scan_html_skipped(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f,
+                              void (*esc)(FILE *, const char *));
 /* The candidate is significantly worse than the baseline: a gap to close. */
 int amp_ab_scan_has_gap(const amp_ab_scan *sc);
 

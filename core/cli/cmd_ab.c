@@ -72,8 +72,8 @@ typedef struct ab_args {
     char **arm_sets[AMP_AB_MAX_ARMS];
     int narm_sets[AMP_AB_MAX_ARMS];
     const char *scan;     /* --scan GROUPS, or NULL */
-    amp_ab_group *groups; /* the scan's groups, owned */
-    int ngroups;
+    amp_ab_group *groups, *skipped; /* the scan's groups to run, and to skip; owned */
+    int ngroups, nskipped;
     const char **sets; /* [argc]: every --set, no fixed limit */
     int nsets;
     int seeds;
@@ -208,7 +208,7 @@ typedef struct arm_cfg { /* what validation learnt about one config */
     size_t n, cap;
     uint64_t seed;
     char **layers;    /* [nlayers] the model's layer names */
-    amp_dtype *gemm;  /* [nlayers] the GEMM dtype the policy chose for each */
+    amp_layer_precision *prec; /* [nlayers] what the policy chose for each */
     int nlayers;
 } arm_cfg;
 
@@ -248,17 +248,17 @@ static void arm_cfg_free(arm_cfg *c) {
     free(c->e);
     for (int l = 0; l < c->nlayers; l++) free(c->layers[l]);
     free(c->layers);
-    free(c->gemm);
+    free(c->prec);
 }
 
 /* The layers and the policy's choice for each: what a scan groups and keeps. */
 static int keep_layers(arm_cfg *c, const amp_session *s) {
     c->layers = calloc((size_t)s->nlayers + 1, sizeof *c->layers);
-    c->gemm = calloc((size_t)s->nlayers + 1, sizeof *c->gemm);
-    if (!c->layers || !c->gemm) return -1;
+    c->prec = calloc((size_t)s->nlayers + 1, sizeof *c->prec);
+    if (!c->layers || !c->prec) return -1;
     for (int l = 0; l < s->nlayers; l++) {
         if (!(c->layers[l] = strdup(s->layer_ptrs[l]))) return -1;
-        c->gemm[l] = s->model->prec[l].compute[AMP_OP_GEMM];
+        c->prec[l] = s->model->prec[l];
         c->nlayers = l + 1;
     }
     return 0;
@@ -687,7 +687,8 @@ static const char *const dtype_names[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
 
 /* --scan: one more arm per group of the candidate's (arm 1's) layers, the
  * candidate's config with the group's layers set to the baseline's (arm
- * 0's) GEMM dtype. 0, 2 (a bad --scan value) or 1. */
+ * 0's) GEMM dtype; groups the candidate already computes as the baseline
+ * does are skipped. 0, 2 (a bad --scan value, nothing to scan) or 1. */
 static int add_scan_arms(ab_args *a, const arm_cfg *ac, const char *cand_name, char *err,
                          size_t errlen) {
     if (amp_ab_scan_groups(&a->groups, &a->ngroups, a->scan, (const char *const *)ac[1].layers,
@@ -698,6 +699,14 @@ static int add_scan_arms(ab_args *a, const arm_cfg *ac, const char *cand_name, c
                  "scan compares policies on one model", ac[0].nlayers, ac[1].nlayers);
         return 2;
     }
+    if (amp_ab_scan_split(a->groups, &a->ngroups, &a->skipped, &a->nskipped, ac[0].prec,
+                          ac[1].prec) != 0)
+        return 1;
+    if (a->ngroups == 0) {
+        snprintf(err, errlen, "--scan %s: the candidate %s computes every layer of every group "
+                 "exactly as the baseline %s does: nothing to scan", a->scan, a->configs[1], a->configs[0]);
+        return 2;
+    }
     for (int g = 0; g < a->ngroups; g++) {
         const amp_ab_group *gr = &a->groups[g];
         int arm = a->nconfigs++;
@@ -705,12 +714,8 @@ static int add_scan_arms(ab_args *a, const arm_cfg *ac, const char *cand_name, c
         char **sets = calloc((size_t)gr->nmembers + 1, sizeof *sets);
         a->arm_sets[arm] = sets;
         if (!sets) return 1;
-        /* [run] name allows 64 of letters, digits and . _ - +; the number keeps
-         * names apart when the label is cut */
         char name[65];
-        snprintf(name, sizeof name, "%s+keep%d-%s", cand_name, g + 1, gr->label);
-        for (char *p = name; *p; p++)
-            if (!isalnum((unsigned char)*p) && !strchr("._-+", *p)) *p = '_';
+        amp_ab_scan_arm_name(name, cand_name, a->groups, g);
         size_t need = sizeof name + 16;
         if (!(sets[0] = malloc(need))) return 1;
         snprintf(sets[0], need, "run.name=%s", name);
@@ -720,7 +725,7 @@ static int add_scan_arms(ab_args *a, const arm_cfg *ac, const char *cand_name, c
             need = strlen(ac[1].layers[l]) + 32;
             if (!(sets[m + 1] = malloc(need))) return 1;
             snprintf(sets[m + 1], need, "precision.layer.%s=%s", ac[1].layers[l],
-                     dtype_names[ac[0].gemm[l]]);
+                     dtype_names[ac[0].prec[l].compute[AMP_OP_GEMM]]);
             a->narm_sets[arm] = m + 2;
         }
     }
@@ -733,6 +738,7 @@ static void args_free(ab_args *a) {
         free(a->arm_sets[i]);
     }
     amp_ab_groups_free(a->groups, a->ngroups);
+    amp_ab_groups_free(a->skipped, a->nskipped);
     free(a->sets);
 }
 
@@ -937,6 +943,8 @@ int amp_cmd_ab(int argc, char **argv) {
         memset(&scan, 0, sizeof scan);
         scan.groups = a.groups;
         scan.ngroups = a.ngroups;
+        scan.skipped = a.skipped;
+        scan.nskipped = a.nskipped;
         scan.first_arm = 2;
         for (int g = 0; g < a.ngroups; g++) {
             const char *set = a.arm_sets[2 + g][1]; /* precision.layer.NAME=DTYPE */

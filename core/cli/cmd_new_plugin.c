@@ -14,19 +14,23 @@
 #include "amptrain/plugin.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/new_plugin_templates.h"
 #include "self_exe.h"
 
 /* ------------------------------------------------------------ templates */
 /* @NAME@ is the plugin name, @KIND@ scaler or precision. */
 
-static const char scaler_c[] =
-    "/* amp_scaler_@NAME@: a loss-scaler strategy for amptrain.\n"
+/* Every NAME.c's comment goes on with how to build and train it. */
+static const char build_note[] =
     " *\n"
     " * Build (from this folder; see README.md):\n"
     " *   cmake -S . -B build\n"
     " *   cmake --build build\n"
     " * Train: amptrain train @NAME@.ini\n"
-    " *\n"
+    " *\n";
+
+static const char scaler_title[] = "/* amp_scaler_@NAME@: a loss-scaler strategy for amptrain.\n";
+static const char scaler_c[] =
     " * The contract every function below follows is in amptrain/plugin.h and\n"
     " * docs/writing-a-scaler.md. What this starting point does (replace it):\n"
     " * skip a step whose gradients hold inf/NaN and halve the scale; double it\n"
@@ -174,14 +178,8 @@ static const char scaler_c[] =
     "                            \"halve on inf/NaN, double after `interval` clean steps\",\n"
     "                            \"init_scale=65536 interval=100\", &vtable);\n";
 
+static const char precision_title[] = "/* amp_precision_@NAME@: a precision policy for amptrain.\n";
 static const char precision_c[] =
-    "/* amp_precision_@NAME@: a precision policy for amptrain.\n"
-    " *\n"
-    " * Build (from this folder; see README.md):\n"
-    " *   cmake -S . -B build\n"
-    " *   cmake --build build\n"
-    " * Train: amptrain train @NAME@.ini\n"
-    " *\n"
     " * The contract every function below follows is in amptrain/plugin.h.\n"
     " * What this starting point does (replace it): PyTorch autocast in `dtype`\n"
     " * (f16 by default, or bf16): GEMM, conv, attention and pointwise ops,\n"
@@ -371,7 +369,8 @@ static const char readme[] =
     "cmake --build build\n"
     "```\n"
     "\n"
-    "Train with it, then A/B it against the built-in fp16 + dynamic baseline:\n"
+    "Train with it, then A/B it against baseline.ini (a built-in policy on the\n"
+    "same task):\n"
     "\n"
     "```sh\n"
     "amptrain train @NAME@.ini --out runs/@NAME@\n"
@@ -459,15 +458,19 @@ static void prefix_hint(char *out, size_t outlen) {
 }
 
 static const char usage_text[] =
-    "usage: amptrain new-plugin scaler|precision NAME [DIR]\n"
+    "usage: amptrain new-plugin scaler|precision NAME [DIR] [--template autocast|fp8]\n"
     "  writes DIR (default ./NAME): NAME.c, CMakeLists.txt, NAME.ini, baseline.ini,\n"
-    "  README.md. NAME is [a-z0-9_]+; DIR must not exist or be empty.\n";
+    "  README.md. NAME is [a-z0-9_]+; DIR must not exist or be empty.\n"
+    "  --template (precision only): autocast (default), a 16-bit autocast policy;\n"
+    "            fp8, an FP8 recipe: the fp8 policy's format with a scale_update of\n"
+    "            its own and layer.<glob> keys, against a bf16 baseline.ini\n";
 
 static void usage(FILE *f) { fputs(usage_text, f); }
 
 typedef struct new_plugin_args {
     const char *pos[3]; /* KIND NAME [DIR] */
     int n;
+    const char *template_name; /* --template, or NULL */
 } new_plugin_args;
 
 static int new_plugin_opt(void *user, int opt, const char *arg) {
@@ -476,6 +479,9 @@ static int new_plugin_opt(void *user, int opt, const char *arg) {
     case 'h':
         usage(stdout);
         return 1;
+    case 't':
+        a->template_name = arg;
+        return 0;
     case 1:
         if (a->n == 3 || !arg[0]) {
             fprintf(stderr, "amptrain new-plugin: %s\n",
@@ -490,8 +496,10 @@ static int new_plugin_opt(void *user, int opt, const char *arg) {
 }
 
 int amp_cmd_new_plugin(int argc, char **argv) {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    new_plugin_args a = {{NULL, NULL, NULL}, 0};
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                         {"template", required_argument, NULL, 't'},
+                                         {NULL, 0, NULL, 0}};
+    new_plugin_args a = {{NULL, NULL, NULL}, 0, NULL};
     int rc = amp_cli_parse("new-plugin", argc, argv, "h", opts, new_plugin_opt, &a, usage_text);
     if (rc == 0 && a.n < 2) {
         usage(stderr);
@@ -503,6 +511,14 @@ int amp_cmd_new_plugin(int argc, char **argv) {
     if (!is_scaler && strcmp(kind, "precision") != 0) {
         fprintf(stderr, "amptrain new-plugin: unknown kind '%s'; use scaler or precision\n", kind);
         usage(stderr);
+        return 2;
+    }
+    const char *tpl = a.template_name ? a.template_name : is_scaler ? "scaler" : "autocast";
+    int fp8 = strcmp(tpl, "fp8") == 0;
+    if (is_scaler ? a.template_name != NULL : !fp8 && strcmp(tpl, "autocast") != 0) {
+        fprintf(stderr, "amptrain new-plugin: --template %s: %s\n", tpl,
+                is_scaler ? "templates are for precision plugins; a scaler has one"
+                          : "unknown template; use autocast or fp8");
         return 2;
     }
     if (!valid_name(name)) {
@@ -533,13 +549,15 @@ int amp_cmd_new_plugin(int argc, char **argv) {
     char cfile[128], ini[128];
     snprintf(cfile, sizeof cfile, "%s.c", name);
     snprintf(ini, sizeof ini, "%s.ini", name);
-    const char *source[] = {is_scaler ? scaler_c : precision_c};
+    const char *source[] = {is_scaler ? scaler_title : fp8 ? amp_new_plugin_fp8_title : precision_title,
+                            build_note, is_scaler ? scaler_c : fp8 ? amp_new_plugin_fp8_c : precision_c};
     const char *cm[] = {cmakelists};
     const char *rd[] = {readme};
     const char *own[] = {is_scaler ? scaler_ini_head : precision_ini_head, tiny_task,
-                         is_scaler ? scaler_ini_tail : precision_ini_tail};
-    const char *base[] = {baseline_ini_head, tiny_task, baseline_ini_tail};
-    if (write_file(dir, cfile, source, 1, name, kind, hint) || write_file(dir, "CMakeLists.txt", cm, 1, name, kind, hint) ||
+                         is_scaler ? scaler_ini_tail : fp8 ? amp_new_plugin_fp8_ini_tail : precision_ini_tail};
+    const char *base[] = {fp8 ? amp_new_plugin_fp8_baseline_head : baseline_ini_head, tiny_task,
+                          fp8 ? amp_new_plugin_fp8_baseline_tail : baseline_ini_tail};
+    if (write_file(dir, cfile, source, 3, name, kind, hint) || write_file(dir, "CMakeLists.txt", cm, 1, name, kind, hint) ||
         write_file(dir, ini, own, 3, name, kind, hint) || write_file(dir, "baseline.ini", base, 3, name, kind, hint) ||
         write_file(dir, "README.md", rd, 1, name, kind, hint))
         return 1;

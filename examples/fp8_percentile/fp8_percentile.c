@@ -5,11 +5,16 @@
  * whole history. Keys (its [precision] section):
  *   percentile        = 90  (0 < p <= 100; 100 is Transformer Engine's max)
  *   amax_history_len  = 16  (1..65536)
+ *   layer.<name or glob> = f32|f16|bf16  that layer in the dtype, no FP8
+ *                       operands (the SDK's amptrain/layer_keys.h reads them
+ *                       as the built-ins do, so `amptrain ab --scan` can
+ *                       keep groups of layers at a baseline's precision)
  * Built only against the installed SDK (find_package(amptrain)). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "amptrain/layer_keys.h"
 #include "amptrain/plugin.h"
 
 typedef struct recipe {
@@ -18,6 +23,7 @@ typedef struct recipe {
     int64_t history_len;
     int nlayers;
     unsigned *classes; /* [nlayers] op class bits */
+    amp_layer_key *keys; /* [nlayers] the layer.* overrides */
     double *sorted;    /* [history_len] scratch for the percentile */
 } recipe;
 
@@ -27,6 +33,7 @@ static void pct_fini(void *self)
     if (!r)
         return;
     free(r->classes);
+    free(r->keys);
     free(r->sorted);
     free(r);
 }
@@ -63,9 +70,14 @@ static int pct_init(const amp_host_api *host, void **self)
     }
     r->nlayers = host->layer_count(host->ctx);
     r->classes = calloc((size_t)(r->nlayers > 0 ? r->nlayers : 1), sizeof *r->classes);
+    r->keys = calloc((size_t)(r->nlayers > 0 ? r->nlayers : 1), sizeof *r->keys);
     r->sorted = calloc((size_t)r->history_len, sizeof *r->sorted);
-    if (!r->classes || !r->sorted) {
+    if (!r->classes || !r->keys || !r->sorted) {
         host->error(host->ctx, "out of memory");
+        pct_fini(r);
+        return 1;
+    }
+    if (amp_layer_keys_read(host, r->keys, r->nlayers) != 0) {
         pct_fini(r);
         return 1;
     }
@@ -87,6 +99,8 @@ static int pct_resolve(void *self, const char *layer, amp_layer_precision *out)
         r->host->error(r->host->ctx, "the host's amp_layer_precision has no operand formats");
         return 1;
     }
+    if (amp_layer_keys_apply(r->keys, r->nlayers, layer, out))
+        return 0; /* kept in its dtype: no FP8 operands */
     const unsigned gemm = (1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV);
     for (int i = 0; i < r->nlayers; i++)
         if (strcmp(layer, r->host->layer_name(r->host->ctx, i)) == 0 && (r->classes[i] & gemm))
@@ -129,4 +143,6 @@ static const amp_precision_vtable vt = {(uint32_t)sizeof vt, pct_init, pct_fini,
 
 AMP_PLUGIN_DEFINE_WITH_KEYS(AMP_PLUGIN_KIND_PRECISION, "fp8_percentile", "1.0.0",
                             "FP8 delayed scaling from a percentile of the amax history",
-                            "percentile=90 amax_history_len=16", &vt);
+                            "percentile=90 amax_history_len=16 "
+                            "layer.<glob>=f32/f16/bf16 (no fp8 on that layer)",
+                            &vt);

@@ -1,6 +1,5 @@
 #include "policy_common.h"
 
-#include <fnmatch.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,22 +11,7 @@ static const char *const op_class_names[AMP_OP_COUNT] = {
     "gemm", "conv", "attention", "pointwise", "softmax", "loss", "norm", "reduce"};
 #define OP_CLASS_LIST "gemm conv attention pointwise softmax loss norm reduce"
 
-/* Indexed by amp_dtype. */
-static const char *const dtype_names[AMP_DTYPE_COUNT] = {"f32", "f16", "bf16"};
-#define DTYPE_LIST "f32 f16 bf16"
-
 #define OP_PREFIX "op."
-#define LAYER_PREFIX "layer."
-
-static int dtype_parse(const char *s, amp_dtype *out)
-{
-    for (int i = 0; i < AMP_DTYPE_COUNT; i++)
-        if (strcmp(s, dtype_names[i]) == 0) {
-            *out = (amp_dtype)i;
-            return 0;
-        }
-    return -1;
-}
 
 /* each_key hands over the full key ("op.gemm"); strip the prefix. */
 static const char *key_suffix(const char *key, const char *prefix)
@@ -39,8 +23,8 @@ static const char *key_suffix(const char *key, const char *prefix)
 static int policy_dtype_value(const amp_host_api *h, const char *key, const char *value,
                               amp_dtype *dt)
 {
-    if (!value || dtype_parse(value, dt) != 0) {
-        h->key_error(h->ctx, key, "unknown dtype '%s'; use one of: " DTYPE_LIST,
+    if (!value || amp_dtype_parse(value, dt) != 0) {
+        h->key_error(h->ctx, key, "unknown dtype '%s'; use one of: " AMP_DTYPE_LIST,
                      value ? value : "");
         return -1;
     }
@@ -68,80 +52,6 @@ static int on_op_key(void *user, const char *key, const char *value)
     return 0;
 }
 
-/* fnmatch takes an unclosed '[' literally, so "fc[12" would only "match no
- * layer"; say what is wrong instead. The column of the bad '[' (1-based), or
- * 0 when the pattern is well formed. */
-static int glob_unclosed_bracket(const char *pat)
-{
-    for (const char *p = pat; *p; p++) {
-        if (*p != '[')
-            continue;
-        const char *q = p + 1;
-        if (*q == '!' || *q == '^')
-            q++;
-        if (*q == ']') /* a ']' first in the set is a member */
-            q++;
-        q = strchr(q, ']');
-        if (!q)
-            return (int)(p - pat) + 1;
-        p = q;
-    }
-    return 0;
-}
-
-static int on_layer_key(void *user, const char *key, const char *value)
-{
-    amp_policy *p = user;
-    const amp_host_api *h = p->host;
-    const char *name = key_suffix(key, LAYER_PREFIX);
-    amp_dtype dt;
-    if (policy_dtype_value(h, key, value, &dt))
-        return 1;
-    /* A name with * ? or [ is a glob over the layer names (fnmatch, where *
-     * also crosses dots): "h.*.attn.*". Keys apply in file order, so a
-     * later key wins for the layers both match. */
-    int glob = strpbrk(name, "*?[") != NULL, matched = 0;
-    int bad_col = glob ? glob_unclosed_bracket(name) : 0;
-    if (bad_col) {
-        h->key_error(h->ctx, key,
-                     "malformed pattern '%s': the '[' at column %d has no closing ']'", name,
-                     bad_col);
-        return 1;
-    }
-    for (int i = 0; i < p->layer_count; i++) {
-        const char *ln = p->layers[i].name;
-        if (!ln || (glob ? fnmatch(name, ln, 0) != 0 : strcmp(name, ln) != 0))
-            continue;
-        p->layers[i].set = 1;
-        p->layers[i].dtype = dt;
-        matched++;
-    }
-    if (matched == 0) {
-        /* Name the model's layers so the fix is obvious; long lists are cut. */
-        char list[256];
-        size_t used = 0;
-        list[0] = '\0';
-        for (int i = 0; i < p->layer_count && used + 1 < sizeof list; i++) {
-            int n = snprintf(list + used, sizeof list - used, "%s%s", i ? " " : "",
-                             p->layers[i].name ? p->layers[i].name : "?");
-            if (n < 0 || (size_t)n >= sizeof list - used) {
-                used = sizeof list;
-                break;
-            }
-            used += (size_t)n;
-        }
-        if (used >= sizeof list)
-            strcpy(list + sizeof list - 5, " ...");
-        if (p->layer_count == 0)
-            h->key_error(h->ctx, key, "unknown layer '%s'; the model has no layers", name);
-        else
-            h->key_error(h->ctx, key, "%s '%s' matches no layer; the model's layers are: %s",
-                         glob ? "the pattern" : "unknown layer", name, list);
-        return 1;
-    }
-    return 0;
-}
-
 int amp_policy_create(const amp_host_api *host, amp_dtype low, amp_policy **out)
 {
     *out = NULL;
@@ -161,12 +71,10 @@ int amp_policy_create(const amp_host_api *host, amp_dtype low, amp_policy **out)
             host->error(host->ctx, "precision policy: out of memory");
             return -1;
         }
-        for (int i = 0; i < p->layer_count; i++)
-            p->layers[i].name = host->layer_name(host->ctx, i);
     }
     /* Both scans run so every bad key is reported in one go. */
     int bad = host->each_key(host->ctx, OP_PREFIX, on_op_key, p) != 0;
-    bad |= host->each_key(host->ctx, LAYER_PREFIX, on_layer_key, p) != 0;
+    bad |= amp_layer_keys_read(host, p->layers, p->layer_count) != 0;
     if (bad) {
         amp_policy_destroy(p);
         return -1;
@@ -204,17 +112,7 @@ int amp_policy_resolve(const amp_policy *p, const char *layer, amp_layer_precisi
     for (int c = 0; c < AMP_OP_COUNT; c++)
         if (p->op_set[c])
             out->compute[c] = p->op_dtype[c];
-    for (int i = 0; layer && i < p->layer_count; i++) {
-        if (!p->layers[i].set || !p->layers[i].name || strcmp(layer, p->layers[i].name) != 0)
-            continue;
-        amp_dtype d = p->layers[i].dtype;
-        out->compute[AMP_OP_GEMM] = d;
-        out->compute[AMP_OP_CONV] = d;
-        out->compute[AMP_OP_ATTENTION] = d;
-        out->compute[AMP_OP_POINTWISE] = d;
-        out->activation = d;
-        out->param = d;
-    }
+    amp_layer_keys_apply(p->layers, p->layer_count, layer, out);
     for (int r = 0; r < AMP_ROLE_COUNT; r++) {
         out->operand[r] = (amp_operand_format){AMP_FORMAT_DTYPE, 0, 0, 0};
         out->operand_flags[r] = 0;

@@ -14,13 +14,12 @@
 #ifndef AMP_PLUGINS_POLICY_COMMON_H
 #define AMP_PLUGINS_POLICY_COMMON_H
 
+#include "amptrain/layer_keys.h"
 #include "amptrain/plugin.h"
 
-typedef struct amp_policy_layer {
-    const char *name; /* host->layer_name pointer, valid until fini */
-    int set;
-    amp_dtype dtype;
-} amp_policy_layer;
+/* layer.* keys, read by the SDK's helper (amptrain/layer_keys.h) that
+ * out-of-tree plugins use too. */
+typedef amp_layer_key amp_policy_layer;
 
 typedef struct amp_policy {
     const amp_host_api *host;

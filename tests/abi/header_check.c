@@ -1,6 +1,7 @@
 /* Compiled as C11 and as C++17 with -Wall -Wextra -pedantic -Werror
  * (tests/cmake/abi.cmake): the public header, and a plugin written against
  * it with both entry macros' expansion, must be clean in either language. */
+#include "amptrain/layer_keys.h" /* the SDK's layer.<glob> key helper */
 #include "amptrain/plugin.h"
 
 static int hc_init(const amp_host_api *host, void **self)

@@ -148,11 +148,17 @@ add_test(NAME ab_gpt_verdict
 set_tests_properties(ab_gpt_verdict PROPERTIES LABELS ab TIMEOUT 300)
 
 # Layer scan: ranks the groups, and its suggested overrides close at least
-# half of the gap in a follow-up; identical policies give nothing significant.
+# half of the gap in a follow-up; identical policies have nothing to scan.
 add_test(NAME ab_scan
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/scan_check.sh $<TARGET_FILE:amptrain>
                  ${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp32.ini ${AMP_AB_NONE} ${AMP_AB_OUT}/scan)
 set_tests_properties(ab_scan PROPERTIES LABELS ab TIMEOUT 300)
+# Layer scan of fp8 against bf16: the groups already at the baseline's
+# precision are not run and are listed as skipped; arms are named after layers.
+add_test(NAME ab_scan_skip
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/scan_skip.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini ${AMP_AB_OUT}/scan_skip)
+set_tests_properties(ab_scan_skip PROPERTIES LABELS ab TIMEOUT 300)
 # --scan's bad inputs: three configs, a glob that matches no layer, an empty group.
 amp_expect_fail(ab_scan_three LABELS ab
   CODE 2

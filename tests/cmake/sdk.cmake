@@ -3,7 +3,7 @@
 # find_package(amptrain) (and once with pkg-config), train with them through
 # the installed binary. Each case installs on its own, so they run in any
 # order or in parallel.
-foreach(case examples scaler precision)
+foreach(case examples scaler precision precision_fp8)
   add_test(NAME sdk_${case}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sdk_test.sh ${case} ${CMAKE_BINARY_DIR}
                    ${PROJECT_SOURCE_DIR} ${CMAKE_COMMAND} ${CMAKE_C_COMPILER})
