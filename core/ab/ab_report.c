@@ -1048,7 +1048,7 @@ static void scan_panel(FILE *f, const amp_ab_study *st) {
           "policies.", f);
     if (!gap) fputs(" The candidate has no significant gap to the baseline: nothing to close.", f);
     fputs("</p>\n", f);
-    amp_ab_scan_html_skipped(sc, st, f, esc);
+    amp_ab_scan_html_skipped(sc, st, f);
     if (gap && nsig) {
         fputs("<p>Overrides that keep the groups that help significantly (the candidate's "
               "<code>[precision]</code> section):</p>\n<pre class=\"sample\" id=\"scan-overrides\">", f);

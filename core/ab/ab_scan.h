@@ -68,11 +68,10 @@ const amp_ab_group *amp_ab_scan_group(const amp_ab_scan *sc, const amp_ab_scan_r
 /* The baseline's dtype for the row's group ("f32"). */
 const char *amp_ab_scan_dtype(const amp_ab_scan *sc, const amp_ab_scan_row *r);
 /* The skipped groups: rows of the terminal table, a JSON member (",
- * \"skipped\": [...]"), a report paragraph written with the report's escaper. */
+ * \"skipped\": [...]"), a report paragraph. */
 void amp_ab_scan_print_skipped(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f);
 void amp_ab_scan_json_skipped(const amp_ab_scan *sc, FILE *f);
-void amp_ab_scan_html_skipped(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f,
-                              void (*esc)(FILE *, const char *));
+void amp_ab_scan_html_skipped(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f);
 /* The candidate is significantly worse than the baseline: a gap to close. */
 int amp_ab_scan_has_gap(const amp_ab_scan *sc);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ab/ab_html.h"
 #include "ab/ab_scan.h"
 #include "io/json.h"
 
@@ -83,18 +84,17 @@ void amp_ab_scan_json_skipped(const amp_ab_scan *sc, FILE *f) {
     fputs(sc->nskipped ? "\n  ]" : "]", f);
 }
 
-void amp_ab_scan_html_skipped(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f,
-                              void (*esc)(FILE *, const char *)) {
+void amp_ab_scan_html_skipped(const amp_ab_scan *sc, const amp_ab_study *st, FILE *f) {
     if (!sc->nskipped) return;
     fputs("<p class=\"note\" id=\"scan-skipped\">Skipped, not run: the candidate already computes "
           "these groups at the baseline's precision (", f);
-    esc(f, st->arms[1].name);
+    amp_ab_html_esc(f, st->arms[1].name);
     fputs(" and ", f);
-    esc(f, st->arms[0].name);
+    amp_ab_html_esc(f, st->arms[0].name);
     fputs(" differ in nothing there):", f);
     for (int i = 0; i < sc->nskipped; i++) {
         fputs(i ? ", <code>" : " <code>", f);
-        esc(f, sc->skipped[i].label);
+        amp_ab_html_esc(f, sc->skipped[i].label);
         fprintf(f, "</code> (%d layer%s)", sc->skipped[i].nmembers,
                 sc->skipped[i].nmembers == 1 ? "" : "s");
     }
