@@ -36,12 +36,19 @@
 static const int B = 2, T = 32, V = 65;
 static gpt_ref ref, start; /* start: the folder's weights, the step's start */
 
-static amp_session *open_folder(const char *folder) {
+/* The session on a folder's weights; close it with close_folder. */
+static amp_session *open_folder(const char *folder, amp_config **cfg) {
     char init[512];
     snprintf(init, sizeof init, "model.init=%s", folder);
     const char *const sets[] = {"run.device=cpu", "data.dataset=text", "data.batch_size=2",
                                 "optim.name=adamw", init, NULL};
-    return open_or_die(make_config(sets));
+    *cfg = make_config(sets);
+    return open_or_die(*cfg);
+}
+
+static void close_folder(amp_session *s, amp_config *cfg) {
+    amp_session_close(s);
+    amp_config_free(cfg);
 }
 
 /* The reference's "<prefix><transformers name of P>" in the kit's layout. */
@@ -121,7 +128,8 @@ static void check_architecture(amp_model *m) {
 }
 
 static void test_fp32(void) {
-    amp_session *s = open_folder(DATA "hf_gpt2");
+    amp_config *cfg;
+    amp_session *s = open_folder(DATA "hf_gpt2", &cfg);
     amp_model *m = s->model;
     check_architecture(m);
     gpt_ref_load_batch(m, &ref, B * T);
@@ -143,7 +151,7 @@ static void test_fp32(void) {
            "worst %.2e; after one AdamW step: weights worst %.2e of the step, loss rel %.2e\n",
            diff, diff / mx, loss, rl[0], rel, gw, ww, rel2);
     free(rl), free(rlog), free(ra);
-    amp_session_close(s);
+    close_folder(s, cfg);
 }
 
 /* RNE to BF16 and back */
@@ -156,7 +164,8 @@ static float bf16(float x) {
 }
 
 static void test_sharded(void) {
-    amp_session *a = open_folder(DATA "hf_gpt2"), *b = open_folder(DATA "hf_gpt2_sharded");
+    amp_config *ca, *cb;
+    amp_session *a = open_folder(DATA "hf_gpt2", &ca), *b = open_folder(DATA "hf_gpt2_sharded", &cb);
     const amp_model_desc *d = &a->model->desc;
     EXPECT(d->nparams == b->model->desc.nparams, "%zu vs %zu parameters", d->nparams,
            b->model->desc.nparams);
@@ -166,13 +175,14 @@ static void test_sharded(void) {
     EXPECT(differ == 0, "sharded BF16 folder: %zu of %zu weights are not the F32 ones rounded",
            differ, d->nparams);
     printf("sharded BF16 folder: %zu weights, each the F32 folder's rounded to BF16\n", d->nparams);
-    amp_session_close(a);
-    amp_session_close(b);
+    close_folder(a, ca);
+    close_folder(b, cb);
 }
 
 static void test_exported(void) {
     gpt_ref chk = gpt_ref_open(DATA "hf_gpt2_export_check.safetensors", SCRIPT " --check-export");
-    amp_session *s = open_folder(DATA "hf_gpt2_exported");
+    amp_config *cfg;
+    amp_session *s = open_folder(DATA "hf_gpt2_exported", &cfg);
     amp_model *m = s->model;
     gpt_ref_load_batch(m, &chk, B * T);
     gpt_ref_step(m, B, T, 1.0f, 0);
@@ -185,7 +195,7 @@ static void test_exported(void) {
     printf("exported folder: logits max |amptrain - from_pretrained| %.2e (%.2e of max |logit|)\n",
            diff, diff / mx);
     free(want);
-    amp_session_close(s);
+    close_folder(s, cfg);
     gpt_ref_close(&chk);
 }
 

@@ -38,9 +38,15 @@ for env_kind in UNSET SET; do
 done
 echo "ok  ab through $LD: its child runs trained"
 
-# --ranks 2: mpirun starts the loader with the program on every rank
+# --ranks 2: mpirun starts the loader with the program on every rank.
+# Under AddressSanitizer OpenMPI's own leaks (never freed, components
+# unloaded at exit) are suppressed by library in the mpi tests; started
+# through the loader their frames have no module name to match, so leak
+# checking is off for these ranks (memory errors are still caught).
 if command -v mpirun >/dev/null && ldd "$A" | grep -q libmpi; then
-    expect 0 'ab\.json' "${SET[@]}" "$LD" "$A" ab "$C/tiny_fp16_dynamic.ini" "$C/tiny_fp16_none.ini" \
+    RANKS_ENV=("${SET[@]}")
+    [ -n "${ASAN_OPTIONS:-}" ] && RANKS_ENV+=(ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0")
+    expect 0 'ab\.json' "${RANKS_ENV[@]}" "$LD" "$A" ab "$C/tiny_fp16_dynamic.ini" "$C/tiny_fp16_none.ini" \
         --seeds 1 --ranks 2 --set train.steps=2 --out "$W/ab_ranks"
     for arm in "$W/ab_ranks"/runs/*/seed-*; do
         grep -q 'on 2 ranks' "$arm/train.log" || fail "ab --ranks 2 through $LD: $arm: $(tail -2 "$arm/train.log")"
@@ -58,7 +64,11 @@ exec unshare $ns sh -c 'mount -t tmpfs none /proc && exec "$@"' sh "$@"
 SH
 chmod +x "$W/noproc"
 noproc() { "$W/noproc" "$@"; }
-if noproc true 2>/dev/null; then
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+    # the sanitizers read their options and the threads from /proc: without
+    # it LeakSanitizer fails at exit whatever the program did
+    echo "under AddressSanitizer: the check without /proc is left out"
+elif noproc true 2>/dev/null; then
     expect 2 "not beside the executable: the executable's location could not be read \(/proc/self/exe: " \
         "$W/noproc" "$A" "${TRAIN[@]}" --out "$W/noproc_run"
     ! grep -q 'none exists); set' "$W/log" || fail "without /proc: the plugin error hides the cause"
