@@ -31,6 +31,9 @@ static void usage(FILE *f) {
             "                       A/B test: run every config with the same seeds and\n"
             "                       write DIR/ab.json and DIR/report.html\n"
             "  export DIR --hf OUT  write the GPT run in DIR as a Hugging Face GPT-2 folder\n"
+            "  tokenize --tokenizer FILE --out DIR [--val-fraction F] TEXT...\n"
+            "                       encode text files with a byte-level BPE tokenizer into\n"
+            "                       DIR/train.bin and DIR/val.bin for [data] dataset = tokens\n"
             "  plugins [-v]         list the precision and scaler plugins found\n"
             "  settings [--markdown]\n"
             "                       list every configuration key and its default (--markdown:\n"
@@ -82,6 +85,7 @@ static int run_command(int argc, char **argv) {
     if (strcmp(cmd, "new-plugin") == 0) return amp_cmd_new_plugin(argc - 1, argv + 1);
     if (strcmp(cmd, "settings") == 0) return amp_cmd_settings(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return amp_cmd_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "tokenize") == 0) return amp_cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0) {
         printf("amptrain %s (plugin ABI %d.%d)\n", AMP_VERSION, AMP_PLUGIN_ABI_MAJOR, AMP_PLUGIN_ABI_MINOR);
         return 0;
