@@ -20,6 +20,36 @@ vocab=$(sed -n 's/.*vocab_size = \([0-9]*\)$/\1/p' "$W/tok.out")
 grep -q "vocab_size = 2048" "$W/run/config.ini" || fail "the run's config.ini lacks vocab_size = 2048"
 echo "ok  3 steps on the tokenized corpus (vocab_size $vocab)"
 
+# [data] tokenizer instead of vocab_size: the same run (the vocabulary is the
+# tokenizer's), bit for bit; `sample` encodes the prompt and decodes with it.
+"$A" train "$here/../gpt/tiny_gpt.ini" --set train.steps=3 --set train.eval_every=3 \
+    --set train.checkpoint_every=0 --set data.dataset=tokens --set data.tokenizer="$D/gpt2.json" \
+    --set data.train_tokens="$W/tok/train.bin" --set data.val_tokens="$W/tok/val.bin" \
+    --out "$W/run_tok" >"$W/run_tok.log" 2>&1 || fail "train with a tokenizer: $(tail -5 "$W/run_tok.log")"
+cmp <(mask "$W/run/metrics.jsonl") <(mask "$W/run_tok/metrics.jsonl") ||
+    fail "[data] tokenizer gives other losses than vocab_size = $vocab"
+"$A" train "$here/../gpt/tiny_gpt.ini" --set train.steps=1 --set data.dataset=tokens \
+    --set data.tokenizer="$D/gpt2.json" --set data.vocab_size=2000 \
+    --set data.train_tokens="$W/tok/train.bin" --set data.val_tokens="$W/tok/val.bin" \
+    --out "$W/run_small" >"$W/run_small.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "vocab_size = 2000 is smaller than the vocabulary of \[data\] tokenizer" \
+    "$W/run_small.log" || fail "vocab_size below the tokenizer's: exit $rc, $(tail -2 "$W/run_small.log")"
+echo "ok  [data] tokenizer gives the vocabulary: the same losses; a smaller vocab_size is exit 2"
+S=(--prompt "ROMEO: my lord" --tokens 30 --top-k 50)
+"$A" sample "$W/run_tok" "${S[@]}" --seed 3 >"$W/s3a.txt" 2>"$W/s.log" || fail "sample: $(cat "$W/s.log")"
+"$A" sample "$W/run_tok" "${S[@]}" --seed 3 >"$W/s3b.txt" 2>>"$W/s.log" || fail "sample: $(cat "$W/s.log")"
+"$A" sample "$W/run_tok" "${S[@]}" --seed 4 >"$W/s4.txt" 2>>"$W/s.log" || fail "sample: $(cat "$W/s.log")"
+head -c 14 "$W/s3a.txt" | grep -qx "ROMEO: my lord" || fail "sample does not start with the prompt"
+[ "$(stat -c %s "$W/s3a.txt")" -ge 45 ] || fail "30 tokens gave $(cat "$W/s3a.txt")"
+cmp -s "$W/s3a.txt" "$W/s3b.txt" || fail "the same seed sampled other text"
+! cmp -s "$W/s3a.txt" "$W/s4.txt" || fail "seeds 3 and 4 sampled the same text"
+"$A" sample "$W/run" --tokens 3 >/dev/null 2>"$W/s_none.log"
+rc=$?
+[ $rc -eq 2 ] && grep -q "without a \[data\] tokenizer" "$W/s_none.log" ||
+    fail "sample of a tokens run without a tokenizer: exit $rc, $(cat "$W/s_none.log")"
+echo "ok  sample of a tokens run through its tokenizer; without one exit 2"
+
 # Failures leave nothing behind and say why: an unreadable second TEXT (exit
 # 1), a tokenizer.json amptrain does not read (exit 2, naming what).
 "$A" tokenize --tokenizer "$D/gpt2.json" --out "$W/bad" "$CORPUS" "$W/missing.txt" 2>"$W/bad.log"
