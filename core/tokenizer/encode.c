@@ -30,7 +30,9 @@ static int pass(const amp_tokenizer *t, int normalized, const text *x, const cha
     if (normalized == 2) return amp_encode_plain(t, s, n, x->base, x->total, o, err, errlen);
     size_t prev = 0;
     for (size_t i = 0; i < n;) {
-        const amp_added_token *a = t->nadded ? match_at(t, normalized, s + i, n - i) : NULL;
+        /* most bytes start no added token: skip them without a look */
+        const amp_added_token *a = t->added_first[(unsigned char)s[i]]
+                                       ? match_at(t, normalized, s + i, n - i) : NULL;
         if (!a) {
             i++;
             continue;

@@ -14,16 +14,70 @@
 const char amp_gpt2_split_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
+/* The library's patterns are Oniguruma's, whose \s is Unicode's White_Space;
+ * PCRE2's (with UCP) also matches U+180E MONGOLIAN VOWEL SEPARATOR, a
+ * format character since Unicode 6.3. So \s and \S are written out as
+ * White_Space, in a character class and out of one. */
+#define WHITE_SPACE "\\t\\n\\x{0b}\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}" \
+                    "\\x{202f}\\x{205f}\\x{3000}"
+
+/* The pattern with \s and \S replaced (malloc'd), or NULL: out of memory,
+ * or \S inside a class (*unsupported set), which no tokenizer uses. */
+static char *onig_spaces(const char *p, int *unsupported) {
+    size_t n = strlen(p), k = 0;
+    char *out = malloc(n * (sizeof WHITE_SPACE + 4) + 1);
+    if (!out) return NULL;
+    int in_class = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '\\' && i + 1 < n) {
+            char e = p[++i];
+            if (e == 's' || e == 'S') {
+                if (in_class && e == 'S') {
+                    *unsupported = 1;
+                    free(out);
+                    return NULL;
+                }
+                const char *w = in_class ? WHITE_SPACE : e == 's' ? "[" WHITE_SPACE "]"
+                                                                 : "[^" WHITE_SPACE "]";
+                memcpy(out + k, w, strlen(w));
+                k += strlen(w);
+            } else {
+                out[k++] = c;
+                out[k++] = e;
+            }
+            continue;
+        }
+        if (c == '[' && !in_class) {
+            in_class = 1;
+            out[k++] = c;
+            if (i + 1 < n && p[i + 1] == '^') out[k++] = p[++i];
+            if (i + 1 < n && p[i + 1] == ']') out[k++] = p[++i]; /* a literal ] first */
+            continue;
+        }
+        if (c == ']' && in_class) in_class = 0;
+        out[k++] = c;
+    }
+    out[k] = 0;
+    return out;
+}
+
 void *amp_split_compile(const char *pattern, char *err, size_t errlen) {
-    int code;
+    int code, unsupported = 0;
     PCRE2_SIZE at;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+    char *pcre = onig_spaces(pattern, &unsupported);
+    if (!pcre) {
+        amp_set_err(err, errlen, "split pattern \"%s\": %s", pattern,
+                    unsupported ? "\\S inside a character class is not supported" : "out of memory");
+        return NULL;
+    }
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pcre, PCRE2_ZERO_TERMINATED,
                                    PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
+    free(pcre);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
-        amp_set_err(err, errlen, "split pattern \"%s\": %s at offset %zu", pattern, (char *)msg,
-                    (size_t)at);
+        amp_set_err(err, errlen, "split pattern \"%s\": %s", pattern, (char *)msg);
         return NULL;
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* faster when the JIT is there; same matches */

@@ -37,6 +37,7 @@ struct amp_tokenizer {
     int nsteps;
     amp_added_token *added;
     size_t nadded;
+    unsigned char added_first[256]; /* 1 for a byte an added token starts with */
 };
 
 /* bytes_to_unicode: the code point GPT-2 maps byte b to, and back (-1). */

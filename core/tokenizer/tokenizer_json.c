@@ -107,6 +107,7 @@ static int added_tokens(amp_tokenizer *t, const char *name, json_t *list, char *
         d->id = (uint32_t)json_integer_value(id);
         d->special = is_true(a, "special");
         d->normalized = is_true(a, "normalized");
+        t->added_first[(unsigned char)s[0]] = 1;
         if (!d->content) return oom(name, err, errlen);
     }
     return 0;

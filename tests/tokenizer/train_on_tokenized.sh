@@ -65,3 +65,27 @@ grep -q "nfkc.json: normalizer NFKC is not supported" "$W/nfkc.log" ||
     fail "the normalizer is not named: $(cat "$W/nfkc.log")"
 "$A" tokenize --help | grep -q -- "--val-fraction F" || fail "--help lacks --val-fraction"
 echo "ok  failures: exit 1 / 2 with the file named, nothing written"
+
+# A vocabulary past 16 bits (an added token with id 70000) writes llm.c's
+# uint32 shards (magic 20240801, version 7, the count at byte 8), which the
+# tokens dataset reads and --decode turns back into the corpus.
+python3 - "$D/gpt2.json" "$W/wide.json" <<'PY' || fail "writing wide.json"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+d["added_tokens"].append({"id": 70000, "content": "<|wide|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True})
+json.dump(d, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+PY
+"$A" tokenize --tokenizer "$W/wide.json" --out "$W/wide" --val-fraction 0.5 "$CORPUS" \
+    >"$W/wide.out" 2>"$W/wide.log" || fail "tokenize (wide): $(tail -3 "$W/wide.log")"
+grep -q "(llm.c uint32 shards); vocab_size = 70001" "$W/wide.out" || fail "wide: $(cat "$W/wide.out")"
+[ "$(od -An -tu4 -N12 "$W/wide/train.bin" | tr -s ' ')" = " 20240801 7 199589" ] ||
+    fail "wide train.bin header: $(od -An -tu4 -N12 "$W/wide/train.bin")"
+cat <("$A" tokenize --tokenizer "$W/wide.json" --decode "$W/wide/train.bin") \
+    <("$A" tokenize --tokenizer "$W/wide.json" --decode "$W/wide/val.bin") | cmp - "$CORPUS" ||
+    fail "the uint32 shards do not decode to the corpus"
+"$A" train "$here/../gpt/tiny_gpt.ini" --set train.steps=1 --set train.eval_every=0 \
+    --set train.checkpoint_every=0 --set data.dataset=tokens --set data.tokenizer="$W/wide.json" \
+    --set data.train_tokens="$W/wide/train.bin" --set data.val_tokens="$W/wide/val.bin" \
+    --out "$W/run_wide" >"$W/run_wide.log" 2>&1 || fail "train (wide): $(tail -5 "$W/run_wide.log")"
+echo "ok  a 70,001-token vocabulary: llm.c uint32 shards that train and decode"
