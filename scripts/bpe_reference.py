@@ -14,7 +14,8 @@ letters change the ids), with special token <|endoftext|>:
                 (use_regex false)], ignore_merges as Llama 3 sets it
 Id files are little-endian uint16, the ids of encode(text, add_special_tokens=False):
   gpt2_corpus.bin, gpt2_hostile.bin, llama3_corpus.bin (the corpus' first 100,000 characters),
-  llama3_hostile.bin
+  llama3_hostile.bin, gpt2_random.bin, llama3_random.bin (random.txt: 1,500 random runs of
+  hostile pieces, seed 41, and a run of 20,000 spaces)
 The library takes str: the hostile file (which holds invalid UTF-8) is decoded with
 errors="replace" (each maximal invalid subpart becomes U+FFFD) before it is encoded; amptrain
 reads bytes and replaces the same way. hostile_replaced.txt is that decoded text, which
@@ -85,6 +86,17 @@ def main():
     write_ids("llama3_hostile.bin", llama.encode(hostile, add_special_tokens=False).ids)
 
     rng = random.Random(41)
+    pieces = (list("abcdeXYZ '\n\t\r 0123456789.,!?-") +
+              ["\u00a0", "\u3000", "\u00e9", "e\u0301", "\U0001F600", "\u6771\u4eac", "\u017f", "\u212a",
+               "'s", "'LL", "'Ve", "  ", "   ", "\u2028", "\u0085", "\u180e", "<|endoftext|>", "\u00df",
+               "\u0130", "\u01c5", "\u200b", "\r\n"])
+    text = "".join("".join(rng.choice(pieces) for _ in range(rng.randrange(1, 30)))
+                   for _ in range(1500)) + " " * 20000 + "x"
+    with open(os.path.join(OUT, "random.txt"), "wb") as f:
+        f.write(text.encode("utf-8"))
+    write_ids("gpt2_random.bin", gpt2.encode(text, add_special_tokens=False).ids)
+    write_ids("llama3_random.bin", llama.encode(text, add_special_tokens=False).ids)
+
     vocab = gpt2.get_vocab_size()
     # Ids of tokens that are single bytes >= 0x80 (pieces of UTF-8 sequences) come up often.
     partial = [i for i in range(vocab) if len(gpt2.decode([i])) and "\ufffd" in gpt2.decode([i])]
