@@ -207,9 +207,8 @@ static int open_tokenizer(amp_config *cfg, const char *prompt, amp_tokenizer **t
                  "have no text; train with [data] tokenizer = FILE to sample");
         return 2;
     }
-    int usage;
-    *tok = amp_tokenizer_load(path, &usage, err, errlen);
-    if (!*tok) return usage ? 2 : 1;
+    *tok = amp_tokenizer_load(path, err, errlen);
+    if (!*tok) return 2;
     if (amp_tokenizer_encode(*tok, prompt, strlen(prompt), o, err, errlen) != 0) return 1;
     if (o->n == 0) {
         snprintf(err, errlen, "--prompt: empty; the model needs at least one token");

@@ -6,8 +6,8 @@
  * the validation split. Each output is written under a temporary name and
  * renamed only when complete, so a failure leaves nothing half-written.
  * `--decode TOKENS` prints the text of a token file instead.
- * Exit 0, 1 when reading or writing failed, 2 on usage or a tokenizer or
- * file amptrain does not read. */
+ * Exit 0; 2 on usage, a tokenizer or TEXT file that is missing or not one
+ * amptrain reads; 1 when mapping, encoding or writing failed. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -102,15 +102,15 @@ static void show(void *ctx, size_t done, size_t total) {
     fflush(stderr);
 }
 
-/* Encodes one file into o. 0, 1 (cannot read it) or -1 (runtime failure,
- * said). */
+/* Encodes one file into o. 0, 2 (cannot open it) or 1 (a runtime failure),
+ * said. */
 static int encode_file(const amp_tokenizer *t, const char *path, amp_encode_out *o, progress *p) {
     char err[1024];
     struct stat st;
     int fd = amp_file_open_read(path, &st, err, sizeof err);
     if (fd < 0) {
         fprintf(stderr, "amptrain tokenize: %s\n", err);
-        return 1;
+        return 2;
     }
     size_t len = (size_t)st.st_size;
     void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
@@ -126,7 +126,7 @@ static int encode_file(const amp_tokenizer *t, const char *path, amp_encode_out 
     if (len) munmap(map, len);
     if (rc != 0) {
         fprintf(stderr, "%samptrain tokenize: %s: %s\n", p->tty ? "\n" : "", path, err);
-        return -1;
+        return 1;
     }
     p->done_before += len;
     fprintf(stderr, "%stokenize: %s: %zu bytes, %zu tokens\n", p->tty ? "\r" : "", path, len,
@@ -163,7 +163,7 @@ static int decode_file(const amp_tokenizer *t, const char *path) {
     size_t len;
     if (amp_file_read_all(path, (size_t)1 << 34, &buf, &len, err, sizeof err) != 0) {
         fprintf(stderr, "amptrain tokenize: %s\n", err);
-        return 1;
+        return 2;
     }
     amp_token_layout l;
     size_t head = len < AMP_TOKEN_HEAD_MAX ? len : AMP_TOKEN_HEAD_MAX;
@@ -204,7 +204,7 @@ static int tokenize(const amp_tokenizer *t, const tok_args *a) {
         int rc = encode_file(t, a->texts[i], &o, &p);
         if (rc) {
             free(o.ids);
-            return 1;
+            return rc;
         }
     }
     size_t nval = (size_t)floor((double)o.n * a->val), ntrain = o.n - nval;
@@ -260,11 +260,10 @@ int amp_cmd_tokenize(int argc, char **argv) {
         return 2;
     }
     char err[2048];
-    int usage;
-    amp_tokenizer *t = amp_tokenizer_load(a.tokenizer, &usage, err, sizeof err);
+    amp_tokenizer *t = amp_tokenizer_load(a.tokenizer, err, sizeof err);
     if (!t) {
         fprintf(stderr, "amptrain tokenize: %s\n", err);
-        return usage ? 2 : 1;
+        return 2;
     }
     rc = a.decode ? decode_file(t, a.decode) : tokenize(t, &a);
     amp_tokenizer_free(t);

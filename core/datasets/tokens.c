@@ -23,12 +23,11 @@ struct amp_tokens {
 static int vocab_of(const amp_settings *st, int64_t *vocab, char *err, size_t errlen) {
     *vocab = st->vocab_size;
     if (strcmp(st->tokenizer, "none") == 0) return 0;
-    int usage;
     char why[1536];
-    amp_tokenizer *t = amp_tokenizer_load(st->tokenizer, &usage, why, sizeof why);
+    amp_tokenizer *t = amp_tokenizer_load(st->tokenizer, why, sizeof why);
     if (!t) {
         snprintf(err, errlen, "[data] tokenizer: %s", why);
-        return usage ? 2 : 1;
+        return 2;
     }
     int64_t tv = amp_tokenizer_vocab_size(t);
     amp_tokenizer_free(t);

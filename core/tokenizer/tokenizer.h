@@ -12,10 +12,10 @@ typedef struct amp_tokenizer amp_tokenizer;
 
 /* Loads `path`: a tokenizer.json, a GPT-2 vocab.json (merges.txt beside it,
  * or NAME-merges.txt beside NAME-vocab.json), or a folder holding either.
- * NULL with "path: why" in err; *usage is 1 when the file is one amptrain
- * does not read (bad JSON, an unsupported normalizer, model or
- * pre-tokenizer: exit 2), 0 when it could not be read (exit 1). */
-amp_tokenizer *amp_tokenizer_load(const char *path, int *usage, char *err, size_t errlen);
+ * NULL with "path: why" in err: the file is missing or unreadable, or is
+ * not one amptrain reads (bad JSON, an unsupported normalizer, model or
+ * pre-tokenizer), all bad input for the commands (exit 2). */
+amp_tokenizer *amp_tokenizer_load(const char *path, char *err, size_t errlen);
 /* The same from the bytes of a tokenizer.json (name for messages). */
 amp_tokenizer *amp_tokenizer_from_json(const char *name, const char *json, size_t len, char *err,
                                        size_t errlen);

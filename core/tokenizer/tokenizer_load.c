@@ -23,7 +23,7 @@ static int ends_with(const char *s, const char *tail) {
 static int merges_file(amp_tokenizer *t, const char *path, char *err, size_t errlen) {
     char *text;
     size_t len;
-    if (amp_file_read_all(path, MAX_FILE, &text, &len, err, errlen) != 0) return -2;
+    if (amp_file_read_all(path, MAX_FILE, &text, &len, err, errlen) != 0) return -1;
     uint32_t rank = 0;
     int rc = 0, line = 0;
     for (char *p = text, *end = text + len; p < end && rc == 0;) {
@@ -49,15 +49,13 @@ static int merges_file(amp_tokenizer *t, const char *path, char *err, size_t err
     return rc;
 }
 
-static amp_tokenizer *gpt2_files(const char *vocab, const char *merges, int *usage, char *err,
-                                 size_t errlen) {
+static amp_tokenizer *gpt2_files(const char *vocab, const char *merges, char *err, size_t errlen) {
     char *text;
     size_t len;
     if (amp_file_read_all(vocab, MAX_FILE, &text, &len, err, errlen) != 0) return NULL;
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
-    *usage = 1;
     if (!json_is_object(root)) {
         if (root) amp_set_err(err, errlen, "%s: not a vocab.json (not an object)", vocab);
         else amp_set_err(err, errlen, "%s:%d:%d: %s", vocab, je.line, je.column, je.text);
@@ -82,7 +80,6 @@ static amp_tokenizer *gpt2_files(const char *vocab, const char *merges, int *usa
     json_decref(root);
     if (rc == 0) {
         rc = merges_file(t, merges, err, errlen);
-        if (rc == -2) *usage = 0;
     }
     if (rc == 0) {
         t->steps[0].code = amp_split_compile(amp_gpt2_split_pattern, err, errlen);
@@ -96,27 +93,25 @@ static amp_tokenizer *gpt2_files(const char *vocab, const char *merges, int *usa
     return t;
 }
 
-amp_tokenizer *amp_tokenizer_load(const char *path, int *usage, char *err, size_t errlen) {
+amp_tokenizer *amp_tokenizer_load(const char *path, char *err, size_t errlen) {
     char a[PATH_MAX], b[PATH_MAX];
     struct stat st;
-    *usage = 0;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         snprintf(a, sizeof a, "%s/tokenizer.json", path);
         if (stat(a, &st) != 0) {
             snprintf(a, sizeof a, "%s/vocab.json", path);
             snprintf(b, sizeof b, "%s/merges.txt", path);
-            return gpt2_files(a, b, usage, err, errlen);
+            return gpt2_files(a, b, err, errlen);
         }
         path = a;
     } else if (ends_with(path, "vocab.json") && strlen(path) < sizeof b) {
         size_t stem = strlen(path) - strlen("vocab.json");
         snprintf(b, sizeof b, "%.*smerges.txt", (int)stem, path);
-        return gpt2_files(path, b, usage, err, errlen);
+        return gpt2_files(path, b, err, errlen);
     }
     char *text;
     size_t len;
     if (amp_file_read_all(path, MAX_FILE, &text, &len, err, errlen) != 0) return NULL;
-    *usage = 1;
     amp_tokenizer *t = amp_tokenizer_from_json(path, text, len, err, errlen);
     free(text);
     return t;

@@ -50,11 +50,11 @@ rc=$?
     fail "sample of a tokens run without a tokenizer: exit $rc, $(cat "$W/s_none.log")"
 echo "ok  sample of a tokens run through its tokenizer; without one exit 2"
 
-# Failures leave nothing behind and say why: an unreadable second TEXT (exit
-# 1), a tokenizer.json amptrain does not read (exit 2, naming what).
+# Failures leave nothing behind and say why: a missing second TEXT and a
+# tokenizer.json amptrain does not read (exit 2, naming what).
 "$A" tokenize --tokenizer "$D/gpt2.json" --out "$W/bad" "$CORPUS" "$W/missing.txt" 2>"$W/bad.log"
 rc=$?
-[ $rc -eq 1 ] || fail "a missing TEXT: exit $rc, not 1"
+[ $rc -eq 2 ] || fail "a missing TEXT: exit $rc, not 2"
 grep -q "missing.txt" "$W/bad.log" || fail "a missing TEXT is not named: $(cat "$W/bad.log")"
 [ -z "$(ls -A "$W/bad" 2>/dev/null)" ] || fail "a failed tokenize left files: $(ls -A "$W/bad")"
 sed 's/"normalizer": null/"normalizer": {"type": "NFKC"}/' "$D/gpt2.json" >"$W/nfkc.json"
@@ -64,7 +64,7 @@ rc=$?
 grep -q "nfkc.json: normalizer NFKC is not supported" "$W/nfkc.log" ||
     fail "the normalizer is not named: $(cat "$W/nfkc.log")"
 "$A" tokenize --help | grep -q -- "--val-fraction F" || fail "--help lacks --val-fraction"
-echo "ok  failures: exit 1 / 2 with the file named, nothing written"
+echo "ok  failures: exit 2 with the file named, nothing written"
 
 # A vocabulary past 16 bits (an added token with id 70000) writes llm.c's
 # uint32 shards (magic 20240801, version 7, the count at byte 8), which the
