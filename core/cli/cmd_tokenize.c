@@ -129,8 +129,9 @@ static int encode_file(const amp_tokenizer *t, const char *path, amp_encode_out 
         return 1;
     }
     p->done_before += len;
-    fprintf(stderr, "%stokenize: %s: %zu bytes, %zu tokens\n", p->tty ? "\r" : "", path, len,
-            o->n - before);
+    /* on a terminal the line replaces the progress line, cleared first */
+    fprintf(stderr, "%stokenize: %s: %zu bytes, %zu tokens\n", p->tty ? "\r\033[K" : "", path,
+            len, o->n - before);
     if (o->replaced)
         fprintf(stderr, "amptrain tokenize: warning: %s: %zu invalid UTF-8 sequences replaced by "
                 "U+FFFD, the first at byte %zu\n", path, o->replaced, o->first_bad);

@@ -50,6 +50,18 @@ rc=$?
     fail "sample of a tokens run without a tokenizer: exit $rc, $(cat "$W/s_none.log")"
 echo "ok  sample of a tokens run through its tokenizer; without one exit 2"
 
+# Progress: on a terminal (script(1) gives one) a line updated in place with
+# the share done; off a terminal plain lines, one per file.
+script -qec "'$A' tokenize --tokenizer '$D/gpt2.json' --out '$W/tty' '$CORPUS' '$CORPUS'" /dev/null \
+    >"$W/tty.txt" || fail "tokenize on a terminal: $(cat "$W/tty.txt")"
+grep -q $'\rtokenize: [^ ]*tinyshakespeare.txt: 1.0 of 2.2 MB (47%)' "$W/tty.txt" ||
+    fail "no progress on a terminal: $(od -c "$W/tty.txt" | head -5)"
+grep -q $'\r\033\\[Ktokenize: [^ ]*tinyshakespeare.txt: 1115394 bytes, 399178 tokens' "$W/tty.txt" ||
+    fail "the file's line does not replace the progress line: $(od -c "$W/tty.txt" | head -8)"
+! grep -q $'\r\|%' "$W/tok.log" || fail "progress off a terminal: $(od -c "$W/tok.log" | head -5)"
+[ "$(wc -l <"$W/tok.log")" -eq 1 ] || fail "off a terminal, one line per file: $(cat "$W/tok.log")"
+echo "ok  progress in place on a terminal, plain lines off one"
+
 # Failures leave nothing behind and say why: a missing second TEXT and a
 # tokenizer.json amptrain does not read (exit 2, naming what).
 "$A" tokenize --tokenizer "$D/gpt2.json" --out "$W/bad" "$CORPUS" "$W/missing.txt" 2>"$W/bad.log"
