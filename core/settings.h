@@ -41,6 +41,7 @@ typedef struct amp_settings {
     const char *train_tokens, *val_tokens;     /* tokens: a file or a glob of shards each */
     int token_format;                          /* tokens: amp_token_format */
     int64_t vocab_size;                        /* tokens: ids are below it (0: not given) */
+    const char *tokenizer;                     /* tokens: a tokenizer file, or "none" */
     /* [model]: name and init here; the rest are the model's own keys */
     const char *model;                         /* a name from the model registry */
     int model_index;                           /* its index in amp_model_names() */

@@ -2,7 +2,7 @@
 # when any is missing (non-interactive, idempotent). The CUDA toolkit is not
 # installed here: the CUDA backend is built whenever nvcc is already present.
 # OpenMPI (libopenmpi-dev, openmpi-bin) builds and tests data-parallel training.
-AMP_DEBIAN_PACKAGES="build-essential cmake pkg-config libinih-dev libjansson-dev zlib1g-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin"
+AMP_DEBIAN_PACKAGES="build-essential cmake pkg-config libinih-dev libjansson-dev libpcre2-dev zlib1g-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin"
 
 amp_install_deps() {
     local missing=() pkg

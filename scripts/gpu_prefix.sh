@@ -18,6 +18,7 @@
 # that every dependency of every .deb is in one of the two lists.
 AMP_GPU_DEBS="libinih-dev libinih1 libinireader0
   libjansson-dev libjansson4
+  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
   libopenblas-dev libopenblas0 libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0
   zlib1g-dev zlib1g
   pkgconf-bin libpkgconf3"

@@ -24,5 +24,6 @@ int amp_cmd_new_plugin(int argc, char **argv);
 int amp_cmd_sample(int argc, char **argv);
 int amp_cmd_settings(int argc, char **argv);
 int amp_cmd_export(int argc, char **argv);
+int amp_cmd_tokenize(int argc, char **argv);
 
 #endif

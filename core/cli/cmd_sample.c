@@ -9,7 +9,10 @@
  * again (checked against the SHA-256 the run saw). Each new token: the last
  * block_size tokens go through the forward pass, the last position's FP32
  * logits are divided by the temperature, all but the top k are dropped,
- * and a token is drawn from the softmax with the seeded generator. */
+ * and a token is drawn from the softmax with the seeded generator.
+ * A [data] dataset = tokens run samples through its [data] tokenizer: the
+ * prompt is encoded with it and each new token's bytes are printed as they
+ * come (a character may take several tokens). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -27,6 +30,7 @@
 #include "rng.h"
 #include "session.h"
 #include "text.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct sample_args {
     const char *dir;
@@ -40,7 +44,8 @@ typedef struct sample_args {
 static const char usage_text[] =
     "usage: amptrain sample DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] "
     "[--seed S]\n"
-    "  DIR: the output folder of a text run (finished, or with a checkpoint)\n"
+    "  DIR: the output folder of a text run, or of a tokens run with a [data] tokenizer\n"
+    "       (finished, or with a checkpoint)\n"
     "  defaults: prompt \"\\n\", 500 tokens, temperature 0.8, top-k 200, seed 1337\n";
 
 static int parse_num(const char *opt, const char *s, double lo, double hi, int integer,
@@ -192,6 +197,26 @@ static int draw(const float *logits, int V, double temperature, long top_k, amp_
     return last;
 }
 
+/* A tokens run's tokenizer ([data] tokenizer, an absolute path in a resolved
+ * config) and the prompt's ids. 0, or 2/1 with err. */
+static int open_tokenizer(amp_config *cfg, const char *prompt, amp_tokenizer **tok,
+                          amp_encode_out *o, char *err, size_t errlen) {
+    const char *path = amp_config_lookup(cfg, "data", "tokenizer", NULL);
+    if (!path || strcmp(path, "none") == 0) {
+        snprintf(err, errlen, "a [data] dataset = tokens run without a [data] tokenizer: its ids "
+                 "have no text; train with [data] tokenizer = FILE to sample");
+        return 2;
+    }
+    *tok = amp_tokenizer_load(path, err, errlen);
+    if (!*tok) return 2;
+    if (amp_tokenizer_encode(*tok, prompt, strlen(prompt), o, err, errlen) != 0) return 1;
+    if (o->n == 0) {
+        snprintf(err, errlen, "--prompt: empty; the model needs at least one token");
+        return 2;
+    }
+    return 0;
+}
+
 int amp_cmd_sample(int argc, char **argv) {
     sample_args a;
     int prc = parse_args(&a, argc, argv);
@@ -232,6 +257,8 @@ int amp_cmd_sample(int argc, char **argv) {
     }
     int code = 2;
     amp_session *s = NULL;
+    amp_tokenizer *tok = NULL;
+    amp_encode_out pids = {0};
     float *logits = NULL;
     double *p = NULL;
     int32_t *x = NULL, *ctx = NULL;
@@ -239,13 +266,26 @@ int amp_cmd_sample(int argc, char **argv) {
     /* what the run trained, before anything of a text run is asked of it */
     const char *where = NULL, *model = amp_config_lookup(cfg, "model", "name", NULL);
     const char *dataset = amp_config_lookup(cfg, "data", "dataset", &where);
-    if (!dataset || strcmp(dataset, "text") != 0) {
+    int tokens_run = dataset && strcmp(dataset, "tokens") == 0;
+    if (!dataset || (strcmp(dataset, "text") != 0 && !tokens_run)) {
         /* a resolved config (config.ini, a checkpoint's) names both */
         snprintf(err, sizeof err, "%s holds a [model] name = %s run on [data] dataset = %s (%s), "
-                 "not a text model: give the output folder of a [data] dataset = text run",
+                 "not a text model: give the output folder of a [data] dataset = text or tokens run",
                  a.dir, model ? model : "?", dataset ? dataset : "?",
                  where ? where : finished ? cpath : path);
         goto fail;
+    }
+    unsigned char bytes[256];
+    int vocab = 0;
+    char data[PATH_MAX], sha[65];
+    int16_t ids[256];
+    size_t plen = strlen(a.prompt);
+    if (tokens_run) {
+        code = open_tokenizer(cfg, a.prompt, &tok, &pids, err, sizeof err);
+        if (code != 0) goto fail;
+        code = 2;
+        plen = pids.n;
+        goto open;
     }
     snprintf(vpath, sizeof vpath, "%s/vocab.json", a.dir);
     if (!file_exists(vpath)) snprintf(vpath, sizeof vpath, "%s/vocab.json", ckdir);
@@ -255,17 +295,12 @@ int amp_cmd_sample(int argc, char **argv) {
                  a.dir, ckdir);
         goto fail;
     }
-    unsigned char bytes[256];
-    int vocab = 0;
-    char data[PATH_MAX], sha[65];
     if (amp_text_read_vocab(vpath, bytes, &vocab, data, sizeof data, sha, err, sizeof err) != 0) {
         code = 1;
         goto fail;
     }
-    int16_t ids[256];
     for (int c = 0; c < 256; c++) ids[c] = -1;
     for (int i = 0; i < vocab; i++) ids[bytes[i]] = (int16_t)i;
-    size_t plen = strlen(a.prompt);
     for (size_t i = 0; i < plen; i++)
         if (ids[(unsigned char)a.prompt[i]] < 0) {
             snprintf(err, sizeof err, "--prompt: the character 0x%02x ('%c') is not in the run's "
@@ -280,8 +315,9 @@ int amp_cmd_sample(int argc, char **argv) {
         amp_text_shipped_path(shipped, sizeof shipped) == 0)
         snprintf(data, sizeof data, "%s", shipped);
     /* one sequence; the data from where vocab.json says; the weights by name */
+    if (set_key(cfg, "data.path", data, err, sizeof err)) goto fail;
+open: /* a tokens run reads its own token files again */
     if (amp_config_set_implied(cfg, err, sizeof err) != 0 ||
-        set_key(cfg, "data.path", data, err, sizeof err) ||
         set_key(cfg, "data.batch_size", "1", err, sizeof err) ||
         set_key(cfg, "train.accumulate", "1", err, sizeof err) ||
         (finished && set_key(cfg, "model.init", wpath, err, sizeof err)))
@@ -290,14 +326,14 @@ int amp_cmd_sample(int argc, char **argv) {
     if (code != 0) goto fail;
     code = 1;
     amp_model *m = s->model;
-    if (s->set.dataset != AMP_DATA_TEXT || !m->ops->logits) {
+    if ((s->set.dataset != AMP_DATA_TEXT && s->set.dataset != AMP_DATA_TOKENS) || !m->ops->logits) {
         snprintf(err, sizeof err, "%s: model '%s' on this data cannot sample text", a.dir,
                  m->ops->name);
         code = 2;
         goto fail;
     }
-    if (strcmp(s->text.sha256, sha) != 0 || s->text.vocab != vocab ||
-        memcmp(s->text.chars, bytes, (size_t)vocab) != 0) {
+    if (!tokens_run && (strcmp(s->text.sha256, sha) != 0 || s->text.vocab != vocab ||
+                        memcmp(s->text.chars, bytes, (size_t)vocab) != 0)) {
         snprintf(err, sizeof err, "%s: sha256 %s, but the run read %s (%s): the data changed since "
                  "the run; restore it", s->text.path, s->text.sha256, data, sha);
         goto fail;
@@ -331,13 +367,14 @@ int amp_cmd_sample(int argc, char **argv) {
         snprintf(err, sizeof err, "out of host memory");
         goto fail;
     }
-    for (size_t i = 0; i < plen; i++) ctx[i] = ids[(unsigned char)a.prompt[i]];
+    for (size_t i = 0; i < plen; i++)
+        ctx[i] = tokens_run ? (int32_t)pids.ids[i] : ids[(unsigned char)a.prompt[i]];
     amp_backend *be = s->be;
     if (m->ops->cast_weights(m) != 0) {
         snprintf(err, sizeof err, "%s", be->err);
         goto fail;
     }
-    fwrite(a.prompt, 1, plen, stdout);
+    fwrite(a.prompt, 1, strlen(a.prompt), stdout);
     amp_rng rng;
     amp_rng_seed(&rng, a.seed);
     size_t bytes_stats = amp_model_stats_bytes(m->desc.nlayers);
@@ -358,7 +395,20 @@ int amp_cmd_sample(int argc, char **argv) {
              m->ops->logits(m, 0, (int)len - 1, logits);
         if (rc != 0) break;
         ctx[n] = draw(logits, V, a.temperature, a.top_k, &rng, p);
-        fputc(bytes[ctx[n]], stdout);
+        if (!tokens_run) {
+            fputc(bytes[ctx[n]], stdout);
+            continue;
+        }
+        char *piece; /* its raw bytes: a character may end in a later token */
+        size_t plen_n;
+        uint32_t id = (uint32_t)ctx[n];
+        if (amp_tokenizer_decode_bytes(tok, &id, 1, 0, &piece, &plen_n) != 0) {
+            snprintf(be->err, sizeof be->err, "out of host memory");
+            rc = 1;
+            break;
+        }
+        fwrite(piece, 1, plen_n, stdout);
+        free(piece);
     }
     free(zeros);
     fputc('\n', stdout);
@@ -374,6 +424,8 @@ fail:
     free(p);
     free(x);
     free(ctx);
+    free(pids.ids);
+    amp_tokenizer_free(tok);
     amp_session_close(s);
     amp_config_free(cfg);
     free(ckbuf);

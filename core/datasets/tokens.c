@@ -1,39 +1,70 @@
 /* [data] dataset = tokens: token ids from files (token_files.h), nanoGPT's
  * `.bin`, llm.c's shards or `.npy`, for [data] train_tokens and val_tokens,
  * in windows of [model] block_size (windows.h: the text dataset's
- * windows); the vocabulary is [data] vocab_size. Every file is checked and
- * hashed when the run opens it. */
+ * windows); the vocabulary is [data] vocab_size, or that of [data]
+ * tokenizer. Every file is checked and hashed when the run opens it. */
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "dataset.h"
 #include "token_files.h"
+#include "tokenizer/tokenizer.h"
 #include "windows.h"
 
 struct amp_tokens {
     amp_token_split split[2]; /* AMP_WINDOWS_TRAIN, AMP_WINDOWS_VAL */
+    int64_t vocab;            /* [data] vocab_size, else the tokenizer's */
 };
+
+/* The vocabulary: [data] vocab_size, checked against the tokenizer's when
+ * both are given, else the tokenizer's. 0, or 2/1 with err. */
+static int vocab_of(const amp_settings *st, int64_t *vocab, char *err, size_t errlen) {
+    *vocab = st->vocab_size;
+    if (strcmp(st->tokenizer, "none") == 0) return 0;
+    char why[1536];
+    amp_tokenizer *t = amp_tokenizer_load(st->tokenizer, why, sizeof why);
+    if (!t) {
+        snprintf(err, errlen, "[data] tokenizer: %s", why);
+        return 2;
+    }
+    int64_t tv = amp_tokenizer_vocab_size(t);
+    amp_tokenizer_free(t);
+    if (*vocab == 0) *vocab = tv;
+    if (*vocab < tv) {
+        snprintf(err, errlen, "[data] vocab_size = %" PRId64 " is smaller than the vocabulary of "
+                 "[data] tokenizer %s (%" PRId64 ")", *vocab, st->tokenizer, tv);
+        return 2;
+    }
+    return 0;
+}
 
 static int open_tokens(amp_data_view *d, const char *unused, char *err, size_t errlen) {
     (void)unused;
     const amp_settings *st = d->set;
     const char *need = !st->train_tokens[0] ? "train_tokens" : !st->val_tokens[0] ? "val_tokens"
-                       : st->vocab_size == 0 ? "vocab_size" : NULL;
+                       : st->vocab_size == 0 && strcmp(st->tokenizer, "none") == 0
+                           ? "vocab_size (or a [data] tokenizer)" : NULL;
     if (need) {
         snprintf(err, errlen, "[data] dataset = tokens needs [data] %s (see docs/datasets.md, "
                  "\"Token files\")", need);
         return 2;
     }
+    int64_t vocab;
+    int rc = vocab_of(st, &vocab, err, errlen);
+    if (rc != 0) return rc;
     d->tokens = calloc(1, sizeof *d->tokens);
     if (!d->tokens) {
         snprintf(err, errlen, "out of host memory");
         return 1;
     }
+    d->tokens->vocab = vocab;
     const char *keys[2] = {"[data] train_tokens", "[data] val_tokens"};
     const char *given[2] = {st->train_tokens, st->val_tokens};
     for (int i = 0; i < 2; i++) {
-        int rc = amp_token_split_open(&d->tokens->split[i], keys[i], given[i],
-                                      (amp_token_format)st->token_format, st->vocab_size,
+        rc = amp_token_split_open(&d->tokens->split[i], keys[i], given[i],
+                                      (amp_token_format)st->token_format, vocab,
                                       st->block_size, err, errlen);
         if (rc != 0) return rc;
     }
@@ -53,7 +84,7 @@ static void close_tokens(amp_data_view *d) {
 static void describe(const amp_data_view *d, amp_model_input *in) {
     in->features = in->targets = d->set->block_size;
     in->channels = in->height = in->width = 0;
-    in->classes = (int)d->set->vocab_size;
+    in->classes = (int)d->tokens->vocab;
     in->x_is_tokens = 1;
 }
 

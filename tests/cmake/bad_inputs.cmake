@@ -204,4 +204,21 @@ amp_bad_tokens(no_vocab_size 2 [=[^amptrain: \[data\] dataset = tokens needs \[d
 amp_bad_input(tokens_no_val 2 [=[^amptrain: \[data\] dataset = tokens needs \[data\] val_tokens]=]
               ${AMP_BI_SRC}/base_tokens.ini --set data.train_tokens=${AMP_BI_TOK}/good.bin)
 
+# --- [data] tokenizer (committed: tests/bad_inputs/tokenizer/, each a small
+# byte-level BPE tokenizer.json with one fault; good.json is the control) ----
+set(AMP_BI_TKZ ${AMP_BI_SRC}/tokenizer)
+function(amp_bad_tokenizer name code regex file)
+  amp_bad_input(tokenizer_${name} ${code} ${regex} ${AMP_BI_SRC}/base_tokens.ini
+                --set data.train_tokens=${AMP_BI_TOK}/good.bin --set data.val_tokens=${AMP_BI_TOK}/good.bin
+                --set data.vocab_size=0 --set data.tokenizer=${AMP_BI_TKZ}/${file} ${ARGN})
+  set(AMP_BI_COUNT ${AMP_BI_COUNT} PARENT_SCOPE)
+endfunction()
+amp_bad_tokenizer(good 0 ${tok_ok} good.json)
+amp_bad_tokenizer(missing 2 [=[^amptrain: \[data\] tokenizer: [^ ]*/tokenizer/missing\.json: cannot read: No such file or directory]=] missing.json)
+amp_bad_tokenizer(truncated 2 [=[^amptrain: \[data\] tokenizer: [^ ]*/truncated\.json:1:[0-9]+: ]=] truncated.json)
+amp_bad_tokenizer(normalizer 2 [=[/normalizer\.json: normalizer NFKC is not supported]=] normalizer.json)
+amp_bad_tokenizer(metaspace 2 [=[/metaspace\.json: pre-tokenizer \(last step\) Metaspace is not supported]=] metaspace.json)
+amp_bad_tokenizer(no_byte 2 [=[/no_byte\.json: the vocabulary has no token for byte 0x41 \("A"\)]=] no_byte.json)
+amp_bad_tokenizer(small_vocab 2 [=[\[data\] vocab_size = 8 is smaller than the vocabulary of \[data\] tokenizer [^ ]*/good\.json \(300\)]=] good.json --set data.vocab_size=8)
+
 message(STATUS "amptrain: ${AMP_BI_COUNT} bad-input cases")

@@ -59,8 +59,12 @@ amp_args_error(checkpoints_empty [=[^amptrain checkpoints: RUN_DIR is empty]=]
   sh -c [=["$0" checkpoints '']=] ${AMP_EXE})
 amp_args_error(new_plugin_unknown [=[^amptrain new-plugin: unknown or ambiguous option '--kind']=]
   ${AMP_EXE} new-plugin --kind scaler x)
+amp_args_error(tokenize_val_fraction [=[^amptrain tokenize: --val-fraction 1: a number in \[0, 1\)]=]
+  ${AMP_EXE} tokenize --tokenizer x.json --out o --val-fraction 1 a.txt)
+amp_args_error(tokenize_no_out [=[^amptrain tokenize: --out DIR is required]=]
+  ${AMP_EXE} tokenize --tokenizer x.json a.txt)
 # --help on every command: its usage on stdout, exit 0.
-foreach(cmd train ab plugins checkpoints new-plugin sample)
+foreach(cmd train ab plugins checkpoints new-plugin sample tokenize)
   amp_expect_fail(cli_args_help_${cmd} LABELS cli
     CODE 0 REGEX "^usage: amptrain ${cmd}" OPTIONS --stdout COMMAND ${AMP_EXE} ${cmd} --help)
 endforeach()
