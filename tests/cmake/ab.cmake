@@ -128,7 +128,7 @@ set_tests_properties(ab_deep_heat PROPERTIES LABELS ab)
 add_test(NAME ab_busy_machine
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/busy_check.sh $<TARGET_FILE:amptrain>
                  ${AMP_AB_DYN} ${AMP_AB_OUT}/busy)
-set_tests_properties(ab_busy_machine PROPERTIES LABELS ab TIMEOUT 180)
+set_tests_properties(ab_busy_machine PROPERTIES LABELS ab TIMEOUT 600)
 # Bad --metric: exit 2, naming the flag and the choices.
 amp_expect_fail(ab_bad_tolerance LABELS ab
   CODE 2
