@@ -47,17 +47,23 @@
         if ((expr) != 0) return -1; \
     } while (0)
 
-#define GPT_LN_EPS 1e-5f
+typedef enum gpt_norm { GPT_LAYERNORM, GPT_RMSNORM } gpt_norm;
+typedef enum gpt_mlp { GPT_MLP_GELU, GPT_MLP_SWIGLU } gpt_mlp;
 
 typedef struct gpt_keys {
     int n_layer, n_head, n_embd, block_size, bias;
     amp_act act; /* the MLP's GELU: AMP_ACT_GELU or AMP_ACT_GELU_TANH */
+    int norm;    /* gpt_norm */
+    double norm_eps;
+    int mlp;          /* gpt_mlp */
+    int intermediate; /* the MLP's width; 0: 4 n_embd */
 } gpt_keys;
 
 typedef struct gpt_block {
     amp_layernorm ln1, ln2;
     amp_linear c_attn, c_proj, c_fc, fc_proj;
     amp_attention attn;
+    amp_swiglu sw;            /* mlp = swiglu (c_fc/fc_proj unused) */
     /* saved for the backward (the layers keep their own outputs) */
     float *x;                 /* [N, C] the block's input (residual stream, FP32) */
     void *qkv;                /* [N, 3C] c_attn.out_dt */
@@ -84,6 +90,8 @@ typedef struct gpt {
 
 /* nanoGPT's MLP is nn.GELU(), the erf form: its state_dict computes that function */
 static const char *const gpt_acts[] = {"gelu", "gelu_tanh", NULL};
+static const char *const gpt_norms[] = {"layernorm", "rmsnorm", NULL};
+static const char *const gpt_mlps[] = {"gelu", "swiglu", NULL};
 static const int gpt_act_values[] = {AMP_ACT_GELU, AMP_ACT_GELU_TANH};
 #define GPT_KEY(field) AMP_SETTING_AT(gpt_keys, field)
 static const amp_setting gpt_settings[] = {
@@ -95,6 +103,16 @@ static const amp_setting gpt_settings[] = {
      .doc = "the context length, and the length of the text windows"},
     {"model", "bias", AMP_SETTING_BOOL, "false", GPT_KEY(bias),
      .doc = "biases in the Linears and LayerNorms (nanoGPT's `bias`)"},
+    {"model", "norm", AMP_SETTING_CHOICE, "layernorm", .choices = gpt_norms, GPT_KEY(norm),
+     .doc = "the blocks' and the final norm: `layernorm` (GPT-2's) or `rmsnorm` (Llama's: "
+            "`x * rsqrt(mean(x^2) + norm_eps) * weight`, no bias whatever `bias` says)"},
+    {"model", "norm_eps", AMP_SETTING_DOUBLE, "1e-5", .dmin = 0, .dmax = 1, GPT_KEY(norm_eps),
+     .doc = "the norms' epsilon (nanoGPT's LayerNorm: 1e-5; Llama: `rms_norm_eps`)"},
+    {"model", "mlp", AMP_SETTING_CHOICE, "gelu", .choices = gpt_mlps, GPT_KEY(mlp),
+     .doc = "the MLP: `gelu` (c_fc -> GELU (`activation`) -> c_proj, GPT-2's) or `swiglu` "
+            "(down_proj(silu(gate_proj(x)) * up_proj(x)), Llama's; no biases unless `bias`)"},
+    {"model", "intermediate", AMP_SETTING_INT, "0", 0, 1 << 20, GPT_KEY(intermediate),
+     .doc = "the MLP's hidden width; 0: 4 `n_embd` (GPT-2's)"},
     {"model", "activation", AMP_SETTING_CHOICE, "gelu", .choices = gpt_acts,
      .values = gpt_act_values, GPT_KEY(act),
      .doc = "the MLP's GELU, `gelu` (exact erf form) or `gelu_tanh` (GPT-2's tanh form). The default "
@@ -110,6 +128,7 @@ static const amp_setting gpt_settings[] = {
 
 static int read_keys(amp_config *cfg, gpt_keys *k, char *err, size_t errlen) {
     if (amp_settings_table_read(gpt_settings, k, cfg, err, errlen) != 0) return -1;
+    if (k->intermediate == 0) k->intermediate = 4 * k->n_embd;
     if (k->n_embd % k->n_head != 0) {
         const char *where = NULL;
         amp_config_lookup(cfg, "model", "n_head", &where);
@@ -125,7 +144,7 @@ static int read_keys(amp_config *cfg, gpt_keys *k, char *err, size_t errlen) {
 
 typedef struct builder {
     amp_model_desc *d;
-    int bias;
+    int bias, norm_bias;
     int fail;
 } builder;
 
@@ -152,7 +171,7 @@ static void add_linear(builder *b, const char *name, int in, int out, unsigned e
 static void add_norm(builder *b, const char *name, int C) {
     int l = add_layer(b, name, 1u << AMP_OP_NORM);
     add_param(b, name, "weight", l, 0, 1, C, 0);
-    if (b->bias) add_param(b, name, "bias", l, 0, 1, C, 0);
+    if (b->norm_bias) add_param(b, name, "bias", l, 0, 1, C, 0);
 }
 
 static int gpt_describe(amp_model_desc *d, amp_config *cfg, const amp_model_input *in, char *err,
@@ -169,7 +188,7 @@ static int gpt_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
         return -1;
     }
     int C = k.n_embd, V = in->classes;
-    builder b = {d, k.bias, 0};
+    builder b = {d, k.bias, k.bias && k.norm == GPT_LAYERNORM, 0};
     /* transformer.wte is also the LM head's weight (tied; nanoGPT's state_dict
      * holds it under both names, safetensors' save_model under lm_head.weight).
      * The GEMM that reads it is lm_head's: that layer has the GEMM class and
@@ -188,8 +207,14 @@ static int gpt_describe(amp_model_desc *d, amp_config *cfg, const amp_model_inpu
         add_layer(&b, NAME("attn"), (1u << AMP_OP_ATTENTION) | (1u << AMP_OP_SOFTMAX));
         add_linear(&b, NAME("attn.c_proj"), C, C, 0);
         add_norm(&b, NAME("ln_2"), C);
-        add_linear(&b, NAME("mlp.c_fc"), C, 4 * C, 1u << AMP_OP_POINTWISE);
-        add_linear(&b, NAME("mlp.c_proj"), 4 * C, C, 0);
+        if (k.mlp == GPT_MLP_SWIGLU) {
+            add_linear(&b, NAME("mlp.gate_proj"), C, k.intermediate, 1u << AMP_OP_POINTWISE);
+            add_linear(&b, NAME("mlp.up_proj"), C, k.intermediate, 0);
+            add_linear(&b, NAME("mlp.down_proj"), k.intermediate, C, 0);
+        } else {
+            add_linear(&b, NAME("mlp.c_fc"), C, k.intermediate, 1u << AMP_OP_POINTWISE);
+            add_linear(&b, NAME("mlp.c_proj"), k.intermediate, C, 0);
+        }
 #undef NAME
     }
     add_norm(&b, "transformer.ln_f", C);
@@ -209,28 +234,46 @@ static void init_gpt2(amp_model *m, const amp_linear *L, double std) {
     amp_kit_init_rule(m, L->b, AMP_INIT_CONST, 0.0);
 }
 
+/* The block's or the final norm, as [model] norm says. */
+static int norm_init(amp_model *m, const gpt *g, amp_layernorm *n, const char *name) {
+    float eps = (float)g->k.norm_eps;
+    return g->k.norm == GPT_RMSNORM ? amp_rmsnorm_init(m, n, name, eps)
+                                    : amp_layernorm_init(m, n, name, eps);
+}
+
 static int create_block(amp_model *m, gpt *g, int i) {
     gpt_block *b = &g->blocks[i];
     int N = g->N, C = g->C;
     char p[AMP_MODEL_NAME_MAX];
 #define NAME(s) (snprintf(p, sizeof p, "transformer.h.%d." s, i), p)
-    CHECK(amp_layernorm_init(m, &b->ln1, NAME("ln_1"), GPT_LN_EPS));
+    CHECK(norm_init(m, g, &b->ln1, NAME("ln_1")));
     CHECK(amp_linear_init(m, &b->c_attn, NAME("attn.c_attn"), NULL, N, AMP_ACT_NONE,
                           amp_layernorm_output(&b->ln1)));
     CHECK(amp_attention_init(m, &b->attn, NAME("attn"), g->T, C, g->k.n_head,
                              amp_array_of(NULL, b->c_attn.out_dt)));
     CHECK(amp_linear_init(m, &b->c_proj, NAME("attn.c_proj"), NULL, N, AMP_ACT_NONE,
                           amp_attention_output(&b->attn)));
-    CHECK(amp_layernorm_init(m, &b->ln2, NAME("ln_2"), GPT_LN_EPS));
+    CHECK(norm_init(m, g, &b->ln2, NAME("ln_2")));
+    /* GPT-2's init: N(0, 0.02), the residual projections 0.02/sqrt(2 n_layer) */
+    double proj_std = 0.02 / sqrt(2.0 * g->k.n_layer);
+    init_gpt2(m, &b->c_attn, 0.02);
+    init_gpt2(m, &b->c_proj, proj_std);
+    if (g->k.mlp == GPT_MLP_SWIGLU) {
+        char gp[AMP_MODEL_NAME_MAX], up[AMP_MODEL_NAME_MAX];
+        snprintf(gp, sizeof gp, "transformer.h.%d.mlp.gate_proj", i);
+        snprintf(up, sizeof up, "transformer.h.%d.mlp.up_proj", i);
+        CHECK(amp_swiglu_init(m, &b->sw, gp, up, NAME("mlp.down_proj"), N,
+                              amp_layernorm_output(&b->ln2)));
+        init_gpt2(m, &b->sw.gate, 0.02);
+        init_gpt2(m, &b->sw.up, 0.02);
+        init_gpt2(m, &b->sw.down, proj_std);
+        return 0;
+    }
     CHECK(amp_linear_init(m, &b->c_fc, NAME("mlp.c_fc"), NULL, N, g->k.act,
                           amp_layernorm_output(&b->ln2)));
     CHECK(amp_linear_init(m, &b->fc_proj, NAME("mlp.c_proj"), NULL, N, AMP_ACT_NONE,
                           amp_array_of(NULL, b->c_fc.out_dt)));
 #undef NAME
-    /* GPT-2's init: N(0, 0.02), the residual projections 0.02/sqrt(2 n_layer) */
-    double proj_std = 0.02 / sqrt(2.0 * g->k.n_layer);
-    init_gpt2(m, &b->c_attn, 0.02);
-    init_gpt2(m, &b->c_proj, proj_std);
     init_gpt2(m, &b->c_fc, 0.02);
     init_gpt2(m, &b->fc_proj, proj_std);
     return 0;
@@ -258,7 +301,7 @@ static int gpt_create(amp_model *m, amp_config *cfg, char *err, size_t errlen) {
     g->N = g->B * g->T;
     int rc = amp_embedding_init(m, &g->emb, "transformer.wte.weight", "transformer.wpe.weight", 0.02);
     for (int i = 0; rc == 0 && i < g->k.n_layer; i++) rc = create_block(m, g, i);
-    rc = rc || amp_layernorm_init(m, &g->ln_f, "transformer.ln_f", GPT_LN_EPS);
+    rc = rc || norm_init(m, g, &g->ln_f, "transformer.ln_f");
     /* the LM head runs in its own layer's GEMM dtype on the tied weight,
      * whose working copy is transformer.wte's (counted there) */
     rc = rc || amp_linear_init(m, &g->lm_head, "lm_head", "transformer.wte.weight", g->N,
@@ -278,7 +321,8 @@ static void gpt_destroy(amp_model *m) {
 
 static void gpt_layout(amp_model *m) {
     gpt *g = m->impl;
-    size_t N = (size_t)g->N, C = (size_t)g->C, V = (size_t)g->V;
+    size_t N = (size_t)g->N, C = (size_t)g->C, V = (size_t)g->V, I = (size_t)g->k.intermediate;
+    size_t wide = I > C ? I : C;
     for (int i = 0; i < g->k.n_layer; i++) {
         gpt_block *b = &g->blocks[i];
         b->x = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * C, AMP_DTYPE_F32);
@@ -287,13 +331,17 @@ static void gpt_layout(amp_model *m) {
         amp_attention_layout(m, &b->attn);
         b->proj = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * C, b->c_proj.out_dt);
         amp_layernorm_layout(m, &b->ln2, g->N);
-        b->fch = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * 4 * C, b->c_fc.out_dt);
-        b->fch_gelu = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * 4 * C, b->c_fc.out_dt);
+        if (g->k.mlp == GPT_MLP_SWIGLU) {
+            amp_swiglu_layout(m, &b->sw);
+            continue;
+        }
+        b->fch = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * I, b->c_fc.out_dt);
+        b->fch_gelu = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * I, b->c_fc.out_dt);
     }
     g->x_final = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * C, AMP_DTYPE_F32);
     amp_layernorm_layout(m, &g->ln_f, g->N);
     amp_mem_category W = AMP_MEM_WORKSPACE;
-    g->f_dx = amp_kit_take(m, W, N * 4 * C, AMP_DTYPE_F32);
+    g->f_dx = amp_kit_take(m, W, N * wide, AMP_DTYPE_F32);
     g->dres = amp_kit_take(m, W, N * C, AMP_DTYPE_F32);
     g->x_mid = amp_kit_take(m, W, N * C, AMP_DTYPE_F32);
     g->f_logits = amp_kit_take(m, W, N * V, AMP_DTYPE_F32);
@@ -316,6 +364,10 @@ static int block_forward(amp_model *m, gpt_block *b, float *next, int Bn) {
     CHECK(amp_linear_forward(m, &b->c_proj, b->proj, NULL, amp_attention_output(&b->attn), rows));
     CHECK(amp_kit_residual(m, g->x_mid, b->x, amp_array_of(b->proj, b->c_proj.out_dt), nc));
     CHECK(amp_layernorm_forward(m, &b->ln2, g->x_mid, rows));
+    if (g->k.mlp == GPT_MLP_SWIGLU) {
+        CHECK(amp_swiglu_forward(m, &b->sw, g->g_small, amp_layernorm_output(&b->ln2), rows));
+        return amp_kit_residual(m, next, g->x_mid, amp_array_of(g->g_small, b->sw.down.out_dt), nc);
+    }
     CHECK(amp_linear_forward(m, &b->c_fc, b->fch, b->fch_gelu, amp_layernorm_output(&b->ln2), rows));
     CHECK(amp_linear_forward(m, &b->fc_proj, g->g_small, NULL,
                              amp_array_of(b->fch_gelu, b->c_fc.out_dt), rows));
@@ -358,12 +410,17 @@ static int block_backward(amp_model *m, gpt_block *b, int Bn) {
     size_t nc = (size_t)rows * g->C;
     amp_array dy;
     /* MLP: dres is the gradient of its c_proj output */
-    CHECK(amp_linear_grad_in(m, &b->fc_proj, &dy, g->g_small, g->g_small, g->dres, nc));
-    CHECK(linear_backward(m, &b->fc_proj, &dy, amp_array_of(b->fch_gelu, b->c_fc.out_dt), rows));
-    CHECK(ready(m, b->fc_proj.w, b->fc_proj.b));
-    CHECK(amp_linear_act_backward(m, &b->c_fc, &dy, b->fch, g->f_dx, rows));
-    CHECK(linear_backward(m, &b->c_fc, &dy, amp_layernorm_output(&b->ln2), rows));
-    CHECK(ready(m, b->c_fc.w, b->c_fc.b));
+    if (g->k.mlp == GPT_MLP_SWIGLU) {
+        CHECK(amp_swiglu_backward(m, &b->sw, g->f_dx, g->dres, g->g_small,
+                                  amp_layernorm_output(&b->ln2), rows));
+    } else {
+        CHECK(amp_linear_grad_in(m, &b->fc_proj, &dy, g->g_small, g->g_small, g->dres, nc));
+        CHECK(linear_backward(m, &b->fc_proj, &dy, amp_array_of(b->fch_gelu, b->c_fc.out_dt), rows));
+        CHECK(ready(m, b->fc_proj.w, b->fc_proj.b));
+        CHECK(amp_linear_act_backward(m, &b->c_fc, &dy, b->fch, g->f_dx, rows));
+        CHECK(linear_backward(m, &b->c_fc, &dy, amp_layernorm_output(&b->ln2), rows));
+        CHECK(ready(m, b->c_fc.w, b->c_fc.b));
+    }
     /* ln_2's input: the residual after attention, recomputed exactly */
     CHECK(amp_kit_residual(m, g->x_mid, b->x, amp_array_of(b->proj, b->c_proj.out_dt), nc));
     CHECK(amp_layernorm_backward(m, &b->ln2, g->dres, g->f_dx, g->x_mid, rows));

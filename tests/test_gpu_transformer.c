@@ -67,7 +67,7 @@ static void test_embed(const amp_gpu_row *r) {
 }
 
 static void test_layernorm(const amp_gpu_row *r) {
-    int rows = r->shape[0], C = r->shape[1], with_bias = r->shape[2];
+    int rows = r->shape[0], C = r->shape[1], with_bias = r->shape[2], rms = r->shape[3];
     amp_dtype dt = r->dt;
     size_t n = (size_t)rows * C;
     float *x = rows_random(n, -3, 4), *w = rows_random((size_t)C, 0.5f, 1.5f),
@@ -83,17 +83,17 @@ static void test_layernorm(const amp_gpu_row *r) {
     amp_round_count *gc = rows_to_dev(&c0, sizeof c0);
     const float *bb = with_bias ? b : NULL;
     rows_ok(AMP_TRANSFORMER(rows_cpu, layernorm_forward,
-                          &(amp_layernorm_fwd){co, dt, cm, cr, x, w, bb, rows, C, 1e-5f, &cc}),
+                          &(amp_layernorm_fwd){co, dt, cm, cr, x, w, bb, rows, C, 1e-5f, &cc, rms}),
           rows_cpu, "layernorm_forward");
     rows_ok(AMP_TRANSFORMER(rows_dev, layernorm_forward,
                           &(amp_layernorm_fwd){go, dt, gm, gr, gx, gw, with_bias ? gb : NULL, rows,
-                                               C, 1e-5f, gc}),
+                                               C, 1e-5f, gc, rms}),
           rows_dev, "layernorm_forward");
     void *gh = rows_take_dev(go, n * rows_esize(dt));
     float *ghm = rows_take_dev(gm, (size_t)rows * 4), *ghr = rows_take_dev(gr, (size_t)rows * 4);
     amp_round_count *ghc = rows_take_dev(gc, sizeof c0);
     char what[96];
-    snprintf(what, sizeof what, "layernorm_forward dt=%d bias=%d", (int)dt, with_bias);
+    snprintf(what, sizeof what, "layernorm_forward dt=%d bias=%d rms=%d", (int)dt, with_bias, rms);
     cmp(what, gh, co, n, dt, r->tol.atol, r->tol.rtol);
     cmp("layernorm mean", ghm, cm, (size_t)rows, AMP_DTYPE_F32, 1e-6, 1e-6);
     cmp("layernorm rstd", ghr, cr, (size_t)rows, AMP_DTYPE_F32, 1e-6, 1e-6);
@@ -106,11 +106,11 @@ static void test_layernorm(const amp_gpu_row *r) {
          *gdb = rows_to_dev(db, (size_t)C * 4);
     rows_ok(AMP_TRANSFORMER(
               rows_cpu, layernorm_backward,
-              &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, cm, cr, rows, C}),
+              &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, cm, cr, rows, C, rms}),
           rows_cpu, "layernorm_backward");
     rows_ok(AMP_TRANSFORMER(rows_dev, layernorm_backward,
                           &(amp_layernorm_bwd){gdx, gdw, with_bias ? gdb : NULL, gdout, gx, gw, gm,
-                                               gr, rows, C}),
+                                               gr, rows, C, rms}),
           rows_dev, "layernorm_backward");
     float *hdx = rows_take_dev(gdx, n * 4), *hdw = rows_take_dev(gdw, (size_t)C * 4),
           *hdb = rows_take_dev(gdb, (size_t)C * 4);
@@ -202,6 +202,7 @@ static void test_residual(const amp_gpu_row *r) {
 #define PER_DTYPE(T, name)                                                                    \
     {"layernorm 768x128 bias " name, test_layernorm, {768, 128, 1}, .dt = T, .tol = LN_TOL(T)}, \
     {"layernorm 5x3 no bias " name, test_layernorm, {5, 3, 0}, .dt = T, .tol = LN_TOL(T)},      \
+    {"rmsnorm 300x96 " name, test_layernorm, {300, 96, 0, 1}, .dt = T, .tol = LN_TOL(T)},       \
     {"attention B12 T64 C128 h4 " name, test_attention, {12, 64, 128, 4}, .dt = T,              \
      .tol = ATT_TOL(T), .arg = {1.0f}},                                                         \
     {"attention B2 T5 C8 h2 " name, test_attention, {2, 5, 8, 2}, .dt = T, .tol = ATT_TOL(T),  \

@@ -177,6 +177,7 @@ typedef struct amp_layernorm {
     int layer, C;
     int w, b;          /* tensors name.weight [C], name.bias (-1 without) */
     float eps;
+    int rms;           /* RMSNorm: no mean, no bias (Llama's) */
     amp_dtype out_dt;
     void *out;         /* [rows, C] out_dt */
     float *mean, *rstd; /* [rows] */
@@ -184,6 +185,9 @@ typedef struct amp_layernorm {
 
 /* Init: weight 1, bias 0 (PyTorch's). */
 int amp_layernorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps);
+/* RMSNorm (Hugging Face's LlamaRMSNorm in FP32): x * rsqrt(mean(x^2) + eps)
+ * * weight, on the same object and op (name.weight only; init 1). */
+int amp_rmsnorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps);
 void amp_layernorm_layout(amp_model *m, amp_layernorm *n, int rows);
 int amp_layernorm_forward(amp_model *m, const amp_layernorm *n, const float *x, int rows);
 static inline amp_array amp_layernorm_output(const amp_layernorm *n) {
@@ -236,6 +240,32 @@ static inline amp_array amp_attention_output(const amp_attention *a) {
  * [rows * T, C], rounded into dt and counted) and the forward's qkv. */
 int amp_attention_backward(amp_model *m, const amp_attention *a, amp_array *dy, const float *dout,
                            amp_array qkv, int rows);
+
+/* ---- SwiGLU MLP: down(silu(gate(x)) * up(x)) (Llama's) ------------------------- */
+
+/* Three Linears, gate and up [I, C], down [C, I], around the backend's
+ * swiglu op: silu(gate) rounded into gate's activation dtype, the product
+ * rounded into it again (h), as autocast's F.silu and multiply do; those
+ * roundings count into the gate's layer. Owns g, u and h. */
+typedef struct amp_swiglu {
+    amp_linear gate, up, down;
+    int rows;
+    amp_dtype h_dt;
+    void *g, *u, *h;              /* [rows, I] the saved activations */
+    float *dh, *dgate, *dy;       /* [rows, I] FP32 workspace (dy: a Linear's dY) */
+    float *dx_up;                 /* [rows, C] the up branch's input gradient */
+} amp_swiglu;
+
+int amp_swiglu_init(amp_model *m, amp_swiglu *s, const char *gate, const char *up,
+                    const char *down, int rows, amp_array x);
+void amp_swiglu_layout(amp_model *m, amp_swiglu *s);
+/* out[rows, C] (down.out_dt) from x. */
+int amp_swiglu_forward(amp_model *m, const amp_swiglu *s, void *out, amp_array x, int rows);
+/* From dout (FP32 [rows, C], the gradient of out; dout_16: FP32-sized room
+ * for its rounded copy, may be dout): the three Linears' weight gradients
+ * (added, marked final) and dx[rows, C] = the gradient of x (FP32). */
+int amp_swiglu_backward(amp_model *m, const amp_swiglu *s, float *dx, float *dout, void *dout_16,
+                        amp_array x, int rows);
 
 /* ---- the residual stream and the gradients ------------------------------------ */
 
