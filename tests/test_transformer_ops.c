@@ -461,6 +461,68 @@ static void test_swiglu(void) {
     free(g16), free(u16), free(h16);
 }
 
+/* ---- Llama's attention input: RoPE and grouped-query heads ------------------- */
+
+enum { QB = 2, QT = 5, QNH = 4, QKV = 2, QHS = 8 };
+
+static double qkv_loss(const float *q, const float *k, const float *v, const float *G, float *qkv,
+                       int rope) {
+    amp_qkv_args a = {qkv, AMP_DTYPE_F32, q, k, v, AMP_DTYPE_F32, AMP_DTYPE_F32, AMP_DTYPE_F32,
+                      NULL, NULL, NULL, QB, QT, QNH, QKV, QHS, rope, 10000.0f, NULL};
+    ok(AMP_TRANSFORMER(be, qkv_pack, &a), "qkv_pack");
+    return dot(qkv, G, (size_t)QB * QT * 3 * QNH * QHS);
+}
+
+/* qkv_pack against Hugging Face Llama's apply_rotary_pos_emb and repeat_kv
+ * written in double; qkv_unpack against finite differences of the pack. */
+static void test_qkv_rope(int rope) {
+    size_t N = (size_t)QB * QT, C = (size_t)QNH * QHS, Ckv = (size_t)QKV * QHS;
+    float *q = rnd(N * C, -2, 2), *k = rnd(N * Ckv, -2, 2), *v = rnd(N * Ckv, -2, 2);
+    float *G = rnd(N * 3 * C, -1, 1), *qkv = zeros(N * 3 * C);
+    qkv_loss(q, k, v, G, qkv, rope);
+    double worst = 0;
+    int half = QHS / 2;
+    for (size_t r = 0; r < N; r++)
+        for (int h = 0; h < QNH; h++)
+            for (int i = 0; i < QHS; i++) {
+                int t = (int)(r % QT), j = i % half, kh = h / (QNH / QKV);
+                double ang = t / pow(10000.0, 2.0 * j / QHS), c = rope ? cos(ang) : 1.0,
+                       sn = rope ? sin(ang) : 0.0;
+                const float *qh = q + r * C + (size_t)h * QHS, *kk = k + r * Ckv + (size_t)kh * QHS;
+                /* x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) */
+                double rq = i < half ? -qh[i + half] : qh[i - half];
+                double rk = i < half ? -kk[i + half] : kk[i - half];
+                double want[3] = {qh[i] * c + rq * sn, kk[i] * c + rk * sn,
+                                  v[r * Ckv + (size_t)kh * QHS + i]};
+                for (int p = 0; p < 3; p++)
+                    worst = fmax(worst, fabs(qkv[r * 3 * C + p * C + (size_t)h * QHS + i] - want[p]));
+            }
+    EXPECT(worst < 1e-5, "qkv_pack rope=%d: max |qkv - HF's rotate-half/repeat_kv| %.3g", rope,
+           worst);
+    if (worst < 1e-5) printf("ok  qkv_pack rope=%d (4 heads, 2 kv heads) vs double max err %.2e\n", rope, worst);
+    float *dq = zeros(N * C), *dk = zeros(N * Ckv), *dv = zeros(N * Ckv);
+    amp_qkv_args a = {G, AMP_DTYPE_F32, NULL, NULL, NULL, AMP_DTYPE_F32, AMP_DTYPE_F32,
+                      AMP_DTYPE_F32, dq, dk, dv, QB, QT, QNH, QKV, QHS, rope, 10000.0f, NULL};
+    ok(AMP_TRANSFORMER(be, qkv_unpack, &a), "qkv_unpack");
+    float *targets[3] = {q, k, v}, *grads[3] = {dq, dk, dv};
+    size_t counts[3] = {N * C, N * Ckv, N * Ckv};
+    const char *names[3] = {"qkv_unpack dq", "qkv_unpack dk", "qkv_unpack dv"};
+    double *fd = malloc(N * C * sizeof *fd);
+    for (int p = 0; p < 3; p++) {
+        for (size_t i = 0; i < counts[p]; i++) {
+            float keep = targets[p][i], h = 1e-2f;
+            targets[p][i] = keep + h;
+            double up = qkv_loss(q, k, v, G, qkv, rope);
+            targets[p][i] = keep - h;
+            double dn = qkv_loss(q, k, v, G, qkv, rope);
+            targets[p][i] = keep;
+            fd[i] = (up - dn) / (2.0 * h);
+        }
+        cmp_grad(names[p], grads[p], fd, counts[p], 1e-4, 1e-3);
+    }
+    free(q), free(k), free(v), free(G), free(qkv), free(dq), free(dk), free(dv), free(fd);
+}
+
 int main(void) {
     char err[512];
     be = amp_backend_cpu_create(err, sizeof err);
@@ -477,6 +539,8 @@ int main(void) {
     test_gelu_tanh();
     test_residual_add();
     test_swiglu();
+    test_qkv_rope(1);
+    test_qkv_rope(0);
     /* A backend without the family: supports says so, and a call fails
      * with the backend's and the op's names instead of crashing. */
     EXPECT(amp_backend_supports(be, "transformer"), "cpu supports 'transformer'");

@@ -270,6 +270,24 @@ typedef struct amp_swiglu_args {
     amp_round_count *cnt;
 } amp_swiglu_args;
 
+/* qkv_pack: qkv(dt)[B*T, 3C] (C = nh*hs) from q(q_dt)[B*T, C] and k, v
+ * [B*T, nkv*hs]: q and k turned by rotary position embeddings when rope
+ * (Hugging Face Llama's rotate-half, base theta), each key/value head
+ * repeated for nh/nkv query heads; the rounding into dt counted into cnt.
+ * qkv_unpack: dq [B*T, C], dk, dv [B*T, nkv*hs] (FP32) from dqkv(dt): the
+ * turn undone and the repeated heads summed in head order. The arithmetic
+ * of kernels/rope.h on every backend. */
+typedef struct amp_qkv_args {
+    void *qkv;
+    amp_dtype dt;
+    const void *q, *k, *v;
+    amp_dtype q_dt, k_dt, v_dt;
+    float *dq, *dk, *dv;
+    int B, T, nh, nkv, hs, rope;
+    float theta;
+    amp_round_count *cnt;
+} amp_qkv_args;
+
 /* Causal self-attention's shape: qkv(dt)[B, T, 3C] (q, k, v side by side),
  * nh heads of C/nh; ws holds amp_attention_workspace_floats() floats. */
 typedef struct amp_attention_desc {
@@ -366,6 +384,9 @@ typedef struct amp_transformer_ops {
     /* Llama's MLP middle (see amp_swiglu_args). */
     int (*swiglu_forward)(amp_backend *be, const amp_swiglu_args *a);
     int (*swiglu_backward)(amp_backend *be, const amp_swiglu_args *a);
+    /* Llama's attention input (see amp_qkv_args). */
+    int (*qkv_pack)(amp_backend *be, const amp_qkv_args *a);
+    int (*qkv_unpack)(amp_backend *be, const amp_qkv_args *a);
 } amp_transformer_ops;
 
 /* ---- family "conv" (the CNN; see amp_conv2d_desc and friends) ---- */

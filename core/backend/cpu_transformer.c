@@ -25,6 +25,7 @@
 #include "backend/kernels/attention.h"
 #include "backend/kernels/embed.h"
 #include "backend/kernels/layernorm.h"
+#include "backend/kernels/rope.h"
 #include "backend/kernels/swiglu.h"
 #include "backend/kernels/store.h"
 
@@ -450,6 +451,37 @@ static int cpu_swiglu_backward(amp_backend *be, const amp_swiglu_args *a) {
     return cpu_swiglu(a, 1);
 }
 
+/* ---- Llama's attention input: RoPE and grouped-query heads ----------------------- */
+
+static int cpu_qkv_pack(amp_backend *be, const amp_qkv_args *a) {
+    unsigned long long nz = 0, uf = 0, of = 0;
+    long long n = (long long)a->B * a->T * 3 * a->nh * a->hs;
+    (void)be;
+#pragma omp parallel reduction(+ : nz, uf, of) if (n >= PAR_MIN)
+    {
+        amp_round_tally t = {0, 0, 0};
+#pragma omp for schedule(static)
+        for (long long e = 0; e < n; e++)
+            amp_qkv_pack_elem(a->qkv, (int)a->dt, a->q, (int)a->q_dt, a->k, (int)a->k_dt, a->v,
+                              (int)a->v_dt, (size_t)e, a->T, a->nh, a->nkv, a->hs, a->rope,
+                              a->theta, &t);
+        nz += t.nz, uf += t.uf, of += t.of;
+    }
+    amp_cpu_count_add(a->cnt, nz, uf, of);
+    return 0;
+}
+
+static int cpu_qkv_unpack(amp_backend *be, const amp_qkv_args *a) {
+    size_t N = (size_t)a->B * a->T;
+    long long n = (long long)(N * (size_t)(a->nh + 2 * a->nkv) * a->hs);
+    (void)be;
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (long long e = 0; e < n; e++)
+        amp_qkv_unpack_elem(a->dq, a->dk, a->dv, a->qkv, (int)a->dt, (size_t)e, N, a->T, a->nh,
+                            a->nkv, a->hs, a->rope, a->theta);
+    return 0;
+}
+
 const amp_transformer_ops amp_cpu_transformer_ops = {
     .embed_forward = cpu_embed_forward,
     .embed_backward = cpu_embed_backward,
@@ -460,4 +492,6 @@ const amp_transformer_ops amp_cpu_transformer_ops = {
     .residual_add = cpu_residual_add,
     .swiglu_forward = cpu_swiglu_forward,
     .swiglu_backward = cpu_swiglu_backward,
+    .qkv_pack = cpu_qkv_pack,
+    .qkv_unpack = cpu_qkv_unpack,
 };

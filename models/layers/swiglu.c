@@ -46,23 +46,13 @@ int amp_swiglu_forward(amp_model *m, const amp_swiglu *s, void *out, amp_array x
     return amp_linear_forward(m, &s->down, out, NULL, amp_array_of(s->h, s->h_dt), rows);
 }
 
-/* One Linear's weight gradients, its input gradient into dx, and its
- * tensors marked final. */
-static int linear_back(amp_model *m, const amp_linear *L, amp_array *dy, amp_array x, float *dx,
-                       int rows) {
-    CHECK(amp_linear_backward_weights(m, L, dy, x, rows, 1));
-    CHECK(amp_linear_backward_data(m, L, dx, dy, rows));
-    CHECK(amp_model_grads_ready(m, L->w, 1));
-    return L->b >= 0 ? amp_model_grads_ready(m, L->b, 1) : 0;
-}
-
 int amp_swiglu_backward(amp_model *m, const amp_swiglu *s, float *dx, float *dout, void *dout_16,
                         amp_array x, int rows) {
     amp_backend *be = m->be;
     size_t n = (size_t)rows * s->gate.out, nc = (size_t)rows * s->gate.in;
     amp_array dy;
     CHECK(amp_linear_grad_in(m, &s->down, &dy, dout_16, dout_16, dout, (size_t)rows * s->down.out));
-    CHECK(linear_back(m, &s->down, &dy, amp_array_of(s->h, s->h_dt), s->dh, rows));
+    CHECK(amp_linear_backward_all(m, &s->down, &dy, amp_array_of(s->h, s->h_dt), s->dh, rows));
     /* dh as h is stored, then the op: dup over dh, dgate beside it */
     amp_round_count *cnt = amp_model_rounds(m, s->gate.layer, AMP_ROUND_GRAD);
     CHECK(be->ops->quantize(be, s->dh, s->dh, n, s->h_dt, cnt, 0));
@@ -70,8 +60,8 @@ int amp_swiglu_backward(amp_model *m, const amp_swiglu *s, float *dx, float *dou
                          s->up.out_dt, n, cnt};
     CHECK(AMP_TRANSFORMER(be, swiglu_backward, &a));
     CHECK(amp_linear_grad_in(m, &s->up, &dy, s->dy, s->dh, s->dh, n));
-    CHECK(linear_back(m, &s->up, &dy, x, s->dx_up, rows));
+    CHECK(amp_linear_backward_all(m, &s->up, &dy, x, s->dx_up, rows));
     CHECK(amp_linear_grad_in(m, &s->gate, &dy, s->dy, s->dgate, s->dgate, n));
-    CHECK(linear_back(m, &s->gate, &dy, x, dx, rows));
+    CHECK(amp_linear_backward_all(m, &s->gate, &dy, x, dx, rows));
     return amp_kit_residual(m, dx, dx, amp_array_of(s->dx_up, AMP_DTYPE_F32), nc);
 }

@@ -7,7 +7,11 @@
 #   - precision.layer.<glob> reaches them: gate_proj = f32 rounds nothing
 #     (the SwiGLU middle is stored in the gate's dtype), up_proj still does;
 #   - rmsnorm is another function than layernorm (the step-2 losses differ);
-#   - norm = batchnorm and mlp = relu are exit 2 naming the key.
+#   - names = llama with position = rope, n_kv_head = 1 and an untied head
+#     trains; telemetry has Hugging Face Llama's module names only, and a
+#     precision.layer glob over model.layers.*.mlp.down_proj applies;
+#   - norm = batchnorm, mlp = relu, position = rope under names = gpt2 and
+#     n_kv_head = 3 (not dividing 2 heads) are exit 2 naming the key.
 set -euo pipefail
 amptrain=$1
 work=$2
@@ -49,7 +53,27 @@ train "$work/ln" --set model.mlp=swiglu --set model.intermediate=24
     fail "layernorm and rmsnorm gave the same step-2 loss"
 echo "ok  rmsnorm and layernorm differ at step 2: $(loss_at "$work/llama" 2) vs $(loss_at "$work/ln" 2)"
 
-for bad in norm=batchnorm mlp=relu; do
+# A Llama: its module names, RoPE, multi-query attention, an untied head
+lla=("${llama[@]}" --set model.names=llama --set model.position=rope --set model.n_kv_head=1
+     --set model.tie_embeddings=false)
+train "$work/names" "${lla[@]}" --set 'precision.layer.model.layers.*.mlp.down_proj=f32'
+first=$(loss_at "$work/names" 1) last=$(loss_at "$work/names" 12)
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.1) }' ||
+    fail "names = llama: the loss did not fall: $first -> $last"
+for l in model.embed_tokens model.layers.0.input_layernorm model.layers.0.self_attn.q_proj \
+    model.layers.0.self_attn.k_proj model.layers.0.self_attn.v_proj model.layers.0.self_attn.o_proj \
+    model.layers.0.self_attn model.layers.0.post_attention_layernorm model.layers.0.mlp.up_proj \
+    model.norm lm_head; do
+    n=$(fwd_rounded "$work/names" "$l")
+    [ -n "$n" ] || fail "names = llama: no telemetry for $l"
+done
+[ "$(fwd_rounded "$work/names" model.layers.0.self_attn.k_proj)" -gt 0 ] &&
+    [ "$(fwd_rounded "$work/names" model.layers.0.mlp.down_proj)" = 0 ] ||
+    fail "names = llama: k_proj rounds nothing or down_proj = f32 rounds"
+! grep -q 'transformer\.' "$work/names/summary.json" || fail "names = llama keeps a transformer.* layer"
+echo "ok  names = llama, rope, n_kv_head = 1, untied: $first -> $last; HF module names, glob on down_proj"
+
+for bad in norm=batchnorm mlp=relu position=rope n_kv_head=3; do
     set +e
     "$amptrain" train "$cfg" --set "model.$bad" --out "$work/bad" >/dev/null 2>"$work/bad.log"
     rc=$?

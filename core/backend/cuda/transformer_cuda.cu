@@ -19,6 +19,7 @@
 #include "backend/kernels/attention.h"
 #include "backend/kernels/embed.h"
 #include "backend/kernels/layernorm.h"
+#include "backend/kernels/rope.h"
 #include "backend/kernels/swiglu.h"
 #include "backend/kernels/store.h"
 
@@ -535,6 +536,40 @@ static int cuda_swiglu_backward(amp_backend *be, const amp_swiglu_args *a) {
     return 0;
 }
 
+/* ---- Llama's attention input: one thread per element ----------------------------- */
+
+__global__ void amp_k_qkv_pack(amp_qkv_args a, size_t n) {
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    amp_round_tally t = {0, 0, 0};
+    if (e < n)
+        amp_qkv_pack_elem(a.qkv, (int)a.dt, a.q, (int)a.q_dt, a.k, (int)a.k_dt, a.v, (int)a.v_dt, e,
+                          a.T, a.nh, a.nkv, a.hs, a.rope, a.theta, &t);
+    amp_warp_flush(a.cnt, t);
+}
+
+__global__ void amp_k_qkv_unpack(amp_qkv_args a, size_t N, size_t n) {
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e < n)
+        amp_qkv_unpack_elem(a.dq, a.dk, a.dv, a.qkv, (int)a.dt, e, N, a.T, a.nh, a.nkv, a.hs,
+                            a.rope, a.theta);
+}
+
+static int cuda_qkv_pack(amp_backend *be, const amp_qkv_args *a) {
+    size_t n = (size_t)a->B * a->T * 3 * a->nh * a->hs;
+    if (n == 0) return 0;
+    amp_k_qkv_pack<<<tf_blocks(n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(*a, n);
+    AMP_CHECK_LAUNCH(amp_k_qkv_pack);
+    return 0;
+}
+
+static int cuda_qkv_unpack(amp_backend *be, const amp_qkv_args *a) {
+    size_t N = (size_t)a->B * a->T, n = N * (size_t)(a->nh + 2 * a->nkv) * a->hs;
+    if (n == 0) return 0;
+    amp_k_qkv_unpack<<<tf_blocks(n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(*a, N, n);
+    AMP_CHECK_LAUNCH(amp_k_qkv_unpack);
+    return 0;
+}
+
 static amp_transformer_ops cuda_make_transformer_ops(void) {
     amp_transformer_ops t;
     memset(&t, 0, sizeof t);
@@ -547,6 +582,8 @@ static amp_transformer_ops cuda_make_transformer_ops(void) {
     t.residual_add = cuda_residual_add;
     t.swiglu_forward = cuda_swiglu_forward;
     t.swiglu_backward = cuda_swiglu_backward;
+    t.qkv_pack = cuda_qkv_pack;
+    t.qkv_unpack = cuda_qkv_unpack;
     return t;
 }
 
