@@ -20,6 +20,13 @@ which loads the folder with GPT2LMHeadModel.from_pretrained (refusing any
 tensor it would not use or would have to initialise) and writes its logits
 on the reference batch to tests/data/hf_gpt2_export_check.safetensors.
 
+With --llama it writes only hf_llama/ (a tiny random LlamaForCausalLM:
+2 layers, 64 wide, 4 heads with 2 key/value heads (GQA), RoPE, SwiGLU
+with intermediate 128, an untied head, max_position_embeddings 32,
+vocabulary 65, the RMSNorm weights moved off 1) and
+hf_llama_reference.safetensors (the same contents as GPT-2's below, with
+Llama's names), which tests/test_hf_llama.c reads.
+
 It writes, under --out:
   - hf_gpt2/: config.json + model.safetensors (F32), as save_pretrained
     writes them: 2 layers, 4 heads, 64 wide, n_positions 32, vocab 65 (the
@@ -47,7 +54,7 @@ import shutil
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 SEED, B, T, V = 1234, 2, 32, 65
 LR, BETAS, EPS, WD = 1e-3, (0.9, 0.99), 1e-8, 0.1
@@ -64,6 +71,63 @@ def make_model():
             if p.dim() == 1:
                 p.add_(0.1 * torch.randn_like(p))
     return model
+
+
+def make_llama():
+    """A tiny random Llama: GQA (4 heads, 2 key/value heads), RoPE, SwiGLU,
+    an untied head; the RMSNorm weights moved off their init (1)."""
+    torch.manual_seed(SEED)
+    cfg = LlamaConfig(vocab_size=V, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=T,
+                      rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
+                      hidden_act="silu", attention_bias=False, mlp_bias=False)
+    model = LlamaForCausalLM(cfg).float().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def reference(model, path):
+    """The batch, logits, loss, gradients and one AdamW step of model into path."""
+    model.train()  # dropout is 0: train and eval compute the same
+    g = torch.Generator().manual_seed(SEED + 1)
+    tok = torch.randint(0, V, (B, T + 1), generator=g)
+    x, y = tok[:, :T], tok[:, 1:]
+    params = dict(model.named_parameters())
+    start = {n: p.detach().clone() for n, p in params.items()}
+    logits = model(x).logits
+    loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+    loss.backward()
+    out = {"ref.x": x.float(), "ref.y": y.float(), "logits": logits.detach().contiguous(),
+           "loss": loss.detach().reshape(1)}
+    # a tied lm_head.weight is the embedding: one gradient, under the embedding's name
+    for n, p in params.items():
+        out["grad." + n] = p.grad.detach().clone().contiguous()
+    decay = [p for p in params.values() if p.dim() >= 2]
+    no_decay = [p for p in params.values() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=LR, betas=BETAS, eps=EPS)
+    opt.step()
+    with torch.no_grad():
+        after = model(x).logits
+        out["after.loss"] = F.cross_entropy(after.reshape(-1, V), y.reshape(-1)).reshape(1)
+    for n, p in params.items():
+        out["after." + n] = p.detach().clone().contiguous()
+        assert not torch.equal(out["after." + n], start[n]), n
+    save_file(out, path, metadata={"script": "scripts/hf_reference.py", "torch": torch.__version__})
+    print(f"{path}: loss {loss.item():.7f}, after one AdamW step {out['after.loss'].item():.7f}")
+
+
+def llama(out):
+    folder = os.path.join(out, "hf_llama")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    make_llama().save_pretrained(folder, safe_serialization=True)
+    model = LlamaForCausalLM.from_pretrained(folder).float()
+    reference(model, os.path.join(out, "hf_llama_reference.safetensors"))
 
 
 def sharded_copy(src, dst):
@@ -106,7 +170,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/data")
     ap.add_argument("--check-export", metavar="DIR")
+    ap.add_argument("--llama", action="store_true", help="write hf_llama/ and its reference only")
     args = ap.parse_args()
+    if args.llama:
+        llama(args.out)
+        return
     if args.check_export:
         check_export(args.check_export, args.out)
         return
@@ -120,37 +188,7 @@ def main():
     sharded_copy(folder, sharded)
     # the folder as from_pretrained reads it back: what the test loads
     model = GPT2LMHeadModel.from_pretrained(folder).float()
-    model.train()  # dropout is 0: train and eval compute the same
-
-    g = torch.Generator().manual_seed(SEED + 1)
-    tok = torch.randint(0, V, (B, T + 1), generator=g)
-    x, y = tok[:, :T], tok[:, 1:]
-    params = dict(model.named_parameters())
-    start = {n: p.detach().clone() for n, p in params.items()}
-    logits = model(x).logits
-    loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
-    loss.backward()
-    out = {"ref.x": x.float(), "ref.y": y.float(), "logits": logits.detach().contiguous(),
-           "loss": loss.detach().reshape(1)}
-    # lm_head.weight is transformer.wte.weight (tied): one gradient, under wte's name
-    for n, p in params.items():
-        out["grad." + n] = p.grad.detach().clone().contiguous()
-    decay = [p for p in params.values() if p.dim() >= 2]
-    no_decay = [p for p in params.values() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=LR, betas=BETAS, eps=EPS)
-    opt.step()
-    with torch.no_grad():
-        after = model(x).logits
-        out["after.loss"] = F.cross_entropy(after.reshape(-1, V), y.reshape(-1)).reshape(1)
-    for n, p in params.items():
-        out["after." + n] = p.detach().clone().contiguous()
-        assert not torch.equal(out["after." + n], start[n]), n
-    save_file(out, os.path.join(args.out, "hf_gpt2_reference.safetensors"),
-              metadata={"script": "scripts/hf_reference.py", "torch": torch.__version__})
-    print(f"loss {loss.item():.7f}, after one AdamW step {out['after.loss'].item():.7f}")
-
+    reference(model, os.path.join(args.out, "hf_gpt2_reference.safetensors"))
 
 if __name__ == "__main__":
     main()

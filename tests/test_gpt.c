@@ -7,8 +7,9 @@
  *     shifted by one, windows stay in their split, the validation windows
  *     are the same for every seed;
  *   - the GPT without biases (the reference test covers bias = true), with
- *     each activation (gelu, gelu_tanh): every parameter's FP32 gradient
- *     against central finite differences;
+ *     each activation (gelu, gelu_tanh), with RMSNorm and with a SwiGLU MLP
+ *     (12 wide): every parameter's FP32 gradient against central finite
+ *     differences;
  *   - a GPT session: the LR equal to nanoGPT's get_lr at every step, the decay flags (2-D
  *     tensors only), and the loss going down on Shakespeare in a few steps. */
 #include <math.h>
@@ -155,13 +156,17 @@ static void test_batcher(void) {
 /* Whole-model FP32 gradients of a 1-layer GPT without biases against
  * central differences of the mean loss, weights drawn wide enough that
  * every gradient is well above the differences' noise. */
-static void test_gpt_finite_differences(const char *activation) {
-    char err[512], act_key[64];
+static void test_gpt_finite_differences(const char *activation, const char *const *extra,
+                                        const char *must_have) {
+    char err[512], act_key[64], what[256] = "";
     amp_backend *be = amp_backend_cpu_create(err, sizeof err);
     snprintf(act_key, sizeof act_key, "model.activation=%s", activation);
-    const char *const sets[] = {"model.name=gpt", "model.n_layer=2", "model.n_head=2",
-                                "model.n_embd=8", "model.block_size=5", "model.bias=false",
-                                act_key, NULL};
+    const char *sets[16] = {"model.name=gpt", "model.n_layer=2", "model.n_head=2",
+                            "model.n_embd=8", "model.block_size=5", "model.bias=false", act_key};
+    for (int i = 0; extra && extra[i]; i++) {
+        sets[7 + i] = extra[i];
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", %s", extra[i]);
+    }
     amp_config *cfg = make_config(sets);
     amp_model_input in;
     memset(&in, 0, sizeof in);
@@ -171,7 +176,7 @@ static void test_gpt_finite_differences(const char *activation) {
     in.x_is_tokens = 1;
     amp_model *m = model_f32_or_die("gpt", be, cfg, &in);
     EXPECT(amp_model_desc_find(&m->desc, "transformer.h.0.attn.c_attn.bias") < 0 &&
-               amp_model_desc_find(&m->desc, "transformer.h.1.mlp.c_fc.weight") >= 0,
+               amp_model_desc_find(&m->desc, must_have) >= 0,
            "bias = false still has biases, or the names are off");
     amp_rng r;
     amp_rng_seed(&r, 5);
@@ -205,8 +210,8 @@ static void test_gpt_finite_differences(const char *activation) {
     }
     EXPECT(bad == 0, "%d of %zu GPT gradients differ from finite differences", bad, n);
     if (!bad)
-        printf("ok  GPT (2 layers, no bias, %s) %zu gradients vs finite differences, max diff %.2e\n",
-               activation, n, worst);
+        printf("ok  GPT (2 layers, no bias, %s%s) %zu gradients vs finite differences, max diff "
+               "%.2e\n", activation, what, n, worst);
     free(g);
     amp_model_free(m);
     amp_config_free(cfg);
@@ -269,8 +274,19 @@ int main(void) {
     test_sha256();
     test_corpus();
     test_batcher();
-    test_gpt_finite_differences("gelu");
-    test_gpt_finite_differences("gelu_tanh");
+    static const char *const rms[] = {"model.norm=rmsnorm", NULL};
+    static const char *const swiglu[] = {"model.mlp=swiglu", "model.intermediate=12", NULL};
+    /* a Llama: RoPE, multi-query (2 heads, 1 key/value head), untied head */
+    static const char *const llama[] = {"model.names=llama", "model.position=rope",
+                                        "model.n_kv_head=1", "model.norm=rmsnorm",
+                                        "model.mlp=swiglu", "model.intermediate=12",
+                                        "model.tie_embeddings=false", NULL};
+    const char *fc = "transformer.h.1.mlp.c_fc.weight";
+    test_gpt_finite_differences("gelu", NULL, fc);
+    test_gpt_finite_differences("gelu_tanh", NULL, fc);
+    test_gpt_finite_differences("gelu", rms, fc);
+    test_gpt_finite_differences("gelu", swiglu, "transformer.h.1.mlp.down_proj.weight");
+    test_gpt_finite_differences("gelu", llama, "model.layers.1.self_attn.k_proj.weight");
     test_session();
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);
     return amp_test_failures ? 1 : 0;

@@ -1,13 +1,13 @@
-/* CPU-vs-CUDA parity of the transformer ops (embedding, layernorm, causal
- * attention, residual add) on the same random inputs, in FP32, FP16 and
- * BF16. Output buffers are poisoned with NaN first, so an element the GPU
- * never writes is caught. Exact where both backends run the same additions
- * in the same order (embedding forward and backward, residual add);
- * stated tolerances where they do not: layernorm (same order, but the
- * libm/CUDA sqrtf and division may differ in the last bit), attention
- * (cuBLAS and OpenBLAS accumulate in different orders, expf differs by an
- * ulp, and a 16-bit rounding can then land one ulp apart). Skips (77)
- * without a visible device. */
+/* CPU-vs-CUDA parity of the transformer ops (embedding, layernorm and
+ * rmsnorm, SwiGLU, qkv_pack/unpack, causal attention, residual add) on the
+ * same random inputs, in FP32, FP16 and BF16. Output buffers are poisoned
+ * with NaN first, so an element the GPU never writes is caught. Exact where
+ * both backends run the same additions in the same order (embedding forward
+ * and backward, residual add); stated tolerances where they do not:
+ * layernorm (same order, but the libm/CUDA sqrtf and division may differ in
+ * the last bit), attention (cuBLAS and OpenBLAS accumulate in different
+ * orders, expf differs by an ulp, and a 16-bit rounding can then land one
+ * ulp apart). Skips (77) without a visible device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +67,7 @@ static void test_embed(const amp_gpu_row *r) {
 }
 
 static void test_layernorm(const amp_gpu_row *r) {
-    int rows = r->shape[0], C = r->shape[1], with_bias = r->shape[2];
+    int rows = r->shape[0], C = r->shape[1], with_bias = r->shape[2], rms = r->shape[3];
     amp_dtype dt = r->dt;
     size_t n = (size_t)rows * C;
     float *x = rows_random(n, -3, 4), *w = rows_random((size_t)C, 0.5f, 1.5f),
@@ -83,17 +83,17 @@ static void test_layernorm(const amp_gpu_row *r) {
     amp_round_count *gc = rows_to_dev(&c0, sizeof c0);
     const float *bb = with_bias ? b : NULL;
     rows_ok(AMP_TRANSFORMER(rows_cpu, layernorm_forward,
-                          &(amp_layernorm_fwd){co, dt, cm, cr, x, w, bb, rows, C, 1e-5f, &cc}),
+                          &(amp_layernorm_fwd){co, dt, cm, cr, x, w, bb, rows, C, 1e-5f, &cc, rms}),
           rows_cpu, "layernorm_forward");
     rows_ok(AMP_TRANSFORMER(rows_dev, layernorm_forward,
                           &(amp_layernorm_fwd){go, dt, gm, gr, gx, gw, with_bias ? gb : NULL, rows,
-                                               C, 1e-5f, gc}),
+                                               C, 1e-5f, gc, rms}),
           rows_dev, "layernorm_forward");
     void *gh = rows_take_dev(go, n * rows_esize(dt));
     float *ghm = rows_take_dev(gm, (size_t)rows * 4), *ghr = rows_take_dev(gr, (size_t)rows * 4);
     amp_round_count *ghc = rows_take_dev(gc, sizeof c0);
     char what[96];
-    snprintf(what, sizeof what, "layernorm_forward dt=%d bias=%d", (int)dt, with_bias);
+    snprintf(what, sizeof what, "layernorm_forward dt=%d bias=%d rms=%d", (int)dt, with_bias, rms);
     cmp(what, gh, co, n, dt, r->tol.atol, r->tol.rtol);
     cmp("layernorm mean", ghm, cm, (size_t)rows, AMP_DTYPE_F32, 1e-6, 1e-6);
     cmp("layernorm rstd", ghr, cr, (size_t)rows, AMP_DTYPE_F32, 1e-6, 1e-6);
@@ -106,11 +106,11 @@ static void test_layernorm(const amp_gpu_row *r) {
          *gdb = rows_to_dev(db, (size_t)C * 4);
     rows_ok(AMP_TRANSFORMER(
               rows_cpu, layernorm_backward,
-              &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, cm, cr, rows, C}),
+              &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, cm, cr, rows, C, rms}),
           rows_cpu, "layernorm_backward");
     rows_ok(AMP_TRANSFORMER(rows_dev, layernorm_backward,
                           &(amp_layernorm_bwd){gdx, gdw, with_bias ? gdb : NULL, gdout, gx, gw, gm,
-                                               gr, rows, C}),
+                                               gr, rows, C, rms}),
           rows_dev, "layernorm_backward");
     float *hdx = rows_take_dev(gdx, n * 4), *hdw = rows_take_dev(gdw, (size_t)C * 4),
           *hdb = rows_take_dev(gdb, (size_t)C * 4);
@@ -188,6 +188,82 @@ static void test_residual(const amp_gpu_row *r) {
     free(x), free(df), free(d), free(co), free(h);
 }
 
+/* SwiGLU's middle, forward (h and its two rounding points' counts) and
+ * backward (dgate, dup); expf may differ in the last bit. */
+static void test_swiglu(const amp_gpu_row *r) {
+    size_t n = (size_t)r->shape[0];
+    amp_dtype dt = r->dt;
+    float *gf = rows_random(n, -8, 8), *uf = rows_random(n, -2, 2), *dh = rows_random(n, -1, 1);
+    void *g = rows_as_dt(gf, n, dt), *u = rows_as_dt(uf, n, dt), *ch = rows_poisoned(n * 4);
+    float *cdg = rows_poisoned(n * 4), *cdu = rows_poisoned(n * 4);
+    void *gg = rows_to_dev(g, n * rows_esize(dt)), *gu = rows_to_dev(u, n * rows_esize(dt)),
+         *gh = rows_to_dev(ch, n * 4), *gdh = rows_to_dev(dh, n * 4), *gdg = rows_to_dev(cdg, n * 4),
+         *gdu = rows_to_dev(cdu, n * 4);
+    amp_round_count c0 = {0, 0, 0}, cc = c0;
+    amp_round_count *gc = rows_to_dev(&c0, sizeof c0);
+    amp_swiglu_args ca = {ch, dt, cdg, cdu, dh, g, u, dt, dt, n, &cc};
+    amp_swiglu_args ga = {gh, dt, gdg, gdu, gdh, gg, gu, dt, dt, n, gc};
+    rows_ok(AMP_TRANSFORMER(rows_cpu, swiglu_forward, &ca), rows_cpu, "swiglu_forward");
+    rows_ok(AMP_TRANSFORMER(rows_dev, swiglu_forward, &ga), rows_dev, "swiglu_forward");
+    rows_ok(AMP_TRANSFORMER(rows_cpu, swiglu_backward, &ca), rows_cpu, "swiglu_backward");
+    rows_ok(AMP_TRANSFORMER(rows_dev, swiglu_backward, &ga), rows_dev, "swiglu_backward");
+    void *hh = rows_take_dev(gh, n * rows_esize(dt));
+    float *hdg = rows_take_dev(gdg, n * 4), *hdu = rows_take_dev(gdu, n * 4);
+    amp_round_count *hc = rows_take_dev(gc, sizeof c0);
+    char what[64];
+    snprintf(what, sizeof what, "swiglu_forward dt=%d", (int)dt);
+    cmp(what, hh, ch, n, dt, r->tol.atol, r->tol.rtol);
+    cmp_counts(what, hc, &cc, 1e-3);
+    cmp("swiglu_backward dgate", hdg, cdg, n, AMP_DTYPE_F32, r->tol.atol, r->tol.rtol);
+    cmp("swiglu_backward dup", hdu, cdu, n, AMP_DTYPE_F32, r->tol.atol, r->tol.rtol);
+    rows_release(gg), rows_release(gu), rows_release(gdh);
+    free(gf), free(uf), free(dh), free(g), free(u), free(ch), free(cdg), free(cdu), free(hh);
+    free(hdg), free(hdu), free(hc);
+}
+
+/* Llama's attention input: qkv_pack (RoPE, grouped heads; counted) and
+ * qkv_unpack; powf/cosf/sinf may differ in the last bits. */
+static void test_qkv(const amp_gpu_row *r) {
+    int B = r->shape[0], T = r->shape[1], nh = r->shape[2], nkv = r->shape[3], hs = r->shape[4];
+    amp_dtype dt = r->dt;
+    size_t N = (size_t)B * T, C = (size_t)nh * hs, Ckv = (size_t)nkv * hs, es = rows_esize(dt);
+    float *qf = rows_random(N * C, -2, 2), *kf = rows_random(N * Ckv, -2, 2),
+          *vf = rows_random(N * Ckv, -2, 2), *df = rows_random(N * 3 * C, -1, 1);
+    void *q = rows_as_dt(qf, N * C, dt), *k = rows_as_dt(kf, N * Ckv, dt),
+         *v = rows_as_dt(vf, N * Ckv, dt), *d = rows_as_dt(df, N * 3 * C, dt);
+    void *cqkv = rows_poisoned(N * 3 * C * es);
+    float *cdq = rows_poisoned(N * C * 4), *cdk = rows_poisoned(N * Ckv * 4),
+          *cdv = rows_poisoned(N * Ckv * 4);
+    void *gq = rows_to_dev(q, N * C * es), *gk = rows_to_dev(k, N * Ckv * es),
+         *gv = rows_to_dev(v, N * Ckv * es), *gd = rows_to_dev(d, N * 3 * C * es),
+         *gqkv = rows_to_dev(cqkv, N * 3 * C * es), *gdq = rows_to_dev(cdq, N * C * 4),
+         *gdk = rows_to_dev(cdk, N * Ckv * 4), *gdv = rows_to_dev(cdv, N * Ckv * 4);
+    amp_round_count c0 = {0, 0, 0}, cc = c0;
+    amp_round_count *gc = rows_to_dev(&c0, sizeof c0);
+    amp_qkv_args ca = {cqkv, dt, q, k, v, dt, dt, dt, cdq, cdk, cdv, B, T, nh, nkv, hs, 1, 10000.0f, &cc};
+    amp_qkv_args ga = {gqkv, dt, gq, gk, gv, dt, dt, dt, gdq, gdk, gdv, B, T, nh, nkv, hs, 1,
+                       10000.0f, gc};
+    rows_ok(AMP_TRANSFORMER(rows_cpu, qkv_pack, &ca), rows_cpu, "qkv_pack");
+    rows_ok(AMP_TRANSFORMER(rows_dev, qkv_pack, &ga), rows_dev, "qkv_pack");
+    ca.qkv = d, ga.qkv = gd; /* the backward reads a gradient */
+    rows_ok(AMP_TRANSFORMER(rows_cpu, qkv_unpack, &ca), rows_cpu, "qkv_unpack");
+    rows_ok(AMP_TRANSFORMER(rows_dev, qkv_unpack, &ga), rows_dev, "qkv_unpack");
+    void *hq = rows_take_dev(gqkv, N * 3 * C * es);
+    float *hdq = rows_take_dev(gdq, N * C * 4), *hdk = rows_take_dev(gdk, N * Ckv * 4),
+          *hdv = rows_take_dev(gdv, N * Ckv * 4);
+    amp_round_count *hc = rows_take_dev(gc, sizeof c0);
+    char what[64];
+    snprintf(what, sizeof what, "qkv_pack dt=%d", (int)dt);
+    cmp(what, hq, cqkv, N * 3 * C, dt, r->tol.atol, r->tol.rtol);
+    cmp_counts(what, hc, &cc, 1e-3);
+    cmp("qkv_unpack dq", hdq, cdq, N * C, AMP_DTYPE_F32, r->tol.atol, r->tol.rtol);
+    cmp("qkv_unpack dk", hdk, cdk, N * Ckv, AMP_DTYPE_F32, r->tol.atol, r->tol.rtol);
+    cmp("qkv_unpack dv", hdv, cdv, N * Ckv, AMP_DTYPE_F32, r->tol.atol, r->tol.rtol);
+    rows_release(gq), rows_release(gk), rows_release(gv), rows_release(gd);
+    free(qf), free(kf), free(vf), free(df), free(q), free(k), free(v), free(d), free(cqkv);
+    free(cdq), free(cdk), free(cdv), free(hq), free(hdq), free(hdk), free(hdv), free(hc);
+}
+
 #define F32 AMP_DTYPE_F32
 #define F16 AMP_DTYPE_F16
 #define BF16 AMP_DTYPE_BF16
@@ -202,11 +278,14 @@ static void test_residual(const amp_gpu_row *r) {
 #define PER_DTYPE(T, name)                                                                    \
     {"layernorm 768x128 bias " name, test_layernorm, {768, 128, 1}, .dt = T, .tol = LN_TOL(T)}, \
     {"layernorm 5x3 no bias " name, test_layernorm, {5, 3, 0}, .dt = T, .tol = LN_TOL(T)},      \
+    {"rmsnorm 300x96 " name, test_layernorm, {300, 96, 0, 1}, .dt = T, .tol = LN_TOL(T)},       \
     {"attention B12 T64 C128 h4 " name, test_attention, {12, 64, 128, 4}, .dt = T,              \
      .tol = ATT_TOL(T), .arg = {1.0f}},                                                         \
     {"attention B2 T5 C8 h2 " name, test_attention, {2, 5, 8, 2}, .dt = T, .tol = ATT_TOL(T),  \
      .arg = {2.0f}},                                                                             \
-    {"residual n100003 " name, test_residual, {100003}, .dt = T, .tol = ROWS_EXACT}
+    {"residual n100003 " name, test_residual, {100003}, .dt = T, .tol = ROWS_EXACT},          \
+    {"swiglu n70001 " name, test_swiglu, {70001}, .dt = T, .tol = LN_TOL(T)},                   \
+    {"qkv rope B2 T37 h4 kv2 hs16 " name, test_qkv, {2, 37, 4, 2, 16}, .dt = T, .tol = LN_TOL(T)}
 
 static const amp_gpu_row rows[] = {
     {"embedding B12 T64 C128 V65", test_embed, {12, 64, 128, 65}, .dt = F32, .tol = ROWS_EXACT},

@@ -1,4 +1,4 @@
-/* A Hugging Face GPT-2 folder through [model] init, against transformers:
+/* A Hugging Face GPT-2 folder (and a Llama one) through [model] init, against transformers:
  * scripts/hf_reference.py made a tiny random GPT2LMHeadModel from a
  * GPT2Config, saved it with save_pretrained (tests/data/hf_gpt2) and wrote
  * what transformers computes with it (tests/data/hf_gpt2_reference.safetensors).
@@ -19,7 +19,11 @@
  *   - tests/data/hf_gpt2_exported, written by `amptrain export --hf` from a
  *     run of two steps, gives the logits that transformers' from_pretrained
  *     computed on it (hf_gpt2_export_check.safetensors, written by the
- *     script's --check-export), within 1e-5 of the largest. */
+ *     script's --check-export), within 1e-5 of the largest;
+ *   - tests/data/hf_llama (the script's --llama: GQA with 4 heads and 2
+ *     key/value heads, RoPE, SwiGLU, an untied head; config.json gives
+ *     names = llama, norm = rmsnorm, position = rope, mlp = swiglu and the
+ *     sizes): the same checks as the FP32 GPT-2 folder. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,7 @@
 
 static const int B = 2, T = 32, V = 65;
 static gpt_ref ref, start; /* start: the folder's weights, the step's start */
+static const char *map_type = "gpt2"; /* the folder's model_type: its name map */
 
 /* The session on a folder's weights; close it with close_folder. */
 static amp_session *open_folder(const char *folder, amp_config **cfg) {
@@ -55,7 +60,7 @@ static void close_folder(amp_session *s, amp_config *cfg) {
 static float *ref_param(const gpt_ref *r, const amp_param_desc *P, const char *prefix) {
     char file[160], name[200];
     int tr = 0;
-    amp_name_map_to_file(amp_name_map_find("gpt2"), P->name, file, sizeof file, &tr);
+    amp_name_map_to_file(amp_name_map_find(map_type), P->name, file, sizeof file, &tr);
     snprintf(name, sizeof name, "%s%s", prefix, file);
     size_t n = 0;
     float *t = gpt_ref_tensor(r, name, &n), *out = malloc(P->numel * sizeof *out);
@@ -127,11 +132,25 @@ static void check_architecture(amp_model *m) {
            (long long)wpe->shape[1]);
 }
 
-static void test_fp32(void) {
+/* tests/data/hf_llama: GQA (4 heads, 2 key/value heads), RoPE, SwiGLU 128
+ * wide, an untied head, under Hugging Face Llama's names */
+static void check_llama(amp_model *m) {
+    /* 2 blocks of 9 tensors, embed_tokens, model.norm, lm_head: no position table */
+    EXPECT(m->desc.nparam_tensors == 1 + 2 * 9 + 2, "%d parameter tensors", m->desc.nparam_tensors);
+    int k = amp_model_desc_find(&m->desc, "model.layers.1.self_attn.k_proj.weight");
+    int g = amp_model_desc_find(&m->desc, "model.layers.0.mlp.gate_proj.weight");
+    EXPECT(k >= 0 && m->desc.params[k].shape[0] == 32 && g >= 0 &&
+               m->desc.params[g].shape[0] == 128 &&
+               amp_model_desc_find(&m->desc, "lm_head.weight") >= 0 &&
+               amp_model_desc_find(&m->desc, "model.embed_positions.weight") < 0,
+           "the Llama's tensors are not config.json's");
+}
+
+static void test_fp32(const char *folder, void (*check)(amp_model *)) {
     amp_config *cfg;
-    amp_session *s = open_folder(DATA "hf_gpt2", &cfg);
+    amp_session *s = open_folder(folder, &cfg);
     amp_model *m = s->model;
-    check_architecture(m);
+    check(m);
     gpt_ref_load_batch(m, &ref, B * T);
     float *rl = gpt_ref_tensor(&ref, "loss", NULL);
     double loss = gpt_ref_step(m, B, T, 1.0f, 1), rel = fabs(loss - rl[0]) / rl[0];
@@ -147,9 +166,9 @@ static void test_fp32(void) {
     float *ra = gpt_ref_tensor(&ref, "after.loss", NULL);
     double after = gpt_ref_step(m, B, T, 1.0f, 0), rel2 = fabs(after - ra[0]) / ra[0];
     EXPECT(rel2 <= 1e-5, "loss after one AdamW step %.8f, torch %.8f (rel %.3g)", after, ra[0], rel2);
-    printf("logits max |diff| %.2e (%.2e of max |logit|); loss %.7f vs %.7f (rel %.2e); gradients "
+    printf("%s: logits max |diff| %.2e (%.2e of max |logit|); loss %.7f vs %.7f (rel %.2e); gradients "
            "worst %.2e; after one AdamW step: weights worst %.2e of the step, loss rel %.2e\n",
-           diff, diff / mx, loss, rl[0], rel, gw, ww, rel2);
+           map_type, diff, diff / mx, loss, rl[0], rel, gw, ww, rel2);
     free(rl), free(rlog), free(ra);
     close_folder(s, cfg);
 }
@@ -202,9 +221,15 @@ static void test_exported(void) {
 int main(void) {
     ref = gpt_ref_open(DATA "hf_gpt2_reference.safetensors", SCRIPT);
     start = gpt_ref_open(DATA "hf_gpt2/model.safetensors", SCRIPT);
-    test_fp32();
+    test_fp32(DATA "hf_gpt2", check_architecture);
     test_sharded();
     test_exported();
+    gpt_ref_close(&ref);
+    gpt_ref_close(&start);
+    ref = gpt_ref_open(DATA "hf_llama_reference.safetensors", SCRIPT " --llama");
+    start = gpt_ref_open(DATA "hf_llama/model.safetensors", SCRIPT " --llama");
+    map_type = "llama";
+    test_fp32(DATA "hf_llama", check_llama);
     gpt_ref_close(&ref);
     gpt_ref_close(&start);
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);

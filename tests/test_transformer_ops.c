@@ -110,12 +110,13 @@ static void test_embed(void) {
 
 /* ---- layernorm -------------------------------------------------------------- */
 
+/* rms: RMSNorm, x / sqrt(mean(x^2) + eps) * w (Llama's) */
 static void ln_ref(double *out, const float *x, const float *w, const float *b, int rows, int C,
-                   double eps) {
+                   double eps, int rms) {
     for (int r = 0; r < rows; r++) {
         double m = 0, v = 0;
         for (int i = 0; i < C; i++) m += x[r * C + i];
-        m /= C;
+        m = rms ? 0.0 : m / C;
         for (int i = 0; i < C; i++) v += (x[r * C + i] - m) * (x[r * C + i] - m);
         v /= C;
         for (int i = 0; i < C; i++)
@@ -124,34 +125,36 @@ static void ln_ref(double *out, const float *x, const float *w, const float *b, 
 }
 
 static double ln_loss(const float *x, const float *w, const float *b, const float *G, int rows,
-                      int C, float *out, float *mean, float *rstd) {
-    ok(AMP_TRANSFORMER(
-           be, layernorm_forward,
-           &(amp_layernorm_fwd){out, AMP_DTYPE_F32, mean, rstd, x, w, b, rows, C, 1e-5f, NULL}),
+                      int C, float *out, float *mean, float *rstd, int rms) {
+    ok(AMP_TRANSFORMER(be, layernorm_forward,
+                       &(amp_layernorm_fwd){out, AMP_DTYPE_F32, mean, rstd, x, w, b, rows, C, 1e-5f,
+                                            NULL, rms}),
        "layernorm_forward");
     return dot(out, G, (size_t)rows * C);
 }
 
-static void test_layernorm(int with_bias) {
+static void test_layernorm(int with_bias, int rms) {
     int rows = 6, C = 16;
     size_t n = (size_t)rows * C;
     float *x = rnd(n, -2, 3), *w = rnd((size_t)C, 0.5f, 1.5f),
           *b = with_bias ? rnd((size_t)C, -0.5f, 0.5f) : NULL;
     float *G = rnd(n, -1, 1), *out = zeros(n), *mean = zeros((size_t)rows), *rstd = zeros((size_t)rows);
     double *ref = malloc(n * sizeof(double));
-    ln_ref(ref, x, w, b, rows, C, 1e-5);
-    ln_loss(x, w, b, G, rows, C, out, mean, rstd);
+    ln_ref(ref, x, w, b, rows, C, 1e-5, rms);
+    ln_loss(x, w, b, G, rows, C, out, mean, rstd, rms);
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(out[i] - ref[i]));
     EXPECT(worst < 2e-6, "layernorm_forward: max |out - double reference| %.3g", worst);
-    if (worst < 2e-6) printf("ok  layernorm_forward bias=%d vs double      max err %.2e\n", with_bias, worst);
+    if (worst < 2e-6)
+        printf("ok  layernorm_forward bias=%d rms=%d vs double max err %.2e\n", with_bias, rms, worst);
 
     /* 16-bit output: the FP32 result rounded, and counted. */
     uint16_t *o16 = malloc(n * 2);
     amp_round_count cnt = {0, 0, 0};
     ok(AMP_TRANSFORMER(
            be, layernorm_forward,
-           &(amp_layernorm_fwd){o16, AMP_DTYPE_BF16, mean, rstd, x, w, b, rows, C, 1e-5f, &cnt}),
+           &(amp_layernorm_fwd){o16, AMP_DTYPE_BF16, mean, rstd, x, w, b, rows, C, 1e-5f, &cnt,
+                                rms}),
        "layernorm_forward bf16");
     int same = 1;
     unsigned long long nz = 0;
@@ -167,10 +170,10 @@ static void test_layernorm(int with_bias) {
     float *dx = rnd(n, -1, 1), *dw = rnd((size_t)C, -1, 1), *db = rnd((size_t)C, -1, 1);
     float *dx0 = malloc(n * 4), *dw0 = malloc((size_t)C * 4), *db0 = malloc((size_t)C * 4);
     memcpy(dx0, dx, n * 4), memcpy(dw0, dw, (size_t)C * 4), memcpy(db0, db, (size_t)C * 4);
-    ln_loss(x, w, b, G, rows, C, out, mean, rstd);
+    ln_loss(x, w, b, G, rows, C, out, mean, rstd, rms);
     ok(AMP_TRANSFORMER(
            be, layernorm_backward,
-           &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, G, x, w, mean, rstd, rows, C}),
+           &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, G, x, w, mean, rstd, rows, C, rms}),
        "layernorm_backward");
     for (size_t i = 0; i < n; i++) dx[i] -= dx0[i];
     for (int i = 0; i < C; i++) dw[i] -= dw0[i], db[i] -= db0[i];
@@ -187,9 +190,9 @@ static void test_layernorm(int with_bias) {
         for (size_t i = 0; i < counts[k]; i++) {
             float keep = targets[k][i];
             targets[k][i] = keep + h;
-            double up = ln_loss(x, w, b, G, rows, C, out, mean, rstd);
+            double up = ln_loss(x, w, b, G, rows, C, out, mean, rstd, rms);
             targets[k][i] = keep - h;
-            double dn = ln_loss(x, w, b, G, rows, C, out, mean, rstd);
+            double dn = ln_loss(x, w, b, G, rows, C, out, mean, rstd, rms);
             targets[k][i] = keep;
             fd[i] = (up - dn) / (2.0 * h);
         }
@@ -410,6 +413,116 @@ static void test_residual_add(void) {
     free(x), free(d), free(out), free(d16);
 }
 
+/* ---- SwiGLU: h = silu(gate) * up ------------------------------------------ */
+
+static double silu_d(double g) { return g / (1.0 + exp(-g)); }
+
+/* FP32: h against silu in double, the gradients of sum(dh * h) against
+ * central differences of silu in double (independent of the op's silu');
+ * BF16: h is round(round(silu(gate)) * up) and both roundings are counted. */
+static void test_swiglu(void) {
+    size_t n = 20011; /* above the threading threshold */
+    float *g = rnd(n, -8, 8), *u = rnd(n, -2, 2), *dh = rnd(n, -1, 1), *h = zeros(n);
+    float *dg = zeros(n), *du = zeros(n);
+    amp_round_count cnt = {0, 0, 0};
+    amp_swiglu_args a = {h, AMP_DTYPE_F32, dg, du, dh, g, u, AMP_DTYPE_F32, AMP_DTYPE_F32, n, &cnt};
+    ok(AMP_TRANSFORMER(be, swiglu_forward, &a), "swiglu_forward f32");
+    ok(AMP_TRANSFORMER(be, swiglu_backward, &a), "swiglu_backward f32");
+    double *fd_g = malloc(n * sizeof *fd_g), *fd_u = malloc(n * sizeof *fd_u);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double want = silu_d(g[i]) * u[i], e = 1e-4;
+        bad += fabs(h[i] - want) > 1e-6 * fabs(want) + 1e-30;
+        fd_g[i] = dh[i] * u[i] * (silu_d(g[i] + e) - silu_d(g[i] - e)) / (2 * e);
+        fd_u[i] = dh[i] * silu_d(g[i]);
+    }
+    EXPECT(bad == 0 && cnt.nonzero == 0, "swiglu_forward f32: %d of %zu differ from silu(g) * u "
+           "(or F32 counted %llu roundings)", bad, n, cnt.nonzero);
+    cmp_grad("swiglu dgate", dg, fd_g, n, 1e-6, 1e-5);
+    cmp_grad("swiglu dup", du, fd_u, n, 1e-7, 1e-6);
+    /* BF16 operands */
+    uint16_t *g16 = malloc(n * 2), *u16 = malloc(n * 2), *h16 = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) g16[i] = amp_float_to_bf16(g[i]), u16[i] = amp_float_to_bf16(u[i]);
+    amp_round_count c16 = {0, 0, 0};
+    amp_swiglu_args b = {h16, AMP_DTYPE_BF16, NULL, NULL, NULL, g16, u16, AMP_DTYPE_BF16,
+                         AMP_DTYPE_BF16, n, &c16};
+    ok(AMP_TRANSFORMER(be, swiglu_forward, &b), "swiglu_forward bf16");
+    bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float gw = amp_bf16_to_float(g16[i]), uw = amp_bf16_to_float(u16[i]);
+        float s = amp_bf16_to_float(amp_float_to_bf16(gw / (1.0f + expf(-gw))));
+        bad += h16[i] != amp_float_to_bf16(s * uw);
+    }
+    EXPECT(bad == 0 && c16.nonzero > n && c16.nonzero <= 2 * n,
+           "swiglu_forward bf16: %d of %zu are not round(round(silu(g)) * u); %llu roundings "
+           "counted for %zu elements", bad, n, c16.nonzero, n);
+    if (!bad) printf("ok  swiglu bf16: two rounding points, %llu counted\n", c16.nonzero);
+    free(g), free(u), free(dh), free(h), free(dg), free(du), free(fd_g), free(fd_u);
+    free(g16), free(u16), free(h16);
+}
+
+/* ---- Llama's attention input: RoPE and grouped-query heads ------------------- */
+
+enum { QB = 2, QT = 5, QNH = 4, QKV = 2, QHS = 8 };
+
+static double qkv_loss(const float *q, const float *k, const float *v, const float *G, float *qkv,
+                       int rope) {
+    amp_qkv_args a = {qkv, AMP_DTYPE_F32, q, k, v, AMP_DTYPE_F32, AMP_DTYPE_F32, AMP_DTYPE_F32,
+                      NULL, NULL, NULL, QB, QT, QNH, QKV, QHS, rope, 10000.0f, NULL};
+    ok(AMP_TRANSFORMER(be, qkv_pack, &a), "qkv_pack");
+    return dot(qkv, G, (size_t)QB * QT * 3 * QNH * QHS);
+}
+
+/* qkv_pack against Hugging Face Llama's apply_rotary_pos_emb and repeat_kv
+ * written in double; qkv_unpack against finite differences of the pack. */
+static void test_qkv_rope(int rope) {
+    size_t N = (size_t)QB * QT, C = (size_t)QNH * QHS, Ckv = (size_t)QKV * QHS;
+    float *q = rnd(N * C, -2, 2), *k = rnd(N * Ckv, -2, 2), *v = rnd(N * Ckv, -2, 2);
+    float *G = rnd(N * 3 * C, -1, 1), *qkv = zeros(N * 3 * C);
+    qkv_loss(q, k, v, G, qkv, rope);
+    double worst = 0;
+    int half = QHS / 2;
+    for (size_t r = 0; r < N; r++)
+        for (int h = 0; h < QNH; h++)
+            for (int i = 0; i < QHS; i++) {
+                int t = (int)(r % QT), j = i % half, kh = h / (QNH / QKV);
+                double ang = t / pow(10000.0, 2.0 * j / QHS), c = rope ? cos(ang) : 1.0,
+                       sn = rope ? sin(ang) : 0.0;
+                const float *qh = q + r * C + (size_t)h * QHS, *kk = k + r * Ckv + (size_t)kh * QHS;
+                /* x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) */
+                double rq = i < half ? -qh[i + half] : qh[i - half];
+                double rk = i < half ? -kk[i + half] : kk[i - half];
+                double want[3] = {qh[i] * c + rq * sn, kk[i] * c + rk * sn,
+                                  v[r * Ckv + (size_t)kh * QHS + i]};
+                for (int p = 0; p < 3; p++)
+                    worst = fmax(worst, fabs(qkv[r * 3 * C + p * C + (size_t)h * QHS + i] - want[p]));
+            }
+    EXPECT(worst < 1e-5, "qkv_pack rope=%d: max |qkv - HF's rotate-half/repeat_kv| %.3g", rope,
+           worst);
+    if (worst < 1e-5) printf("ok  qkv_pack rope=%d (4 heads, 2 kv heads) vs double max err %.2e\n", rope, worst);
+    float *dq = zeros(N * C), *dk = zeros(N * Ckv), *dv = zeros(N * Ckv);
+    amp_qkv_args a = {G, AMP_DTYPE_F32, NULL, NULL, NULL, AMP_DTYPE_F32, AMP_DTYPE_F32,
+                      AMP_DTYPE_F32, dq, dk, dv, QB, QT, QNH, QKV, QHS, rope, 10000.0f, NULL};
+    ok(AMP_TRANSFORMER(be, qkv_unpack, &a), "qkv_unpack");
+    float *targets[3] = {q, k, v}, *grads[3] = {dq, dk, dv};
+    size_t counts[3] = {N * C, N * Ckv, N * Ckv};
+    const char *names[3] = {"qkv_unpack dq", "qkv_unpack dk", "qkv_unpack dv"};
+    double *fd = malloc(N * C * sizeof *fd);
+    for (int p = 0; p < 3; p++) {
+        for (size_t i = 0; i < counts[p]; i++) {
+            float keep = targets[p][i], h = 1e-2f;
+            targets[p][i] = keep + h;
+            double up = qkv_loss(q, k, v, G, qkv, rope);
+            targets[p][i] = keep - h;
+            double dn = qkv_loss(q, k, v, G, qkv, rope);
+            targets[p][i] = keep;
+            fd[i] = (up - dn) / (2.0 * h);
+        }
+        cmp_grad(names[p], grads[p], fd, counts[p], 1e-4, 1e-3);
+    }
+    free(q), free(k), free(v), free(G), free(qkv), free(dq), free(dk), free(dv), free(fd);
+}
+
 int main(void) {
     char err[512];
     be = amp_backend_cpu_create(err, sizeof err);
@@ -419,11 +532,15 @@ int main(void) {
     }
     amp_rng_seed(&rng, 11);
     test_embed();
-    test_layernorm(1);
-    test_layernorm(0);
+    test_layernorm(1, 0);
+    test_layernorm(0, 0);
+    test_layernorm(0, 1);
     test_attention();
     test_gelu_tanh();
     test_residual_add();
+    test_swiglu();
+    test_qkv_rope(1);
+    test_qkv_rope(0);
     /* A backend without the family: supports says so, and a call fails
      * with the backend's and the op's names instead of crashing. */
     EXPECT(amp_backend_supports(be, "transformer"), "cpu supports 'transformer'");

@@ -42,9 +42,9 @@ static int same_count(const amp_round_count *a, const amp_round_count *b) {
 
 static size_t esz(amp_dtype dt) { return dt == AMP_DTYPE_F32 ? 4 : 2; }
 
-/* layernorm on the backend against amp_ln_forward_row / amp_ln_backward_row /
- * amp_ln_param_grad_col, bit for bit */
-static void ln_against_rows(amp_backend *be, amp_dtype dt, int with_bias) {
+/* layernorm (rms = 1: RMSNorm) on the backend against amp_ln_forward_row /
+ * amp_ln_backward_row / amp_ln_param_grad_col, bit for bit */
+static void ln_against_rows(amp_backend *be, amp_dtype dt, int with_bias, int rms) {
     enum { ROWS = 301, C = 97 };
     float *x = rnd((size_t)ROWS * C, -3.0f, 3.0f), *w = rnd(C, 0.5f, 1.5f);
     float *b = with_bias ? rnd(C, -0.5f, 0.5f) : NULL;
@@ -56,14 +56,31 @@ static void ln_against_rows(amp_backend *be, amp_dtype dt, int with_bias) {
     amp_round_tally t = {0, 0, 0};
     EXPECT(AMP_TRANSFORMER(
                be, layernorm_forward,
-               &(amp_layernorm_fwd){out, dt, mean, rstd, x, w, b, ROWS, C, 1e-5f, &cnt}) == 0,
+               &(amp_layernorm_fwd){out, dt, mean, rstd, x, w, b, ROWS, C, 1e-5f, &cnt, rms}) == 0,
            "layernorm_forward: %s", be->err);
     for (int r = 0; r < ROWS; r++)
         amp_ln_forward_row((char *)ref + (size_t)r * C * esz(dt), (int)dt, &rmean[r], &rstd_ref[r],
-                           x + (size_t)r * C, w, b, C, 1e-5f, &t);
+                           x + (size_t)r * C, w, b, C, 1e-5f, rms, &t);
     EXPECT(memcmp(out, ref, (size_t)ROWS * C * esz(dt)) == 0 && memcmp(mean, rmean, sizeof mean) == 0 &&
                memcmp(rstd, rstd_ref, sizeof rstd) == 0,
-           "layernorm_forward dt %d bias %d differs from amp_ln_forward_row", (int)dt, with_bias);
+           "layernorm_forward dt %d bias %d rms %d differs from amp_ln_forward_row", (int)dt,
+           with_bias, rms);
+    /* RMSNorm against its definition in double: mean 0, rstd =
+     * 1/sqrt(mean(x^2) + eps), out = x * rstd * w (FP32 output only) */
+    for (int r = 0; rms && r < ROWS; r++) {
+        double ss = 0.0;
+        for (int i = 0; i < C; i++) ss += (double)x[(size_t)r * C + i] * x[(size_t)r * C + i];
+        double want = 1.0 / sqrt(ss / C + 1e-5);
+        EXPECT(mean[r] == 0.0f && fabs(rstd[r] - want) <= 1e-5 * want,
+               "rmsnorm row %d: mean %g, rstd %.8g, mean(x^2) gives %.8g", r, mean[r], rstd[r], want);
+        for (int i = 0; dt == AMP_DTYPE_F32 && i < C; i++) {
+            double o = ((const float *)out)[(size_t)r * C + i], e = x[(size_t)r * C + i] * want * w[i];
+            if (fabs(o - e) > 1e-5 * fabs(e) + 1e-30) {
+                EXPECT(0, "rmsnorm row %d col %d: %.8g, want %.8g", r, i, o, e);
+                break;
+            }
+        }
+    }
     EXPECT(cnt.nonzero == t.nz && cnt.underflow == t.uf && cnt.overflow == t.of,
            "layernorm_forward dt %d counts %llu/%llu/%llu, rows give %llu/%llu/%llu", (int)dt,
            cnt.nonzero, cnt.underflow, cnt.overflow, t.nz, t.uf, t.of);
@@ -73,11 +90,11 @@ static void ln_against_rows(amp_backend *be, amp_dtype dt, int with_bias) {
     float *dw_ref = dup(dw, C * 4), *db_ref = dup(db, C * 4);
     EXPECT(AMP_TRANSFORMER(be, layernorm_backward,
                            &(amp_layernorm_bwd){dx, dw, with_bias ? db : NULL, dout, x, w, mean,
-                                                rstd, ROWS, C}) == 0,
+                                                rstd, ROWS, C, rms}) == 0,
            "layernorm_backward: %s", be->err);
     for (int r = 0; r < ROWS; r++)
         amp_ln_backward_row(dx_ref + (size_t)r * C, dout + (size_t)r * C, x + (size_t)r * C, w,
-                            mean[r], rstd[r], C);
+                            mean[r], rstd[r], C, rms);
     for (int j = 0; j < C; j++)
         amp_ln_param_grad_col(dw_ref, with_bias ? db_ref : NULL, dout, x, mean, rstd, ROWS, C, j);
     EXPECT(memcmp(dx, dx_ref, (size_t)ROWS * C * 4) == 0, "layernorm_backward dx differs from the rows");
@@ -173,10 +190,10 @@ static void run_ops(amp_backend *be, amp_dtype dt, const float *wte, const float
     rc |= AMP_TRANSFORMER(be, embed_backward, o->dwte, o->dwpe, dout, tok, B, T, C);
     rc |= AMP_TRANSFORMER(be, layernorm_forward,
                           &(amp_layernorm_fwd){o->ln, dt, o->mean, o->rstd, x, w, NULL, (int)N, C,
-                                               1e-5f, &o->cnt[0]});
+                                               1e-5f, &o->cnt[0], 0});
     rc |= AMP_TRANSFORMER(
         be, layernorm_backward,
-        &(amp_layernorm_bwd){o->dx, o->dw, NULL, dout, x, w, o->mean, o->rstd, (int)N, C});
+        &(amp_layernorm_bwd){o->dx, o->dw, NULL, dout, x, w, o->mean, o->rstd, (int)N, C, 0});
     rc |= AMP_TRANSFORMER(be, attention_forward, o->y, o->att, ws, qkv,
                           &(amp_attention_desc){B, T, C, NH, dt}, &o->cnt[1]);
     rc |= AMP_TRANSFORMER(be, attention_backward, o->dqkv, ws, dy, qkv, o->att,
@@ -245,12 +262,13 @@ int main(void) {
     amp_rng_seed(&rng, 5);
     static const amp_dtype dts[3] = {AMP_DTYPE_F32, AMP_DTYPE_F16, AMP_DTYPE_BF16};
     for (int i = 0; i < 3; i++) {
-        ln_against_rows(be, dts[i], 1);
-        ln_against_rows(be, dts[i], 0);
+        ln_against_rows(be, dts[i], 1, 0);
+        ln_against_rows(be, dts[i], 0, 0);
+        ln_against_rows(be, dts[i], 0, 1);
         softmax_against_rows(be, dts[i]);
         threads_agree(be, dts[i]);
     }
-    printf("transformer ops (%s path): layernorm and softmax = the row functions; 1, 2, 3 "
+    printf("transformer ops (%s path): layernorm, rmsnorm and softmax = the row functions; 1, 2, 3 "
            "threads agree\n",
            be->info.isa);
     omp_set_num_threads(be->info.threads);

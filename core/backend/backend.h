@@ -232,7 +232,8 @@ typedef struct amp_round_act_args {
 /* layernorm_forward: out(out_dt)[rows, C] = round((x - mean) * rstd * w + b)
  * with FP32 statistics (biased variance, rstd = 1/sqrt(var + eps)); b may
  * be NULL. Writes mean[rows] and rstd[rows] for the backward; counts into
- * cnt (dev, may be NULL). */
+ * cnt (dev, may be NULL). rms = 1 is RMSNorm: mean = 0, rstd =
+ * 1/sqrt(mean(x^2) + eps) (the backward then drops the mean's term). */
 typedef struct amp_layernorm_fwd {
     void *out;
     amp_dtype out_dt;
@@ -241,6 +242,7 @@ typedef struct amp_layernorm_fwd {
     int rows, C;
     float eps;
     amp_round_count *cnt;
+    int rms;
 } amp_layernorm_fwd;
 
 /* layernorm_backward: dx[rows, C] += d/dx, dw[C] += d/dw, db[C] += d/db
@@ -249,7 +251,42 @@ typedef struct amp_layernorm_bwd {
     float *dx, *dw, *db;
     const float *dout, *x, *w, *mean, *rstd;
     int rows, C;
+    int rms;
 } amp_layernorm_bwd;
+
+/* swiglu_forward: h(h_dt)[n] = round(round_gate_dt(silu(gate)) * up) (both
+ * roundings counted into cnt); swiglu_backward: from dh (FP32, holding h_dt
+ * values) dup[n] = dh * silu(gate) and dgate[n] = round_gate_dt(dh * up) *
+ * silu'(gate) in FP32 (that rounding counted into cnt). The arithmetic of
+ * kernels/swiglu.h on every backend. */
+typedef struct amp_swiglu_args {
+    void *h;
+    amp_dtype h_dt;
+    float *dgate, *dup;
+    const float *dh;
+    const void *gate, *up;
+    amp_dtype gate_dt, up_dt;
+    size_t n;
+    amp_round_count *cnt;
+} amp_swiglu_args;
+
+/* qkv_pack: qkv(dt)[B*T, 3C] (C = nh*hs) from q(q_dt)[B*T, C] and k, v
+ * [B*T, nkv*hs]: q and k turned by rotary position embeddings when rope
+ * (Hugging Face Llama's rotate-half, base theta), each key/value head
+ * repeated for nh/nkv query heads; the rounding into dt counted into cnt.
+ * qkv_unpack: dq [B*T, C], dk, dv [B*T, nkv*hs] (FP32) from dqkv(dt): the
+ * turn undone and the repeated heads summed in head order. The arithmetic
+ * of kernels/rope.h on every backend. */
+typedef struct amp_qkv_args {
+    void *qkv;
+    amp_dtype dt;
+    const void *q, *k, *v;
+    amp_dtype q_dt, k_dt, v_dt;
+    float *dq, *dk, *dv;
+    int B, T, nh, nkv, hs, rope;
+    float theta;
+    amp_round_count *cnt;
+} amp_qkv_args;
 
 /* Causal self-attention's shape: qkv(dt)[B, T, 3C] (q, k, v side by side),
  * nh heads of C/nh; ws holds amp_attention_workspace_floats() floats. */
@@ -344,6 +381,12 @@ typedef struct amp_transformer_ops {
     /* out[n] = x[n] + widen(d(dt)[n]) (out may equal x). */
     int (*residual_add)(amp_backend *be, float *out, const float *x, const void *d, amp_dtype dt,
                         size_t n);
+    /* Llama's MLP middle (see amp_swiglu_args). */
+    int (*swiglu_forward)(amp_backend *be, const amp_swiglu_args *a);
+    int (*swiglu_backward)(amp_backend *be, const amp_swiglu_args *a);
+    /* Llama's attention input (see amp_qkv_args). */
+    int (*qkv_pack)(amp_backend *be, const amp_qkv_args *a);
+    int (*qkv_unpack)(amp_backend *be, const amp_qkv_args *a);
 } amp_transformer_ops;
 
 /* ---- family "conv" (the CNN; see amp_conv2d_desc and friends) ---- */

@@ -25,6 +25,8 @@
 #include "backend/kernels/attention.h"
 #include "backend/kernels/embed.h"
 #include "backend/kernels/layernorm.h"
+#include "backend/kernels/rope.h"
+#include "backend/kernels/swiglu.h"
 #include "backend/kernels/store.h"
 
 /* Work below this many elements stays on the calling thread: a parallel
@@ -120,11 +122,11 @@ static int cpu_layernorm_forward(amp_backend *be, const amp_layernorm_fwd *a) {
             if (!v) continue;
             /* the statistics of AMP_LN_ROWS rows at once (the same bits as one by one) */
             if (R == AMP_LN_ROWS)
-                amp_ln_stats_rows(x + (size_t)r0 * C, (size_t)C, AMP_LN_ROWS, C, eps, mean + r0,
-                                  rstd + r0);
+                amp_ln_stats_rows(x + (size_t)r0 * C, (size_t)C, AMP_LN_ROWS, C, eps, a->rms,
+                                  mean + r0, rstd + r0);
             else
                 for (int r = r0; r < r0 + R; r++)
-                    amp_ln_stats(x + (size_t)r * C, C, eps, mean + r, rstd + r);
+                    amp_ln_stats(x + (size_t)r * C, C, eps, a->rms, mean + r, rstd + r);
             for (int r = r0; r < r0 + R; r++) {
                 const float *xr = x + (size_t)r * C;
                 float m = mean[r], s = rstd[r];
@@ -157,9 +159,10 @@ static int cpu_layernorm_backward(amp_backend *be, const amp_layernorm_bwd *a) {
         size_t o = (size_t)r0 * C;
         if (R == AMP_LN_ROWS) /* constant R: the sums stay in registers */
             amp_ln_backward_rows(dx + o, dout + o, x + o, w, mean + r0, rstd + r0, (size_t)C,
-                                 AMP_LN_ROWS, C);
+                                 AMP_LN_ROWS, C, a->rms);
         else
-            amp_ln_backward_rows(dx + o, dout + o, x + o, w, mean + r0, rstd + r0, (size_t)C, R, C);
+            amp_ln_backward_rows(dx + o, dout + o, x + o, w, mean + r0, rstd + r0, (size_t)C, R, C,
+                                 a->rms);
     }
 #pragma omp parallel for schedule(static) if (par && nblk > 1)
     for (int blk = 0; blk < nblk; blk++) {
@@ -414,6 +417,71 @@ static int cpu_residual_add(amp_backend *be, float *out, const float *x, const v
     return 0;
 }
 
+/* ---- SwiGLU ------------------------------------------------------------------ */
+
+/* Forward (backward = 0) or backward over the elements, threads tallying apart. */
+static int cpu_swiglu(const amp_swiglu_args *a, int backward) {
+    unsigned long long nz = 0, uf = 0, of = 0;
+    long long n = (long long)a->n;
+#pragma omp parallel reduction(+ : nz, uf, of) if (a->n >= PAR_MIN)
+    {
+        amp_round_tally t = {0, 0, 0};
+#pragma omp for schedule(static)
+        for (long long i = 0; i < n; i++) {
+            if (backward)
+                amp_swiglu_backward_elem(a->dgate, a->dup, a->dh, a->gate, (int)a->gate_dt, a->up,
+                                         (int)a->up_dt, (size_t)i, &t);
+            else
+                amp_swiglu_forward_elem(a->h, (int)a->h_dt, a->gate, (int)a->gate_dt, a->up,
+                                        (int)a->up_dt, (size_t)i, &t);
+        }
+        nz += t.nz, uf += t.uf, of += t.of;
+    }
+    amp_cpu_count_add(a->cnt, nz, uf, of);
+    return 0;
+}
+
+static int cpu_swiglu_forward(amp_backend *be, const amp_swiglu_args *a) {
+    (void)be;
+    return cpu_swiglu(a, 0);
+}
+
+static int cpu_swiglu_backward(amp_backend *be, const amp_swiglu_args *a) {
+    (void)be;
+    return cpu_swiglu(a, 1);
+}
+
+/* ---- Llama's attention input: RoPE and grouped-query heads ----------------------- */
+
+static int cpu_qkv_pack(amp_backend *be, const amp_qkv_args *a) {
+    unsigned long long nz = 0, uf = 0, of = 0;
+    long long n = (long long)a->B * a->T * 3 * a->nh * a->hs;
+    (void)be;
+#pragma omp parallel reduction(+ : nz, uf, of) if (n >= PAR_MIN)
+    {
+        amp_round_tally t = {0, 0, 0};
+#pragma omp for schedule(static)
+        for (long long e = 0; e < n; e++)
+            amp_qkv_pack_elem(a->qkv, (int)a->dt, a->q, (int)a->q_dt, a->k, (int)a->k_dt, a->v,
+                              (int)a->v_dt, (size_t)e, a->T, a->nh, a->nkv, a->hs, a->rope,
+                              a->theta, &t);
+        nz += t.nz, uf += t.uf, of += t.of;
+    }
+    amp_cpu_count_add(a->cnt, nz, uf, of);
+    return 0;
+}
+
+static int cpu_qkv_unpack(amp_backend *be, const amp_qkv_args *a) {
+    size_t N = (size_t)a->B * a->T;
+    long long n = (long long)(N * (size_t)(a->nh + 2 * a->nkv) * a->hs);
+    (void)be;
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (long long e = 0; e < n; e++)
+        amp_qkv_unpack_elem(a->dq, a->dk, a->dv, a->qkv, (int)a->dt, (size_t)e, N, a->T, a->nh,
+                            a->nkv, a->hs, a->rope, a->theta);
+    return 0;
+}
+
 const amp_transformer_ops amp_cpu_transformer_ops = {
     .embed_forward = cpu_embed_forward,
     .embed_backward = cpu_embed_backward,
@@ -422,4 +490,8 @@ const amp_transformer_ops amp_cpu_transformer_ops = {
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .residual_add = cpu_residual_add,
+    .swiglu_forward = cpu_swiglu_forward,
+    .swiglu_backward = cpu_swiglu_backward,
+    .qkv_pack = cpu_qkv_pack,
+    .qkv_unpack = cpu_qkv_unpack,
 };

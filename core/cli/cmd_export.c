@@ -1,6 +1,7 @@
 /* `amptrain export RUN_DIR --hf OUT_DIR`: a GPT run's weights as a Hugging
  * Face GPT-2 folder (config.json + model.safetensors, F32) that
- * transformers' GPT2LMHeadModel.from_pretrained loads. The architecture
+ * transformers' GPT2LMHeadModel.from_pretrained loads, or a Llama folder
+ * (LlamaForCausalLM) from a names = llama run. The architecture
  * comes from the run's config.ini, the weights from its weights.safetensors
  * through the gpt2 name map (io/name_map.c: the Conv1D weights transposed
  * back to [in, out]); the tied head is stored once, as transformers does.
@@ -50,7 +51,43 @@ static int export_opt(void *user, int opt, const char *arg) {
 typedef struct gpt_arch {
     long n_layer, n_head, n_embd, block_size;
     const char *activation;
+    int llama;                              /* names = llama: a Llama folder */
+    char n_kv_head[32], intermediate[32], norm_eps[48], rope_theta[48], tie[16]; /* as resolved */
 } gpt_arch;
+
+static int is_true(const char *v) {
+    return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 ||
+                 strcmp(v, "on") == 0);
+}
+
+/* A names = llama run: the keys of a LlamaForCausalLM (rmsnorm, rope,
+ * swiglu, no biases), or -1 with err naming the key that is not. */
+static int read_llama(amp_config *cfg, const char *path, gpt_arch *a, char *err, size_t errlen) {
+    static const char *const need[][2] = {
+        {"norm", "rmsnorm"}, {"position", "rope"}, {"mlp", "swiglu"}, {"bias", "false"}};
+    for (int i = 0; i < 4; i++) {
+        const char *v = amp_config_lookup(cfg, "model", need[i][0], NULL);
+        if (!v || (i == 3 ? is_true(v) : strcmp(v, need[i][1]) != 0)) {
+            snprintf(err, errlen, "%s: [model] %s = %s; a Llama folder needs %s = %s", path,
+                     need[i][0], v ? v : "(none)", need[i][0], need[i][1]);
+            return -1;
+        }
+    }
+    char *out[] = {a->n_kv_head, a->intermediate, a->norm_eps, a->rope_theta, a->tie};
+    size_t cap[] = {sizeof a->n_kv_head, sizeof a->intermediate, sizeof a->norm_eps,
+                    sizeof a->rope_theta, sizeof a->tie};
+    const char *keys[] = {"n_kv_head", "intermediate", "norm_eps", "rope_theta", "tie_embeddings"};
+    for (int i = 0; i < 5; i++) { /* copied: the config is freed before the folder is written */
+        const char *v = amp_config_lookup(cfg, "model", keys[i], NULL);
+        if (!v) {
+            snprintf(err, errlen, "%s: no [model] %s", path, keys[i]);
+            return -1;
+        }
+        snprintf(out[i], cap[i], "%s", v);
+    }
+    a->llama = 1;
+    return 0;
+}
 
 static int read_arch(amp_config *cfg, const char *path, gpt_arch *a, char *err, size_t errlen) {
     const char *name = amp_config_lookup(cfg, "model", "name", NULL);
@@ -58,13 +95,16 @@ static int read_arch(amp_config *cfg, const char *path, gpt_arch *a, char *err, 
     const char *act = amp_config_lookup(cfg, "model", "activation", NULL);
     const char *keys[] = {"n_layer", "n_head", "n_embd", "block_size"};
     long *out[] = {&a->n_layer, &a->n_head, &a->n_embd, &a->block_size};
+    const char *names = amp_config_lookup(cfg, "model", "names", NULL);
     if (!name || strcmp(name, "gpt") != 0) {
         snprintf(err, errlen, "%s: a [model] name = %s run; --hf writes GPT-2 folders, of gpt runs",
                  path, name ? name : "(none)");
         return -1;
     }
-    if (!bias || (strcmp(bias, "true") != 0 && strcmp(bias, "1") != 0 && strcmp(bias, "yes") != 0 &&
-                  strcmp(bias, "on") != 0)) {
+    a->llama = 0;
+    if (names && strcmp(names, "llama") == 0) {
+        if (read_llama(cfg, path, a, err, errlen) != 0) return -1;
+    } else if (!is_true(bias)) {
         snprintf(err, errlen, "%s: [model] bias = %s; GPT-2 has biases in every Linear and "
                  "LayerNorm, so only a bias = true run exports", path, bias ? bias : "(none)");
         return -1;
@@ -82,11 +122,32 @@ static int read_arch(amp_config *cfg, const char *path, gpt_arch *a, char *err, 
     return 0;
 }
 
+/* LlamaConfig's keys, every one amptrain computes with. */
+static void write_llama(FILE *f, const gpt_arch *a, int64_t vocab) {
+    long kv = strtol(a->n_kv_head, NULL, 10), inter = strtol(a->intermediate, NULL, 10); /* 0: defaults */
+    fprintf(f, "{\n  \"model_type\": \"llama\",\n  \"architectures\": [\"LlamaForCausalLM\"],\n");
+    fprintf(f, "  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n"
+               "  \"num_key_value_heads\": %ld,\n  \"hidden_size\": %ld,\n"
+               "  \"intermediate_size\": %ld,\n  \"max_position_embeddings\": %ld,\n"
+               "  \"vocab_size\": %lld,\n  \"rms_norm_eps\": %s,\n  \"rope_theta\": %s,\n"
+               "  \"rope_scaling\": null,\n  \"tie_word_embeddings\": %s,\n"
+               "  \"hidden_act\": \"silu\",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
+               "  \"attention_dropout\": 0.0,\n  \"pretraining_tp\": 1,\n"
+               "  \"bos_token_id\": null,\n  \"eos_token_id\": null\n}\n",
+            a->n_layer, a->n_head, kv ? kv : a->n_head, a->n_embd, inter ? inter : 4 * a->n_embd,
+            a->block_size, (long long)vocab, a->norm_eps, a->rope_theta,
+            is_true(a->tie) ? "true" : "false");
+}
+
 static int write_config(const char *dir, const gpt_arch *a, int64_t vocab, char *err,
                         size_t errlen) {
     amp_out_file o;
     if (amp_out_open(&o, dir, "config.json", err, errlen) != 0) return -1;
     FILE *f = o.f;
+    if (a->llama) {
+        write_llama(f, a, vocab);
+        return amp_out_commit(&o, err, errlen);
+    }
     fprintf(f, "{\n  \"model_type\": \"gpt2\",\n  \"architectures\": [\"GPT2LMHeadModel\"],\n");
     fprintf(f, "  \"n_layer\": %ld,\n  \"n_head\": %ld,\n  \"n_embd\": %ld,\n", a->n_layer,
             a->n_head, a->n_embd);
@@ -105,9 +166,9 @@ static int write_config(const char *dir, const gpt_arch *a, int64_t vocab, char 
 
 /* Every tensor of the run's weights under its gpt2 name, transposed where
  * the map says; 0, or -1 with err. */
-static int write_weights(const char *dir, amp_safetensors *st, int64_t *vocab, char *err,
-                         size_t errlen) {
-    const amp_name_map *map = amp_name_map_find("gpt2");
+static int write_weights(const char *dir, amp_safetensors *st, int llama, int64_t *vocab,
+                         char *err, size_t errlen) {
+    const amp_name_map *map = amp_name_map_find(llama ? "llama" : "gpt2");
     int n = amp_safetensors_count(st), rc = 0;
     if (n > MAX_TENSORS) {
         snprintf(err, errlen, "more than %d tensors", MAX_TENSORS);
@@ -142,7 +203,8 @@ static int write_weights(const char *dir, amp_safetensors *st, int64_t *vocab, c
             t[i].shape[1] = shape[0];
             free(src);
         }
-        if (strcmp(names[i], "transformer.wte.weight") == 0) *vocab = shape[0];
+        if (strcmp(names[i], llama ? "model.embed_tokens.weight" : "transformer.wte.weight") == 0)
+            *vocab = shape[0];
     }
     static const char *const meta[] = {"format", "pt", NULL};
     char path[PATH_MAX + 32];
@@ -183,14 +245,15 @@ int amp_cmd_export(int argc, char **argv) {
         return 2;
     }
     int64_t vocab = 0;
-    rc = amp_mkdir_p(a.hf, err, sizeof err) != 0 || write_weights(a.hf, st, &vocab, err, sizeof err) != 0 ||
+    rc = amp_mkdir_p(a.hf, err, sizeof err) != 0 || write_weights(a.hf, st, arch.llama, &vocab, err, sizeof err) != 0 ||
          write_config(a.hf, &arch, vocab, err, sizeof err) != 0;
     amp_safetensors_close(st);
     if (rc) {
         fprintf(stderr, "amptrain export: %s\n", err);
         return 1;
     }
-    printf("amptrain export: %s -> %s (config.json, model.safetensors: GPT-2, %ld layers, %ld "
-           "wide, vocabulary %lld)\n", a.run, a.hf, arch.n_layer, arch.n_embd, (long long)vocab);
+    printf("amptrain export: %s -> %s (config.json, model.safetensors: %s, %ld layers, %ld "
+           "wide, vocabulary %lld)\n", a.run, a.hf, arch.llama ? "Llama" : "GPT-2", arch.n_layer,
+           arch.n_embd, (long long)vocab);
     return 0;
 }

@@ -20,6 +20,12 @@ typedef enum hf_kind {
     HK_BOOL,    /* a boolean that must be `num` (0 or 1) */
     HK_INNER,   /* the MLP's width: null or 4 * n_embd */
     HK_DROPOUT, /* training-time dropout: amptrain trains without it */
+    HK_DBL,     /* a number: the [model] key `to` */
+    HK_TIE,     /* a boolean: the [model] key `to` (true/false) */
+    HK_SILU,    /* hidden_act: "silu" only (SwiGLU's) */
+    HK_NULL,    /* must be null (rope_scaling: no scaling implemented) */
+    HK_ROPE,    /* rope_parameters {rope_type "default", rope_theta}: [model] rope_theta */
+    HK_HEADDIM, /* null or hidden_size / num_attention_heads */
 } hf_kind;
 
 typedef struct hf_key {
@@ -29,7 +35,21 @@ typedef struct hf_key {
     double num;
 } hf_key;
 
-/* transformers' GPT2Config, every key it writes */
+/* metadata every transformers config writes: no number of the model changes */
+static const hf_key common_keys[] = {
+    {"architectures", HK_META, NULL, 0},
+    {"transformers_version", HK_META, NULL, 0},
+    {"torch_dtype", HK_META, NULL, 0},
+    {"dtype", HK_META, NULL, 0},
+    {"_name_or_path", HK_META, NULL, 0},
+    {"bos_token_id", HK_META, NULL, 0},
+    {"eos_token_id", HK_META, NULL, 0},
+    {"pad_token_id", HK_META, NULL, 0},
+    {"initializer_range", HK_META, NULL, 0},
+    {"use_cache", HK_META, NULL, 0},
+    {NULL, HK_META, NULL, 0}};
+
+/* transformers' GPT2Config, every key it writes (with common_keys) */
 static const hf_key gpt2_keys[] = {
     {"model_type", HK_META, NULL, 0},
     {"n_layer", HK_INT, "n_layer", 0},
@@ -51,16 +71,6 @@ static const hf_key gpt2_keys[] = {
     {"summary_first_dropout", HK_META, NULL, 0}, /* the double-heads model's head only */
     /* the vocabulary is the data's: transformer.wte.weight's shape checks it */
     {"vocab_size", HK_META, NULL, 0},
-    {"architectures", HK_META, NULL, 0},
-    {"transformers_version", HK_META, NULL, 0},
-    {"torch_dtype", HK_META, NULL, 0},
-    {"dtype", HK_META, NULL, 0},
-    {"_name_or_path", HK_META, NULL, 0},
-    {"bos_token_id", HK_META, NULL, 0},
-    {"eos_token_id", HK_META, NULL, 0},
-    {"pad_token_id", HK_META, NULL, 0},
-    {"initializer_range", HK_META, NULL, 0},
-    {"use_cache", HK_META, NULL, 0},
     {"summary_type", HK_META, NULL, 0},
     {"summary_use_proj", HK_META, NULL, 0},
     {"summary_activation", HK_META, NULL, 0},
@@ -74,6 +84,31 @@ static const hf_key gpt2_keys[] = {
     {"tokenizer_class", HK_META, NULL, 0},
     {NULL, HK_META, NULL, 0}};
 
+/* transformers' LlamaConfig (both the rope_theta/rope_scaling keys of
+ * older files and v5's rope_parameters); block_size is
+ * max_position_embeddings, the windows' length */
+static const hf_key llama_keys[] = {
+    {"model_type", HK_META, NULL, 0},
+    {"hidden_size", HK_INT, "n_embd", 0},
+    {"intermediate_size", HK_INT, "intermediate", 0},
+    {"num_attention_heads", HK_INT, "n_head", 0},
+    {"num_key_value_heads", HK_INT, "n_kv_head", 0},
+    {"num_hidden_layers", HK_INT, "n_layer", 0},
+    {"max_position_embeddings", HK_INT, "block_size", 0},
+    {"rms_norm_eps", HK_DBL, "norm_eps", 0},
+    {"rope_theta", HK_DBL, "rope_theta", 0},
+    {"rope_parameters", HK_ROPE, "rope_theta", 0},
+    {"rope_scaling", HK_NULL, NULL, 0},
+    {"tie_word_embeddings", HK_TIE, "tie_embeddings", 0},
+    {"hidden_act", HK_SILU, NULL, 0},
+    {"attention_bias", HK_BOOL, NULL, 0},
+    {"mlp_bias", HK_BOOL, NULL, 0},
+    {"pretraining_tp", HK_NUM, NULL, 1},
+    {"head_dim", HK_HEADDIM, NULL, 0},
+    {"attention_dropout", HK_DROPOUT, NULL, 0},
+    {"vocab_size", HK_META, NULL, 0},
+    {NULL, HK_META, NULL, 0}};
+
 typedef struct hf_family {
     const char *model_type;
     const hf_key *keys;
@@ -83,6 +118,7 @@ typedef struct hf_family {
 
 static const hf_family families[] = {
     {"gpt2", gpt2_keys, "gpt", "bias=true"},
+    {"llama", llama_keys, "gpt", "names=llama;norm=rmsnorm;position=rope;mlp=swiglu;bias=false"},
 };
 
 static const hf_family *family_of(const char *model_type) {
@@ -152,6 +188,54 @@ static int one_key(const hf_key *k, const amp_jval *v, const amp_jval *root, con
                     "as wide as the model", label);
         return -1;
     }
+    case HK_DBL:
+        if (v->type != AMP_JNUM) {
+            amp_set_err(err, errlen, "%s: '%s' must be a number", label, k->name);
+            return -1;
+        }
+        snprintf(buf, sizeof buf, "%.17g", v->num);
+        return add(o, k->to, buf, k->name);
+    case HK_TIE:
+        if (v->type != AMP_JBOOL) {
+            amp_set_err(err, errlen, "%s: '%s' must be true or false", label, k->name);
+            return -1;
+        }
+        return add(o, k->to, v->b ? "true" : "false", k->name);
+    case HK_SILU:
+        if (v->type != AMP_JSTR || strcmp(v->str, "silu") != 0) {
+            amp_set_err(err, errlen, "%s: %s must be \"silu\": amptrain's SwiGLU computes no other",
+                        label, k->name);
+            return -1;
+        }
+        return 0;
+    case HK_NULL:
+        if (v->type != AMP_JNULL) {
+            amp_set_err(err, errlen, "%s: %s is not null: amptrain implements no %s", label, k->name,
+                        k->name);
+            return -1;
+        }
+        return 0;
+    case HK_ROPE: {
+        const amp_jval *t = amp_json_get_type(v, "rope_type", AMP_JSTR);
+        const amp_jval *th = amp_json_get_type(v, "rope_theta", AMP_JNUM);
+        if (v->type != AMP_JOBJ || !t || strcmp(t->str, "default") != 0 || !th || v->n != 2) {
+            amp_set_err(err, errlen, "%s: %s must be {\"rope_type\": \"default\", \"rope_theta\": "
+                        "N}%s%s%s: amptrain implements no rope scaling", label, k->name,
+                        t ? " (rope_type '" : "", t ? t->str : "", t ? "')" : "");
+            return -1;
+        }
+        snprintf(buf, sizeof buf, "%.17g", th->num);
+        return add(o, k->to, buf, "rope_parameters.rope_theta");
+    }
+    case HK_HEADDIM: {
+        const amp_jval *c = amp_json_get_type(root, "hidden_size", AMP_JNUM);
+        const amp_jval *h = amp_json_get_type(root, "num_attention_heads", AMP_JNUM);
+        if (v->type == AMP_JNULL || (v->type == AMP_JNUM && c && h && v->num * h->num == c->num))
+            return 0;
+        amp_set_err(err, errlen, "%s: head_dim must be null or hidden_size / num_attention_heads",
+                    label);
+        return -1;
+    }
     case HK_DROPOUT:
         if (v->type != AMP_JNUM && v->type != AMP_JNULL) {
             amp_set_err(err, errlen, "%s: '%s' must be a number", label, k->name);
@@ -188,6 +272,8 @@ int amp_hf_config_parse(const char *text, size_t len, const char *label, amp_hf_
         for (size_t i = 0; rc == 0 && i < root->n; i++) {
             const hf_key *k = fam->keys;
             while (k->name && strcmp(k->name, root->keys[i]) != 0) k++;
+            if (!k->name)
+                for (k = common_keys; k->name && strcmp(k->name, root->keys[i]) != 0;) k++;
             if (!k->name) {
                 amp_set_err(err, errlen, "%s: key '%s' is not one amptrain's %s (model_type %s) can "
                             "express; remove it if it changes nothing", label, root->keys[i],
@@ -261,6 +347,8 @@ static int same_value(const char *a, const char *b) {
     char *ea, *eb;
     long long ia = strtoll(a, &ea, 10), ib = strtoll(b, &eb, 10);
     if (*a && *b && !*ea && !*eb) return ia == ib;
+    double da = strtod(a, &ea), db = strtod(b, &eb); /* 1e-5 and 1e-05 */
+    if (*a && *b && !*ea && !*eb) return da == db;
     int ta = -1, tb = -1;
     for (int i = 0; yes[i]; i++) {
         if (strcasecmp(a, yes[i]) == 0) ta = 1;

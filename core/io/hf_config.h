@@ -17,7 +17,7 @@
 #include "io/config.h"
 #include "io/name_map.h"
 
-#define AMP_HF_MAX_KEYS 16
+#define AMP_HF_MAX_KEYS 24
 
 typedef struct amp_hf_keys {
     const amp_name_map *map; /* of the config's model_type */

@@ -20,8 +20,13 @@ static const amp_name_rule gpt2_rules[] = {
     {"transformer.h.*.mlp.c_proj.weight", "transformer.h.*.mlp.c_proj.weight", 1},
     {NULL, NULL, 0}};
 
+/* Hugging Face LlamaForCausalLM: amptrain's names = llama are its own; an
+ * older file's rotary_emb.inv_freq is a buffer. */
+static const char *const llama_buffers[] = {"model.layers.*.self_attn.rotary_emb.inv_freq", NULL};
+
 static const amp_name_map maps[] = {
     {"gpt2", "gpt", gpt2_rules, gpt_buffers},
+    {"llama", "gpt", no_rules, llama_buffers},
 };
 static const amp_name_map plain = {"", NULL, no_rules, gpt_buffers};
 
@@ -36,7 +41,7 @@ const amp_name_map *amp_name_map_plain(void) {
 }
 
 const char *amp_name_map_types(void) {
-    return "gpt2";
+    return "gpt2, llama";
 }
 
 int amp_name_match(const char *pattern, const char *name, char *num, size_t numlen) {

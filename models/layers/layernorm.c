@@ -1,4 +1,4 @@
-/* LayerNorm on the backend's op: FP32 statistics and math, the output
+/* LayerNorm and RMSNorm on the backend's op: FP32 statistics and math, the output
  * rounded into the layer's activation dtype (counted), its gradient
  * rounded the same way before the backward reads it. */
 #include <stdio.h>
@@ -19,9 +19,21 @@ int amp_layernorm_init(amp_model *m, amp_layernorm *n, const char *name, float e
     }
     n->C = (int)m->desc.params[n->w].shape[0];
     n->eps = eps;
+    n->rms = 0;
     n->out_dt = m->prec[n->layer].activation;
     amp_kit_init_rule(m, n->w, AMP_INIT_CONST, 1.0);
     amp_kit_init_rule(m, n->b, AMP_INIT_CONST, 0.0);
+    return 0;
+}
+
+int amp_rmsnorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps) {
+    if (amp_layernorm_init(m, n, name, eps) != 0) return -1;
+    if (n->b >= 0) {
+        snprintf(m->be->err, sizeof m->be->err, "model '%s': RMSNorm '%s' has a bias tensor",
+                 m->ops->name, name);
+        return -1;
+    }
+    n->rms = 1;
     return 0;
 }
 
@@ -37,7 +49,8 @@ int amp_layernorm_forward(amp_model *m, const amp_layernorm *n, const float *x, 
                            &(amp_layernorm_fwd){n->out, n->out_dt, n->mean, n->rstd, x,
                                                 amp_kit_master(m, n->w), amp_kit_master(m, n->b),
                                                 rows, n->C, n->eps,
-                                                amp_model_rounds(m, n->layer, AMP_ROUND_FWD)});
+                                                amp_model_rounds(m, n->layer, AMP_ROUND_FWD),
+                                                n->rms});
 }
 
 int amp_layernorm_backward(amp_model *m, const amp_layernorm *n, float *dx, float *dout,
@@ -49,5 +62,5 @@ int amp_layernorm_backward(amp_model *m, const amp_layernorm *n, float *dx, floa
     return AMP_TRANSFORMER(be, layernorm_backward,
                            &(amp_layernorm_bwd){dx, amp_kit_grad(m, n->w), amp_kit_grad(m, n->b),
                                                 dout, x, amp_kit_master(m, n->w), n->mean, n->rstd,
-                                                rows, n->C});
+                                                rows, n->C, n->rms});
 }

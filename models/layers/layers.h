@@ -149,6 +149,10 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
 /* dx[rows, in] = dY W (FP32). */
 int amp_linear_backward_data(amp_model *m, const amp_linear *L, float *dx, const amp_array *dy,
                              int rows);
+/* Both (the weight gradients added), then L's tensors marked final
+ * (amp_model_grads_ready). */
+int amp_linear_backward_all(amp_model *m, const amp_linear *L, amp_array *dy, amp_array x, float *dx,
+                            int rows);
 
 /* ---- the input batch (m->x) as a Linear's operand ---------------------------- */
 
@@ -177,6 +181,7 @@ typedef struct amp_layernorm {
     int layer, C;
     int w, b;          /* tensors name.weight [C], name.bias (-1 without) */
     float eps;
+    int rms;           /* RMSNorm: no mean, no bias (Llama's) */
     amp_dtype out_dt;
     void *out;         /* [rows, C] out_dt */
     float *mean, *rstd; /* [rows] */
@@ -184,6 +189,9 @@ typedef struct amp_layernorm {
 
 /* Init: weight 1, bias 0 (PyTorch's). */
 int amp_layernorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps);
+/* RMSNorm (Hugging Face's LlamaRMSNorm in FP32): x * rsqrt(mean(x^2) + eps)
+ * * weight, on the same object and op (name.weight only; init 1). */
+int amp_rmsnorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps);
 void amp_layernorm_layout(amp_model *m, amp_layernorm *n, int rows);
 int amp_layernorm_forward(amp_model *m, const amp_layernorm *n, const float *x, int rows);
 static inline amp_array amp_layernorm_output(const amp_layernorm *n) {
@@ -200,12 +208,17 @@ int amp_layernorm_backward(amp_model *m, const amp_layernorm *n, float *dx, floa
 /* FP32 lookups on the FP32 master weights (autocast leaves embeddings
  * alone); the tokens are m->x. Init N(0, std^2) (nn.Embedding: std 1). */
 typedef struct amp_embedding {
-    int wte, wpe;      /* tensors [V, C] and [T, C] */
+    int wte, wpe;      /* tensors [V, C] and [T, C] (wpe -1: none, RoPE models) */
     int T, C;
+    float *zero_pe, *dpe_sink; /* [T, C] without wpe (amp_embedding_layout) */
 } amp_embedding;
 
 int amp_embedding_init(amp_model *m, amp_embedding *e, const char *wte, const char *wpe,
                        double std);
+/* Token embeddings alone (no position table: Llama's embed_tokens); its
+ * model calls amp_embedding_layout. */
+int amp_embedding_init_tokens(amp_model *m, amp_embedding *e, const char *wte, int T, double std);
+void amp_embedding_layout(amp_model *m, amp_embedding *e);
 /* out[rows * T, C] (FP32); rows: sequences */
 int amp_embedding_forward(amp_model *m, const amp_embedding *e, float *out, int rows);
 /* the weights' gradients += from dout (FP32) */
@@ -236,6 +249,61 @@ static inline amp_array amp_attention_output(const amp_attention *a) {
  * [rows * T, C], rounded into dt and counted) and the forward's qkv. */
 int amp_attention_backward(amp_model *m, const amp_attention *a, amp_array *dy, const float *dout,
                            amp_array qkv, int rows);
+
+/* ---- SwiGLU MLP: down(silu(gate(x)) * up(x)) (Llama's) ------------------------- */
+
+/* Three Linears, gate and up [I, C], down [C, I], around the backend's
+ * swiglu op: silu(gate) rounded into gate's activation dtype, the product
+ * rounded into it again (h), as autocast's F.silu and multiply do; those
+ * roundings count into the gate's layer. Owns g, u and h. */
+typedef struct amp_swiglu {
+    amp_linear gate, up, down;
+    int rows;
+    amp_dtype h_dt;
+    void *g, *u, *h;              /* [rows, I] the saved activations */
+    float *dh, *dgate, *dy;       /* [rows, I] FP32 workspace (dy: a Linear's dY) */
+    float *dx_up;                 /* [rows, C] the up branch's input gradient */
+} amp_swiglu;
+
+int amp_swiglu_init(amp_model *m, amp_swiglu *s, const char *gate, const char *up,
+                    const char *down, int rows, amp_array x);
+void amp_swiglu_layout(amp_model *m, amp_swiglu *s);
+/* out[rows, C] (down.out_dt) from x. */
+int amp_swiglu_forward(amp_model *m, const amp_swiglu *s, void *out, amp_array x, int rows);
+/* From dout (FP32 [rows, C], the gradient of out; dout_16: FP32-sized room
+ * for its rounded copy, may be dout): the three Linears' weight gradients
+ * (added, marked final) and dx[rows, C] = the gradient of x (FP32). */
+int amp_swiglu_backward(amp_model *m, const amp_swiglu *s, float *dx, float *dout, void *dout_16,
+                        amp_array x, int rows);
+
+/* ---- Llama's attention input: q/k/v projections, RoPE, grouped-query heads ----- */
+
+/* Three Linears q [nh*hs, in], k and v [nkv*hs, in] and the backend's
+ * qkv_pack into the attention's fused qkv (its dtype; the rounding counted
+ * in the attention's layer), rotary embeddings on q and k when rope. Owns
+ * the packed qkv (kept for the attention's backward). */
+typedef struct amp_qkv {
+    amp_linear q, k, v;
+    int layer;                  /* the attention's */
+    amp_dtype dt;               /* the attention's dtype */
+    int rows, T, nh, nkv, hs, rope;
+    float theta;
+    void *qkv;                  /* [rows, 3 nh hs] dt */
+    void *qo, *ko, *vo;         /* the Linears' outputs (workspace) */
+    float *dq, *dk, *dv, *dy;   /* FP32 workspace; dy: a Linear's dY */
+    float *dx2;                 /* [rows, in] a second input gradient */
+} amp_qkv;
+
+int amp_qkv_init(amp_model *m, amp_qkv *a, const char *q, const char *k, const char *v,
+                 const char *attn, int rows, int T, int nh, int nkv, int rope, float theta,
+                 amp_array x);
+void amp_qkv_layout(amp_model *m, amp_qkv *a);
+int amp_qkv_forward(amp_model *m, const amp_qkv *a, amp_array x, int rows);
+static inline amp_array amp_qkv_output(const amp_qkv *a) { return amp_array_of(a->qkv, a->dt); }
+/* From the attention's dqkv: the three Linears' weight gradients (added,
+ * marked final) and dx[rows, in] (FP32). */
+int amp_qkv_backward(amp_model *m, const amp_qkv *a, const amp_array *dqkv, float *dx, amp_array x,
+                     int rows);
 
 /* ---- the residual stream and the gradients ------------------------------------ */
 

@@ -253,3 +253,11 @@ int amp_linear_backward_data(amp_model *m, const amp_linear *L, float *dx, const
     amp_gemm_desc g = amp_gemm_plain(dx, dyg, wg, L->feed, AMP_GEMM_NN, rows, L->in, L->out);
     return AMP_CALL(m->be, gemm_ex, &g);
 }
+
+int amp_linear_backward_all(amp_model *m, const amp_linear *L, amp_array *dy, amp_array x, float *dx,
+                            int rows) {
+    CHECK(amp_linear_backward_weights(m, L, dy, x, rows, 1));
+    CHECK(amp_linear_backward_data(m, L, dx, dy, rows));
+    CHECK(amp_model_grads_ready(m, L->w, 1));
+    return L->b >= 0 ? amp_model_grads_ready(m, L->b, 1) : 0;
+}

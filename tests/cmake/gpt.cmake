@@ -76,3 +76,16 @@ amp_expect_fail(test_gpt_nvfp4_reference_perturbed_grad LABELS train nvfp4
   CODE 1
   REGEX [=[nvfp4\.step0\.grad\.transformer\.h\.0\.attn\.c_attn\.weight: max \|amptrain - torch\| = ]=]
   COMMAND $<TARGET_FILE:test_gpt_nvfp4_reference> --perturb grad)
+# The decoder's Llama keys (norm = rmsnorm, mlp = swiglu, intermediate):
+# they train, telemetry and precision.layer globs reach the SwiGLU Linears,
+# bad values are exit 2.
+add_test(NAME gpt_decoder_keys
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/decoder_keys.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_BINARY_DIR}/tests/gpt_decoder_keys)
+set_tests_properties(gpt_decoder_keys PROPERTIES LABELS "train;cli" TIMEOUT 300)
+# The shipped Llama configs in an A/B layer scan (bf16 vs fp8, 4 steps):
+# the groups carry Hugging Face Llama's module names.
+add_test(NAME llama_ab_scan
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/llama_ab_scan.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/configs ${CMAKE_BINARY_DIR}/tests/llama_ab_scan)
+set_tests_properties(llama_ab_scan PROPERTIES LABELS "ab;train" TIMEOUT 600)

@@ -34,7 +34,7 @@ amp_hf_case(good 0 [=[base_hf: test_acc [0-9.]+ test_loss [0-9.]+]=])
 amp_hf_case(sharded 0 [=[sharded/model\.safetensors\.index\.json: skipped 4 buffers that are not parameters \(_orig_mod\.transformer\.h\.0\.attn\.bias, \.\.\.\)]=])
 amp_hf_case(no_config 2 "^amptrain: ${F}/no_config: no config\\.json: \\[model\\] init takes a \\.safetensors file or a Hugging Face model folder")
 amp_hf_case(no_weights 2 "^amptrain: ${F}/no_weights: no model\\.safetensors nor model\\.safetensors\\.index\\.json beside config\\.json")
-amp_hf_case(unknown_type 2 "^amptrain: ${F}/unknown_type/config\\.json: model_type 'bert' is not one amptrain builds \\(it builds gpt2\\)")
+amp_hf_case(unknown_type 2 "^amptrain: ${F}/unknown_type/config\\.json: model_type 'bert' is not one amptrain builds \\(it builds gpt2, llama\\)")
 amp_hf_case(unknown_key 2 "^amptrain: ${F}/unknown_key/config\\.json: key 'rope_scaling' is not one amptrain's gpt \\(model_type gpt2\\) can express")
 amp_hf_case(layer_norm_eps 2 "^amptrain: ${F}/layer_norm_eps/config\\.json: layer_norm_epsilon = 1e-06: amptrain's gpt computes with 1e-05 only")
 amp_hf_case(activation 2 "^amptrain: ${F}/activation/config\\.json: activation_function 'relu' is not one amptrain computes")
@@ -44,6 +44,14 @@ amp_hf_case(bad_json 2 "^amptrain: ${F}/bad_json/config\\.json:1:[0-9]+: ")
 amp_hf_case(truncated_shard 2 "^amptrain: ${F}/truncated_shard/model-00002-of-00002\\.safetensors: .* \\(the shard the index names for '_orig_mod\\.[a-z_.0-9]+'\\)")
 amp_hf_case(missing_shard 2 "^amptrain: ${F}/missing_shard/model-00001-of-00002\\.safetensors: cannot read: No such file or directory \\(the shard the index names for '_orig_mod\\.[a-z_.0-9]+'\\)")
 amp_hf_case(wrong_shard 2 "^amptrain: ${F}/wrong_shard/model\\.safetensors\\.index\\.json: the index puts '_orig_mod\\.transformer\\.wte\\.weight' in ${F}/wrong_shard/model-00001-of-00002\\.safetensors, which does not hold it$")
+# Llama folders: the good one trains (HF's module names), and what the
+# family cannot express is refused by name: a rope scaling (v5's rope_type,
+# or an older file's rope_scaling), another activation, biases.
+amp_hf_case(llama_good 0 [=[base_hf: test_acc [0-9.]+ test_loss [0-9.]+]=])
+amp_hf_case(llama_rope_type 2 "^amptrain: ${F}/llama_rope_type/config\\.json: rope_parameters must be \\{\"rope_type\": \"default\", \"rope_theta\": N\\} \\(rope_type 'linear'\\): amptrain implements no rope scaling")
+amp_hf_case(llama_rope_scaling 2 "^amptrain: ${F}/llama_rope_scaling/config\\.json: rope_scaling is not null: amptrain implements no rope_scaling")
+amp_hf_case(llama_act 2 "^amptrain: ${F}/llama_act/config\\.json: hidden_act must be \"silu\"")
+amp_hf_case(llama_bias 2 "^amptrain: ${F}/llama_bias/config\\.json: attention_bias must be false")
 # An INI key that disagrees with config.json: both values named.
 amp_hf_case(ini_disagrees 2 "^amptrain: --set model\\.n_layer: \\[model\\] n_layer = 3 disagrees with ${F}/ini_disagrees/config\\.json: n_layer = 2"
             --set model.n_layer=3)

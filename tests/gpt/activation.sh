@@ -22,15 +22,7 @@ cfg=$here/tiny_gpt.ini
 rm -rf "$work"
 mkdir -p "$work"
 
-train() { # DIR ARGS...: a run that must succeed
-    local dir=$1
-    shift
-    "$amptrain" train "$cfg" "$@" --out "$dir" >/dev/null 2>"$dir.log" ||
-        { cat "$dir.log" >&2; fail "run $dir ($*)"; }
-}
-loss_at() { # DIR STEP
-    sed -nE "s/^\{\"step\":$2,.*\"loss\":([^,]*),.*/\1/p" "$1/metrics.jsonl"
-}
+source "$here/tiny_lib.sh"
 
 train "$work/gelu"
 train "$work/tanh" --set model.activation=gelu_tanh

@@ -6,6 +6,9 @@
 #     back as [model] init (one step at lr 1e-12, which moves no weight)
 #     ends with the run's own weights.safetensors, byte for byte: export and
 #     the loader are inverses (the Conv1D transposes included);
+#   - a Llama run (from SRC_DATA/hf_llama) exports a LlamaForCausalLM
+#     folder whose config.json has the run's sizes and which loads back as
+#     the run's weights;
 #   - a run of another model, and a missing --hf, are exit 2.
 # That transformers reads the folder and computes amptrain's logits is
 # test_hf_gpt2's check on tests/data/hf_gpt2_exported.
@@ -30,6 +33,40 @@ done
 cmp -s "$W/run/weights.safetensors" "$W/back/weights.safetensors" ||
     fail "the exported folder did not load back as the run's weights"
 echo "ok  export -> [model] init: the run's weights byte for byte"
+
+# A Llama run (from SRC_DATA/hf_llama, 2 steps) exported: a LlamaForCausalLM
+# config.json with the run's sizes, read back as the run's weights. Adam's
+# step at lr 1e-12 moves a weight below about 1e-5 by a few ulps, so the
+# weights are compared within 1e-6 relative (the GPT-2 fixture has none so
+# small; transposes or names gone wrong are off by far more).
+"$A" train "$cfg" --set model.init="$SRC/hf_llama" --set train.steps=2 --out "$W/lrun" 2>"$W/lrun.log" ||
+    fail "train llama: $(tail -3 "$W/lrun.log")"
+"$A" export "$W/lrun" --hf "$W/lhf" >"$W/lexport.log" 2>&1 || fail "export llama: $(cat "$W/lexport.log")"
+for kv in '"model_type": "llama"' '"num_hidden_layers": 2' '"num_attention_heads": 4' \
+          '"num_key_value_heads": 2' '"hidden_size": 64' '"intermediate_size": 128' \
+          '"max_position_embeddings": 32' '"vocab_size": 65' '"rms_norm_eps": 1e-05' \
+          '"rope_theta": 10000' '"tie_word_embeddings": false' '"hidden_act": "silu"'; do
+    grep -qF "$kv" "$W/lhf/config.json" || fail "llama config.json lacks $kv: $(cat "$W/lhf/config.json")"
+done
+"$A" train "$cfg" --set model.init="$W/lhf" --set train.steps=1 --set optim.lr=1e-12 \
+    --out "$W/lback" 2>"$W/lback.log" || fail "init from the llama export: $(tail -3 "$W/lback.log")"
+python3 - "$W/lrun/weights.safetensors" "$W/lback/weights.safetensors" <<'PY' ||
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: struct.unpack("<%df" % ((v["data_offsets"][1] - v["data_offsets"][0]) // 4),
+                             b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items()}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+bad = [k for k in a if any(abs(x - y) > 1e-6 * abs(x) + 1e-12 for x, y in zip(a[k], b[k]))]
+print("llama weights back:", len(a), "tensors", "differ: " + " ".join(bad) if bad else "all within 1e-6")
+sys.exit(1 if bad else 0)
+PY
+    fail "the exported Llama folder did not load back as the run's weights"
+echo "ok  llama export -> [model] init: config.json has the run's sizes, the weights come back"
 
 rc=0
 "$A" train "$here/../bad_inputs/base_tiny.ini" --out "$W/mlp" 2>/dev/null >/dev/null

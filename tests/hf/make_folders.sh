@@ -34,3 +34,11 @@ rm "$d/model-00001-of-00002.safetensors"
 # the index puts a tensor in the wrong shard
 folder wrong_shard hf_gpt2_sharded
 sed -i 's/"_orig_mod.transformer.wte.weight": "model-0000[12]-of-00002.safetensors"/"_orig_mod.transformer.wte.weight": "model-00001-of-00002.safetensors"/' "$d/model.safetensors.index.json"
+# Llama (SRC/hf_llama): the good folder, and the keys its family cannot express
+folder llama_good hf_llama
+folder llama_rope_type hf_llama
+sed -i 's/"rope_type": "default"/"rope_type": "linear"/' "$d/config.json"
+folder llama_rope_scaling hf_llama
+sed -i 's/^{/{\n  "rope_scaling": {"type": "linear", "factor": 2.0},/' "$d/config.json"
+folder llama_act hf_llama;      sed -i 's/"hidden_act": "silu"/"hidden_act": "gelu"/' "$d/config.json"
+folder llama_bias hf_llama;     sed -i 's/"attention_bias": false/"attention_bias": true/' "$d/config.json"

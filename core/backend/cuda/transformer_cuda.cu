@@ -19,6 +19,8 @@
 #include "backend/kernels/attention.h"
 #include "backend/kernels/embed.h"
 #include "backend/kernels/layernorm.h"
+#include "backend/kernels/rope.h"
+#include "backend/kernels/swiglu.h"
 #include "backend/kernels/store.h"
 
 #define AMP_TF_BLOCK 256
@@ -141,14 +143,15 @@ static int cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const 
  * amp_ln_stats (lane sums, then a butterfly), then amp_ln_value per element. */
 __global__ void amp_k_ln_forward(void *out, int dt, float *mean, float *rstd, const float *x,
                                  const float *w, const float *b, size_t rows, int C, float eps,
-                                 amp_round_count *cnt) {
+                                 int rms, amp_round_count *cnt) {
     size_t r = tf_warp_row();
     if (r >= rows) return; /* the whole warp */
     int lane = threadIdx.x % AMP_WARP;
     const float *xr = x + r * C;
     float s = 0.0f;
-    for (int i = lane; i < C; i += AMP_WARP) s += xr[i];
-    float m = amp_warp_sum(s) / (float)C;
+    if (!rms)
+        for (int i = lane; i < C; i += AMP_WARP) s += xr[i];
+    float m = rms ? 0.0f : amp_warp_sum(s) / (float)C; /* RMSNorm: no mean */
     float v = 0.0f;
     for (int i = lane; i < C; i += AMP_WARP) {
         float d = xr[i] - m;
@@ -177,7 +180,7 @@ static int cuda_layernorm_forward(amp_backend *be, const amp_layernorm_fwd *a) {
     amp_round_count *cnt = a->cnt;
     if (rows <= 0) return 0;
     amp_k_ln_forward<<<tf_row_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
-        out, (int)out_dt, mean, rstd, x, w, b, (size_t)rows, C, eps, cnt);
+        out, (int)out_dt, mean, rstd, x, w, b, (size_t)rows, C, eps, a->rms, cnt);
     AMP_CHECK_LAUNCH(amp_k_ln_forward);
     return 0;
 }
@@ -185,7 +188,7 @@ static int cuda_layernorm_forward(amp_backend *be, const amp_layernorm_fwd *a) {
 /* One warp per row: amp_ln_backward_row's two sums as butterflies. */
 __global__ void amp_k_ln_backward_rows(float *dx, const float *dout, const float *x,
                                        const float *w, const float *mean, const float *rstd,
-                                       size_t rows, int C) {
+                                       size_t rows, int C, int rms) {
     size_t r = tf_warp_row();
     if (r >= rows) return; /* the whole warp */
     int lane = threadIdx.x % AMP_WARP;
@@ -197,7 +200,7 @@ __global__ void amp_k_ln_backward_rows(float *dx, const float *dout, const float
         a += dnorm;
         an += dnorm * xhat;
     }
-    float dnorm_mean = amp_warp_sum(a) / (float)C;
+    float dnorm_mean = rms ? 0.0f : amp_warp_sum(a) / (float)C;
     float dnorm_norm_mean = amp_warp_sum(an) / (float)C;
     float *dxr = dx + r * C;
     for (int i = lane; i < C; i += AMP_WARP) {
@@ -262,7 +265,7 @@ static int cuda_layernorm_backward(amp_backend *be, const amp_layernorm_bwd *a) 
     int rows = a->rows, C = a->C;
     if (rows <= 0 || C <= 0) return 0;
     amp_k_ln_backward_rows<<<tf_row_blocks((size_t)rows), AMP_TF_BLOCK, 0, tf_stream(be)>>>(
-        dx, dout, x, w, mean, rstd, (size_t)rows, C);
+        dx, dout, x, w, mean, rstd, (size_t)rows, C, a->rms);
     AMP_CHECK_LAUNCH(amp_k_ln_backward_rows);
     int chunks = (rows + AMP_LN_CHUNK_ROWS - 1) / AMP_LN_CHUNK_ROWS;
     if (chunks > AMP_LN_MAX_CHUNKS) chunks = AMP_LN_MAX_CHUNKS;
@@ -499,6 +502,74 @@ static int cuda_residual_add(amp_backend *be, float *out, const float *x, const 
     return 0;
 }
 
+/* ---- SwiGLU: one thread per element, warp tallies ------------------------------ */
+
+__global__ void amp_k_swiglu_forward(amp_swiglu_args a) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    amp_round_tally t = {0, 0, 0};
+    if (i < a.n)
+        amp_swiglu_forward_elem(a.h, (int)a.h_dt, a.gate, (int)a.gate_dt, a.up, (int)a.up_dt, i,
+                                &t);
+    amp_warp_flush(a.cnt, t);
+}
+
+__global__ void amp_k_swiglu_backward(amp_swiglu_args a) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    amp_round_tally t = {0, 0, 0};
+    if (i < a.n)
+        amp_swiglu_backward_elem(a.dgate, a.dup, a.dh, a.gate, (int)a.gate_dt, a.up,
+                                 (int)a.up_dt, i, &t);
+    amp_warp_flush(a.cnt, t);
+}
+
+static int cuda_swiglu_forward(amp_backend *be, const amp_swiglu_args *a) {
+    if (a->n == 0) return 0;
+    amp_k_swiglu_forward<<<tf_blocks(a->n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(*a);
+    AMP_CHECK_LAUNCH(amp_k_swiglu_forward);
+    return 0;
+}
+
+static int cuda_swiglu_backward(amp_backend *be, const amp_swiglu_args *a) {
+    if (a->n == 0) return 0;
+    amp_k_swiglu_backward<<<tf_blocks(a->n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(*a);
+    AMP_CHECK_LAUNCH(amp_k_swiglu_backward);
+    return 0;
+}
+
+/* ---- Llama's attention input: one thread per element ----------------------------- */
+
+__global__ void amp_k_qkv_pack(amp_qkv_args a, size_t n) {
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    amp_round_tally t = {0, 0, 0};
+    if (e < n)
+        amp_qkv_pack_elem(a.qkv, (int)a.dt, a.q, (int)a.q_dt, a.k, (int)a.k_dt, a.v, (int)a.v_dt, e,
+                          a.T, a.nh, a.nkv, a.hs, a.rope, a.theta, &t);
+    amp_warp_flush(a.cnt, t);
+}
+
+__global__ void amp_k_qkv_unpack(amp_qkv_args a, size_t N, size_t n) {
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e < n)
+        amp_qkv_unpack_elem(a.dq, a.dk, a.dv, a.qkv, (int)a.dt, e, N, a.T, a.nh, a.nkv, a.hs,
+                            a.rope, a.theta);
+}
+
+static int cuda_qkv_pack(amp_backend *be, const amp_qkv_args *a) {
+    size_t n = (size_t)a->B * a->T * 3 * a->nh * a->hs;
+    if (n == 0) return 0;
+    amp_k_qkv_pack<<<tf_blocks(n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(*a, n);
+    AMP_CHECK_LAUNCH(amp_k_qkv_pack);
+    return 0;
+}
+
+static int cuda_qkv_unpack(amp_backend *be, const amp_qkv_args *a) {
+    size_t N = (size_t)a->B * a->T, n = N * (size_t)(a->nh + 2 * a->nkv) * a->hs;
+    if (n == 0) return 0;
+    amp_k_qkv_unpack<<<tf_blocks(n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(*a, N, n);
+    AMP_CHECK_LAUNCH(amp_k_qkv_unpack);
+    return 0;
+}
+
 static amp_transformer_ops cuda_make_transformer_ops(void) {
     amp_transformer_ops t;
     memset(&t, 0, sizeof t);
@@ -509,6 +580,10 @@ static amp_transformer_ops cuda_make_transformer_ops(void) {
     t.attention_forward = cuda_attention_forward;
     t.attention_backward = cuda_attention_backward;
     t.residual_add = cuda_residual_add;
+    t.swiglu_forward = cuda_swiglu_forward;
+    t.swiglu_backward = cuda_swiglu_backward;
+    t.qkv_pack = cuda_qkv_pack;
+    t.qkv_unpack = cuda_qkv_unpack;
     return t;
 }
 

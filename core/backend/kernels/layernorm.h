@@ -1,6 +1,8 @@
 /* LayerNorm over the last dimension, one row at a time, in FP32 whatever the
  * policy (autocast runs layer_norm in FP32), as llm.c's layernorm_forward /
  * layernorm_backward write it: biased variance, rstd = 1/sqrt(var + eps).
+ * RMSNorm (Llama's) is the same row with the mean held at 0 (rms = 1): rstd
+ * = 1/sqrt(mean(x^2) + eps), and its backward drops the mean term.
  * The CPU loops call the row functions; the CUDA kernels (one warp per row,
  * sums as warp butterflies, parameter gradients as chunk partials) share
  * the per-element ones, amp_ln_value and amp_ln_xhat. */
@@ -18,12 +20,14 @@
  * them in registers); every row gets the bits the one-row sum gives. */
 #define AMP_LN_ROWS 4
 static inline AMP_HD void amp_ln_stats_rows(const float *x, size_t ld, int R, int C, float eps,
-                                            float *mean_out, float *rstd_out) {
+                                            int rms, float *mean_out, float *rstd_out) {
     float m[AMP_LN_ROWS], v[AMP_LN_ROWS];
     for (int r = 0; r < R; r++) m[r] = v[r] = 0.0f;
-    for (int i = 0; i < C; i++)
-        for (int r = 0; r < R; r++) m[r] += x[(size_t)r * ld + i];
-    for (int r = 0; r < R; r++) m[r] = m[r] / (float)C;
+    if (!rms) {
+        for (int i = 0; i < C; i++)
+            for (int r = 0; r < R; r++) m[r] += x[(size_t)r * ld + i];
+        for (int r = 0; r < R; r++) m[r] = m[r] / (float)C;
+    }
     for (int i = 0; i < C; i++)
         for (int r = 0; r < R; r++) {
             float d = x[(size_t)r * ld + i] - m[r];
@@ -37,9 +41,9 @@ static inline AMP_HD void amp_ln_stats_rows(const float *x, size_t ld, int R, in
 }
 
 /* One row's mean and rstd. */
-static inline AMP_HD void amp_ln_stats(const float *x, int C, float eps, float *mean_out,
+static inline AMP_HD void amp_ln_stats(const float *x, int C, float eps, int rms, float *mean_out,
                                        float *rstd_out) {
-    amp_ln_stats_rows(x, (size_t)C, 1, C, eps, mean_out, rstd_out);
+    amp_ln_stats_rows(x, (size_t)C, 1, C, eps, rms, mean_out, rstd_out);
 }
 
 /* One output element before its rounding: (x - mean) * rstd * w + b (b is
@@ -56,9 +60,9 @@ static inline AMP_HD float amp_ln_xhat(float x, float mean, float rstd) { return
  * row's mean and rstd, which backward reads. */
 static inline AMP_HD void amp_ln_forward_row(void *out, int dt, float *mean_out, float *rstd_out,
                                              const float *x, const float *w, const float *b,
-                                             int C, float eps, amp_round_tally *t) {
+                                             int C, float eps, int rms, amp_round_tally *t) {
     float m, s;
-    amp_ln_stats(x, C, eps, &m, &s);
+    amp_ln_stats(x, C, eps, rms, &m, &s);
     for (int i = 0; i < C; i++)
         amp_store(out, (size_t)i, dt, 0, amp_ln_value(x[i], m, s, w[i], b ? b[i] : 0.0f), t);
     *mean_out = m;
@@ -71,7 +75,8 @@ static inline AMP_HD void amp_ln_forward_row(void *out, int dt, float *mean_out,
  * bias gradients are column sums over rows: see amp_ln_param_grad_col. */
 static inline AMP_HD void amp_ln_backward_rows(float *dx, const float *dout, const float *x,
                                                const float *w, const float *mean,
-                                               const float *rstd, size_t ld, int R, int C) {
+                                               const float *rstd, size_t ld, int R, int C,
+                                               int rms) {
     float dnorm_mean[AMP_LN_ROWS], dnorm_norm_mean[AMP_LN_ROWS];
     for (int r = 0; r < R; r++) dnorm_mean[r] = dnorm_norm_mean[r] = 0.0f;
     for (int i = 0; i < C; i++)
@@ -83,7 +88,7 @@ static inline AMP_HD void amp_ln_backward_rows(float *dx, const float *dout, con
             dnorm_norm_mean[r] += dnorm * xhat;
         }
     for (int r = 0; r < R; r++) {
-        dnorm_mean[r] = dnorm_mean[r] / (float)C;
+        dnorm_mean[r] = rms ? 0.0f : dnorm_mean[r] / (float)C; /* RMSNorm: no mean to move */
         dnorm_norm_mean[r] = dnorm_norm_mean[r] / (float)C;
     }
     for (int r = 0; r < R; r++)
@@ -96,8 +101,9 @@ static inline AMP_HD void amp_ln_backward_rows(float *dx, const float *dout, con
 }
 
 static inline AMP_HD void amp_ln_backward_row(float *dx, const float *dout, const float *x,
-                                              const float *w, float mean, float rstd, int C) {
-    amp_ln_backward_rows(dx, dout, x, w, &mean, &rstd, (size_t)C, 1, C);
+                                              const float *w, float mean, float rstd, int C,
+                                              int rms) {
+    amp_ln_backward_rows(dx, dout, x, w, &mean, &rstd, (size_t)C, 1, C, rms);
 }
 
 /* Column j of the parameter gradients, rows in order (the CPU's order; the
