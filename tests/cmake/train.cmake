@@ -38,8 +38,9 @@ foreach(lib_isa ${AMP_PIN_LIBS})
 endforeach()
 # The GPT's and the CNN's numerics (tests/pin/model_pin.sh), on the FP64
 # reference GEMM bit for bit against tests/pin/{gpt,cnn}_pin.expected: GPT
-# fp32/fp16/bf16 15 steps, CNN fp16 6 steps, on the default path at
-# AMPTRAIN_THREADS threads (2 when unset; scripts/thread-matrix.sh sets 1 and 2).
+# fp32/fp16/bf16 15 steps at AMPTRAIN_THREADS threads (2 when unset;
+# scripts/thread-matrix.sh sets 1 and 2), CNN fp16 6 steps at 2 threads (its
+# dW sums per-thread-count chunks of the batch).
 foreach(model gpt cnn)
   add_test(NAME ${model}_pin
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/model_pin.sh $<TARGET_FILE:amptrain> ${model})
