@@ -47,7 +47,7 @@ amp_cli_unused(path_tiny ${AMP_CLI_TINY}
   [=[--set data\.path: 'path' in \[data\] is not used by dataset=tiny \(used by: fashion_mnist, text\)$]=]
   --set data.path=/nowhere)
 amp_cli_unused(eval_iters_tiny ${AMP_CLI_TINY}
-  [=[--set data\.eval_iters: 'eval_iters' in \[data\] is not used by dataset=tiny \(used by: text\)$]=]
+  [=[--set data\.eval_iters: 'eval_iters' in \[data\] is not used by dataset=tiny \(used by: text, tokens\)$]=]
   --set data.eval_iters=3)
 amp_cli_unused(n_layer_mlp ${AMP_CLI_TINY}
   [=[--set model\.n_layer: 'n_layer' in \[model\] is not used by name=mlp \(used by: gpt\)$]=]
