@@ -44,6 +44,7 @@ typedef struct amp_ab_fp8 {
     char (*layer)[96];       /* [nslots] */
     char (*role)[16];        /* [nslots]: input, weight, grad_output */
     int *block;              /* [nslots]: per-block scaling (mx32), no one scale */
+    int *family;             /* [nslots]: AMP_AB_FAM_* (ab_formats.h), -1 for none */
     double *scale, *saturated, *flushed; /* [npts * nslots], step-major */
     size_t npts, cap;        /* step lines held, and room for */
 } amp_ab_fp8;

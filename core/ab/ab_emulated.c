@@ -49,18 +49,3 @@ int amp_ab_emulated(const amp_ab_study *st, int a, char *buf, size_t cap) {
     }
     return 0;
 }
-
-void amp_ab_scaled_counts(const amp_ab_arm *arm, double *saturated, double *flushed) {
-    double s = 0, fl = 0;
-    size_t steps = 0;
-    for (int i = 0; i < arm->nruns; i++) {
-        const amp_ab_fp8 *fp = &arm->runs[i].fp8;
-        for (size_t k = 0; k < fp->npts * (size_t)fp->nslots; k++) {
-            s += fp->saturated[k];
-            fl += fp->flushed[k];
-        }
-        steps += fp->nslots ? fp->npts : 0;
-    }
-    *saturated = steps ? s / (double)steps : 0;
-    *flushed = steps ? fl / (double)steps : 0;
-}

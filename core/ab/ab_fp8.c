@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_formats.h"
 
 /* A count or scale; null (not finite when written) reads as NAN. */
 static int slot_num(const amp_jval *o, const char *key, double *out, const char *file, int lineno,
@@ -39,7 +40,8 @@ static int set_slots(amp_ab_fp8 *fp, const amp_jval *arr, const char *file, int 
     fp->layer = calloc(n, sizeof *fp->layer);
     fp->role = calloc(n, sizeof *fp->role);
     fp->block = calloc(n, sizeof *fp->block);
-    if (!fp->layer || !fp->role || !fp->block) {
+    fp->family = calloc(n, sizeof *fp->family);
+    if (!fp->layer || !fp->role || !fp->block || !fp->family) {
         snprintf(err, errlen, "%s: out of memory", file);
         return -1;
     }
@@ -48,10 +50,12 @@ static int set_slots(amp_ab_fp8 *fp, const amp_jval *arr, const char *file, int 
         const char *layer = slot_str(o, "layer", file, lineno, i, err, errlen);
         const char *role = layer ? slot_str(o, "role", file, lineno, i, err, errlen) : NULL;
         const char *scaling = role ? slot_str(o, "scaling", file, lineno, i, err, errlen) : NULL;
-        if (!scaling) return -1;
+        const char *format = scaling ? slot_str(o, "format", file, lineno, i, err, errlen) : NULL;
+        if (!format) return -1;
         snprintf(fp->layer[i], sizeof fp->layer[i], "%s", layer);
         snprintf(fp->role[i], sizeof fp->role[i], "%s", role);
         fp->block[i] = strcmp(scaling, "mx32") == 0;
+        fp->family[i] = amp_ab_family_of(format, scaling);
     }
     fp->nslots = (int)n;
     return 0;
@@ -120,6 +124,7 @@ void amp_ab_fp8_free(amp_ab_fp8 *fp) {
     free(fp->layer);
     free(fp->role);
     free(fp->block);
+    free(fp->family);
     free(fp->scale);
     free(fp->saturated);
     free(fp->flushed);

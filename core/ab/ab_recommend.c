@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ab/ab_formats.h"
 #include "ab/ab_html.h"
 #include "ab/ab_project.h"
 #include "ab/ab_recommend.h"
@@ -112,11 +113,12 @@ void amp_ab_recommend(amp_ab_rec *out, const amp_ab_study *st) {
         if (arm->underflow.mean > 0 || arm->overflow.mean > 0)
             add(ra->con, sizeof ra->con, "%.3g underflows, %.3g overflows per run (16-bit)",
                 arm->underflow.mean, arm->overflow.mean);
-        double sat, fl;
-        amp_ab_scaled_counts(arm, &sat, &fl);
-        if (sat > 0 || fl > 0)
-            add(ra->con, sizeof ra->con, "%.3g saturated, %.3g flushed values per step (scaled "
-                "operands)", sat, fl);
+        amp_ab_telem tel;
+        amp_ab_telemetry(&tel, arm);
+        for (int fam = 0; fam < AMP_AB_NFAM; fam++)
+            if (tel.has[fam] && (tel.saturated[fam] > 0 || tel.flushed[fam] > 0))
+                add(ra->con, sizeof ra->con, "%.3g saturated, %.3g flushed values per step (%s "
+                    "operands)", tel.saturated[fam], tel.flushed[fam], amp_ab_family_name(fam));
         if (!ra->qualifies) continue;
         nq++;
         if (!out->best || cheaper(st, a, &c, emulated, out->best, &best_cmp, best_emu)) {

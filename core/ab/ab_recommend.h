@@ -40,8 +40,5 @@ void amp_ab_recommend_html(const amp_ab_rec *r, const amp_ab_study *st, FILE *f)
  * widened to FP32 (no native 16-bit path in the run's gemm_paths). 1 with
  * what into buf ("fp8 (no FP8 arithmetic on this CPU)"), else 0. */
 int amp_ab_emulated(const amp_ab_study *st, int a, char *buf, size_t cap);
-/* Mean per step over an arm's runs of its scaled operands' saturated and
- * flushed values; 0 and 0 when it has none. */
-void amp_ab_scaled_counts(const amp_ab_arm *arm, double *saturated, double *flushed);
 
 #endif

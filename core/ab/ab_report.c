@@ -603,7 +603,7 @@ static const char css[] =
     "td{padding:6px 6px;border-bottom:1px solid #edf0f3;white-space:nowrap}td .sub{font-weight:400}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums}"
     "td.good{color:#1d7a45;font-weight:600}td.bad{color:#b3261e;font-weight:600}"
-    "td.path{font-family:ui-monospace,monospace;font-size:12px;color:#566}"
+    "td.path{font-family:ui-monospace,monospace;font-size:12px;color:#566;white-space:normal;overflow-wrap:anywhere}"
     ".sub{font-weight:400;color:#667;font-size:11px}.ci{color:#667}.muted{color:#8a94a0}"
     ".pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}"
     ".pill.better{background:#d8f1e1;color:#17643a}.pill.worse{background:#f9d9d6;color:#9b1c14}"
@@ -626,7 +626,13 @@ static const char css[] =
     ".heats{display:flex;flex-wrap:wrap;gap:16px}.heat{background:#fff;border:1px solid #dde3ea;border-radius:8px;padding:10px}"
     ".heat-title{font-weight:600;margin-bottom:2px}"
     ".heat-key{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:8px 0;color:#56606b}"
-    "ul.diffs{margin:6px 0 0;padding-left:20px}";
+    "ul.diffs{margin:6px 0 0;padding-left:20px}"
+    /* the verdict table wraps inside its cells to fit a 1,280 px window */
+    "table.verdict td{white-space:normal;vertical-align:top}table.verdict th{font-size:12px}"
+    "table.verdict td.arm{overflow-wrap:anywhere;min-width:9em}"
+    "table.verdict .nw,table.verdict .ci{white-space:nowrap}"
+    "table.verdict .pill{white-space:normal}table.verdict .fmt{margin-bottom:3px}"
+    "tr.total td{border-top:1px solid #dde3ea}";
 
 int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -726,33 +732,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
     fputs("<div class=\"heats\">\n", f);
     for (int a = 0; a < st->narms; a++) amp_ab_report_heat(f, st, a);
     fputs("</div></figure>\n", f);
-    int with_fp8 = 0;
-    for (int a = 0; a < st->narms; a++)
-        with_fp8 |= st->arms[a].nruns && amp_json_get_type(st->arms[a].runs[0].summary, "fp8", AMP_JARR);
-    if (with_fp8) {
-        fputs("<figure><figcaption><b>FP8 operands at the last step</b> <span class=\"note\">per "
-              "layer and GEMM role (first seed): the step's amax, the scale the next step uses, the "
-              "values clamped to the format's max (saturated) and the nonzero values that became 0 "
-              "(flushed), coloured relative to the table's largest; kept = scale updates that kept "
-              "the previous scale</span></figcaption>\n<div class=\"heats\">\n", f);
-        for (int a = 0; a < st->narms; a++) amp_ab_report_fp8(f, st, a);
-        fputs("</div></figure>\n", f);
-        fputs("<figure><figcaption><b>FP8 scale over the steps</b> <span class=\"note\">per "
-              "layer and GEMM role (first seed), log2 axis: the scale each step leaves for the "
-              "next (current scaling: the last one used); one line per operand, coloured by role"
-              "</span></figcaption>\n<div class=\"heats\">\n", f);
-        for (int a = 0; a < st->narms; a++) amp_ab_report_fp8_scale(f, st, a);
-        fputs("</div></figure>\n", f);
-        fputs("<figure><figcaption><b>FP8 saturation and flushes over the steps</b> <span "
-              "class=\"note\">rows per role and layer, columns spans of steps: the values "
-              "clamped to the format's max (saturated) and the nonzero values that became 0 "
-              "(flushed) per step, the mean over the span and the seeds, coloured on a log "
-              "scale relative to the map's largest (key below)</span></figcaption>\n", f);
-        amp_ab_report_heat_key(f, "share of the largest", NULL);
-        fputs("<div class=\"heats\">\n", f);
-        for (int a = 0; a < st->narms; a++) amp_ab_report_fp8_heat(f, st, a);
-        fputs("</div></figure>\n", f);
-    }
+    amp_ab_report_formats(f, st);
     fputs("<div class=\"grid2\" style=\"margin-top:16px\">\n", f);
     chart_memory(f, st);
     fputs("</div>\n", f);

@@ -1,6 +1,7 @@
 /* report.html's per-layer charts: the rounding heat map of every arm and,
- * for arms with FP8 or MXFP8 operands, the operands' table, their scales
- * over the steps and their saturated/flushed heat map. */
+ * for arms with scaled operands (FP8, MXFP8, NVFP4), the operands' table,
+ * their scales over the steps and their saturated/flushed heat map per
+ * format (laid out by ab_report_formats.c). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -8,20 +9,29 @@
 
 #include "ab/ab.h"
 #include "ab/ab_chart.h"
+#include "ab/ab_formats.h"
 #include "ab/ab_html.h"
 #include "ab/ab_report_layers.h"
 #include "ab/ab_scan.h"
 
 /* ------------------------------------------------------------ heat map */
 
-/* Fraction of rounded values lost, coloured on a log scale 1e-8 .. 1. */
-static void heat_color(char *buf, size_t cap, double rate) {
-    double t = (log10(rate) + 8.0) / 8.0;
-    if (t < 0) t = 0;
+void amp_ab_heat_fill(char *buf, size_t cap, double t) {
+    if (!(t > 0)) t = 0;
     if (t > 1) t = 1;
     /* pale yellow -> orange -> dark red */
     double r = 255 - t * 120, g = 236 - t * 216, b = 170 - t * 150;
     snprintf(buf, cap, "rgb(%d,%d,%d)", (int)r, (int)g, (int)b);
+}
+
+/* Fraction of rounded values lost, coloured on a log scale 1e-8 .. 1. */
+static void heat_color(char *buf, size_t cap, double rate) {
+    amp_ab_heat_fill(buf, cap, (log10(rate) + 8.0) / 8.0);
+}
+
+/* v on a log scale from lo (palest) to hi (darkest); one value: darkest. */
+static void range_color(char *buf, size_t cap, double v, double lo, double hi) {
+    amp_ab_heat_fill(buf, cap, hi > lo ? log(v / lo) / log(hi / lo) : 1.0);
 }
 
 /* Rows of the heat map: one per layer, or, past HEAT_MAX_ROWS layers, one
@@ -166,6 +176,31 @@ static double jnum(const amp_jval *o, const char *key) {
     return v ? v->num : NAN;
 }
 
+/* Operand i (layer, role) of the arm: its saturated (m[0]) and flushed
+ * (m[1]) values per step over every step line of every run; returns its
+ * format family, -1 when the step lines do not list it at i. */
+static int fp8_slot_means(const amp_ab_arm *arm, size_t i, const char *layer, const char *role,
+                          double m[2]) {
+    size_t steps = 0;
+    int fam = -1;
+    m[0] = m[1] = 0;
+    for (int r = 0; r < arm->nruns; r++) {
+        const amp_ab_fp8 *fp = &arm->runs[r].fp8;
+        if (i >= (size_t)fp->nslots || strcmp(fp->layer[i], layer) || strcmp(fp->role[i], role))
+            continue;
+        fam = fp->family[i];
+        for (size_t k = 0; k < fp->npts; k++) {
+            m[0] += fp->saturated[k * (size_t)fp->nslots + i];
+            m[1] += fp->flushed[k * (size_t)fp->nslots + i];
+        }
+        steps += fp->npts;
+    }
+    if (!steps) return -1;
+    m[0] /= (double)steps;
+    m[1] /= (double)steps;
+    return fam;
+}
+
 /* The first run's last step, one row per (layer, role) its summary.json's
  * "fp8" array has: amax, scale, kept, and the saturated / flushed counts
  * coloured on a log scale relative to the table's largest; for NVFP4
@@ -188,8 +223,11 @@ void amp_ab_report_fp8(FILE *f, const amp_ab_study *st, int a) {
     amp_ab_html_esc(f, arm->name);
     fputs("</div>\n<table class=\"fp8\"><tr><th>layer</th><th>role</th><th>format</th><th>amax</th>"
           "<th>scale</th><th>saturated</th><th>flushed</th><th>kept</th><th>block scales</th>"
-          "<th>SR bias</th></tr>\n",
+          "<th>SR bias</th><th>saturated / step<br><span class=\"sub\">all steps, seeds</span></th>"
+          "<th>flushed / step<br><span class=\"sub\">all steps, seeds</span></th></tr>\n",
           f);
+    double tot[AMP_AB_NFAM][2] = {{0}};
+    int has[AMP_AB_NFAM] = {0};
     for (size_t i = 0; i < ops->n; i++) {
         const amp_jval *o = &ops->items[i];
         const amp_jval *layer = amp_json_get_type(o, "layer", AMP_JSTR);
@@ -216,10 +254,28 @@ void amp_ab_report_fp8(FILE *f, const amp_ab_study *st, int a) {
         else
             fprintf(f, "<td>%.4g .. %.4g</td>", lo, hi);
         if (isnan(b))
-            fputs("<td class=\"muted\">&mdash;</td></tr>\n", f);
+            fputs("<td class=\"muted\">&mdash;</td>", f);
         else
-            fprintf(f, "<td>%+.2e</td></tr>\n", b);
+            fprintf(f, "<td>%+.2e</td>", b);
+        double m[2];
+        int fam = fp8_slot_means(arm, i, layer ? layer->str : "", role ? role->str : "", m);
+        if (fam < 0) {
+            fputs("<td class=\"muted\">&mdash;</td><td class=\"muted\">&mdash;</td></tr>\n", f);
+            continue;
+        }
+        has[fam] = 1;
+        for (int c = 0; c < 2; c++) tot[fam][c] += m[c];
+        fprintf(f, "<td class=\"num per-step\" data-kind=\"saturated\" data-value=\"%.9g\">%.4g</td>"
+                   "<td class=\"num per-step\" data-kind=\"flushed\" data-value=\"%.9g\">%.4g</td></tr>\n",
+                m[0], m[0], m[1], m[1]);
     }
+    for (int fam = 0; fam < AMP_AB_NFAM; fam++)
+        if (has[fam])
+            fprintf(f, "<tr class=\"total\" data-format=\"%s\" data-saturated=\"%.9g\" "
+                       "data-flushed=\"%.9g\"><td colspan=\"10\"><b>%s operands, total</b></td>"
+                       "<td class=\"num\"><b>%.4g</b></td><td class=\"num\"><b>%.4g</b></td></tr>\n",
+                    amp_ab_family_id(fam), tot[fam][0], tot[fam][1], amp_ab_family_name(fam),
+                    tot[fam][0], tot[fam][1]);
     fputs("</table></div>\n", f);
 }
 
@@ -348,14 +404,19 @@ static int fp8_same_slots(const amp_ab_run *r, const amp_ab_run *r0) {
     return 1;
 }
 
-static int fp8_rows(fp8_row *rows, const amp_ab_fp8 *fp) {
+/* The slot's role is role k and its format family fam. */
+static int fp8_slot_in(const amp_ab_fp8 *fp, int s, int k, int fam) {
+    return fp->family[s] == fam && strcmp(fp->role[s], fp8_roles[k]) == 0;
+}
+
+static int fp8_rows(fp8_row *rows, const amp_ab_fp8 *fp, int fam) {
     int nrows = 0;
     for (int k = 0; k < FP8_NROLES; k++) {
         int cnt = 0;
-        for (int s = 0; s < fp->nslots; s++) cnt += strcmp(fp->role[s], fp8_roles[k]) == 0;
+        for (int s = 0; s < fp->nslots; s++) cnt += fp8_slot_in(fp, s, k, fam);
         int per = (cnt + FP8_ROLE_ROWS - 1) / FP8_ROLE_ROWS, seen = 0;
         for (int s = 0; s < fp->nslots; s++) {
-            if (strcmp(fp->role[s], fp8_roles[k]) != 0) continue;
+            if (!fp8_slot_in(fp, s, k, fam)) continue;
             if (seen % per == 0) {
                 fp8_row *rw = &rows[nrows++];
                 rw->role = k;
@@ -375,7 +436,8 @@ static int fp8_rows(fp8_row *rows, const amp_ab_fp8 *fp) {
 }
 
 /* Mean count per step of row rw over points [i0, i1) and the matching runs. */
-static double fp8_cell(const amp_ab_arm *arm, const fp8_row *rw, int kind, size_t i0, size_t i1) {
+static double fp8_cell(const amp_ab_arm *arm, const fp8_row *rw, int fam, int kind, size_t i0,
+                       size_t i1) {
     const amp_ab_run *r0 = &arm->runs[0];
     int n = r0->fp8.nslots, used = 0;
     double sum = 0;
@@ -386,36 +448,80 @@ static double fp8_cell(const amp_ab_arm *arm, const fp8_row *rw, int kind, size_
         const double *c = kind ? run->fp8.flushed : run->fp8.saturated;
         for (size_t i = i0; i < i1; i++)
             for (int s = rw->s0; s <= rw->s1; s++)
-                if (strcmp(r0->fp8.role[s], fp8_roles[rw->role]) == 0)
-                    sum += c[i * (size_t)n + (size_t)s];
+                if (fp8_slot_in(&r0->fp8, s, rw->role, fam)) sum += c[i * (size_t)n + (size_t)s];
     }
     return used && i1 > i0 ? sum / used / (double)(i1 - i0) : 0;
 }
 
-void amp_ab_report_fp8_heat(FILE *f, const amp_ab_study *st, int a) {
-    const amp_ab_arm *arm = &st->arms[a];
-    if (!arm->nruns || arm->runs[0].fp8.nslots == 0 || arm->runs[0].npts == 0) return;
+/* One arm's heat-map cells of family fam: rows, and per row, kind and span
+ * the mean count per step. 0 when the arm has no such operand. */
+typedef struct fp8_heat {
+    fp8_row *rows;
+    double *val; /* [nrows][2][nb] */
+    int nrows, nb;
+    size_t npts;
+} fp8_heat;
+
+static void fp8_heat_free(fp8_heat *h) {
+    free(h->rows);
+    free(h->val);
+}
+
+static int fp8_heat_values(fp8_heat *h, const amp_ab_arm *arm, int fam) {
+    memset(h, 0, sizeof *h);
+    if (!arm->nruns || arm->runs[0].fp8.nslots == 0 || arm->runs[0].npts == 0) return 0;
     const amp_ab_run *r0 = &arm->runs[0];
     size_t npts = r0->npts;
     for (int r = 1; r < arm->nruns; r++)
         if (fp8_same_slots(&arm->runs[r], r0) && arm->runs[r].npts < npts) npts = arm->runs[r].npts;
     int nb = npts < FP8_BUCKETS ? (int)npts : FP8_BUCKETS;
-    fp8_row *rows = calloc((size_t)r0->fp8.nslots, sizeof *rows);
-    double *val = rows ? calloc((size_t)r0->fp8.nslots * 2 * (size_t)nb, sizeof *val) : NULL;
-    if (!val) {
-        free(rows);
-        return;
+    h->rows = calloc((size_t)r0->fp8.nslots, sizeof *h->rows);
+    h->val = h->rows ? calloc((size_t)r0->fp8.nslots * 2 * (size_t)nb, sizeof *h->val) : NULL;
+    if (!h->val) {
+        fp8_heat_free(h);
+        return 0;
     }
-    int nrows = fp8_rows(rows, &r0->fp8);
-    double most[2] = {0, 0};
-    for (int k = 0; k < nrows; k++)
+    h->nrows = fp8_rows(h->rows, &r0->fp8, fam);
+    h->nb = nb;
+    h->npts = npts;
+    for (int k = 0; k < h->nrows; k++)
         for (int kind = 0; kind < 2; kind++)
-            for (int j = 0; j < nb; j++) {
-                double v = fp8_cell(arm, &rows[k], kind, npts * (size_t)j / (size_t)nb,
-                                    npts * (size_t)(j + 1) / (size_t)nb);
-                val[((size_t)k * 2 + (size_t)kind) * (size_t)nb + (size_t)j] = v;
-                if (v > most[kind]) most[kind] = v;
-            }
+            for (int j = 0; j < nb; j++)
+                h->val[((size_t)k * 2 + (size_t)kind) * (size_t)nb + (size_t)j] =
+                    fp8_cell(arm, &h->rows[k], fam, kind, npts * (size_t)j / (size_t)nb,
+                             npts * (size_t)(j + 1) / (size_t)nb);
+    if (h->nrows) return 1;
+    fp8_heat_free(h);
+    return 0;
+}
+
+void amp_ab_report_fp8_range(const amp_ab_study *st, int fam, double lo[2], double hi[2]) {
+    lo[0] = lo[1] = INFINITY;
+    hi[0] = hi[1] = 0;
+    for (int a = 0; a < st->narms; a++) {
+        fp8_heat h;
+        if (!fp8_heat_values(&h, &st->arms[a], fam)) continue;
+        for (int k = 0; k < h.nrows; k++)
+            for (int kind = 0; kind < 2; kind++)
+                for (int j = 0; j < h.nb; j++) {
+                    double v = h.val[((size_t)k * 2 + (size_t)kind) * (size_t)h.nb + (size_t)j];
+                    if (v > 0 && v < lo[kind]) lo[kind] = v;
+                    if (v > hi[kind]) hi[kind] = v;
+                }
+        fp8_heat_free(&h);
+    }
+}
+
+void amp_ab_report_fp8_heat(FILE *f, const amp_ab_study *st, int a, int fam, const double lo[2],
+                            const double hi[2]) {
+    const amp_ab_arm *arm = &st->arms[a];
+    fp8_heat h;
+    if (!fp8_heat_values(&h, arm, fam)) return;
+    const amp_ab_run *r0 = &arm->runs[0];
+    fp8_row *rows = h.rows;
+    double *val = h.val;
+    int nrows = h.nrows, nb = h.nb;
+    size_t npts = h.npts;
     static const char *const kinds[2] = {"saturated", "flushed"};
     int label_chars = 6;
     for (int k = 0; k < nrows; k++) {
@@ -425,14 +531,15 @@ void amp_ab_report_fp8_heat(FILE *f, const amp_ab_study *st, int a) {
     int cw = 9, ch = 12, gap = 26, hh = 16, L = 12 + (int)(6.2 * label_chars), T = 22;
     int roles = 0;
     for (int k = 0; k < nrows; k++) roles += k == 0 || rows[k].role != rows[k - 1].role;
-    int w = L + 2 * nb * cw + gap + 10, h = T + roles * hh + nrows * ch + 30;
-    char id[64], what[160];
-    snprintf(what, sizeof what, "%d seed%s, %zu steps in %d spans", arm->nruns,
-             arm->nruns == 1 ? "" : "s", npts, nb);
+    int w = L + 2 * nb * cw + gap + 10, ht = T + roles * hh + nrows * ch + 30;
+    char id[64], what[160], label[128];
+    snprintf(what, sizeof what, "%s operands, %d seed%s, %zu steps in %d spans",
+             amp_ab_family_name(fam), arm->nruns, arm->nruns == 1 ? "" : "s", npts, nb);
     fp8_title(f, st, a, what);
-    snprintf(id, sizeof id, "chart-fp8-heat-%d", a);
-    amp_chart_svg_open(f, id, "FP8 values saturated and flushed per step, per role and layer", w,
-                       h);
+    snprintf(id, sizeof id, "chart-%s-heat-%d", amp_ab_family_id(fam), a);
+    snprintf(label, sizeof label, "%s values saturated and flushed per step, per role and layer",
+             amp_ab_family_name(fam));
+    amp_chart_svg_open(f, id, label, w, ht);
     for (int kind = 0; kind < 2; kind++)
         fprintf(
             f, "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s per step</text>\n",
@@ -455,10 +562,11 @@ void amp_ab_report_fp8_heat(FILE *f, const amp_ab_study *st, int a) {
                 size_t i0 = npts * (size_t)j / (size_t)nb, i1 = npts * (size_t)(j + 1) / (size_t)nb;
                 double v = val[((size_t)k * 2 + (size_t)kind) * (size_t)nb + (size_t)j];
                 char fill[32] = "#f7f9f7";
-                if (v > 0) heat_color(fill, sizeof fill, v / most[kind]);
+                if (v > 0) range_color(fill, sizeof fill, v, lo[kind], hi[kind]);
                 fprintf(f,
-                        "<rect class=\"data cell\" data-arm=\"%d\" data-role=\"%s\" data-layer=\"",
-                        a, fp8_roles[rw->role]);
+                        "<rect class=\"data cell\" data-arm=\"%d\" data-format=\"%s\" "
+                        "data-role=\"%s\" data-layer=\"",
+                        a, amp_ab_family_id(fam), fp8_roles[rw->role]);
                 amp_ab_html_esc(f, rw->name);
                 fprintf(
                     f,
@@ -491,8 +599,7 @@ void amp_ab_report_fp8_heat(FILE *f, const amp_ab_study *st, int a) {
                 x0 + nb * cw / 2, y + 26);
     }
     fputs("</svg></div>\n", f);
-    free(val);
-    free(rows);
+    fp8_heat_free(&h);
 }
 
 /* The colour key: `what` the colours scale, then the grey of `none` (NULL: no such cell). */

@@ -9,6 +9,7 @@
 #include "ab/ab_html.h"
 #include "ab/ab_project.h"
 #include "ab/ab_recommend.h"
+#include "ab/ab_report_layers.h"
 
 /* The verdict: for a loss lower is better, for accuracy higher. */
 static void verdict_cell(FILE *f, const amp_ab_welch *w, int baseline, int lower_better) {
@@ -38,28 +39,31 @@ static void verdict_cell(FILE *f, const amp_ab_welch *w, int baseline, int lower
 }
 
 /* A speedup with its interval and, only where the data carry one, a verdict. */
-static void speed_cell(FILE *f, const amp_ab_study *st, const amp_ab_speed *sp, int baseline,
-                       int emulated) {
+static void speed_cell(FILE *f, const amp_ab_study *st, const amp_ab_arm *arm,
+                       const amp_ab_speed *sp, int baseline, int emulated) {
+    char steps[96];
+    snprintf(steps, sizeof steps, "<br><span class=\"sub nw\">step %.2f / %.2f ms</span>",
+             arm->median_ms.mean, arm->cpu_ms.mean);
     if (baseline) {
-        fputs("<td class=\"muted\">baseline</td>", f);
+        fprintf(f, "<td class=\"num\"><span class=\"muted\">baseline</span>%s</td>", steps);
         return;
     }
     fprintf(f, "<td class=\"num\">%.2f&times;%s", sp->speedup,
             emulated ? " <span class=\"sub\">(the emulation's)</span>" : "");
     if (sp->has_ci) fprintf(f, "<br><span class=\"ci\">[%.2f, %.2f]</span>", sp->lo, sp->hi);
     if (!sp->has_ci)
-        fputs(" <span class=\"pill na\">n/a (1 seed)</span>", f);
+        fputs("<br><span class=\"pill na\">n/a (1 seed)</span>", f);
     else if (st->timing.disturbed)
-        fputs(" <span class=\"pill na\">not judged: timing disturbed</span>", f);
+        fputs("<br><span class=\"pill na\">not judged: timing disturbed</span>", f);
     else if (sp->noisy)
-        fprintf(f, " <span class=\"pill na\">not judged: seeds range %.2f&ndash;%.2f&times;</span>",
+        fprintf(f, "<br><span class=\"pill na\">not judged: seeds range %.2f&ndash;%.2f&times;</span>",
                 sp->seed_lo, sp->seed_hi);
     else if (!sp->significant)
-        fputs(" <span class=\"pill same\">no significant difference</span>", f);
+        fputs("<br><span class=\"pill same\">no significant difference</span>", f);
     else
-        fprintf(f, " <span class=\"pill %s\">significantly %s</span>",
+        fprintf(f, "<br><span class=\"pill %s\">significantly %s</span>",
                 sp->speedup > 1 ? "better" : "worse", sp->speedup > 1 ? "faster" : "slower");
-    fputs("</td>", f);
+    fprintf(f, "%s</td>", steps);
 }
 
 /* The projection on named GPUs (ab_project.h), never a measurement. */
@@ -69,9 +73,10 @@ static void projected_cell(FILE *f, const amp_ab_study *st, int a) {
     fputs("<td class=\"num projected\">", f);
     for (int g = 0; g < AMP_AB_NGPU; g += g == AMP_AB_GPU_H100 ? 2 : 1) {
         double p = amp_ab_projected(st, a, g);
-        fprintf(f, "%s%s ", g ? "<br>" : "", g == AMP_AB_GPU_H100 ? "H100/H200" : amp_ab_gpu_name(g));
-        if (isfinite(p)) fprintf(f, "%.2f&times;", p);
-        else fputs("n/a", f);
+        fprintf(f, "%s<span class=\"nw\">%s ", g ? "<br>" : "",
+                g == AMP_AB_GPU_H100 ? "H100/H200" : amp_ab_gpu_name(g));
+        if (isfinite(p)) fprintf(f, "%.2f&times;</span>", p);
+        else fputs("n/a</span>", f);
     }
     fputs("<br><span class=\"sub\">", f);
     amp_ab_html_esc(f, mix[0] ? mix : "GEMMs unknown");
@@ -84,16 +89,18 @@ void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
     amp_ab_recommend_html(&rec, st, f);
     int any_emulated = 0;
     int t = amp_ab_mem_total(st), lm = st->metric == AMP_AB_METRIC_LOSS;
-    fprintf(f, "<h2>Verdict</h2>\n<table class=\"verdict\">\n<thead><tr><th>arm</th>"
-               "<th>seeds</th><th>%s<br><span class=\"sub\">mean &plusmn; sd%s</span></th>"
+    /* columns that wrap inside their cells, so the table fits a 1,280 px window */
+    fprintf(f, "<h2>Verdict</h2>\n<table class=\"verdict\">\n<thead><tr><th>arm<br><span "
+               "class=\"sub\">policy + scaler, seeds</span></th>"
+               "<th>%s<br><span class=\"sub\">mean &plusmn; sd%s; final train loss</span></th>"
                "<th>per-seed &Delta;<br><span class=\"sub\">arm &minus; baseline</span></th>"
                "<th>&Delta; %s vs baseline<br><span class=\"sub\">95%% CI</span></th>"
-               "<th>significant?</th><th>final train loss</th><th>median step<br><span "
-               "class=\"sub\">wall / CPU</span></th><th>speedup (%s time)<br><span "
-               "class=\"sub\">95%% CI, paired by seed</span></th>"
+               "<th>significant?</th><th>speedup (%s time)<br><span "
+               "class=\"sub\">95%% CI, paired by seed; median step wall / CPU</span></th>"
                "<th>projected speedup<br><span class=\"sub\">weight GEMMs, datasheet rates</span></th>"
                "<th>memory ratio<br><span class=\"sub\">total peak</span></th><th>skipped steps</th>"
-               "<th>underflow / overflow</th></tr></thead>\n<tbody>\n",
+               "<th>number formats<br><span class=\"sub\">flushed, saturated; 16-bit under, "
+               "over</span></th></tr></thead>\n<tbody>\n",
             amp_ab_metric_name(st), lm ? "; perplexity" : "", lm ? "validation loss" : "accuracy",
             amp_ab_speed_basis(st));
     for (int a = 0; a < st->narms; a++) {
@@ -114,12 +121,13 @@ void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
         amp_ab_html_esc(f, arm->precision);
         fputs(" + ", f);
         amp_ab_html_esc(f, arm->scaler);
-        fprintf(f, "</span></td><td class=\"num\">%d</td>", arm->nruns);
+        fprintf(f, ", %d seed%s</span></td>", arm->nruns, arm->nruns == 1 ? "" : "s");
         const amp_ab_summary *m = lm ? &arm->test_loss : &arm->test_acc;
-        fprintf(f, "<td class=\"num\">%.4f", m->mean);
+        fprintf(f, "<td class=\"num\"><span class=\"nw\">%.4f", m->mean);
         if (arm->nruns > 1) fprintf(f, " &plusmn; %.4f", m->sd);
+        fputs("</span>", f);
         if (lm) fprintf(f, "<br><span class=\"sub\">ppl %.3f</span>", exp(m->mean));
-        fputs("</td>", f);
+        fprintf(f, "<br><span class=\"sub\">train loss %.4f</span></td>", arm->final_loss.mean);
         if (a) {
             char deltas[160];
             amp_ab_seed_deltas_text(deltas, sizeof deltas, st, 0, a);
@@ -130,15 +138,14 @@ void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
         verdict_cell(f, &c.verdict, a == 0, lm);
         char mem[32] = "n/a";
         if (t >= 0) amp_ab_fmt_bytes(mem, sizeof mem, arm->mem[t].mean);
-        fprintf(f, "<td class=\"num\">%.4f</td><td class=\"num\">%.2f / %.2f ms</td>",
-                arm->final_loss.mean, arm->median_ms.mean, arm->cpu_ms.mean);
-        speed_cell(f, st, &c.speed, a == 0, emulated);
+        speed_cell(f, st, arm, &c.speed, a == 0, emulated);
         projected_cell(f, st, a);
         fprintf(f,
-                "<td class=\"num%s\">%.2f&times; <span class=\"sub\">%s</span></td><td class=\"num\">%.1f</td>"
-                "<td class=\"num\">%.3g / %.3g</td></tr>\n",
+                "<td class=\"num%s\">%.2f&times;<br><span class=\"sub\">%s</span></td><td class=\"num\">%.1f</td>",
                 a && c.mem_ratio < 0.95 ? " good" : a && c.mem_ratio > 1.05 ? " bad" : "", c.mem_ratio, mem,
-                arm->skipped.mean, arm->underflow.mean, arm->overflow.mean);
+                arm->skipped.mean);
+        amp_ab_report_telem_cell(f, arm);
+        fputs("</tr>\n", f);
     }
     fprintf(f, "</tbody></table>\n<p class=\"note\">The verdict is the %s (%s). "
                "&Delta; is arm &minus; baseline. <b>Significant</b>: the "
@@ -154,8 +161,12 @@ void amp_ab_report_verdict(FILE *f, const amp_ab_study *st) {
                "model's FLOPs per GEMM format (below each figure); FP32 GEMMs at the TF32 rate; "
                "non-GEMM work not counted, so a step gains less. "
                "<b>Memory ratio</b>: the arm's total peak memory / the baseline's. "
-               "Skipped steps, underflow and overflow are means per run; underflow and overflow count "
-               "values flushed to zero or rounded to inf when stored in 16 bits.%s</p>\n",
+               "Skipped steps are means per run. <b>Number formats</b>, per format the arm rounds "
+               "to: for the scaled formats (FP8, MXFP8, NVFP4) the nonzero values that became 0 "
+               "(flushed) and those clamped to the format's max (saturated) per step, summed over "
+               "the operands, the mean over steps and seeds (the totals of the operand table "
+               "below); for 16 bits the values flushed to zero (under) or rounded to inf (over) "
+               "when stored in 16 bits, means per run.%s</p>\n",
             amp_ab_metric_name(st),
             st->metric_forced ? "chosen with --metric"
             : lm              ? "the model is a language model; --metric acc chooses accuracy"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ab/ab.h"
+#include "ab/ab_formats.h"
 #include "ab/ab_project.h"
 #include "ab/ab_recommend.h"
 
@@ -48,68 +49,71 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
     const char *head[NCOL] = {"arm",         "seeds",      h_metric,      lm ? "ppl" : "test loss",
                               h_delta,       "interval",   "per-seed Δ",  "signif.",
                               "wall ms",     "CPU ms",     h_speed,       "speed signif.",
-                              "projected H100|B200", "memory", "skipped",  "underflow"};
-    static const int right[NCOL] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1};
+                              "projected H100|B200", "memory", "skipped",  "number formats"};
+    static const int right[NCOL] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0};
     amp_ab_rec rec;
     amp_ab_recommend(&rec, st);
     amp_ab_recommend_print(&rec, st, f);
-    char text[64][NCOL][96];
+    enum { CELL = 160 };
+    static char text[64][NCOL][CELL]; /* large: off the stack */
     int any_emulated = 0;
     int nrows = st->narms < 64 ? st->narms : 64;
     int w[NCOL];
     for (int c = 0; c < NCOL; c++) w[c] = cols(head[c]);
     for (int a = 0; a < nrows; a++) {
         const amp_ab_arm *arm = &st->arms[a];
-        char(*t)[96] = text[a];
+        char(*t)[CELL] = text[a];
         amp_ab_cmp cmp;
         amp_ab_compare(&cmp, st, 0, a);
         char emu[256];
         int emulated = amp_ab_emulated(st, a, emu, sizeof emu);
         any_emulated |= emulated;
-        snprintf(t[0], 96, "%s%s", arm->name, emulated ? " (emulated)" : "");
-        snprintf(t[1], 96, "%d", arm->nruns);
-        fmt_pm(t[2], 96, lm ? &arm->test_loss : &arm->test_acc);
-        if (lm) snprintf(t[3], 96, "%.3f", exp(arm->test_loss.mean));
-        else fmt_pm(t[3], 96, &arm->test_loss);
+        snprintf(t[0], CELL, "%s%s", arm->name, emulated ? " (emulated)" : "");
+        snprintf(t[1], CELL, "%d", arm->nruns);
+        fmt_pm(t[2], CELL, lm ? &arm->test_loss : &arm->test_acc);
+        if (lm) snprintf(t[3], CELL, "%.3f", exp(arm->test_loss.mean));
+        else fmt_pm(t[3], CELL, &arm->test_loss);
         if (a == 0) {
-            snprintf(t[4], 96, "(baseline)");
-            snprintf(t[5], 96, "-");
-            snprintf(t[6], 96, "-");
-            snprintf(t[7], 96, "-");
+            snprintf(t[4], CELL, "(baseline)");
+            snprintf(t[5], CELL, "-");
+            snprintf(t[6], CELL, "-");
+            snprintf(t[7], CELL, "-");
         } else {
             if (!cmp.verdict.has_ci) {
-                snprintf(t[4], 96, "%+.4f [n/a: %d seed%s]", cmp.verdict.diff, cmp.verdict.n,
+                snprintf(t[4], CELL, "%+.4f [n/a: %d seed%s]", cmp.verdict.diff, cmp.verdict.n,
                          cmp.verdict.n == 1 ? "" : "s");
-                snprintf(t[7], 96, "n/a");
+                snprintf(t[7], CELL, "n/a");
             } else {
-                snprintf(t[4], 96, "%+.4f [%+.4f, %+.4f]", cmp.verdict.diff, cmp.verdict.lo,
+                snprintf(t[4], CELL, "%+.4f [%+.4f, %+.4f]", cmp.verdict.diff, cmp.verdict.lo,
                          cmp.verdict.hi);
-                snprintf(t[7], 96, "%s", cmp.verdict.significant ? "yes" : "no");
+                snprintf(t[7], CELL, "%s", cmp.verdict.significant ? "yes" : "no");
             }
-            amp_ab_interval_name(t[5], 96, &cmp.verdict);
-            amp_ab_seed_deltas_text(t[6], 96, st, 0, a);
+            amp_ab_interval_name(t[5], CELL, &cmp.verdict);
+            amp_ab_seed_deltas_text(t[6], CELL, st, 0, a);
         }
-        snprintf(t[8], 96, "%.2f", arm->median_ms.mean);
-        snprintf(t[9], 96, "%.2f", arm->cpu_ms.mean);
+        snprintf(t[8], CELL, "%.2f", arm->median_ms.mean);
+        snprintf(t[9], CELL, "%.2f", arm->cpu_ms.mean);
         if (a == 0) {
-            snprintf(t[10], 96, "(baseline)");
-            snprintf(t[11], 96, "-");
+            snprintf(t[10], CELL, "(baseline)");
+            snprintf(t[11], CELL, "-");
         } else {
             if (cmp.speed.has_ci)
-                snprintf(t[10], 96, "%.2fx [%.2f, %.2f]%s", cmp.speed.speedup, cmp.speed.lo,
+                snprintf(t[10], CELL, "%.2fx [%.2f, %.2f]%s", cmp.speed.speedup, cmp.speed.lo,
                          cmp.speed.hi, emulated ? " emulation" : "");
             else
-                snprintf(t[10], 96, "%.2fx%s", cmp.speed.speedup, emulated ? " emulation" : "");
-            snprintf(t[11], 96, "%s", speed_word(st, &cmp.speed));
+                snprintf(t[10], CELL, "%.2fx%s", cmp.speed.speedup, emulated ? " emulation" : "");
+            snprintf(t[11], CELL, "%s", speed_word(st, &cmp.speed));
         }
         double ph = amp_ab_projected(st, a, AMP_AB_GPU_H100), pb = amp_ab_projected(st, a, AMP_AB_GPU_B200);
         char sh[16] = "n/a", sb[16] = "n/a";
         if (isfinite(ph)) snprintf(sh, sizeof sh, "%.2fx", ph);
         if (isfinite(pb)) snprintf(sb, sizeof sb, "%.2fx", pb);
-        snprintf(t[12], 96, "%s|%s", sh, sb);
-        snprintf(t[13], 96, "%.2fx", cmp.mem_ratio);
-        snprintf(t[14], 96, "%.1f", arm->skipped.mean);
-        snprintf(t[15], 96, "%.3g", arm->underflow.mean);
+        snprintf(t[12], CELL, "%s|%s", sh, sb);
+        snprintf(t[13], CELL, "%.2fx", cmp.mem_ratio);
+        snprintf(t[14], CELL, "%.1f", arm->skipped.mean);
+        amp_ab_telem tel;
+        amp_ab_telemetry(&tel, arm);
+        amp_ab_telem_text(t[15], CELL, &tel);
         for (int c = 0; c < NCOL; c++)
             if (cols(t[c]) > w[c]) w[c] = cols(t[c]);
     }
@@ -137,7 +141,11 @@ void amp_ab_print_table(const amp_ab_study *st, FILE *f) {
             "speedup (%s): per-seed ratio of the baseline's median %s time per step to the arm's, "
             "geometric mean with a t interval over seeds.\nwall ms, CPU ms: median per step "
             "(CPU = process CPU time, all threads). memory: arm's total peak / baseline's. "
-            "skipped, underflow: mean per run.\n",
+            "skipped: mean per run.\n"
+            "number formats: per scaled format (FP8, MXFP8, NVFP4) the values that became 0 "
+            "(flushed) and those clamped to the format's max (saturated) per step, summed over "
+            "the operands, mean over steps and seeds; 16-bit: the values flushed to zero (under) "
+            "or rounded to inf (over) when stored in 16 bits, mean per run.\n",
             amp_ab_speed_basis(st), amp_ab_speed_basis(st));
     fprintf(f, "projected H100|B200: a projection, not a measurement: the baseline's weight-GEMM "
                "time / the arm's at the GPU's published dense peak rate per format (H100 and "

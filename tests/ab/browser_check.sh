@@ -9,6 +9,9 @@
 # after NARMS must be there too; one ending in -<i> is arm i's chart. The
 # recommendation must head the page (before the verdict table), and an
 # argument emulated:NAME says arm NAME must carry the "emulated" mark.
+# The page is rendered in a 1,280 px wide window, and the verdict table must
+# fit it: no cell's right edge past the viewport, no sideways scrolling (a
+# copy of the report gets a script that measures the layout after load).
 # Exit 77 (CTest skip) when chromium is not installed.
 set -u
 report=$1
@@ -19,11 +22,15 @@ command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed: skipping
 [ -r "$report" ] || { echo "browser_check: $report is missing"; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ab_browser.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-abs=$(cd "$(dirname "$report")" && pwd)/$(basename "$report")
+# The copy, with the probe before </body>: the viewport's width, the page's
+# scroll width and the rightmost edge of the verdict table and its cells.
+probe='<script>addEventListener("load",function(){var t=document.querySelector("table.verdict"),d=document.documentElement,o=document.createElement("pre"),r=-1;if(t){r=t.getBoundingClientRect().right;t.querySelectorAll("th,td").forEach(function(c){r=Math.max(r,c.getBoundingClientRect().right)})}o.id="layout-probe";o.textContent=JSON.stringify({viewport:d.clientWidth,scroll:d.scrollWidth,right:r});document.body.appendChild(o)})</script>'
+python3 -c 'import sys; s = open(sys.argv[1], encoding="utf-8").read(); i = s.rindex("</body>"); open(sys.argv[2], "w", encoding="utf-8").write(s[:i] + sys.argv[3] + s[i:])' \
+    "$report" "$tmp/report.html" "$probe" || exit 1
 # A private profile: nothing from the user's, and no first-run noise.
 timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run \
-    --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
-    --dump-dom "file://$abs" >"$tmp/dom.html" 2>"$tmp/stderr"
+    --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 --window-size=1280,900 \
+    --dump-dom "file://$tmp/report.html" >"$tmp/dom.html" 2>"$tmp/stderr"
 rc=$?
 if [ "$rc" -ne 0 ] || [ ! -s "$tmp/dom.html" ]; then
     echo "browser_check: chromium failed (exit $rc):"
@@ -35,7 +42,7 @@ if grep -E ':CONSOLE[:(]|Uncaught' "$tmp/stderr"; then
     exit 1
 fi
 python3 - "$tmp/dom.html" "$narms" "$@" <<'PY'
-import re, sys
+import json, re, sys
 from html.parser import HTMLParser
 
 dom, narms = open(sys.argv[1], encoding="utf-8").read(), int(sys.argv[2])
@@ -107,9 +114,24 @@ elif rec > dom.find("<h2>Verdict</h2>"):
 for name in marks:
     if not re.search(re.escape(name) + r' <span class="pill na emulated" title="[^"]+">emulated</span>', dom):
         fail.append(f"arm {name} is not marked emulated")
+m = re.search(r'<pre id="layout-probe">([^<]*)</pre>', dom)
+if not m:
+    fail.append("the layout probe did not run")
+else:
+    lay = json.loads(m.group(1))
+    if lay["viewport"] > 1280 or lay["viewport"] < 1200:
+        fail.append(f"the window is not 1,280 px wide: the viewport is {lay['viewport']} px")
+    if lay["right"] < 0:
+        fail.append("the verdict table is missing (no table.verdict)")
+    elif lay["right"] > lay["viewport"]:
+        fail.append(f"the verdict table is cut off at 1,280 px: its right edge is at "
+                    f"{lay['right']:.0f} px, the viewport {lay['viewport']} px wide")
+    if lay["scroll"] > lay["viewport"]:
+        fail.append(f"the page scrolls sideways at 1,280 px: {lay['scroll']} px wide")
 for f in fail:
     print("browser_check:", f)
 if not fail:
-    print(f"browser_check: {len(want)} charts rendered, {sum(len(v) for v in p.charts.values())} data elements")
+    print(f"browser_check: {len(want)} charts rendered, {sum(len(v) for v in p.charts.values())} "
+          f"data elements; the verdict table's right edge at {lay['right']:.0f} of {lay['viewport']} px")
 sys.exit(1 if fail else 0)
 PY

@@ -59,6 +59,26 @@ add_test(NAME ab_fp8_report_browser
 set_tests_properties(ab_fp8_report_browser PROPERTIES LABELS "ab;browser;fp8"
   FIXTURES_REQUIRED ab_fp8 SKIP_RETURN_CODE 77)
 
+# Telemetry per number format: a 16-bit baseline beside an fp8 and an nvfp4
+# arm. The verdict table (terminal and report) shows each scaled arm's
+# flushed and saturated values per step of its own format, recomputed from
+# the runs' metrics.jsonl and equal to the operand table's totals; each
+# format has its own heat map, titled by the format, with its own colour
+# key; the report renders in a 1,280 px window with the verdict table
+# fully visible and both scaled arms marked emulated.
+add_test(NAME ab_formats_run
+         COMMAND sh -c "'$<TARGET_FILE:amptrain>' ab '${AMP_AB_NONE}' '${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_fp8.ini' '${CMAKE_CURRENT_SOURCE_DIR}/ab/tiny_nvfp4.ini' --seeds 2 --set run.device=cpu --set train.steps=40 --out '${AMP_AB_OUT}/formats' >'${AMP_AB_OUT}/formats.txt' 2>&1 || { cat '${AMP_AB_OUT}/formats.txt'; exit 1; }")
+set_tests_properties(ab_formats_run PROPERTIES LABELS "ab;fp8" FIXTURES_SETUP ab_formats)
+add_test(NAME ab_formats_telemetry
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/ab/formats_check.py ${AMP_AB_OUT}/formats
+                 ${AMP_AB_OUT}/formats.txt 1=tiny_fp8:fp8 2=tiny_nvfp4:nvfp4)
+set_tests_properties(ab_formats_telemetry PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_formats)
+add_test(NAME ab_formats_browser
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ab/browser_check.sh ${AMP_AB_OUT}/formats/report.html 3
+                 chart-fp8-heat-1 chart-nvfp4-heat-2 emulated:tiny_fp8 emulated:tiny_nvfp4)
+set_tests_properties(ab_formats_browser PROPERTIES LABELS "ab;browser;fp8"
+  FIXTURES_REQUIRED ab_formats SKIP_RETURN_CODE 77)
+
 # Configs that differ in [optim] lr: refused, with the key and both values.
 amp_expect_fail(ab_refuse_diff LABELS ab
   CODE 2

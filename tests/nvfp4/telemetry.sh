@@ -60,6 +60,6 @@ params=$(grep -o '"params": *[0-9]*' "$W/nvfp4/summary.json" | grep -o '[0-9]*$'
     --set run.device=cpu --set train.steps=2 --set data.eval_iters=1 --out "$W/ab" >"$W/ab.log" 2>&1 ||
     fail "ab: $(tail -3 "$W/ab.log")"
 grep -q '<th>block scales</th><th>SR bias</th>' "$W/ab/report.html" || fail "report: no NVFP4 columns"
-grep -Eq '</td><td>grad_output</td><td>nvfp4</td>.*<td>[0-9.e+-]+ \.\. [0-9.e+-]+</td><td>[+-][0-9.]+e[+-][0-9]+</td></tr>' \
+grep -Eq '</td><td>grad_output</td><td>nvfp4</td>.*<td>[0-9.e+-]+ \.\. [0-9.e+-]+</td><td>[+-][0-9.]+e[+-][0-9]+</td><td class="num per-step"' \
     "$W/ab/report.html" || fail "report: no block-scale range and bias on an NVFP4 gradient"
 echo "nvfp4 telemetry: all checks passed"
