@@ -334,6 +334,30 @@ static int fail_alone(void) {
     return 1;
 }
 
+/* Rank 1's gradient collective of its third step fails as a transport
+ * error would (amp_dist_test_fail_collective): it reports the failed
+ * collective, closes its session (the transport aborted, not closed: no
+ * wait for the peers) and stops the job as the trainer does; rank 0, in the
+ * step's collectives, ends with it. */
+static int fail_collective(void) {
+    amp_dist_test_fail_collective(g_dist, 1, 2); /* before the session opens its buckets */
+    amp_session *d = open_dist_or_die(config_for(&policies[0], "data.batch_size=32",
+                                                 "train.accumulate=1", "dist.timeout=5"));
+    amp_step_record r;
+    char err[2048];
+    for (int i = 0; i < 5; i++) {
+        if (amp_session_step(d, &r, err, sizeof err) != 0) {
+            fprintf(stderr, "amptrain: rank %d: %s\n", g_rank, err);
+            amp_session_close(d);
+            fprintf(stderr, "rank %d: session closed after the failed collective\n", g_rank);
+            amp_dist_exit(g_dist, 1);
+            return 1;
+        }
+    }
+    fprintf(stderr, "rank %d: the failed collective went unnoticed\n", g_rank);
+    return 1;
+}
+
 /* [dist] shard = optimizer with the weights gathered as the NCCL transport
  * gathers them (equal padded blocks in the backend's memory, written in
  * place by the owner and copied out piece by piece:
@@ -432,6 +456,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang();
     if (argc > 1 && strcmp(argv[1], "fail") == 0) return fail_alone();
+    if (argc > 1 && strcmp(argv[1], "fail_collective") == 0) return fail_collective();
     if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
         g_device = "run.device=cuda";
         check_equivalence(&policies[1], -1, NULL);

@@ -6,10 +6,9 @@
 #include "dist/dist_internal.h"
 #include "dist/dist_state.h"
 #include "dist/dist_device.h"
+#include "dist/dist_watch.h"
 
-#include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,7 +103,9 @@ int amp_dist_grads_allgather(amp_dist_grads *g, void *buf, size_t block, char *e
         snprintf(err, errlen, "the %s transport gathers on the host", amp_dist_grads_transport(g));
         return -1;
     }
-    return g->tr->allgather(g, buf, block, err, errlen);
+    int rc = g->tr->allgather(g, buf, block, err, errlen);
+    if (rc != 0) g->failed = 1;
+    return rc;
 }
 
 void amp_dist_configure(amp_dist *d, const amp_dist_settings *set) {
@@ -115,6 +116,12 @@ const amp_dist_settings *amp_dist_settings_of(const amp_dist *d) { return d ? &d
 
 void amp_dist_test_device_gather(amp_dist *d, int on) {
     if (d) d->test_device_gather = on;
+}
+
+void amp_dist_test_fail_collective(amp_dist *d, int rank, int64_t step) {
+    if (!d) return;
+    d->test_fail_rank = rank;
+    d->test_fail_step = step < 0 ? 0 : step + 1;
 }
 
 double amp_dist_grads_comm_ms(const amp_dist_grads *g) {
@@ -196,43 +203,24 @@ static void step_op_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
     }
 }
 
-/* The MPI_Init watchdog: MPI_Init waits inside the launcher's fence for
- * every rank, with no timeout of its own. */
-typedef struct init_watch {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
+/* MPI_Init waits inside the launcher's fence for every rank, with no
+ * timeout of its own: a watchdog ends this rank when it is late. */
+typedef struct init_late {
     double timeout_s;
     long world;
-} init_watch;
+} init_late;
 
-static void *watch_init(void *arg) {
-    init_watch *w = arg;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)w->timeout_s;
-    until.tv_nsec += (long)((w->timeout_s - (double)(time_t)w->timeout_s) * 1e9);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&w->mu);
-    int rc = 0;
-    while (!w->done && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
-    int late = !w->done;
-    pthread_mutex_unlock(&w->mu);
-    if (late) {
-        char rank[16] = "?";
-        if (amp_launcher_rank() >= 0) snprintf(rank, sizeof rank, "%d", amp_launcher_rank());
-        fprintf(stderr,
-                "amptrain: rank %s: not all %ld ranks joined MPI within [dist] timeout = %g s "
-                "(MPI_Init still waits for them: a rank failed to start, is stuck before it "
-                "starts MPI, or runs on a node that cannot be reached); stopping\n",
-                rank, w->world, w->timeout_s);
-        fflush(stderr);
-        _exit(1);
-    }
-    return NULL;
+static void init_was_late(void *arg) {
+    const init_late *w = arg;
+    char rank[16] = "?";
+    if (amp_launcher_rank() >= 0) snprintf(rank, sizeof rank, "%d", amp_launcher_rank());
+    fprintf(stderr,
+            "amptrain: rank %s: not all %ld ranks joined MPI within [dist] timeout = %g s "
+            "(MPI_Init still waits for them: a rank failed to start, is stuck before it "
+            "starts MPI, or runs on a node that cannot be reached); stopping\n",
+            rank, w->world, w->timeout_s);
+    fflush(stderr);
+    _exit(1);
 }
 
 amp_dist *amp_dist_init(int *argc, char ***argv, double join_timeout_s, char *err, size_t errlen) {
@@ -245,24 +233,11 @@ amp_dist *amp_dist_init(int *argc, char ***argv, double join_timeout_s, char *er
     const char *var = NULL;
     long world = launcher_world(&var);
     if (world == 0) return d; /* a plain start: one process, no MPI */
-    init_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, join_timeout_s, world};
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.cv, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_t watcher;
-    int watching = pthread_create(&watcher, NULL, watch_init, &w) == 0;
+    init_late late = {join_timeout_s, world};
+    amp_dist_watch *watch = amp_dist_watch_start(join_timeout_s, init_was_late, &late);
     int provided = 0;
     int up = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS;
-    if (watching) {
-        pthread_mutex_lock(&w.mu);
-        w.done = 1;
-        pthread_cond_signal(&w.cv);
-        pthread_mutex_unlock(&w.mu);
-        pthread_join(watcher, NULL);
-    }
-    pthread_cond_destroy(&w.cv);
+    amp_dist_watch_stop(watch);
     if (!up) {
         snprintf(err, errlen, "MPI_Init_thread failed (started by an MPI launcher: %s is set)", var);
         free(d);

@@ -208,6 +208,12 @@ int amp_dist_compare(amp_dist *d, const uint32_t *sums, const char *const *label
  * the CPU. Off by default; training never turns it on. */
 void amp_dist_test_device_gather(amp_dist *d, int on);
 
+/* Test hook: on rank `rank`, the first gradient collective of step `step`
+ * (0-based) fails as a transport error would, so the error path (the
+ * transport aborted, not closed; the others stopped within [dist] timeout)
+ * runs without a broken network. step < 0 turns it off. */
+void amp_dist_test_fail_collective(amp_dist *d, int rank, int64_t step);
+
 /* The [dist] settings (the session reads them); before grads_open. */
 void amp_dist_configure(amp_dist *d, const amp_dist_settings *set);
 const amp_dist_settings *amp_dist_settings_of(const amp_dist *d);

@@ -16,7 +16,10 @@
 
 void amp_dist_grads_close(amp_dist_grads *g) {
     if (!g) return;
-    if (g->tr && g->tr->close) g->tr->close(g);
+    if (g->tr && g->failed && g->tr->abort)
+        g->tr->abort(g); /* the peers may be gone: wait for nothing */
+    else if (g->tr && g->tr->close)
+        g->tr->close(g);
     dist_slots_close(g);
     if (g->wire) g->be->ops->release(g->be, g->wire);
     free(g->tensors);
@@ -80,6 +83,7 @@ int amp_dist_grads_open(amp_dist_grads **out, amp_dist *d, amp_backend *be, floa
     g->world = d->world;
     g->local_rank = d->local_rank;
     g->timeout_s = d->set.timeout_s;
+    if (d->test_fail_step > 0 && d->test_fail_rank == d->rank) g->fail_step = d->test_fail_step;
     g->tensors = malloc((size_t)(ntensors > 0 ? ntensors : 1) * sizeof *g->tensors);
     if (!g->tensors) {
         snprintf(err, errlen, "out of host memory");
@@ -164,6 +168,11 @@ static int post_bucket(dist_grads *g, int k, char *err, size_t errlen) {
         }
     }
     b->posted = 1;
+    if (g->fail_step == g->step + 1 && k == 0) {
+        snprintf(err, errlen, "the gradient collective of bucket 0 failed at step %lld "
+                 "(amp_dist_test_fail_collective)", (long long)g->step + 1);
+        return -1;
+    }
     return g->tr->post(g, k, err, errlen);
 }
 
@@ -183,6 +192,7 @@ int amp_dist_grads_ready(amp_dist_grads *g, int first, int count, char *err, siz
     }
     if (rc == 0) rc = g->tr->progress(g, err, errlen);
     if (g->tr->host_timed) g->comm_ms += amp_clock_ms() - t0;
+    if (rc != 0) g->failed = 1;
     return rc;
 }
 
@@ -195,6 +205,7 @@ int amp_dist_grads_end(amp_dist_grads *g, char *err, size_t errlen) {
         g->next++;
     }
     if (rc == 0) rc = g->tr->wait(g, err, errlen);
+    if (rc != 0) g->failed = 1;
     /* sharded: only this rank's piece holds sums */
     size_t lo = 0, n = g->nparams;
     if (g->keep_shard) {

@@ -47,6 +47,10 @@ typedef struct dist_transport {
      * as soon as the bucket's collectives are queued, and the backend's
      * stream waits here for them to have read it. */
     int (*reuse)(dist_grads *g, int slot, char *err, size_t errlen);
+    /* Instead of close after a failed call (failed below): frees what is
+     * safe to free without waiting for the peers, who may be gone (NCCL:
+     * ncclCommAbort, never a stream wait and ncclCommDestroy). NULL: close. */
+    void (*abort)(dist_grads *g);
 } dist_transport;
 
 struct dist_grads {
@@ -91,6 +95,8 @@ struct dist_grads {
     int rank, world, local_rank;
     double timeout_s;
     int64_t step;               /* for messages */
+    int failed;                 /* a transport call failed: close aborts it */
+    int64_t fail_step;          /* amp_dist_test_fail_collective: its step + 1, 0 none */
     double comm_ms;             /* this step's host time in the calls (host-timed transports) */
     const dist_transport *tr;
     void *impl;

@@ -221,7 +221,7 @@ static void mpi_close(dist_grads *g) {
 
 /* the sharded weights are gathered on the host (amp_dist_allgatherv) */
 static const dist_transport mpi_transport = {"mpi",    1,    mpi_post,  mpi_progress,
-                                             mpi_wait, NULL, mpi_close, NULL, NULL};
+                                             mpi_wait, NULL, mpi_close, NULL, NULL, NULL};
 
 /* amp_dist_test_device_gather: NCCL's gather of equal blocks in place
  * (MPI_Iallgather), on the CPU backend's memory. */
@@ -232,7 +232,8 @@ static int mpi_allgather_blocks(dist_grads *g, void *buf, size_t block, char *er
 }
 
 static const dist_transport mpi_block_transport = {"mpi",    1,    mpi_post,  mpi_progress,
-                                                   mpi_wait, NULL, mpi_close, mpi_allgather_blocks, NULL};
+                                                   mpi_wait, NULL, mpi_close, mpi_allgather_blocks, NULL,
+                                                   NULL};
 
 int amp_dist_mpi_grads_open(amp_dist *d, dist_grads *g, char *err, size_t errlen) {
     mpi_grads *m = calloc(1, sizeof *m);

@@ -18,6 +18,7 @@
  * session opened, so no rank waits in that broadcast for one that failed.
  * Built only with MPI, CUDA and NCCL (plain C against the CUDA runtime API). */
 #include "dist/dist_internal.h"
+#include "dist/dist_watch.h"
 
 /* CMake builds this file only with NCCL; other globs of core/ (the fuzz
  * build) get an empty unit. */
@@ -88,6 +89,17 @@ int amp_dist_nccl_open_device(int device, unsigned char uuid[16], char *err, siz
     return 0;
 }
 
+/* ncclCommInitRank waits for every rank with no timeout of its own: a
+ * watchdog (dist_watch.h) ends this rank when it is late. */
+static void init_was_late(void *arg) {
+    const dist_grads *g = arg;
+    amp_dist_fatal(g->rank,
+                   "ncclCommInitRank did not finish within [dist] timeout = %g s (a rank died "
+                   "or hangs before joining NCCL, or the GPUs cannot reach each other: "
+                   "NCCL_DEBUG=INFO says why)",
+                   g->timeout_s);
+}
+
 /* The communicator, on first use (see the file comment). */
 static int nccl_connect(dist_grads *g, char *err, size_t errlen) {
     nccl_grads *n = g->impl;
@@ -95,7 +107,10 @@ static int nccl_connect(dist_grads *g, char *err, size_t errlen) {
     memset(&id, 0, sizeof id);
     if (g->rank == 0) NCCL_TRY(ncclGetUniqueId(&id));
     if (amp_dist_bcast(n->d, &id, sizeof id, err, errlen) != 0) return -1;
-    NCCL_TRY(ncclCommInitRank(&n->comm, g->world, id, g->rank));
+    amp_dist_watch *watch = amp_dist_watch_start(g->timeout_s, init_was_late, g);
+    ncclResult_t r = ncclCommInitRank(&n->comm, g->world, id, g->rank);
+    amp_dist_watch_stop(watch);
+    NCCL_TRY(r);
     return 0;
 }
 
@@ -259,11 +274,9 @@ static int nccl_allgather(dist_grads *g, void *buf, size_t block, char *err, siz
     return poll_event(g, n->gathered, "the weights' all-gather", err, errlen);
 }
 
-static void nccl_close(dist_grads *g) {
+/* The events, streams and buffers; the communicator is the caller's. */
+static void nccl_free(dist_grads *g) {
     nccl_grads *n = g->impl;
-    if (!n) return;
-    if (n->stream) cudaStreamSynchronize(n->stream);
-    if (n->comm) ncclCommDestroy(n->comm);
     for (int k = 0; n->ready && k < g->nbuckets; k++)
         if (n->ready[k]) cudaEventDestroy(n->ready[k]);
     free(n->ready);
@@ -280,11 +293,37 @@ static void nccl_close(dist_grads *g) {
     g->impl = NULL;
 }
 
+/* After a failed call, or when NCCL reports an asynchronous error: a peer
+ * may be gone, so nothing waits for the stream (its kernels may wait for
+ * that peer for ever); ncclCommAbort ends them. */
+static void nccl_abort(dist_grads *g) {
+    nccl_grads *n = g->impl;
+    if (!n) return;
+    if (n->comm) ncclCommAbort(n->comm);
+    n->comm = NULL;
+    nccl_free(g);
+}
+
+static void nccl_close(dist_grads *g) {
+    nccl_grads *n = g->impl;
+    if (!n) return;
+    ncclResult_t async = ncclSuccess;
+    if (n->comm && (ncclCommGetAsyncError(n->comm, &async) != ncclSuccess || async != ncclSuccess)) {
+        nccl_abort(g);
+        return;
+    }
+    if (n->stream) cudaStreamSynchronize(n->stream);
+    if (n->comm) ncclCommDestroy(n->comm);
+    n->comm = NULL;
+    nccl_free(g);
+}
+
 /* host_timed = 0: the host's wait covers backward still running on the
  * GPU, so the step's communication time is the events' (hidden_ms). */
 static const dist_transport nccl_transport = {"nccl",         0,          nccl_post,
                                               nccl_progress,  nccl_wait,  nccl_hidden_ms,
-                                              nccl_close,     nccl_allgather, nccl_reuse};
+                                              nccl_close,     nccl_allgather, nccl_reuse,
+                                              nccl_abort};
 
 /* Sharded: how each bucket travels, and the stage for the reduce-scatters
  * (zeroed once: its padding is summed but never read). */

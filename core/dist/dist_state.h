@@ -17,6 +17,8 @@ struct amp_dist {
     amp_dist_settings set;
     int agreed;              /* the last code amp_dist_agree returned */
     int test_device_gather;  /* amp_dist_test_device_gather */
+    int test_fail_rank;      /* amp_dist_test_fail_collective */
+    int64_t test_fail_step;  /* its step + 1; 0 none */
 #if AMP_HAVE_MPI
     MPI_Comm comm;
     MPI_Comm back;           /* the gradient sums' gathers back (their own order) */
