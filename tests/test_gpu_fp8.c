@@ -7,7 +7,8 @@
  *   - MX32 quantize / dequantize / qdq, blocks along rows and down columns,
  *     with short last blocks: elements, scale bytes and counts bit for bit;
  *   - fp8_gemm (the fused FP8 GEMM: cuBLASLt on sm_89+ where the shape
- *     allows, else the emulated path) against the CPU's composition
+ *     allows, and there required: an emulated row fails; else the emulated
+ *     path) against the CPU's composition
  *     (dequantize both operands, FP32 GEMM): the products are exact in FP32
  *     on both sides, only the sums differ (their order; and Hopper's FP8
  *     tensor cores keep fewer than FP32's bits between promotions of the
@@ -29,6 +30,9 @@
 #include "backend/kernels/mx.h"
 #include "gpu_rows.h"
 #include "mx_gemm_rows.h"
+#if AMP_HAVE_CUDA
+#include "backend/cuda/cuda_testing.h"
+#endif
 
 #define N ((1 << 20) + 77)
 
@@ -212,6 +216,18 @@ static void fp8_gemm_row(const amp_gpu_row *r) {
     amp_gemm_desc h = rows_linear_gemm(dacc, dqa, dqb, m, n, k, dbias, dpre, dact);
     amp_fp8_gemm_operands q = {fa, fb, sa, sb, NULL, NULL};
     rows_ok(AMP_FUSED(rows_dev, fp8_gemm, &h, &q), rows_dev, "fp8_gemm");
+#if AMP_HAVE_CUDA
+    /* On sm_89 and later a cuBLASLt-shaped row must run on cuBLASLt's FP8
+     * GEMM: an emulated fallback (a declined heuristic, a wrong layout)
+     * would pass the values check below and hide it. */
+    if (!rows_self_check && amp_cuda_test_compute_capability(rows_dev) >= 89) {
+        int fits = m % 16 == 0 && n % 16 == 0 && k % 16 == 0 && !(fa == 1 && fb == 1);
+        int native = amp_cuda_test_fp8_gemm_native(rows_dev);
+        EXPECT(native == fits, "%s: fp8_gemm %s cuBLASLt's FP8 GEMM, expected %s (the log names why)",
+               r->name, native ? "ran on" : "did not run on",
+               fits ? "cuBLASLt (sm_89+, the shape fits)" : "the emulated path");
+    }
+#endif
     float *got = rows_take_dev(dpre, nc * 4);
     /* |v| <= 1 after dequantize: each product's magnitude is at most 1 */
     double tol = 2e-5 * k;

@@ -21,6 +21,10 @@ int amp_cuda_test_compute_capability(amp_backend *be);
  * GEMM, 0 when it took another path (tests/mx_gemm_rows.h). */
 int amp_cuda_test_fp8_gemm_block_scaled(amp_backend *be);
 
+/* 1 when the latest fp8_gemm call on per-tensor FP8 operands ran on
+ * cuBLASLt's FP8 GEMM, 0 when it was emulated (tests/test_gpu_fp8.c). */
+int amp_cuda_test_fp8_gemm_native(amp_backend *be);
+
 /* 1 when the latest nvfp4_gemm call ran on cuBLASLt's block-scaled FP4
  * GEMM, 0 when it took the emulated path (tests/nvfp4_gemm_rows.h). */
 int amp_cuda_test_nvfp4_gemm_block_scaled(amp_backend *be);

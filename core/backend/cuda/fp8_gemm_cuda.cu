@@ -242,9 +242,13 @@ static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, cudaDataType_t typ
     int found = 0;
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(im->lt, c.op, c.la, c.lb, c.lc, c.lc,
                                                        c.pref, 1, &h, &found);
-    if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
+    /* A result whose state is not SUCCESS is an algorithm the heuristic
+     * rejected for this problem: as good as none. */
+    if (hs != CUBLAS_STATUS_SUCCESS || found == 0 || h.state != CUBLAS_STATUS_SUCCESS) {
         fp8_lt_free(&c);
-        *declined = hs != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(hs) : "no result";
+        *declined = hs != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(hs)
+                    : found == 0                ? "no result"
+                                                : cublasGetStatusName(h.state);
         return 0;
     }
     FP8_LT(cublasLtMatmul(im->lt, c.op, &alpha, d->b, c.la, d->a, c.lb, &d->beta, d->acc, c.lc,
@@ -578,6 +582,10 @@ extern "C" int amp_cuda_test_compute_capability(amp_backend *be) { return amp_cu
 
 extern "C" int amp_cuda_test_fp8_gemm_block_scaled(amp_backend *be) {
     return amp_cuda_im(be)->fp8_gemm_last == MX_NATIVE;
+}
+
+extern "C" int amp_cuda_test_fp8_gemm_native(amp_backend *be) {
+    return amp_cuda_im(be)->fp8_gemm_last == FP8_NATIVE;
 }
 
 void amp_cuda_fp8_gemm_destroy(amp_backend *be) {
