@@ -196,7 +196,8 @@ static const amp_setting core_settings[] = {
 
     {"precision", "plugin", AMP_SETTING_STRING, "fp32", AT(precision_plugin),
      .path = AMP_SETTING_PLUGIN_SPEC, .flags = AMP_SETTING_AB_FREE_SECTION,
-     .doc = "a precision plugin's name or a path to a `.so` (relative to the INI file); the "
+     .doc = "a precision plugin's name or a path to a `.so` (relative to the INI file's folder, "
+            "or with `--set` to the working directory); the "
             "section's other keys are the plugin's"},
     /* empty is the default written back into a run's config.ini: no choice made */
     {"scaler", "plugin", AMP_SETTING_STRING, "", AT(scaler_plugin), .path = AMP_SETTING_PLUGIN_SPEC,
