@@ -80,7 +80,8 @@ static const amp_setting core_settings[] = {
      .doc = "`fashion_mnist`, `tiny` (synthetic), `text` (characters of a text file, for the GPT) or "
             "`tokens` (token id files: nanoGPT `.bin`, llm.c shards, `.npy`; see docs/datasets.md)"},
     {"data", "batch_size", AMP_SETTING_INT, "128", 1, 65536, AT(batch_size),
-     .doc = "rows per micro-batch"},
+     .doc = "rows per micro-batch, on each rank: a step takes `batch_size × accumulate × ranks` "
+            "rows, the global batch (docs/data-parallel.md)"},
     {"data", "shuffle", AMP_SETTING_BOOL, "true", AT(shuffle),
      .doc = "reshuffle each epoch (deterministic from the seed)"},
     {"data", "path", AMP_SETTING_STRING, "/usr/share/datasets/fashion-mnist", AT(path),

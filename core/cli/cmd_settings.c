@@ -12,8 +12,8 @@
 
 static const char settings_usage[] =
     "usage: amptrain settings [--markdown]\n"
-    "  lists every configuration key with its default; --markdown prints the INI\n"
-    "  reference (docs/settings.md)\n";
+    "  lists every configuration key with its default\n"
+    "  --markdown  prints the INI reference instead (docs/settings.md)\n";
 
 static const char intro[] =
     "# Settings: the INI reference\n"
