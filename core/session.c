@@ -35,16 +35,12 @@ static void resolve_path(char *out, size_t outlen, const amp_config *cfg, const 
     snprintf(out, outlen, "%s/%s", dirname(tmp), p);
 }
 
-static const char *config_dir(const amp_config *cfg, char *buf, size_t len) {
-    snprintf(buf, len, "%s", amp_config_path(cfg));
-    return dirname(buf);
-}
-
 static int open_backend(amp_session *s, char *err, size_t errlen) {
     amp_device_choice dev = s->set.device;
     if (dev == AMP_RUN_AUTO) {
+        static int said; /* once a process: `ab` opens every arm's config */
         dev = amp_backend_cuda_available() ? AMP_RUN_CUDA : AMP_RUN_CPU;
-        if (dev == AMP_RUN_CPU) /* say why auto did not pick the GPU */
+        if (dev == AMP_RUN_CPU && !said++) /* say why auto did not pick the GPU */
             amp_log(AMP_LOG_INFO, "device = auto: using the CPU (%s)",
                     amp_backend_cuda_unavailable_reason());
     }
@@ -116,8 +112,9 @@ static int resolve_precision(amp_session *s, amp_layer_precision *prec, char *er
 }
 
 static int open_plugins(amp_session *s, char *err, size_t errlen) {
-    char dirbuf[PATH_MAX];
-    const char *base = config_dir(s->cfg, dirbuf, sizeof dirbuf);
+    char dirbuf[PATH_MAX]; /* the config's folder */
+    snprintf(dirbuf, sizeof dirbuf, "%s", amp_config_path(s->cfg));
+    const char *base = dirname(dirbuf);
     if (amp_plugin_open(&s->precision, AMP_PLUGIN_KIND_PRECISION, s->set.precision_plugin, base, err,
                         errlen) != 0)
         return -1;

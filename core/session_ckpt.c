@@ -370,7 +370,7 @@ static int same_value(const amp_config *cfg, const char *saved, const char *now)
     if (strcmp(saved, now) == 0) return 1;
     char abs[PATH_MAX];
     return saved[0] && saved[0] != '/' && now[0] == '/' &&
-           amp_settings_absolute_path(cfg, saved, abs, sizeof abs) == 0 && strcmp(abs, now) == 0;
+           amp_settings_absolute_path(cfg, NULL, saved, abs, sizeof abs) == 0 && strcmp(abs, now) == 0;
 }
 
 static const conf_entry *conf_find(const conf_entry *v, size_t n, const conf_entry *e) {

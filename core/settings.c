@@ -80,7 +80,8 @@ static const amp_setting core_settings[] = {
      .doc = "`fashion_mnist`, `tiny` (synthetic), `text` (characters of a text file, for the GPT) or "
             "`tokens` (token id files: nanoGPT `.bin`, llm.c shards, `.npy`; see docs/datasets.md)"},
     {"data", "batch_size", AMP_SETTING_INT, "128", 1, 65536, AT(batch_size),
-     .doc = "rows per micro-batch"},
+     .doc = "rows per micro-batch, on each rank: a step takes `batch_size × accumulate × ranks` "
+            "rows, the global batch (docs/data-parallel.md)"},
     {"data", "shuffle", AMP_SETTING_BOOL, "true", AT(shuffle),
      .doc = "reshuffle each epoch (deterministic from the seed)"},
     {"data", "path", AMP_SETTING_STRING, "/usr/share/datasets/fashion-mnist", AT(path),
@@ -196,7 +197,8 @@ static const amp_setting core_settings[] = {
 
     {"precision", "plugin", AMP_SETTING_STRING, "fp32", AT(precision_plugin),
      .path = AMP_SETTING_PLUGIN_SPEC, .flags = AMP_SETTING_AB_FREE_SECTION,
-     .doc = "a precision plugin's name or a path to a `.so` (relative to the INI file); the "
+     .doc = "a precision plugin's name or a path to a `.so` (relative to the INI file's folder, "
+            "or with `--set` to the working directory); the "
             "section's other keys are the plugin's"},
     /* empty is the default written back into a run's config.ini: no choice made */
     {"scaler", "plugin", AMP_SETTING_STRING, "", AT(scaler_plugin), .path = AMP_SETTING_PLUGIN_SPEC,

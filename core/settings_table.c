@@ -10,13 +10,15 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A relative path in a config is relative to the config's folder: made
- * absolute here, in the resolved config too, so config.ini (written to the
- * output folder) names the same file. */
-int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, size_t cap) {
+/* A relative path in a config is relative to the config's folder, one given
+ * on the command line to the working directory: made absolute here, in the
+ * resolved config too, so config.ini (written to the output folder) names
+ * the same file. */
+int amp_settings_absolute_path(const amp_config *cfg, const char *where, const char *p, char *out,
+                               size_t cap) {
     char tmp[PATH_MAX], cwd[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", amp_config_path(cfg));
-    const char *dir = dirname(tmp);
+    const char *dir = where && strncmp(where, "--set ", 6) == 0 ? "." : dirname(tmp);
     int n;
     if (p[0] == '/')
         n = snprintf(out, cap, "%s", p);
@@ -38,7 +40,9 @@ static int make_absolute(amp_config *cfg, const amp_setting *r, const char **pat
                          size_t errlen) {
     if (!*path || !(*path)[0] || (*path)[0] == '/') return 0;
     char abs[PATH_MAX];
-    if (amp_settings_absolute_path(cfg, *path, abs, sizeof abs) != 0) {
+    const char *where = NULL;
+    amp_config_lookup(cfg, r->section, r->key, &where); /* read already: only its origin */
+    if (amp_settings_absolute_path(cfg, where, *path, abs, sizeof abs) != 0) {
         snprintf(err, errlen, "[%s] %s = '%s': cannot make it an absolute path: %s", r->section,
                  r->key, *path, strerror(errno));
         return -1;

@@ -79,9 +79,12 @@ int amp_settings_table_read(const amp_setting *t, void *dst, amp_config *cfg, ch
 void amp_settings_table_explain(const amp_setting *t, amp_config *cfg, const char *because,
                                 const char *used_by);
 
-/* p made absolute as the reader makes the config's relative paths
- * (relative to the config's folder): 0, or -1 with errno set. */
-int amp_settings_absolute_path(const amp_config *cfg, const char *p, char *out, size_t cap);
+/* p made absolute as the reader makes relative paths: a value from the
+ * command line (`where` is "--set section.key") against the working
+ * directory, as a shell would; one from a file (or where NULL) against the
+ * config's folder. 0, or -1 with errno set. */
+int amp_settings_absolute_path(const amp_config *cfg, const char *where, const char *p, char *out,
+                               size_t cap);
 
 /* The row for (section, key), or NULL. */
 const amp_setting *amp_settings_table_find(const amp_setting *t, const char *section,

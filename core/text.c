@@ -22,14 +22,25 @@ int amp_same_file(const char *a, const char *b) {
 }
 
 int amp_text_shipped_path(char *out, size_t len) {
-    char exe[PATH_MAX];
+    char exe[PATH_MAX], installed[PATH_MAX + 64] = "", source[PATH_MAX];
     struct stat st;
     if (amp_self_exe_dir(exe, sizeof exe) == 0) {
-        snprintf(out, len, "%s/../" AMP_DATA_INSTALL_SUBDIR "/" AMP_TEXT_DEFAULT_FILE, exe);
-        if (stat(out, &st) == 0) return 0;
+        char *slash = strrchr(exe, '/'); /* the prefix: the folder above bin/ */
+        if (slash) *slash = '\0';
+        snprintf(installed, sizeof installed, "%s/" AMP_DATA_INSTALL_SUBDIR "/" AMP_TEXT_DEFAULT_FILE,
+                 slash ? exe : "..");
+        if (stat(installed, &st) == 0) {
+            snprintf(out, len, "%s", installed);
+            return 0;
+        }
     }
-    snprintf(out, len, "%s/" AMP_TEXT_DEFAULT_FILE, AMP_DATA_SOURCE_DIR);
-    return stat(out, &st) == 0 ? 0 : -1;
+    snprintf(source, sizeof source, "%s/" AMP_TEXT_DEFAULT_FILE, AMP_DATA_SOURCE_DIR);
+    if (stat(source, &st) == 0) {
+        snprintf(out, len, "%s", source);
+        return 0;
+    }
+    snprintf(out, len, "%s%s%s", installed, installed[0] ? " or " : "", source);
+    return -1;
 }
 
 void amp_text_free(amp_text *t) {

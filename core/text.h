@@ -53,8 +53,9 @@ int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char
                         size_t datalen, char sha[65], char *err, size_t errlen);
 
 /* The shipped corpus: <prefix>/share/amptrain/data/ beside an installed
- * amptrain, else the source tree's data/ (build tree). 0 and the path, or
- * -1 when neither exists. */
+ * amptrain (<prefix>/bin/), else the source tree's data/ (build tree). 0
+ * and the path, or -1 when neither exists, with out saying where it was
+ * looked for ("A or B"). */
 int amp_text_shipped_path(char *out, size_t len);
 
 /* 1 when a and b name the same existing file (device and inode). */

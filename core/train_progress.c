@@ -17,8 +17,7 @@ void amp_progress_start(amp_progress *p, const amp_session *s, int talk, double 
     p->eval_step = -1;
 }
 
-/* "1h02m", "3m07s", "12s" */
-static void duration(char *out, size_t n, double sec) {
+void amp_progress_duration(char *out, size_t n, double sec) {
     long long t = sec > 0 && sec < 1e9 ? (long long)(sec + 0.5) : 0;
     if (t >= 3600)
         snprintf(out, n, "%lldh%02lldm", t / 3600, t / 60 % 60);
@@ -32,6 +31,19 @@ static const char *eval_name(const amp_session *s) {
     return s->data_ops->eval_is_validation ? "val_loss" : "test_loss";
 }
 
+/* A language model's evaluation is its validation loss (the held-out 10%
+ * of the text, or the val tokens); a classifier's the test set's loss and
+ * accuracy (in the order each line always had them). */
+static void eval_text(char *out, size_t n, const amp_session *s, double loss, double acc,
+                      int acc_first) {
+    if (s->data_ops->eval_is_validation)
+        snprintf(out, n, "val_loss %.4f", loss);
+    else if (acc_first)
+        snprintf(out, n, "test_acc %.4f test_loss %.4f", acc, loss);
+    else
+        snprintf(out, n, "test_loss %.4f test_acc %.4f", loss, acc);
+}
+
 static void draw(amp_progress *p, const amp_session *s, const amp_step_record *r, double now) {
     double run_s = now - p->t0;
     int64_t done = r->step - p->step0, left = s->total_steps - r->step;
@@ -42,8 +54,8 @@ static void draw(amp_progress *p, const amp_session *s, const amp_step_record *r
     char ev[64] = "", el[16], eta[16];
     if (p->eval_step >= 0)
         snprintf(ev, sizeof ev, " | %s %.4f", eval_name(s), p->eval_loss);
-    duration(el, sizeof el, p->prior_s + run_s);
-    duration(eta, sizeof eta, (double)left * ms / 1000.0);
+    amp_progress_duration(el, sizeof el, p->prior_s + run_s);
+    amp_progress_duration(eta, sizeof eta, (double)left * ms / 1000.0);
     /* \033[K clears what a longer earlier line left */
     fprintf(stderr, "\rstep %lld/%lld | loss %.4f%s%s | %.1f ms/step | %.0f %s/s | %s | ETA %s\033[K",
             (long long)r->step, (long long)s->total_steps, r->loss, r->skipped ? " (skipped)" : "",
@@ -76,8 +88,16 @@ void amp_progress_eval(amp_progress *p, const amp_session *s, double loss, doubl
         p->eval_loss = loss;
         p->last_draw = -1e30; /* the live line comes back at the next step */
     }
-    fprintf(stderr, "eval at step %lld: test_loss %.4f test_acc %.4f\n", (long long)s->step, loss,
-            acc);
+    char what[96];
+    eval_text(what, sizeof what, s, loss, acc, 0);
+    fprintf(stderr, "eval at step %lld: %s\n", (long long)s->step, what);
+}
+
+void amp_progress_final(const amp_session *s, double loss, double acc, double wall_s) {
+    char what[96];
+    eval_text(what, sizeof what, s, loss, acc, 1);
+    fprintf(stderr, "amptrain: %s: %s, %lld steps (%lld skipped), %.1f s\n", s->set.name, what,
+            (long long)s->step, (long long)s->skipped, wall_s);
 }
 
 void amp_progress_end(amp_progress *p) {

@@ -29,6 +29,14 @@ void amp_progress_step(amp_progress *p, const amp_session *s, const amp_step_rec
 /* An evaluation at the session's step. */
 void amp_progress_eval(amp_progress *p, const amp_session *s, double loss, double acc);
 
+/* The line a finished run ends with: "amptrain: NAME: test_acc A test_loss
+ * L, ..." (a classifier) or "amptrain: NAME: val_loss L, ..." (a language
+ * model), the steps, the skipped steps and the training seconds. */
+void amp_progress_final(const amp_session *s, double loss, double acc, double wall_s);
+
+/* A duration as the live lines show it: "1h02m", "3m07s", "12s". */
+void amp_progress_duration(char *out, size_t n, double sec);
+
 /* Ends the live line (a stop before the last step). */
 void amp_progress_end(amp_progress *p);
 

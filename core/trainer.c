@@ -960,10 +960,7 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
     if (rc != 0) goto done;
     code = lead ? write_outputs(s, cfg, &ctx, &res, &conf, &summary, err, errlen) : 0;
     if ((code = agree(dist, code, err)) != 0) goto done;
-    if (lead)
-        fprintf(stderr, "amptrain: %s: test_acc %.4f test_loss %.4f, %lld steps (%lld skipped), %.1f s\n",
-                s->set.name, res.test_acc, res.test_loss, (long long)s->step, (long long)s->skipped,
-                res.wall_s);
+    if (lead) amp_progress_final(s, res.test_loss, res.test_acc, res.wall_s);
 done:
     if (code != 0 && (code < 128 || say_stop)) print_err(dist, err);
     /* Temporaries go; a published metrics.jsonl stays: it is the history

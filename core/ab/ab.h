@@ -186,6 +186,9 @@ void amp_ab_interval_name(char *buf, size_t cap, const amp_ab_welch *w);
 void amp_ab_seed_deltas_text(char *buf, size_t cap, const amp_ab_study *st, int a, int b);
 /* The verdict metric of one run (validation loss or test accuracy). */
 double amp_ab_run_metric(const amp_ab_study *st, const amp_ab_run *r);
+/* Fills st->created (UTC, ISO 8601), host, ncpu and cpu (/proc/cpuinfo's
+ * model name) for this machine, now (ab_machine.c). */
+void amp_ab_machine_info(amp_ab_study *st);
 /* Fills st->timing from the loaded runs (call after amp_ab_arm_stats). */
 void amp_ab_timing_check(amp_ab_study *st);
 void amp_ab_speed_compare(amp_ab_speed *out, const amp_ab_study *st, int a, int b);

@@ -19,18 +19,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ab/ab.h"
+#include "ab/ab_progress.h"
 #include "ab/ab_ranks.h"
 #include "ab/ab_gemms.h"
 #include "ab/ab_scan.h"
@@ -53,8 +54,11 @@ static const char usage_text[] =
     "                   [--allow-diff] [--metric auto|loss|acc] [--scan GROUPS] [--ranks N]\n"
     "                   [--tolerance X] [--out DIR]\n"
     "  runs every config with the same N seeds (default 3), interleaved, and writes\n"
-    "  DIR/ab.json and DIR/report.html (DIR defaults to runs/ab); the first config is\n"
-    "  the baseline\n"
+    "  DIR/ab.json and DIR/report.html; the first config is the baseline\n"
+    "  --seeds N    seeds per arm (default 3), the first config's [run] seed and on\n"
+    "  --set section.key=value  overrides a key in every arm (any number of times)\n"
+    "  --allow-diff compare configs that differ in more than [precision] and [scaler]\n"
+    "  --out DIR    the study's folder (default runs/ab)\n"
     "  --metric  the verdict: validation loss (language models) or test accuracy\n"
     "            (classifiers); auto (default) follows the model\n"
     "  --scan    layer sensitivity: A.ini is the baseline policy, B.ini the candidate;\n"
@@ -511,8 +515,8 @@ static void stopped_message(int status, int forwarded, const char *dir, char *er
 }
 
 /* Runs `amptrain train` for one (arm, seed) as a child; 0 when it exited 0. */
-static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, char *err,
-                     size_t errlen) {
+static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir,
+                     amp_ab_progress *prog, char *err, size_t errlen) {
     char seed_set[64], out_log[PATH_MAX + 16];
     snprintf(seed_set, sizeof seed_set, "run.seed=%llu", (unsigned long long)seed);
     snprintf(out_log, sizeof out_log, "%s/train.log", dir);
@@ -584,7 +588,10 @@ static int run_child(const ab_args *a, int arm, uint64_t seed, const char *dir, 
             sigprocmask(SIG_SETMASK, &orig, NULL);
             return -1;
         }
-        sigsuspend(&orig); /* returns after any handled signal */
+        /* as sigsuspend (returns after any handled signal), and on a terminal
+         * each second to redraw the progress */
+        ppoll(NULL, 0, prog->tty ? &(struct timespec){1, 0} : NULL, &orig);
+        amp_ab_progress_tick(prog);
     }
     sigprocmask(SIG_SETMASK, &orig, NULL);
     if (stop_signal) {
@@ -636,34 +643,6 @@ static void sample_arm(amp_ab_arm *arm) {
     if (amp_file_read_all(out, 1 << 16, &arm->sample, &n, err, sizeof err) != 0) {
         fprintf(stderr, "amptrain ab: no sample for arm '%s': %s\n", arm->name, err);
         arm->sample = NULL;
-    }
-}
-
-static void machine_info(amp_ab_study *st) {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(st->created, sizeof st->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    struct utsname u;
-    snprintf(st->host, sizeof st->host, "%s", uname(&u) == 0 ? u.nodename : "unknown");
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    st->ncpu = n > 0 ? (int)n : 0;
-    snprintf(st->cpu, sizeof st->cpu, "unknown");
-    char err[64];
-    FILE *f = amp_file_fopen_read("/proc/cpuinfo", NULL, err, sizeof err);
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            char *colon = strchr(line, ':');
-            if (strncmp(line, "model name", 10) == 0 && colon) {
-                colon++;
-                while (*colon == ' ') colon++;
-                colon[strcspn(colon, "\n")] = '\0';
-                snprintf(st->cpu, sizeof st->cpu, "%s", colon);
-                break;
-            }
-        }
-        fclose(f);
     }
 }
 
@@ -866,7 +845,7 @@ int amp_cmd_ab(int argc, char **argv) {
     snprintf(stale, sizeof stale, "%s/report.html", a.out);
     unlink(stale);
 
-    machine_info(&st);
+    amp_ab_machine_info(&st);
     int total = st.nseeds * st.narms, k = 0;
     char on_ranks[PATH_MAX + 64] = "";
     if (a.ranks > 1) snprintf(on_ranks, sizeof on_ranks, "; every run on %d ranks (%s)", a.ranks, a.launch.mpirun);
@@ -874,6 +853,8 @@ int amp_cmd_ab(int argc, char **argv) {
             st.narms, st.nseeds, (unsigned long long)st.seeds[0],
             (unsigned long long)st.seeds[st.nseeds - 1], st.arms[0].name, on_ranks, a.out);
     double t_all = amp_clock_s();
+    amp_ab_progress prog;
+    amp_ab_progress_start(&prog, st.narms, st.nseeds);
     catch_stop_signals();
     for (int s = 0; s < st.nseeds; s++)
         for (int j = 0; j < st.narms; j++) {
@@ -889,15 +870,15 @@ int amp_cmd_ab(int argc, char **argv) {
             r->order = j;
             snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed-%llu", a.out, arm->slug,
                      (unsigned long long)r->seed);
-            fprintf(stderr, "[%d/%d] %s seed %llu ... ", ++k, total, arm->name,
-                    (unsigned long long)r->seed);
+            k++;
+            amp_ab_progress_run(&prog, i, arm->name, r->seed, r->dir);
             if (amp_mkdir_p(r->dir, err, sizeof err) != 0) goto fail;
             /* Files of an earlier study in this folder must not pass for this
              * run's. Cleared under the run folder's lock: never under a
              * `train` that writes there. */
             amp_run_lock rl;
             if (amp_run_lock_acquire(&rl, r->dir, "ab", err, sizeof err) != 0) {
-                fprintf(stderr, "failed\n");
+                amp_ab_progress_failed(&prog);
                 goto fail;
             }
             static const char *const outputs[] = {"summary.json", "metrics.jsonl", "config.ini",
@@ -913,21 +894,20 @@ int amp_cmd_ab(int argc, char **argv) {
             amp_run_lock_release(&rl);
             double t0 = amp_clock_s();
             char cerr[2048];
-            if (run_child(&a, i, r->seed, r->dir, cerr, sizeof cerr) != 0) {
-                fprintf(stderr, "failed\n");
+            if (run_child(&a, i, r->seed, r->dir, &prog, cerr, sizeof cerr) != 0) {
+                amp_ab_progress_failed(&prog);
                 snprintf(err, sizeof err, "arm '%s' seed %llu failed: %s", arm->name,
                          (unsigned long long)r->seed, cerr);
                 goto fail;
             }
             r->parent_wall_s = amp_clock_s() - t0;
             if (amp_ab_run_load(r, &st, err, sizeof err) != 0) {
-                fprintf(stderr, "failed\n");
+                amp_ab_progress_failed(&prog);
                 amp_ab_run_free(r);
                 goto fail;
             }
             arm->nruns = s + 1;
-            fprintf(stderr, "test_acc %.4f test_loss %.4f (%.1f s)\n", r->test_acc, r->test_loss,
-                    r->parent_wall_s);
+            amp_ab_progress_done(&prog, r);
         }
     st.wall_s = amp_clock_s() - t_all;
     for (int i = 0; i < st.narms; i++) amp_ab_arm_stats(&st.arms[i], st.nmem);

@@ -16,7 +16,10 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 
-static const char ckpt_usage[] = "usage: amptrain checkpoints RUN_DIR\n";
+static const char ckpt_usage[] =
+    "usage: amptrain checkpoints RUN_DIR\n"
+    "  lists the checkpoints of the run in RUN_DIR, newest first, and verifies each;\n"
+    "  exit 0 when all are valid, 1 when one is damaged or there is none\n";
 
 static int ckpt_opt(void *user, int opt, const char *arg) {
     const char **run = user;

@@ -21,7 +21,11 @@
 
 #define MAX_TENSORS 1024
 
-static const char export_usage[] = "usage: amptrain export RUN_DIR --hf OUT_DIR\n";
+static const char export_usage[] =
+    "usage: amptrain export RUN_DIR --hf OUT_DIR\n"
+    "  --hf OUT_DIR   write the GPT run in RUN_DIR (its config.ini and weights) as a\n"
+    "                 Hugging Face folder (config.json, model.safetensors): GPT-2, or\n"
+    "                 Llama for a names = llama run (docs/models.md)\n";
 
 typedef struct export_args {
     const char *run, *hf;

@@ -19,7 +19,12 @@ static int by_name(const struct dirent **a, const struct dirent **b) {
     return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-static const char plugins_usage[] = "usage: amptrain plugins [-v]\n";
+static const char plugins_usage[] =
+    "usage: amptrain plugins [-v]\n"
+    "  lists the precision and scaler plugins found (AMPTRAIN_PLUGIN_PATH, then the\n"
+    "  built-in ones beside the executable)\n"
+    "  -v, --verbose  also the search order, each plugin's keys and every file rejected,\n"
+    "                 with the reason\n";
 
 static int plugins_opt(void *user, int opt, const char *arg) {
     switch (opt) {

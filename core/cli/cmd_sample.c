@@ -46,7 +46,11 @@ static const char usage_text[] =
     "[--seed S]\n"
     "  DIR: the output folder of a text run, or of a tokens run with a [data] tokenizer\n"
     "       (finished, or with a checkpoint)\n"
-    "  defaults: prompt \"\\n\", 500 tokens, temperature 0.8, top-k 200, seed 1337\n";
+    "  --prompt TEXT      the text to continue (default a newline)\n"
+    "  --tokens N         how many tokens to generate (default 500)\n"
+    "  --temperature T    divides the logits before the softmax (default 0.8)\n"
+    "  --top-k K          draw among the K likeliest tokens only; 0: all (default 200)\n"
+    "  --seed S           the generator's seed (default 1337)\n";
 
 static int parse_num(const char *opt, const char *s, double lo, double hi, int integer,
                      double *out) {

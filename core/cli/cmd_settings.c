@@ -12,8 +12,8 @@
 
 static const char settings_usage[] =
     "usage: amptrain settings [--markdown]\n"
-    "  lists every configuration key with its default; --markdown prints the INI\n"
-    "  reference (docs/settings.md)\n";
+    "  lists every configuration key with its default\n"
+    "  --markdown  prints the INI reference instead (docs/settings.md)\n";
 
 static const char intro[] =
     "# Settings: the INI reference\n"
@@ -40,7 +40,9 @@ static const char intro[] =
     "starts with `;` or `#`, holds `;` or `#` after a blank, or makes `key=value` longer than 197\n"
     "characters) is refused up front, from `--set` too, naming the key (no quoting scheme); blanks\n"
     "around a `--set` value are dropped, as around a value in a file. A relative path (`[data]\n"
-    "path`, `[model] init`, a plugin path) is relative to the config's folder and is written to\n"
+    "path`, `train_tokens`, `val_tokens`, `tokenizer`, `[model] init`, a plugin path) in the\n"
+    "config file is relative to the config's folder; given with `--set` (to `train` or `ab`) it\n"
+    "is relative to the working directory, as any path on a command line. Either is written to\n"
     "`config.ini` as the absolute path it names.\n"
     "\n"
     "Booleans take `true/false`, `yes/no`, `on/off`, `1/0` (any case). *only K = V:* marks a key\n"

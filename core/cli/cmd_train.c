@@ -17,10 +17,28 @@
 static const char train_usage[] =
     "usage: amptrain train CONFIG.ini [--set section.key=value]... [--out DIR]\n"
     "       amptrain train [CONFIG.ini] --resume DIR [--set section.key=value]...\n"
+    "       mpirun -np N amptrain train CONFIG.ini ...   (one model on N ranks)\n"
+    "  trains the model CONFIG.ini describes (every key and its default: amptrain\n"
+    "  settings; the reference: docs/settings.md)\n"
+    "  --set section.key=value\n"
+    "               overrides one key of the config, any number of times (a relative\n"
+    "               path is relative to the working directory; in the file, to the\n"
+    "               config's folder)\n"
+    "  --out DIR    the output folder (default runs/<[run] name>): config.ini (the\n"
+    "               resolved config), metrics.jsonl, summary.json, weights.safetensors,\n"
+    "               checkpoints/ (docs/outputs.md)\n"
     "  --resume DIR continues the run in DIR from its newest checkpoint, with the config\n"
-    "  the checkpoint holds (a CONFIG given, with its --set's, must agree with it); without\n"
-    "  CONFIG --set may change only [train] steps, log_every, eval_every, checkpoint_every,\n"
-    "  checkpoint_minutes, keep, [run] name, device, [dist] check_every, timeout, shard\n";
+    "               the checkpoint holds (a CONFIG given, with its --set's, must agree\n"
+    "               with it); without CONFIG --set may change only [train] steps,\n"
+    "               log_every, eval_every, checkpoint_every, checkpoint_minutes, keep,\n"
+    "               [run] name, device, [dist] check_every, timeout, shard\n"
+    "  -h, --help   this help\n"
+    "  progress on stderr: on a terminal one live line (step, loss, last evaluation,\n"
+    "  ms/step, samples or tokens per second, elapsed, ETA); off one a line per logged\n"
+    "  step and per evaluation. SIGINT (Ctrl-C), SIGTERM or SIGHUP: the step finishes, a\n"
+    "  checkpoint is written, the command that continues is printed, exit 128 + signal.\n"
+    "  environment: AMPTRAIN_THREADS, AMPTRAIN_LOG, ... (docs/configuration.md)\n"
+    "  exit codes: 0 ok, 1 runtime failure, 2 usage or config error\n";
 
 typedef struct train_args {
     const char *config;

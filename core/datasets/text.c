@@ -15,9 +15,11 @@ static int open_text(amp_data_view *d, const char *given, char *err, size_t errl
         snprintf(path, sizeof path, "%s", given);
     else if (have_shipped)
         snprintf(path, sizeof path, "%s", shipped);
-    else {
-        snprintf(err, errlen, "[data] dataset = text: the shipped data/" AMP_TEXT_DEFAULT_FILE
-                 " was not found beside amptrain; set [data] path to a text file");
+    else { /* shipped holds where it is expected */
+        snprintf(err, errlen, "[data] dataset = text without [data] path reads the shipped corpus "
+                 AMP_TEXT_DEFAULT_FILE ", looked for at %s: not found; restore it (`git "
+                 "checkout data/" AMP_TEXT_DEFAULT_FILE "` in the source tree, or install "
+                 "amptrain again) or set [data] path to a text file", shipped);
         return -1;
     }
     /* The shipped corpus is checked whichever path names it. */

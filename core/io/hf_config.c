@@ -305,7 +305,7 @@ static int init_folder(amp_config *cfg, char *out, size_t cap, char *err, size_t
     const char *init = amp_config_lookup(cfg, "model", "init", &where);
     struct stat sb;
     if (!init || strcmp(init, "default") == 0) return 1;
-    if (amp_settings_absolute_path(cfg, init, out, cap) != 0) {
+    if (amp_settings_absolute_path(cfg, where, init, out, cap) != 0) {
         amp_set_err(err, errlen, "%s: [model] init = '%s': path too long", where, init);
         return -1;
     }

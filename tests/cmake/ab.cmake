@@ -208,3 +208,18 @@ if(AMP_HAVE_MPI)
                    ${AMP_AB_OUT}/ranks)
   set_tests_properties(ab_ranks PROPERTIES LABELS "ab;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# What ab prints as it goes: off a terminal a line per run as always; on a
+# terminal (a pty from script) a live line with run k/n, the run's step,
+# the study's elapsed time and its ETA, estimated from the finished runs'
+# wall times (tests/ab/progress.sh recomputes it).
+add_test(NAME ab_progress
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/progress.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/tiny_sgd.ini ${AMP_AB_OUT}/progress)
+set_tests_properties(ab_progress PROPERTIES LABELS "ab;cli;output" TIMEOUT 180)
+# device = auto without a visible GPU: the note says why once per study,
+# not once per arm.
+add_test(NAME ab_device_note
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/device_note.sh $<TARGET_FILE:amptrain>
+                 ${AMP_AB_DYN} ${AMP_AB_OUT}/device_note)
+set_tests_properties(ab_device_note PROPERTIES LABELS "ab;cli" TIMEOUT 120)

@@ -101,3 +101,16 @@ amp_args_error(sample_two_dirs [=[^amptrain sample: one DIR only]=]
 set_tests_properties(cli_args_sample_equals cli_args_sample_prefix cli_args_sample_ambiguous
                      cli_args_sample_empty_prompt cli_args_sample_tokens cli_args_sample_two_dirs
                      PROPERTIES FIXTURES_REQUIRED amp_sample_gpt)
+
+# Help: every option in each command's getopt_long table (read from
+# core/cli/cmd_*.c) is described in that command's --help and named in
+# amptrain --help, so an option added without help fails here.
+add_test(NAME cli_help_options
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/help_options.sh ${AMP_EXE}
+                 ${PROJECT_SOURCE_DIR}/core/cli)
+set_tests_properties(cli_help_options PROPERTIES LABELS cli TIMEOUT 60)
+# The docs name every shipped plugin (docs/plugins.md) and config
+# (docs/commands.md).
+add_test(NAME cli_docs_lists
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/docs_lists.sh ${AMP_EXE} ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_docs_lists PROPERTIES LABELS cli TIMEOUT 60)

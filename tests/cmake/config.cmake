@@ -18,6 +18,9 @@ amp_config_cli_test(resolved_rerun)
 amp_config_cli_test(env_vars)
 # AMPTRAIN_PLUGIN_PATH with 40 entries still searches every folder.
 amp_config_cli_test(plugin_path_entries)
+# Relative paths from another working directory: in the file against the
+# config's folder, with --set (train and ab) against the working directory.
+amp_config_cli_test(relative_paths)
 
 # A key that the chosen schedule, optimizer, dataset or model does not use is
 # still an error, explained with the choice that leaves it unread and the

@@ -89,3 +89,22 @@ add_test(NAME llama_ab_scan
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/llama_ab_scan.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${CMAKE_BINARY_DIR}/tests/llama_ab_scan)
 set_tests_properties(llama_ab_scan PROPERTIES LABELS "ab;train" TIMEOUT 600)
+# A text run without [data] path reads the shipped corpus, looked for beside
+# the executable (<prefix>/share/amptrain/data/) and in the source tree:
+# amptrain_nodata is amptrain built against a source tree without it, so the
+# error must say where the corpus is expected, and the run must find it once
+# it is there.
+add_executable(amptrain_nodata ${PROJECT_SOURCE_DIR}/core/cli/main.c ${PROJECT_SOURCE_DIR}/core/text.c)
+target_link_libraries(amptrain_nodata PRIVATE amp_core)
+target_compile_options(amptrain_nodata PRIVATE ${AMP_C_WARNINGS})
+set(AMP_NODATA_SOURCE ${CMAKE_BINARY_DIR}/tests/no_source_tree/data)
+target_compile_definitions(amptrain_nodata PRIVATE
+  AMP_DATA_INSTALL_SUBDIR="${CMAKE_INSTALL_DATADIR}/amptrain/data"
+  AMP_DATA_SOURCE_DIR="${AMP_NODATA_SOURCE}")
+add_dependencies(amptrain_nodata amp_precision_fp16 amp_scaler_dynamic)
+add_test(NAME gpt_shipped_corpus
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/shipped_corpus.sh $<TARGET_FILE:amptrain_nodata>
+                 ${AMP_PLUGIN_BUILD_DIR} ${PROJECT_SOURCE_DIR}/data/tinyshakespeare.txt
+                 ${AMP_NODATA_SOURCE} ${CMAKE_INSTALL_DATADIR}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini ${CMAKE_BINARY_DIR}/tests/gpt_shipped_corpus)
+set_tests_properties(gpt_shipped_corpus PROPERTIES LABELS "train;cli" TIMEOUT 120)

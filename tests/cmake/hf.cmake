@@ -30,7 +30,7 @@ function(amp_hf_case name code regex)
   set_tests_properties(hf_init_${name} PROPERTIES TIMEOUT 120 FIXTURES_REQUIRED amp_hf_folders)
 endfunction()
 set(F [=[[^ ]*/hf_folders]=])
-amp_hf_case(good 0 [=[base_hf: test_acc [0-9.]+ test_loss [0-9.]+]=])
+amp_hf_case(good 0 [=[base_hf: val_loss [0-9.]+, ]=])
 amp_hf_case(sharded 0 [=[sharded/model\.safetensors\.index\.json: skipped 4 buffers that are not parameters \(_orig_mod\.transformer\.h\.0\.attn\.bias, \.\.\.\)]=])
 amp_hf_case(no_config 2 "^amptrain: ${F}/no_config: no config\\.json: \\[model\\] init takes a \\.safetensors file or a Hugging Face model folder")
 amp_hf_case(no_weights 2 "^amptrain: ${F}/no_weights: no model\\.safetensors nor model\\.safetensors\\.index\\.json beside config\\.json")
@@ -47,7 +47,7 @@ amp_hf_case(wrong_shard 2 "^amptrain: ${F}/wrong_shard/model\\.safetensors\\.ind
 # Llama folders: the good one trains (HF's module names), and what the
 # family cannot express is refused by name: a rope scaling (v5's rope_type,
 # or an older file's rope_scaling), another activation, biases.
-amp_hf_case(llama_good 0 [=[base_hf: test_acc [0-9.]+ test_loss [0-9.]+]=])
+amp_hf_case(llama_good 0 [=[base_hf: val_loss [0-9.]+, ]=])
 amp_hf_case(llama_rope_type 2 "^amptrain: ${F}/llama_rope_type/config\\.json: rope_parameters must be \\{\"rope_type\": \"default\", \"rope_theta\": N\\} \\(rope_type 'linear'\\): amptrain implements no rope scaling")
 amp_hf_case(llama_rope_scaling 2 "^amptrain: ${F}/llama_rope_scaling/config\\.json: rope_scaling is not null: amptrain implements no rope_scaling")
 amp_hf_case(llama_act 2 "^amptrain: ${F}/llama_act/config\\.json: hidden_act must be \"silu\"")

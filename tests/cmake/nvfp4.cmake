@@ -106,7 +106,7 @@ foreach(cfg gpt_shakespeare_nvfp4 gpt_shakespeare_nvfp4_1d_weights)
   add_test(NAME nvfp4_config_${cfg}_cuda
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_train_run.sh $<TARGET_FILE:amptrain>
                    ${PROJECT_SOURCE_DIR}/configs/${cfg}.ini ${AMP_NVFP4_RUNS}/${cfg}_cuda
-                   "${cfg}: test_acc .* 3 steps \\(0 skipped\\)"
+                   "${cfg}: val_loss [0-9.]+, 3 steps \\(0 skipped\\)"
                    "cuda: nvfp4_gemm (runs on cuBLASLt block-scaled FP4|emulated .* where )"
                    -- --set train.steps=3 --set train.log_every=1)
   set_tests_properties(nvfp4_config_${cfg}_cuda PROPERTIES LABELS "gpu;nvfp4" SKIP_RETURN_CODE 77)

@@ -39,8 +39,13 @@ add_test(NAME output_progress
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/output/progress.sh $<TARGET_FILE:amptrain>
                  ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/tiny_sgd.ini
                  ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini ${AMP_REL_OUT}/progress)
+# A text run's evaluation is val_loss in train's and ab's lines, not test_acc.
+add_test(NAME output_val_loss_names
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/output/val_loss_names.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini
+                 ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint/tiny_sgd.ini ${AMP_REL_OUT}/val_loss_names)
 set_tests_properties(output_lock output_never_over_input output_stdout_fails output_progress
-                     PROPERTIES LABELS "output;cli" TIMEOUT 120)
+                     output_val_loss_names PROPERTIES LABELS "output;cli" TIMEOUT 120)
 
 # [run] name becomes a folder name: "..", a slash or a hidden name are config
 # errors located at their line.
