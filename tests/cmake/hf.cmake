@@ -60,3 +60,12 @@ amp_hf_case(ini_disagrees 2 "^amptrain: --set model\\.n_layer: \\[model\\] n_lay
 add_test(NAME hf_export COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/hf/export.sh $<TARGET_FILE:amptrain>
                                 ${PROJECT_SOURCE_DIR}/tests/data ${CMAKE_BINARY_DIR}/tests/hf_export)
 set_tests_properties(hf_export PROPERTIES LABELS "train;cli" TIMEOUT 300)
+
+# Training against PyTorch + transformers: 20 FP32 AdamW steps of hf_gpt2
+# and hf_llama and one bf16 step of hf_llama through `amptrain train`,
+# against tests/data/hf_train_reference.json (scripts/hf_train_reference.py,
+# by hand).
+add_test(NAME hf_train_reference
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/hf/train_reference.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/tests/data ${CMAKE_BINARY_DIR}/tests/hf_train_reference)
+set_tests_properties(hf_train_reference PROPERTIES LABELS "train;cli" TIMEOUT 300)
