@@ -55,7 +55,8 @@
     } while (0)
 
 typedef enum gpt_norm { GPT_LAYERNORM, GPT_RMSNORM } gpt_norm;
-typedef enum gpt_mlp { GPT_MLP_GELU, GPT_MLP_SWIGLU } gpt_mlp;
+/* GPT_MLP_GELU_TANH is read as GPT_MLP_GELU with activation = gelu_tanh */
+typedef enum gpt_mlp { GPT_MLP_GELU, GPT_MLP_GELU_TANH, GPT_MLP_SWIGLU } gpt_mlp;
 typedef enum gpt_names { GPT_NAMES_GPT2, GPT_NAMES_LLAMA } gpt_names;
 typedef enum gpt_position { GPT_POS_LEARNED, GPT_POS_ROPE } gpt_position;
 
@@ -106,7 +107,7 @@ typedef struct gpt {
 /* nanoGPT's MLP is nn.GELU(), the erf form: its state_dict computes that function */
 static const char *const gpt_acts[] = {"gelu", "gelu_tanh", NULL};
 static const char *const gpt_norms[] = {"layernorm", "rmsnorm", NULL};
-static const char *const gpt_mlps[] = {"gelu", "swiglu", NULL};
+static const char *const gpt_mlps[] = {"gelu", "gelu_tanh", "swiglu", NULL};
 static const char *const gpt_namings[] = {"gpt2", "llama", NULL};
 static const char *const gpt_positions[] = {"learned", "rope", NULL};
 static const int gpt_act_values[] = {AMP_ACT_GELU, AMP_ACT_GELU_TANH};
@@ -126,8 +127,10 @@ static const amp_setting gpt_settings[] = {
     {"model", "norm_eps", AMP_SETTING_DOUBLE, "1e-5", .dmin = 0, .dmax = 1, GPT_KEY(norm_eps),
      .doc = "the norms' epsilon (nanoGPT's LayerNorm: 1e-5; Llama: `rms_norm_eps`)"},
     {"model", "mlp", AMP_SETTING_CHOICE, "gelu", .choices = gpt_mlps, GPT_KEY(mlp),
-     .doc = "the MLP: `gelu` (c_fc -> GELU (`activation`) -> c_proj, GPT-2's) or `swiglu` "
-            "(down_proj(silu(gate_proj(x)) * up_proj(x)), Llama's; no biases unless `bias`)"},
+     .doc = "the MLP: `gelu` (c_fc -> GELU (`activation`) -> c_proj, nanoGPT's), `gelu_tanh` "
+            "(the same with GPT-2's tanh GELU: `gelu` with `activation = gelu_tanh`, which it "
+            "sets; another `activation` is an error) or `swiglu` (down_proj(silu(gate_proj(x)) "
+            "* up_proj(x)), Llama's; no biases unless `bias`)"},
     {"model", "intermediate", AMP_SETTING_INT, "0", 0, 1 << 20, GPT_KEY(intermediate),
      .doc = "the MLP's hidden width; 0: 4 `n_embd` (GPT-2's)"},
     {"model", "names", AMP_SETTING_CHOICE, "gpt2", .choices = gpt_namings, GPT_KEY(names),
@@ -148,7 +151,7 @@ static const amp_setting gpt_settings[] = {
     {"model", "tie_embeddings", AMP_SETTING_BOOL, "true", GPT_KEY(tie),
      .doc = "the LM head reuses the token embedding (GPT-2's); false: its own `lm_head.weight`"},
     {"model", "activation", AMP_SETTING_CHOICE, "gelu", .choices = gpt_acts,
-     .values = gpt_act_values, GPT_KEY(act),
+     .values = gpt_act_values, GPT_KEY(act), .alt_when = "mlp=gelu_tanh", .alt_def = "gelu_tanh",
      .doc = "the MLP's GELU, `gelu` (exact erf form) or `gelu_tanh` (GPT-2's tanh form). The default "
             "is nanoGPT's: its `model.py` uses `nn.GELU()`, the erf form, so a nanoGPT `state_dict` "
             "loaded through `[model] init` computes the same function. Both cost the same on the CPU "
@@ -162,6 +165,17 @@ static const amp_setting gpt_settings[] = {
 
 static int read_keys(amp_config *cfg, gpt_keys *k, char *err, size_t errlen) {
     if (amp_settings_table_read(gpt_settings, k, cfg, err, errlen) != 0) return -1;
+    if (k->mlp == GPT_MLP_GELU_TANH) { /* `mlp = gelu_tanh` spells activation = gelu_tanh */
+        if (k->act != AMP_ACT_GELU_TANH) {
+            const char *where = NULL;
+            amp_config_lookup(cfg, "model", "activation", &where);
+            snprintf(err, errlen, "%s: [model] activation = gelu disagrees with mlp = gelu_tanh "
+                     "(the MLP's GELU is the tanh form); drop activation, or write mlp = gelu",
+                     where ? where : amp_config_path(cfg));
+            return -1;
+        }
+        k->mlp = GPT_MLP_GELU;
+    }
     if (k->intermediate == 0) k->intermediate = 4 * k->n_embd;
     if (k->n_kv_head == 0) k->n_kv_head = k->n_head;
     const char *bad = k->n_head % k->n_kv_head ? "n_kv_head"
