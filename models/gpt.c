@@ -163,43 +163,53 @@ static const amp_setting gpt_settings[] = {
             "`sample` of such a run uses it"},
     {.key = NULL}};
 
+static int check_keys(amp_config *cfg, const gpt_keys *k, char *err, size_t errlen);
+
 static int read_keys(amp_config *cfg, gpt_keys *k, char *err, size_t errlen) {
     if (amp_settings_table_read(gpt_settings, k, cfg, err, errlen) != 0) return -1;
-    if (k->mlp == GPT_MLP_GELU_TANH) { /* `mlp = gelu_tanh` spells activation = gelu_tanh */
-        if (k->act != AMP_ACT_GELU_TANH) {
-            const char *where = NULL;
-            amp_config_lookup(cfg, "model", "activation", &where);
-            snprintf(err, errlen, "%s: [model] activation = gelu disagrees with mlp = gelu_tanh "
-                     "(the MLP's GELU is the tanh form); drop activation, or write mlp = gelu",
-                     where ? where : amp_config_path(cfg));
-            return -1;
-        }
-        k->mlp = GPT_MLP_GELU;
-    }
     if (k->intermediate == 0) k->intermediate = 4 * k->n_embd;
     if (k->n_kv_head == 0) k->n_kv_head = k->n_head;
-    const char *bad = k->n_head % k->n_kv_head ? "n_kv_head"
-                      : k->position == GPT_POS_ROPE && (k->n_embd / k->n_head) % 2 ? "position"
-                      : NULL;
-    if (!bad && k->names == GPT_NAMES_GPT2)
-        bad = k->position == GPT_POS_ROPE ? "position" : k->n_kv_head != k->n_head ? "n_kv_head" : NULL;
-    if (bad) {
-        const char *where = NULL;
-        amp_config_lookup(cfg, "model", bad, &where);
-        snprintf(err, errlen, "%s: [model] %s: n_kv_head must divide n_head, rope needs an even "
-                 "head size, and both need names = llama (n_head %d, n_kv_head %d, n_embd %d)",
-                 where ? where : amp_config_path(cfg), bad, k->n_head, k->n_kv_head, k->n_embd);
-        return -1;
-    }
-    if (k->n_embd % k->n_head != 0) {
-        const char *where = NULL;
-        amp_config_lookup(cfg, "model", "n_head", &where);
-        snprintf(err, errlen, "%s: [model] n_embd = %d does not split into n_head = %d heads; pick "
-                 "n_head dividing n_embd", where ? where : amp_config_path(cfg), k->n_embd,
-                 k->n_head);
-        return -1;
-    }
+    if (check_keys(cfg, k, err, errlen) != 0) return -1;
+    if (k->mlp == GPT_MLP_GELU_TANH) k->mlp = GPT_MLP_GELU; /* with activation = gelu_tanh */
     return 0;
+}
+
+/* The decoder keys that hold only together; each refusal names the key at
+ * fault and why. */
+static int check_keys(amp_config *cfg, const gpt_keys *k, char *err, size_t errlen) {
+    const char *key = NULL;
+    char why[256];
+    int hs = k->n_embd / k->n_head;
+    if (k->n_embd % k->n_head)
+        key = "n_head", snprintf(why, sizeof why, "n_embd = %d does not split into n_head = %d "
+                                 "heads; pick n_head dividing n_embd", k->n_embd, k->n_head);
+    else if (k->n_head % k->n_kv_head)
+        key = "n_kv_head", snprintf(why, sizeof why, "n_kv_head = %d does not divide n_head = %d "
+                                    "(each key/value head serves an equal group of query heads)",
+                                    k->n_kv_head, k->n_head);
+    else if (k->names == GPT_NAMES_GPT2 && k->n_kv_head != k->n_head)
+        key = "n_kv_head", snprintf(why, sizeof why, "n_kv_head = %d needs names = llama (GPT-2's "
+                                    "fused c_attn has as many key/value heads as heads, %d)",
+                                    k->n_kv_head, k->n_head);
+    else if (k->names == GPT_NAMES_GPT2 && k->position == GPT_POS_ROPE)
+        key = "position", snprintf(why, sizeof why, "position = rope needs names = llama (GPT-2's "
+                                   "layout has a learned position table)");
+    else if (k->position == GPT_POS_ROPE && hs % 2)
+        key = "position", snprintf(why, sizeof why, "position = rope turns pairs of a head's values, "
+                                   "but a head has n_embd / n_head = %d / %d = %d, an odd number",
+                                   k->n_embd, k->n_head, hs);
+    else if (k->mlp == GPT_MLP_GELU_TANH && k->act != AMP_ACT_GELU_TANH)
+        key = "activation", snprintf(why, sizeof why, "activation = gelu disagrees with mlp = "
+                                     "gelu_tanh (the MLP's GELU is the tanh form); drop "
+                                     "activation, or write mlp = gelu");
+    else if (k->mlp == GPT_MLP_SWIGLU && k->act == AMP_ACT_GELU_TANH)
+        key = "activation", snprintf(why, sizeof why, "activation = gelu_tanh, but mlp = swiglu has "
+                                     "no GELU (its gate is silu): drop activation");
+    if (!key) return 0;
+    const char *where = NULL;
+    amp_config_lookup(cfg, "model", key, &where);
+    snprintf(err, errlen, "%s: [model] %s", where ? where : amp_config_path(cfg), why);
+    return -1;
 }
 
 /* ---- names: nanoGPT's or Hugging Face Llama's ------------------------------- */

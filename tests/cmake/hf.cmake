@@ -52,6 +52,9 @@ amp_hf_case(llama_rope_type 2 "^amptrain: ${F}/llama_rope_type/config\\.json: ro
 amp_hf_case(llama_rope_scaling 2 "^amptrain: ${F}/llama_rope_scaling/config\\.json: rope_scaling is not null: amptrain implements no rope_scaling")
 amp_hf_case(llama_act 2 "^amptrain: ${F}/llama_act/config\\.json: hidden_act must be \"silu\"")
 amp_hf_case(llama_bias 2 "^amptrain: ${F}/llama_bias/config\\.json: attention_bias must be false")
+# A key the family expresses, in a combination the decoder cannot build:
+# named at config.json's key.
+amp_hf_case(llama_kv_heads 2 "^amptrain: ${F}/llama_kv_heads/config\\.json: num_key_value_heads: \\[model\\] n_kv_head = 3 does not divide n_head = 4")
 # An INI key that disagrees with config.json: both values named.
 amp_hf_case(ini_disagrees 2 "^amptrain: --set model\\.n_layer: \\[model\\] n_layer = 3 disagrees with ${F}/ini_disagrees/config\\.json: n_layer = 2"
             --set model.n_layer=3)
