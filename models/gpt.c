@@ -55,7 +55,8 @@
     } while (0)
 
 typedef enum gpt_norm { GPT_LAYERNORM, GPT_RMSNORM } gpt_norm;
-typedef enum gpt_mlp { GPT_MLP_GELU, GPT_MLP_SWIGLU } gpt_mlp;
+/* GPT_MLP_GELU_TANH is read as GPT_MLP_GELU with activation = gelu_tanh */
+typedef enum gpt_mlp { GPT_MLP_GELU, GPT_MLP_GELU_TANH, GPT_MLP_SWIGLU } gpt_mlp;
 typedef enum gpt_names { GPT_NAMES_GPT2, GPT_NAMES_LLAMA } gpt_names;
 typedef enum gpt_position { GPT_POS_LEARNED, GPT_POS_ROPE } gpt_position;
 
@@ -106,7 +107,7 @@ typedef struct gpt {
 /* nanoGPT's MLP is nn.GELU(), the erf form: its state_dict computes that function */
 static const char *const gpt_acts[] = {"gelu", "gelu_tanh", NULL};
 static const char *const gpt_norms[] = {"layernorm", "rmsnorm", NULL};
-static const char *const gpt_mlps[] = {"gelu", "swiglu", NULL};
+static const char *const gpt_mlps[] = {"gelu", "gelu_tanh", "swiglu", NULL};
 static const char *const gpt_namings[] = {"gpt2", "llama", NULL};
 static const char *const gpt_positions[] = {"learned", "rope", NULL};
 static const int gpt_act_values[] = {AMP_ACT_GELU, AMP_ACT_GELU_TANH};
@@ -126,8 +127,10 @@ static const amp_setting gpt_settings[] = {
     {"model", "norm_eps", AMP_SETTING_DOUBLE, "1e-5", .dmin = 0, .dmax = 1, GPT_KEY(norm_eps),
      .doc = "the norms' epsilon (nanoGPT's LayerNorm: 1e-5; Llama: `rms_norm_eps`)"},
     {"model", "mlp", AMP_SETTING_CHOICE, "gelu", .choices = gpt_mlps, GPT_KEY(mlp),
-     .doc = "the MLP: `gelu` (c_fc -> GELU (`activation`) -> c_proj, GPT-2's) or `swiglu` "
-            "(down_proj(silu(gate_proj(x)) * up_proj(x)), Llama's; no biases unless `bias`)"},
+     .doc = "the MLP: `gelu` (c_fc -> GELU (`activation`) -> c_proj, nanoGPT's), `gelu_tanh` "
+            "(the same with GPT-2's tanh GELU: `gelu` with `activation = gelu_tanh`, which it "
+            "sets; another `activation` is an error) or `swiglu` (down_proj(silu(gate_proj(x)) "
+            "* up_proj(x)), Llama's; no biases unless `bias`)"},
     {"model", "intermediate", AMP_SETTING_INT, "0", 0, 1 << 20, GPT_KEY(intermediate),
      .doc = "the MLP's hidden width; 0: 4 `n_embd` (GPT-2's)"},
     {"model", "names", AMP_SETTING_CHOICE, "gpt2", .choices = gpt_namings, GPT_KEY(names),
@@ -148,7 +151,7 @@ static const amp_setting gpt_settings[] = {
     {"model", "tie_embeddings", AMP_SETTING_BOOL, "true", GPT_KEY(tie),
      .doc = "the LM head reuses the token embedding (GPT-2's); false: its own `lm_head.weight`"},
     {"model", "activation", AMP_SETTING_CHOICE, "gelu", .choices = gpt_acts,
-     .values = gpt_act_values, GPT_KEY(act),
+     .values = gpt_act_values, GPT_KEY(act), .alt_when = "mlp=gelu_tanh", .alt_def = "gelu_tanh",
      .doc = "the MLP's GELU, `gelu` (exact erf form) or `gelu_tanh` (GPT-2's tanh form). The default "
             "is nanoGPT's: its `model.py` uses `nn.GELU()`, the erf form, so a nanoGPT `state_dict` "
             "loaded through `[model] init` computes the same function. Both cost the same on the CPU "
@@ -160,32 +163,53 @@ static const amp_setting gpt_settings[] = {
             "`sample` of such a run uses it"},
     {.key = NULL}};
 
+static int check_keys(amp_config *cfg, const gpt_keys *k, char *err, size_t errlen);
+
 static int read_keys(amp_config *cfg, gpt_keys *k, char *err, size_t errlen) {
     if (amp_settings_table_read(gpt_settings, k, cfg, err, errlen) != 0) return -1;
     if (k->intermediate == 0) k->intermediate = 4 * k->n_embd;
     if (k->n_kv_head == 0) k->n_kv_head = k->n_head;
-    const char *bad = k->n_head % k->n_kv_head ? "n_kv_head"
-                      : k->position == GPT_POS_ROPE && (k->n_embd / k->n_head) % 2 ? "position"
-                      : NULL;
-    if (!bad && k->names == GPT_NAMES_GPT2)
-        bad = k->position == GPT_POS_ROPE ? "position" : k->n_kv_head != k->n_head ? "n_kv_head" : NULL;
-    if (bad) {
-        const char *where = NULL;
-        amp_config_lookup(cfg, "model", bad, &where);
-        snprintf(err, errlen, "%s: [model] %s: n_kv_head must divide n_head, rope needs an even "
-                 "head size, and both need names = llama (n_head %d, n_kv_head %d, n_embd %d)",
-                 where ? where : amp_config_path(cfg), bad, k->n_head, k->n_kv_head, k->n_embd);
-        return -1;
-    }
-    if (k->n_embd % k->n_head != 0) {
-        const char *where = NULL;
-        amp_config_lookup(cfg, "model", "n_head", &where);
-        snprintf(err, errlen, "%s: [model] n_embd = %d does not split into n_head = %d heads; pick "
-                 "n_head dividing n_embd", where ? where : amp_config_path(cfg), k->n_embd,
-                 k->n_head);
-        return -1;
-    }
+    if (check_keys(cfg, k, err, errlen) != 0) return -1;
+    if (k->mlp == GPT_MLP_GELU_TANH) k->mlp = GPT_MLP_GELU; /* with activation = gelu_tanh */
     return 0;
+}
+
+/* The decoder keys that hold only together; each refusal names the key at
+ * fault and why. */
+static int check_keys(amp_config *cfg, const gpt_keys *k, char *err, size_t errlen) {
+    const char *key = NULL;
+    char why[256];
+    int hs = k->n_embd / k->n_head;
+    if (k->n_embd % k->n_head)
+        key = "n_head", snprintf(why, sizeof why, "n_embd = %d does not split into n_head = %d "
+                                 "heads; pick n_head dividing n_embd", k->n_embd, k->n_head);
+    else if (k->n_head % k->n_kv_head)
+        key = "n_kv_head", snprintf(why, sizeof why, "n_kv_head = %d does not divide n_head = %d "
+                                    "(each key/value head serves an equal group of query heads)",
+                                    k->n_kv_head, k->n_head);
+    else if (k->names == GPT_NAMES_GPT2 && k->n_kv_head != k->n_head)
+        key = "n_kv_head", snprintf(why, sizeof why, "n_kv_head = %d needs names = llama (GPT-2's "
+                                    "fused c_attn has as many key/value heads as heads, %d)",
+                                    k->n_kv_head, k->n_head);
+    else if (k->names == GPT_NAMES_GPT2 && k->position == GPT_POS_ROPE)
+        key = "position", snprintf(why, sizeof why, "position = rope needs names = llama (GPT-2's "
+                                   "layout has a learned position table)");
+    else if (k->position == GPT_POS_ROPE && hs % 2)
+        key = "position", snprintf(why, sizeof why, "position = rope turns pairs of a head's values, "
+                                   "but a head has n_embd / n_head = %d / %d = %d, an odd number",
+                                   k->n_embd, k->n_head, hs);
+    else if (k->mlp == GPT_MLP_GELU_TANH && k->act != AMP_ACT_GELU_TANH)
+        key = "activation", snprintf(why, sizeof why, "activation = gelu disagrees with mlp = "
+                                     "gelu_tanh (the MLP's GELU is the tanh form); drop "
+                                     "activation, or write mlp = gelu");
+    else if (k->mlp == GPT_MLP_SWIGLU && k->act == AMP_ACT_GELU_TANH)
+        key = "activation", snprintf(why, sizeof why, "activation = gelu_tanh, but mlp = swiglu has "
+                                     "no GELU (its gate is silu): drop activation");
+    if (!key) return 0;
+    const char *where = NULL;
+    amp_config_lookup(cfg, "model", key, &where);
+    snprintf(err, errlen, "%s: [model] %s", where ? where : amp_config_path(cfg), why);
+    return -1;
 }
 
 /* ---- names: nanoGPT's or Hugging Face Llama's ------------------------------- */

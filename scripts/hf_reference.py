@@ -11,7 +11,7 @@ Run by hand, never by CI, in a venv with PyPI's packages:
 
 and, to check `amptrain export` (a run of two steps from hf_gpt2, exported):
 
-    build/amptrain train tests/bad_inputs/base_hf.ini --set model.init=tests/data/hf_gpt2 \
+    build/amptrain train tests/bad_inputs/base_hf.ini --set model.init="$PWD/tests/data/hf_gpt2" \
         --set train.steps=2 --out /tmp/hf_run
     build/amptrain export /tmp/hf_run --hf tests/data/hf_gpt2_exported
     /tmp/hfvenv/bin/python scripts/hf_reference.py --check-export tests/data/hf_gpt2_exported
@@ -19,6 +19,13 @@ and, to check `amptrain export` (a run of two steps from hf_gpt2, exported):
 which loads the folder with GPT2LMHeadModel.from_pretrained (refusing any
 tensor it would not use or would have to initialise) and writes its logits
 on the reference batch to tests/data/hf_gpt2_export_check.safetensors.
+The same for a Llama (LlamaForCausalLM, hf_llama_reference's batch, into
+tests/data/hf_llama_export_check.safetensors):
+
+    build/amptrain train tests/bad_inputs/base_hf.ini --set model.init="$PWD/tests/data/hf_llama" \
+        --set train.steps=2 --out /tmp/hf_llama_run
+    build/amptrain export /tmp/hf_llama_run --hf tests/data/hf_llama_exported
+    /tmp/hfvenv/bin/python scripts/hf_reference.py --check-export tests/data/hf_llama_exported
 
 With --llama it writes only hf_llama/ (a tiny random LlamaForCausalLM:
 2 layers, 64 wide, 4 heads with 2 key/value heads (GQA), RoPE, SwiGLU
@@ -153,17 +160,23 @@ def sharded_copy(src, dst):
 
 
 def check_export(folder, out):
-    model, info = GPT2LMHeadModel.from_pretrained(folder, output_loading_info=True)
+    """Loads an `amptrain export --hf` folder with from_pretrained (refusing
+    any tensor it would not use or would have to initialise) and writes its
+    logits on the reference batch of the same model_type."""
+    kind = json.load(open(os.path.join(folder, "config.json")))["model_type"]
+    cls = {"gpt2": GPT2LMHeadModel, "llama": LlamaForCausalLM}[kind]
+    model, info = cls.from_pretrained(folder, output_loading_info=True)
     bad = {k: v for k, v in info.items() if v}
     assert not bad, f"from_pretrained({folder}): {bad}"
-    ref = load_file(os.path.join(out, "hf_gpt2_reference.safetensors"))
+    ref = load_file(os.path.join(out, f"hf_{kind}_reference.safetensors"))
     x = ref["ref.x"].long()
     with torch.no_grad():
         logits = model.float().eval()(x).logits.contiguous()
     save_file({"ref.x": ref["ref.x"], "ref.y": ref["ref.y"], "logits": logits},
-              os.path.join(out, "hf_gpt2_export_check.safetensors"),
+              os.path.join(out, f"hf_{kind}_export_check.safetensors"),
               metadata={"script": "scripts/hf_reference.py --check-export", "folder": folder})
-    print(f"{folder}: loaded by from_pretrained with nothing missing or unused; logits written")
+    print(f"{folder}: {cls.__name__}.from_pretrained loaded it with nothing missing or unused; "
+          f"logits written to hf_{kind}_export_check.safetensors")
 
 
 def main():

@@ -23,7 +23,10 @@
  *   - tests/data/hf_llama (the script's --llama: GQA with 4 heads and 2
  *     key/value heads, RoPE, SwiGLU, an untied head; config.json gives
  *     names = llama, norm = rmsnorm, position = rope, mlp = swiglu and the
- *     sizes): the same checks as the FP32 GPT-2 folder. */
+ *     sizes): the same checks as the FP32 GPT-2 folder, and
+ *     tests/data/hf_llama_exported (a two-step run, exported) against
+ *     LlamaForCausalLM.from_pretrained's logits on it
+ *     (hf_llama_export_check.safetensors), within 1e-5 of the largest. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,21 +201,24 @@ static void test_sharded(void) {
     close_folder(b, cb);
 }
 
-static void test_exported(void) {
-    gpt_ref chk = gpt_ref_open(DATA "hf_gpt2_export_check.safetensors", SCRIPT " --check-export");
+/* A folder `amptrain export --hf` wrote (committed), against the logits
+ * transformers' from_pretrained computed on it (check, written by the
+ * script's --check-export). */
+static void test_exported(const char *folder, const char *check) {
+    gpt_ref chk = gpt_ref_open(check, SCRIPT " --check-export");
     amp_config *cfg;
-    amp_session *s = open_folder(DATA "hf_gpt2_exported", &cfg);
+    amp_session *s = open_folder(folder, &cfg);
     amp_model *m = s->model;
     gpt_ref_load_batch(m, &chk, B * T);
     gpt_ref_step(m, B, T, 1.0f, 0);
     size_t nl = 0;
     float *want = gpt_ref_tensor(&chk, "logits", &nl);
-    EXPECT(nl == (size_t)B * T * V, "exported logits: %zu values", nl);
+    EXPECT(nl == (size_t)B * T * V, "%s: exported logits: %zu values", map_type, nl);
     double mx, diff = logits_diff(m, want, &mx);
-    EXPECT(diff <= 1e-5 * mx, "exported folder: max |amptrain - from_pretrained| %.3g > 1e-5 * %.3g",
-           diff, mx);
-    printf("exported folder: logits max |amptrain - from_pretrained| %.2e (%.2e of max |logit|)\n",
-           diff, diff / mx);
+    EXPECT(diff <= 1e-5 * mx, "%s exported folder: max |amptrain - from_pretrained| %.3g > 1e-5 * %.3g",
+           map_type, diff, mx);
+    printf("%s exported folder: logits max |amptrain - from_pretrained| %.2e (%.2e of max |logit|)\n",
+           map_type, diff, diff / mx);
     free(want);
     close_folder(s, cfg);
     gpt_ref_close(&chk);
@@ -223,13 +229,14 @@ int main(void) {
     start = gpt_ref_open(DATA "hf_gpt2/model.safetensors", SCRIPT);
     test_fp32(DATA "hf_gpt2", check_architecture);
     test_sharded();
-    test_exported();
+    test_exported(DATA "hf_gpt2_exported", DATA "hf_gpt2_export_check.safetensors");
     gpt_ref_close(&ref);
     gpt_ref_close(&start);
     ref = gpt_ref_open(DATA "hf_llama_reference.safetensors", SCRIPT " --llama");
     start = gpt_ref_open(DATA "hf_llama/model.safetensors", SCRIPT " --llama");
     map_type = "llama";
     test_fp32(DATA "hf_llama", check_llama);
+    test_exported(DATA "hf_llama_exported", DATA "hf_llama_export_check.safetensors");
     gpt_ref_close(&ref);
     gpt_ref_close(&start);
     if (amp_test_failures) fprintf(stderr, "%d failure(s)\n", amp_test_failures);

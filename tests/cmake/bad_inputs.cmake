@@ -82,6 +82,21 @@ amp_bad_ini(negative_seed 2 [=[\[run\] seed = '-1': out of range]=])
 amp_bad_ini(batch_negative 2 [=[\[data\] batch_size = '-1': out of range. expected an integer in \[1, 65536\]]=])
 amp_bad_ini(batch_huge 2 [=[\[data\] batch_size = '1000000000000': out of range. expected an integer in \[1, 65536\]]=])
 amp_bad_ini(accumulate_huge 2 [=[\[train\] accumulate = '1000000': out of range. expected an integer in \[1, 4096\]]=])
+# The decoder's Llama keys (models/gpt.c), one fault per file, each named
+# at its line; the control trains the file with its fault fixed.
+amp_bad_ini(llama_kv_not_dividing 8 [=[\[model\] n_kv_head = 3 does not divide n_head = 4 \(each key/value head serves an equal group of query heads\)$]=])
+amp_bad_input(llama_kv_fixed 0 [=[run: test_acc [0-9.]+ test_loss]=]
+              ${AMP_BI_SRC}/ini/llama_kv_not_dividing.ini --set model.n_kv_head=2 --set data.dataset=text
+              --set data.batch_size=2 --set data.eval_iters=1 --set train.steps=1)
+amp_bad_ini(llama_kv_gpt2_names 7 [=[\[model\] n_kv_head = 2 needs names = llama \(GPT-2's fused c_attn has as many key/value heads as heads, 4\)$]=])
+amp_bad_ini(llama_rope_odd_head 8 [=[\[model\] position = rope turns pairs of a head's values, but a head has n_embd / n_head = 12 / 4 = 3, an odd number$]=])
+amp_bad_ini(llama_rope_theta_zero 6 [=[\[model\] rope_theta = '0': out of range; expected a number in \[1, 1e\+12\]$]=])
+amp_bad_ini(llama_norm_eps_nan 6 [=[\[model\] norm_eps = 'nan': not a finite number; expected a number in \[0, 1\]$]=])
+amp_bad_ini(llama_intermediate_negative 6 [=[\[model\] intermediate = '-8': out of range; expected an integer in \[0, 1048576\]$]=])
+amp_bad_ini(llama_names_typo 4 [=[\[model\] names = 'lama': not a known choice; expected one of gpt2, llama; did you mean 'llama'\?$]=])
+amp_bad_ini(llama_tie_not_bool 5 [=[\[model\] tie_embeddings = 'untied': not a boolean]=])
+amp_bad_ini(llama_swiglu_gelu_tanh 6 [=[\[model\] activation = gelu_tanh, but mlp = swiglu has no GELU \(its gate is silu\): drop activation$]=])
+amp_bad_ini(mlp_gelu_tanh_activation_gelu 5 [=[\[model\] activation = gelu disagrees with mlp = gelu_tanh \(the MLP's GELU is the tanh form\); drop activation, or write mlp = gelu$]=])
 
 set(AMP_BI_TINY ${AMP_BI_SRC}/base_tiny.ini)
 # The same faults through --set, located as "--set section.key".

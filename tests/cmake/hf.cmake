@@ -52,6 +52,9 @@ amp_hf_case(llama_rope_type 2 "^amptrain: ${F}/llama_rope_type/config\\.json: ro
 amp_hf_case(llama_rope_scaling 2 "^amptrain: ${F}/llama_rope_scaling/config\\.json: rope_scaling is not null: amptrain implements no rope_scaling")
 amp_hf_case(llama_act 2 "^amptrain: ${F}/llama_act/config\\.json: hidden_act must be \"silu\"")
 amp_hf_case(llama_bias 2 "^amptrain: ${F}/llama_bias/config\\.json: attention_bias must be false")
+# A key the family expresses, in a combination the decoder cannot build:
+# named at config.json's key.
+amp_hf_case(llama_kv_heads 2 "^amptrain: ${F}/llama_kv_heads/config\\.json: num_key_value_heads: \\[model\\] n_kv_head = 3 does not divide n_head = 4")
 # An INI key that disagrees with config.json: both values named.
 amp_hf_case(ini_disagrees 2 "^amptrain: --set model\\.n_layer: \\[model\\] n_layer = 3 disagrees with ${F}/ini_disagrees/config\\.json: n_layer = 2"
             --set model.n_layer=3)
@@ -60,3 +63,12 @@ amp_hf_case(ini_disagrees 2 "^amptrain: --set model\\.n_layer: \\[model\\] n_lay
 add_test(NAME hf_export COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/hf/export.sh $<TARGET_FILE:amptrain>
                                 ${PROJECT_SOURCE_DIR}/tests/data ${CMAKE_BINARY_DIR}/tests/hf_export)
 set_tests_properties(hf_export PROPERTIES LABELS "train;cli" TIMEOUT 300)
+
+# Training against PyTorch + transformers: 20 FP32 AdamW steps of hf_gpt2
+# and hf_llama and one bf16 step of hf_llama through `amptrain train`,
+# against tests/data/hf_train_reference.json (scripts/hf_train_reference.py,
+# by hand).
+add_test(NAME hf_train_reference
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/hf/train_reference.sh $<TARGET_FILE:amptrain>
+                 ${PROJECT_SOURCE_DIR}/tests/data ${CMAKE_BINARY_DIR}/tests/hf_train_reference)
+set_tests_properties(hf_train_reference PROPERTIES LABELS "train;cli" TIMEOUT 300)

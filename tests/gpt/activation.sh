@@ -12,6 +12,7 @@
 #     under gelu_tanh it ends identical; `sample` of a run folder whose
 #     config.ini lacks the key builds the gelu_tanh model and says so (the
 #     tiny model's text alone would not tell the two GELUs apart).
+#   - [model] mlp = gelu_tanh is activation = gelu_tanh (see the end).
 set -euo pipefail
 amptrain=$1
 drop_key=$2
@@ -86,3 +87,30 @@ cmp -s "$work/s_tanh.txt" "$work/s_old.txt" || fail "sample of an old run folder
 grep -q "config.ini: no \[model\] activation: the run predates the key and ran activation = gelu_tanh" \
     "$work/s_old.log" || fail "sample of an old run folder: $(cat "$work/s_old.log")"
 echo "ok  sample of a run folder from before the key: built with gelu_tanh, and says so"
+
+# [model] mlp = gelu_tanh: the GELU MLP with the tanh form, the same run as
+# activation = gelu_tanh bit for bit (config.ini records both keys); with
+# activation = gelu beside it, exit 2 naming both; its checkpoint resumes
+# under mlp = gelu_tanh to the same end, and `sample` builds it.
+train "$work/mlp_tanh" --set model.mlp=gelu_tanh
+grep -q '^mlp = gelu_tanh  ; --set model.mlp$' "$work/mlp_tanh/config.ini" &&
+    grep -q '^activation = gelu_tanh  ; default$' "$work/mlp_tanh/config.ini" ||
+    fail "mlp = gelu_tanh: config.ini has $(grep -E '^(mlp|activation) ' "$work/mlp_tanh/config.ini")"
+same_outputs "$work/tanh" "$work/mlp_tanh" noconfig
+rc=0
+"$amptrain" train "$cfg" --set model.mlp=gelu_tanh --set model.activation=gelu --out "$work/mlp_bad" \
+    >/dev/null 2>"$work/mlp_bad.log" || rc=$?
+[ $rc -eq 2 ] && grep -q "^amptrain: --set model.activation: \[model\] activation = gelu disagrees with mlp = gelu_tanh" \
+    "$work/mlp_bad.log" || fail "mlp = gelu_tanh, activation = gelu: exit $rc, $(cat "$work/mlp_bad.log")"
+no_metrics "$work/mlp_bad"
+mkdir -p "$work/mlp_resumed/checkpoints"
+cp "$work/mlp_tanh/checkpoints/ckpt-00000006.amp" "$work/mlp_tanh/checkpoints/vocab.json" \
+    "$work/mlp_resumed/checkpoints/"
+cp "$work/mlp_tanh/metrics.jsonl" "$work/mlp_resumed/"
+"$amptrain" train "$cfg" --set model.mlp=gelu_tanh --resume "$work/mlp_resumed" >/dev/null \
+    2>"$work/mlp_resumed.log" || fail "mlp = gelu_tanh resumed: $(tail -2 "$work/mlp_resumed.log")"
+same_outputs "$work/mlp_tanh" "$work/mlp_resumed"
+"$amptrain" sample "$work/mlp_tanh" --prompt "ROMEO:" --tokens 40 --seed 3 >"$work/s_mlp.txt"
+cmp -s "$work/s_tanh.txt" "$work/s_mlp.txt" || fail "sample of the mlp = gelu_tanh run is not the gelu_tanh run's text"
+echo "ok  mlp = gelu_tanh: the activation = gelu_tanh run bit for bit; with activation = gelu exit 2;" \
+    "resumed identical; sampled alike"

@@ -11,7 +11,8 @@
 #     the run's weights;
 #   - a run of another model, and a missing --hf, are exit 2.
 # That transformers reads the folder and computes amptrain's logits is
-# test_hf_gpt2's check on tests/data/hf_gpt2_exported.
+# test_hf_gpt2's check on tests/data/hf_gpt2_exported and hf_llama_exported,
+# which must be what export writes (checked below).
 set -euo pipefail
 A=$1
 SRC=$2
@@ -67,6 +68,29 @@ sys.exit(1 if bad else 0)
 PY
     fail "the exported Llama folder did not load back as the run's weights"
 echo "ok  llama export -> [model] init: config.json has the run's sizes, the weights come back"
+
+# The committed folders that transformers' from_pretrained was run on
+# (SRC_DATA/hf_{gpt2,llama}_exported, read by test_hf_gpt2 against its
+# logits) are what export writes today: the same config.json, byte for
+# byte, and the same tensors (names, dtypes, shapes; the values depend on
+# the two steps' summation order).
+for pair in "hf:hf_gpt2_exported" "lhf:hf_llama_exported"; do
+    new=$W/${pair%%:*} old=$SRC/${pair#*:}
+    cmp -s "$new/config.json" "$old/config.json" ||
+        fail "export writes another config.json than $old's: $(diff "$old/config.json" "$new/config.json")"
+    python3 - "$new/model.safetensors" "$old/model.safetensors" <<'PY' ||
+import json, struct, sys
+def header(p):
+    b = open(p, "rb").read(1 << 20)
+    h = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])
+    h.pop("__metadata__", None)
+    return {k: (v["dtype"], tuple(v["shape"])) for k, v in h.items()}
+a, b = header(sys.argv[1]), header(sys.argv[2])
+sys.exit(0 if a == b else "tensors differ: " + str(sorted(set(a.items()) ^ set(b.items()), key=str)[:6]))
+PY
+        fail "export writes other tensors than $old/model.safetensors"
+done
+echo "ok  the committed exported folders are what export writes"
 
 rc=0
 "$A" train "$here/../bad_inputs/base_tiny.ini" --out "$W/mlp" 2>/dev/null >/dev/null

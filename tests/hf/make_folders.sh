@@ -42,3 +42,4 @@ folder llama_rope_scaling hf_llama
 sed -i 's/^{/{\n  "rope_scaling": {"type": "linear", "factor": 2.0},/' "$d/config.json"
 folder llama_act hf_llama;      sed -i 's/"hidden_act": "silu"/"hidden_act": "gelu"/' "$d/config.json"
 folder llama_bias hf_llama;     sed -i 's/"attention_bias": false/"attention_bias": true/' "$d/config.json"
+folder llama_kv_heads hf_llama; sed -i 's/"num_key_value_heads": 2/"num_key_value_heads": 3/' "$d/config.json"
