@@ -101,19 +101,42 @@ examples)
         grep -qF "layer $l" "$log" || fail "fp16_edges: no debug line 'layer $l'"
     done
 
-    # fp8_percentile: a user's FP8 recipe (scale_update) drives the scales;
-    # its metrics carry the per-operand fp8 telemetry, and a bad key of its
-    # own is refused at its line.
+    # fp8_percentile: a user's FP8 recipe on the installed fp8 policy (its
+    # scale_update replaced) drives the scales; its metrics carry the
+    # per-operand fp8 telemetry, and a bad key of its own is refused at its
+    # line, as is fp8's amax_compute, which the percentile replaces.
     pc=$tmp/fp8_percentile/build/amp_precision_fp8_percentile.so
     step "training with fp8_percentile" "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" \
         --set run.device=cpu --set train.steps=20 --out "$tmp/runs/percentile"
-    summary_has "$tmp/runs/percentile/summary.json" precision fp8_percentile 1.0.0 "$pc"
+    grep -qF "\"precision\": {\"name\":\"fp8_percentile\",\"version\":\"2.0.0\",\"path\":\"$pc\",\"base\":{\"name\":\"fp8\"," \
+        "$tmp/runs/percentile/summary.json" || fail "fp8_percentile: summary.json does not record it on fp8"
     grep -q '"fp8":\[{"layer":"fc1","role":"input","format":"e4m3","scaling":"delayed"' \
         "$tmp/runs/percentile/metrics.jsonl" || fail "fp8_percentile: no fp8 telemetry for fc1"
-    "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --set precision.percentile=0 \
-        --out "$tmp/runs/percentile_bad" 2>"$tmp/pct_bad.log"
-    [ $? = 2 ] && grep -q "precision.percentile: .*0 is not in (0, 100\]" "$tmp/pct_bad.log" ||
-        fail "fp8_percentile: percentile = 0 not refused with exit 2: $(cat "$tmp/pct_bad.log")"
+    for bad in "percentile=0|precision.percentile: .*0 is not in (0, 100\\]" \
+        "amax_compute=max|precision.amax_compute: .*fp8_percentile takes the percentile of the history instead"; do
+        "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --set "precision.${bad%%|*}" \
+            --out "$tmp/runs/percentile_bad" 2>"$tmp/pct_bad.log"
+        [ $? = 2 ] && grep -q "${bad#*|}" "$tmp/pct_bad.log" ||
+            fail "fp8_percentile: ${bad%%|*} not refused with exit 2: $(cat "$tmp/pct_bad.log")"
+    done
+    # Its scales by hand: with percentile = 50 and fp8's margin = 1, fc1's
+    # input scale after step k is 448 / 2 / (the nearest-rank median of its
+    # amax over steps 1..k).
+    step "fp8_percentile, median, margin 1" "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" \
+        --set run.device=cpu --set train.steps=6 --set train.log_every=1 --set precision.percentile=50 \
+        --set precision.margin=1 --out "$tmp/runs/pct_median"
+    python3 - "$tmp/runs/pct_median/metrics.jsonl" <<'PY' >"$log" 2>&1 || fail "fp8_percentile: fc1's scale is not 224 / the median of its amax history"
+import json, math, sys
+ops = [[o for o in json.loads(l)["fp8"] if o["layer"] == "fc1" and o["role"] == "input"][0]
+       for l in open(sys.argv[1]) if '"fp8"' in l]
+for k, o in enumerate(ops):
+    hist = sorted(p["amax"] for p in ops[:k + 1])
+    want = 448.0 / 2 / hist[math.ceil(0.5 * len(hist)) - 1]
+    print(f"step {k + 1}: fc1 input amax {o['amax']:.6g} scale {o['scale']:.7g}, 224/median {want:.7g}")
+    if abs(o["scale"] - want) > 1e-6 * want:
+        sys.exit(1)
+PY
+    cat "$log"
     # its layer.* keys (the SDK's amptrain/layer_keys.h): a layer kept in BF16
     # has no FP8 operands, a key naming no layer is refused at its line, and
     # the recipe is a layer scan's candidate against bf16.
