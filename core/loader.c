@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base_policy/base_policy.h"
 #include "io/file.h"
 #include "log.h"
 #include "self_exe.h"
@@ -726,6 +727,11 @@ static amp_plugin_host *host_args(void *ctx, const char *service, const char *ar
     return h;
 }
 
+amp_plugin_host *amp_plugin_host_args(void *ctx, const char *service, const char *arg,
+                                      const void *value) {
+    return host_args(ctx, service, arg, value);
+}
+
 static void host_log(void *ctx, int level, const char *fmt, ...) {
     amp_plugin_host *h = host_args(ctx, "log", "format", fmt);
     if (!h) return;
@@ -896,9 +902,13 @@ int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
     api->layer_count = host_layer_count;
     api->layer_name = host_layer_name;
     api->layer_op_classes = host_layer_op_classes;
+    api->base_policy = amp_base_policy_take;
+    h->kind = p->kind;
     amp_config_declare_section(cfg, section);
+    h->in_init = 1;
     int rc = p->kind == AMP_PLUGIN_KIND_PRECISION ? amp_plugin_precision(p)->init(api, &p->self)
                                                    : amp_plugin_scaler(p)->init(api, &p->self);
+    h->in_init = 0;
     if (rc != 0) {
         p->self = NULL;
         snprintf(err, errlen, "%s plugin '%s' (%s) failed to initialise: %s", section,
@@ -923,6 +933,8 @@ void amp_plugin_close(amp_plugin *p) {
             amp_plugin_scaler(p)->fini(p->self);
         p->self = NULL;
     }
+    amp_base_policy_free(p->host.base); /* outlives the fini of the plugin on it */
+    p->host.base = NULL;
     dlclose(p->handle);
     p->handle = NULL;
     p->entry = NULL;

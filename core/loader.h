@@ -33,6 +33,10 @@ typedef struct amp_plugin_host {
     const char *const *layers;
     int layer_count;
     const unsigned *layer_classes; /* [layer_count] op class bits, or NULL (none known) */
+    amp_plugin_kind kind;   /* the plugin's kind */
+    int in_init;            /* inside the plugin's init (base_policy may be called) */
+    int base_busy;          /* inside its base policy's init (it may take none) */
+    struct amp_base_policy *base; /* the precision policy it builds on, or NULL (owned) */
     char err[1024];         /* last message from host->error / key_error / a getter */
     char misuse[512];       /* the first host call with a NULL or bad argument, or "" */
     struct amp_plugin_host *next_live; /* the hosts of plugins between init and close */
@@ -119,10 +123,17 @@ int amp_plugin_trust_judge(const char *path, const struct stat *st, amp_trust_ro
  * safe. 0 when the group is unknown or has no member. */
 int amp_group_only_owner(gid_t gid, uid_t owner);
 
+/* The host behind a plugin's ctx for `service`, or NULL after recording
+ * the misuse (a ctx that is not host->ctx, or `value`, the argument named
+ * `arg`, NULL). For host services kept out of this file. */
+amp_plugin_host *amp_plugin_host_args(void *ctx, const char *service, const char *arg,
+                                      const void *value);
+
 /* Calls the vtable's init with a host table over cfg's [section]. */
 int amp_plugin_init(amp_plugin *p, amp_config *cfg, const char *section,
                     const char *const *layers, int layer_count, char *err, size_t errlen);
 
+/* Calls fini, then closes the base policy the plugin took, then the file. */
 void amp_plugin_close(amp_plugin *p);
 
 /* The first host service call of p's plugin with a NULL or bad argument

@@ -2,11 +2,14 @@
 
 #include <stdlib.h>
 
+#include "base_policy/base_policy.h"
 #include "scaled_state.h"
 
 #include "io/json.h"
 #include "peak_rss.h"
 
+/* {"name","version","path"}, and "base" likewise for a precision plugin
+ * built on another (host->base_policy). */
 static void write_plugin(FILE *f, const amp_plugin *p) {
     fputs("{\"name\":", f);
     amp_json_str(f, p->entry->name);
@@ -14,6 +17,10 @@ static void write_plugin(FILE *f, const amp_plugin *p) {
     amp_json_str(f, p->entry->version);
     fputs(",\"path\":", f);
     amp_json_str(f, p->path);
+    if (p->host.base) {
+        fputs(",\"base\":", f);
+        write_plugin(f, &p->host.base->plugin);
+    }
     fputc('}', f);
 }
 

@@ -95,14 +95,12 @@ void amp_scaled_eval_end(amp_scaled *s) {
     if (s && s->nslots) memcpy(s->slot, s->saved, (size_t)s->nslots * sizeof *s->slot);
 }
 
-/* The default rule: format_max / amax, the previous scale kept when amax
- * is 0 or not finite (counted). */
-static double default_scale(const amp_scale_stats *st, double amax, int64_t *kept) {
-    if (!(amax > 0.0) || !isfinite(amax)) {
-        (*kept)++;
-        return st->scale;
-    }
-    return st->format_max / amax;
+double amp_scaled_default_rule(const amp_scale_stats *st, int *kept) {
+    double amax = st->amax;
+    for (uint32_t i = 0; i < st->history_count; i++)
+        if (!(st->history[i] <= amax)) amax = st->history[i]; /* a NaN wins, and keeps */
+    *kept = !(amax > 0.0) || !isfinite(amax);
+    return *kept ? st->scale : st->format_max / amax;
 }
 
 /* The next scale of slot sl from the hook or the default rule; a failure
@@ -125,10 +123,9 @@ static int ask(amp_scaled *s, amp_scaled_slot *sl, amp_scale_stats *st, char *er
         }
         if (!(st->amax > 0.0) || !isfinite(st->amax)) sl->kept++;
     } else {
-        double amax = st->amax;
-        for (uint32_t i = 0; i < st->history_count; i++)
-            if (!(st->history[i] <= amax)) amax = st->history[i]; /* a NaN wins, and keeps */
-        next = default_scale(st, amax, &sl->kept);
+        int kept;
+        next = amp_scaled_default_rule(st, &kept);
+        sl->kept += kept;
     }
     float f = (float)next;
     if (!isfinite(f) || !(f > 0.0f)) {

@@ -94,6 +94,11 @@ uint32_t amp_scaled_nvfp4_signs(const amp_scaled *s);
 /* amp_format as the backend's amp_fp8_format. */
 int amp_format_fp8(uint32_t format);
 
+/* The host's rule when a policy has no scale_update: format_max / the max
+ * of st->amax and st's history (a NaN wins), or st->scale (*kept = 1) when
+ * that is 0 or not finite. */
+double amp_scaled_default_rule(const amp_scale_stats *st, int *kept);
+
 /* CURRENT scaling: the scale that quantizes a tensor whose amax is `amax`
  * (this tensor's own), from the hook or the default rule; sets sl->scale.
  * 0, or -1 with err when the hook fails or returns a scale that is not

@@ -8,9 +8,11 @@
 #               through the installed amptrain and check the summaries;
 #   scaler, precision: `amptrain new-plugin CASE NAME DIR`, build the folder
 #               as written (warnings as errors), train with its INI.
-#   precision_fp8: `amptrain new-plugin precision NAME DIR --template fp8`,
-#               build it, train (its FP8 telemetry, its recipe's scales), a
-#               layer.* key, and `ab baseline.ini NAME.ini --scan layers`.
+#   precision_fp8: `amptrain new-plugin precision NAME DIR --template fp8`
+#               (a recipe on the installed fp8 policy), build it, train a
+#               tiny GPT (FP8 telemetry, layer.lm_head, its scales against a
+#               hand computation and against the built-in fp8), its keys'
+#               errors, and `ab baseline.ini NAME.ini --scan layers`.
 # Runs under umask 002: the install, the SDK's build helper and new-plugin
 # must give plugins and their folders safe modes themselves.
 set -u
@@ -99,19 +101,42 @@ examples)
         grep -qF "layer $l" "$log" || fail "fp16_edges: no debug line 'layer $l'"
     done
 
-    # fp8_percentile: a user's FP8 recipe (scale_update) drives the scales;
-    # its metrics carry the per-operand fp8 telemetry, and a bad key of its
-    # own is refused at its line.
+    # fp8_percentile: a user's FP8 recipe on the installed fp8 policy (its
+    # scale_update replaced) drives the scales; its metrics carry the
+    # per-operand fp8 telemetry, and a bad key of its own is refused at its
+    # line, as is fp8's amax_compute, which the percentile replaces.
     pc=$tmp/fp8_percentile/build/amp_precision_fp8_percentile.so
     step "training with fp8_percentile" "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" \
         --set run.device=cpu --set train.steps=20 --out "$tmp/runs/percentile"
-    summary_has "$tmp/runs/percentile/summary.json" precision fp8_percentile 1.0.0 "$pc"
+    grep -qF "\"precision\": {\"name\":\"fp8_percentile\",\"version\":\"2.0.0\",\"path\":\"$pc\",\"base\":{\"name\":\"fp8\"," \
+        "$tmp/runs/percentile/summary.json" || fail "fp8_percentile: summary.json does not record it on fp8"
     grep -q '"fp8":\[{"layer":"fc1","role":"input","format":"e4m3","scaling":"delayed"' \
         "$tmp/runs/percentile/metrics.jsonl" || fail "fp8_percentile: no fp8 telemetry for fc1"
-    "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --set precision.percentile=0 \
-        --out "$tmp/runs/percentile_bad" 2>"$tmp/pct_bad.log"
-    [ $? = 2 ] && grep -q "precision.percentile: .*0 is not in (0, 100\]" "$tmp/pct_bad.log" ||
-        fail "fp8_percentile: percentile = 0 not refused with exit 2: $(cat "$tmp/pct_bad.log")"
+    for bad in "percentile=0|precision.percentile: .*0 is not in (0, 100\\]" \
+        "amax_compute=max|precision.amax_compute: .*fp8_percentile takes the percentile of the history instead"; do
+        "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" --set "precision.${bad%%|*}" \
+            --out "$tmp/runs/percentile_bad" 2>"$tmp/pct_bad.log"
+        [ $? = 2 ] && grep -q "${bad#*|}" "$tmp/pct_bad.log" ||
+            fail "fp8_percentile: ${bad%%|*} not refused with exit 2: $(cat "$tmp/pct_bad.log")"
+    done
+    # Its scales by hand: with percentile = 50 and fp8's margin = 1, fc1's
+    # input scale after step k is 448 / 2 / (the nearest-rank median of its
+    # amax over steps 1..k).
+    step "fp8_percentile, median, margin 1" "$amptrain" train "$tmp/fp8_percentile/tiny_fp8_percentile.ini" \
+        --set run.device=cpu --set train.steps=6 --set train.log_every=1 --set precision.percentile=50 \
+        --set precision.margin=1 --out "$tmp/runs/pct_median"
+    python3 - "$tmp/runs/pct_median/metrics.jsonl" <<'PY' >"$log" 2>&1 || fail "fp8_percentile: fc1's scale is not 224 / the median of its amax history"
+import json, math, sys
+ops = [[o for o in json.loads(l)["fp8"] if o["layer"] == "fc1" and o["role"] == "input"][0]
+       for l in open(sys.argv[1]) if '"fp8"' in l]
+for k, o in enumerate(ops):
+    hist = sorted(p["amax"] for p in ops[:k + 1])
+    want = 448.0 / 2 / hist[math.ceil(0.5 * len(hist)) - 1]
+    print(f"step {k + 1}: fc1 input amax {o['amax']:.6g} scale {o['scale']:.7g}, 224/median {want:.7g}")
+    if abs(o["scale"] - want) > 1e-6 * want:
+        sys.exit(1)
+PY
+    cat "$log"
     # its layer.* keys (the SDK's amptrain/layer_keys.h): a layer kept in BF16
     # has no FP8 operands, a key naming no layer is refused at its line, and
     # the recipe is a layer scan's candidate against bf16.
@@ -179,41 +204,94 @@ scaler | precision)
         --out "$tmp/runs/baseline"
     ;;
 precision_fp8)
+    # The recipe builds on the installed fp8 policy (host->base_policy): it
+    # keeps fp8's formats and keys and replaces only scale_update.
     name=my_recipe
     dir=$tmp/$name
     step "new-plugin --template fp8" "$amptrain" new-plugin precision "$name" "$dir" --template fp8
-    grep -q '#include "amptrain/layer_keys.h"' "$dir/$name.c" && grep -q 'plugin_scale_update' "$dir/$name.c" ||
-        fail "the fp8 template has no layer keys or no scale_update"
+    c=$dir/$name.c
+    grep -q 'host->base_policy(host->ctx, "fp8")' "$c" && grep -q 'plugin_scale_update' "$c" &&
+        ! grep -Eq 'AMP_FORMAT_F8|layer_keys' "$c" ||
+        fail "the fp8 template does not build on fp8 (or copies its formats or layer keys)"
     cmake_plugin "$dir"
     so=$dir/build/amp_precision_$name.so
-    step "training with $name.ini" "$amptrain" train "$dir/$name.ini" --set run.device=cpu --set train.steps=6 \
-        --out "$tmp/runs/$name"
-    summary_has "$tmp/runs/$name/summary.json" precision "$name" 0.1.0 "$so"
-    loss=$(json_num "$tmp/runs/$name/summary.json" final_train_loss)
+    fp8so=$(find "$prefix" -name amp_precision_fp8.so)
+    train() { # train OUT INI ARGS...: a few steps of the tiny GPT on the CPU, every step logged
+        out=$tmp/runs/$1 ini=$2
+        shift 2
+        step "training $(basename "$ini") $*" "$amptrain" train "$ini" --set run.device=cpu \
+            --set train.log_every=1 "$@" --out "$out"
+    }
+    train r "$dir/$name.ini" --set train.steps=6
+    grep -qF "\"precision\": {\"name\":\"$name\",\"version\":\"0.1.0\",\"path\":\"$so\",\"base\":{\"name\":\"fp8\",\"version\":\"1.0.0\",\"path\":\"$fp8so\"}}" \
+        "$tmp/runs/r/summary.json" || fail "summary.json does not record $name on the installed fp8: $(grep '"plugins"' "$tmp/runs/r/summary.json")"
+    loss=$(json_num "$tmp/runs/r/summary.json" final_train_loss)
     case $loss in '' | *nan* | *inf*) fail "final_train_loss is '$loss'" ;; esac
-    grep -q '"fp8":\[{"layer":"fc1","role":"input","format":"e4m3","scaling":"delayed"' \
-        "$tmp/runs/$name/metrics.jsonl" || fail "$name: no fp8 telemetry for fc1"
-    # the recipe's scale after each step: 448 / 2^margin / the max of the amax
-    # history (this step's included), with margin = 1 from the INI
-    step "training with $name.ini, margin 1" "$amptrain" train "$dir/$name.ini" --set run.device=cpu \
-        --set train.steps=4 --set train.log_every=1 --set precision.margin=1 --out "$tmp/runs/${name}_m1"
-    python3 - "$tmp/runs/${name}_m1/metrics.jsonl" <<'PY' || fail "$name: fc1's scale is not 224 / its amax history's max"
-import json, sys
-ops = [[o for o in json.loads(l)["fp8"] if o["layer"] == "fc1" and o["role"] == "input"][0]
-       for l in open(sys.argv[1]) if "\"fp8\"" in l]
-amax = [o["amax"] for o in ops]
-for k, o in enumerate(ops):
-    want = 448.0 / 2 / max(amax[:k + 1])
-    print(f"step {k + 1}: fc1 input amax {amax[k]:.6g} scale {o['scale']:.7g}, 224/max(history) {want:.7g}")
-    if abs(o["scale"] - want) > 1e-6 * want:
-        sys.exit(1)
+    # fp8's operands on the block's linears; the INI's layer.lm_head = bf16
+    # (read by fp8) keeps the head out of FP8, and without it the head is in.
+    grep -q '"fp8":\[{"layer":"transformer.h.0.attn.c_attn","role":"input","format":"e4m3","scaling":"delayed"' \
+        "$tmp/runs/r/metrics.jsonl" || fail "$name: no fp8 telemetry for transformer.h.0.attn.c_attn"
+    ! grep -q '"layer":"lm_head"' "$tmp/runs/r/metrics.jsonl" || fail "$name: layer.lm_head = bf16 left lm_head in FP8"
+    sed '/^layer\.lm_head/d' "$dir/$name.ini" >"$dir/head_fp8.ini"
+    train head "$dir/head_fp8.ini" --set train.steps=2
+    grep -q '"layer":"lm_head","role":"input","format":"e4m3"' "$tmp/runs/head/metrics.jsonl" ||
+        fail "$name: without layer.lm_head the head has no FP8 operands"
+    # The replaced rule, checked by hand: with margin = 1 (fp8's key) every
+    # delayed operand's scale after step k is 2^floor(log2(format_max / 2 /
+    # max(its amax over steps 1..k))); with pow2 = 0 it is fp8's own,
+    # format_max / 2 / that max, and the built-in fp8 run with the same keys
+    # gives the same losses and telemetry, bit for bit.
+    train m1 "$dir/$name.ini" --set train.steps=5 --set precision.margin=1
+    train m0 "$dir/$name.ini" --set train.steps=5 --set precision.margin=1 --set precision.pow2=0
+    sed 's|^plugin = build/.*|plugin = fp8|; /^pow2/d' "$dir/$name.ini" >"$dir/builtin.ini"
+    train fp8 "$dir/builtin.ini" --set train.steps=5 --set precision.margin=1
+    python3 - "$tmp/runs/m1/metrics.jsonl" "$tmp/runs/m0/metrics.jsonl" "$tmp/runs/fp8/metrics.jsonl" <<'PY' >"$log" 2>&1 ||
+import json, math, sys
+runs = [[json.loads(l) for l in open(p) if '"fp8"' in l] for p in sys.argv[1:]]
+fmax = {"e4m3": 448.0, "e5m2": 57344.0}
+def check(recs, pow2):
+    n = differ = 0
+    for k, rec in enumerate(recs):
+        for o in rec["fp8"]:
+            hist = [[p for p in r["fp8"] if p["layer"] == o["layer"] and p["role"] == o["role"]][0]["amax"]
+                    for r in recs[:k + 1]]
+            te = fmax[o["format"]] / 2 / max(hist)
+            want = 2.0 ** math.floor(math.log2(te)) if pow2 else te
+            if abs(o["scale"] - want) > 1e-6 * want:
+                sys.exit(f"pow2={pow2} step {k + 1} {o['layer']} {o['role']}: scale {o['scale']}, by hand {want}")
+            n += 1
+            differ += abs(o["scale"] - te) > 1e-6 * te
+            if k < 2 and o["layer"] == "transformer.h.0.attn.c_attn":
+                print(f"pow2={pow2} step {k + 1} c_attn {o['role']}: amax {o['amax']:.6g} scale {o['scale']:.7g}, "
+                      f"fp8's {te:.7g}")
+    return n, differ
+n1, d1 = check(runs[0], 1)
+n0, d0 = check(runs[1], 0)
+print(f"pow2=1: {n1} scales by hand, {d1} differ from fp8's rule; pow2=0: {n0}, {d0} differ")
+if n1 == 0 or d1 < n1 // 2 or d0 != 0:
+    sys.exit("the recipe's scales do not differ from fp8's rule as they should")
+a = [(r["loss"], r["fp8"]) for r in runs[1]]
+b = [(r["loss"], r["fp8"]) for r in runs[2]]
+if a != b:
+    sys.exit("pow2 = 0 does not reproduce the built-in fp8 run")
 PY
-    step "$name with layer.fc2 = bf16" "$amptrain" train "$dir/$name.ini" --set run.device=cpu \
-        --set train.steps=2 --set precision.layer.fc2=bf16 --out "$tmp/runs/${name}_fc2"
-    ! grep -q '"layer":"fc2"' "$tmp/runs/${name}_fc2/metrics.jsonl" || fail "$name: layer.fc2 = bf16 left fc2 in FP8"
+        fail "$name: the recipe's scales are not the hand-computed ones"
+    cat "$log"
+    # Keys: fp8 checks its own (through the recipe, at the key), the recipe its own.
+    "$amptrain" train "$dir/$name.ini" --set precision.margin=99 --out "$tmp/runs/bad" 2>"$tmp/bad.log"
+    [ $? = 2 ] && grep -q "precision.margin: \[precision\] margin: 99 is not an integer in 0\.\.64" "$tmp/bad.log" ||
+        fail "$name: margin = 99 not refused by fp8 with exit 2: $(cat "$tmp/bad.log")"
+    "$amptrain" train "$dir/$name.ini" --set precision.pow2=2 --out "$tmp/runs/bad" 2>"$tmp/bad.log"
+    [ $? = 2 ] && grep -q "precision.pow2: \[precision\] pow2: 2 is not 0 or 1" "$tmp/bad.log" ||
+        fail "$name: pow2 = 2 not refused with exit 2: $(cat "$tmp/bad.log")"
+    # A layer scan with the recipe as the candidate: each linear of the block
+    # ranked, the head (bf16 in both arms) skipped.
     step "ab --scan layers with $name" "$amptrain" ab "$dir/baseline.ini" "$dir/$name.ini" --scan layers \
         --seeds 1 --set run.device=cpu --set train.steps=3 --out "$tmp/runs/scan"
-    grep -Eq '^ +[12] +fc1 +1 ' "$log" && grep -Eq '^ +[12] +fc2 +1 ' "$log" || fail "the scan did not rank fc1 and fc2"
+    grep -Eq '^ +[1-4] +transformer\.h\.0\.attn\.c_attn +1 ' "$log" &&
+        grep -Eq '^ +[1-4] +transformer\.h\.0\.mlp\.c_fc +1 ' "$log" &&
+        grep -Eq "^ +- +lm_head +1 +skipped: already at baseline's precision" "$log" ||
+        fail "the scan did not rank the block's linears and skip lm_head"
     ;;
 *)
     echo "sdk_test.sh: unknown case '$case'" >&2

@@ -462,8 +462,9 @@ static const char usage_text[] =
     "  writes DIR (default ./NAME): NAME.c, CMakeLists.txt, NAME.ini, baseline.ini,\n"
     "  README.md. NAME is [a-z0-9_]+; DIR must not exist or be empty.\n"
     "  --template (precision only): autocast (default), a 16-bit autocast policy;\n"
-    "            fp8, an FP8 recipe: the fp8 policy's format with a scale_update of\n"
-    "            its own and layer.<glob> keys, against a bf16 baseline.ini\n";
+    "            fp8, an FP8 recipe: the built-in fp8 policy (its formats and keys,\n"
+    "            layer.<glob> included) with a scale_update of its own, on a tiny\n"
+    "            GPT, against a bf16 baseline.ini\n";
 
 static void usage(FILE *f) { fputs(usage_text, f); }
 
@@ -553,9 +554,10 @@ int amp_cmd_new_plugin(int argc, char **argv) {
                             build_note, is_scaler ? scaler_c : fp8 ? amp_new_plugin_fp8_c : precision_c};
     const char *cm[] = {cmakelists};
     const char *rd[] = {readme};
-    const char *own[] = {is_scaler ? scaler_ini_head : precision_ini_head, tiny_task,
-                         is_scaler ? scaler_ini_tail : fp8 ? amp_new_plugin_fp8_ini_tail : precision_ini_tail};
-    const char *base[] = {fp8 ? amp_new_plugin_fp8_baseline_head : baseline_ini_head, tiny_task,
+    const char *task = fp8 ? amp_new_plugin_fp8_task : tiny_task;
+    const char *own[] = {is_scaler ? scaler_ini_head : fp8 ? amp_new_plugin_fp8_ini_head : precision_ini_head,
+                         task, is_scaler ? scaler_ini_tail : fp8 ? amp_new_plugin_fp8_ini_tail : precision_ini_tail};
+    const char *base[] = {fp8 ? amp_new_plugin_fp8_baseline_head : baseline_ini_head, task,
                           fp8 ? amp_new_plugin_fp8_baseline_tail : baseline_ini_tail};
     if (write_file(dir, cfile, source, 3, name, kind, hint) || write_file(dir, "CMakeLists.txt", cm, 1, name, kind, hint) ||
         write_file(dir, ini, own, 3, name, kind, hint) || write_file(dir, "baseline.ini", base, 3, name, kind, hint) ||

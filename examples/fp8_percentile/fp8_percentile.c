@@ -1,30 +1,27 @@
-/* An FP8 recipe of your own: BF16 autocast with every GEMM/CONV layer's
- * operands in FP8 (E4M3 inputs and weights, E5M2 gradients, delayed
- * scaling), whose next scale comes from a percentile of the amax history
- * instead of its max, so one outlier step does not shrink the scale for the
- * whole history. Keys (its [precision] section):
- *   percentile        = 90  (0 < p <= 100; 100 is Transformer Engine's max)
- *   amax_history_len  = 16  (1..65536)
- *   layer.<name or glob> = f32|f16|bf16  that layer in the dtype, no FP8
- *                       operands (the SDK's amptrain/layer_keys.h reads them
- *                       as the built-ins do, so `amptrain ab --scan` can
- *                       keep groups of layers at a baseline's precision)
+/* An FP8 recipe of your own, on the built-in fp8 policy (plugin ABI 1.4,
+ * host->base_policy): fp8 as it is (BF16 autocast; every GEMM/CONV layer's
+ * inputs and weights in FP8 E4M3, its output gradients in E5M2, one
+ * delayed scale per tensor), with its scale_update replaced: the amax that
+ * sets the next scale is a percentile of the amax history instead of its
+ * max, so one outlier step does not shrink the scale for the whole
+ * history; fp8's rule then makes the scale of it (format_max / amax /
+ * 2^margin). Keys (its [precision] section):
+ *   percentile  = 90  (0 < p <= 100; 100 is fp8's max)
+ *   and fp8's, read and checked by fp8: format, recipe, amax_history_len
+ *   (1024), margin, op.<class>, layer.<name or glob> = f32|f16|bf16 (that
+ *   layer in the dtype, no FP8 operands, so `amptrain ab --scan` can keep
+ *   groups of layers at a baseline's precision). fp8's amax_compute is
+ *   refused: the percentile takes its place.
  * Built only against the installed SDK (find_package(amptrain)). */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "amptrain/layer_keys.h"
 #include "amptrain/plugin.h"
 
 typedef struct recipe {
-    const amp_host_api *host;
+    const amp_policy_base *base; /* fp8, the host's: valid until fini returns */
     double percentile;
-    int64_t history_len;
-    int nlayers;
-    unsigned *classes; /* [nlayers] op class bits */
-    amp_layer_key *keys; /* [nlayers] the layer.* overrides */
-    double *sorted;    /* [history_len] scratch for the percentile */
+    double *sorted; /* [AMP_AMAX_HISTORY_MAX] scratch for the percentile */
 } recipe;
 
 static void pct_fini(void *self)
@@ -32,28 +29,26 @@ static void pct_fini(void *self)
     recipe *r = self;
     if (!r)
         return;
-    free(r->classes);
-    free(r->keys);
     free(r->sorted);
     free(r);
 }
 
 static int pct_init(const amp_host_api *host, void **self)
 {
-    if (host->struct_size <= offsetof(amp_host_api, layer_op_classes)) {
-        host->error(host->ctx, "fp8_percentile needs an amptrain with plugin ABI 1.2");
+    if (host->struct_size < AMP_HOST_API_SIZE_1_4) {
+        host->error(host->ctx, "fp8_percentile needs an amptrain with plugin ABI 1.4 or later");
         return 1;
     }
     recipe *r = calloc(1, sizeof *r);
-    if (!r) {
+    if (!r || !(r->sorted = calloc(AMP_AMAX_HISTORY_MAX, sizeof *r->sorted))) {
         host->error(host->ctx, "out of memory");
+        pct_fini(r);
         return 1;
     }
-    r->host = host;
     r->percentile = 90.0;
-    r->history_len = 16;
-    if (host->get_double(host->ctx, "percentile", &r->percentile) < 0 ||
-        host->get_int(host->ctx, "amax_history_len", &r->history_len) < 0) {
+    const char *amax_compute;
+    r->base = host->base_policy(host->ctx, "fp8");
+    if (!r->base || host->get_double(host->ctx, "percentile", &r->percentile) < 0) {
         pct_fini(r);
         return 1;
     }
@@ -62,53 +57,21 @@ static int pct_init(const amp_host_api *host, void **self)
         pct_fini(r);
         return 1;
     }
-    if (r->history_len < 1 || r->history_len > (int64_t)AMP_AMAX_HISTORY_MAX) {
-        host->key_error(host->ctx, "amax_history_len", "%lld is not in 1..%u",
-                        (long long)r->history_len, AMP_AMAX_HISTORY_MAX);
+    if (host->get_string(host->ctx, "amax_compute", &amax_compute) > 0) {
+        host->key_error(host->ctx, "amax_compute",
+                        "fp8_percentile takes the percentile of the history instead; remove it");
         pct_fini(r);
         return 1;
     }
-    r->nlayers = host->layer_count(host->ctx);
-    r->classes = calloc((size_t)(r->nlayers > 0 ? r->nlayers : 1), sizeof *r->classes);
-    r->keys = calloc((size_t)(r->nlayers > 0 ? r->nlayers : 1), sizeof *r->keys);
-    r->sorted = calloc((size_t)r->history_len, sizeof *r->sorted);
-    if (!r->classes || !r->keys || !r->sorted) {
-        host->error(host->ctx, "out of memory");
-        pct_fini(r);
-        return 1;
-    }
-    if (amp_layer_keys_read(host, r->keys, r->nlayers) != 0) {
-        pct_fini(r);
-        return 1;
-    }
-    for (int i = 0; i < r->nlayers; i++)
-        r->classes[i] = host->layer_op_classes(host->ctx, i);
     *self = r;
     return 0;
 }
 
+/* Kept: fp8's formats per layer, its layer.<glob> keys included. */
 static int pct_resolve(void *self, const char *layer, amp_layer_precision *out)
 {
-    recipe *r = self;
-    for (int c = 0; c < AMP_OP_COUNT; c++)
-        out->compute[c] = AMP_DTYPE_F32; /* softmax, loss, norm, reduce */
-    out->compute[AMP_OP_GEMM] = out->compute[AMP_OP_CONV] = AMP_DTYPE_BF16;
-    out->compute[AMP_OP_ATTENTION] = out->compute[AMP_OP_POINTWISE] = AMP_DTYPE_BF16;
-    out->activation = out->param = AMP_DTYPE_BF16;
-    if (out->struct_size < sizeof *out) {
-        r->host->error(r->host->ctx, "the host's amp_layer_precision has no operand formats");
-        return 1;
-    }
-    if (amp_layer_keys_apply(r->keys, r->nlayers, layer, out))
-        return 0; /* kept in its dtype: no FP8 operands */
-    const unsigned gemm = (1u << AMP_OP_GEMM) | (1u << AMP_OP_CONV);
-    for (int i = 0; i < r->nlayers; i++)
-        if (strcmp(layer, r->host->layer_name(r->host->ctx, i)) == 0 && (r->classes[i] & gemm))
-            for (int role = 0; role < AMP_ROLE_COUNT; role++)
-                out->operand[role] = (amp_operand_format){
-                    role == AMP_ROLE_GRAD_OUTPUT ? AMP_FORMAT_F8_E5M2 : AMP_FORMAT_F8_E4M3,
-                    AMP_SCALING_DELAYED, (uint32_t)r->history_len, 0};
-    return 0;
+    const amp_policy_base *b = ((const recipe *)self)->base;
+    return b->vtable->resolve(b->self, layer, out);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -117,32 +80,34 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* scale = format_max / (the percentile of the history's finite values);
- * the previous scale when that is 0 or there is none. */
+/* Replaced: fp8's rule on a one-value history, the percentile of the
+ * history's finite values (nearest rank: the smallest value with at least
+ * p% of the values <= it); the scale in use when there is none. */
 static int pct_scale_update(void *self, const amp_scale_stats *st, double *scale)
 {
-    recipe *r = self;
+    const recipe *r = self;
     uint32_t n = 0;
-    for (uint32_t i = 0; i < st->history_count && n < (uint32_t)r->history_len; i++)
+    for (uint32_t i = 0; i < st->history_count && n < AMP_AMAX_HISTORY_MAX; i++)
         if (isfinite(st->history[i]))
             r->sorted[n++] = st->history[i];
     *scale = st->scale;
     if (n == 0)
         return 0;
     qsort(r->sorted, n, sizeof *r->sorted, cmp_double);
-    /* nearest rank: the smallest value with at least p% of the values <= it */
     uint32_t rank = (uint32_t)ceil(r->percentile / 100.0 * n);
     double amax = r->sorted[(rank ? rank : 1) - 1];
-    if (amax > 0.0)
-        *scale = st->format_max / amax;
-    return 0;
+    amp_scale_stats one = *st;
+    one.amax = amax;
+    one.history = &amax;
+    one.history_count = 1;
+    return r->base->vtable->scale_update(r->base->self, &one, scale);
 }
 
 static const amp_precision_vtable vt = {(uint32_t)sizeof vt, pct_init, pct_fini, pct_resolve,
                                         NULL, NULL, pct_scale_update};
 
-AMP_PLUGIN_DEFINE_WITH_KEYS(AMP_PLUGIN_KIND_PRECISION, "fp8_percentile", "1.0.0",
-                            "FP8 delayed scaling from a percentile of the amax history",
-                            "percentile=90 amax_history_len=16 "
-                            "layer.<glob>=f32/f16/bf16 (no fp8 on that layer)",
+AMP_PLUGIN_DEFINE_WITH_KEYS(AMP_PLUGIN_KIND_PRECISION, "fp8_percentile", "2.0.0",
+                            "the fp8 policy, its scale from a percentile of the amax history",
+                            "percentile=90 (0..100] and fp8's keys but amax_compute: format "
+                            "recipe amax_history_len margin op.<class> layer.<glob>",
                             &vt);

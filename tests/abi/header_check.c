@@ -31,6 +31,27 @@ static int hc_update(void *self, const amp_scaler_stats *stats, int *skip)
     return 0;
 }
 
+/* A precision plugin on a base policy (ABI 1.4): the size macro and the
+ * base's vtable, as the fp8 recipe template uses them. */
+static int hc_pinit(const amp_host_api *host, void **self)
+{
+    if (host->struct_size < AMP_HOST_API_SIZE_1_4)
+        return 1;
+    const amp_policy_base *b = host->base_policy(host->ctx, "fp8");
+    *self = (void *)b;
+    return b ? 0 : 1;
+}
+
+static int hc_presolve(void *self, const char *layer, amp_layer_precision *out)
+{
+    const amp_policy_base *b = (const amp_policy_base *)self;
+    return b->vtable->resolve(b->self, layer, out);
+}
+
+AMP_PLUGIN_EXTERN_C const amp_precision_vtable hc_pvtable; /* used by no one: external */
+const amp_precision_vtable hc_pvtable = {(uint32_t)sizeof(amp_precision_vtable), hc_pinit, hc_fini,
+                                         hc_presolve, NULL, NULL, NULL};
+
 static const amp_scaler_vtable hc_vtable = {(uint32_t)sizeof(amp_scaler_vtable), hc_init, hc_fini,
                                             hc_get_scale, hc_update, NULL, NULL};
 

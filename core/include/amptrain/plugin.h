@@ -48,8 +48,11 @@ extern "C" {
  *      layer_op_classes appended.
  * 1.3: the NVFP4 format and its two scalings (AMP_FORMAT_NVFP4,
  *      AMP_SCALING_NVFP4_1D / _2D) appended to their enums, and
- *      amp_layer_precision.operand_flags (AMP_OPERAND_*) appended. */
-#define AMP_PLUGIN_ABI_MINOR 3
+ *      amp_layer_precision.operand_flags (AMP_OPERAND_*) appended.
+ * 1.4: amp_host_api.base_policy and its amp_policy_base appended: a
+ *      precision plugin builds on another (fp8, mxfp8, nvfp4, ...) and
+ *      replaces only what it changes, its scale_update recipe say. */
+#define AMP_PLUGIN_ABI_MINOR 4
 
 /* The one exported symbol, by name. */
 #define AMP_PLUGIN_ENTRY_SYMBOL "amp_plugin_entry"
@@ -104,6 +107,8 @@ typedef enum amp_op_class {
 
 enum amp_log_level { AMP_LOG_ERROR = 0, AMP_LOG_WARN = 1, AMP_LOG_INFO = 2, AMP_LOG_DEBUG = 3 };
 
+struct amp_policy_base; /* since ABI 1.4; defined with the precision vtable */
+
 /*
  * Services the host offers a plugin. Valid from `init` until `fini` returns;
  * `ctx` must be passed back as the first argument of every call.
@@ -157,7 +162,25 @@ typedef struct amp_host_api {
      * index out of range. A policy puts scaled GEMM operand formats only on
      * layers that run GEMM or CONV. */
     unsigned (*layer_op_classes)(void *ctx, int index);
+    /* Since ABI 1.4 (read it only when struct_size covers it, e.g.
+     * host->struct_size >= AMP_HOST_API_SIZE_1_4): for a precision plugin,
+     * from its init and at most once. Loads the precision plugin `name`,
+     * found as `[precision] plugin = name` finds it (a name, not a path:
+     * "fp8", "mxfp8", "nvfp4", "bf16", ...), and runs its init with this
+     * same host table: it reads its keys from this plugin's section (fp8's
+     * format, margin, layer.<glob>, ...; they mean what they mean for it)
+     * and reports through it. The calling plugin then calls the base's
+     * functions for what it keeps and its own for what it replaces.
+     * Returns the base, owned by the host and valid until the calling
+     * plugin's fini returns (the host then finalises and unloads it); NULL
+     * on failure, the reason recorded (return failure from init). A base
+     * cannot take a base of its own. */
+    const struct amp_policy_base *(*base_policy)(void *ctx, const char *name);
 } amp_host_api;
+
+/* The size of amp_host_api in ABI 1.4, which appended base_policy. */
+#define AMP_HOST_API_SIZE_1_4 \
+    (offsetof(amp_host_api, base_policy) + sizeof(((amp_host_api *)0)->base_policy))
 
 /* ---------------------------------------------------------------- precision */
 
@@ -308,6 +331,24 @@ typedef struct amp_precision_vtable {
      * kept when that amax is 0 or not finite (a step's first scale is 1). */
     int (*scale_update)(void *self, const amp_scale_stats *stats, double *scale);
 } amp_precision_vtable;
+
+/* Since ABI 1.4: a precision policy another precision plugin builds on,
+ * from host->base_policy. Host-owned, valid until the calling plugin's
+ * fini returns; a later minor may append fields (check struct_size). */
+typedef struct amp_policy_base {
+    uint32_t struct_size;
+    const char *name;    /* the base's entry name ("fp8") */
+    const char *version; /* its entry version */
+    /* The base's functions, each called with `self` below. init and fini
+     * are NULL: the host calls them. Every other entry is set: where the
+     * base leaves one out, the host's default stands in (requires_scaler
+     * and allow_tf32 return 0; scale_update is the host's rule,
+     * format_max / the amax history's max). So a plugin keeps an entry
+     * with a one-line call and replaces it with its own function, and may
+     * call the base's in its own (the base's scale, then changed). */
+    const amp_precision_vtable *vtable;
+    void *self;
+} amp_policy_base;
 
 /* -------------------------------------------------------------- loss scaler */
 
