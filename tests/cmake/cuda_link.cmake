@@ -7,3 +7,11 @@ if(AMP_HAVE_CUDA)
                    ${CMAKE_COMMAND} ${CUDAToolkit_LIBRARY_DIR})
   set_tests_properties(cuda_link PROPERTIES LABELS "cli" TIMEOUT 120)
 endif()
+
+# Every kernel launch and asynchronous copy or memset of the CUDA backend is
+# followed by its launch check (tests/cuda/launch_checks.py). Reads the
+# sources only, so it runs in every build, with or without CUDA.
+file(GLOB AMP_CUDA_SOURCES_CHECKED ${PROJECT_SOURCE_DIR}/core/backend/cuda/*.cu)
+add_test(NAME cuda_launch_checks
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cuda/launch_checks.py ${AMP_CUDA_SOURCES_CHECKED})
+set_tests_properties(cuda_launch_checks PROPERTIES LABELS "cli")

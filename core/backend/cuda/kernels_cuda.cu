@@ -476,7 +476,8 @@ extern "C" int amp_cuda_test_sum_partials(amp_backend *be, double *out, const do
                                    cudaMemcpyHostToDevice, im->stream)) != cudaSuccess))
         amp_cuda_fail(be, "staging the partials", __FILE__, __LINE__, cudaGetErrorName(e),
                       cudaGetErrorString(e));
-    else if (amp_add_partials(be, dst, n) == 0 &&
+    else if (amp_cuda_after_launch(be, "staging the partials", __FILE__, __LINE__) == 0 &&
+             amp_add_partials(be, dst, n) == 0 &&
              be->ops->download(be, out, dst, sizeof *dst) == 0)
         rc = 0;
     e = cudaFree(dst);

@@ -221,6 +221,7 @@ static int nv_run(amp_backend *be, uint8_t *codes, uint8_t *scales, float *y, co
     double *p_err = runs ? (double *)((uint8_t *)p + rec_bytes + q_bytes + t_bytes) : NULL;
     double *p_abs = runs ? p_err + runs : NULL;
     AMP_CHECK_CUDA(cudaMemsetAsync(rec, 0, sizeof *rec, s));
+    AMP_CHECK_LAUNCH(cudaMemsetAsync);
     if (d->hadamard && d->rows >= AMP_NVFP4_BLOCK) {
         size_t groups = (size_t)d->rows / AMP_NVFP4_BLOCK, cols = (size_t)d->cols;
         amp_k_nv_hadamard<<<fp8_grid(be, groups * cols, AMP_FP8_THREADS), AMP_FP8_THREADS, 0,
@@ -276,9 +277,11 @@ static int cuda_nvfp4_qdq(amp_backend *be, float *y, const float *x, const amp_n
     const float *src = x;
     if (d->hadamard) {
         size_t n = (size_t)d->rows * (size_t)d->cols;
-        if (y != x && n)
+        if (y != x && n) {
             AMP_CHECK_CUDA(cudaMemcpyAsync(y, x, n * sizeof *y, cudaMemcpyDeviceToDevice,
                                            amp_cuda_im(be)->stream));
+            AMP_CHECK_LAUNCH(cudaMemcpyAsync);
+        }
         src = y;
     }
     return nv_run(be, NULL, NULL, y, src, d, s_enc_host, st, nv);

@@ -135,6 +135,7 @@ static int cuda_fp8_amax(amp_backend *be, float *amax_host, const float *x, size
     if (amp_cuda_scratch(be, sizeof(amp_fp8_stats), &p)) return 1;
     amp_fp8_stats *st = (amp_fp8_stats *)p;
     AMP_CHECK_CUDA(cudaMemsetAsync(st, 0, sizeof *st, fp8_stream(be)));
+    AMP_CHECK_LAUNCH(cudaMemsetAsync);
     if (fp8_pass(be, NULL, NULL, x, n, 1.0f, AMP_FP8_E4M3, st, "fp8_amax")) return 1;
     amp_fp8_stats h;
     if (be->ops->download(be, &h, st, sizeof h)) return 1;
