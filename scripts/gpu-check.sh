@@ -8,48 +8,49 @@
 #        scripts/gpu-check.sh --dry-run [--build-dir DIR] [--budget SECONDS]
 #        scripts/gpu-check.sh --prepare [--debs DIR]
 #        scripts/gpu-check.sh --rehearse [--debs DIR] [--build-dir DIR] [-j N]
+#   --clean     with a run: delete --build-dir first (a rerun otherwise
+#               reuses its build, incrementally)
 #   (no mode)   on the GPU host: unpack DIR's .deb files into a prefix under
 #               /tmp, then the parts, most valuable first, each under
-#               `timeout` and capped so the whole run ends within the budget
-#               (default 450 s):
+#               `timeout` and capped (the caps below sum to the budget, so
+#               the whole run, build included, ends within it; default 480 s)
 #                 gpu       nvidia-smi -L (the run goes on without a GPU)
-#                 prefix    the unpacked packages and a probe program
+#                 prefix    the unpacked packages and a probe program (30 s)
 #                 build     the host's build: Ninja when present, sm_90,
 #                           AMP_WERROR=OFF (warnings logged and counted),
-#                           only the targets below, keep-going
-#                 gemm      ctest test_gpu_gemm (cuBLAS against FP64)
-#                 kernels   ctest test_gpu_kernels (every kernel vs the CPU)
+#                           only the targets below, keep-going; a rerun on
+#                           the same --build-dir is incremental (120 s)
+#                 gemm      ctest test_gpu_gemm (cuBLAS against FP64) (15 s)
+#                 kernels   ctest test_gpu_kernels (every kernel vs the CPU) (20 s)
 #                 fp8       ctest test_gpu_fp8 (the scaled family vs the CPU,
-#                           bit for bit; fp8_gemm, cuBLASLt FP8 on sm_89+,
-#                           per tensor and MX32, within its stated
-#                           tolerance) and test_gpu_mx_gemm (cuBLASLt's
-#                           block-scaled MXFP8 GEMM; skips, not a failure,
-#                           on a GPU older than sm_100)
-#                 nvfp4     ctest test_gpu_nvfp4 (the NVFP4 ops vs the CPU,
-#                           bit for bit: codes, block and tensor scales,
-#                           values, counts, the transform, SR bits;
-#                           nvfp4_gemm within its derived tolerance on
-#                           whichever path) and test_gpu_nvfp4_gemm
-#                           (cuBLASLt's block-scaled FP4 GEMM; skips, not
-#                           a failure, on a GPU older than sm_100)
+#                           bit for bit; fp8_gemm on cuBLASLt FP8, required
+#                           on sm_89+ where the shape fits) and
+#                           test_gpu_mx_gemm (cuBLASLt's block-scaled MXFP8
+#                           GEMM; skips, not a failure, below sm_100: H100
+#                           and H200 run MXFP8 and NVFP4 GEMMs emulated) (20 s)
+#                 nvfp4     ctest test_gpu_nvfp4 and test_gpu_nvfp4_gemm (the
+#                           same for NVFP4) (20 s)
 #                 ctest     the other `gpu` tests (a gpu test that skips on a
 #                           GPU host fails, except the 2-GPU NCCL tests
-#                           with one GPU)
+#                           with one GPU) (45 s)
 #                 nccl      dist_nccl's result (2 ranks, 2 GPUs, MPI build)
-#                 parity    CPU-vs-GPU training parity, the MLP rows
-#                           (tests/test_gpu_parity --only mlp; its gpt
-#                           rows are the ctest test_gpu_gpt_parity)
-#                 memcheck_mlp racecheck_mlp memcheck_gpt racecheck_gpt
-#                 memcheck_cnn racecheck_cnn
-#                           compute-sanitizer memcheck and racecheck on each
-#                           model's short run, AMPTRAIN_CUDA_SYNC=1 (n/a with
-#                           the reason where the runtime does not support it)
-#                 bench     bench_step --device cuda, every policy
+#                 parity    CPU-vs-GPU training parity, the MLP rows (20 s)
+#                 bench     bench_step --device cuda, every policy (20 s)
 #                 cnn       bench_cnn --device cuda, default then
-#                           deterministic algorithms (each runs)
-#                 gpt       the GPT step time per policy (50 steps each; the
-#                           fp8, mxfp8 and nvfp4 rows say which GEMM path ran)
-#                 torch     scripts/torch_amp_bench.py (PyTorch's AMP)
+#                           deterministic algorithms (15 s)
+#                 gpt       the GPT step time per policy (20 steps each; the
+#                           fp8, mxfp8 and nvfp4 rows say which GEMM path
+#                           ran: emulated below sm_100 for mxfp8 and nvfp4) (25 s)
+#                 torch     scripts/torch_amp_bench.py (PyTorch's AMP) (20 s)
+#                 memcheck_formats  compute-sanitizer memcheck on the FP8, MX
+#                           and NVFP4 rows (their kernels, cuBLASLt calls) (20 s)
+#                 memcheck_gpt memcheck_cnn  memcheck on a 2-layer FP8 GPT's
+#                           two steps and the CNN reference (15 s each)
+#                 racecheck_kernels  racecheck on the kernel and transformer
+#                           rows: every kernel that uses shared memory (15 s)
+#                 racecheck_gpt initcheck_gpt synccheck_gpt  on the GPT (15 s each)
+#               Every gpu test that passes must have compared values (its
+#               "ok ... n=N" lines): one that compared none fails its part.
 #               summary.md lists every part with its status or the reason it
 #               did not run; it is rewritten after each part and on a stop
 #               (TERM, INT, HUP), so a stopped run still leaves it.
@@ -87,9 +88,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODE=run
 DEBS=$ROOT/$AMP_GPU_DEB_DIR_DEFAULT
 BUILD=
-BUDGET=450
+BUDGET=480
 JOBS=$(nproc 2>/dev/null || echo 4)
 BUILD_ONLY=0
+CLEAN=0
 
 usage() {
     sed -n '/^# usage:/,/^# Exit status/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -105,6 +107,7 @@ while [ $# -gt 0 ]; do
     --budget) [ $# -ge 2 ] || usage; BUDGET=$2; shift 2 ;;
     -j) [ $# -ge 2 ] || usage; JOBS=$2; shift 2 ;;
     --build-only) BUILD_ONLY=1; shift ;;
+    --clean) CLEAN=1; shift ;;
     -h | --help) usage ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; usage ;;
     esac
@@ -145,6 +148,21 @@ cmake_build() {
         ${AMP_CUDNN_ROOT:+-DAMP_CUDNN_ROOT="$AMP_CUDNN_ROOT"} &&
         cmake --build "$BUILD" -j "$JOBS" --target $AMP_GPU_TARGETS "${keep[@]}"
 }
+
+# The row tests (tests/gpu_rows.h) print "ok WHAT n=N ..." for each
+# comparison. rows_unproved LOG: from a ctest -V log, the passed tests that
+# are row tests (their "... against the CPU" header) yet compared no value.
+rows_unproved() {
+    awk '/^[0-9]+: .* against the CPU/ { split($1, a, ":"); rows[a[1]] = 1 }
+         /^[0-9]+: ok / && !/ n=0 / { split($1, a, ":"); n[a[1]]++ }
+         /Test +#[0-9]+: .* Passed/ {
+             match($0, /#[0-9]+/); t = substr($0, RSTART + 1, RLENGTH - 1)
+             nm = $0; sub(/.*#[0-9]+: /, "", nm); sub(/ .*/, "", nm)
+             if (rows[t] && !n[t]) printf "%s ", nm }' "$1"
+}
+# rows_compared LOG: the number of comparisons with values in one row
+# test's output ("ok" lines but those of zero values).
+rows_compared() { grep '^ok ' "$1" | grep -vc ' n=0 '; }
 
 # The CMake summary lines that say what the build found (oneDNN, cuDNN,
 # CUDA, MPI, NCCL).
@@ -230,12 +248,36 @@ if [ "$MODE" = rehearse ]; then
     # messages run against the prefix's libraries.
     step ctest timeout 600 ctest --test-dir "$BUILD" -L gpu --output-on-failure
     grep -E 'tests passed|Skipped' "$LOGS/ctest.log" | sed 's/^/   /'
+    # Every row test compares values: run each with the CPU as its device
+    # (--self-check) and count them; a test that compares none fails here.
+    rows_self_checks() {
+        local t n bad=0
+        for t in "$BUILD"/tests/test_gpu_*; do
+            [ -x "$t" ] || continue
+            if ! timeout 300 "$t" --self-check >"$LOGS/self-check.$(basename "$t").log" 2>&1; then
+                echo "$(basename "$t"): self-check FAILED"; bad=1; continue
+            fi
+            if ! grep -q -- '(--self-check) against the CPU' "$LOGS/self-check.$(basename "$t").log"; then
+                echo "$(basename "$t"): no self-check (it needs the GPU itself)"; continue
+            fi
+            n=$(rows_compared "$LOGS/self-check.$(basename "$t").log")
+            echo "$(basename "$t"): $n comparisons with values"
+            [ "$n" -gt 0 ] || { echo "$(basename "$t"): passes with no compared values"; bad=1; }
+        done
+        return $bad
+    }
+    step compared rows_self_checks
+    sed 's/^/   /' "$LOGS/compared.log"
     step cpu_run timeout 120 "$BUILD/amptrain" train "$ROOT/configs/tiny_fp16_dynamic.ini" --set run.device=cpu \
         --set train.steps=3 --out "$BUILD/cpu-run"
     grep -E 'test_acc' "$LOGS/cpu_run.log" | tail -n 1 | sed 's/^/   /'
     # The device run's plan, dry: every part in order with its reason.
     step dry_run env -u OUT bash "${BASH_SOURCE[0]}" --dry-run --build-dir "$BUILD/dry-run"
     sed -n '/^| part/,$p' "$BUILD/dry-run/gpu-check-logs/summary.md" | sed 's/^/   /'
+    # The plan fits the window: the parts' caps sum to at most the budget.
+    plan=$(grep -oE 'for up to [0-9]+ s' "$BUILD/dry-run/gpu-check-logs/summary.md" | awk '{s += $4} END {print s + 30}')
+    echo "   the plan's caps: $plan s of the ${BUDGET} s budget (build included)"
+    [ "$plan" -le "$BUDGET" ] || { echo "gpu-check --rehearse: the plan's caps ($plan s) exceed the budget ($BUDGET s)" >&2; exit 1; }
     echo "rehearsal passed: the host's build (no oneDNN, MPI, NCCL; cuDNN from a wheel) built and ran from the prefix$(
         [ "${AMP_GPU_IN_NAMESPACE:-0}" = 1 ] || echo ' (the system copies were not hidden: leak checks only)')"
     exit 0
@@ -248,10 +290,17 @@ START=$(date +%s)
 ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}
 DRY=$([ "$MODE" = dry ] && echo 1 || echo 0)
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then LOGS=$OUT/gpu-check; else LOGS=$BUILD/gpu-check-logs; fi
-rm -rf "$BUILD" && mkdir -p "$BUILD" "$LOGS" || exit 1
+# A rerun reuses the build (incremental); a dry run and --clean start fresh.
+if [ "$DRY" = 1 ] || [ "$CLEAN" = 1 ] || [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    rm -rf "$BUILD"
+else
+    echo "gpu-check: reusing the build in $BUILD (--clean starts afresh)"
+fi
+rm -rf "$LOGS.old" && { [ ! -d "$LOGS" ] || mv "$LOGS" "$LOGS.old"; }
+mkdir -p "$BUILD" "$LOGS" || exit 1
 # The parts, most valuable first: the order they run and are listed in.
-PARTS="gpu prefix build gemm kernels fp8 nvfp4 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
-  racecheck_gpt memcheck_cnn racecheck_cnn bench cnn gpt torch"
+PARTS="gpu prefix build gemm kernels fp8 nvfp4 ctest nccl parity bench cnn gpt torch memcheck_formats
+  memcheck_gpt memcheck_cnn racecheck_kernels racecheck_gpt initcheck_gpt synccheck_gpt"
 declare -A ST=() SEC=() NOTE=()
 FAILED=0
 CURRENT=
@@ -276,13 +325,13 @@ write_summary() {
         echo
         echo "$(grep -m1 -E '^GPU 0' "$LOGS/env.log" 2>/dev/null || echo 'no GPU listed'); $(($(date +%s) - START)) s of a ${BUDGET} s budget"
         echo
-        printf '| %-13s | %-6s | %5s | %s |\n' part status s note
-        echo "|---------------|--------|------:|------|"
+        printf '| %-17s | %-6s | %5s | %s |\n' part status s note
+        echo "|-------------------|--------|------:|------|"
         for p in $PARTS; do
             if [ -n "${ST[$p]:-}" ]; then
-                printf '| %-13s | %-6s | %5s | %s |\n' "$p" "${ST[$p]}" "${SEC[$p]}" "${NOTE[$p]}"
+                printf '| %-17s | %-6s | %5s | %s |\n' "$p" "${ST[$p]}" "${SEC[$p]}" "${NOTE[$p]}"
             else
-                printf '| %-13s | %-6s | %5s | %s |\n' "$p" "-" 0 "not run: $why"
+                printf '| %-17s | %-6s | %5s | %s |\n' "$p" "-" 0 "not run: $why"
             fi
         done
         for f in parity bench torch; do
@@ -438,14 +487,14 @@ fi
 # --- prefix + build ----------------------------------------------------------------
 CURRENT=prefix
 if [ "$DRY" = 1 ]; then
-    record prefix dry 0 "would unpack the $(echo $AMP_GPU_DEBS | wc -w) .deb files of .gpu-debs into \$BUILD/prefix and run the probe (up to 60 s)"
-    DRY_T=60
+    record prefix dry 0 "would unpack the $(echo $AMP_GPU_DEBS | wc -w) .deb files of .gpu-debs into \$BUILD/prefix and run the probe (up to 30 s)"
+    DRY_T=30
 elif ls "$DEBS"/*.deb >/dev/null 2>&1; then
     t0=$(date +%s)
     # In this shell: its exports are the build's environment.
     if amp_gpu_prefix "$DEBS" "$BUILD/prefix" >>"$LOGS/build.log" 2>&1; then
         head -n 3 "$LOGS/build.log"
-        run_part prefix 60 "$LOGS/build.log" bash -c '. "$1/scripts/gpu_prefix.sh" && amp_gpu_probe "$2"' \
+        run_part prefix 30 "$LOGS/build.log" bash -c '. "$1/scripts/gpu_prefix.sh" && amp_gpu_probe "$2"' \
             _ "$ROOT" "$BUILD/probe"
         note="$(echo $AMP_GPU_DEBS | wc -w) .deb files from $DEBS"
         [ "$PART_RC" = 0 ] && note="$note; $(grep -m1 '^probe:' "$LOGS/build.log" | one_line)"
@@ -460,7 +509,7 @@ fi
 export -f cmake_build
 export ROOT BUILD JOBS AMP_GPU_TARGETS
 DRY_WHAT="cmake $(command -v ninja >/dev/null 2>&1 && echo '-G Ninja ')-DCMAKE_CUDA_ARCHITECTURES=90 -DAMP_CUDA=ON -DAMP_WERROR=OFF, then cmake --build --target (the $(echo $AMP_GPU_TARGETS | wc -w) targets the check runs) $(command -v ninja >/dev/null 2>&1 && echo '-- -k 0' || echo '-- -k')"
-run_part build 240 "$LOGS/build.log" bash -c cmake_build
+run_part build 120 "$LOGS/build.log" bash -c cmake_build
 if [ "$PART_RC" != 126 ]; then
     note=$(part_note $PART_RC "$LOGS/build.log")
     found=$(build_found "$LOGS/build.log" | sed 's/^-- amptrain: //' | tr '\n' ';' | one_line)
@@ -473,7 +522,7 @@ fi
 # may skip, and the 2-GPU NCCL tests with one GPU; any other skip fails, with
 # its reason.
 ctest_part() {
-    local name=$1 cap=$2 st note skipped why may_skip=train_cuda_without_gpu
+    local name=$1 cap=$2 st note skipped why unproved may_skip=train_cuda_without_gpu
     shift 2
     run_part "$name" "$cap" "$LOGS/ctest.log" ctest --test-dir "$BUILD" --output-on-failure -V "$@"
     [ "$PART_RC" = 126 ] && return
@@ -487,6 +536,11 @@ ctest_part() {
     done
     skipped=$(sed -n "/^== $name /,\$p" "$LOGS/ctest.log" | grep -E '\*\*\*Skipped' | grep -Ev "$may_skip" |
         sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' ')
+    unproved=$(sed -n "/^== $name /,\$p" "$LOGS/ctest.log" >"$LOGS/ctest.part.log"; rows_unproved "$LOGS/ctest.part.log")
+    if [ -n "$unproved" ]; then
+        st=FAIL
+        note="${note:+$note; }passed with no compared values: ${unproved% }"
+    fi
     if [ -n "$skipped" ]; then
         st=FAIL
         why=$(grep -m1 -E 'no CUDA device (is )?visible' "$LOGS/ctest.log" | sed -E 's/.*visible:? //' | one_line)
@@ -494,11 +548,11 @@ ctest_part() {
     fi
     record "$name" "$st" "$PART_S" "${note:-$(sed -n "/^== $name /,\$p" "$LOGS/ctest.log" | grep -E 'tests passed' | tail -n 1)}"
 }
-ctest_part gemm 40 -R '^test_gpu_gemm$'
-ctest_part kernels 40 -R '^test_gpu_kernels$'
-ctest_part fp8 40 -R '^(test_gpu_fp8|test_gpu_mx_gemm)$'
-ctest_part nvfp4 30 -R '^(test_gpu_nvfp4|test_gpu_nvfp4_gemm)$'
-ctest_part ctest 150 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_mx_gemm|test_gpu_nvfp4|test_gpu_nvfp4_gemm|test_gpu_parity)$'
+ctest_part gemm 15 -R '^test_gpu_gemm$'
+ctest_part kernels 20 -R '^test_gpu_kernels$'
+ctest_part fp8 20 -R '^(test_gpu_fp8|test_gpu_mx_gemm)$'
+ctest_part nvfp4 20 -R '^(test_gpu_nvfp4|test_gpu_nvfp4_gemm)$'
+ctest_part ctest 45 -L gpu -E '^(test_gpu_gemm|test_gpu_kernels|test_gpu_fp8|test_gpu_mx_gemm|test_gpu_nvfp4|test_gpu_nvfp4_gemm|test_gpu_parity)$'
 # --- nccl: the 2-process NCCL smoke test (dist_nccl) ran inside ctest -----
 nccl_line=$(grep -E 'Test +#[0-9]+: dist_nccl ' "$LOGS/ctest.log" 2>/dev/null | tail -n 1)
 if [ "$DRY" = 1 ]; then
@@ -515,10 +569,70 @@ fi
 
 # --- CPU vs GPU parity -------------------------------------------------------
 if needs parity "$BUILD/tests/test_gpu_parity"; then
-    run_part parity 90 "$LOGS/parity.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
+    run_part parity 20 "$LOGS/parity.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
         "$BUILD/tests/test_gpu_parity" --only mlp
     [ "$PART_RC" = 77 ] && note="skipped: $(grep -m1 'skipped' "$LOGS/parity.log" | one_line)" || note=
     finish_part parity "$LOGS/parity.log" "$note"
+fi
+
+# --- benchmarks ----------------------------------------------------------------
+if needs bench "$BUILD/bench/bench_step"; then
+    run_part bench 20 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
+        "$BUILD/bench/bench_step" --device cuda --steps 30 --warmup 5 \
+        --batch 1024 --features 784 --hidden 4096,4096 --classes 10
+    finish_part bench "$LOGS/bench.log"
+fi
+# The CNN's step per policy on cuDNN: default, then deterministic algorithms;
+# each runs whatever the other did.
+cnn_both() {
+    local rc=0
+    "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 || rc=1
+    "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 --deterministic || rc=1
+    return $rc
+}
+export -f cnn_both
+if needs cnn "$BUILD/bench/bench_cnn"; then
+    run_part cnn 15 "$LOGS/bench.log" bash -c 'cnn_both "$1"' cnn "$BUILD"
+    finish_part cnn "$LOGS/bench.log"
+fi
+# The GPT's step time per policy (its table goes to bench.log), and for the
+# scaled policies the forward GEMM's path the log names (cuBLASLt FP8, MXFP8 or
+# FP4, or emulated and why). nvfp4 runs last: the newest kernels, and if it overruns
+# the part's cap every other row is already in the table.
+gpt_steps() {
+    local p rc=0 sum path
+    echo "| GPT policy | median step ms (CUDA) | final train loss | scaled GEMM path |"
+    echo "|---|---:|---:|---|"
+    for p in fp32 fp16_dynamic bf16 fp8 fp8_current mxfp8 nvfp4; do
+        "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
+            --set train.steps=20 --set train.eval_every=0 --set data.eval_iters=2 \
+            --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
+        sum=$BUILD/gpt-$p/summary.json
+        path=$(grep -E '(fp8_gemm (MX32 )?|nvfp4_gemm )(runs on|emulated)' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
+        echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
+            "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") | ${path:--} |"
+    done
+    return $rc
+}
+export -f gpt_steps
+if needs gpt "$BUILD/amptrain"; then
+    run_part gpt 25 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" bash -c gpt_steps
+    finish_part gpt "$LOGS/bench.log"
+fi
+
+# --- PyTorch AMP reference, with the machine's own libraries ------------------------
+CURRENT=torch
+if [ "$DRY" = 0 ] && ! env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout 60 python3 -c 'import torch' >/dev/null 2>&1; then
+    record torch n/a 0 "python3 has no torch (or its import took over 60 s)"
+else
+    run_part torch 20 "$LOGS/torch.log" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
+        PYTHONUNBUFFERED=1 python3 "$ROOT/scripts/torch_amp_bench.py" \
+        --batch 1024 --features 784 --hidden 4096,4096 --classes 10 --steps 50 --warmup 10
+    if [ "$PART_RC" = 3 ]; then
+        record torch n/a "$PART_S" "torch sees no CUDA device"
+    else
+        finish_part torch "$LOGS/torch.log"
+    fi
 fi
 
 # --- compute-sanitizer: memcheck and racecheck on each model's short run ------------
@@ -528,10 +642,10 @@ for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer
 done
 [ -z "$SAN" ] && [ "$DRY" = 1 ] && SAN=compute-sanitizer
 SAN_UNSUPPORTED=
-# sanitize TOOL MODEL BINARY ARGS...
+# sanitize TOOL WHAT CAP BINARY ARGS...
 sanitize() {
-    local tool=$1 model=$2 name=${1}_$2 st note extra=()
-    shift 2
+    local tool=$1 name=${1}_$2 cap=$3 st note extra=()
+    shift 3
     if [ -z "$SAN" ]; then
         record "$name" n/a 0 "compute-sanitizer not found"
         return
@@ -540,9 +654,9 @@ sanitize() {
         record "$name" n/a 0 "the sanitizer does not support this runtime (see $SAN_UNSUPPORTED)"
         return
     fi
-    needs "$name" "$1" || return
+    [ "$1" = bash ] || needs "$name" "$1" || return
     [ "$tool" = memcheck ] && extra=(--leak-check full)
-    run_part "$name" 45 "$LOGS/sanitizer.log" env AMPTRAIN_CUDA_SYNC=1 AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
+    run_part "$name" "$cap" "$LOGS/sanitizer.log" env AMPTRAIN_CUDA_SYNC=1 AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
         "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 9 "$@"
     [ "$PART_RC" = 126 ] && return
     st=$(status_of $PART_RC)
@@ -560,80 +674,21 @@ sanitize() {
     fi
     record "$name" "$st" "$PART_S" "$note"
 }
-for tool in memcheck racecheck; do
-    sanitize "$tool" mlp "$BUILD/amptrain" train "$ROOT/configs/tiny_fp16_dynamic.ini" --set run.device=cuda \
-        --set train.steps=5 --out "$BUILD/$tool-mlp"
-done
-for tool in memcheck racecheck; do
-    sanitize "$tool" gpt "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_fp16_dynamic.ini" \
-        --set run.device=cuda --set train.steps=2 --set train.eval_every=0 --set data.eval_iters=1 \
-        --out "$BUILD/$tool-gpt"
-done
+# memcheck on the scaled formats' kernels and cuBLASLt calls (the FP8, MX
+# and NVFP4 rows), on a GPT and on the CNN; racecheck on every kernel that
+# uses shared memory (the kernel rows: reductions, layernorm, softmax) and
+# on a GPT step; initcheck and synccheck on the GPT.
+sanitize memcheck formats 20 bash -c '"$1/tests/test_gpu_fp8" && "$1/tests/test_gpu_nvfp4"' _ "$BUILD"
+GPT_SHORT=(train "$ROOT/configs/gpt_shakespeare_fp8.ini" --set run.device=cuda --set train.steps=2
+    --set train.eval_every=0 --set data.eval_iters=1 --set model.n_layer=2)
+sanitize memcheck gpt 15 "$BUILD/amptrain" "${GPT_SHORT[@]}" --out "$BUILD/memcheck-gpt"
 # The CNN's short run: its PyTorch reference on CUDA (5 SGD steps; conv,
 # batch norm, pooling, linear), as no Fashion-MNIST is on the host.
-for tool in memcheck racecheck; do
-    sanitize "$tool" cnn "$BUILD/tests/test_cnn_reference" --device cuda
-done
-
-# --- benchmarks ----------------------------------------------------------------
-if needs bench "$BUILD/bench/bench_step"; then
-    run_part bench 90 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" \
-        "$BUILD/bench/bench_step" --device cuda --steps 30 --warmup 5 \
-        --batch 1024 --features 784 --hidden 4096,4096 --classes 10
-    finish_part bench "$LOGS/bench.log"
-fi
-# The CNN's step per policy on cuDNN: default, then deterministic algorithms;
-# each runs whatever the other did.
-cnn_both() {
-    local rc=0
-    "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 || rc=1
-    "$1/bench/bench_cnn" --device cuda --steps 20 --warmup 5 --batch 256 --deterministic || rc=1
-    return $rc
-}
-export -f cnn_both
-if needs cnn "$BUILD/bench/bench_cnn"; then
-    run_part cnn 60 "$LOGS/bench.log" bash -c 'cnn_both "$1"' cnn "$BUILD"
-    finish_part cnn "$LOGS/bench.log"
-fi
-# The GPT's step time per policy (its table goes to bench.log), and for the
-# scaled policies the forward GEMM's path the log names (cuBLASLt FP8, MXFP8 or
-# FP4, or emulated and why). nvfp4 runs last: the newest kernels, and if it overruns
-# the part's cap every other row is already in the table.
-gpt_steps() {
-    local p rc=0 sum path
-    echo "| GPT policy | median step ms (CUDA) | final train loss | scaled GEMM path |"
-    echo "|---|---:|---:|---|"
-    for p in fp32 fp16_dynamic bf16 fp8 fp8_current mxfp8 nvfp4; do
-        "$BUILD/amptrain" train "$ROOT/configs/gpt_shakespeare_$p.ini" --set run.device=cuda \
-            --set train.steps=50 --set train.eval_every=0 --set data.eval_iters=2 \
-            --out "$BUILD/gpt-$p" >"$BUILD/gpt-$p.log" 2>&1 || { tail -n 5 "$BUILD/gpt-$p.log"; rc=1; continue; }
-        sum=$BUILD/gpt-$p/summary.json
-        path=$(grep -E '(fp8_gemm (MX32 )?|nvfp4_gemm )(runs on|emulated)' "$BUILD/gpt-$p.log" | sed -E 's/.*cuda: //' | tr '\n|' '; ')
-        echo "| $p | $(sed -nE 's/^  "median_step_ms": ([^,]*),$/\1/p' "$sum") |" \
-            "$(sed -nE 's/^  "final_train_loss": ([^,]*),$/\1/p' "$sum") | ${path:--} |"
-    done
-    return $rc
-}
-export -f gpt_steps
-if needs gpt "$BUILD/amptrain"; then
-    run_part gpt 90 "$LOGS/bench.log" env AMPTRAIN_PLUGIN_PATH="$BUILD/plugins" bash -c gpt_steps
-    finish_part gpt "$LOGS/bench.log"
-fi
-
-# --- PyTorch AMP reference, last, with the machine's own libraries ---------------
-CURRENT=torch
-if [ "$DRY" = 0 ] && ! env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout 60 python3 -c 'import torch' >/dev/null 2>&1; then
-    record torch n/a 0 "python3 has no torch (or its import took over 60 s)"
-else
-    run_part torch 90 "$LOGS/torch.log" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
-        PYTHONUNBUFFERED=1 python3 "$ROOT/scripts/torch_amp_bench.py" \
-        --batch 1024 --features 784 --hidden 4096,4096 --classes 10 --steps 50 --warmup 10
-    if [ "$PART_RC" = 3 ]; then
-        record torch n/a "$PART_S" "torch sees no CUDA device"
-    else
-        finish_part torch "$LOGS/torch.log"
-    fi
-fi
+sanitize memcheck cnn 15 "$BUILD/tests/test_cnn_reference" --device cuda
+sanitize racecheck kernels 15 bash -c '"$1/tests/test_gpu_kernels" && "$1/tests/test_gpu_transformer"' _ "$BUILD"
+sanitize racecheck gpt 15 "$BUILD/amptrain" "${GPT_SHORT[@]}" --out "$BUILD/racecheck-gpt"
+sanitize initcheck gpt 15 "$BUILD/amptrain" "${GPT_SHORT[@]}" --out "$BUILD/initcheck-gpt"
+sanitize synccheck gpt 15 "$BUILD/amptrain" "${GPT_SHORT[@]}" --out "$BUILD/synccheck-gpt"
 
 # --- summary -------------------------------------------------------------------
 trap - TERM INT HUP

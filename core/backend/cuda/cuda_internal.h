@@ -76,6 +76,13 @@ int amp_cuda_after_launch(amp_backend *be, const char *what, const char *file, i
  * with be->err. */
 int amp_cuda_scratch(amp_backend *be, size_t bytes, void **p);
 
+/* A radix sort of n int32 (key, value) pairs on the stream (sort_cuda.cu):
+ * *bytes = the temporary storage it needs; then the sort into keys_out and
+ * vals_out. 0, or 1 with be->err. */
+int amp_cuda_sort_pairs_bytes(amp_backend *be, int n, size_t *bytes);
+int amp_cuda_sort_pairs(amp_backend *be, void *tmp, size_t bytes, const int32_t *keys,
+                        int32_t *keys_out, const int32_t *vals, int32_t *vals_out, int n);
+
 /* 0 when this build holds kernel code the current device can run; 1 with
  * be->err otherwise (kernels_cuda.cu). */
 int amp_cuda_check_kernel_image(amp_backend *be);

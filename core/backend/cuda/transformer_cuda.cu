@@ -12,8 +12,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <cub/cub.cuh>
-
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/warp.cuh"
 #include "backend/kernels/attention.h"
@@ -112,9 +110,7 @@ static int cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const 
     }
     int n = B * T;
     size_t sort_bytes = 0;
-    AMP_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(NULL, sort_bytes, (const int32_t *)NULL,
-                                                   (int32_t *)NULL, (const int32_t *)NULL,
-                                                   (int32_t *)NULL, n, 0, 32, tf_stream(be)));
+    if (amp_cuda_sort_pairs_bytes(be, n, &sort_bytes)) return 1;
     size_t vec = ((size_t)n * 4 + 255) / 256 * 256;
     void *base;
     if (amp_cuda_scratch(be, 3 * vec + sort_bytes + 256, &base)) return 1;
@@ -124,9 +120,8 @@ static int cuda_embed_backward(amp_backend *be, float *dwte, float *dwpe, const 
     void *sort_tmp = tf_take(&p, sort_bytes);
     amp_k_iota<<<tf_blocks((size_t)n), AMP_TF_BLOCK, 0, tf_stream(be)>>>(rows, n);
     AMP_CHECK_LAUNCH(amp_k_iota);
-    AMP_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, tokens, tok_sorted, rows,
-                                                   rows_sorted, n, 0, 32, tf_stream(be)));
-    AMP_CHECK_LAUNCH(cub::DeviceRadixSort::SortPairs);
+    if (amp_cuda_sort_pairs(be, sort_tmp, sort_bytes, tokens, tok_sorted, rows, rows_sorted, n))
+        return 1;
     dim3 grid((unsigned)n, tf_blocks((size_t)C));
     amp_k_embed_backward_wte<<<grid, AMP_TF_BLOCK, 0, tf_stream(be)>>>(dwte, dout, tok_sorted,
                                                                       rows_sorted, n, C);
