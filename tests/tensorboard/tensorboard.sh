@@ -106,7 +106,32 @@ train late_off --resume "$W/late" --set train.steps=90 --set run.tensorboard=fal
 left=$(cd "$W/failed" && ls -A)
 [ -z "$left" ] || fail "the failed run left: $left"
 
-# 7. tb_decode fails on what it must catch
+# 7. a full disk while writing the event file (ulimit -f, in 1024-byte
+# blocks: above a checkpoint, ~28 KB, below the event file, ~89 KB, which
+# outgrows metrics.jsonl, ~71 KB): the run stops at that step with a
+# checkpoint, every file cut back to whole lines and records; --resume ends
+# with the scalars and rows of the run left alone
+long=("$CFG" --set train.steps=400 --set train.log_every=1 --set train.eval_every=100
+    --set train.checkpoint_every=10 --set train.keep=2 --set run.tensorboard=true)
+train full_ref "${long[@]}" --out "$W/full_ref"
+(ulimit -f 40 && exec "$A" train "${long[@]}" --out "$W/full") 2>"$W/full.log"
+rc=$?
+[ "$rc" = 1 ] || fail "full: exit $rc under ulimit -f 40, expected 1: $(tail -3 "$W/full.log")"
+grep -Eq "^amptrain: .*/tensorboard/events\.out\.tfevents\.[^ ]*: cannot write: File too large; stopped after step [0-9]+ of 400 with checkpoint .*: make room, then continue with --resume" \
+    "$W/full.log" || fail "full: no clear error: $(tail -3 "$W/full.log")"
+event_file full
+"$D" "$EV" "$W/full/metrics.jsonl" "$W/full/metrics.csv" >"$W/full.cut.decode" 2>&1 ||
+    fail "full: the files are not cut back to the same whole lines: $(cat "$W/full.cut.decode")"
+train full_resume "${long[@]}" --resume "$W/full"
+decode full
+decode full_ref
+[ "$(untimed "$W/full/metrics.csv")" = "$(untimed "$W/full_ref/metrics.csv")" ] || fail "full: the resumed metrics.csv differs from the run left alone's"
+sed -E 's/^([0-9]+ train\/(step|cpu)_ms) .*/\1/' "$W/full.scalars" >"$W/full.untimed"
+sed -E 's/^([0-9]+ train\/(step|cpu)_ms) .*/\1/' "$W/full_ref.scalars" >"$W/full_ref.untimed"
+cmp -s "$W/full.untimed" "$W/full_ref.untimed" || fail "full: the resumed event file's scalars differ from the run left alone's"
+echo "full disk on the event file: $(grep -o 'stopped after step [0-9]* of 400' "$W/full.log"), files cut back to $(cat "$W/full.cut.decode" | cut -d';' -f2); resumed: the run left alone's"
+
+# 8. tb_decode fails on what it must catch
 bad() { # NAME WHY-REGEX ARGS...: tb_decode must fail saying WHY
     local name=$1 why=$2
     shift 2
