@@ -1,6 +1,8 @@
 /* The training loop of `amptrain train` (see trainer.h): outputs in DIR
- * (config.ini, metrics.jsonl, summary.json, weights.safetensors), each
- * written under a unique temporary name and renamed into place,
+ * (config.ini, metrics.jsonl with its views metrics.csv and, under [run]
+ * tensorboard, tensorboard/: metrics/views.h; summary.json,
+ * weights.safetensors), each written under a unique temporary name and
+ * renamed into place,
  * summary.json last, so a failed run leaves none of them half-written;
  * metrics.jsonl is also the run's history once it has a checkpoint (see
  * run_ctx). The folder is locked for the whole run (io/run_lock.h), and no
@@ -29,7 +31,6 @@
 #include "io/checkpoint_file.h"
 #include "io/checkpoint_store.h"
 #include "io/file.h"
-#include "io/json.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
 #include "log.h"

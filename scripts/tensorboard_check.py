@@ -3,10 +3,11 @@
 
 The test suite decodes the event files itself (tests/tensorboard/tb_decode.c:
 framing, masked CRC-32C, Event protobufs). This script checks once, outside
-the suite, that the real `tensorboard` package loads them too: it trains two
-small runs with `[run] tensorboard = true` (the tiny task with evaluations,
-and a one-layer GPT under fp8, whose per-operand telemetry gives the
-underflow/<layer>/<role> and saturation/<layer>/<role> tags), loads each
+the suite, that the real `tensorboard` package loads them too: it trains three
+small runs with `[run] tensorboard = true` (the tiny task with evaluations;
+a one-layer GPT under fp8, whose per-operand telemetry gives the
+underflow/<layer>/<role> and saturation/<layer>/<role> tags; the tiny task
+resumed from a checkpoint behind its history's end), loads each
 run's tensorboard/ folder with
 tensorboard.backend.event_processing.event_accumulator.EventAccumulator
 (every scalar kept: size_guidance 0), and compares every scalar series with
@@ -35,11 +36,15 @@ from tensorboard import version as tb_version
 from tensorboard.backend.event_processing import event_accumulator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SGD = os.path.join(ROOT, "tests/checkpoint/tiny_sgd.ini")
 RUNS = [
-    ("tiny_sgd", os.path.join(ROOT, "tests/checkpoint/tiny_sgd.ini"),
-     ["--set", "train.steps=50", "--set", "train.eval_every=20"]),
+    ("tiny_sgd", SGD, ["--set", "train.steps=50", "--set", "train.eval_every=20"], False),
     ("gpt_fp8", os.path.join(ROOT, "tests/configs/gpt_scaled_tiny.ini"),
-     ["--set", "run.device=cpu", "--set", "train.steps=4"]),
+     ["--set", "run.device=cpu", "--set", "train.steps=4"], False),
+    # 70 steps with checkpoints at 20, 40 and 60; the one at 60 removed, then
+    # --resume: the history is cut back to step 40 and written again
+    ("tiny_sgd_resumed", SGD, ["--set", "train.steps=70", "--set", "train.eval_every=20",
+                               "--set", "train.checkpoint_every=20"], True),
 ]
 TIMED = ("train/step_ms", "train/cpu_ms")
 
@@ -67,19 +72,26 @@ def expected(jsonl):
     return out
 
 
-def check(amptrain, name, config, sets, work):
+def check(amptrain, name, config, sets, resume, work):
     out = os.path.join(work, name)
     env = dict(os.environ, AMPTRAIN_THREADS="1")
     subprocess.run([amptrain, "train", config, *sets, "--set", "run.tensorboard=true", "--out", out],
                    check=True, env=env, stderr=subprocess.DEVNULL)
+    if resume:
+        os.remove(os.path.join(out, "checkpoints/ckpt-00000060.amp"))
+        log = subprocess.run([amptrain, "train", "--resume", out], check=True, env=env,
+                             stderr=subprocess.PIPE, text=True).stderr
+        if "ckpt-00000040.amp" not in log:
+            sys.exit("%s: did not resume from step 40:\n%s" % (name, log))
     files = sorted(os.listdir(os.path.join(out, "tensorboard")))
     acc = event_accumulator.EventAccumulator(os.path.join(out, "tensorboard"),
                                              size_guidance={event_accumulator.SCALARS: 0})
     acc.Reload()
     tags = sorted(acc.Tags()["scalars"])
     want = expected(os.path.join(out, "metrics.jsonl"))
-    print("run %s: %d event file (%s), file_version %s" %
-          (name, len(files), files[0].rsplit(".", 2)[0] + ".<secs>.<host>", acc.file_version))
+    print("run %s%s: %d event file (%s), file_version %s" %
+          (name, " (resumed at step 40 of 70)" if resume else "", len(files),
+           files[0].rsplit(".", 2)[0] + ".<secs>.<host>", acc.file_version))
     bad = 0
     if tags != sorted(want):
         print("  MISMATCH: tags read %s, metrics.jsonl gives %s" % (tags, sorted(want)))
