@@ -15,11 +15,14 @@ void amp_csv_header(amp_bytes *out) {
     amp_bytes_put(out, "\n", 1);
 }
 
-/* The shortest %.Ng that strtod reads back as v. */
+/* The shortest %.Ng (N >= 10, as metrics.jsonl writes) that strtod reads
+ * back as v. */
 static void put_num(amp_bytes *out, double v) {
+    static const char *const fmt[] = {"%.10g", "%.11g", "%.12g", "%.13g",
+                                      "%.14g", "%.15g", "%.16g", "%.17g"};
     char buf[40];
-    for (int prec = 10; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
+    for (int i = 0; i < 8; i++) {
+        snprintf(buf, sizeof buf, fmt[i], v);
         if (strtod(buf, NULL) == v) break;
     }
     amp_bytes_put(out, buf, strlen(buf));
