@@ -147,6 +147,7 @@ amp_config *amp_resume_config_load(const char *dir, int *code, char *err, size_t
 
 int amp_resume_key_free(const char *section, const char *key) {
     static const char *const keys[][2] = {{"run", "name"},        {"run", "device"},
+                                          {"run", "tensorboard"},
                                           {"train", "log_every"}, {"train", "eval_every"},
                                           {"train", "checkpoint_every"}, {"train", "checkpoint_minutes"},
                                           {"train", "keep"},
@@ -175,7 +176,7 @@ int amp_resume_set_allowed(amp_config *stored, const char *assignment, char *err
     snprintf(err, errlen,
              "--set %s: cannot change [%s] %s on a resume: the run trained with %s%s%s and "
              "continues with it; a resume may change [train] steps, log_every, eval_every, "
-             "checkpoint_every, checkpoint_minutes, keep, [run] name, device and [dist] "
+             "checkpoint_every, checkpoint_minutes, keep, [run] name, device, tensorboard and [dist] "
              "check_every, timeout, shard (start a new run to change anything else)",
              assignment, section, key, was ? "'" : "its default", was ? was : "", was ? "'" : "");
     return -1;

@@ -74,6 +74,11 @@ static const amp_setting core_settings[] = {
             "cached), `widened` (FP32 arrays of the rounded values into FP32 GEMMs), `native` "
             "(native 16-bit kernels only; an error on a CPU without one). Wins over "
             "`AMPTRAIN_GEMM_PATH`; see docs/performance.md"},
+    {"run", "tensorboard", AMP_SETTING_BOOL, "false", AT(tensorboard), .flags = AMP_SETTING_AB_FREE,
+     .doc = "`true`: also write the metrics as TensorBoard event files in `<out>/tensorboard/` "
+            "(scalars `train/*`, `eval/*`, per scaled operand `underflow/<layer>/<role>` and "
+            "`saturation/<layer>/<role>`); may be turned on or off on a resume; see "
+            "docs/outputs.md"},
 
     {"data", "dataset", AMP_SETTING_CHOICE, "fashion_mnist", .choices_of = amp_data_kind_names,
      AT(dataset),

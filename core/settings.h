@@ -26,6 +26,7 @@ typedef struct amp_settings {
     int deterministic; /* deterministic library algorithms only (cuDNN convolutions) */
     int gemm_path;     /* amp_gemm_path: 16-bit GEMM operands on the CPU */
     int gemm_path_given; /* [run] gemm_path set (else AMPTRAIN_GEMM_PATH or auto) */
+    int tensorboard;   /* write TensorBoard event files beside metrics.jsonl */
     /* [data] */
     amp_dataset_kind dataset;
     const char *path;

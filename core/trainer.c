@@ -1,6 +1,8 @@
 /* The training loop of `amptrain train` (see trainer.h): outputs in DIR
- * (config.ini, metrics.jsonl, summary.json, weights.safetensors), each
- * written under a unique temporary name and renamed into place,
+ * (config.ini, metrics.jsonl with its views metrics.csv and, under [run]
+ * tensorboard, tensorboard/: metrics/views.h; summary.json,
+ * weights.safetensors), each written under a unique temporary name and
+ * renamed into place,
  * summary.json last, so a failed run leaves none of them half-written;
  * metrics.jsonl is also the run's history once it has a checkpoint (see
  * run_ctx). The folder is locked for the whole run (io/run_lock.h), and no
@@ -29,10 +31,11 @@
 #include "io/checkpoint_file.h"
 #include "io/checkpoint_store.h"
 #include "io/file.h"
-#include "io/json.h"
 #include "io/out_file.h"
 #include "io/run_lock.h"
 #include "log.h"
+#include "metrics/lines.h"
+#include "metrics/views.h"
 #include "median.h"
 #include "mem_limit.h"
 #include "resume_config.h"
@@ -47,36 +50,11 @@ static double load_now(void) {
     return getloadavg(l, 1) == 1 ? l[0] : NAN;
 }
 
-static void write_metric(FILE *f, const amp_step_record *r, double cpu_ms,
-                         const amp_scaled *scaled) {
-    fprintf(f, "{\"step\":%lld,\"epoch\":%lld,\"loss\":", (long long)r->step, (long long)r->epoch);
-    amp_json_num(f, r->loss);
-    fputs(",\"lr\":", f);
-    amp_json_num(f, r->lr);
-    fputs(",\"scale\":", f);
-    amp_json_num(f, r->scale);
-    fprintf(f, ",\"skipped\":%s,\"grad_norm\":", r->skipped ? "true" : "false");
-    amp_json_num(f, r->grad_norm);
-    fprintf(f, ",\"underflow\":%llu,\"overflow\":%llu,\"step_ms\":%.4f,\"cpu_ms\":%.4f",
-            (unsigned long long)r->underflow, (unsigned long long)r->overflow, r->step_ms, cpu_ms);
-    amp_scaled_json(f, scaled, ""); /* the scaled operands after this step */
-    fputs("}\n", f);
-}
-
-static void write_eval(FILE *f, const amp_session *s, double loss, double acc) {
-    fprintf(f, "{\"step\":%lld,\"epoch\":%lld,\"test_loss\":", (long long)s->step,
-            (long long)s->batcher->epoch);
-    amp_json_num(f, loss);
-    fputs(",\"test_acc\":", f);
-    amp_json_num(f, acc);
-    fputs("}\n", f);
-}
-
 /* The outputs besides checkpoints/, written at the end (metrics.jsonl
  * also as the run goes); their dead writers' temporaries are removed when
  * the folder is locked. */
-static const char *const output_names[] = {"config.ini", "metrics.jsonl", "summary.json",
-                                           "weights.safetensors", NULL};
+static const char *const output_names[] = {"config.ini", "metrics.jsonl", "metrics.csv",
+                                           "summary.json", "weights.safetensors", NULL};
 
 /* The result files of a finished run: removed when a run starts to replace
  * them (a new run's first checkpoint, or a resume), so that the folder never
@@ -101,6 +79,7 @@ static void remove_results(const char *outdir) {
  * (METR) that the failure forces. */
 typedef struct run_ctx {
     amp_out_file metrics;
+    amp_views views;         /* metrics.csv and TensorBoard's file, fed what metrics gets */
     const char *outdir;
     int fresh;               /* a new run: replace the folder's older results on publishing */
     int writer;              /* rank 0: the one process that writes the folder */
@@ -136,14 +115,16 @@ static void emit(run_ctx *c, const char *text, size_t n) {
     if (n == 0 || !c->writer) return; /* other ranks write no metrics */
     if (!c->mfail[0]) {
         int fd = fileno(c->metrics.f);
-        if (amp_write_full(fd, text, n) == 0) {
+        if (amp_write_full(fd, text, n) != 0)
+            snprintf(c->mfail, sizeof c->mfail, "%s: cannot write: %s", c->metrics.final,
+                     strerror(errno));
+        else if (amp_views_add(&c->views, text, n, c->mfail, sizeof c->mfail) == 0) {
             c->mlen += n;
             c->mcrc = (uint32_t)crc32(c->mcrc, (const Bytef *)text, (uInt)n);
             return;
         }
-        snprintf(c->mfail, sizeof c->mfail, "%s: cannot write: %s", c->metrics.final,
-                 strerror(errno));
-        /* Drop what part of it got out; the checkpoint keeps the line. */
+        /* Drop what part of it got out (all of it when a view failed: the
+         * lines stay in step); the checkpoint keeps the line. */
         if (ftruncate(fd, (off_t)c->mlen) != 0 || lseek(fd, (off_t)c->mlen, SEEK_SET) < 0) {
             size_t k = strlen(c->mfail);
             snprintf(c->mfail + k, sizeof c->mfail - k, " (and cannot cut it back: %s)",
@@ -177,7 +158,8 @@ static int note_valid(run_ctx *c, int64_t step, int64_t keep) {
 static int metrics_durable(run_ctx *c, char *err, size_t errlen) {
     if (!c->metrics.published) {
         if (c->fresh) remove_results(c->outdir);
-        return amp_out_publish(&c->metrics, err, errlen);
+        return amp_out_publish(&c->metrics, err, errlen) ||
+               amp_views_publish(&c->views, err, errlen) ? -1 : 0;
     }
     if (fdatasync(fileno(c->metrics.f)) != 0) {
         snprintf(err, errlen, "%s: cannot sync: %s", c->metrics.final, strerror(errno));
@@ -288,7 +270,7 @@ static int eval_line(amp_session *s, run_ctx *c, FILE *lf, char *err, size_t err
     double tl, ta;
     if (amp_session_evaluate(s, &tl, &ta, err, errlen) != 0) return -1;
     if (s->eval_stopped) return 0;
-    write_eval(lf, s, tl, ta);
+    amp_metrics_eval_line(lf, s->step, s->batcher->epoch, tl, ta);
     amp_progress_eval(&c->prog, s, tl, ta);
     return 0;
 }
@@ -374,7 +356,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
             break;
         }
         int logged = r.step % st->log_every == 0 || r.step == s->total_steps;
-        if (logged) write_metric(lf, &r, step_cpu, s->scaled);
+        if (logged) amp_metrics_step_line(lf, &r, step_cpu, s->scaled);
         amp_progress_step(&c->prog, s, &r, logged);
         /* Non-finite weights make every later step non-finite and skipped:
          * stop at once instead of skipping to the end. */
@@ -474,7 +456,7 @@ static int run(amp_session *s, run_ctx *c, amp_train_result *res, char *err, siz
         size_t n = 0;
         FILE *lf = open_memstream(&line, &n);
         if (lf) {
-            write_eval(lf, s, res->test_loss, res->test_acc);
+            amp_metrics_eval_line(lf, s->step, s->batcher->epoch, res->test_loss, res->test_acc);
             if (fclose(lf) != 0) n = 0;
         }
         if (!line || !n) {
@@ -569,6 +551,11 @@ static int resume_metrics(run_ctx *c, const amp_checkpoint *ck, char *err, size_
             c->metrics.published = 1;
             c->mlen = ck->metrics_pos;
             c->mcrc = crc;
+            /* the views anew from the history kept, published at once as it is */
+            if (amp_views_open(&c->views, c->outdir, err, errlen) != 0 ||
+                amp_views_replay(&c->views, fd, c->mlen, err, errlen) != 0 ||
+                amp_views_publish(&c->views, err, errlen) != 0)
+                return -1;
             emit(c, ck->metrics, ck->metrics_len);
             if (c->mfail[0]) {
                 snprintf(err, errlen, "%s", c->mfail);
@@ -584,6 +571,10 @@ static int resume_metrics(run_ctx *c, const amp_checkpoint *ck, char *err, size_
     }
     c->mlen = 0;
     c->mcrc = (uint32_t)crc32(0L, Z_NULL, 0);
+    if (amp_views_open(&c->views, c->outdir, err, errlen) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
     if (ck->has_metrics_pos)
         amp_log(AMP_LOG_WARN,
                 "%s does not hold this checkpoint's history (%s): its lines cannot be told from "
@@ -662,7 +653,7 @@ static int pick_checkpoint(amp_session *s, run_ctx *c, const char *dir, uint8_t 
  * the exit code (0 resumed). */
 /* Whether the metrics history (rank 0's, as resume_metrics left it) ends
  * with the evaluation line of `step`: its last line starts
- * {"step":<step>,"epoch":<e>,"test_loss": (write_eval). */
+ * {"step":<step>,"epoch":<e>,"test_loss": (amp_metrics_eval_line). */
 static int history_has_eval(const run_ctx *c, int64_t step) {
     char tail[257];
     size_t n = c->mlen < 256 ? (size_t)c->mlen : 256;
@@ -840,7 +831,7 @@ static int write_outputs(amp_session *s, const amp_config *cfg, run_ctx *c, cons
         remove_other_beside(s, c->outdir, err, errlen) != 0)
         return 1;
     if (amp_out_commit(conf, err, errlen) || amp_out_commit(&c->metrics, err, errlen) ||
-        amp_out_commit(summary, err, errlen))
+        amp_views_commit(&c->views, err, errlen) || amp_out_commit(summary, err, errlen))
         return 1;
     return 0;
 }
@@ -895,6 +886,7 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
     amp_dist_join(dist);
     if ((code = agree(dist, code, err)) != 0) goto done;
     if ((code = agree(dist, amp_session_check_ranks(s, err, errlen), err)) != 0) goto done;
+    ctx.views.tensorboard = s->set.tensorboard;
     if (o->resume)
         snprintf(outdir, sizeof outdir, "%s", o->resume);
     else if (o->out)
@@ -912,7 +904,8 @@ int amp_train(const amp_train_opts *o, amp_config *cfg, int code, char *err, siz
         code = agree(dist, resume(s, &ctx, o->resume, err, errlen), err);
     } else {
         if (lead) {
-            if (amp_out_open(&ctx.metrics, outdir, "metrics.jsonl", err, errlen) != 0)
+            if (amp_out_open(&ctx.metrics, outdir, "metrics.jsonl", err, errlen) != 0 ||
+                amp_views_open(&ctx.views, outdir, err, errlen) != 0)
                 code = 1;
             else
                 ctx.mcrc = (uint32_t)crc32(0L, Z_NULL, 0);
@@ -966,9 +959,13 @@ done:
     /* Temporaries go; a published metrics.jsonl stays: it is the history
      * the checkpoints point into (unless the new run's first checkpoint
      * failed after publishing it: then nothing points into it). */
-    if (code != 0 && ctx.fresh && ctx.metrics.published && ctx.nvalid == 0) unlink(ctx.metrics.final);
+    if (code != 0 && ctx.fresh && ctx.metrics.published && ctx.nvalid == 0) {
+        unlink(ctx.metrics.final);
+        amp_views_remove(&ctx.views);
+    }
     amp_out_abort(&conf);
     amp_out_abort(&ctx.metrics);
+    amp_views_abort(&ctx.views);
     amp_out_abort(&summary);
     free(ctx.pending);
     free(ctx.valid);

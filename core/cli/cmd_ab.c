@@ -881,9 +881,9 @@ int amp_cmd_ab(int argc, char **argv) {
                 amp_ab_progress_failed(&prog);
                 goto fail;
             }
-            static const char *const outputs[] = {"summary.json", "metrics.jsonl", "config.ini",
-                                                  "weights.safetensors"};
-            for (int f = 0; f < 4; f++) {
+            static const char *const outputs[] = {"summary.json", "metrics.jsonl", "metrics.csv",
+                                                  "config.ini", "weights.safetensors"};
+            for (int f = 0; f < 5; f++) {
                 char p[PATH_MAX + 32];
                 snprintf(p, sizeof p, "%s/%s", r->dir, outputs[f]);
                 unlink(p);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # `mpirun -np 2 amptrain train` through the CLI: rank 0 alone writes the
-# outputs (rank 1 runs in another folder, where nothing must appear), the
+# outputs, metrics.csv and with [run] tensorboard the event file included
+# (rank 1 runs in another folder, where nothing must appear), the
 # summary says 2 ranks over MPI, two 2-rank runs give the same files, and
 # 2 ranks x batch B give the same weights and metrics as one process with
 # accumulate 2. A config error stops every rank with one message and exit 2;
@@ -23,10 +24,11 @@ two_ranks() { # OUT [args]
         -np 1 -wdir "$W/r1" "$A" train "$cfg" --out "$out" "$@"
 }
 
-two_ranks a 2>"$W/a.log" || fail "2-rank run failed: $(tail -5 "$W/a.log")"
-for f in config.ini metrics.jsonl summary.json weights.safetensors; do
+two_ranks a --set run.tensorboard=true 2>"$W/a.log" || fail "2-rank run failed: $(tail -5 "$W/a.log")"
+for f in config.ini metrics.jsonl metrics.csv summary.json weights.safetensors; do
     [ -f "$W/r0/a/$f" ] || fail "rank 0 did not write $f"
 done
+[ "$(find "$W/r0/a/tensorboard" -name 'events.out.tfevents.*' | wc -l)" = 1 ] || fail "rank 0 did not write one event file"
 [ -z "$(ls -A "$W/r1")" ] || fail "rank 1 wrote into its folder: $(ls -R "$W/r1")"
 grep -q '"world_size": 2,' "$W/r0/a/summary.json" || fail "summary.json does not say world_size 2"
 grep -q '"dist_transport": "mpi",' "$W/r0/a/summary.json" || fail "summary.json does not say mpi"
@@ -38,7 +40,7 @@ grep -q "on 2 ranks x $AMPTRAIN_THREADS thread(s) (" "$W/a.log" ||
     fail "the start line does not say the threads per rank: $(grep 'on 2 ranks' "$W/a.log")"
 echo "2 ranks: outputs from rank 0 only, summary world_size 2 over mpi"
 
-two_ranks b 2>"$W/b.log" || fail "second 2-rank run failed: $(tail -5 "$W/b.log")"
+two_ranks b --set run.tensorboard=true 2>"$W/b.log" || fail "second 2-rank run failed: $(tail -5 "$W/b.log")"
 same_outputs "$W/r0/a" "$W/r0/b"
 echo "two 2-rank runs: identical outputs (timings masked)"
 
