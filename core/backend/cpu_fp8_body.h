@@ -198,6 +198,7 @@ static void AMPF_NAME(dequantize)(float *restrict x, const uint8_t *restrict q, 
 }
 
 #include "backend/cpu_fp8_mx_body.h"
+#include "backend/cpu_nvfp4_body.h"
 
 static const amp_cpu_fp8 AMPF_NAME(fp8_table) = {
     .isa = AMPF_ISA,
@@ -207,4 +208,7 @@ static const amp_cpu_fp8 AMPF_NAME(fp8_table) = {
     .mx_dequantize = AMPF_NAME(mx_dequantize),
     .mx_pass = AMPF_NAME(mx_pass),
     .mx_decode = AMPF_NAME(mx_decode),
+    .nvfp4_quantize = AMPF_NAME(nvfp4_quantize),
+    .nvfp4_dequantize = AMPF_NAME(nvfp4_dequantize),
+    .nvfp4_qdq = AMPF_NAME(nvfp4_qdq),
 };
