@@ -50,7 +50,8 @@ static int nv_block(const amp_nvfp4_desc *d, size_t b, size_t *idx) {
 static inline uint32_t nv_amax_bits(const float *restrict x, size_t n, uint32_t m) {
     for (size_t i = 0; i < n; i++) {
         uint32_t a = amp_f32_bits(x[i]) & 0x7fffffffu;
-        m = a <= 0x7f800000u && a > m ? a : m;
+        a &= 0u - (uint32_t)(a <= 0x7f800000u); /* NaN counts as 0; a mask, so it vectorises */
+        m = a > m ? a : m;
     }
     return m;
 }
@@ -284,7 +285,8 @@ static void nv_pass(uint8_t *codes, uint8_t *scales, float *y, const float *src,
                     const float *restrict row = src + r * C + c0;
                     for (size_t c = 0; c < w; c++) {
                         uint32_t a = amp_f32_bits(row[c]) & 0x7fffffffu;
-                        bmax[c] = a <= 0x7f800000u && a > bmax[c] ? a : bmax[c];
+                        a &= 0u - (uint32_t)(a <= 0x7f800000u);
+                        bmax[c] = a > bmax[c] ? a : bmax[c];
                     }
                 }
                 for (size_t c = 0; c < w; c++)
