@@ -326,23 +326,48 @@ static void AMPF_NAME(nvfp4_quantize)(uint8_t *codes, uint8_t *scales, float *s_
     *s_dec = 1.0f / s_enc;
 }
 
-/* Row by row: a row's block scales decoded once per chunk of columns, then
- * a table lookup and two products per element. */
+/* An E2M1 code's value from its bits, branch-free (so the decode loop
+ * vectorises): 0 and 0.5 as m * 0.5, the rest 2^(m/2 - 1) * (1 + (m & 1) / 2)
+ * built as FP32 bits; amp_e2m1_to_float's values, -0 included. */
+static inline float nv_e2m1_value(uint32_t q) {
+    uint32_t m = q & 7u;
+    float small = (float)(int32_t)m * 0.5f;
+    float big = amp_f32_from_bits((((m >> 1) + 126u) << 23) | ((m & 1u) << 22));
+    return amp_f32_from_bits(amp_f32_bits(nv_sel(m >= 2u, big, small)) | ((q & 8u) << 28));
+}
+
+/* n codes from element j of the packed array, one per byte. */
+static inline void nv_unpack(uint8_t *restrict q, const uint8_t *restrict codes, size_t j, size_t n) {
+    size_t i = 0;
+    if (n && (j & 1)) q[i++] = (uint8_t)(codes[j / 2] >> 4);
+    const uint8_t *restrict in = codes + (j + i) / 2;
+    size_t pairs = (n - i) / 2;
+    for (size_t p = 0; p < pairs; p++) {
+        q[i + 2 * p] = (uint8_t)(in[p] & 15u);
+        q[i + 2 * p + 1] = (uint8_t)(in[p] >> 4);
+    }
+    i += 2 * pairs;
+    if (i < n) q[i] = (uint8_t)(codes[(j + i) / 2] & 15u);
+}
+
+/* Row by row in chunks of columns: the chunk's block scales decoded and
+ * spread per element, its codes unpacked, then one vector loop. */
 static void AMPF_NAME(nvfp4_dequantize)(float *x, const uint8_t *codes, const uint8_t *scales,
                                         float s_dec, const amp_nvfp4_desc *d) {
-    static const float e2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
     size_t R = (size_t)d->rows, C = (size_t)d->cols;
     float sv[CHUNK];
+    uint8_t q[CHUNK];
     for (size_t r = 0; r < R; r++)
         for (size_t c0 = 0; c0 < C; c0 += CHUNK) {
             size_t w = C - c0 < CHUNK ? C - c0 : CHUNK, j = r * C + c0;
-            for (size_t c = 0; c < w; c++)
-                sv[c] = amp_e4m3_to_float(scales[amp_nvfp4_block_of(C, d->blocks, r, c0 + c)]);
-            for (size_t c = 0; c < w; c++) {
-                size_t e = j + c;
-                x[e] = (e2m1[(codes[e / 2] >> ((e & 1) * 4)) & 0x0fu] * sv[c]) * s_dec;
+            for (size_t c = 0; c < w; c += d->blocks == AMP_NVFP4_COLS ? 1 : TILE) {
+                float v = amp_e4m3_to_float(scales[amp_nvfp4_block_of(C, d->blocks, r, c0 + c)]);
+                size_t bw = d->blocks == AMP_NVFP4_COLS ? 1 : w - c < TILE ? w - c : TILE;
+                for (size_t i = 0; i < bw; i++) sv[c + i] = v;
             }
+            nv_unpack(q, codes, j, w);
+            float *restrict out = x + j;
+            for (size_t c = 0; c < w; c++) out[c] = (nv_e2m1_value(q[c]) * sv[c]) * s_dec;
         }
 }
 
