@@ -1,5 +1,5 @@
 /* NVFP4's recipe pieces (core/backend/kernels/nvfp4.h) and the CPU
- * backend's nvfp4 ops (core/backend/cpu_nvfp4.c):
+ * backend's nvfp4 ops (core/backend/cpu_nvfp4.c, kernels in cpu_nvfp4_body.h):
  *  - stochastic rounding is unbiased: for inputs inside every E2M1 code
  *    interval (both signs), the mean of 10^6 rounded draws lies within its
  *    99.9% interval of the exact value; the same key gives the same bits,
