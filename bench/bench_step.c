@@ -68,7 +68,9 @@ typedef struct policy {
 } policy;
 
 /* The fp8 rows are configs/gpt_shakespeare_fp8{,_current}.ini and _mxfp8.ini
- * (the GPT's lm_head kept in bf16, as there). */
+ * (the GPT's lm_head kept in bf16, as there); nvfp4 is _nvfp4.ini (2d
+ * weights, the Hadamard transform, stochastic rounding; lm_head and, with
+ * more than one, the last block in bf16). */
 static const policy policies[] = {
     {"fp32", "fp32", "none", NULL, NULL},
     {"fp16+dynamic", "fp16", "dynamic", NULL, NULL},
@@ -77,6 +79,7 @@ static const policy policies[] = {
     {"fp8", "fp8", "none", "hybrid", "delayed"},
     {"fp8_current", "fp8", "none", "hybrid", "current"},
     {"mxfp8", "mxfp8", "none", "e4m3", NULL},
+    {"nvfp4", "nvfp4", "none", NULL, NULL}, /* configs/gpt_shakespeare_nvfp4.ini's recipe */
 };
 #define BF16_ROW 2
 #define TF32_ROW 3
@@ -110,8 +113,8 @@ static void usage(FILE *f) {
             "  --n-layer N, --n-head N, --n-embd N, --block-size N\n"
             "                 gpt: the shape (default 4, 4, 128, 64)\n"
             "  --activation A gpt: [model] activation (default gelu)\n"
-            "  --policy NAME  fp32, fp16, bf16, tf32, fp8 (delayed scaling), fp8_current or\n"
-            "                 mxfp8; repeat to pick several (default all; tf32 only with\n"
+            "  --policy NAME  fp32, fp16, bf16, tf32, fp8 (delayed scaling), fp8_current,\n"
+            "                 mxfp8 or nvfp4; repeat to pick several (default all; tf32 only with\n"
             "                 --device cuda)\n"
             "  --rounds N     run the policies N times, interleaved (the order rotating per\n"
             "                 round); the table gives medians over the rounds and, beside\n"
@@ -243,7 +246,7 @@ static int parse_args(bench_opts *o, int argc, char **argv) {
                 }
             if (rc != 0)
                 fprintf(stderr, "bench_step: --policy '%s': expected fp32, fp16, bf16, tf32, fp8, "
-                        "fp8_current or mxfp8\n", v ? v : "(missing)");
+                        "fp8_current, mxfp8 or nvfp4\n", v ? v : "(missing)");
         } else {
             fprintf(stderr, "bench_step: unknown option '%s'\n", a);
             usage(stderr);
@@ -602,8 +605,10 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
     /* Enough examples that no timed step crosses more than a few epoch
      * boundaries (a boundary only reshuffles an index array). */
     long long train = (long long)o->batch * 4;
-    char name[64];
+    char name[64], last_block[64];
     snprintf(name, sizeof name, "bench_%s", p->precision);
+    snprintf(last_block, sizeof last_block, "precision.layer.transformer.h.%d.*", o->n_layer - 1);
+    int nv = strcmp(p->precision, "nvfp4") == 0;
     int bad = set_str(cfg, "run.name", name) || set_str(cfg, "run.device", o->device) ||
               set_str(cfg, "run.seed", "1") || set_int(cfg, "data.batch_size", o->batch) ||
               /* the trainer's loop runs the warm-up and the timed steps; its one
@@ -615,7 +620,11 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
               (strcmp(p->label, "tf32") == 0 && set_str(cfg, "precision.tf32", "1")) ||
               (p->format && set_str(cfg, "precision.format", p->format)) ||
               (p->recipe && set_str(cfg, "precision.recipe", p->recipe)) ||
-              (p->format && o->gpt && set_str(cfg, "precision.layer.lm_head", "bf16"));
+              ((p->format || nv) && o->gpt && set_str(cfg, "precision.layer.lm_head", "bf16")) ||
+              (nv && (set_str(cfg, "precision.weight_blocks", "2d") ||
+                      set_str(cfg, "precision.hadamard", "1") ||
+                      set_str(cfg, "precision.stochastic_rounding", "1"))) ||
+              (nv && o->gpt && o->n_layer > 1 && set_str(cfg, last_block, "bf16"));
     if (o->gpt) /* configs/gpt_shakespeare_*.ini, on the shipped corpus */
         bad = bad || set_str(cfg, "data.dataset", "text") || set_str(cfg, "model.name", "gpt") ||
               set_int(cfg, "model.n_layer", o->n_layer) || set_int(cfg, "model.n_head", o->n_head) ||
@@ -666,7 +675,7 @@ static int measure_policy(const bench_opts *o, const policy *p, policy_result *r
                               sizeof res->paths);
         res->info.gemm_choices = NULL;
         res->info.n_gemm_choices = 0;
-        if (p->format && res->scaled == 0) { /* the policy would have timed a bf16 step */
+        if ((p->format || nv) && res->scaled == 0) { /* the policy would have timed a bf16 step */
             fprintf(stderr, "bench_step: %s: the step has no FP8 operand\n", p->label);
             rc = -1;
         }

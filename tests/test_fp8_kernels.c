@@ -3,7 +3,8 @@
  * checked against PyTorch by test_fp8_torch): the codes bit for bit, and
  * the amax and the saturated / flushed / NaN counts against a plain
  * float-compare recount of the same pass; the dequantize against
- * decode(q) * inv_scale.
+ * decode(q) * inv_scale, and on every one of the 256 codes of both formats
+ * (NaN payloads included) at two scales.
  *   test_fp8_kernels          a random sample: random FP32 patterns and
  *                             normal values, several scales, lengths with
  *                             every vector tail (seconds); and MX32
@@ -333,6 +334,30 @@ static int run_sample(void) {
     return nbad ? 1 : 0;
 }
 
+/* Every path's dequantize of all 256 codes of both formats, bit for bit
+ * against amp_fp8_to_float(q) * inv_scale; 1 on a mismatch. */
+static int dequantize_every_code(void) {
+    uint8_t q[256];
+    float y[256];
+    int nbad = 0;
+    for (int i = 0; i < 256; i++) q[i] = (uint8_t)i;
+    for (int p = 0; p < npaths; p++)
+        for (int fmt = 0; fmt < 2; fmt++)
+            for (int s = 0; s < 2; s++) {
+                float inv = s ? 1.0f / 3.0f : 1.0f;
+                paths[p]->dequantize(y, q, 256, inv, fmt);
+                for (int i = 0; i < 256; i++) {
+                    float w = amp_fp8_to_float(q[i], fmt) * inv;
+                    if (amp_f32_bits(y[i]) != amp_f32_bits(w) && nbad++ < SHOW_MAX)
+                        fprintf(stderr, "MISMATCH %s %s dequantize of code 0x%02x: 0x%08x, want "
+                                "0x%08x\n", amp_isa_name(paths[p]->isa), fmt ? "e5m2" : "e4m3", i,
+                                amp_f32_bits(y[i]), amp_f32_bits(w));
+                }
+            }
+    printf("dequantize: every code of both formats, %d path(s): %d mismatches\n", npaths, nbad);
+    return nbad != 0;
+}
+
 int main(int argc, char **argv) {
     int all = argc > 1 && strcmp(argv[1], "--all") == 0;
     if (argc > 1 && !all) {
@@ -347,5 +372,6 @@ int main(int argc, char **argv) {
         else
             printf("path %s: not on this CPU or build, not checked\n", amp_isa_name((amp_isa)isa));
     }
-    return all ? run_all() : run_sample();
+    int rc = all ? run_all() : run_sample();
+    return dequantize_every_code() || rc;
 }

@@ -1,5 +1,5 @@
 /* NVFP4's recipe pieces (core/backend/kernels/nvfp4.h) and the CPU
- * backend's nvfp4 ops (core/backend/cpu_nvfp4.c):
+ * backend's nvfp4 ops (core/backend/cpu_nvfp4.c, kernels in cpu_nvfp4_body.h):
  *  - stochastic rounding is unbiased: for inputs inside every E2M1 code
  *    interval (both signs), the mean of 10^6 rounded draws lies within its
  *    99.9% interval of the exact value; the same key gives the same bits,
@@ -12,8 +12,11 @@
  *  - the backend's nvfp4_qdq / quantize / dequantize against a scalar
  *    reference written on the header's functions, bit for bit, with its
  *    counts (every layout, RNE and stochastic, with and without the
- *    transform, short last blocks, zeros, +-inf, NaN, -0).
+ *    transform, short last blocks, zeros, +-inf, NaN, -0), on every
+ *    instruction-set path this CPU has (AMPTRAIN_ISA per backend: each
+ *    path has its own NVFP4 kernels), and the paths named.
  * `--break-sr` makes the rounding always round down (its test must fail). */
+#define _POSIX_C_SOURCE 200112L
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "isa_backend.h"
 #include "backend/kernels/nvfp4.h"
 
 static int failures;
@@ -420,16 +424,17 @@ int main(int argc, char **argv) {
     if (!break_sr) {
         test_hadamard_matrix();
         test_wgrad_transform();
-        char err[512];
-        amp_backend *be = amp_backend_cpu_create(err, sizeof err);
-        if (!be) {
-            fprintf(stderr, "no CPU backend: %s\n", err);
-            return 1;
+        for (int isa = AMP_ISA_GENERIC; isa <= (int)amp_isa_detect(); isa++) {
+            amp_backend *be = amp_test_backend_on(isa);
+            if (!be) return 1;
+            int before = failures;
+            test_ties(be);
+            test_backend(be);
+            test_tiles_transpose(be);
+            be->ops->destroy(be);
+            printf("path %s: %s\n", amp_isa_name((amp_isa)isa),
+                   failures == before ? "the backend's nvfp4 ops match" : "FAILED");
         }
-        test_ties(be);
-        test_backend(be);
-        test_tiles_transpose(be);
-        be->ops->destroy(be);
     }
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);

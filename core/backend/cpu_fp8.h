@@ -14,6 +14,7 @@
 
 #include "backend/cpu_isa.h"
 #include "backend/kernels/fp8.h"
+#include "backend/kernels/nvfp4.h"
 
 typedef struct amp_cpu_fp8 {
     amp_isa isa;
@@ -40,6 +41,15 @@ typedef struct amp_cpu_fp8 {
     /* x = the values of elem with scales, either orientation */
     void (*mx_decode)(float *x, const uint8_t *elem, const uint8_t *scales, size_t rows,
                       size_t cols, int along_cols, int fmt);
+    /* NVFP4 (kernels/nvfp4.h) of a checked descriptor (amp_nvfp4_desc_check):
+     * the scaled family's nvfp4_quantize / _dequantize / _qdq without the
+     * backend (cpu_nvfp4_body.h) */
+    void (*nvfp4_quantize)(uint8_t *codes, uint8_t *scales, float *s_dec, const float *x,
+                           const amp_nvfp4_desc *d, amp_fp8_stats *st, amp_nvfp4_stats *nv);
+    void (*nvfp4_dequantize)(float *x, const uint8_t *codes, const uint8_t *scales, float s_dec,
+                             const amp_nvfp4_desc *d);
+    void (*nvfp4_qdq)(float *y, const float *x, const amp_nvfp4_desc *d, float *s_enc_host,
+                      amp_fp8_stats *st, amp_nvfp4_stats *nv);
 } amp_cpu_fp8;
 
 /* The table of a path, or NULL when this build has no code for it.

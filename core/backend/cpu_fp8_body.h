@@ -190,14 +190,40 @@ static void AMPF_NAME(quantize)(uint8_t *q, const float *x, size_t n, float scal
 
 /* ---- plain loops ----------------------------------------------------------- */
 
+/* An FP8 code's value from its bits, branch-free (so the loops vectorise;
+ * a 256-entry table cost a gather per element and its build per call):
+ * amp_e4m3_to_float / amp_e5m2_to_float's values, NaNs included. Normals
+ * rebias the exponent; subnormals are m * 2^-9 (E4M3) or m * 2^-16 (E5M2),
+ * exact; E4M3's one NaN is sign | 0x7ff00000; E5M2's inf and NaNs are the
+ * FP16 ones widened, NaNs quieted. */
+static inline float AMPF_NAME(e4m3_value)(uint32_t b) {
+    uint32_t sign = (b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
+    uint32_t normal = sign | ((e + 120u) << 23) | (m << 20);
+    uint32_t sub = sign | amp_f32_bits((float)(int32_t)m * (1.0f / 512.0f));
+    uint32_t nan = sign | 0x7ff00000u;
+    uint32_t is_sub = 0u - (uint32_t)(e == 0u), is_nan = 0u - (uint32_t)((b & 0x7fu) == 0x7fu);
+    return amp_f32_from_bits((((normal & ~is_sub) | (sub & is_sub)) & ~is_nan) | (nan & is_nan));
+}
+
+static inline float AMPF_NAME(e5m2_value)(uint32_t b) {
+    uint32_t sign = (b & 0x80u) << 24, e = (b >> 2) & 31u, m = b & 3u;
+    uint32_t normal = sign | ((e + 112u) << 23) | (m << 21);
+    uint32_t sub = sign | amp_f32_bits((float)(int32_t)m * (1.0f / 65536.0f));
+    uint32_t special = sign | 0x7f800000u | (m << 21) | ((0u - (uint32_t)(m != 0u)) & 0x400000u);
+    uint32_t is_sub = 0u - (uint32_t)(e == 0u), is_sp = 0u - (uint32_t)(e == 31u);
+    return amp_f32_from_bits((((normal & ~is_sub) | (sub & is_sub)) & ~is_sp) | (special & is_sp));
+}
+
 static void AMPF_NAME(dequantize)(float *restrict x, const uint8_t *restrict q, size_t n,
                                   float inv_scale, int fmt) {
-    float tab[256];
-    for (int b = 0; b < 256; b++) tab[b] = amp_fp8_to_float((uint8_t)b, fmt);
-    for (size_t i = 0; i < n; i++) x[i] = tab[q[i]] * inv_scale;
+    if (fmt == AMP_FP8_E5M2)
+        for (size_t i = 0; i < n; i++) x[i] = AMPF_NAME(e5m2_value)(q[i]) * inv_scale;
+    else
+        for (size_t i = 0; i < n; i++) x[i] = AMPF_NAME(e4m3_value)(q[i]) * inv_scale;
 }
 
 #include "backend/cpu_fp8_mx_body.h"
+#include "backend/cpu_nvfp4_body.h"
 
 static const amp_cpu_fp8 AMPF_NAME(fp8_table) = {
     .isa = AMPF_ISA,
@@ -207,4 +233,7 @@ static const amp_cpu_fp8 AMPF_NAME(fp8_table) = {
     .mx_dequantize = AMPF_NAME(mx_dequantize),
     .mx_pass = AMPF_NAME(mx_pass),
     .mx_decode = AMPF_NAME(mx_decode),
+    .nvfp4_quantize = AMPF_NAME(nvfp4_quantize),
+    .nvfp4_dequantize = AMPF_NAME(nvfp4_dequantize),
+    .nvfp4_qdq = AMPF_NAME(nvfp4_qdq),
 };

@@ -38,7 +38,7 @@ const struct amp_cpu_fp8 *amp_cpu_fp8_of(amp_backend *be);
 
 /* The scaled family (cpu_scaled.c). */
 extern const amp_scaled_ops amp_cpu_scaled_ops;
-/* cpu_nvfp4.c: the family's nvfp4_* ops */
+/* cpu_nvfp4.c: the family's nvfp4_* ops (the path's kernels: cpu_fp8.h) */
 int amp_cpu_nvfp4_quantize(amp_backend *be, uint8_t *codes, uint8_t *scales, float *s_dec,
                            const float *x, const amp_nvfp4_desc *d, amp_fp8_stats *st,
                            amp_nvfp4_stats *nv);

@@ -1,7 +1,8 @@
 /* The CPU backend's "scaled" family: per-tensor FP8 quantize, dequantize
  * and quantize-dequantize on the ISA path's kernels (cpu_fp8.h), so every
  * result has the scalar functions' bits (backend/kernels/fp8.h); NVFP4's
- * ops are in cpu_nvfp4.c. The stats record is host memory here. */
+ * ops are in cpu_nvfp4.c (kernels: cpu_nvfp4_body.h). The stats record is
+ * host memory here. */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,9 +1,9 @@
 # Smoke run of the step benchmark on a small shape: proves it builds, finds
 # the plugins beside the build tree (<build>/plugins, no AMPTRAIN_PLUGIN_PATH)
-# and runs every policy (fp8 delayed, fp8 current and mxfp8 with their FP8
-# operands among them), in two interleaved rounds with the table of ratios
+# and runs every policy (fp8 delayed, fp8 current, mxfp8 and nvfp4 with their
+# scaled operands among them), in two interleaved rounds with the table of ratios
 # to bf16. It checks no timing.
-set(AMP_BENCH_FP8_ROWS "fp8 +\\| +[0-9.]+ \\| +[0-9.]+ \\| +[0-9.]+x \\| +[0-9.]+x .*fp8_current +\\| +[0-9.]+ \\| .*mxfp8 +\\| +[0-9.]+ \\| +[0-9.]+ \\| +[0-9.]+x \\| +[0-9.]+x .*fp8 kernels: .*FP8 operands.*mxfp8 kernels: .*FP8 operands")
+set(AMP_BENCH_FP8_ROWS "fp8 +\\| +[0-9.]+ \\| +[0-9.]+ \\| +[0-9.]+x \\| +[0-9.]+x .*fp8_current +\\| +[0-9.]+ \\| .*mxfp8 +\\| +[0-9.]+ \\| +[0-9.]+ \\| +[0-9.]+x \\| +[0-9.]+x .*fp8 kernels: .*FP8 operands.*mxfp8 kernels: .*FP8 operands.*nvfp4 kernels: .*FP8 operands")
 add_test(NAME bench_step_smoke
          COMMAND bench_step --steps 2 --warmup 0 --batch 16 --hidden 32,32 --features 64 --rounds 2)
 set_tests_properties(bench_step_smoke PROPERTIES LABELS "bench;fp8"

@@ -3,7 +3,8 @@
 amp_unit_test(test_nvfp4_format numerics nvfp4)
 # Stochastic rounding (unbiased, keyed), the Hadamard transform (H H^T = 16 I,
 # the weight-gradient GEMM unchanged), 16x16 tiles (W and W^T alike) and the
-# CPU backend's nvfp4 ops against a scalar reference on the header's functions.
+# CPU backend's nvfp4 ops against a scalar reference on the header's functions,
+# on every instruction-set path the CPU has (each has its own NVFP4 kernels).
 amp_unit_test(test_nvfp4_kernels numerics nvfp4)
 add_test(NAME test_nvfp4_kernels_broken COMMAND test_nvfp4_kernels --break-sr)
 set_tests_properties(test_nvfp4_kernels_broken PROPERTIES LABELS "nvfp4" WILL_FAIL TRUE)
@@ -75,7 +76,8 @@ amp_unit_test(test_nvfp4_tiled numerics nvfp4)
 add_test(NAME test_nvfp4_tiled_broken COMMAND test_nvfp4_tiled --break)
 set_tests_properties(test_nvfp4_tiled_broken PROPERTIES LABELS "nvfp4" WILL_FAIL TRUE)
 # The quantizer (1x16 rows and 16x16 tiles) against PyTorch's reference from
-# the format's definition (tests/data/nvfp4_reference.txt, scripts/nvfp4_reference.py).
+# the format's definition (tests/data/nvfp4_reference.txt, scripts/nvfp4_reference.py),
+# on every instruction-set path the CPU has.
 amp_unit_test(test_nvfp4_torch numerics nvfp4)
 
 # The CUDA backend's NVFP4 ops against the CPU backend's, bit for bit (77

@@ -46,6 +46,19 @@ foreach(model gpt cnn)
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/model_pin.sh $<TARGET_FILE:amptrain> ${model})
   set_tests_properties(${model}_pin PROPERTIES LABELS "train;pin")
 endforeach()
+# The GPT under nvfp4 (model_pin.sh gpt_nvfp4: the full recipe and 1x16
+# weights, short blocks) bit for bit against tests/pin/gpt_nvfp4_pin.expected
+# on the default path and on each x86 path's NVFP4 kernels (77 where the CPU
+# lacks the path).
+add_test(NAME gpt_nvfp4_pin
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/model_pin.sh $<TARGET_FILE:amptrain> gpt_nvfp4)
+set_tests_properties(gpt_nvfp4_pin PROPERTIES LABELS "train;pin;nvfp4")
+foreach(isa generic avx2 avx512)
+  add_test(NAME gpt_nvfp4_pin_${isa}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pin/model_pin.sh $<TARGET_FILE:amptrain> gpt_nvfp4)
+  set_tests_properties(gpt_nvfp4_pin_${isa} PROPERTIES LABELS "train;pin;nvfp4"
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "AMPTRAIN_ISA=${isa}")
+endforeach()
 # Determinism as docs/performance.md states it: repeatable on a path and thread count,
 # thread-count independent on the default path, every ISA path within 2e-3
 # of the generic one, a resume on another thread count warns.

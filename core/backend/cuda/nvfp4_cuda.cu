@@ -2,7 +2,7 @@
  * nvfp4_dequantize and nvfp4_qdq) over amp_nvfp4_desc's three layouts: 1x16
  * blocks along the rows, 1x16 blocks down the columns (with the 16-point
  * random Hadamard transform before them) and 16x16 tiles. Every element is
- * nvfp4.h's function, the one cpu_nvfp4.c's loops give the bits of
+ * nvfp4.h's function, the one cpu_nvfp4_body.h's loops give the bits of
  * (compiled __host__ __device__, --fmad=false): the tensor amax, the
  * transform, the E4M3 block scales, the E2M1 codes (nearest even, or
  * stochastic with amp_nvfp4_random(sr_key, element)), the decoded values
