@@ -85,7 +85,7 @@ amp_bad_ini(accumulate_huge 2 [=[\[train\] accumulate = '1000000': out of range.
 # The decoder's Llama keys (models/gpt.c), one fault per file, each named
 # at its line; the control trains the file with its fault fixed.
 amp_bad_ini(llama_kv_not_dividing 8 [=[\[model\] n_kv_head = 3 does not divide n_head = 4 \(each key/value head serves an equal group of query heads\)$]=])
-amp_bad_input(llama_kv_fixed 0 [=[run: test_acc [0-9.]+ test_loss]=]
+amp_bad_input(llama_kv_fixed 0 [=[run: val_loss [0-9.]+]=]
               ${AMP_BI_SRC}/ini/llama_kv_not_dividing.ini --set model.n_kv_head=2 --set data.dataset=text
               --set data.batch_size=2 --set data.eval_iters=1 --set train.steps=1)
 amp_bad_ini(llama_kv_gpt2_names 7 [=[\[model\] n_kv_head = 2 needs names = llama \(GPT-2's fused c_attn has as many key/value heads as heads, 4\)$]=])
