@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "formats/family.h"
+
 static const char *const role_names[AMP_ROLE_COUNT] = {"input", "weight", "grad_output"};
 
 int amp_operands_check(const char *policy, const char *layer, unsigned classes,
@@ -18,8 +20,11 @@ int amp_operands_check(const char *policy, const char *layer, unsigned classes,
         /* the transform is undone only when both weight-GEMM operands have it */
         int other = r == AMP_ROLE_INPUT ? AMP_ROLE_GRAD_OUTPUT : AMP_ROLE_INPUT;
         uint32_t flags = p->operand_flags[r];
-        if (f->format >= AMP_FORMAT_COUNT) why = "an unknown format";
-        else if (f->scaling >= AMP_SCALING_COUNT) why = "an unknown scaling";
+        const amp_format_family *fam = amp_format_family_of(f);
+        if (f->format >= AMP_FORMAT_COUNT && !fam)
+            why = "an unknown format (no number-format family serves it)";
+        else if (f->scaling >= AMP_SCALING_COUNT && !fam)
+            why = "an unknown scaling (no number-format family serves it)";
         else if (nv != nv_scaling)
             why = nv ? "the NVFP4 format with a scaling that is not NVFP4_1D or NVFP4_2D"
                      : "an NVFP4 scaling with a format that is not NVFP4";
@@ -52,7 +57,8 @@ int amp_operands_check(const char *policy, const char *layer, unsigned classes,
             snprintf(buf, sizeof buf, "NVFP4 on a convolution: amptrain runs NVFP4 on Linear "
                      "layers only; keep the convolutions out of it (layer.%s = bf16)", layer);
             why = buf;
-        }
+        } else if (!fam)
+            why = "a format and scaling that no number-format family serves";
         if (why) {
             snprintf(err, errlen, "precision plugin '%s' gives layer '%s' (%s operand) %s", policy,
                      layer, role_names[r], why);

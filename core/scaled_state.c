@@ -1,5 +1,7 @@
 #include "scaled_state.h"
 
+#include "formats/family.h"
+
 #include "backend/kernels/convert.h"
 #include "io/json.h"
 #include "io/le_bytes.h"
@@ -63,24 +65,6 @@ int amp_scaled_end_step(amp_scaled *s, amp_dist *d, amp_plugin *precision, char 
     return 0;
 }
 
-/* NVFP4's extras: the flags, the E4M3 block scales' range (blocks with a
- * nonzero amax) and, when stochastic, the mean rounding bias
- * sum(deq - x) / sum(|x|) of the rounded elements (~0 when unbiased). */
-static void nvfp4_json(FILE *f, const amp_scaled_slot *sl) {
-    const amp_nvfp4_stats *nv = &sl->nv_last;
-    fprintf(f, ",\"stochastic\":%s,\"hadamard\":%s,\"blocks\":%llu,\"block_scale_min\":",
-            (sl->flags & AMP_OPERAND_STOCHASTIC) ? "true" : "false",
-            (sl->flags & AMP_OPERAND_HADAMARD) ? "true" : "false", nv->blocks);
-    amp_json_num(f, nv->blocks ? nv->scale_min : 0.0);
-    fputs(",\"block_scale_max\":", f);
-    amp_json_num(f, nv->blocks ? nv->scale_max : 0.0);
-    if (sl->flags & AMP_OPERAND_STOCHASTIC) {
-        fputs(",\"sr_bias\":", f);
-        amp_json_num(f, nv->sr_abs > 0.0 ? nv->sr_err / nv->sr_abs : 0.0);
-        fprintf(f, ",\"sr_count\":%llu", nv->sr_count);
-    }
-}
-
 void amp_scaled_json(FILE *f, const amp_scaled *s, const char *sep) {
     static const char *const formats[AMP_FORMAT_COUNT] = {"dtype", "e4m3", "e5m2", "nvfp4"};
     static const char *const scalings[AMP_SCALING_COUNT] = {"delayed", "current", "mx32",
@@ -92,14 +76,17 @@ void amp_scaled_json(FILE *f, const amp_scaled *s, const char *sep) {
         fprintf(f, "%s%s{\"layer\":", i ? "," : "", sep);
         amp_json_str(f, s->layer_names ? s->layer_names[sl->layer] : "");
         fprintf(f, ",\"role\":\"%s\",\"format\":\"%s\",\"scaling\":\"%s\",\"amax\":",
-                role_names[sl->role], formats[sl->fmt.format % AMP_FORMAT_COUNT],
-                scalings[sl->fmt.scaling % AMP_SCALING_COUNT]);
+                role_names[sl->role],
+                sl->fmt.format < AMP_FORMAT_COUNT ? formats[sl->fmt.format]
+                : sl->family                      ? sl->family->name
+                                                  : "unknown",
+                sl->fmt.scaling < AMP_SCALING_COUNT ? scalings[sl->fmt.scaling] : "unknown");
         amp_json_num(f, sl->last.amax);
         fputs(",\"scale\":", f);
         amp_json_num(f, sl->scale);
         fprintf(f, ",\"saturated\":%llu,\"flushed\":%llu,\"nan\":%llu,\"kept\":%lld",
                 sl->last.saturated, sl->last.flushed, sl->last.nan, (long long)sl->kept);
-        if (sl->fmt.format == AMP_FORMAT_NVFP4) nvfp4_json(f, sl);
+        if (sl->family && sl->family->json) sl->family->json(f, sl); /* its own counts */
         fputs("}", f);
     }
     fputs("]", f);

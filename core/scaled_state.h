@@ -11,7 +11,7 @@
 
 #include "dist/dist.h"
 #include "loader.h"
-#include "scaled.h"
+#include "formats/scaled.h"
 
 /* s->update from the policy's scale_update (NULL when it has none or its
  * vtable predates ABI 1.2: the default rule). */

@@ -15,7 +15,7 @@
 #include "loader.h"
 #include "batcher.h"
 #include "model.h"
-#include "scaled.h"
+#include "formats/scaled.h"
 #include "settings.h"
 #include "text.h"
 

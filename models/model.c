@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/family.h"
 #include "io/config.h"
 
 void amp_model_desc_free(amp_model_desc *d) {
@@ -166,19 +167,19 @@ static int create_scaled(amp_model *m, char *err, size_t errlen) {
                      m->be->ops->name, m->layer_names[sl->layer], m->layer_names[sl->layer]);
             return -1;
         }
-        if (sl->fmt.format == AMP_FORMAT_NVFP4 &&
-            (!so->nvfp4_qdq || !so->nvfp4_quantize || !so->nvfp4_dequantize)) {
+        const char *lacks = sl->family && sl->family->lacks ? sl->family->lacks(m->be) : NULL;
+        if (lacks) {
             snprintf(err, errlen,
-                     "backend '%s' has no NVFP4 ops (nvfp4_qdq, nvfp4_quantize, "
-                     "nvfp4_dequantize): layer '%s' has an NVFP4 operand; run on the CPU "
-                     "(run.device = cpu) or choose a policy without NVFP4",
-                     m->be->ops->name, m->layer_names[sl->layer]);
+                     "backend '%s' has no %s: layer '%s' has a %s operand; run on the CPU "
+                     "(run.device = cpu) or choose a policy without it",
+                     m->be->ops->name, lacks, m->layer_names[sl->layer], sl->family->name);
             return -1;
         }
     }
     if (nslots > 0 && m->be->device != AMP_DEVICE_CPU) {
-        int nv = 0;
-        for (int i = 0; i < nslots; i++) nv |= m->scaled->slot[i].fmt.format == AMP_FORMAT_NVFP4;
+        int nv = 0; /* a family that counts into the NVFP4 records */
+        for (int i = 0; i < nslots; i++)
+            nv |= m->scaled->slot[i].family && m->scaled->slot[i].family->nv_records;
         if (dev_records(m, (void **)&m->scaled_dev, sizeof *m->scaled_dev, err, errlen) != 0 ||
             (nv && dev_records(m, (void **)&m->nvfp4_dev, sizeof *m->nvfp4_dev, err, errlen) != 0))
             return -1;

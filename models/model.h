@@ -30,7 +30,7 @@
 #include "arena.h"
 #include "backend/backend.h"
 #include "io/config.h"
-#include "scaled.h"
+#include "formats/scaled.h"
 
 #define AMP_MODEL_NAME_MAX 96 /* parameter and layer names, with the NUL */
 #define AMP_MODEL_MAX_DIMS 4

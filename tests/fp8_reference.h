@@ -12,7 +12,7 @@
 
 #include "backend/kernels/mx.h"
 #include "expect.h"
-#include "scaled.h"
+#include "formats/scaled.h"
 
 typedef struct ref_stats {
     float amax;

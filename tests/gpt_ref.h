@@ -24,7 +24,7 @@
 #include "io/safetensors.h"
 #include "model.h"
 #include "ref_tensors.h"
-#include "scaled.h"
+#include "formats/scaled.h"
 #include "session.h"
 
 typedef struct gpt_ref {

@@ -81,7 +81,7 @@
 #include "io/config.h"
 #include "layers/layers.h"
 #include "model.h"
-#include "scaled.h"
+#include "formats/scaled.h"
 #include "session.h"
 #include "session_helpers.h"
 

@@ -1,6 +1,6 @@
-/* Conv2d with scaled operands (FP8 per tensor, MX32): the three im2col
+/* Conv2d with scaled operands (FP8 per tensor, MX): the three im2col
  * GEMMs run here, FP32 on the dequantized operands, as the Linear's do
- * (linear.c), because an MX32 operand's blocks lie along the GEMM's
+ * (linear.c), because a blocked family's blocks lie along the GEMM's
  * reduction dimension, which exists only after the im2col:
  *
  *   forward  Y[c_out, N*P] = W[c_out, K] . col[K, N*P]      blocks along K
@@ -60,7 +60,7 @@ static amp_conv2d_desc channels_first(const amp_conv2d *C, int rows) {
 }
 
 /* Role `role`'s operand v [rows, cols] (FP32) in operand scratch `slot`:
- * quantize-dequantized when scaled (MX32 blocks along rows, or down columns
+ * quantize-dequantized when scaled (blocks along rows, or down columns
  * with along_cols; count: add its stats), else rounded to the conv's
  * dtype (v itself for FP32). */
 static const float *operand(amp_model *m, const amp_conv2d *C, int role, int slot, const float *v,
@@ -74,7 +74,7 @@ static const float *operand(amp_model *m, const amp_conv2d *C, int role, int slo
     return m->be->ops->quantize(m->be, dst, v, rows * cols, C->cd, NULL, 0) != 0 ? NULL : dst;
 }
 
-/* The weight [c_out, K] in operand scratch `slot` (MX32 along_cols: blocks
+/* The weight [c_out, K] in operand scratch `slot` (along_cols: blocks
  * along c_out, for dX). */
 static const float *weight(amp_model *m, const amp_conv2d *C, int slot, int along_cols) {
     if (C->fp8[AMP_ROLE_WEIGHT] >= 0) return amp_format_scaled_weight(m, C->w, slot, along_cols);
@@ -158,10 +158,8 @@ int amp_conv2d_scaled_backward(amp_model *m, const amp_conv2d *C, float *dx, con
         CHECK(be->ops->quantize(be, amp_kit_grad(m, C->b), db, co, C->cd, gc, accumulate));
     }
     if (!dx) return 0;
-    /* dX: dY in blocks along c_out (MX32; per tensor the dW operand serves) */
-    int mx = C->fp8[AMP_ROLE_GRAD_OUTPUT] >= 0 &&
-             m->scaled->slot[C->fp8[AMP_ROLE_GRAD_OUTPUT]].fmt.scaling == AMP_SCALING_MX32;
-    if (mx) dyg = operand(m, C, AMP_ROLE_GRAD_OUTPUT, 0, dyt, co, np, 1, 0);
+    /* dX: dY in blocks along c_out (blocked; per tensor the dW operand serves) */
+    if (amp_format_scaled_blocked(m, C->fp8[AMP_ROLE_GRAD_OUTPUT])) dyg = operand(m, C, AMP_ROLE_GRAD_OUTPUT, 0, dyt, co, np, 1, 0);
     const float *wg = dyg ? weight(m, C, 1, 1) : NULL;
     if (!wg) return -1;
     amp_gemm_desc g = amp_gemm_plain(col, wg, dyg, AMP_DTYPE_F32, AMP_GEMM_TN, (int)K, (int)np,

@@ -3,6 +3,7 @@
 #ifndef AMP_LAYERS_KIT_STATE_H
 #define AMP_LAYERS_KIT_STATE_H
 
+#include "formats/family.h"
 #include "image.h"
 #include "layers.h"
 
@@ -99,29 +100,27 @@ const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype g
  * scaled; -2 with be->err (naming `what`, the layer kind) for a scaling
  * the kit does not know. */
 int amp_format_scaled_slot(amp_model *m, int layer, int role, const char *what);
+/* 1 when slot index `slot` (-1: none) is in a family whose blocks lie along
+ * a GEMM's reduction dimension (quantized again for each GEMM). */
+int amp_format_scaled_blocked(const amp_model *m, int slot);
 /* v [rows, cols] quantize-dequantized into operand scratch `scratch` (FP32)
- * with slot index `slot`'s scale: CURRENT takes v's own amax first; MX32
- * blocks along each row, or down each column with along_cols (ignored per
- * tensor); count adds what the quantize saw to the slot's step stats (0
- * for a re-quantization of an operand already counted, with the scale it
- * had). NULL and be->err on failure. */
+ * by slot index `slot`'s family (amp_format_family.operand: blocks along
+ * each row, or down each column with along_cols; count adds what the
+ * quantize saw to the slot's step stats, 0 for a re-quantization of an
+ * operand already counted, with the scale it had). NULL and be->err. */
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
                                        int rows, int cols, int along_cols, int count);
-/* The forward's FP8 or FP4 GEMM on codes (the backend's fp8_gemm, X and
- * W both per tensor or both MX32; or its nvfp4_gemm, both NVFP4): y_acc
- * [rows, out] = X [rows, in] . W^T, X quantized (counted, CURRENT from its
- * own amax; MX32 and NVFP4 in blocks along in, its scales after the codes)
- * into operand scratch 0 as codes (widened via scratch 1 when 16-bit), W
- * the working copy of tensor t (MX32, NVFP4: its codes and the forward's
- * block scales, NVFP4_2D's 16x16 tiles); g carries the epilogue. 1 when it ran,
- * 0 when the operands do not fit it (the caller composes), -1 and be->err
- * on failure. */
+/* The forward's GEMM on codes, X and W in one family that has one
+ * (amp_format_family.gemm): y_acc [rows, out] = X [rows, in] . W^T, X
+ * quantized and counted into operand scratch 0 (widened via scratch 1
+ * when 16-bit), W the working copy of tensor t; g carries the epilogue. 1
+ * when it ran, 0 when the operands do not fit it (the caller composes),
+ * -1 and be->err on failure. */
 int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g);
-/* Tensor t's FP8 working copy [out, in] dequantized into operand scratch
- * `scratch`; MX32 with along_cols: the blocks down W's columns, quantized
- * from the FP32 master (uncounted: the copy's cast counted it). */
+/* Tensor t's scaled working copy [out, in] as FP32 values in operand
+ * scratch `scratch` (amp_format_family.weight: along_cols for dX). */
 const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int along_cols);
-/* Bytes of tensor t's FP8 working copy. */
+/* Bytes of tensor t's scaled working copy (its family's). */
 size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot);
 /* The working copy of tensor t from the master weights, counted. */
 int amp_format_cast(amp_model *m, amp_kit_copy *c, const float *master, size_t n);

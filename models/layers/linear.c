@@ -85,7 +85,7 @@ static const void *operand(amp_model *m, const amp_linear *L, int slot, const am
 }
 
 /* Role `role`'s operand v [rows, cols] of a scaled Linear, FP32 in scratch
- * `slot`: quantize-dequantized when the role is scaled (MX32: blocks along
+ * `slot`: quantize-dequantized when the role is scaled (blocked: along
  * rows, or down columns with along_cols; count: add its stats), else v's
  * values in the GEMM dtype. */
 static const float *scaled_operand(amp_model *m, const amp_linear *L, int role, int slot,
@@ -95,15 +95,14 @@ static const float *scaled_operand(amp_model *m, const amp_linear *L, int role, 
     return amp_format_scaled_operand(m, L->fp8[role], slot, v, rows, cols, along_cols, count);
 }
 
-/* Blocked along a GEMM's reduction dimension (MX32, NVFP4 1x16): the
- * operand is quantized again for each GEMM that reduces along another one. */
-static int role_is_mx(const amp_model *m, const amp_linear *L, int role) {
-    if (L->fp8[role] < 0) return 0;
-    const amp_operand_format *f = &m->scaled->slot[L->fp8[role]].fmt;
-    return f->scaling == AMP_SCALING_MX32 || f->format == AMP_FORMAT_NVFP4;
+/* Blocked along a GEMM's reduction dimension (the slot's family says):
+ * the operand is quantized again for each GEMM that reduces along another
+ * one. */
+static int role_is_blocked(const amp_model *m, const amp_linear *L, int role) {
+    return amp_format_scaled_blocked(m, L->fp8[role]);
 }
 
-/* The weight of a scaled Linear, FP32 in scratch `slot` (MX32 along_cols:
+/* The weight of a scaled Linear, FP32 in scratch `slot` (blocked along_cols:
  * in blocks down its columns, for dX). */
 static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot, int along_cols) {
     if (L->fp8[AMP_ROLE_WEIGHT] >= 0) return amp_format_scaled_weight(m, L->w, slot, along_cols);
@@ -138,7 +137,7 @@ int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_o
         if (rc != 0) return rc < 0 ? -1 : 0;
     }
     if (L->scaled) {
-        /* MX32: x and W in blocks along in, the reduction dimension */
+        /* blocked: x and W in blocks along in, the reduction dimension */
         xg = scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, rows, L->in, 0, 1);
         wg = xg ? scaled_weight(m, L, 1, 0) : NULL;
     } else {
@@ -195,7 +194,7 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
     amp_array dy_in = *dy;
     if (L->scaled) {
         /* qX again from the saved x: same scale, counted in the forward.
-         * MX32: dY and x in blocks along rows, dW's reduction dimension
+         * blocked: dY and x in blocks along rows, dW's reduction dimension
          * (dY's counts are taken here, not again for dX) */
         dyg = scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 1, 1);
         xg = dyg ? scaled_operand(m, L, AMP_ROLE_INPUT, 1, &x, rows, L->in, 1, 0) : NULL;
@@ -222,7 +221,7 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
         CHECK(be->ops->quantize(be, amp_kit_grad(m, L->b), db, (size_t)L->out, L->param, cnt,
                                 accumulate));
     }
-    if (role_is_mx(m, L, AMP_ROLE_GRAD_OUTPUT)) { /* dX blocks dY the other way */
+    if (role_is_blocked(m, L, AMP_ROLE_GRAD_OUTPUT)) { /* dX blocks dY the other way */
         *dy = dy_in;
         return 0;
     }
@@ -236,13 +235,13 @@ int amp_linear_backward_data(amp_model *m, const amp_linear *L, float *dx, const
     amp_array w = amp_kit_weight(m, L->w);
     const void *dyg, *wg;
     if (L->scaled) {
-        /* per tensor: backward_weights left deq(qdY) in scratch 0. MX32: dY
+        /* per tensor: backward_weights left deq(qdY) in scratch 0. blocked: dY
          * and W in blocks along out, dX's reduction dimension (dY counted
          * by backward_weights) */
-        int mx = role_is_mx(m, L, AMP_ROLE_GRAD_OUTPUT);
-        dyg = dy->p == m->kit->op_f32[0] && !mx
+        int blocked = role_is_blocked(m, L, AMP_ROLE_GRAD_OUTPUT);
+        dyg = dy->p == m->kit->op_f32[0] && !blocked
                   ? dy->p
-                  : scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 0, !mx);
+                  : scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 0, !blocked);
         wg = dyg ? scaled_weight(m, L, 1, 1) : NULL;
     } else {
         dyg = operand(m, L, 0, dy, (size_t)rows * L->out);

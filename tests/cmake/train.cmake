@@ -1,6 +1,6 @@
 amp_unit_test(test_train train)
 add_dependencies(test_train amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
-                 amp_scaler_none amp_scaler_dynamic)
+                 amp_scaler_none amp_scaler_dynamic amp_test_precision_int8test)
 # The trainer's loop over a session (core/trainer.h): the same steps as by
 # hand, the hook sees each, a failing hook or a stop flag ends it there.
 amp_unit_test(test_trainer train)
@@ -73,7 +73,8 @@ set_tests_properties(gpt_cpu_paths PROPERTIES LABELS "train;pin" TIMEOUT 300)
 # (tests/testmodel/): amptrain_testmodels is amptrain plus that model.
 add_executable(amptrain_testmodels ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/main.c
                                    ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/twolayer.c
-                                   ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.c)
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/kitnet.c
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/testfamily/int8.c)
 target_link_libraries(amptrain_testmodels PRIVATE amp_core)
 target_compile_options(amptrain_testmodels PRIVATE ${AMP_C_WARNINGS})
 target_sources(test_train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/testmodel/twolayer.c)
@@ -82,7 +83,7 @@ add_test(NAME model_interface
                  $<TARGET_FILE:amptrain_testmodels> ${CMAKE_BINARY_DIR}/tests/model_interface)
 set_tests_properties(model_interface PROPERTIES LABELS "train;cli;ab;checkpoint" TIMEOUT 300)
 add_dependencies(amptrain_testmodels amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
-                 amp_scaler_none amp_scaler_dynamic)
+                 amp_scaler_none amp_scaler_dynamic amp_test_precision_int8test)
 
 # kitnet (tests/testmodel/kitnet.c), written with the layer kit alone:
 # its gradients against finite differences, and fp32/fp16/bf16 training

@@ -1,5 +1,7 @@
 /* Scaled-operand state (scaled.h): creation, the scale rules, the history. */
-#include "scaled.h"
+#include "formats/scaled.h"
+
+#include "formats/family.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,6 +51,7 @@ int amp_scaled_create(amp_scaled **out, int nlayers, const amp_layer_precision *
         sl->layer = (int)(i / AMP_ROLE_COUNT);
         sl->role = (int)(i % AMP_ROLE_COUNT);
         sl->fmt = prec[sl->layer].operand[sl->role];
+        sl->family = amp_format_family_of(&sl->fmt);
         sl->flags = prec[sl->layer].operand_flags[sl->role];
         sl->scale = 1.0f;
         if (sl->fmt.scaling != AMP_SCALING_DELAYED) continue;

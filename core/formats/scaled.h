@@ -6,8 +6,8 @@
  * slot's history and asks the policy (scale_update, or the default rule)
  * for the next scale. The scales and histories are training state: they
  * travel in checkpoints and a resume continues them bit for bit. */
-#ifndef AMP_MODELS_SCALED_H
-#define AMP_MODELS_SCALED_H
+#ifndef AMP_FORMATS_SCALED_H
+#define AMP_FORMATS_SCALED_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,10 +16,13 @@
 #include "backend/kernels/fp8.h"
 #include "backend/kernels/nvfp4.h"
 
+struct amp_format_family;
+
 typedef struct amp_scaled_slot {
     int layer;              /* index into the model's layer table */
     int role;               /* amp_gemm_role */
     amp_operand_format fmt; /* from the policy */
+    const struct amp_format_family *family; /* what serves fmt (family.h); NULL: none */
     uint32_t flags;         /* the policy's amp_operand_flag bits (NVFP4) */
     float scale;            /* DELAYED: quantizes this step; CURRENT: the last one used */
     double *history;        /* DELAYED: [fmt.history_len], circular, newest at [head] */
