@@ -89,3 +89,10 @@ add_test(NAME llama_ab_scan
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/llama_ab_scan.sh $<TARGET_FILE:amptrain>
                  ${PROJECT_SOURCE_DIR}/configs ${CMAKE_BINARY_DIR}/tests/llama_ab_scan)
 set_tests_properties(llama_ab_scan PROPERTIES LABELS "ab;train" TIMEOUT 600)
+# The GPT-2 small configs parse and build (2 steps at a shrunk width; the
+# full model's runs are in docs/performance.md, too slow for the suite).
+add_test(NAME gpt2_small_configs
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/gpt2_small_configs.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_BINARY_DIR}/tests/gpt2_small_configs ${PROJECT_SOURCE_DIR}/configs)
+set_tests_properties(gpt2_small_configs PROPERTIES LABELS "train;config" TIMEOUT 300
+                     ENVIRONMENT AMPTRAIN_THREADS=1)
