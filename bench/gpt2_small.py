@@ -143,7 +143,8 @@ def torch_worker(a, policy):
         wall.append((time.perf_counter() - w0) * 1e3)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"cpu_ms": statistics.median(cpu), "wall_ms": statistics.median(wall),
-                      "rss": rss, "version": torch.__version__}))
+                      "rss": rss, "version": torch.__version__,
+                      "cpu_ms_each": cpu, "wall_ms_each": wall}))
 
 
 def torch_row(a, policy):
