@@ -24,6 +24,7 @@ typedef struct amp_data_view {
     amp_dataset *train, *test; /* row datasets; train->n is the size checkpoints compare */
     amp_text *text;            /* [data] dataset = text */
     struct amp_tokens *tokens; /* [data] dataset = tokens: its own, freed by close */
+    struct amp_text_bpe *bpe;  /* dataset = text with a [data] tokenizer (datasets/text_bpe.h) */
 } amp_data_view;
 
 typedef struct amp_data_kind {

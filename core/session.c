@@ -263,7 +263,7 @@ int amp_session_open_ex(amp_session **out, amp_config *cfg, amp_dist *dist, char
     amp_dist_configure(dist, &ds);
     /* The data first: the model's shape follows from it. */
     s->data_ops = amp_data_kind_of(st);
-    s->data = (amp_data_view){&s->set, &s->train, &s->test, &s->text, NULL};
+    s->data = (amp_data_view){&s->set, &s->train, &s->test, &s->text, NULL, NULL};
     char data_path[PATH_MAX] = ""; /* [data] path, for the kinds that read one */
     if (st->path) resolve_path(data_path, sizeof data_path, cfg, st->path);
     int data_rc = s->data_ops->open(&s->data, data_path, err, errlen);

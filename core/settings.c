@@ -112,16 +112,19 @@ static const amp_setting core_settings[] = {
      .when = "dataset=tokens",
      .doc = "`auto` (llm.c's or NumPy's magic, else a name ending in `.bin` is raw uint16), `bin` "
             "(nanoGPT's raw uint16), `llmc` (llm.c shards) or `npy`"},
-    {"data", "tokenizer", AMP_SETTING_STRING, "none", AT(tokenizer), .when = "dataset=tokens",
+    {"data", "tokenizer", AMP_SETTING_STRING, "none", AT(tokenizer), .when = "dataset=text|tokens",
      .path = AMP_SETTING_PATH_UNLESS_DEFAULT,
-     .doc = "the byte-level BPE tokenizer the ids come from (`tokenizer.json`, GPT-2's `vocab.json`, "
-            "or a folder; see `amptrain tokenize`): `vocab_size` defaults to its vocabulary, and "
-            "`sample` encodes `--prompt` and decodes with it. `none`: no tokenizer"},
-    {"data", "vocab_size", AMP_SETTING_INT, "0", 0, INT32_MAX, AT(vocab_size), .when = "dataset=tokens",
-     .shown_default = "none: required without a tokenizer",
+     .doc = "a byte-level BPE tokenizer (`tokenizer.json`, GPT-2's `vocab.json`, or a folder; see "
+            "`amptrain tokenize`): for tokens, the one the ids come from; for text, the corpus is "
+            "encoded with it instead of one id per character (the last tenth of the ids "
+            "validate). `vocab_size` defaults to its vocabulary, and `sample` encodes `--prompt` "
+            "and decodes with it. `none`: no tokenizer"},
+    {"data", "vocab_size", AMP_SETTING_INT, "0", 0, INT32_MAX, AT(vocab_size),
+     .when = "dataset=text|tokens", .shown_default = "none: required for tokens without a tokenizer",
      .doc = "token ids are below it (every id is checked before training); the model's vocabulary. "
-            "`0`: the tokenizer's vocabulary, an error without one; with a tokenizer it may be "
-            "larger (padded, as llm.c pads 50257 to 50304), not smaller"},
+            "`0`: the tokenizer's vocabulary (tokens: an error without one; text without one: the "
+            "corpus's distinct bytes, and only `0`); with a tokenizer it may be larger (padded, "
+            "as llm.c pads 50257 to 50304), not smaller"},
     /* the model's context is the data's window (nanoGPT's block_size) */
     {"model", "block_size", AMP_SETTING_INT, AMP_SETTING_TEXT(AMP_TEXT_DEFAULT_BLOCK), 1, 1 << 16, AT(block_size),
      .when = "data.dataset=text|tokens",

@@ -49,40 +49,46 @@ void amp_text_free(amp_text *t) {
     memset(t, 0, sizeof *t);
 }
 
-int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
-                  size_t errlen) {
-    memset(t, 0, sizeof *t);
+int amp_text_read(const char *path, const char *expect_sha256, char **text, size_t *n,
+                  char sha[65], char *abs, size_t abslen, char *err, size_t errlen) {
     /* Regular files only (a FIFO would block, /dev/zero never end), and a
      * bounded size, refused before anything is read. */
-    char *text = NULL;
-    size_t n = 0;
     char why[4400];
-    if (amp_file_read_all(path, AMP_TEXT_MAX_BYTES, &text, &n, why, sizeof why) != 0) {
+    *text = NULL;
+    if (amp_file_read_all(path, AMP_TEXT_MAX_BYTES, text, n, why, sizeof why) != 0) {
         amp_set_err(err, errlen,
                     "%s; [data] path of a text run names a regular file of at most %d MiB (the "
                     "default, data/" AMP_TEXT_DEFAULT_FILE ", ships with amptrain)",
                     why, AMP_TEXT_MAX_BYTES >> 20);
         return -1;
     }
-    const unsigned char *bytes = (const unsigned char *)text;
     amp_sha256 s;
-    char hex[65];
     amp_sha256_init(&s);
-    amp_sha256_update(&s, bytes, n);
-    amp_sha256_final_hex(&s, hex);
-    memcpy(t->sha256, hex, sizeof hex);
-    if (!realpath(path, t->path)) snprintf(t->path, sizeof t->path, "%s", path);
-    if (expect_sha256) {
-        if (strcmp(hex, expect_sha256) != 0) {
-            free(text);
-            amp_set_err(err, errlen,
-                        "%s: sha256 %s, but the shipped " AMP_TEXT_DEFAULT_FILE " has %s; the "
-                        "file is damaged or was replaced: restore it (git checkout data/"
-                        AMP_TEXT_DEFAULT_FILE ") or point [data] path at your own file",
-                        path, hex, expect_sha256);
-            return -1;
-        }
+    amp_sha256_update(&s, *text, *n);
+    amp_sha256_final_hex(&s, sha);
+    if (!realpath(path, abs)) snprintf(abs, abslen, "%s", path);
+    if (expect_sha256 && strcmp(sha, expect_sha256) != 0) {
+        free(*text);
+        *text = NULL;
+        amp_set_err(err, errlen,
+                    "%s: sha256 %s, but the shipped " AMP_TEXT_DEFAULT_FILE " has %s; the "
+                    "file is damaged or was replaced: restore it (git checkout data/"
+                    AMP_TEXT_DEFAULT_FILE ") or point [data] path at your own file",
+                    path, sha, expect_sha256);
+        return -1;
     }
+    return 0;
+}
+
+int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
+                  size_t errlen) {
+    memset(t, 0, sizeof *t);
+    char *text = NULL;
+    size_t n = 0;
+    if (amp_text_read(path, expect_sha256, &text, &n, t->sha256, t->path, sizeof t->path, err,
+                      errlen) != 0)
+        return -1;
+    const unsigned char *bytes = (const unsigned char *)text;
     int seen[256] = {0};
     for (size_t i = 0; i < n; i++) seen[bytes[i]] = 1;
     for (int c = 0; c < 256; c++) {
@@ -167,4 +173,21 @@ int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char
     memcpy(sha, h->str, 65);
     amp_json_free(v);
     return 0;
+}
+
+int amp_text_read_vocab_data(const char *path, char *data, size_t datalen, char sha[65], char *err,
+                             size_t errlen) {
+    amp_jval *v = amp_json_parse_file(path, err, errlen);
+    if (!v) return -1;
+    const amp_jval *d = amp_json_get_type(v, "data", AMP_JSTR);
+    const amp_jval *h = amp_json_get_type(v, "sha256", AMP_JSTR);
+    int ok = d && h && strlen(h->str) == 64;
+    if (ok) {
+        snprintf(data, datalen, "%s", d->str);
+        memcpy(sha, h->str, 65);
+    } else {
+        amp_set_err(err, errlen, "%s: not an amptrain vocabulary (data, sha256)", path);
+    }
+    amp_json_free(v);
+    return ok ? 0 : -1;
 }

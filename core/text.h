@@ -40,6 +40,11 @@ typedef struct amp_text {
 int amp_text_load(amp_text *t, const char *path, const char *expect_sha256, char *err,
                   size_t errlen);
 void amp_text_free(amp_text *t);
+/* The reading part of amp_text_load: the whole file in *text (malloc'd,
+ * NUL after the last byte), its size, SHA-256 and absolute path (abs, as
+ * realpath gives it). 0, or -1 with err; nothing to free then. */
+int amp_text_read(const char *path, const char *expect_sha256, char **text, size_t *n,
+                  char sha[65], char *abs, size_t abslen, char *err, size_t errlen);
 
 /* The vocabulary as a run saves it (vocab.json): {"vocab_size": V,
  * "bytes": [the byte of each id], "data": absolute path, "sha256": hex}.
@@ -51,6 +56,11 @@ int amp_text_write_vocab(const amp_text *t, FILE *f);
  * the file. */
 int amp_text_read_vocab(const char *path, unsigned char *bytes, int *vocab, char *data,
                         size_t datalen, char sha[65], char *err, size_t errlen);
+
+/* The data file and its SHA-256 from a vocab.json, of a character run or
+ * of a run with a [data] tokenizer (no bytes then). 0, or -1 with err. */
+int amp_text_read_vocab_data(const char *path, char *data, size_t datalen, char sha[65], char *err,
+                             size_t errlen);
 
 /* The shipped corpus: <prefix>/share/amptrain/data/ beside an installed
  * amptrain (<prefix>/bin/), else the source tree's data/ (build tree). 0

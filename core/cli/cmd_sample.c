@@ -10,7 +10,8 @@
  * block_size tokens go through the forward pass, the last position's FP32
  * logits are divided by the temperature, all but the top k are dropped,
  * and a token is drawn from the softmax with the seeded generator.
- * A [data] dataset = tokens run samples through its [data] tokenizer: the
+ * A [data] dataset = tokens run, or a text run with a [data] tokenizer
+ * (the corpus is read again and encoded), samples through the tokenizer: the
  * prompt is encoded with it and each new token's bytes are printed as they
  * come (a character may take several tokens). */
 #include <errno.h>
@@ -44,7 +45,7 @@ typedef struct sample_args {
 static const char usage_text[] =
     "usage: amptrain sample DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] "
     "[--seed S]\n"
-    "  DIR: the output folder of a text run, or of a tokens run with a [data] tokenizer\n"
+    "  DIR: the output folder of a text run, or of a text or tokens run with a [data] tokenizer\n"
     "       (finished, or with a checkpoint)\n"
     "  --prompt TEXT      the text to continue (default a newline)\n"
     "  --tokens N         how many tokens to generate (default 500)\n"
@@ -270,8 +271,12 @@ int amp_cmd_sample(int argc, char **argv) {
     /* what the run trained, before anything of a text run is asked of it */
     const char *where = NULL, *model = amp_config_lookup(cfg, "model", "name", NULL);
     const char *dataset = amp_config_lookup(cfg, "data", "dataset", &where);
-    int tokens_run = dataset && strcmp(dataset, "tokens") == 0;
-    if (!dataset || (strcmp(dataset, "text") != 0 && !tokens_run)) {
+    const char *tkz = amp_config_lookup(cfg, "data", "tokenizer", NULL);
+    int text_run = dataset && strcmp(dataset, "text") == 0;
+    /* ids through a tokenizer: a tokens run, or a text run with one */
+    int tokens_run = dataset && (strcmp(dataset, "tokens") == 0 ||
+                                 (text_run && tkz && strcmp(tkz, "none") != 0));
+    if (!text_run && !tokens_run) {
         /* a resolved config (config.ini, a checkpoint's) names both */
         snprintf(err, sizeof err, "%s holds a [model] name = %s run on [data] dataset = %s (%s), "
                  "not a text model: give the output folder of a [data] dataset = text or tokens run",
@@ -289,7 +294,7 @@ int amp_cmd_sample(int argc, char **argv) {
         if (code != 0) goto fail;
         code = 2;
         plen = pids.n;
-        goto open;
+        if (!text_run) goto open; /* a tokens run reads its own token files again */
     }
     snprintf(vpath, sizeof vpath, "%s/vocab.json", a.dir);
     if (!file_exists(vpath)) snprintf(vpath, sizeof vpath, "%s/vocab.json", ckdir);
@@ -299,13 +304,15 @@ int amp_cmd_sample(int argc, char **argv) {
                  a.dir, ckdir);
         goto fail;
     }
-    if (amp_text_read_vocab(vpath, bytes, &vocab, data, sizeof data, sha, err, sizeof err) != 0) {
+    if (tokens_run ? amp_text_read_vocab_data(vpath, data, sizeof data, sha, err, sizeof err)
+                   : amp_text_read_vocab(vpath, bytes, &vocab, data, sizeof data, sha, err,
+                                         sizeof err)) {
         code = 1;
         goto fail;
     }
     for (int c = 0; c < 256; c++) ids[c] = -1;
     for (int i = 0; i < vocab; i++) ids[bytes[i]] = (int16_t)i;
-    for (size_t i = 0; i < plen; i++)
+    for (size_t i = 0; i < plen && !tokens_run; i++)
         if (ids[(unsigned char)a.prompt[i]] < 0) {
             snprintf(err, sizeof err, "--prompt: the character 0x%02x ('%c') is not in the run's "
                      "vocabulary of %d characters",
@@ -320,7 +327,7 @@ int amp_cmd_sample(int argc, char **argv) {
         snprintf(data, sizeof data, "%s", shipped);
     /* one sequence; the data from where vocab.json says; the weights by name */
     if (set_key(cfg, "data.path", data, err, sizeof err)) goto fail;
-open: /* a tokens run reads its own token files again */
+open:
     if (amp_config_set_implied(cfg, err, sizeof err) != 0 ||
         set_key(cfg, "data.batch_size", "1", err, sizeof err) ||
         set_key(cfg, "train.accumulate", "1", err, sizeof err) ||

@@ -10,35 +10,13 @@
 
 #include "dataset.h"
 #include "token_files.h"
-#include "tokenizer/tokenizer.h"
+#include "text_bpe.h"
 #include "windows.h"
 
 struct amp_tokens {
     amp_token_split split[2]; /* AMP_WINDOWS_TRAIN, AMP_WINDOWS_VAL */
     int64_t vocab;            /* [data] vocab_size, else the tokenizer's */
 };
-
-/* The vocabulary: [data] vocab_size, checked against the tokenizer's when
- * both are given, else the tokenizer's. 0, or 2/1 with err. */
-static int vocab_of(const amp_settings *st, int64_t *vocab, char *err, size_t errlen) {
-    *vocab = st->vocab_size;
-    if (strcmp(st->tokenizer, "none") == 0) return 0;
-    char why[1536];
-    amp_tokenizer *t = amp_tokenizer_load(st->tokenizer, why, sizeof why);
-    if (!t) {
-        snprintf(err, errlen, "[data] tokenizer: %s", why);
-        return 2;
-    }
-    int64_t tv = amp_tokenizer_vocab_size(t);
-    amp_tokenizer_free(t);
-    if (*vocab == 0) *vocab = tv;
-    if (*vocab < tv) {
-        snprintf(err, errlen, "[data] vocab_size = %" PRId64 " is smaller than the vocabulary of "
-                 "[data] tokenizer %s (%" PRId64 ")", *vocab, st->tokenizer, tv);
-        return 2;
-    }
-    return 0;
-}
 
 static int open_tokens(amp_data_view *d, const char *unused, char *err, size_t errlen) {
     (void)unused;
@@ -52,7 +30,9 @@ static int open_tokens(amp_data_view *d, const char *unused, char *err, size_t e
         return 2;
     }
     int64_t vocab;
-    int rc = vocab_of(st, &vocab, err, errlen);
+    amp_tokenizer *tok;
+    int rc = amp_data_tokenizer(st, &tok, &vocab, err, errlen);
+    amp_tokenizer_free(tok);
     if (rc != 0) return rc;
     d->tokens = calloc(1, sizeof *d->tokens);
     if (!d->tokens) {

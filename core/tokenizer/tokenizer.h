@@ -16,6 +16,9 @@ typedef struct amp_tokenizer amp_tokenizer;
  * not one amptrain reads (bad JSON, an unsupported normalizer, model or
  * pre-tokenizer), all bad input for the commands (exit 2). */
 amp_tokenizer *amp_tokenizer_load(const char *path, char *err, size_t errlen);
+/* The files amp_tokenizer_load reads for path: 1 (a) or 2 (a: vocab.json,
+ * b: merges.txt), as PATH_MAX strings; for fingerprints. */
+int amp_tokenizer_files(const char *path, char *a, char *b);
 /* The same from the bytes of a tokenizer.json (name for messages). */
 amp_tokenizer *amp_tokenizer_from_json(const char *name, const char *json, size_t len, char *err,
                                        size_t errlen);

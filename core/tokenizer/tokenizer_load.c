@@ -93,26 +93,31 @@ static amp_tokenizer *gpt2_files(const char *vocab, const char *merges, char *er
     return t;
 }
 
-amp_tokenizer *amp_tokenizer_load(const char *path, char *err, size_t errlen) {
-    char a[PATH_MAX], b[PATH_MAX];
+int amp_tokenizer_files(const char *path, char *a, char *b) {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(a, sizeof a, "%s/tokenizer.json", path);
-        if (stat(a, &st) != 0) {
-            snprintf(a, sizeof a, "%s/vocab.json", path);
-            snprintf(b, sizeof b, "%s/merges.txt", path);
-            return gpt2_files(a, b, err, errlen);
-        }
-        path = a;
-    } else if (ends_with(path, "vocab.json") && strlen(path) < sizeof b) {
-        size_t stem = strlen(path) - strlen("vocab.json");
-        snprintf(b, sizeof b, "%.*smerges.txt", (int)stem, path);
-        return gpt2_files(path, b, err, errlen);
+        snprintf(a, PATH_MAX, "%s/tokenizer.json", path);
+        if (stat(a, &st) == 0) return 1;
+        snprintf(a, PATH_MAX, "%s/vocab.json", path);
+        snprintf(b, PATH_MAX, "%s/merges.txt", path);
+        return 2;
     }
+    snprintf(a, PATH_MAX, "%s", path);
+    if (ends_with(path, "vocab.json") && strlen(path) < PATH_MAX) {
+        size_t stem = strlen(path) - strlen("vocab.json");
+        snprintf(b, PATH_MAX, "%.*smerges.txt", (int)stem, path);
+        return 2;
+    }
+    return 1;
+}
+
+amp_tokenizer *amp_tokenizer_load(const char *path, char *err, size_t errlen) {
+    char a[PATH_MAX], b[PATH_MAX];
+    if (amp_tokenizer_files(path, a, b) == 2) return gpt2_files(a, b, err, errlen);
     char *text;
     size_t len;
-    if (amp_file_read_all(path, MAX_FILE, &text, &len, err, errlen) != 0) return NULL;
-    amp_tokenizer *t = amp_tokenizer_from_json(path, text, len, err, errlen);
+    if (amp_file_read_all(a, MAX_FILE, &text, &len, err, errlen) != 0) return NULL;
+    amp_tokenizer *t = amp_tokenizer_from_json(a, text, len, err, errlen);
     free(text);
     return t;
 }

@@ -108,3 +108,10 @@ add_test(NAME gpt_shipped_corpus
                  ${AMP_NODATA_SOURCE} ${CMAKE_INSTALL_DATADIR}
                  ${CMAKE_CURRENT_SOURCE_DIR}/gpt/tiny_gpt.ini ${CMAKE_BINARY_DIR}/tests/gpt_shipped_corpus)
 set_tests_properties(gpt_shipped_corpus PROPERTIES LABELS "train;cli" TIMEOUT 120)
+# The GPT-2 small configs parse and build (2 steps at a shrunk width; the
+# full model's runs are in docs/performance.md, too slow for the suite).
+add_test(NAME gpt2_small_configs
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt/gpt2_small_configs.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_BINARY_DIR}/tests/gpt2_small_configs ${PROJECT_SOURCE_DIR}/configs)
+set_tests_properties(gpt2_small_configs PROPERTIES LABELS "train;config" TIMEOUT 300
+                     ENVIRONMENT AMPTRAIN_THREADS=1)

@@ -14,3 +14,8 @@ add_test(NAME tokenizer_train_on_tokenized
 set_tests_properties(tokenizer_train_on_tokenized PROPERTIES LABELS "train;cli;data" TIMEOUT 300
                      ENVIRONMENT AMPTRAIN_THREADS=1)
 amp_unit_test(test_tokenizer data)
+add_test(NAME tokenizer_text_dataset
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/text_with_tokenizer.sh
+                 $<TARGET_FILE:amptrain> ${CMAKE_BINARY_DIR}/tests/tokenizer_text_dataset)
+set_tests_properties(tokenizer_text_dataset PROPERTIES LABELS "train;cli;data" TIMEOUT 300
+                     ENVIRONMENT AMPTRAIN_THREADS=1)
