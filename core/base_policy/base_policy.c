@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "scaled.h"
+#include "formats/scaled.h"
 
 /* The host's defaults for the optional entries a base leaves out, so the
  * caller can call every entry it is handed. */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "scaled.h"
+#include "formats/scaled.h"
 #include "session.h"
 
 void amp_metrics_step_line(FILE *f, const amp_step_record *r, double cpu_ms,
