@@ -27,8 +27,8 @@
 #include "cnn.h"
 #include "io/config.h"
 #include "model.h"
-#include "rng.h"
-#include "clock.h"
+#include "util/rng.h"
+#include "util/clock.h"
 #include "gemm_paths.h"
 
 #define DEFAULT_LAYERS \

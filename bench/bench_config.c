@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "io/config.h"
-#include "clock.h"
+#include "util/clock.h"
 
 static int run(long n) {
     long per = n < 200 ? n : n / 200;

@@ -25,7 +25,7 @@
 #include "amptrain/plugin.h"
 #include "backend/cpu_isa.h"
 #include "backend/cpu_kern.h"
-#include "clock.h"
+#include "util/clock.h"
 
 enum { OPS = 5, MAX_LENGTHS = 16, MAX_ROUNDS = 101 };
 static const char *const op_names[OPS] = {"round16", "round16 uncnt", "round16_wide", "quantize16",

@@ -24,7 +24,7 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-#include "clock.h"
+#include "util/clock.h"
 
 #define CHAINS 12 /* independent accumulators: covers a 4-cycle latency on 2 ports and more */
 #define INNER 1000

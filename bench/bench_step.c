@@ -32,13 +32,13 @@
 #include <time.h>
 
 #include "io/config.h"
-#include "log.h"
-#include "rng.h"
-#include "session.h"
-#include "trainer.h"
-#include "text.h"
-#include "clock.h"
-#include "startup.h"
+#include "util/log.h"
+#include "util/rng.h"
+#include "train/session.h"
+#include "train/trainer.h"
+#include "data/text.h"
+#include "util/clock.h"
+#include "process/startup.h"
 #include "gemm_paths.h"
 
 /* The MLP this benchmark builds: at most 15 hidden layers. */

@@ -1,5 +1,5 @@
 /* libFuzzer target: the INI layer (core/io/config.c) and the core's reading of
- * it (core/settings.c).
+ * it (core/config/settings.c).
  *
  * Input: INI text, optionally followed by NUL-separated --set assignments
  * ("[train]\nsteps = 3\0train.steps=abc\0optim.lr=1"). A NUL can never be part
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "io/config.h"
-#include "settings.h"
+#include "config/settings.h"
 
 static int each_key(void *user, const char *key, const char *value, const char *where)
 {

@@ -1,5 +1,5 @@
 /* libFuzzer target: a Hugging Face folder's config.json as amptrain [model]
- * keys (core/io/hf_config.c).
+ * keys (core/config/hf_config.c).
  *
  * Input: any bytes, read as config.json. The reader must end with keys or
  * with a message, never a crash; with keys, it names a map and every key,
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/hf_config.h"
+#include "config/hf_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

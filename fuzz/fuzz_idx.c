@@ -1,4 +1,4 @@
-/* libFuzzer target: the IDX dataset reader (core/data.c), through its gzip
+/* libFuzzer target: the IDX dataset reader (core/data/data.c), through its gzip
  * layer and without it.
  *
  * Input: flags (1 byte), L (2 bytes, little-endian), L bytes of the labels
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "data.h"
+#include "data/data.h"
 
 typedef struct memfile {
     int fd;

@@ -1,4 +1,4 @@
-/* libFuzzer target: token file layouts (core/token_header.c): llm.c shard
+/* libFuzzer target: token file layouts (core/data/token_header.c): llm.c shard
  * headers, .npy headers and the raw .bin rule, as amp_token_layout_parse
  * sees a file's first bytes.
  *
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "token_header.h"
+#include "data/token_header.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

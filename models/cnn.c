@@ -38,7 +38,7 @@
 #include "layers/image.h"
 #include "layers/layers.h"
 #include "model.h"
-#include "settings_table.h"
+#include "keys/settings_table.h"
 
 #define CNN_MAX_STAGES 64
 #define CNN_MAX_KERNEL 64 /* conv: k, stride and pad */

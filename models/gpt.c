@@ -46,8 +46,8 @@
 
 #include "layers/layers.h"
 #include "model.h"
-#include "settings_table.h"
-#include "text.h"
+#include "keys/settings_table.h"
+#include "keys/text_defaults.h"
 
 #define CHECK(expr)                 \
     do {                            \

@@ -11,7 +11,7 @@
 
 #include "layers/layers.h"
 #include "model.h"
-#include "settings_table.h"
+#include "keys/settings_table.h"
 
 #define MLP_MAX_HIDDEN 64
 

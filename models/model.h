@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena.h"
+#include "backend/arena.h"
 #include "backend/backend.h"
 #include "io/config.h"
 #include "formats/scaled.h"

@@ -16,7 +16,7 @@ The run it mirrors is tests/hf/train_ref.ini: [model] init = the folder,
 AdamW lr 1e-3, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on the 2-D
 tensors only (amptrain's grouping, nanoGPT's), no clipping, no schedule.
 
-The batches are amptrain's: its window batcher (core/windows.c, core/rng.h)
+The batches are amptrain's: its window batcher (core/data/windows.c, core/util/rng.h)
 is written out below: at step s (from 0) the generator is xoshiro256**
 seeded by amp_rng_seed_stream(seed, "TXTTRN" ^ s), and each of the batch's
 rows starts at amp_rng_below(n_train - T) within the first
@@ -76,7 +76,7 @@ def splitmix64(x):
 
 
 class Rng:
-    """core/rng.h: xoshiro256** seeded through splitmix64."""
+    """core/util/rng.h: xoshiro256** seeded through splitmix64."""
 
     def __init__(self, seed, stream):
         _, ka = splitmix64(seed)

@@ -25,7 +25,7 @@
 #include "model.h"
 #include "ref_tensors.h"
 #include "formats/scaled.h"
-#include "session.h"
+#include "train/session.h"
 
 typedef struct gpt_ref {
     amp_safetensors *f;

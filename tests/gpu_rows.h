@@ -31,7 +31,7 @@
 #include "backend/kernels/convert.h"
 #include "expect.h"
 #include "op_rows.h"
-#include "rng.h"
+#include "util/rng.h"
 
 #if AMP_HAVE_CUDA
 #include "backend/cuda/cuda_testing.h"

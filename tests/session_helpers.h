@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "session.h"
+#include "train/session.h"
 
 /* base, then extra (either may be NULL); both NULL-terminated. */
 static inline amp_config *make_config2(const char *const *base, const char *const *extra) {

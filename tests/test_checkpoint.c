@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "io/checkpoint.h"
-#include "session.h"
+#include "train/session.h"
 
 #include "expect.h"
 #include "session_helpers.h"

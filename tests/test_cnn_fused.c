@@ -20,7 +20,7 @@
 #include "backend/backend.h"
 #include "backend/kernels/convert.h"
 #include "expect.h"
-#include "rng.h"
+#include "util/rng.h"
 
 static amp_rng rng;
 

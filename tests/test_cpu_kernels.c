@@ -20,7 +20,7 @@
 #include "backend/kernels/unscale.h"
 #include "expect.h"
 #include "gemm_helpers.h"
-#include "rng.h"
+#include "util/rng.h"
 
 static uint32_t bits(float f) { return amp_f32_bits(f); }
 static float fb(uint32_t u) { return amp_f32_from_bits(u); }

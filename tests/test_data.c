@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "data.h"
-#include "rng.h"
+#include "data/data.h"
+#include "util/rng.h"
 #include "expect.h"
 
 

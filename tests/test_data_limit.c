@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "data.h"
+#include "data/data.h"
 #include "expect.h"
 
 #define N_EXAMPLES 200000000u

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "train/session.h"
 
 #include "expect.h"
 #include "session_helpers.h"

@@ -20,12 +20,12 @@
 #include "expect.h"
 #include "model.h"
 #include "model_helpers.h"
-#include "rng.h"
-#include "session.h"
+#include "util/rng.h"
+#include "train/session.h"
 #include "session_helpers.h"
-#include "sha256.h"
-#include "text.h"
-#include "windows.h"
+#include "util/sha256.h"
+#include "data/text.h"
+#include "data/windows.h"
 
 static void test_sha256(void) {
     static const struct {

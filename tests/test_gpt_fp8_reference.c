@@ -54,8 +54,8 @@
 #include "layers/layers.h"
 #include "model.h"
 #include "formats/scaled.h"
-#include "scaled_state.h"
-#include "session.h"
+#include "train/scaled_state.h"
+#include "train/session.h"
 #include "session_helpers.h"
 
 #define REF_PATH AMP_TEST_SOURCE_DIR "/tests/data/gpt_reference.safetensors"

@@ -82,7 +82,7 @@
 #include "layers/layers.h"
 #include "model.h"
 #include "formats/scaled.h"
-#include "session.h"
+#include "train/session.h"
 #include "session_helpers.h"
 
 #define REF_PATH AMP_TEST_SOURCE_DIR "/tests/data/gpt_reference.safetensors"

@@ -31,7 +31,7 @@
 #include "gpt_ref.h"
 #include "io/config.h"
 #include "model.h"
-#include "session.h"
+#include "train/session.h"
 
 #define REF_PATH AMP_TEST_SOURCE_DIR "/tests/data/gpt_reference.safetensors"
 

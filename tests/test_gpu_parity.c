@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "gpu_rows.h"
-#include "session.h"
+#include "train/session.h"
 #include "train_hooks.h"
 
 #define MAX_STEPS 100

@@ -1,4 +1,4 @@
-/* The plugin trust rules (core/loader.c, sshd's StrictModes): first on
+/* The plugin trust rules (core/plugins/loader.c, sshd's StrictModes): first on
  * fabricated stat results, so owners no test user could create are covered
  * too, then on real folders made here. Each refusal's advice is checked:
  * `chmod go-w PATH` only where the user owns PATH and it is not a sticky
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "expect.h"
-#include "loader.h"
+#include "plugins/loader.h"
 
 static struct stat fake(mode_t type, unsigned perm, uid_t uid)
 {

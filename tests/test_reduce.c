@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "backend/kernels/reduce.h"
-#include "rng.h"
+#include "util/rng.h"
 #include "expect.h"
 
 static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }

@@ -1,4 +1,4 @@
-/* The host's scaled-operand state (core/scaled_state.h): a checkpoint's
+/* The host's scaled-operand state (core/train/scaled_state.h): a checkpoint's
  * bytes restore every slot bit for bit, a state of other slots is refused,
  * the policy's hook is wired in and a bad scale from it names the plugin. */
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "expect.h"
-#include "scaled_state.h"
+#include "train/scaled_state.h"
 
 
 static const char *const names[] = {"fc1", "ln", "fc2"};

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dataset.h"
+#include "data/dataset.h"
 #include "model.h"
-#include "settings.h"
+#include "config/settings.h"
 
 static int failures;
 

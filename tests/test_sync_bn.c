@@ -15,7 +15,7 @@
 
 #include "backend/backend.h"
 #include "expect.h"
-#include "rng.h"
+#include "util/rng.h"
 
 enum { N = 6, C = 5, HW = 7, HALF = N / 2 };
 #define XN ((size_t)N * C * HW)

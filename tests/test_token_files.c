@@ -1,4 +1,4 @@
-/* Token file splits (core/token_files.c): a glob of shards in sorted order,
+/* Token file splits (core/data/token_files.c): a glob of shards in sorted order,
  * one of them too short for a window, windows numbered shard after shard
  * and never crossing a shard's end, and every valid start reachable. */
 #include <stdint.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "expect.h"
-#include "token_files.h"
+#include "data/token_files.h"
 
 static void put(const char *path, const void *a, size_t an, const void *b, size_t bn) {
     FILE *f = fopen(path, "wb");

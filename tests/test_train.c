@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session.h"
+#include "train/session.h"
 
 #include "expect.h"
 #include "model_helpers.h"

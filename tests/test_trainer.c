@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include "expect.h"
 #include "session_helpers.h"

@@ -16,7 +16,7 @@
 #include "backend/kernels/attention.h"
 #include "backend/kernels/convert.h"
 #include "expect.h"
-#include "rng.h"
+#include "util/rng.h"
 
 static amp_backend *be;
 static amp_rng rng;

@@ -18,7 +18,7 @@
 #include "backend/kernels/layernorm.h"
 #include "backend/kernels/store.h"
 #include "expect.h"
-#include "rng.h"
+#include "util/rng.h"
 
 static amp_rng rng;
 

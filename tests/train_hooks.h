@@ -1,8 +1,8 @@
-/* Trainer hooks (core/trainer.h) the tests share. */
+/* Trainer hooks (core/train/trainer.h) the tests share. */
 #ifndef AMP_TEST_TRAIN_HOOKS_H
 #define AMP_TEST_TRAIN_HOOKS_H
 
-#include "trainer.h"
+#include "train/trainer.h"
 
 /* Keeps each step's training loss: loss[step - 1], for steps 1..n. */
 typedef struct loss_log {

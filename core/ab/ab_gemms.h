@@ -3,7 +3,7 @@
 #define AMP_AB_GEMMS_H
 
 #include "ab/ab.h"
-#include "session.h"
+#include "train/session.h"
 
 /* Fills arm->gemm / ngemm (malloc'd; the caller frees arm->gemm): each
  * layer that runs GEMMs and has a 2-D ".weight" tensor, or one tied to that

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "util/clock.h"
 #include "io/file.h"
-#include "train_progress.h"
+#include "train/train_progress.h"
 
 void amp_ab_progress_start(amp_ab_progress *p, int narms, int nseeds) {
     memset(p, 0, sizeof *p);

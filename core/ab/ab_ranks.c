@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "dist/dist.h"
-#include "self_exe.h"
+#include "process/self_exe.h"
 
 int amp_ab_ranks_parse(int *ranks, const char *arg, char *err, size_t errlen) {
     char *end;

@@ -30,7 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/backend_cpu_cnn.h"
-#include "env.h"
+#include "process/env.h"
 #include "backend/cpu_internal.h"
 #include "backend/cpu_fp8.h"
 #include "backend/cpu_threads.h"

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "env.h"
-#include "log.h"
-#include "self_exe.h"
+#include "process/env.h"
+#include "util/log.h"
+#include "process/self_exe.h"
 
 #define CUDA_MODULE "libamptrain_cuda.so"
 

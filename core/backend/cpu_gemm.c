@@ -20,8 +20,8 @@
 #include "backend/cpu_gemm_ref.h"
 #include "backend/cpu_gemm_tune.h"
 #include "backend/cpu_internal.h"
-#include "env.h"
-#include "log.h"
+#include "process/env.h"
+#include "util/log.h"
 
 const char *const amp_gemm_path_names[AMP_GEMM_PATH_COUNT + 1] = {"auto", "widened", "native",
                                                                   NULL};
@@ -336,7 +336,7 @@ amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, int threads, const amp_cpu_gemm_h
          * kernels'), each spinning or sleeping while the other works, which a
          * shape timed alone never shows. And not under an address-space
          * limit (ulimit -v), where its 128 MiB buffer may fail to map and it
-         * retries for ever (core/mem_limit.h). */
+         * retries for ever (core/process/mem_limit.h). */
         struct rlimit rl;
         g->openblas_ok = getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY;
         threads = 1;

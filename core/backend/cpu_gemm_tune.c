@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "log.h"
-#include "mkdir_p.h"
+#include "process/env.h"
+#include "util/log.h"
+#include "util/mkdir_p.h"
 
 /* Interleaved timing rounds per shape: at least MIN_ROUNDS, more while
  * they take under ROUND_BUDGET_S in all, never more than MAX_ROUNDS. The

@@ -1,6 +1,6 @@
 /* CPUID dispatch for the CPU backend (see cpu_isa.h). */
 #include "backend/cpu_isa.h"
-#include "env.h"
+#include "process/env.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -40,11 +40,11 @@
 #include "io/config.h"
 #include "io/checkpoint_store.h"
 #include "io/file.h"
-#include "io/out_file.h"
+#include "util/out_file.h"
 #include "io/run_lock.h"
-#include "session.h"
-#include "clock.h"
-#include "self_exe.h"
+#include "train/session.h"
+#include "util/clock.h"
+#include "process/self_exe.h"
 
 #define MAX_ARMS 16 /* configs a user names; a scan adds its groups' arms up to AMP_AB_MAX_ARMS */
 #define MAX_SEEDS 1000

@@ -16,7 +16,7 @@
 #include "io/config.h"
 #include "io/json.h"
 #include "io/name_map.h"
-#include "io/out_file.h"
+#include "util/out_file.h"
 #include "io/safetensors.h"
 
 #define MAX_TENSORS 1024
@@ -121,7 +121,7 @@ static int read_arch(amp_config *cfg, const char *path, gpt_arch *a, char *err, 
         }
         *out[i] = strtol(v, NULL, 10);
     }
-    /* a run from before the key ran the tanh form (core/implied_keys.c) */
+    /* a run from before the key ran the tanh form (core/config/implied_keys.c) */
     a->activation = !act || strcmp(act, "gelu_tanh") == 0 ? "gelu_new" : "gelu";
     return 0;
 }

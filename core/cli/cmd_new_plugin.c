@@ -15,7 +15,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/new_plugin_templates.h"
-#include "self_exe.h"
+#include "process/self_exe.h"
 
 /* ------------------------------------------------------------ templates */
 /* @NAME@ is the plugin name, @KIND@ scaler or precision. */

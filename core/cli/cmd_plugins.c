@@ -7,8 +7,8 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "loader.h"
-#include "self_exe.h"
+#include "plugins/loader.h"
+#include "process/self_exe.h"
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);

@@ -27,10 +27,10 @@
 #include "io/checkpoint.h"
 #include "io/checkpoint_store.h"
 #include "io/config.h"
-#include "implied_keys.h"
-#include "rng.h"
-#include "session.h"
-#include "text.h"
+#include "config/implied_keys.h"
+#include "util/rng.h"
+#include "train/session.h"
+#include "data/text.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct sample_args {

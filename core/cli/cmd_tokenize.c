@@ -21,8 +21,8 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "io/file.h"
-#include "io/out_file.h"
-#include "token_header.h"
+#include "util/out_file.h"
+#include "data/token_header.h"
 #include "tokenizer/tokenizer.h"
 
 static const char tokenize_usage[] =

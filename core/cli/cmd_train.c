@@ -3,7 +3,7 @@
  * the options and the config (on a resume, the run's own from its
  * checkpoint unless CONFIG is given, which must agree with it; --set only
  * of the keys a resume may change, resume_config.h); the run itself is
- * core/trainer.h's (outputs, checkpoints, resume, stop signals, several
+ * core/train/trainer.h's (outputs, checkpoints, resume, stop signals, several
  * ranks). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "resume_config.h"
-#include "trainer.h"
+#include "train/resume_config.h"
+#include "train/trainer.h"
 
 static const char train_usage[] =
     "usage: amptrain train CONFIG.ini [--set section.key=value]... [--out DIR]\n"

@@ -9,11 +9,11 @@
 #include "backend/backend.h"
 #include "backend/cpu_isa.h"
 #include "cli/cli.h"
-#include "env.h"
-#include "launcher_rank.h"
-#include "log.h"
-#include "mem_limit.h"
-#include "startup.h"
+#include "process/env.h"
+#include "process/launcher_rank.h"
+#include "util/log.h"
+#include "process/mem_limit.h"
+#include "process/startup.h"
 
 static void usage(FILE *f) {
     fprintf(f,

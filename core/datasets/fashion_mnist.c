@@ -2,7 +2,7 @@
  * IDX pair of the same layout) in [data] path, train and test splits. */
 #include <stdio.h>
 
-#include "dataset.h"
+#include "data/dataset.h"
 
 static int open_idx(amp_data_view *d, const char *dir, char *err, size_t errlen) {
     const amp_settings *st = d->set;

@@ -1,7 +1,7 @@
 /* The one place that maps [data] dataset to a dataset kind. */
 #include <string.h>
 
-#include "dataset.h"
+#include "data/dataset.h"
 
 extern const amp_data_kind amp_data_fashion_mnist;
 extern const amp_data_kind amp_data_tiny;

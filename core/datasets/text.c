@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dataset.h"
+#include "data/dataset.h"
 #include "text_bpe.h"
 
 static int open_text(amp_data_view *d, const char *given, char *err, size_t errlen) {

@@ -8,9 +8,9 @@
 
 #include "io/file.h"
 #include "io/json.h"
-#include "log.h"
-#include "sha256.h"
-#include "windows.h"
+#include "util/log.h"
+#include "util/sha256.h"
+#include "data/windows.h"
 
 struct amp_text_bpe {
     uint32_t *ids;            /* [n] the whole corpus's ids */

@@ -7,7 +7,7 @@
 #ifndef AMP_TEXT_BPE_H
 #define AMP_TEXT_BPE_H
 
-#include "dataset.h"
+#include "data/dataset.h"
 #include "tokenizer/tokenizer.h"
 
 /* [data] tokenizer (NULL in *tok when it is `none`) and the vocabulary:

@@ -2,7 +2,7 @@
  * amp_dataset_make_tiny), train and test drawn from the seed. */
 #include <stdio.h>
 
-#include "dataset.h"
+#include "data/dataset.h"
 
 static int make(amp_data_view *d, const char *path, char *err, size_t errlen) {
     (void)path; /* generated: no files */

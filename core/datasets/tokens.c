@@ -8,10 +8,10 @@
 
 #include <string.h>
 
-#include "dataset.h"
-#include "token_files.h"
+#include "data/dataset.h"
+#include "data/token_files.h"
 #include "text_bpe.h"
-#include "windows.h"
+#include "data/windows.h"
 
 struct amp_tokens {
     amp_token_split split[2]; /* AMP_WINDOWS_TRAIN, AMP_WINDOWS_VAL */

@@ -22,8 +22,8 @@
 #endif
 
 #include "backend/kernels/convert.h"
-#include "launcher_rank.h"
-#include "log.h"
+#include "process/launcher_rank.h"
+#include "util/log.h"
 
 void amp_dist_fatal(int rank, const char *fmt, ...) {
     va_list ap;

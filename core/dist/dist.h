@@ -3,7 +3,7 @@
  * GPU, NCCL moves the gradients (its unique id travels over MPI). No
  * home-made transport.
  *
- * What a training step does with N > 1 ranks (core/session.c drives it):
+ * What a training step does with N > 1 ranks (core/train/session.c drives it):
  *   1. each rank runs forward/backward on its rows; the loss gradient is
  *      divided by the GLOBAL row count, so the sum over ranks is the mean;
  *   2. the gradients are summed across ranks in buckets (contiguous ranges

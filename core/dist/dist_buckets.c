@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backend/kernels/convert.h"
-#include "log.h"
+#include "util/log.h"
 
 /* ---- buckets (any transport) ---- */
 

@@ -3,7 +3,7 @@
 #ifndef AMP_DIST_INTERNAL_H
 #define AMP_DIST_INTERNAL_H
 
-#include "clock.h"
+#include "util/clock.h"
 #include "dist/dist.h"
 
 /* A contiguous range of the flat gradient array: tensors [first, first +

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "log.h"
+#include "util/log.h"
 
 static const char ckpt_magic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '\0'};
 

@@ -7,7 +7,7 @@
 
 #include "io/checkpoint.h"
 #include "io/file.h"
-#include "log.h"
+#include "util/log.h"
 
 int amp_checkpoint_read_file(const char *path, uint8_t **buf, size_t *len, char *err,
                              size_t errlen) {

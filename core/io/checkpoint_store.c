@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "io/checkpoint.h"
-#include "io/out_file.h"
+#include "util/out_file.h"
 
 void amp_ckpt_store_path(char *out, size_t outlen, const char *dir, int64_t step) {
     snprintf(out, outlen, "%s/ckpt-%08lld.amp", dir, (long long)step);

@@ -12,7 +12,7 @@
 #include "io/config.h"
 #include "io/config_internal.h"
 #include "io/file.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * file was read (config_internal.h). */
 #include "io/config.h"
 #include "io/config_internal.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "log.h"
+#include "util/log.h"
 
 const char *amp_file_kind(mode_t mode) {
     if (S_ISREG(mode)) return "a regular file";

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "io/file.h"
-#include "log.h"
+#include "util/log.h"
 
 static void free_contents(amp_jval *v) {
     if (v->type == AMP_JSTR) free(v->str);

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/out_file.h"
+#include "util/out_file.h"
 
 /* What the holder wrote: "PID what\n" (empty while it is being written). */
 static void read_holder(int fd, char *out, size_t outlen) {

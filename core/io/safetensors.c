@@ -35,7 +35,7 @@
 
 #include "backend/kernels/convert.h"
 #include "io/file.h"
-#include "io/out_file.h"
+#include "util/out_file.h"
 
 #define ST_PRINTF(a, b) __attribute__((format(printf, a, b)))
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "tokenizer/tokenizer_internal.h"
 
 typedef struct text {

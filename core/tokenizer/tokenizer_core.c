@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "tokenizer/tokenizer_internal.h"
 
 amp_tokenizer *amp_tokenizer_new(void) { return calloc(1, sizeof(amp_tokenizer)); }

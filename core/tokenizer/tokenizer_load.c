@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "io/file.h"
-#include "log.h"
+#include "util/log.h"
 #include "tokenizer/tokenizer_internal.h"
 
 #define MAX_FILE ((size_t)1 << 30)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kit_state.h"
-#include "rng.h"
+#include "util/rng.h"
 
 #define CHECK(expr)                 \
     do {                            \

@@ -1,7 +1,7 @@
 /* drop_config_key IN.amp SECTION KEY OUT.amp: rewrites a checkpoint as one
  * written before [SECTION] KEY existed: its resolved config without that
  * key's line. tests/gpt/activation.sh resumes from such a file to show that
- * an older run keeps the value it ran with (core/implied_keys.h). */
+ * an older run keeps the value it ran with (core/config/implied_keys.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 # The code builds with warnings as errors under clang too (clang 14 failed on
-# core/loader.c, bench/bench_peak.c and gcc's -Wno-format-truncation):
+# core/plugins/loader.c, bench/bench_peak.c and gcc's -Wno-format-truncation):
 # tests/clang_build.sh. Label `clang`; only where clang is installed.
 find_program(AMP_CLANG clang)
 if(AMP_CLANG)

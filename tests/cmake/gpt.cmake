@@ -94,7 +94,7 @@ set_tests_properties(llama_ab_scan PROPERTIES LABELS "ab;train" TIMEOUT 600)
 # amptrain_nodata is amptrain built against a source tree without it, so the
 # error must say where the corpus is expected, and the run must find it once
 # it is there.
-add_executable(amptrain_nodata ${PROJECT_SOURCE_DIR}/core/cli/main.c ${PROJECT_SOURCE_DIR}/core/text.c)
+add_executable(amptrain_nodata ${PROJECT_SOURCE_DIR}/core/cli/main.c ${PROJECT_SOURCE_DIR}/core/data/text.c)
 target_link_libraries(amptrain_nodata PRIVATE amp_core)
 target_compile_options(amptrain_nodata PRIVATE ${AMP_C_WARNINGS})
 set(AMP_NODATA_SOURCE ${CMAKE_BINARY_DIR}/tests/no_source_tree/data)

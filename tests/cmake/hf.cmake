@@ -1,5 +1,5 @@
-# Hugging Face model folders through [model] init (core/io/hf_config.c,
-# core/init_weights.c, core/io/name_map.c).
+# Hugging Face model folders through [model] init (core/config/hf_config.c,
+# core/train/init_weights.c, core/io/name_map.c).
 #
 # Against transformers: tests/data/hf_gpt2_reference.safetensors, written
 # with the fixture folders by scripts/hf_reference.py (by hand, never here).

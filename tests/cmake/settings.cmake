@@ -1,4 +1,4 @@
-# The key tables (core/settings_table.c, core/settings.c, each model's keys):
+# The key tables (core/keys/settings_table.c, core/config/settings.c, each model's keys):
 # docs/settings.md is generated from them and must match, and every core
 # key a run reads must be one of their rows.
 add_test(NAME settings_doc

@@ -1,4 +1,4 @@
-# The start-up step (core/startup.c): one restart at most, the executable
+# The start-up step (core/process/startup.c): one restart at most, the executable
 # found when started through the dynamic loader or without /proc, a stop
 # signal while starting carried across the restart (tests/startup/).
 function(amp_startup_test name)

@@ -1,7 +1,7 @@
 amp_unit_test(test_train train)
 add_dependencies(test_train amp_precision_fp32 amp_precision_fp16 amp_precision_bf16
                  amp_scaler_none amp_scaler_dynamic amp_test_precision_int8test)
-# The trainer's loop over a session (core/trainer.h): the same steps as by
+# The trainer's loop over a session (core/train/trainer.h): the same steps as by
 # hand, the hook sees each, a failing hook or a stop flag ends it there.
 amp_unit_test(test_trainer train)
 add_dependencies(test_trainer amp_precision_fp16 amp_scaler_dynamic)

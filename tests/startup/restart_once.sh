@@ -17,7 +17,7 @@ if ldd "$A" 2>/dev/null | grep -q 'libasan'; then
 fi
 CFG=$TESTS/../configs/tiny_fp16_dynamic.ini
 # 350 MiB leaves less than one 128 MiB buffer plus the 256 MiB reserve on any
-# number of cores (core/mem_limit.c), and a tiny run fits in it
+# number of cores (core/process/mem_limit.c), and a tiny run fits in it
 LIMIT=$((350 * 1024 * 1024))
 CLEAN=(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT -u OPENBLAS_NUM_THREADS
        -u AMPTRAIN_STARTUP_PASS -u AMPTRAIN_STARTUP_STOP AMPTRAIN_LOG=debug)

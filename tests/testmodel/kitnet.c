@@ -13,7 +13,7 @@
 #include "layers/image.h"
 #include "layers/layers.h"
 #include "model.h"
-#include "settings_table.h"
+#include "keys/settings_table.h"
 
 #define CHECK(expr)                 \
     do {                            \

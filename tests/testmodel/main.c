@@ -12,8 +12,8 @@
 #include "cli/cli.h"
 #include "formats/family.h"
 #include "model.h"
-#include "startup.h"
-#include "stop_signals.h"
+#include "process/startup.h"
+#include "process/stop_signals.h"
 #include "../testfamily/int8.h"
 
 static void pause_startup(void) {

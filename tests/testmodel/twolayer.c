@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "model.h"
-#include "rng.h"
+#include "util/rng.h"
 
 #define CHECK(expr)                 \
     do {                            \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/tokens_numpy_{u2,i4,u4}.npy with real NumPy (run by hand
 in a venv with numpy; never by the tests): the first 300 character ids of
-data/tinyshakespeare.txt (ids as core/text.c assigns them) saved by
+data/tinyshakespeare.txt (ids as core/data/text.c assigns them) saved by
 numpy.save in each dtype the tokens dataset reads. The tests check that
 write_tokens.py writes the same bytes.
 

@@ -3,7 +3,7 @@
 the Python standard library only (NumPy need not be installed).
 
   write_tokens.py chars TEXT OUTDIR
-      The character ids amptrain's text dataset assigns to TEXT (core/text.c:
+      The character ids amptrain's text dataset assigns to TEXT (core/data/text.c:
       the sorted distinct bytes, id = rank; the first int(0.9 n) characters
       train, the rest validate), as OUTDIR/{bin,llmc,npy}/{train,val}.<ext>:
       nanoGPT raw uint16 .bin, llm.c shards (magic 20240520, version 1) and

@@ -13,8 +13,8 @@
 #include "backend/kernels/reduce.h"
 
 extern "C" {
-#include "env.h"
-#include "log.h"
+#include "process/env.h"
+#include "util/log.h"
 }
 
 #ifndef AMP_CUDA_ARCHS

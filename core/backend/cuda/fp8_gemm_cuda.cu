@@ -65,7 +65,7 @@
 #include "backend/kernels/nvfp4.h"
 
 extern "C" {
-#include "log.h"
+#include "util/log.h"
 }
 
 /* cuBLASLt's block-scaled GEMM (the VEC32_UE8M0 scale mode and the

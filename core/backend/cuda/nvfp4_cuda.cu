@@ -33,7 +33,7 @@
 #include "backend/kernels/nvfp4.h"
 
 extern "C" {
-#include "log.h"
+#include "util/log.h"
 }
 
 /* One op's device scratch: the tensor amax, then what its blocks saw

@@ -18,7 +18,7 @@
 #include "backend/kernels/mx.h"
 
 extern "C" {
-#include "log.h"
+#include "util/log.h"
 }
 
 /* q (may be NULL) = codes, y (may be NULL) = decoded codes * inv. */
