@@ -6,7 +6,8 @@
 # run" saying the run was stopped; it ends at once (no waiting for the part)
 # with exit 1. The build part is a stand-in `cmake` that sleeps (no GPU and
 # no real build needed). Also: --dry-run lists every part, in the same
-# order, each with what it would run.
+# order (the timing rows before the sanitizers), each with what it would
+# run, and the caps sum to at most the 480 s budget.
 set -u
 [ $# -eq 2 ] || { echo "usage: gpu_check_stop.sh SOURCE_DIR WORK_DIR" >&2; exit 2; }
 src=$1 work=$2
@@ -14,8 +15,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$work" && mkdir -p "$work/bin" "$work/out" "$work/debs" || exit 1
 printf '#!/bin/sh\necho "stand-in cmake: sleeping"\nexec sleep 60\n' >"$work/bin/cmake"
 chmod +x "$work/bin/cmake"
-order="gpu prefix build gemm kernels fp8 nvfp4 ctest nccl parity memcheck_mlp racecheck_mlp memcheck_gpt
-  racecheck_gpt memcheck_cnn racecheck_cnn bench cnn gpt torch"
+order="gpu prefix build gemm kernels fp8 nvfp4 ctest nccl parity bench cnn gpt torch memcheck_formats
+  memcheck_gpt memcheck_cnn racecheck_kernels racecheck_gpt initcheck_gpt synccheck_gpt"
 
 # parts_in SUMMARY: the part names of the table, in order
 parts_in() { sed -n 's/^| \([a-z0-9_]*\) *|.*/\1/p' "$1" | grep -vx part | tr '\n' ' '; }
@@ -49,3 +50,8 @@ sum=$work/dry/gpu-check-logs/summary.md
 [ "$(grep -cE '^\| [a-z0-9_]+ +\| dry +\|' "$sum")" = $(($(echo $order | wc -w) - 1)) ] ||
     fail "not every part but gpu says what it would run: $(cat "$sum")"
 echo "ok  --dry-run: every part in order, each with what it would run"
+# The plan fits the device window: the prefix's 30 s and every part's cap
+# sum to at most the default budget of 480 s, build included.
+plan=$(grep -oE 'for up to [0-9]+ s' "$sum" | awk '{s += $4} END {print s + 30}')
+[ "$plan" -le 480 ] || fail "the parts' caps sum to $plan s, past the 480 s budget"
+echo "ok  the plan's caps: $plan s of the 480 s budget"
