@@ -254,9 +254,12 @@ if [ "$MODE" = rehearse ]; then
         local t n bad=0
         for t in "$BUILD"/tests/test_gpu_*; do
             [ -x "$t" ] || continue
-            if ! timeout 300 "$t" --self-check >"$LOGS/self-check.$(basename "$t").log" 2>&1; then
-                echo "$(basename "$t"): self-check FAILED"; bad=1; continue
-            fi
+            timeout 300 "$t" --self-check >"$LOGS/self-check.$(basename "$t").log" 2>&1
+            case $? in
+            0) ;;
+            2) echo "$(basename "$t"): takes no --self-check (its rows need the GPU itself)"; continue ;;
+            *) echo "$(basename "$t"): self-check FAILED"; bad=1; continue ;;
+            esac
             if ! grep -q -- '(--self-check) against the CPU' "$LOGS/self-check.$(basename "$t").log"; then
                 echo "$(basename "$t"): no self-check (it needs the GPU itself)"; continue
             fi
