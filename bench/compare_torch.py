@@ -11,7 +11,8 @@ process, so a drift in the machine's speed hits both alike:
   fp16  torch.autocast("cpu", float16)  | amptrain fp16 plugin, dynamic scaler
         + torch.amp.GradScaler("cpu")     (n/a where this torch lacks CPU fp16)
 
-Two models (--models, default both), each bench_step's:
+Three models (--models, default all three); the MLP and the GPT are
+bench_step's, the CNN bench_cnn's:
 
   mlp  Linear-ReLU-...-Linear, cross-entropy, SGD with momentum 0.9, lr 0.01,
        on random data;
@@ -22,11 +23,15 @@ Two models (--models, default both), each bench_step's:
        tied to the token embedding, cross-entropy; AdamW (lr 1e-3, betas 0.9,
        0.99, weight decay 0.1 on the 2-D weights only) with the gradient norm
        clipped at 1.0, as configs/gpt_shakespeare_*.ini train it; random
-       tokens.
+       tokens;
+  cnn  the configs/cnn_fashion_*.ini network (conv(32,3,pad=1) bn relu
+       pool(2) conv(64,3,pad=1) bn relu pool(2) fc(128) relu fc) on random
+       1x28x28 images, batch 128, SGD with momentum 0.9, lr 0.01.
 
 It prints one table per model: per policy the median over rounds of each
-side's median step time, and the median over rounds of the ratio
-torch_ms / amptrain_ms (above 1: amptrain is faster).
+side's median step time and median process CPU time per step, and the
+medians over rounds of the ratios torch/amptrain (above 1: amptrain is
+faster) of both.
 
 PyTorch is a benchmark dependency only (pip install torch); nothing in the
 test suite needs it. Exit status: 0 ok, 1 a run failed, 2 usage error,
@@ -46,7 +51,10 @@ def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     p.add_argument("--bench-step", default=os.path.join(here, "..", "build", "bench", "bench_step"),
                    help="path to amptrain's bench_step (default: build/bench/bench_step)")
-    p.add_argument("--models", default="mlp,gpt", help="mlp, gpt or both (default)")
+    p.add_argument("--models", default="mlp,gpt,cnn",
+                   help="comma-separated: mlp, gpt, cnn (default: all three)")
+    p.add_argument("--bench-cnn", default=os.path.join(here, "..", "build", "bench", "bench_cnn"),
+                   help="path to amptrain's bench_cnn (default: build/bench/bench_cnn)")
     p.add_argument("--features", type=int, default=784, help="mlp: input width")
     p.add_argument("--hidden", default="1024,1024", help="mlp: hidden widths")
     p.add_argument("--classes", type=int, default=10, help="mlp: output width")
@@ -72,8 +80,8 @@ def parse_args(argv):
     a.policies = [x for x in a.policies.split(",") if x]
     a.models = [x for x in a.models.split(",") if x]
     for x in a.models:
-        if x not in ("mlp", "gpt"):
-            p.error("--models: unknown model %r (mlp, gpt)" % x)
+        if x not in ("mlp", "gpt", "cnn"):
+            p.error("--models: unknown model %r (mlp, gpt, cnn)" % x)
     if a.n_embd % a.n_head:
         p.error("--n-embd must split into --n-head heads")
     for x in a.policies:
@@ -91,11 +99,32 @@ AMP_LABEL = {"fp32": "fp32", "bf16": "bf16+none", "fp16": "fp16+dynamic"}
 
 
 def batch_of(a, model):
-    return a.batch or (12 if model == "gpt" else 256)
+    return a.batch or {"gpt": 12, "cnn": 128}.get(model, 256)
+
+
+def amptrain_cnn_ms(a, policy, env):
+    cmd = [a.bench_cnn, "--policy", policy, "--steps", str(a.steps), "--warmup", str(a.warmup),
+           "--batch", str(batch_of(a, "cnn"))]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("bench_cnn failed (%d): %s" % (r.returncode, r.stderr.strip()))
+    ms = cpu = None
+    kernels = ""
+    for line in r.stdout.splitlines():
+        m = re.match(r"\|\s*%s\s*\|\s*([0-9.]+)\s*\|\s*([0-9.]+)\s*\|" % re.escape(policy), line)
+        if m:
+            ms, cpu = float(m.group(1)), float(m.group(2))
+        if line.startswith("amptrain path:"):
+            kernels = line.split(":", 1)[1].strip()
+    if ms is None:
+        raise RuntimeError("no %s row in bench_cnn's output:\n%s" % (policy, r.stdout))
+    return ms, cpu, kernels
 
 
 def amptrain_ms(a, model, policy):
     env = dict(os.environ, AMPTRAIN_THREADS=str(a.threads))
+    if model == "cnn":
+        return amptrain_cnn_ms(a, policy, env)
     cmd = [a.bench_step, "--model", model, "--no-floor", "--policy", policy, "--steps",
            str(a.steps), "--warmup", str(a.warmup), "--batch", str(batch_of(a, model))]
     if model == "gpt":
@@ -179,6 +208,15 @@ def make_gpt(torch, a):
     return GPT()
 
 
+def make_cnn(torch):
+    """The configs/cnn_fashion_*.ini network, PyTorch's layers."""
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
 class TorchStep:
     def __init__(self, torch, a, model, policy):
         self.torch, self.policy, self.model_name = torch, policy, model
@@ -195,6 +233,12 @@ class TorchStep:
             self.x = torch.randint(0, a.vocab, (batch, a.block_size))
             self.y = torch.randint(0, a.vocab, (batch, a.block_size))
             self.clip = 1.0
+        elif model == "cnn":
+            self.model = make_cnn(torch)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+            self.x = torch.randn(batch, 1, 28, 28)
+            self.y = torch.randint(0, 10, (batch,))
+            self.clip = None
         else:
             widths = [a.features] + a.hidden_list + [a.classes]
             layers = []
@@ -243,18 +287,22 @@ def torch_ms(torch, a, model, policy):
     s = TorchStep(torch, a, model, policy)
     for _ in range(a.warmup):
         s.step()
-    t = []
+    t, c = [], []
     for _ in range(a.steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         s.step()
         t.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(t)
+        c.append((time.process_time() - c0) * 1e3)
+    return statistics.median(t), statistics.median(c)
 
 
 def describe(a, model):
     if model == "gpt":
         return ("GPT %d layers, %d heads, %d wide, block %d, vocab %d, batch %d, AdamW + clip"
                 % (a.n_layer, a.n_head, a.n_embd, a.block_size, a.vocab, batch_of(a, model)))
+    if model == "cnn":
+        return ("CNN (configs/cnn_fashion_*.ini) on 1x28x28, batch %d, SGD momentum"
+                % batch_of(a, model))
     return "MLP %d-%s-%d, batch %d, SGD momentum" % (a.features, a.hidden.replace(",", "-"),
                                                     a.classes, batch_of(a, model))
 
@@ -268,10 +316,12 @@ def main(argv):
               file=sys.stderr)
         return 3
     torch.set_num_threads(a.threads)
-    if not os.access(a.bench_step, os.X_OK):
-        print("compare_torch: %s is not an executable (build first, or --bench-step)" % a.bench_step,
-              file=sys.stderr)
-        return 2
+    for m, exe, opt in (("mlp", a.bench_step, "--bench-step"), ("gpt", a.bench_step, "--bench-step"),
+                        ("cnn", a.bench_cnn, "--bench-cnn")):
+        if m in a.models and not os.access(exe, os.X_OK):
+            print("compare_torch: %s is not an executable (build first, or %s)" % (exe, opt),
+                  file=sys.stderr)
+            return 2
     fp16_ok = True
     fp16_why = ""
     try:
@@ -286,7 +336,8 @@ def main(argv):
           % (a.threads, a.rounds, a.steps, a.warmup))
     print("torch %s (%s); amptrain %s" % (torch.__version__, torch.backends.cpu.get_cpu_capability()
                                           if hasattr(torch.backends, "cpu") else "?", a.bench_step))
-    res = {(m, p): {"amp": [], "cpu": [], "torch": [], "ratio": [], "kernels": ""}
+    res = {(m, p): {"amp": [], "cpu": [], "torch": [], "tcpu": [], "ratio": [], "cratio": [],
+                    "kernels": ""}
            for m in a.models for p in a.policies}
     try:
         for r in range(a.rounds):
@@ -299,9 +350,12 @@ def main(argv):
                     d["kernels"] = kern
                     if p == "fp16" and not fp16_ok:
                         continue
-                    tm = torch_ms(torch, a, m, p)
+                    tm, tc = torch_ms(torch, a, m, p)
                     d["torch"].append(tm)
+                    d["tcpu"].append(tc)
                     d["ratio"].append(tm / am)
+                    if cpu:
+                        d["cratio"].append(tc / cpu)
             print("  round %d/%d done" % (r + 1, a.rounds), file=sys.stderr)
     except RuntimeError as e:
         print("compare_torch: %s" % e, file=sys.stderr)
@@ -310,17 +364,21 @@ def main(argv):
         print()
         print(describe(a, m))
         print()
-        print("| policy | amptrain ms | torch ms | torch/amptrain (median of rounds) | min-max ratio |")
-        print("|---|---:|---:|---:|---:|")
+        print("| policy | amptrain ms | torch ms | torch/amptrain | min-max | "
+              "amptrain CPU ms | torch CPU ms | CPU torch/amptrain |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for p in a.policies:
             d = res[(m, p)]
             am = statistics.median(d["amp"])
+            ac = statistics.median(d["cpu"]) if None not in d["cpu"] else float("nan")
             if d["torch"]:
                 tm, ra = statistics.median(d["torch"]), statistics.median(d["ratio"])
-                print("| %s | %.3f | %.3f | %.2f | %.2f-%.2f |" % (p, am, tm, ra, min(d["ratio"]),
-                                                                 max(d["ratio"])))
+                tc = statistics.median(d["tcpu"])
+                cr = statistics.median(d["cratio"]) if d["cratio"] else float("nan")
+                print("| %s | %.3f | %.3f | %.2f | %.2f-%.2f | %.3f | %.3f | %.2f |"
+                      % (p, am, tm, ra, min(d["ratio"]), max(d["ratio"]), ac, tc, cr))
             else:
-                print("| %s | %.3f | n/a | n/a (%s) | |" % (p, am, fp16_why))
+                print("| %s | %.3f | n/a | n/a (%s) | | %.3f | n/a | n/a |" % (p, am, fp16_why, ac))
         if "fp32" in a.policies:
             # per round (the policies of a round ran back to back), then the median
             fp32 = res[(m, "fp32")]["amp"]

@@ -19,7 +19,7 @@ all of them):
                 CPU has a native 16-bit GEMM, else 'not on this CPU')
 
 and, with --torch-python, the same MLP and GPT steps in PyTorch
-(bench/compare_torch.py's models, run by that python in a child process,
+(bench/compare_torch.py's models, the CNN's included, run by that python in a child process,
 torch.set_num_threads(--threads)).
 
 The figure read is the median over the rounds of each run's median process
@@ -266,13 +266,13 @@ def torch_worker(spec):
 
 
 def run_torch(a, models, vocab):
-    jobs = [(m, TORCH_POLICY[p]) for m in models if m != "cnn" for p in POLICIES]
+    jobs = [(m, TORCH_POLICY[p]) for m in models for p in POLICIES]
     if not jobs:
         return {}
     shape = dict(a.mlp, **a.gpt)
     shape.update(vocab=vocab or 65, steps=a.steps, warmup=a.warmup)
     spec = {"threads": a.threads, "shape": shape, "jobs": jobs,
-            "batch": {"mlp": a.mlp["batch"], "gpt": a.gpt["batch"]}}
+            "batch": {"mlp": a.mlp["batch"], "gpt": a.gpt["batch"], "cnn": a.cnn_batch}}
     cmd = [a.torch_python, os.path.abspath(__file__), "--torch-worker", json.dumps(spec)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -421,9 +421,7 @@ def measure_and_print(a, cache, load0, t_start):
             gfs = gflop[m] * 1e3 / med(tuned["cpu"])  # GFLOP per CPU-second
             row.append(ctext)
             row.append("%.1f (%.0f%%)" % (gfs, 100.0 * gfs / cv) if cv > 0 else "%.1f" % gfs)
-            if m == "cnn":
-                row += ["no CNN in compare_torch.py", "-"]
-            elif not a.torch_python:
+            if not a.torch_python:
                 row += ["not run", "not run"]
             else:
                 t = torch_res.get((m, p), {"cpu": [], "err": "no result"})

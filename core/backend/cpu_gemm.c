@@ -36,6 +36,7 @@ struct amp_cpu_gemm {
     amp_gemm_tuner *tuner;
     int tuning;             /* timing candidates: record no kernel in be->info */
     int openblas_ok;        /* OpenBLAS is a candidate beside oneDNN (amp_cpu_gemm_create) */
+    int split;              /* OpenMP threads that share an OpenBLAS call (1: it runs whole) */
 };
 
 static int is_native(amp_gemm_cand c) { return c == AMP_GEMM_ONEDNN_BF16 || c == AMP_GEMM_ONEDNN_F16; }
@@ -59,6 +60,43 @@ static void note_gemm(amp_backend *be, amp_dtype dt, const char *what) {
     snprintf(s + len, cap - len, "%s%s", len ? "," : "", what);
 }
 
+/* OpenBLAS's sgemm on d's operands at c, a, b. Beside oneDNN, OpenBLAS
+ * runs single-threaded (amp_cpu_gemm_create), so with g->split threads
+ * each OpenMP thread of the backend's one pool multiplies a slice of C:
+ * rows when C is taller than wide, else columns, cut at multiples of 16
+ * (the width of its AVX2 and AVX-512 kernels' register blocks). A slice
+ * is the same sgemm on sub-matrices: every element of C sums its k
+ * products as it would in one call. */
+static void openblas_sgemm(const amp_cpu_gemm *g, const amp_gemm_desc *d, float *c, const float *a,
+                           const float *b) {
+    CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
+    CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
+    int rows = d->m >= d->n, len = rows ? d->m : d->n;
+    int parts = g->split;
+    if (parts > (len + 15) / 16) parts = (len + 15) / 16;
+    if (parts <= 1) {
+        cblas_sgemm(CblasRowMajor, ta, tb, d->m, d->n, d->k, d->alpha, a, d->lda, b, d->ldb,
+                    d->beta, c, d->ldc);
+        return;
+    }
+    int per = (len + parts - 1) / parts;
+    per = (per + 15) / 16 * 16;
+#pragma omp parallel for schedule(static, 1) num_threads(parts)
+    for (int p = 0; p < parts; p++) {
+        int lo = p * per, hi = lo + per < len ? lo + per : len;
+        if (lo >= hi) continue;
+        if (rows) { /* C[lo:hi, :] = A[lo:hi, :] . B */
+            const float *ap = a + (d->trans_a ? (size_t)lo : (size_t)lo * (size_t)d->lda);
+            cblas_sgemm(CblasRowMajor, ta, tb, hi - lo, d->n, d->k, d->alpha, ap, d->lda, b,
+                        d->ldb, d->beta, c + (size_t)lo * (size_t)d->ldc, d->ldc);
+        } else { /* C[:, lo:hi] = A . B[:, lo:hi] */
+            const float *bp = b + (d->trans_b ? (size_t)lo * (size_t)d->ldb : (size_t)lo);
+            cblas_sgemm(CblasRowMajor, ta, tb, d->m, hi - lo, d->k, d->alpha, a, d->lda, bp,
+                        d->ldb, d->beta, c + lo, d->ldc);
+        }
+    }
+}
+
 /* `batch` matrices of d from c, a, b (of dtype dt: FP32, or the native
  * dtype) through candidate cand. */
 static int lib_run(amp_backend *be, amp_cpu_gemm *g, const amp_gemm_desc *d, amp_gemm_cand cand,
@@ -74,11 +112,10 @@ static int lib_run(amp_backend *be, amp_cpu_gemm *g, const amp_gemm_desc *d, amp
             }
             snprintf(what, sizeof what, "%sreference-f64", prefix);
         } else {
-            cblas_sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans,
-                        d->trans_b ? CblasTrans : CblasNoTrans, d->m, d->n, d->k, d->alpha, a,
-                        d->lda, b, d->ldb, d->beta, c, d->ldc);
+            openblas_sgemm(g, d, c, a, b);
             const char *core = openblas_get_corename();
-            snprintf(what, sizeof what, "%sopenblas-sgemm %s", prefix, core ? core : "?");
+            snprintf(what, sizeof what, "%sopenblas-sgemm %s%s", prefix, core ? core : "?",
+                     g->split > 1 ? " split" : "");
         }
     } else {
         const char *impl = "?";
@@ -275,7 +312,8 @@ static void machine_text(amp_isa isa, char *out, size_t len) {
     char cpu[160];
     amp_isa_cpu_model(cpu, sizeof cpu);
     const char *core = openblas_get_corename();
-    snprintf(out, len, "v1|%s|%s|onednn %s|openblas %s %s", cpu, amp_isa_name(isa),
+    /* v2: OpenBLAS beside oneDNN shares a GEMM among the OpenMP threads */
+    snprintf(out, len, "v2|%s|%s|onednn %s|openblas %s %s", cpu, amp_isa_name(isa),
              amp_dnnl_version(), core ? core : "?", openblas_get_config());
 }
 
@@ -314,6 +352,7 @@ amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, int threads, const amp_cpu_gemm_h
     g->host = *host;
     g->isa = isa;
     g->lib_pin = lib_pin;
+    g->split = 1;
     int use_dnnl = amp_dnnl_available() && isa != AMP_ISA_GENERIC &&
                    (lib_pin < 0 || lib_pin == AMP_GEMM_ONEDNN_F32);
     if (use_dnnl) {
@@ -334,11 +373,13 @@ amp_cpu_gemm *amp_cpu_gemm_create(amp_isa isa, int threads, const amp_cpu_gemm_h
         /* OpenBLAS beside oneDNN runs in the calling thread: its own pthread
          * pool would take turns with OpenMP's (oneDNN's and the element-wise
          * kernels'), each spinning or sleeping while the other works, which a
-         * shape timed alone never shows. And not under an address-space
+         * shape timed alone never shows. OpenMP's threads share its calls
+         * instead (openblas_sgemm). And not under an address-space
          * limit (ulimit -v), where its 128 MiB buffer may fail to map and it
          * retries for ever (core/process/mem_limit.h). */
         struct rlimit rl;
         g->openblas_ok = getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY;
+        g->split = threads;
         threads = 1;
     }
     openblas_set_num_threads(threads);

@@ -2,7 +2,8 @@
 # GEMM paths chosen by measurement (core/backend/cpu_gemm_tune.h), from the
 # CLI: the first run times each shape's candidates and writes the cache; the
 # next run reads it and gives the same bits; the cache decides (a flipped
-# cache flips the paths and the bits); two runs started together agree; a
+# cache flips the paths and the bits, and OpenBLAS's calls shared by the
+# threads give the oneDNN run's losses); two runs started together agree; a
 # damaged line is skipped; an unwritable cache folder is a warning, not a
 # failure; AMPTRAIN_GEMM pins the library (one candidate, nothing timed);
 # [run] gemm_path = widened feeds FP32 arrays, = native is refused (exit 2,
@@ -61,6 +62,18 @@ diff <(paths first | sed 's/openblas-f32/X/; s/onednn-f32/openblas-f32/; s/X/one
 cmp -s "$W/first/weights.safetensors" "$W/flipped/weights.safetensors" &&
     fail "other GEMM libraries gave the same weights bit for bit (the check would not see a change)"
 echo "ok: a flipped cache flips every path"
+# OpenBLAS beside oneDNN at 2 threads: the OpenMP threads share each call by
+# slices of C (rows of the forward's, columns of the last layer's dW), and
+# the slices add up to the whole product: the run tracks the oneDNN one
+grep -q '"f32": "[^"]*openblas-sgemm [^"]* split' "$W/flipped/summary.json" ||
+    fail "the OpenBLAS run at 2 threads did not share its calls: $(grep -o '"gemm": {[^}]*}' "$W/flipped/summary.json")"
+python3 - "$W/first/summary.json" "$W/flipped/summary.json" <<'PY' || fail "the OpenBLAS run's losses left the oneDNN run's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for k in ("final_train_loss", "test_loss"):
+    assert abs(a[k] - b[k]) <= 1e-4 * abs(a[k]), (k, a[k], b[k])
+PY
+echo "ok: OpenBLAS shares its calls among 2 threads and gives the oneDNN run's losses"
 
 # 3. two runs started together on an empty cache agree, one line per shape
 run togetherA "$W/c3" &
