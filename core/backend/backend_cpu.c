@@ -391,6 +391,15 @@ static int cpu_scale(amp_backend *be, float *x, size_t n, float s) {
     return 0;
 }
 
+/* AdamW's bias corrections for step o->t, in double as adamw_step has them
+ * (1 and 1 for SGD). */
+static void bias_corrections(const amp_optim_step *o, float *bc1, float *bc2_sqrt) {
+    *bc1 = *bc2_sqrt = 1.0f;
+    if (!o->adamw) return;
+    *bc1 = (float)(1.0 - pow((double)o->beta1, (double)o->t));
+    *bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, (double)o->t));
+}
+
 /* The optimizer over chunks; with wc, each chunk's working copy follows
  * its update while the chunk is still in cache (optim_step_cast), so the
  * master weights are read once. */
@@ -401,11 +410,8 @@ static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *
     amp_dtype dt = copy ? copy->dt : AMP_DTYPE_F32;
     int wc_f32 = copy ? copy->f32 : 0;
     amp_round_count *cnt = copy ? copy->cnt : NULL;
-    float bc1 = 1.0f, bc2_sqrt = 1.0f;
-    if (o->adamw) {
-        bc1 = (float)(1.0 - pow((double)o->beta1, (double)o->t));
-        bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, (double)o->t));
-    }
+    float bc1, bc2_sqrt;
+    bias_corrections(o, &bc1, &bc2_sqrt);
     size_t cs = chunk_size(n), nch = (n + cs - 1) / cs;
     unsigned long long nz = 0, uf = 0, of = 0;
 #pragma omp parallel for schedule(static) reduction(+ : nz, uf, of) if (nch >= PAR_MIN_CHUNKS)
@@ -433,6 +439,47 @@ static int cpu_optim_step_cast(amp_backend *be, const amp_optim_step *o, float *
 static int cpu_optim_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0, float *s1,
                           const float *g, size_t n) {
     return cpu_optim_step_cast(be, o, w, s0, s1, g, n, NULL);
+}
+
+/* Every span's chunks (cut as optim_step cuts that span alone, so the bits
+ * are its) in one parallel section: a GPT's tensors alternate decay and no
+ * decay, and a section per run woke the threads a dozen times a step. */
+static int cpu_optim_multi_step(amp_backend *be, const amp_optim_step *o, float *w, float *s0,
+                                float *s1, const float *g, const amp_optim_span *spans,
+                                int nspans) {
+    const amp_cpu_kern *k = impl_of(be)->k;
+    size_t total = 0;
+    for (int i = 0; i < nspans; i++) total += (spans[i].n + chunk_size(spans[i].n) - 1) /
+                                              chunk_size(spans[i].n);
+    if (total == 0) return 0;
+    struct chunk {
+        size_t off, len;
+        float wd;
+    } *tab = malloc(total * sizeof *tab);
+    if (!tab) {
+        snprintf(be->err, sizeof be->err, "optimizer step: out of memory for %zu chunks", total);
+        return 1;
+    }
+    size_t nch = 0;
+    for (int i = 0; i < nspans; i++) {
+        size_t cs = chunk_size(spans[i].n);
+        for (size_t c = 0; c < spans[i].n; c += cs)
+            tab[nch++] = (struct chunk){spans[i].off + c, spans[i].n - c < cs ? spans[i].n - c : cs,
+                                        spans[i].weight_decay};
+    }
+    float bc1, bc2_sqrt;
+    bias_corrections(o, &bc1, &bc2_sqrt);
+#pragma omp parallel for schedule(static) if (nch >= PAR_MIN_CHUNKS)
+    for (size_t c = 0; c < nch; c++) {
+        size_t i0 = tab[c].off, len = tab[c].len;
+        if (o->adamw)
+            k->adamw(w + i0, s0 + i0, s1 + i0, g + i0, len, o->lr, o->beta1, o->beta2, o->eps,
+                     tab[c].wd, bc1, bc2_sqrt);
+        else
+            k->sgd(w + i0, s0 ? s0 + i0 : NULL, g + i0, len, o->lr, o->momentum, tab[c].wd);
+    }
+    free(tab);
+    return 0;
 }
 
 /* ---- GEMMs ------------------------------------------------------------------ */
@@ -584,6 +631,7 @@ static void cpu_destroy(amp_backend *be) {
 
 static const amp_fused_ops cpu_fused_ops = {
     .optim_step_cast = cpu_optim_step_cast,
+    .optim_multi_step = cpu_optim_multi_step,
     .upload_round = cpu_upload_round,
     .act_backward_round = cpu_act_backward_round,
     .round_act = cpu_round_act,
