@@ -44,7 +44,10 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     }
     /* scaled: FP32 GEMMs on the dequantized operands (FP8_SPEC) */
     L->feed = L->scaled ? AMP_DTYPE_F32 : amp_format_feed(m, L->gemm);
-    L->want_f32 = L->out_dt != AMP_DTYPE_F32 && (L->feed == AMP_DTYPE_F32 || L->b >= 0);
+    /* a scaled dY is widened into its operand slot on the way to its codes
+     * (exactly): no FP32 copy to keep beside it */
+    L->want_f32 = L->out_dt != AMP_DTYPE_F32 &&
+                  ((L->feed == AMP_DTYPE_F32 && !L->scaled) || L->b >= 0);
     int f32_store = L->feed == AMP_DTYPE_F32;
     if (L->fp8[AMP_ROLE_WEIGHT] >= 0)
         amp_kit_add_fp8_copy(m, L->w, L->fp8[AMP_ROLE_WEIGHT], W->layer);
@@ -58,16 +61,21 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     /* the scratch its calls may need */
     size_t R = (size_t)rows, xn = R * L->in, yn = R * L->out, wn = (size_t)L->in * L->out;
     amp_array w = amp_kit_weight(m, L->w); /* its dtypes (the pointer comes at layout) */
-    if (L->scaled) { /* every operand passes through the scratch */
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, xn > yn ? xn : yn);
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, wn);
+    if (L->scaled) { /* every operand passes through both slots (FP32) */
+        size_t big = xn > yn ? xn : yn;
+        for (int s = 0; s < 2; s++) {
+            amp_kit_need_slot(m, s, AMP_DTYPE_F32, big);
+            amp_kit_need_slot(m, s, AMP_DTYPE_F32, wn);
+        }
     }
-    if (amp_format_converts(L->feed, L->gemm, x.store, x.vals))
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, xn);
-    if (amp_format_converts(L->feed, L->gemm, L->out_dt, L->out_dt))
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, yn);
+    /* slot 0: x (forward), dY; slot 1: W, and x where dY took slot 0 */
+    int x_conv = amp_format_converts(L->feed, L->gemm, x.store, x.vals);
+    int dy_conv = amp_format_dy_converts(L->feed, L->gemm, L->out_dt);
+    if (x_conv) amp_kit_need_slot(m, 0, L->feed, xn);
+    if (dy_conv) amp_kit_need_slot(m, 0, L->feed, yn);
+    if (x_conv && dy_conv) amp_kit_need_slot(m, 1, L->feed, xn);
     if (amp_format_converts(L->feed, L->gemm, w.store, w.vals))
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, wn);
+        amp_kit_need_slot(m, 1, L->feed, wn);
     amp_kit_need(m, AMP_SCRATCH_ACC, yn);
     amp_kit_need(m, AMP_SCRATCH_DW, wn);
     if (L->b >= 0) amp_kit_need(m, AMP_SCRATCH_DB, (size_t)L->out);
@@ -77,6 +85,14 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
         (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
         amp_kit_need(m, AMP_SCRATCH_DY32, yn);
     return 0;
+}
+
+void amp_linear_bare_dy(amp_model *m, const amp_linear *L, amp_array x) {
+    if (L->scaled || !amp_format_converts(L->feed, L->gemm, L->out_dt, L->out_dt)) return;
+    /* backward_weights converts x past dY in slot 0 */
+    size_t R = (size_t)L->rows, yn = R * L->out;
+    int x_conv = amp_format_converts(L->feed, L->gemm, x.store, x.vals);
+    amp_kit_need_slot(m, 0, L->feed, x_conv ? amp_format_after(yn) + R * L->in : yn);
 }
 
 static const void *operand(amp_model *m, const amp_linear *L, int slot, const amp_array *v,
@@ -200,7 +216,13 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
         xg = dyg ? scaled_operand(m, L, AMP_ROLE_INPUT, 1, &x, rows, L->in, 1, 0) : NULL;
     } else {
         dyg = operand(m, L, 0, dy, yn);
-        xg = operand(m, L, 1, &x, (size_t)rows * L->in);
+        /* x takes slot 0, past dY where dY took it (amp_linear_bare_dy
+         * planned that), else slot 1 (amp_linear_init) */
+        int conv = dyg && (dyg == k->op_f32[0] || dyg == k->op_16[0]);
+        size_t at = conv ? amp_format_after(yn) : 0, xn = (size_t)rows * L->in;
+        int xs = conv && at + xn > (L->feed == AMP_DTYPE_F32 ? k->cap32[0] : k->cap16[0]);
+        xg = dyg ? amp_format_operand_at(m, L->feed, L->gemm, xs, xs ? 0 : at, &x, xn, NULL)
+                 : NULL;
     }
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T . X[rows, in]; the first micro-batch's
