@@ -139,11 +139,17 @@ size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot) {
 
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
                                        int rows, int cols, int along_cols, int count) {
+    return amp_format_scaled_operand_at(m, slot, scratch, 0, v, rows, cols, along_cols, count);
+}
+
+const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, size_t at,
+                                          const amp_array *v, int rows, int cols, int along_cols,
+                                          int count) {
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
     size_t n = (size_t)rows * (size_t)cols;
-    if (!fits(m, "scaled operand", n, k->cap32[scratch])) return NULL;
-    float *dst = k->op_f32[scratch];
+    if (!fits(m, "scaled operand", at + n, k->cap32[scratch])) return NULL;
+    float *dst = k->op_f32[scratch] + at;
     amp_family_values x = {v->p, v->store, v->f32};
     const float *wide = amp_family_wide(be, dst, &x, n); /* 16-bit values widen exactly */
     if (!wide) return NULL;
@@ -164,6 +170,11 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
     const amp_format_family *f = family(m, x_slot);
     if (f != family(m, w_slot) || !f->gemm) return 0; /* mixed families compose */
     amp_family_env ex = env_of(m, x_slot), ew = env_of(m, w_slot);
+    /* X's codes at slot 0's start, its widened values past them (dead
+     * once the codes are made: the results may land on them) */
+    size_t n = (size_t)g->m * (size_t)g->k, room = amp_format_codes_room(n), cap = m->kit->cap32[0];
+    ex.scratch[1] = m->kit->op_f32[0] + room;
+    ex.scratch_n = cap > room ? cap - room : 0;
     amp_family_weight w = weight_of(m, t, amp_kit_master(m, t));
     amp_family_values xv = {x->p, x->store, x->f32};
     return f->gemm(&ex, &ew, &w, &xv, g);

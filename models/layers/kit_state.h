@@ -118,6 +118,11 @@ const void *amp_format_operand_at(amp_model *m, amp_dtype feed, amp_dtype gemm, 
                                   size_t at, const amp_array *v, size_t n, amp_round_count *cnt);
 /* Where a second operand starts in a slot after one of n elements (256-byte aligned). */
 static inline size_t amp_format_after(size_t n) { return (n + 63) & ~(size_t)63; }
+/* FP32 elements kept for a family GEMM's codes and block scales of n
+ * values at the start of slot 0 (FP8: n bytes; MX: n + n/32; NVFP4:
+ * n/2 + n/16; each with up to 16 bytes of alignment): n + n/8 + 64 bytes.
+ * Its widened x follows them. */
+static inline size_t amp_format_codes_room(size_t n) { return amp_format_after(n / 4 + n / 32 + 16); }
 /* The slot index of (layer, role) in m->scaled, -1 when that operand is not
  * scaled; -2 with be->err (naming `what`, the layer kind) for a scaling
  * the kit does not know. */
@@ -132,10 +137,14 @@ int amp_format_scaled_blocked(const amp_model *m, int slot);
  * operand already counted, with the scale it had). NULL and be->err. */
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
                                        int rows, int cols, int along_cols, int count);
+/* The same, `at` elements into the scratch (past an operand the same GEMM reads). */
+const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, size_t at,
+                                          const amp_array *v, int rows, int cols, int along_cols,
+                                          int count);
 /* The forward's GEMM on codes, X and W in one family that has one
  * (amp_format_family.gemm): y_acc [rows, out] = X [rows, in] . W^T, X
- * quantized and counted into operand scratch 0 (widened via scratch 1
- * when 16-bit), W the working copy of tensor t; g carries the epilogue. 1
+ * quantized and counted into operand slot 0 (widened past its codes
+ * when 16-bit: amp_format_codes_room), W the working copy of tensor t; g carries the epilogue. 1
  * when it ran, 0 when the operands do not fit it (the caller composes),
  * -1 and be->err on failure. */
 int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g);

@@ -61,12 +61,14 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     /* the scratch its calls may need */
     size_t R = (size_t)rows, xn = R * L->in, yn = R * L->out, wn = (size_t)L->in * L->out;
     amp_array w = amp_kit_weight(m, L->w); /* its dtypes (the pointer comes at layout) */
-    if (L->scaled) { /* every operand passes through both slots (FP32) */
-        size_t big = xn > yn ? xn : yn;
-        for (int s = 0; s < 2; s++) {
-            amp_kit_need_slot(m, s, AMP_DTYPE_F32, big);
-            amp_kit_need_slot(m, s, AMP_DTYPE_F32, wn);
-        }
+    if (L->scaled) { /* every operand passes through the slots (FP32) */
+        /* slot 0: x then the FP32 results (forward), dY then x (dW), dY
+         * (dX), or a family GEMM's codes and widened x (amp_format_fp8_gemm);
+         * slot 1: W */
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_after(xn) + yn);
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_after(yn) + xn);
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_codes_room(xn) + xn);
+        amp_kit_need_slot(m, 1, AMP_DTYPE_F32, wn);
     }
     /* slot 0: x (forward), dY; slot 1: W, and x where dY took slot 0 */
     int x_conv = amp_format_converts(L->feed, L->gemm, x.store, x.vals);
@@ -76,7 +78,7 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     if (x_conv && dy_conv) amp_kit_need_slot(m, 1, L->feed, xn);
     if (amp_format_converts(L->feed, L->gemm, w.store, w.vals))
         amp_kit_need_slot(m, 1, L->feed, wn);
-    amp_kit_need(m, AMP_SCRATCH_ACC, yn);
+    if (!L->scaled) amp_kit_need(m, AMP_SCRATCH_ACC, yn); /* scaled: in slot 0 */
     amp_kit_need(m, AMP_SCRATCH_DW, wn);
     if (L->b >= 0) amp_kit_need(m, AMP_SCRATCH_DB, (size_t)L->out);
     /* (act_backward composes its ops through it where the backend has no
@@ -104,11 +106,19 @@ static const void *operand(amp_model *m, const amp_linear *L, int slot, const am
  * `slot`: quantize-dequantized when the role is scaled (blocked: along
  * rows, or down columns with along_cols; count: add its stats), else v's
  * values in the GEMM dtype. */
+static const float *scaled_operand_at(amp_model *m, const amp_linear *L, int role, int slot,
+                                      size_t at, const amp_array *v, int rows, int cols,
+                                      int along_cols, int count) {
+    if (L->fp8[role] < 0)
+        return amp_format_operand_at(m, L->feed, L->gemm, slot, at, v, (size_t)rows * cols, NULL);
+    return amp_format_scaled_operand_at(m, L->fp8[role], slot, at, v, rows, cols, along_cols,
+                                        count);
+}
+
 static const float *scaled_operand(amp_model *m, const amp_linear *L, int role, int slot,
                                    const amp_array *v, int rows, int cols, int along_cols,
                                    int count) {
-    if (L->fp8[role] < 0) return operand(m, L, slot, v, (size_t)rows * cols);
-    return amp_format_scaled_operand(m, L->fp8[role], slot, v, rows, cols, along_cols, count);
+    return scaled_operand_at(m, L, role, slot, 0, v, rows, cols, along_cols, count);
 }
 
 /* Blocked along a GEMM's reduction dimension (the slot's family says):
@@ -131,7 +141,9 @@ static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot, i
 static amp_gemm_desc forward_gemm(amp_model *m, const amp_linear *L, void *out, void *act_out,
                                   const void *xg, const void *wg, int rows) {
     amp_array w = amp_kit_weight(m, L->w);
-    float *acc = m->kit->scratch[AMP_SCRATCH_ACC];
+    /* scaled: past x in slot 0 (amp_linear_init planned it) */
+    float *acc = L->scaled ? m->kit->op_f32[0] + amp_format_after((size_t)rows * L->in)
+                           : m->kit->scratch[AMP_SCRATCH_ACC];
     amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, AMP_GEMM_NT, rows, L->out, L->in);
     g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
     g.bias_dtype = L->b >= 0 ? amp_kit_weight(m, L->b).store : w.store;
@@ -213,7 +225,9 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
          * blocked: dY and x in blocks along rows, dW's reduction dimension
          * (dY's counts are taken here, not again for dX) */
         dyg = scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 1, 1);
-        xg = dyg ? scaled_operand(m, L, AMP_ROLE_INPUT, 1, &x, rows, L->in, 1, 0) : NULL;
+        xg = dyg ? scaled_operand_at(m, L, AMP_ROLE_INPUT, 0, amp_format_after(yn), &x, rows,
+                                     L->in, 1, 0)
+                 : NULL;
     } else {
         dyg = operand(m, L, 0, dy, yn);
         /* x takes slot 0, past dY where dY took it (amp_linear_bare_dy
