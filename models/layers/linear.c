@@ -78,15 +78,28 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     if (x_conv && dy_conv) amp_kit_need_slot(m, 1, L->feed, xn);
     if (amp_format_converts(L->feed, L->gemm, w.store, w.vals))
         amp_kit_need_slot(m, 1, L->feed, wn);
-    if (!L->scaled) amp_kit_need(m, AMP_SCRATCH_ACC, yn); /* scaled: in slot 0 */
     amp_kit_need(m, AMP_SCRATCH_DW, wn);
     if (L->b >= 0) amp_kit_need(m, AMP_SCRATCH_DB, (size_t)L->out);
-    /* (act_backward composes its ops through it where the backend has no
-     * act_backward_round; a model may call it with AMP_ACT_NONE too) */
-    if (L->want_f32 || !amp_backend_supports(m->be, "act_backward_round") ||
-        (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
+    /* FP32 dY (dy32_of): act_backward composes its ops through it where the
+     * backend has no act_backward_round (a model may call it with
+     * AMP_ACT_NONE too); db widens a dY that came without it */
+    int dy32 = L->want_f32 || !amp_backend_supports(m->be, "act_backward_round");
+    if (!L->scaled) { /* the FP32 results, and the FP32 dY, past x in slot 0 */
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, x_conv ? amp_format_after(xn) + yn : yn);
+        if (dy32) amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_after(xn) + yn);
+    }
+    if ((L->scaled && dy32) || (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
         amp_kit_need(m, AMP_SCRATCH_DY32, yn);
     return 0;
+}
+
+/* Where L's FP32 dY goes between act_backward and its GEMMs: past x in
+ * slot 0 (backward_weights converts x at its start), or a scaled Linear's
+ * own array (its dW packs dY and x into slot 0). */
+static float *dy32_of(amp_model *m, const amp_linear *L, int rows) {
+    amp_kit *k = m->kit;
+    if (L->scaled) return k->scratch[AMP_SCRATCH_DY32];
+    return k->op_f32[0] + amp_format_after((size_t)rows * L->in);
 }
 
 void amp_linear_bare_dy(amp_model *m, const amp_linear *L, amp_array x) {
@@ -141,9 +154,10 @@ static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot, i
 static amp_gemm_desc forward_gemm(amp_model *m, const amp_linear *L, void *out, void *act_out,
                                   const void *xg, const void *wg, int rows) {
     amp_array w = amp_kit_weight(m, L->w);
-    /* scaled: past x in slot 0 (amp_linear_init planned it) */
-    float *acc = L->scaled ? m->kit->op_f32[0] + amp_format_after((size_t)rows * L->in)
-                           : m->kit->scratch[AMP_SCRATCH_ACC];
+    /* in slot 0, past x where x is there (amp_linear_init planned it) */
+    amp_kit *k = m->kit;
+    int x_there = L->scaled || (xg && (xg == k->op_f32[0] || xg == k->op_16[0]));
+    float *acc = k->op_f32[0] + (x_there ? amp_format_after((size_t)rows * L->in) : 0);
     amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, AMP_GEMM_NT, rows, L->out, L->in);
     g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
     g.bias_dtype = L->b >= 0 ? amp_kit_weight(m, L->b).store : w.store;
@@ -198,13 +212,13 @@ int amp_linear_act_backward(amp_model *m, const amp_linear *L, amp_array *dy, vo
     amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
     amp_dtype ad = L->out_dt;
     size_t n = (size_t)rows * L->out;
-    float *f32 = L->want_f32 ? m->kit->scratch[AMP_SCRATCH_DY32] : NULL;
+    float *f32 = L->want_f32 ? dy32_of(m, L, rows) : NULL;
     *dy = (amp_array){z, ad, ad, f32};
     if (amp_backend_supports(be, "act_backward_round"))
         return AMP_FUSED(be, act_backward_round,
                          &(amp_act_round_args){z, f32, da, z, ad, n, L->act, cnt, 0});
     /* the same math as separate ops */
-    float *zw = m->kit->scratch[AMP_SCRATCH_DY32];
+    float *zw = dy32_of(m, L, rows);
     CHECK(op->quantize(be, da, da, n, ad, cnt, 0));
     CHECK(op->widen(be, zw, z, ad, n));
     CHECK(op->act_backward(be, da, da, zw, n, L->act));
