@@ -1,9 +1,11 @@
 /* The kit's scratch in the workspace. A Linear's call holds its two
- * operand slots and its FP32 results (forward) or its FP32 dY (backward);
- * an attention's call holds its workspace and its dY (and operand slot 0
- * where it converts its qkv). No call of one holds the other's, so the two
- * sets share one region: the 16-bit policies' widened operands take bytes
- * the attention needs anyway, instead of adding to them. */
+ * operand slots (its FP32 results and FP32 dY are packed into slot 0); an
+ * attention's call holds its workspace and its dY (and operand slot 0 where
+ * it converts its qkv). No call of one holds the other's, so the two sets
+ * share one region: the lower-precision policies' widened and dequantized
+ * operands take bytes the attention needs anyway, instead of adding to
+ * them. The convolutions' FP32 results and a scaled Linear's FP32 dY (ACC,
+ * DY32) are one array in the Linear's set. */
 #include "kit_state.h"
 
 #define ALIGN(b) (((b) + 255u) & ~(size_t)255u)
@@ -28,7 +30,8 @@ void amp_kit_layout_scratch(amp_model *m) {
         b32[i] = ALIGN(k->cap32[i] * 4);
         b16[i] = ALIGN(k->cap16[i] * 2);
     }
-    /* ACC is written by forwards, DY32 read by backwards: one array */
+    /* ACC: a convolution's results (or its scaled backward's dY); DY32: a
+     * scaled Linear's FP32 dY: never held at once */
     size_t acc = ALIGN(max2(k->need[AMP_SCRATCH_ACC], k->need[AMP_SCRATCH_DY32]) * 4);
     size_t att_ws = ALIGN(k->need[AMP_SCRATCH_ATT_WS] * 4), att_dy = ALIGN(k->need[AMP_SCRATCH_ATT_DY] * 4);
     /* [slot 1 | acc/dy32 ... slot 0] against [att ws | att dy ... slot 0] */

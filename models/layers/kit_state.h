@@ -31,10 +31,10 @@ typedef struct amp_kit_rule {
 /* Scratch the objects ask for at init (elements; the largest ask wins). */
 typedef enum amp_kit_scratch {
     AMP_SCRATCH_OPERAND = 0, /* per slot: a converted GEMM operand (F32 and 16-bit) */
-    AMP_SCRATCH_ACC,         /* FP32 GEMM results */
+    AMP_SCRATCH_ACC,         /* FP32 convolution results (a Linear's go to operand slot 0) */
     AMP_SCRATCH_DW,          /* FP32 weight gradients */
     AMP_SCRATCH_DB,          /* FP32 bias gradients */
-    AMP_SCRATCH_DY32,        /* FP32 values of a stored gradient */
+    AMP_SCRATCH_DY32,        /* a scaled Linear's FP32 dY; a bias's widened dY */
     AMP_SCRATCH_ATT_WS,      /* the attention ops' workspace */
     AMP_SCRATCH_ATT_DY,      /* attention: its output's gradient (its dtype) */
     AMP_SCRATCH_ATT_DQKV,    /* attention: the input's gradient, until the Linear before reads it */
