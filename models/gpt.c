@@ -372,6 +372,7 @@ static int create_block(amp_model *m, gpt *g, int i) {
                               amp_layernorm_output(&b->ln1)));
         CHECK(amp_attention_init(m, &b->attn, NAME(N_ATTN), g->T, C, k->n_head,
                                  amp_array_of(NULL, b->c_attn.out_dt)));
+        amp_linear_bare_dy(m, &b->c_attn, amp_layernorm_output(&b->ln1));
         init_gpt2(m, &b->c_attn, 0.02);
     }
     CHECK(amp_linear_init(m, &b->c_proj, NAME(N_O), NULL, N, AMP_ACT_NONE,

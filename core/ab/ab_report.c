@@ -10,6 +10,7 @@
 #include "ab/ab.h"
 #include "ab/ab_chart.h"
 #include "ab/ab_html.h"
+#include "ab/ab_memory.h"
 #include "ab/ab_report_layers.h"
 #include "ab/ab_scan.h"
 
@@ -735,6 +736,7 @@ int amp_ab_write_report(const amp_ab_study *st, FILE *f) {
     amp_ab_report_formats(f, st);
     fputs("<div class=\"grid2\" style=\"margin-top:16px\">\n", f);
     chart_memory(f, st);
+    amp_ab_report_memory(f, st);
     fputs("</div>\n", f);
     runs_table(f, st);
     fputs("<p class=\"note\">Per-run files (summary.json, metrics.jsonl, config.ini, "

@@ -360,12 +360,18 @@ static int cpu_attention_backward(amp_backend *be, void *dqkv, float *ws, const 
     size_t tt = (size_t)T * T, nc = (size_t)B * T * C;
     float *qp = amp_cpu_scratch(be, 2, 3 * nc);
     float *dyp = qp ? amp_cpu_scratch(be, 3, nc) : NULL;
-    const float *p = dyp ? amp_cpu_widened(be, 4, att, dt, (size_t)bh * tt) : NULL;
-    if (!p) return 1;
+    if (!dyp) return 1;
     if (pack_heads(k, qp, qkv, dt, 3, B, T, C, nh) || pack_heads(k, dyp, dout, dt, 1, B, T, C, nh))
         return out_of_memory(be, "attention_backward");
     const float *Q = qp, *K = qp + nc, *V = qp + 2 * nc;
     float *dP = ws, *dS = ws + (size_t)bh * tt, *dacc = ws + 2 * (size_t)bh * tt;
+    /* 16-bit probabilities widen into dS: each row of the softmax backward
+     * reads its row of P before it writes that row of dS */
+    const float *p = att;
+    if (dt != AMP_DTYPE_F32) {
+        if (be->ops->widen(be, dS, att, dt, (size_t)bh * tt) != 0) return 1;
+        p = dS;
+    }
     /* dP = dY V^T ; dV = P^T dY */
     if (heads_gemm(be, dP, dyp, V, 0, 1, T, T, hs, bh, 1.0f) != 0 ||
         heads_gemm(be, dacc + 2 * nc, p, dyp, 1, 0, T, hs, T, bh, 1.0f) != 0)

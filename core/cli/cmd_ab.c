@@ -34,6 +34,7 @@
 #include "ab/ab_progress.h"
 #include "ab/ab_ranks.h"
 #include "ab/ab_gemms.h"
+#include "ab/ab_memory.h"
 #include "ab/ab_scan.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -937,6 +938,7 @@ int amp_cmd_ab(int argc, char **argv) {
         write_atomic(a.out, "report.html", amp_ab_write_report, &st, err, sizeof err) != 0)
         goto fail;
     amp_ab_print_table(&st, stdout);
+    amp_ab_print_memory(&st, stdout);
     if (st.scan) amp_ab_scan_print(st.scan, &st, stdout);
     printf("\nab.json:     %s/ab.json\nreport.html: %s/report.html\n", a.out, a.out);
     code = 0;

@@ -9,6 +9,7 @@
  * values rounded through its dtype (what the widening would give, so the
  * bits are those of the 16-bit GEMM): the working copy is such an array,
  * cast once per step, and an operand is widened once, not at every GEMM. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "kit_state.h"
@@ -27,6 +28,18 @@ int amp_format_converts(amp_dtype feed, amp_dtype gemm, amp_dtype store, amp_dty
     return rounds(gemm, vals) || store != feed;
 }
 
+int amp_format_dy_converts(amp_dtype feed, amp_dtype gemm, amp_dtype out_dt) {
+    return rounds(gemm, out_dt) || (feed != AMP_DTYPE_F32 && out_dt != feed);
+}
+
+/* 1 when n elements fit the cap elements of the slot's array; else 0 and be->err */
+static int fits(amp_model *m, const char *what, size_t n, size_t cap) {
+    if (n <= cap) return 1;
+    snprintf(m->be->err, sizeof m->be->err, "model '%s': %s of %zu elements exceeds the scratch "
+             "of %zu (a dtype mix the layers did not plan for)", m->ops->name, what, n, cap);
+    return 0;
+}
+
 const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                const amp_array *v, size_t n) {
     return amp_format_operand_counted(m, feed, gemm, slot, v, n, NULL);
@@ -34,29 +47,34 @@ const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int
 
 const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                        const amp_array *v, size_t n, amp_round_count *cnt) {
+    return amp_format_operand_at(m, feed, gemm, slot, 0, v, n, cnt);
+}
+
+const void *amp_format_operand_at(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
+                                  size_t at, const amp_array *v, size_t n, amp_round_count *cnt) {
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
     int r = rounds(gemm, v->vals);
     if (!r && v->store == feed) return v->p;
     if (!r && feed == AMP_DTYPE_F32 && v->f32) return v->f32;
-    if (n > k->need[AMP_SCRATCH_OPERAND]) {
-        snprintf(be->err, sizeof be->err, "model '%s': operand conversion of %zu elements exceeds "
-                 "the scratch of %zu (a dtype mix the layers did not plan for)", m->ops->name, n,
-                 k->need[AMP_SCRATCH_OPERAND]);
-        return NULL;
-    }
+    const char *what = "operand conversion";
+    float *f32 = k->op_f32[slot] ? k->op_f32[slot] + at : NULL;
+    void *h16 = k->op_16[slot] ? (uint16_t *)k->op_16[slot] + at : NULL;
     const float *wide = v->store == AMP_DTYPE_F32 ? v->p : v->f32;
     if (!wide) {
-        if (be->ops->widen(be, k->op_f32[slot], v->p, v->store, n) != 0) return NULL;
-        wide = k->op_f32[slot];
+        if (!fits(m, what, at + n, k->cap32[slot])) return NULL;
+        if (be->ops->widen(be, f32, v->p, v->store, n) != 0) return NULL;
+        wide = f32;
     }
     if (feed == AMP_DTYPE_F32) { /* a widened GEMM, or an F32 GEMM fed 16-bit values */
         if (!r) return wide;
-        if (be->ops->quantize(be, k->op_f32[slot], wide, n, gemm, cnt, 0) != 0) return NULL;
-        return k->op_f32[slot];
+        if (!fits(m, what, at + n, k->cap32[slot])) return NULL;
+        if (be->ops->quantize(be, f32, wide, n, gemm, cnt, 0) != 0) return NULL;
+        return f32;
     }
-    if (be->ops->round(be, k->op_16[slot], gemm, wide, n, cnt) != 0) return NULL;
-    return k->op_16[slot];
+    if (!fits(m, what, at + n, k->cap16[slot])) return NULL;
+    if (be->ops->round(be, h16, gemm, wide, n, cnt) != 0) return NULL;
+    return h16;
 }
 
 /* ---- scaled operands: the family table (core/formats/family.h) ----
@@ -101,7 +119,7 @@ static amp_family_env env_of(amp_model *m, int slot) {
     return (amp_family_env){m->be, m->scaled, &m->scaled->slot[slot],
                             amp_model_scaled_stats(m, slot), amp_model_nvfp4_stats(m, slot),
                             m->ops->name, {k->op_f32[0], k->op_f32[1]},
-                            k->need[AMP_SCRATCH_OPERAND]};
+                            k->cap32[0] < k->cap32[1] ? k->cap32[0] : k->cap32[1]};
 }
 
 /* Tensor t as a weight [out, in] (a Conv2d's [out, c, kh, kw] is [out,
@@ -121,15 +139,17 @@ size_t amp_format_scaled_bytes(const amp_model *m, int t, int slot) {
 
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
                                        int rows, int cols, int along_cols, int count) {
+    return amp_format_scaled_operand_at(m, slot, scratch, 0, v, rows, cols, along_cols, count);
+}
+
+const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, size_t at,
+                                          const amp_array *v, int rows, int cols, int along_cols,
+                                          int count) {
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
     size_t n = (size_t)rows * (size_t)cols;
-    if (n > k->need[AMP_SCRATCH_OPERAND]) {
-        snprintf(be->err, sizeof be->err, "model '%s': scaled operand of %zu elements exceeds the "
-                 "scratch of %zu", m->ops->name, n, k->need[AMP_SCRATCH_OPERAND]);
-        return NULL;
-    }
-    float *dst = k->op_f32[scratch];
+    if (!fits(m, "scaled operand", at + n, k->cap32[scratch])) return NULL;
+    float *dst = k->op_f32[scratch] + at;
     amp_family_values x = {v->p, v->store, v->f32};
     const float *wide = amp_family_wide(be, dst, &x, n); /* 16-bit values widen exactly */
     if (!wide) return NULL;
@@ -150,6 +170,11 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
     const amp_format_family *f = family(m, x_slot);
     if (f != family(m, w_slot) || !f->gemm) return 0; /* mixed families compose */
     amp_family_env ex = env_of(m, x_slot), ew = env_of(m, w_slot);
+    /* X's codes at slot 0's start, its widened values past them (dead
+     * once the codes are made: the results may land on them) */
+    size_t n = (size_t)g->m * (size_t)g->k, room = amp_format_codes_room(n), cap = m->kit->cap32[0];
+    ex.scratch[1] = m->kit->op_f32[0] + room;
+    ex.scratch_n = cap > room ? cap - room : 0;
     amp_family_weight w = weight_of(m, t, amp_kit_master(m, t));
     amp_family_values xv = {x->p, x->store, x->f32};
     return f->gemm(&ex, &ew, &w, &xv, g);

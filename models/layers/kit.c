@@ -55,14 +55,8 @@ void amp_kit_layout(amp_model *m) {
             c->ptr = amp_kit_take(m, AMP_MEM_WORKING, m->desc.params[t].numel,
                                   c->f32_store ? AMP_DTYPE_F32 : c->dt);
     }
+    amp_kit_layout_scratch(m);
     amp_arena *W = &m->mem[AMP_MEM_WORKSPACE];
-    size_t op = k->need[AMP_SCRATCH_OPERAND];
-    for (int i = 0; i < 2; i++) {
-        k->op_f32[i] = amp_arena_take(W, op * 4);
-        k->op_16[i] = amp_arena_take(W, op * 2);
-    }
-    for (int i = AMP_SCRATCH_OPERAND + 1; i < AMP_SCRATCH_COUNT; i++)
-        if (i != AMP_SCRATCH_CONV_WS) k->scratch[i] = amp_arena_take(W, k->need[i] * 4);
     k->conv_ws = amp_arena_take(W, k->need[AMP_SCRATCH_CONV_WS]);
     k->cast_cnt = amp_arena_take(W, (size_t)m->desc.nlayers * sizeof *k->cast_cnt);
     k->ones_ready = 0;
@@ -88,6 +82,12 @@ const float *amp_kit_ones(amp_model *m) {
 
 void amp_kit_need(amp_model *m, amp_kit_scratch what, size_t n) {
     if (n > m->kit->need[what]) m->kit->need[what] = n;
+}
+
+void amp_kit_need_slot(amp_model *m, int slot, amp_dtype feed, size_t n) {
+    size_t *s = m->kit->slot_need[slot];
+    if (n > s[0]) s[0] = n;
+    if (feed != AMP_DTYPE_F32 && n > s[1]) s[1] = n;
 }
 
 int amp_kit_tensor(const amp_model *m, const char *name) { return amp_model_desc_find(&m->desc, name); }

@@ -31,10 +31,10 @@ typedef struct amp_kit_rule {
 /* Scratch the objects ask for at init (elements; the largest ask wins). */
 typedef enum amp_kit_scratch {
     AMP_SCRATCH_OPERAND = 0, /* per slot: a converted GEMM operand (F32 and 16-bit) */
-    AMP_SCRATCH_ACC,         /* FP32 GEMM results */
+    AMP_SCRATCH_ACC,         /* FP32 convolution results (a Linear's go to operand slot 0) */
     AMP_SCRATCH_DW,          /* FP32 weight gradients */
     AMP_SCRATCH_DB,          /* FP32 bias gradients */
-    AMP_SCRATCH_DY32,        /* FP32 values of a stored gradient */
+    AMP_SCRATCH_DY32,        /* a scaled Linear's FP32 dY; a bias's widened dY */
     AMP_SCRATCH_ATT_WS,      /* the attention ops' workspace */
     AMP_SCRATCH_ATT_DY,      /* attention: its output's gradient (its dtype) */
     AMP_SCRATCH_ATT_DQKV,    /* attention: the input's gradient, until the Linear before reads it */
@@ -51,6 +51,12 @@ struct amp_kit {
     size_t need[AMP_SCRATCH_COUNT];
     float *op_f32[2];
     void *op_16[2];
+    /* a plain Linear plans its operand slots one by one (amp_kit_need_slot):
+     * [slot][0] FP32 elements, [slot][1] 16-bit ones; need[OPERAND] is the
+     * ask of the rest, for every slot in both kinds */
+    size_t slot_need[2][2];
+    size_t cap32[2], cap16[2]; /* elements op_f32[i] and op_16[i] hold */
+    int att_operand;           /* an attention converts its qkv in operand slot 0 */
     float *scratch[AMP_SCRATCH_COUNT]; /* FP32-sized; [OPERAND] and [CONV_WS] unused */
     void *conv_ws;                     /* need[AMP_SCRATCH_CONV_WS] bytes */
     /* the optimizer's fused cast: its counts per layer, and whether the
@@ -61,6 +67,12 @@ struct amp_kit {
 };
 
 void amp_kit_need(amp_model *m, amp_kit_scratch what, size_t n);
+/* A plain Linear's operand of n elements converted in slot `slot` for a
+ * GEMM fed `feed` (a 16-bit feed may widen on the way: both kinds). */
+void amp_kit_need_slot(amp_model *m, int slot, amp_dtype feed, size_t n);
+/* Lays out the operand slots and the FP32 scratch in the workspace
+ * (kit_scratch.c): what no two calls hold at once shares its bytes. */
+void amp_kit_layout_scratch(amp_model *m);
 /* Gives tensor t a working copy in dt (nothing for an FP32 dt: the master
  * weights serve), counted in layer; f32_store as amp_kit_copy. */
 void amp_kit_add_copy(amp_model *m, int t, amp_dtype dt, int f32_store, int layer);
@@ -89,6 +101,10 @@ int amp_conv2d_scaled_backward(amp_model *m, const amp_conv2d *C, float *dx, con
 amp_dtype amp_format_feed(const amp_model *m, amp_dtype gemm);
 /* 1 when `v` (store, vals) is not already what a feed/gemm GEMM reads. */
 int amp_format_converts(amp_dtype feed, amp_dtype gemm, amp_dtype store, amp_dtype vals);
+/* 1 when a dY stored in out_dt reaches a feed/gemm GEMM only through an
+ * operand conversion (an FP32 feed of out_dt values reads the FP32 copy
+ * every dY of the kit carries: amp_linear_grad_in, act_backward). */
+int amp_format_dy_converts(amp_dtype feed, amp_dtype gemm, amp_dtype out_dt);
 /* v as an operand of a feed/gemm GEMM: v itself, or converted into
  * scratch slot `slot`. NULL and be->err on failure. */
 const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
@@ -96,6 +112,17 @@ const void *amp_format_operand(amp_model *m, amp_dtype feed, amp_dtype gemm, int
 /* The same, counting the rounding into cnt (NULL: uncounted). */
 const void *amp_format_operand_counted(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
                                        const amp_array *v, size_t n, amp_round_count *cnt);
+/* The same, converted `at` elements into the slot (past an operand the
+ * same GEMM reads from its start). */
+const void *amp_format_operand_at(amp_model *m, amp_dtype feed, amp_dtype gemm, int slot,
+                                  size_t at, const amp_array *v, size_t n, amp_round_count *cnt);
+/* Where a second operand starts in a slot after one of n elements (256-byte aligned). */
+static inline size_t amp_format_after(size_t n) { return (n + 63) & ~(size_t)63; }
+/* FP32 elements kept for a family GEMM's codes and block scales of n
+ * values at the start of slot 0 (FP8: n bytes; MX: n + n/32; NVFP4:
+ * n/2 + n/16; each with up to 16 bytes of alignment): n + n/8 + 64 bytes.
+ * Its widened x follows them. */
+static inline size_t amp_format_codes_room(size_t n) { return amp_format_after(n / 4 + n / 32 + 16); }
 /* The slot index of (layer, role) in m->scaled, -1 when that operand is not
  * scaled; -2 with be->err (naming `what`, the layer kind) for a scaling
  * the kit does not know. */
@@ -110,10 +137,14 @@ int amp_format_scaled_blocked(const amp_model *m, int slot);
  * operand already counted, with the scale it had). NULL and be->err. */
 const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, const amp_array *v,
                                        int rows, int cols, int along_cols, int count);
+/* The same, `at` elements into the scratch (past an operand the same GEMM reads). */
+const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, size_t at,
+                                          const amp_array *v, int rows, int cols, int along_cols,
+                                          int count);
 /* The forward's GEMM on codes, X and W in one family that has one
  * (amp_format_family.gemm): y_acc [rows, out] = X [rows, in] . W^T, X
- * quantized and counted into operand scratch 0 (widened via scratch 1
- * when 16-bit), W the working copy of tensor t; g carries the epilogue. 1
+ * quantized and counted into operand slot 0 (widened past its codes
+ * when 16-bit: amp_format_codes_room), W the working copy of tensor t; g carries the epilogue. 1
  * when it ran, 0 when the operands do not fit it (the caller composes),
  * -1 and be->err on failure. */
 int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g);

@@ -130,6 +130,10 @@ typedef struct amp_linear {
  * (a tied one). Default init: nn.Linear's U(+-1/sqrt(in)). */
 int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *weight, int rows,
                     amp_act act, amp_array x);
+/* L's dY comes stored without its FP32 copy (an attention's dqkv, not
+ * amp_linear_grad_in's or act_backward's): plans the operand slots for
+ * it, x as given to amp_linear_init. */
+void amp_linear_bare_dy(amp_model *m, const amp_linear *L, amp_array x);
 /* out[rows, out] = round(x W^T + b); act_out = round(act(out)) when act. */
 int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_out, amp_array x,
                        int rows);

@@ -44,7 +44,10 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     }
     /* scaled: FP32 GEMMs on the dequantized operands (FP8_SPEC) */
     L->feed = L->scaled ? AMP_DTYPE_F32 : amp_format_feed(m, L->gemm);
-    L->want_f32 = L->out_dt != AMP_DTYPE_F32 && (L->feed == AMP_DTYPE_F32 || L->b >= 0);
+    /* a scaled dY is widened into its operand slot on the way to its codes
+     * (exactly): no FP32 copy to keep beside it */
+    L->want_f32 = L->out_dt != AMP_DTYPE_F32 &&
+                  ((L->feed == AMP_DTYPE_F32 && !L->scaled) || L->b >= 0);
     int f32_store = L->feed == AMP_DTYPE_F32;
     if (L->fp8[AMP_ROLE_WEIGHT] >= 0)
         amp_kit_add_fp8_copy(m, L->w, L->fp8[AMP_ROLE_WEIGHT], W->layer);
@@ -58,25 +61,53 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     /* the scratch its calls may need */
     size_t R = (size_t)rows, xn = R * L->in, yn = R * L->out, wn = (size_t)L->in * L->out;
     amp_array w = amp_kit_weight(m, L->w); /* its dtypes (the pointer comes at layout) */
-    if (L->scaled) { /* every operand passes through the scratch */
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, xn > yn ? xn : yn);
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, wn);
+    if (L->scaled) { /* every operand passes through the slots (FP32) */
+        /* slot 0: x then the FP32 results (forward), dY then x (dW), dY
+         * (dX), or a family GEMM's codes and widened x (amp_format_fp8_gemm);
+         * slot 1: W */
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_after(xn) + yn);
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_after(yn) + xn);
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_codes_room(xn) + xn);
+        amp_kit_need_slot(m, 1, AMP_DTYPE_F32, wn);
     }
-    if (amp_format_converts(L->feed, L->gemm, x.store, x.vals))
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, xn);
-    if (amp_format_converts(L->feed, L->gemm, L->out_dt, L->out_dt))
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, yn);
+    /* slot 0: x (forward), dY; slot 1: W, and x where dY took slot 0 */
+    int x_conv = amp_format_converts(L->feed, L->gemm, x.store, x.vals);
+    int dy_conv = amp_format_dy_converts(L->feed, L->gemm, L->out_dt);
+    if (x_conv) amp_kit_need_slot(m, 0, L->feed, xn);
+    if (dy_conv) amp_kit_need_slot(m, 0, L->feed, yn);
+    if (x_conv && dy_conv) amp_kit_need_slot(m, 1, L->feed, xn);
     if (amp_format_converts(L->feed, L->gemm, w.store, w.vals))
-        amp_kit_need(m, AMP_SCRATCH_OPERAND, wn);
-    amp_kit_need(m, AMP_SCRATCH_ACC, yn);
+        amp_kit_need_slot(m, 1, L->feed, wn);
     amp_kit_need(m, AMP_SCRATCH_DW, wn);
     if (L->b >= 0) amp_kit_need(m, AMP_SCRATCH_DB, (size_t)L->out);
-    /* (act_backward composes its ops through it where the backend has no
-     * act_backward_round; a model may call it with AMP_ACT_NONE too) */
-    if (L->want_f32 || !amp_backend_supports(m->be, "act_backward_round") ||
-        (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
+    /* FP32 dY (dy32_of): act_backward composes its ops through it where the
+     * backend has no act_backward_round (a model may call it with
+     * AMP_ACT_NONE too); db widens a dY that came without it */
+    int dy32 = L->want_f32 || !amp_backend_supports(m->be, "act_backward_round");
+    if (!L->scaled) { /* the FP32 results, and the FP32 dY, past x in slot 0 */
+        amp_kit_need_slot(m, 0, AMP_DTYPE_F32, x_conv ? amp_format_after(xn) + yn : yn);
+        if (dy32) amp_kit_need_slot(m, 0, AMP_DTYPE_F32, amp_format_after(xn) + yn);
+    }
+    if ((L->scaled && dy32) || (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
         amp_kit_need(m, AMP_SCRATCH_DY32, yn);
     return 0;
+}
+
+/* Where L's FP32 dY goes between act_backward and its GEMMs: past x in
+ * slot 0 (backward_weights converts x at its start), or a scaled Linear's
+ * own array (its dW packs dY and x into slot 0). */
+static float *dy32_of(amp_model *m, const amp_linear *L, int rows) {
+    amp_kit *k = m->kit;
+    if (L->scaled) return k->scratch[AMP_SCRATCH_DY32];
+    return k->op_f32[0] + amp_format_after((size_t)rows * L->in);
+}
+
+void amp_linear_bare_dy(amp_model *m, const amp_linear *L, amp_array x) {
+    if (L->scaled || !amp_format_converts(L->feed, L->gemm, L->out_dt, L->out_dt)) return;
+    /* backward_weights converts x past dY in slot 0 */
+    size_t R = (size_t)L->rows, yn = R * L->out;
+    int x_conv = amp_format_converts(L->feed, L->gemm, x.store, x.vals);
+    amp_kit_need_slot(m, 0, L->feed, x_conv ? amp_format_after(yn) + R * L->in : yn);
 }
 
 static const void *operand(amp_model *m, const amp_linear *L, int slot, const amp_array *v,
@@ -88,11 +119,19 @@ static const void *operand(amp_model *m, const amp_linear *L, int slot, const am
  * `slot`: quantize-dequantized when the role is scaled (blocked: along
  * rows, or down columns with along_cols; count: add its stats), else v's
  * values in the GEMM dtype. */
+static const float *scaled_operand_at(amp_model *m, const amp_linear *L, int role, int slot,
+                                      size_t at, const amp_array *v, int rows, int cols,
+                                      int along_cols, int count) {
+    if (L->fp8[role] < 0)
+        return amp_format_operand_at(m, L->feed, L->gemm, slot, at, v, (size_t)rows * cols, NULL);
+    return amp_format_scaled_operand_at(m, L->fp8[role], slot, at, v, rows, cols, along_cols,
+                                        count);
+}
+
 static const float *scaled_operand(amp_model *m, const amp_linear *L, int role, int slot,
                                    const amp_array *v, int rows, int cols, int along_cols,
                                    int count) {
-    if (L->fp8[role] < 0) return operand(m, L, slot, v, (size_t)rows * cols);
-    return amp_format_scaled_operand(m, L->fp8[role], slot, v, rows, cols, along_cols, count);
+    return scaled_operand_at(m, L, role, slot, 0, v, rows, cols, along_cols, count);
 }
 
 /* Blocked along a GEMM's reduction dimension (the slot's family says):
@@ -115,7 +154,10 @@ static const float *scaled_weight(amp_model *m, const amp_linear *L, int slot, i
 static amp_gemm_desc forward_gemm(amp_model *m, const amp_linear *L, void *out, void *act_out,
                                   const void *xg, const void *wg, int rows) {
     amp_array w = amp_kit_weight(m, L->w);
-    float *acc = m->kit->scratch[AMP_SCRATCH_ACC];
+    /* in slot 0, past x where x is there (amp_linear_init planned it) */
+    amp_kit *k = m->kit;
+    int x_there = L->scaled || (xg && (xg == k->op_f32[0] || xg == k->op_16[0]));
+    float *acc = k->op_f32[0] + (x_there ? amp_format_after((size_t)rows * L->in) : 0);
     amp_gemm_desc g = amp_gemm_plain(acc, xg, wg, L->feed, AMP_GEMM_NT, rows, L->out, L->in);
     g.bias = L->b >= 0 ? amp_kit_weight(m, L->b).p : NULL;
     g.bias_dtype = L->b >= 0 ? amp_kit_weight(m, L->b).store : w.store;
@@ -170,13 +212,13 @@ int amp_linear_act_backward(amp_model *m, const amp_linear *L, amp_array *dy, vo
     amp_round_count *cnt = amp_model_rounds(m, L->layer, AMP_ROUND_GRAD);
     amp_dtype ad = L->out_dt;
     size_t n = (size_t)rows * L->out;
-    float *f32 = L->want_f32 ? m->kit->scratch[AMP_SCRATCH_DY32] : NULL;
+    float *f32 = L->want_f32 ? dy32_of(m, L, rows) : NULL;
     *dy = (amp_array){z, ad, ad, f32};
     if (amp_backend_supports(be, "act_backward_round"))
         return AMP_FUSED(be, act_backward_round,
                          &(amp_act_round_args){z, f32, da, z, ad, n, L->act, cnt, 0});
     /* the same math as separate ops */
-    float *zw = m->kit->scratch[AMP_SCRATCH_DY32];
+    float *zw = dy32_of(m, L, rows);
     CHECK(op->quantize(be, da, da, n, ad, cnt, 0));
     CHECK(op->widen(be, zw, z, ad, n));
     CHECK(op->act_backward(be, da, da, zw, n, L->act));
@@ -197,10 +239,18 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
          * blocked: dY and x in blocks along rows, dW's reduction dimension
          * (dY's counts are taken here, not again for dX) */
         dyg = scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 1, 1);
-        xg = dyg ? scaled_operand(m, L, AMP_ROLE_INPUT, 1, &x, rows, L->in, 1, 0) : NULL;
+        xg = dyg ? scaled_operand_at(m, L, AMP_ROLE_INPUT, 0, amp_format_after(yn), &x, rows,
+                                     L->in, 1, 0)
+                 : NULL;
     } else {
         dyg = operand(m, L, 0, dy, yn);
-        xg = operand(m, L, 1, &x, (size_t)rows * L->in);
+        /* x takes slot 0, past dY where dY took it (amp_linear_bare_dy
+         * planned that), else slot 1 (amp_linear_init) */
+        int conv = dyg && (dyg == k->op_f32[0] || dyg == k->op_16[0]);
+        size_t at = conv ? amp_format_after(yn) : 0, xn = (size_t)rows * L->in;
+        int xs = conv && at + xn > (L->feed == AMP_DTYPE_F32 ? k->cap32[0] : k->cap16[0]);
+        xg = dyg ? amp_format_operand_at(m, L->feed, L->gemm, xs, xs ? 0 : at, &x, xn, NULL)
+                 : NULL;
     }
     if (!dyg || !xg) return -1;
     /* dW[out, in] = dY[rows, out]^T . X[rows, in]; the first micro-batch's

@@ -19,8 +19,10 @@ int amp_attention_init(amp_model *m, amp_attention *a, const char *name, int T, 
     a->nh = nh;
     a->dt = m->prec[a->layer].compute[AMP_OP_ATTENTION];
     size_t N = (size_t)a->B * T;
-    if (amp_format_converts(a->dt, a->dt, qkv.store, qkv.vals))
+    if (amp_format_converts(a->dt, a->dt, qkv.store, qkv.vals)) {
         amp_kit_need(m, AMP_SCRATCH_OPERAND, 3 * N * C);
+        m->kit->att_operand = 1; /* slot 0 beside the attention's workspace */
+    }
     amp_kit_need(m, AMP_SCRATCH_ATT_WS, amp_attention_workspace_floats(a->B, T, C, nh));
     amp_kit_need(m, AMP_SCRATCH_ATT_DY, N * C);
     amp_kit_need(m, AMP_SCRATCH_ATT_DQKV, 3 * N * C);

@@ -223,3 +223,12 @@ add_test(NAME ab_device_note
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ab/device_note.sh $<TARGET_FILE:amptrain>
                  ${AMP_AB_DYN} ${AMP_AB_OUT}/device_note)
 set_tests_properties(ab_device_note PROPERTIES LABELS "ab;cli" TIMEOUT 120)
+
+# The memory split: the terminal's "memory by category" table and
+# report.html's table (id memory-categories) give every nonzero category of
+# the runs' memory_peak_bytes per arm, the mean over seeds, with the parts
+# adding up to the total (checked against each run's summary.json).
+add_test(NAME ab_formats_memory
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/ab/memory_check.py ${AMP_AB_OUT}/formats
+                 ${AMP_AB_OUT}/formats.txt tiny_fp16_none tiny_fp8 tiny_nvfp4)
+set_tests_properties(ab_formats_memory PROPERTIES LABELS "ab;fp8" FIXTURES_REQUIRED ab_formats)
