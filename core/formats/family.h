@@ -20,9 +20,12 @@
 #include "formats/scaled.h"
 
 /* Where a family's call works: the backend, the slot of the operand it
- * quantizes and that slot's records, two FP32 scratch arrays of
- * scratch_n elements each (scratch[1] free for the family's own use; the
- * kit's composed GEMMs read what a call writes into its `dst`). */
+ * quantizes and that slot's records, two FP32 scratch arrays: scratch[0]
+ * of codes_n elements (a GEMM's operand codes and block scales), scratch[1]
+ * of scratch_n (free for the family's own use; the kit's composed GEMMs
+ * read what a call writes into its `dst`). In a gemm call scratch[0] is
+ * room for 1-byte codes only (codes_n < scratch_n: the kit packs the call
+ * into one slot); elsewhere both hold scratch_n. */
 typedef struct amp_family_env {
     amp_backend *be;
     amp_scaled *s;
@@ -32,6 +35,7 @@ typedef struct amp_family_env {
     const char *who;       /* the model's name, for messages */
     float *scratch[2];
     size_t scratch_n;
+    size_t codes_n;
 } amp_family_env;
 
 /* A weight [out, in] (a Conv2d's [out, c*kh*kw]) and its working copy. */
@@ -101,8 +105,9 @@ int amp_format_family_register(const amp_format_family *f);
 
 /* x's values in FP32: x itself or widened into dst. NULL and be->err. */
 const float *amp_family_wide(amp_backend *be, float *dst, const amp_family_values *x, size_t n);
-/* Codes of code_bytes and nscales block scales in e->scratch[0], the
- * scales after the codes, 16-byte aligned: NULL when they do not fit. */
+/* Codes of code_bytes and nscales block scales in e->scratch[0] (codes_n
+ * floats), the scales after the codes, 16-byte aligned: NULL when they do
+ * not fit. */
 uint8_t *amp_family_codes(const amp_family_env *e, size_t code_bytes, size_t nscales,
                           uint8_t **scales);
 

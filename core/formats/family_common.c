@@ -13,7 +13,7 @@ const float *amp_family_wide(amp_backend *be, float *dst, const amp_family_value
 uint8_t *amp_family_codes(const amp_family_env *e, size_t code_bytes, size_t nscales,
                           uint8_t **scales) {
     size_t at = (code_bytes + 15) / 16 * 16;
-    if (at + nscales > e->scratch_n * sizeof(float)) return NULL;
+    if (at + nscales > e->codes_n * sizeof(float)) return NULL;
     uint8_t *codes = (uint8_t *)e->scratch[0];
     *scales = codes + at;
     return codes;

@@ -119,6 +119,7 @@ static amp_family_env env_of(amp_model *m, int slot) {
     return (amp_family_env){m->be, m->scaled, &m->scaled->slot[slot],
                             amp_model_scaled_stats(m, slot), amp_model_nvfp4_stats(m, slot),
                             m->ops->name, {k->op_f32[0], k->op_f32[1]},
+                            k->cap32[0] < k->cap32[1] ? k->cap32[0] : k->cap32[1],
                             k->cap32[0] < k->cap32[1] ? k->cap32[0] : k->cap32[1]};
 }
 
@@ -175,6 +176,7 @@ int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp
     size_t n = (size_t)g->m * (size_t)g->k, room = amp_format_codes_room(n), cap = m->kit->cap32[0];
     ex.scratch[1] = m->kit->op_f32[0] + room;
     ex.scratch_n = cap > room ? cap - room : 0;
+    ex.codes_n = cap < room ? cap : room;
     amp_family_weight w = weight_of(m, t, amp_kit_master(m, t));
     amp_family_values xv = {x->p, x->store, x->f32};
     return f->gemm(&ex, &ew, &w, &xv, g);

@@ -90,12 +90,15 @@ static const float *weight(const amp_family_env *e, float *dst, const amp_family
 }
 
 /* X's codes (as FP32 integers) into scratch 0 and W's into scratch 1,
- * their exact product scaled by 1 / (s_x s_w) in the GEMM's alpha. */
+ * their exact product scaled by 1 / (s_x s_w) in the GEMM's alpha. FP32
+ * codes need 4 bytes each: where scratch 0 has room for 1-byte codes only
+ * (the kit's packed call) it declines and the kit composes. */
 static int gemm(const amp_family_env *ex, const amp_family_env *ew, const amp_family_weight *w,
                 const amp_family_values *x, amp_gemm_desc *g) {
     (void)ew;
     size_t n = (size_t)g->m * (size_t)g->k, wn = (size_t)w->out * (size_t)w->in;
-    if (n > ex->scratch_n || wn > ex->scratch_n || g->k > 1024) return 0; /* sums past 2^24 */
+    if (n > ex->codes_n || n > ex->scratch_n || wn > ex->scratch_n || g->k > 1024)
+        return 0; /* no room, or sums past 2^24 */
     const float *wide = amp_family_wide(ex->be, ex->scratch[1], x, n);
     if (!wide) return -1;
     float s = operand_scale(ex, wide, n, 1), *xq = ex->scratch[0], *wq = ex->scratch[1];
