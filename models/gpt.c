@@ -38,7 +38,10 @@
  * output and the MLP's pre- and post-GELU activations are kept for the
  * backward (the activation dtype), the LayerNorm statistics (FP32). The
  * residual after attention is not kept: the backward recomputes it from the
- * block input and the c_proj output (an exact FP32 add). */
+ * block input and the c_proj output (an exact FP32 add). A per-tensor FP8
+ * Linear keeps its input's codes instead (amp_linear_keep): then the 16-bit
+ * input it reads (ln_1's, the attention's, ln_2's, the GELU's output) is
+ * kept nowhere and lives in f_dx until that Linear's forward. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,29 +450,37 @@ static void gpt_layout(amp_model *m) {
     gpt *g = m->impl;
     size_t N = (size_t)g->N, C = (size_t)g->C, V = (size_t)g->V, I = (size_t)g->k.intermediate;
     size_t wide = I > C ? I : C;
+    amp_mem_category W = AMP_MEM_WORKSPACE;
+    g->f_dx = amp_kit_take(m, W, N * wide, AMP_DTYPE_F32);
+    /* A 16-bit input whose only reader keeps its codes (an FP8 Linear,
+     * as Transformer Engine keeps its FP8 cast) is read by nothing after
+     * that Linear's forward: it lives in f_dx, which only the backward
+     * uses ([N, wide] FP32 holds any of them). */
+    void *spare = g->f_dx;
+    int gpt2 = g->k.names != GPT_NAMES_LLAMA, gelu = g->k.mlp != GPT_MLP_SWIGLU;
     for (int i = 0; i < g->k.n_layer; i++) {
         gpt_block *b = &g->blocks[i];
         b->x = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * C, AMP_DTYPE_F32);
-        amp_layernorm_layout(m, &b->ln1, g->N);
-        if (g->k.names == GPT_NAMES_LLAMA)
+        int k_attn = gpt2 && amp_linear_keep(m, &b->c_attn), k_proj = amp_linear_keep(m, &b->c_proj);
+        int k_fc = gelu && amp_linear_keep(m, &b->c_fc), k_fcp = gelu && amp_linear_keep(m, &b->fc_proj);
+        amp_layernorm_layout_out(m, &b->ln1, g->N, k_attn, spare);
+        if (!gpt2)
             amp_qkv_layout(m, &b->qkvp);
         else
             b->qkv = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * 3 * C, b->c_attn.out_dt);
-        amp_attention_layout(m, &b->attn);
+        amp_attention_layout_out(m, &b->attn, k_proj, spare);
         b->proj = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * C, b->c_proj.out_dt);
-        amp_layernorm_layout(m, &b->ln2, g->N);
-        if (g->k.mlp == GPT_MLP_SWIGLU) {
+        amp_layernorm_layout_out(m, &b->ln2, g->N, k_fc, spare);
+        if (!gelu) {
             amp_swiglu_layout(m, &b->sw);
             continue;
         }
         b->fch = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * I, b->c_fc.out_dt);
-        b->fch_gelu = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * I, b->c_fc.out_dt);
+        b->fch_gelu = k_fcp ? spare : amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * I, b->c_fc.out_dt);
     }
     amp_embedding_layout(m, &g->emb);
     g->x_final = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * C, AMP_DTYPE_F32);
-    amp_layernorm_layout(m, &g->ln_f, g->N);
-    amp_mem_category W = AMP_MEM_WORKSPACE;
-    g->f_dx = amp_kit_take(m, W, N * wide, AMP_DTYPE_F32);
+    amp_layernorm_layout_out(m, &g->ln_f, g->N, amp_linear_keep(m, &g->lm_head), spare);
     g->dres = amp_kit_take(m, W, N * C, AMP_DTYPE_F32);
     g->x_mid = amp_kit_take(m, W, N * C, AMP_DTYPE_F32);
     g->f_logits = amp_kit_take(m, W, N * V, AMP_DTYPE_F32);

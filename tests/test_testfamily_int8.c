@@ -92,7 +92,7 @@ int main(void) {
     for (int r = 0; r < 2; r++) {
         amp_family_env *e = r == 0 ? &ex : &ew;
         *e = (amp_family_env){be, s, &s->slot[r], &s->slot[r].step, &s->slot[r].nv_step, "test",
-                              {scratch0, scratch1}, M * K + N * K, M * K + N * K};
+                              {scratch0, scratch1}, M * K + N * K, M * K + N * K, NULL, NULL};
     }
     w = (amp_family_weight){codes, &wscale, NULL, N, K};
 

@@ -36,6 +36,10 @@ typedef struct amp_family_env {
     float *scratch[2];
     size_t scratch_n;
     size_t codes_n;
+    /* where a counted quantize of an input also keeps its codes and scale
+     * for the weight gradient (NULL: nowhere; only a family with `kept`) */
+    uint8_t *keep;
+    float *keep_scale;
 } amp_family_env;
 
 /* A weight [out, in] (a Conv2d's [out, c*kh*kw]) and its working copy. */
@@ -90,6 +94,12 @@ typedef struct amp_format_family {
      * fit (the kit composes the FP32 GEMM), -1 and be->err. */
     int (*gemm)(const amp_family_env *ex, const amp_family_env *ew, const amp_family_weight *w,
                 const amp_family_values *x, amp_gemm_desc *g);
+    /* The values deq(codes) [n] into dst (FP32) of codes a counted
+     * operand or gemm call kept in e->keep with *e->keep_scale: the same
+     * values its operand gives again uncounted (NULL: the family keeps no
+     * codes; a Linear saves its input as it came). dst, or NULL, be->err. */
+    const float *(*kept)(const amp_family_env *e, float *dst, const uint8_t *codes, float scale,
+                         size_t n);
     /* the family's own fields of a slot's telemetry object (NULL: none) */
     void (*json)(FILE *f, const amp_scaled_slot *sl);
 } amp_format_family;

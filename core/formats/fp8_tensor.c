@@ -42,14 +42,31 @@ static int cast(const amp_family_env *e, const amp_family_weight *w) {
                       amp_format_fp8(e->sl->fmt.format), e->stats);
 }
 
+/* One scale per tensor: deq(codes, scale) is qdq(x, scale), the operand
+ * the weight gradient's uncounted call would make again from x (and W^T's
+ * codes are W's). */
+static const float *kept(const amp_family_env *e, float *dst, const uint8_t *codes, float scale,
+                         size_t n) {
+    return AMP_SCALED(e->be, fp8_dequantize, dst, codes, n, scale,
+                      amp_format_fp8(e->sl->fmt.format)) != 0
+               ? NULL
+               : dst;
+}
+
 static const float *operand(const amp_family_env *e, float *dst, const float *wide, int rows,
                             int cols, int along_cols, int count) {
     (void)along_cols;
     size_t n = (size_t)rows * (size_t)cols;
     float scale;
     if (scale_for(e, wide, n, count, &scale) != 0) return NULL;
-    if (AMP_SCALED(e->be, fp8_qdq, dst, wide, n, scale, amp_format_fp8(e->sl->fmt.format),
-                   count ? e->stats : NULL) != 0)
+    int fmt = amp_format_fp8(e->sl->fmt.format);
+    if (count && e->keep) { /* the codes kept: qdq composed (the same bits) */
+        *e->keep_scale = scale;
+        if (AMP_SCALED(e->be, fp8_quantize, e->keep, wide, n, scale, fmt, e->stats) != 0)
+            return NULL;
+        return kept(e, dst, e->keep, scale, n);
+    }
+    if (AMP_SCALED(e->be, fp8_qdq, dst, wide, n, scale, fmt, count ? e->stats : NULL) != 0)
         return NULL;
     return dst;
 }
@@ -57,11 +74,7 @@ static const float *operand(const amp_family_env *e, float *dst, const float *wi
 static const float *weight(const amp_family_env *e, float *dst, const amp_family_weight *w,
                            int along_cols) {
     (void)along_cols; /* one scale: W and W^T are the same codes */
-    size_t n = (size_t)w->out * (size_t)w->in;
-    return AMP_SCALED(e->be, fp8_dequantize, dst, w->codes, n, *w->scale,
-                      amp_format_fp8(e->sl->fmt.format)) != 0
-               ? NULL
-               : dst;
+    return kept(e, dst, w->codes, *w->scale, (size_t)w->out * (size_t)w->in);
 }
 
 /* The backend's fp8_gemm on X's codes (scratch 0, its own scale) and W's. */
@@ -71,13 +84,14 @@ static int gemm(const amp_family_env *ex, const amp_family_env *ew, const amp_fa
     size_t n = (size_t)g->m * (size_t)g->k;
     int fits = amp_family_fp8_gemm_fits(ex, n);
     if (fits <= 0) return fits;
-    uint8_t *codes = (uint8_t *)ex->scratch[0];
+    uint8_t *codes = ex->keep ? ex->keep : (uint8_t *)ex->scratch[0];
     const float *wide = amp_family_wide(be, ex->scratch[1], x, n);
     if (!wide) return -1;
     int fmt = amp_format_fp8(ex->sl->fmt.format);
     amp_fp8_gemm_operands q = {fmt, amp_format_fp8(ew->sl->fmt.format), 0.0f, *w->scale, NULL,
                                NULL};
     if (scale_for(ex, wide, n, 1, &q.a_scale) != 0) return -1;
+    if (ex->keep) *ex->keep_scale = q.a_scale;
     if (AMP_SCALED(be, fp8_quantize, codes, wide, n, q.a_scale, fmt, ex->stats) != 0) return -1;
     return amp_family_fp8_gemm_run(be, g, codes, w->codes, &q);
 }
@@ -90,4 +104,5 @@ const amp_format_family amp_family_fp8_tensor = {
     .operand = operand,
     .weight = weight,
     .gemm = gemm,
+    .kept = kept,
 };

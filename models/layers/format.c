@@ -120,7 +120,7 @@ static amp_family_env env_of(amp_model *m, int slot) {
                             amp_model_scaled_stats(m, slot), amp_model_nvfp4_stats(m, slot),
                             m->ops->name, {k->op_f32[0], k->op_f32[1]},
                             k->cap32[0] < k->cap32[1] ? k->cap32[0] : k->cap32[1],
-                            k->cap32[0] < k->cap32[1] ? k->cap32[0] : k->cap32[1]};
+                            k->cap32[0] < k->cap32[1] ? k->cap32[0] : k->cap32[1], NULL, NULL};
 }
 
 /* Tensor t as a weight [out, in] (a Conv2d's [out, c, kh, kw] is [out,
@@ -143,9 +143,11 @@ const float *amp_format_scaled_operand(amp_model *m, int slot, int scratch, cons
     return amp_format_scaled_operand_at(m, slot, scratch, 0, v, rows, cols, along_cols, count);
 }
 
-const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, size_t at,
-                                          const amp_array *v, int rows, int cols, int along_cols,
-                                          int count) {
+/* The operand of slot `slot`, its codes and scale kept where keep says
+ * (a counted input of a family with `kept`). */
+static const float *scaled_operand(amp_model *m, int slot, int scratch, size_t at,
+                                   const amp_array *v, int rows, int cols, int along_cols,
+                                   int count, const amp_format_keep *keep) {
     amp_kit *k = m->kit;
     amp_backend *be = m->be;
     size_t n = (size_t)rows * (size_t)cols;
@@ -155,7 +157,30 @@ const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, s
     const float *wide = amp_family_wide(be, dst, &x, n); /* 16-bit values widen exactly */
     if (!wide) return NULL;
     amp_family_env e = env_of(m, slot);
+    if (keep) e.keep = keep->codes, e.keep_scale = keep->scale;
     return family(m, slot)->operand(&e, dst, wide, rows, cols, along_cols, count);
+}
+
+const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, size_t at,
+                                          const amp_array *v, int rows, int cols, int along_cols,
+                                          int count) {
+    return scaled_operand(m, slot, scratch, at, v, rows, cols, along_cols, count, NULL);
+}
+
+int amp_format_scaled_keeps(const amp_model *m, int slot) {
+    return slot >= 0 && family(m, slot)->kept != NULL;
+}
+
+const float *amp_format_scaled_input(amp_model *m, int slot, int scratch, const amp_array *v,
+                                     int rows, int cols, const amp_format_keep *keep) {
+    return scaled_operand(m, slot, scratch, 0, v, rows, cols, 0, 1, keep);
+}
+
+const float *amp_format_scaled_kept(amp_model *m, int slot, int scratch, size_t at,
+                                    const amp_format_keep *keep, size_t n) {
+    if (!fits(m, "kept operand", at + n, m->kit->cap32[scratch])) return NULL;
+    amp_family_env e = env_of(m, slot);
+    return family(m, slot)->kept(&e, m->kit->op_f32[scratch] + at, keep->codes, *keep->scale, n);
 }
 
 const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int along_cols) {
@@ -165,12 +190,14 @@ const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int alon
     return family(m, slot)->weight(&e, m->kit->op_f32[scratch], &w, along_cols);
 }
 
-int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g) {
+int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g,
+                        const amp_format_keep *keep) {
     int w_slot = m->kit->copy[t].fp8_slot;
     if (x_slot < 0 || w_slot < 0) return 0;
     const amp_format_family *f = family(m, x_slot);
     if (f != family(m, w_slot) || !f->gemm) return 0; /* mixed families compose */
     amp_family_env ex = env_of(m, x_slot), ew = env_of(m, w_slot);
+    if (keep && f->kept) ex.keep = keep->codes, ex.keep_scale = keep->scale;
     /* X's codes at slot 0's start, its widened values past them (dead
      * once the codes are made: the results may land on them) */
     size_t n = (size_t)g->m * (size_t)g->k, room = amp_format_codes_room(n), cap = m->kit->cap32[0];

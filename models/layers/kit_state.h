@@ -147,7 +147,20 @@ const float *amp_format_scaled_operand_at(amp_model *m, int slot, int scratch, s
  * when 16-bit: amp_format_codes_room), W the working copy of tensor t; g carries the epilogue. 1
  * when it ran, 0 when the operands do not fit it (the caller composes),
  * -1 and be->err on failure. */
-int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g);
+int amp_format_fp8_gemm(amp_model *m, int x_slot, int t, const amp_array *x, amp_gemm_desc *g,
+                        const amp_format_keep *keep);
+/* 1 when slot `slot`'s family keeps a counted input's codes and scale
+ * for the weight gradient (amp_format_family.kept). */
+int amp_format_scaled_keeps(const amp_model *m, int slot);
+/* The forward's input v [rows, cols] of slot `slot` as
+ * amp_format_scaled_operand (counted), its codes and scale also into keep
+ * (NULL: not kept) where the slot's family keeps them. */
+const float *amp_format_scaled_input(amp_model *m, int slot, int scratch, const amp_array *v,
+                                     int rows, int cols, const amp_format_keep *keep);
+/* The kept codes of n values as FP32 in operand scratch `scratch`, `at`
+ * elements in: the values the uncounted operand would give again. */
+const float *amp_format_scaled_kept(amp_model *m, int slot, int scratch, size_t at,
+                                    const amp_format_keep *keep, size_t n);
 /* Tensor t's scaled working copy [out, in] as FP32 values in operand
  * scratch `scratch` (amp_format_family.weight: along_cols for dX). */
 const float *amp_format_scaled_weight(amp_model *m, int t, int scratch, int along_cols);

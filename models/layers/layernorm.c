@@ -38,8 +38,12 @@ int amp_rmsnorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps
 }
 
 void amp_layernorm_layout(amp_model *m, amp_layernorm *n, int rows) {
+    amp_layernorm_layout_out(m, n, rows, 0, NULL);
+}
+
+void amp_layernorm_layout_out(amp_model *m, amp_layernorm *n, int rows, int given, void *out) {
     size_t R = (size_t)rows;
-    n->out = amp_kit_take(m, AMP_MEM_ACTIVATIONS, R * n->C, n->out_dt);
+    n->out = given ? out : amp_kit_take(m, AMP_MEM_ACTIVATIONS, R * n->C, n->out_dt);
     n->mean = amp_kit_take(m, AMP_MEM_ACTIVATIONS, R, AMP_DTYPE_F32);
     n->rstd = amp_kit_take(m, AMP_MEM_ACTIVATIONS, R, AMP_DTYPE_F32);
 }

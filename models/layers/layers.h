@@ -28,6 +28,7 @@
 #define AMP_LAYERS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model.h"
 
@@ -108,6 +109,14 @@ static inline amp_array amp_array_of(const void *p, amp_dtype dt) {
  * (describe.c). 0, or -1 when out of host memory. */
 int amp_linear_describe(amp_model_desc *d, const char *name, int out, int in, int bias, int decay);
 
+/* A scaled input kept for the weight gradient as its codes (backend
+ * memory, the model's activations) and the scale it was quantized with
+ * (host). */
+typedef struct amp_format_keep {
+    uint8_t *codes;
+    float *scale;
+} amp_format_keep;
+
 typedef struct amp_linear {
     int layer;          /* precision, telemetry */
     int in, out, rows;  /* rows: the most per call */
@@ -122,6 +131,11 @@ typedef struct amp_linear {
      * or -1; any >= 0 makes its GEMMs FP32 on dequantized values (scaled) */
     int fp8[AMP_ROLE_COUNT];
     int scaled;
+    /* its input's family keeps codes (per-tensor FP8): the model may give
+     * it `keep` (amp_linear_keep); then its dW reads them, not its x */
+    int keeps;
+    amp_format_keep keep; /* codes NULL: x as given is kept by the model */
+    float keep_scale;
 } amp_linear;
 
 /* The Linear `name` (a layer of the table; tensors name.weight [out, in]
@@ -130,6 +144,12 @@ typedef struct amp_linear {
  * (a tied one). Default init: nn.Linear's U(+-1/sqrt(in)). */
 int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *weight, int rows,
                     amp_act act, amp_array x);
+/* At layout: where L's input is in a family that keeps codes (per-tensor
+ * FP8), takes rows * in bytes of the model's activations for them and
+ * returns 1: L's forward writes its input's codes and scale there, its dW
+ * reads them and never the x passed to it, so the model need not keep x
+ * after L's forward. 0: the model keeps x as it gave it. */
+int amp_linear_keep(amp_model *m, amp_linear *L);
 /* L's dY comes stored without its FP32 copy (an attention's dqkv, not
  * amp_linear_grad_in's or act_backward's): plans the operand slots for
  * it, x as given to amp_linear_init. */
@@ -197,6 +217,11 @@ int amp_layernorm_init(amp_model *m, amp_layernorm *n, const char *name, float e
  * * weight, on the same object and op (name.weight only; init 1). */
 int amp_rmsnorm_init(amp_model *m, amp_layernorm *n, const char *name, float eps);
 void amp_layernorm_layout(amp_model *m, amp_layernorm *n, int rows);
+/* The same with its output in `out` when `given` (the model's workspace,
+ * [rows, C] out_dt; NULL while the layout measures) where the only reader
+ * keeps its own codes (amp_linear_keep): then nothing reads it after the
+ * next layer's forward. */
+void amp_layernorm_layout_out(amp_model *m, amp_layernorm *n, int rows, int given, void *out);
 int amp_layernorm_forward(amp_model *m, const amp_layernorm *n, const float *x, int rows);
 static inline amp_array amp_layernorm_output(const amp_layernorm *n) {
     return amp_array_of(n->out, n->out_dt);
@@ -244,6 +269,10 @@ typedef struct amp_attention {
 int amp_attention_init(amp_model *m, amp_attention *a, const char *name, int T, int C, int nh,
                        amp_array qkv);
 void amp_attention_layout(amp_model *m, amp_attention *a);
+/* The same with its output in `out` when `given` ([B*T, C] dt; the
+ * model's workspace) where its only reader keeps its own codes (its
+ * backward never reads it). */
+void amp_attention_layout_out(amp_model *m, amp_attention *a, int given, void *out);
 /* rows: sequences of T (B of the batch or fewer) */
 int amp_attention_forward(amp_model *m, const amp_attention *a, amp_array qkv, int rows);
 static inline amp_array amp_attention_output(const amp_attention *a) {

@@ -42,6 +42,8 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
         if (L->fp8[r] == -2) return -1;
         L->scaled |= L->fp8[r] >= 0;
     }
+    L->keeps = L->scaled && amp_format_scaled_keeps(m, L->fp8[AMP_ROLE_INPUT]);
+    L->keep = (amp_format_keep){NULL, &L->keep_scale};
     /* scaled: FP32 GEMMs on the dequantized operands (FP8_SPEC) */
     L->feed = L->scaled ? AMP_DTYPE_F32 : amp_format_feed(m, L->gemm);
     /* a scaled dY is widened into its operand slot on the way to its codes
@@ -91,6 +93,13 @@ int amp_linear_init(amp_model *m, amp_linear *L, const char *name, const char *w
     if ((L->scaled && dy32) || (L->b >= 0 && L->out_dt != AMP_DTYPE_F32))
         amp_kit_need(m, AMP_SCRATCH_DY32, yn);
     return 0;
+}
+
+int amp_linear_keep(amp_model *m, amp_linear *L) {
+    size_t n = L->keeps ? (size_t)L->rows * (size_t)L->in : 0; /* 1 byte per value */
+    L->keep = (amp_format_keep){n ? amp_arena_take(&m->mem[AMP_MEM_ACTIVATIONS], n) : NULL,
+                                &L->keep_scale};
+    return n != 0;
 }
 
 /* Where L's FP32 dY goes between act_backward and its GEMMs: past x in
@@ -169,18 +178,25 @@ static amp_gemm_desc forward_gemm(amp_model *m, const amp_linear *L, void *out, 
     return g;
 }
 
+/* Where L's forward keeps its input's codes, NULL: nowhere. */
+static const amp_format_keep *kept(const amp_linear *L) {
+    return L->keep.codes ? &L->keep : NULL;
+}
+
 int amp_linear_forward(amp_model *m, const amp_linear *L, void *out, void *act_out, amp_array x,
                        int rows) {
     amp_array w = amp_kit_weight(m, L->w);
     const void *xg, *wg;
     if (L->scaled) { /* the backend's FP8 GEMM on the codes, where it has one */
         amp_gemm_desc g = forward_gemm(m, L, out, act_out, NULL, NULL, rows);
-        int rc = amp_format_fp8_gemm(m, L->fp8[AMP_ROLE_INPUT], L->w, &x, &g);
+        int rc = amp_format_fp8_gemm(m, L->fp8[AMP_ROLE_INPUT], L->w, &x, &g, kept(L));
         if (rc != 0) return rc < 0 ? -1 : 0;
     }
     if (L->scaled) {
         /* blocked: x and W in blocks along in, the reduction dimension */
-        xg = scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, rows, L->in, 0, 1);
+        xg = L->keep.codes ? amp_format_scaled_input(m, L->fp8[AMP_ROLE_INPUT], 0, &x, rows, L->in,
+                                                     kept(L))
+                           : scaled_operand(m, L, AMP_ROLE_INPUT, 0, &x, rows, L->in, 0, 1);
         wg = xg ? scaled_weight(m, L, 1, 0) : NULL;
     } else {
         xg = operand(m, L, 0, &x, (size_t)rows * L->in);
@@ -235,13 +251,19 @@ int amp_linear_backward_weights(amp_model *m, const amp_linear *L, amp_array *dy
     const void *dyg, *xg;
     amp_array dy_in = *dy;
     if (L->scaled) {
-        /* qX again from the saved x: same scale, counted in the forward.
+        /* qX: the forward's codes and scale where it kept them (the same
+         * values), else again from the saved x: same scale, counted in the forward.
          * blocked: dY and x in blocks along rows, dW's reduction dimension
          * (dY's counts are taken here, not again for dX) */
         dyg = scaled_operand(m, L, AMP_ROLE_GRAD_OUTPUT, 0, dy, rows, L->out, 1, 1);
-        xg = dyg ? scaled_operand_at(m, L, AMP_ROLE_INPUT, 0, amp_format_after(yn), &x, rows,
-                                     L->in, 1, 0)
-                 : NULL;
+        size_t at = amp_format_after(yn);
+        if (!dyg)
+            xg = NULL;
+        else if (L->keep.codes)
+            xg = amp_format_scaled_kept(m, L->fp8[AMP_ROLE_INPUT], 0, at, &L->keep,
+                                        (size_t)rows * L->in);
+        else
+            xg = scaled_operand_at(m, L, AMP_ROLE_INPUT, 0, at, &x, rows, L->in, 1, 0);
     } else {
         dyg = operand(m, L, 0, dy, yn);
         /* x takes slot 0, past dY where dY took it (amp_linear_bare_dy

@@ -30,9 +30,13 @@ int amp_attention_init(amp_model *m, amp_attention *a, const char *name, int T, 
 }
 
 void amp_attention_layout(amp_model *m, amp_attention *a) {
+    amp_attention_layout_out(m, a, 0, NULL);
+}
+
+void amp_attention_layout_out(amp_model *m, amp_attention *a, int given, void *out) {
     size_t N = (size_t)a->B * a->T;
     a->att = amp_kit_take(m, AMP_MEM_ACTIVATIONS, (size_t)a->B * a->nh * a->T * a->T, a->dt);
-    a->out = amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * a->C, a->dt);
+    a->out = given ? out : amp_kit_take(m, AMP_MEM_ACTIVATIONS, N * a->C, a->dt);
 }
 
 int amp_attention_forward(amp_model *m, const amp_attention *a, amp_array qkv, int rows) {
