@@ -274,6 +274,7 @@ static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gem
     if (lt_handle(be) || amp_cuda_scratch(be, FP8_SCALES_BYTES + FP8_LT_WORKSPACE, &p)) return 1;
     float *scales = (float *)p;
     float inv[2] = {amp_fp8_inv_scale(q->b_scale), amp_fp8_inv_scale(q->a_scale)};
+    be->host_round_trips++; /* a pageable upload */
     AMP_CHECK_CUDA(cudaMemcpyAsync(scales, inv, sizeof inv, cudaMemcpyHostToDevice, im->stream));
     AMP_CHECK_LAUNCH(cudaMemcpyAsync);
     return lt_matmul(be, d, fp8_type(q->b_fmt), fp8_type(q->a_fmt), d->alpha, scales, scales + 1, 0,
