@@ -293,7 +293,7 @@ static void cuda_destroy(amp_backend *be) {
         if (im->partials) cuda_warn("cudaFree", cudaFree(im->partials));
         if (im->scratch) cuda_warn("cudaFree", cudaFree(im->scratch));
         amp_cuda_cnn_destroy(be);
-        amp_cuda_fp8_gemm_destroy(be);
+        amp_cuda_lt_destroy(be);
         if (im->blas) {
             cublasStatus_t st = cublasDestroy(im->blas);
             if (st != CUBLAS_STATUS_SUCCESS)
