@@ -32,7 +32,7 @@
 #                           same for NVFP4) (20 s)
 #                 ctest     the other `gpu` tests (gpu_host_round_trips among
 #                           them: no host round trip inside forward/backward
-#                           under fp8 and nvfp4; a gpu test that skips on a
+#                           under fp8 delayed; a gpu test that skips on a
 #                           GPU host fails, except the 2-GPU NCCL tests
 #                           with one GPU) (45 s)
 #                 nccl      dist_nccl's result (2 ranks, 2 GPUs, MPI build)

@@ -69,7 +69,7 @@ extern "C" {
 }
 
 #define FP8_LT_WORKSPACE ((size_t)32 << 20)
-#define FP8_SCALES_BYTES 256 /* the two device scales, ahead of the workspace */
+#define FP8_SCALES_BYTES 256 /* the two device inverse scales, ahead of the workspace */
 
 /* Why a call cannot take the cuBLASLt path: each named once in the log
  * (bit i of im->fp8_gemm_said), with the first shape that hit it. */
@@ -169,19 +169,27 @@ static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, cudaDataType_t typ
                               FP8_LT_WORKSPACE, declined);
 }
 
+/* The two inverse scales cuBLASLt multiplies by (cuBLASLt's A first: B's
+ * scale), computed on the device from the launch's arguments: no host copy
+ * and nothing to synchronise. amp_fp8_inv_scale is the CPU's float(1 /
+ * scale), an IEEE division on both sides. */
+__global__ void amp_k_fp8_inv_scales(float *inv, float scale_lt_a, float scale_lt_b) {
+    inv[0] = amp_fp8_inv_scale(scale_lt_a);
+    inv[1] = amp_fp8_inv_scale(scale_lt_b);
+}
+
 /* The per-tensor FP8 GEMM: cuBLASLt multiplies by the inverses of the
- * quantize scales, uploaded ahead of the workspace. */
+ * quantize scales, written by amp_k_fp8_inv_scales ahead of the workspace
+ * and passed as device scale pointers. */
 static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
                       const char **declined) {
     amp_cuda_impl *im = amp_cuda_im(be);
     void *p;
     if (amp_cuda_scratch(be, FP8_SCALES_BYTES + FP8_LT_WORKSPACE, &p)) return 1;
-    float *scales = (float *)p;
-    float inv[2] = {amp_fp8_inv_scale(q->b_scale), amp_fp8_inv_scale(q->a_scale)};
-    be->host_round_trips++; /* a pageable upload */
-    AMP_CHECK_CUDA(cudaMemcpyAsync(scales, inv, sizeof inv, cudaMemcpyHostToDevice, im->stream));
-    AMP_CHECK_LAUNCH(cudaMemcpyAsync);
-    return lt_matmul(be, d, fp8_type(q->b_fmt), fp8_type(q->a_fmt), d->alpha, scales, scales + 1, 0,
+    float *inv = (float *)p;
+    amp_k_fp8_inv_scales<<<1, 1, 0, im->stream>>>(inv, q->b_scale, q->a_scale);
+    AMP_CHECK_LAUNCH(amp_k_fp8_inv_scales);
+    return lt_matmul(be, d, fp8_type(q->b_fmt), fp8_type(q->a_fmt), d->alpha, inv, inv + 1, 0,
                      (char *)p + FP8_SCALES_BYTES, declined);
 }
 
