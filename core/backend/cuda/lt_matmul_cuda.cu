@@ -73,7 +73,7 @@ static uint32_t lt_align(const void *p) {
 /* Builds entry c for key k: the descriptors, then the heuristic's answer
  * (or its refusal in c->declined). 0, or 1 with be->err (c left empty). */
 static int entry_make(amp_backend *be, amp_lt_cache *t, amp_lt_entry *c, const amp_lt_key *k,
-                      size_t ws_bytes) {
+                      const void *scale_a, const void *scale_b, size_t ws_bytes) {
     amp_cuda_impl *im = amp_cuda_im(be);
     cublasLtMatmulPreference_t pref = NULL;
     memset(c, 0, sizeof *c);
@@ -91,6 +91,11 @@ static int entry_make(amp_backend *be, amp_lt_cache *t, amp_lt_entry *c, const a
                                               sizeof mode));
     }
 #endif
+    /* the heuristic sees scale pointers, as every call sets them */
+    LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a,
+                                          sizeof scale_a));
+    LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b,
+                                          sizeof scale_b));
     LT_TRY(cublasLtMatrixLayoutCreate(&c->la, (cudaDataType_t)k->type_a, (uint64_t)k->k,
                                       (uint64_t)k->n, k->ldb));
     LT_TRY(cublasLtMatrixLayoutCreate(&c->lb, (cudaDataType_t)k->type_b, (uint64_t)k->k,
@@ -123,7 +128,8 @@ static int entry_make(amp_backend *be, amp_lt_cache *t, amp_lt_entry *c, const a
 
 /* The entry for key k: a hit, or one made in an empty slot or in place of
  * the least recently used. NULL with be->err. */
-static amp_lt_entry *lookup(amp_backend *be, const amp_lt_key *k, size_t ws_bytes) {
+static amp_lt_entry *lookup(amp_backend *be, const amp_lt_key *k, const void *scale_a,
+                            const void *scale_b, size_t ws_bytes) {
     amp_cuda_impl *im = amp_cuda_im(be);
     if (!im->lt_cache) {
         im->lt_cache = (amp_lt_cache *)calloc(1, sizeof *im->lt_cache);
@@ -144,7 +150,7 @@ static amp_lt_entry *lookup(amp_backend *be, const amp_lt_key *k, size_t ws_byte
         if (c->used < victim->used) victim = c;
     }
     entry_free(victim);
-    if (entry_make(be, t, victim, k, ws_bytes) != 0) return NULL;
+    if (entry_make(be, t, victim, k, scale_a, scale_b, ws_bytes) != 0) return NULL;
     victim->used = now;
     return victim;
 }
@@ -174,7 +180,7 @@ int amp_cuda_lt_matmul(amp_backend *be, const amp_gemm_desc *d, cudaDataType_t t
     k.align_a = lt_align(d->b);
     k.align_b = lt_align(d->a);
     k.align_c = lt_align(d->acc);
-    amp_lt_entry *c = lookup(be, &k, ws_bytes);
+    amp_lt_entry *c = lookup(be, &k, scale_a, scale_b, ws_bytes);
     if (!c) return 1;
     if (c->declined) {
         *declined = c->declined;
