@@ -36,5 +36,5 @@ void amp_host_trips_json(FILE *f, amp_host_trips *t) {
     else fputs("null", f);
     if (steps) fprintf(f, ", \"max\": %llu", t->max);
     else fputs(", \"max\": null", f);
-    fprintf(f, ", \"steps\": %llu}", (unsigned long long)steps);
+    fprintf(f, ", \"steps_counted\": %llu}", (unsigned long long)steps);
 }

@@ -26,7 +26,7 @@ int amp_host_trips_fwd_bwd(amp_host_trips **t, amp_model *m, const amp_forward_a
                            const amp_backward_args *ba);
 /* The end of a step: its count goes to the median and the maximum. */
 void amp_host_trips_step_end(amp_host_trips *t);
-/* ,"host_round_trips_per_step": {"median": M, "max": X, "steps": N}
+/* ,"host_round_trips_per_step": {"median": M, "max": X, "steps_counted": N}
  * (median and max null when no step ran). */
 void amp_host_trips_json(FILE *f, amp_host_trips *t);
 
