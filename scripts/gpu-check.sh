@@ -30,7 +30,9 @@
 #                           and H200 run MXFP8 and NVFP4 GEMMs emulated) (20 s)
 #                 nvfp4     ctest test_gpu_nvfp4 and test_gpu_nvfp4_gemm (the
 #                           same for NVFP4) (20 s)
-#                 ctest     the other `gpu` tests (a gpu test that skips on a
+#                 ctest     the other `gpu` tests (gpu_host_round_trips among
+#                           them: no host round trip inside forward/backward
+#                           under fp8 delayed; a gpu test that skips on a
 #                           GPU host fails, except the 2-GPU NCCL tests
 #                           with one GPU) (45 s)
 #                 nccl      dist_nccl's result (2 ranks, 2 GPUs, MPI build)

@@ -234,6 +234,24 @@ static void fp8_gemm_row(const amp_gpu_row *r) {
     char what[96];
     snprintf(what, sizeof what, "%s pre-activation", r->name);
     rows_cmp(what, got, want, nc, AMP_DTYPE_F32, ROWS_WITHIN(tol, 1e-6));
+#if AMP_HAVE_CUDA
+    /* The same shape again with A's scale doubled: cuBLASLt's descriptors
+     * and algorithm come from the backend's cache (no second heuristic
+     * call), the new scale still reaches the GEMM (every value halved). */
+    if (!rows_self_check && amp_cuda_test_fp8_gemm_native(rows_dev)) {
+        unsigned long long asked = amp_cuda_test_lt_heuristic_calls(rows_dev);
+        amp_fp8_gemm_operands q2 = {fa, fb, 2.0f * sa, sb, NULL, NULL};
+        rows_ok(AMP_FUSED(rows_dev, fp8_gemm, &h, &q2), rows_dev, "fp8_gemm");
+        EXPECT(amp_cuda_test_lt_heuristic_calls(rows_dev) == asked,
+               "%s: a repeated shape asked cuBLASLt's heuristic again (%llu calls, was %llu)",
+               r->name, amp_cuda_test_lt_heuristic_calls(rows_dev), asked);
+        for (size_t i = 0; i < nc; i++) want[i] = acc[i] * 0.5f + bias[i % (size_t)n];
+        float *got2 = rows_take_dev(dpre, nc * 4);
+        snprintf(what, sizeof what, "%s again, A's scale doubled", r->name);
+        rows_cmp(what, got2, want, nc, AMP_DTYPE_F32, ROWS_WITHIN(tol, 1e-6));
+        free(got2);
+    }
+#endif
     rows_release(dqa), rows_release(dqb), rows_release(dbias), rows_release(dacc),
         rows_release(dact);
     free(x), free(w), free(bias), free(qa), free(qb), free(da), free(db), free(acc), free(want),

@@ -720,6 +720,13 @@ struct amp_backend {
     int allow_tf32; /* set by the core from the precision policy */
     int deterministic; /* [run] deterministic: only deterministic library algorithms (cuDNN) */
     amp_backend_info info;
+    /* Host round trips so far: every download (it synchronises), every
+     * upload from pageable host memory, and every value an op hands back to
+     * the host (fp8_amax, nvfp4_quantize's s_dec, nvfp4_qdq's s_enc). The
+     * CPU backend counts the same calls (they stand for those transfers), so
+     * both report one count; the trainer reads it around forward/backward
+     * (summary.json, backend.host_round_trips_per_step). */
+    unsigned long long host_round_trips;
     void *impl;
     char err[512];
 };

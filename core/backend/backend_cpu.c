@@ -110,6 +110,13 @@ static int cpu_copy(amp_backend *be, void *dst, const void *src, size_t bytes) {
     return 0;
 }
 
+/* upload and download: a copy that stands for a host round trip (counted
+ * as the CUDA backend's are) */
+static int cpu_transfer(amp_backend *be, void *dst, const void *src, size_t bytes) {
+    be->host_round_trips++;
+    return cpu_copy(be, dst, src, bytes);
+}
+
 static int cpu_zero(amp_backend *be, void *dst, size_t bytes) {
     memset(dst, 0, bytes);
     return 0;
@@ -165,6 +172,7 @@ static int cpu_round(amp_backend *be, void *dst, amp_dtype dt, const float *src,
  * caller's staging buffer. */
 static int cpu_upload_round(amp_backend *be, void *dst, amp_dtype dt, const float *src, size_t n,
                             amp_round_count *cnt) {
+    be->host_round_trips++; /* the upload it stands for */
     return cpu_round(be, dst, dt, src, n, cnt);
 }
 
@@ -642,8 +650,8 @@ static const amp_backend_ops cpu_ops = {
     .destroy = cpu_destroy,
     .alloc = cpu_alloc,
     .release = cpu_release,
-    .upload = cpu_copy,
-    .download = cpu_copy,
+    .upload = cpu_transfer,
+    .download = cpu_transfer,
     .zero = cpu_zero,
     .copy = cpu_copy,
     .gemm_ex = cpu_gemm_ex,

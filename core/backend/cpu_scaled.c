@@ -22,6 +22,7 @@ static int cpu_fp8_amax(amp_backend *be, float *amax_host, const float *x, size_
     for (size_t i = 0; i < n; i += QDQ_CHUNK)
         k->quantize(q, x + i, n - i < QDQ_CHUNK ? n - i : QDQ_CHUNK, 1.0f, AMP_FP8_E4M3, &st);
     *amax_host = st.amax;
+    be->host_round_trips++; /* a device would download it */
     return 0;
 }
 

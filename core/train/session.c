@@ -370,6 +370,7 @@ void amp_session_close(amp_session *s) {
     amp_model_free(s->model);
     amp_batcher_free(s->batcher);
     if (s->be) s->be->ops->destroy(s->be);
+    free(s->trips);
     amp_plugin_close(&s->scaler);
     amp_plugin_close(&s->precision);
     amp_dataset_free(&s->train);
@@ -723,13 +724,12 @@ int amp_session_step(amp_session *s, amp_step_record *rec, char *err, size_t err
         m->grads_ready = last ? on_grads_ready : NULL;
         m->ready_ctx = last ? s : NULL;
         m->allsum = amp_session_sync_bn(s); /* every micro-batch: its global batch */
-        int frc = m->ops->forward(m, &fa);
-        int brc = frc ? frc : m->ops->backward(m, &ba);
+        int rc = amp_host_trips_fwd_bwd(&s->trips, m, &fa, &ba);
         m->grads_ready = NULL;
         m->allsum = NULL;
-        AMP_BE_TRY(s->be, frc);
-        AMP_BE_TRY(s->be, brc);
+        AMP_BE_TRY(s->be, rc);
     }
+    amp_host_trips_step_end(s->trips);
     AMP_BE_TRY(s->be, poison(s));
     if (dp && amp_dist_grads_end(s->grads, err, errlen) != 0) return -1;
     float inv_scale = (float)(1.0 / scale); /* as GradScaler: float(1/double(scale)) */

@@ -18,6 +18,7 @@
 #include "formats/scaled.h"
 #include "config/settings.h"
 #include "data/text.h"
+#include "host_trips.h"
 
 typedef struct amp_step_record {
     int64_t step;      /* 1-based index of the step just run */
@@ -108,6 +109,7 @@ typedef struct amp_session {
      * rank had; all ranks agree), its loss and accuracy partial: 0 when it
      * covered the whole split. */
     int eval_stopped;
+    amp_host_trips *trips;   /* round trips inside forward/backward (NULL: no step yet) */
 } amp_session;
 
 /* Builds everything from a parsed config. On failure *out is NULL and err

@@ -28,7 +28,7 @@ static void write_plugin(FILE *f, const amp_plugin *p) {
  * input dtype), when it reports it. */
 static void write_backend_info(FILE *f, const amp_backend_info *in) {
     if (!in->isa[0]) return;
-    fputs(",\n  \"backend\": {\"isa\": ", f);
+    fputs(", \"isa\": ", f);
     amp_json_str(f, in->isa);
     fputs(", \"isa_available\": ", f);
     amp_json_str(f, in->isa_available);
@@ -58,7 +58,6 @@ static void write_backend_info(FILE *f, const amp_backend_info *in) {
         fputc('}', f);
     }
     if (in->n_gemm_choices > 0) fputs("]", f);
-    fputc('}', f);
 }
 
 void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_result *r) {
@@ -73,7 +72,12 @@ void amp_train_write_summary(FILE *f, const amp_session *s, const amp_train_resu
     write_plugin(f, &s->scaler);
     fputs("},\n  \"device\": ", f);
     amp_json_str(f, s->be->ops->name);
+    /* the round trips first: every backend reports them */
+    fputs(",\n  \"backend\": {\"name\": ", f);
+    amp_json_str(f, s->be->ops->name);
+    amp_host_trips_json(f, s->trips);
     write_backend_info(f, &s->be->info);
+    fputc('}', f);
     fprintf(f, ",\n  \"seed\": %llu,\n  \"steps\": %lld,\n  \"skipped_steps\": %lld,\n",
             (unsigned long long)s->set.seed, (long long)s->step, (long long)s->skipped);
     fputs("  \"final_train_loss\": ", f);

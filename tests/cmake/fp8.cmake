@@ -197,3 +197,11 @@ add_test(NAME fp8_state_v1_resume
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/state_v1.sh $<TARGET_FILE:amptrain>
                  ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini ${AMP_FP8_RUNS}/state_v1)
 set_tests_properties(fp8_state_v1_resume PROPERTIES LABELS "fp8;cli;checkpoint" SKIP_RETURN_CODE 77)
+# summary.json's host round trips inside forward/backward: 10 per step of the
+# tiny GPT under fp8's current recipe and nvfp4 (the amaxes and tensor scales
+# the CPU's ops hand back as a device would download them), none under
+# delayed scaling and fp32 (tests/fp8/host_trips.sh).
+add_test(NAME fp8_host_round_trips
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fp8/host_trips.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini ${AMP_FP8_RUNS}/host_trips)
+set_tests_properties(fp8_host_round_trips PROPERTIES LABELS "fp8;cli" SKIP_RETURN_CODE 77)

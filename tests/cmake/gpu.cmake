@@ -43,3 +43,15 @@ if(AMP_HAVE_CUDA)
   set_tests_properties(cuda_no_spills PROPERTIES ENVIRONMENT AMP_NVCC=${CMAKE_CUDA_COMPILER}
                        LABELS cli TIMEOUT 900)
 endif()
+
+# Host round trips inside forward/backward on the CUDA backend
+# (backend.host_round_trips_per_step), the tiny GPT a few steps each: none
+# under fp8's delayed scaling; under fp8 current and nvfp4 exactly the CPU
+# backend's count for the same run (the amaxes and NVFP4 tensor scales that
+# still come back to the host, nothing else). tests/gpu_host_trips.sh; exits
+# 77 without a GPU. scripts/gpu-check.sh runs it in its ctest part.
+add_test(NAME gpu_host_round_trips
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_host_trips.sh $<TARGET_FILE:amptrain>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/configs/gpt_scaled_tiny.ini
+                 ${CMAKE_BINARY_DIR}/tests/gpu_host_trips)
+set_tests_properties(gpu_host_round_trips PROPERTIES LABELS "gpu;fp8;nvfp4" SKIP_RETURN_CODE 77)

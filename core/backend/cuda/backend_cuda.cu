@@ -151,6 +151,7 @@ static int cuda_memcpy(amp_backend *be, void *dst, const void *src, size_t bytes
 }
 
 static int cuda_upload(amp_backend *be, void *dst_dev, const void *src_host, size_t bytes) {
+    be->host_round_trips++; /* pageable: staged through the host before it returns */
     return cuda_memcpy(be, dst_dev, src_host, bytes, cudaMemcpyHostToDevice,
                        "cudaMemcpyAsync (upload)");
 }
@@ -162,6 +163,7 @@ static int cuda_copy(amp_backend *be, void *dst_dev, const void *src_dev, size_t
 
 static int cuda_download(amp_backend *be, void *dst_host, const void *src_dev, size_t bytes) {
     cudaStream_t s = amp_cuda_im(be)->stream;
+    be->host_round_trips++; /* it synchronises */
     if (bytes)
         AMP_CHECK_CUDA(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, s));
     /* Also where asynchronous kernel faults surface. */
@@ -291,7 +293,7 @@ static void cuda_destroy(amp_backend *be) {
         if (im->partials) cuda_warn("cudaFree", cudaFree(im->partials));
         if (im->scratch) cuda_warn("cudaFree", cudaFree(im->scratch));
         amp_cuda_cnn_destroy(be);
-        amp_cuda_fp8_gemm_destroy(be);
+        amp_cuda_lt_destroy(be);
         if (im->blas) {
             cublasStatus_t st = cublasDestroy(im->blas);
             if (st != CUBLAS_STATUS_SUCCESS)

@@ -10,6 +10,20 @@
 
 #include "backend/backend.h"
 
+/* cuBLASLt's block-scaled GEMM (the VEC32_UE8M0 and VEC16_UE4M3 scale
+ * modes and the A/B_SCALE_MODE attributes) came with cuBLAS 12.8; older
+ * headers build the emulated MX32 and NVFP4 paths only. */
+#ifdef CUBLAS_VERSION
+#if CUBLAS_VERSION >= 120800
+#define AMP_LT_BLOCK_SCALED 1
+#endif
+#endif
+#ifndef AMP_LT_BLOCK_SCALED
+#define AMP_LT_BLOCK_SCALED 0
+#endif
+
+typedef struct amp_lt_cache amp_lt_cache;
+
 typedef struct amp_cuda_impl {
     int device;
     int sm_count;        /* caps grid sizes: one wave of 8 blocks per SM */
@@ -26,7 +40,8 @@ typedef struct amp_cuda_impl {
     int sync_each; /* AMPTRAIN_CUDA_SYNC=1: synchronise after every launch */
     struct amp_cudnn_state *dnn; /* cuDNN handle and conv plans (cnn_cuda.cu); made on first use */
     int cc;                       /* compute capability, major * 10 + minor */
-    cublasLtHandle_t lt;          /* fp8_gemm's cuBLASLt (fp8_gemm_cuda.cu); made on first use */
+    cublasLtHandle_t lt;          /* the scaled GEMMs' cuBLASLt (lt_matmul_cuda.cu); made on first use */
+    amp_lt_cache *lt_cache;       /* its descriptors and heuristic results by key (lt_matmul_cuda.cu) */
     unsigned fp8_gemm_said;       /* scaled GEMM paths already named in the log (bits) */
     int fp8_gemm_last;            /* the path of the latest fp8_gemm call (fp8_gemm_cuda.cu) */
     unsigned nvfp4_gemm_said;     /* nvfp4_gemm's paths already named in the log (bits) */
@@ -108,7 +123,21 @@ void amp_cuda_nvfp4_ops(amp_scaled_ops *o);
 int amp_cuda_fp8_gemm(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q);
 int amp_cuda_nvfp4_gemm(amp_backend *be, const amp_gemm_desc *d,
                         const amp_nvfp4_gemm_operands *q);
-void amp_cuda_fp8_gemm_destroy(amp_backend *be); /* frees im->lt; safe when never made */
+/* A cuBLASLt FP8 (or FP4) GEMM into d->acc (no epilogue; lt_matmul_cuda.cu):
+ * alpha times the product of cuBLASLt's A (type_a) and B (type_b), with the
+ * scales scale_a / scale_b (dev) of cuBLASLt's A and B read in scale mode
+ * `mode` (0: one FP32 per tensor; else a cublasLtMatmulMatrixScale_t for
+ * both); d->beta as given. Row-major C = A . B^T is column-major C^T = B .
+ * A^T: cuBLASLt's A is d->b (transposed), its B is d->a, as in gemm_ex.
+ * ws: ws_bytes of workspace. *declined = the heuristic's status name (and
+ * nothing run) when it offers no algorithm for the call. The descriptors
+ * and the heuristic's answer are cached per type, mode, shape, leading
+ * dimensions and alignment. 0, or 1 with be->err. */
+int amp_cuda_lt_matmul(amp_backend *be, const amp_gemm_desc *d, cudaDataType_t type_a,
+                       cudaDataType_t type_b, float alpha, const void *scale_a,
+                       const void *scale_b, int32_t mode, void *ws, size_t ws_bytes,
+                       const char **declined);
+void amp_cuda_lt_destroy(amp_backend *be); /* frees im->lt and its cache; safe when never made */
 
 /* The "conv" family (cnn_cuda.cu), built only with cuDNN (AMP_HAVE_CUDNN). */
 typedef struct amp_cudnn_state amp_cudnn_state;

@@ -29,6 +29,10 @@ int amp_cuda_test_fp8_gemm_native(amp_backend *be);
  * GEMM, 0 when it took the emulated path (tests/nvfp4_gemm_rows.h). */
 int amp_cuda_test_nvfp4_gemm_block_scaled(amp_backend *be);
 
+/* cublasLtMatmulAlgoGetHeuristic calls so far: a shape met before is
+ * answered from the backend's cache (tests/test_gpu_fp8.c). */
+unsigned long long amp_cuda_test_lt_heuristic_calls(amp_backend *be);
+
 #ifdef __cplusplus
 }
 #endif

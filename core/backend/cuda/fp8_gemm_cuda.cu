@@ -68,20 +68,8 @@ extern "C" {
 #include "util/log.h"
 }
 
-/* cuBLASLt's block-scaled GEMM (the VEC32_UE8M0 scale mode and the
- * A/B_SCALE_MODE attributes) came with cuBLAS 12.8; older headers build
- * the emulated MX32 path only. */
-#ifdef CUBLAS_VERSION
-#if CUBLAS_VERSION >= 120800
-#define AMP_LT_BLOCK_SCALED 1
-#endif
-#endif
-#ifndef AMP_LT_BLOCK_SCALED
-#define AMP_LT_BLOCK_SCALED 0
-#endif
-
 #define FP8_LT_WORKSPACE ((size_t)32 << 20)
-#define FP8_SCALES_BYTES 256 /* the two device scales, ahead of the workspace */
+#define FP8_SCALES_BYTES 256 /* the two device inverse scales, ahead of the workspace */
 
 /* Why a call cannot take the cuBLASLt path: each named once in the log
  * (bit i of im->fp8_gemm_said), with the first shape that hit it. */
@@ -172,111 +160,36 @@ static cudaDataType_t fp8_type(int fmt) {
     return fmt == AMP_FP8_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
 
-/* Everything lt_matmul creates, freed in one place. */
-struct fp8_lt_call {
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulPreference_t pref;
-};
-
-static void fp8_lt_free(fp8_lt_call *c) {
-    if (c->pref) cublasLtMatmulPreferenceDestroy(c->pref);
-    if (c->lc) cublasLtMatrixLayoutDestroy(c->lc);
-    if (c->lb) cublasLtMatrixLayoutDestroy(c->lb);
-    if (c->la) cublasLtMatrixLayoutDestroy(c->la);
-    if (c->op) cublasLtMatmulDescDestroy(c->op);
-}
-
-#define FP8_LT(expr)                                                                               \
-    do {                                                                                           \
-        cublasStatus_t s_ = (expr);                                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
-            fp8_lt_free(&c);                                                                       \
-            return amp_cuda_fail(be, #expr, __FILE__, __LINE__, cublasGetStatusName(s_),           \
-                                 cublasGetStatusString(s_));                                       \
-        }                                                                                          \
-    } while (0)
-
-/* A cuBLASLt FP8 (or FP4) GEMM into d->acc (no epilogue): alpha times
- * the product of cuBLASLt's A (type_a) and B (type_b), with the scales
- * scale_a / scale_b (dev) of cuBLASLt's A and B read in scale mode `mode`
- * (0: one FP32 per tensor, the default; else a cublasLtMatmulMatrixScale_t
- * for both); d->beta as given; *declined = the heuristic's status name (and nothing run)
- * when it offers no algorithm for the call: an unsupported type or layout
- * combination says so there. Row-major C = A . B^T is column-major
- * C^T = B . A^T: cuBLASLt's A is d->b (transposed), its B is d->a, as in
- * gemm_ex. ws: FP8_LT_WORKSPACE bytes of workspace. */
+/* The scaled GEMMs' cuBLASLt call, its workspace the FP8_LT_WORKSPACE
+ * bytes at ws (lt_matmul_cuda.cu). */
 static int lt_matmul(amp_backend *be, const amp_gemm_desc *d, cudaDataType_t type_a,
                      cudaDataType_t type_b, float alpha, const void *scale_a, const void *scale_b,
                      int32_t mode, void *ws, const char **declined) {
-    amp_cuda_impl *im = amp_cuda_im(be);
-    fp8_lt_call c;
-    memset(&c, 0, sizeof c);
-    *declined = NULL;
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    FP8_LT(cublasLtMatmulDescCreate(&c.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-#if AMP_LT_BLOCK_SCALED
-    if (mode != 0) {
-        FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode,
-                                              sizeof mode));
-        FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode,
-                                              sizeof mode));
-    }
-#else
-    (void)mode; /* only 0 reaches here: mx_refusal and nv_refusal keep block scales away */
-#endif
-    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a,
-                                          sizeof scale_a));
-    FP8_LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b,
-                                          sizeof scale_b));
-    FP8_LT(cublasLtMatrixLayoutCreate(&c.la, type_a, (uint64_t)d->k, (uint64_t)d->n, d->ldb));
-    FP8_LT(cublasLtMatrixLayoutCreate(&c.lb, type_b, (uint64_t)d->k, (uint64_t)d->m, d->lda));
-    FP8_LT(cublasLtMatrixLayoutCreate(&c.lc, CUDA_R_32F, (uint64_t)d->n, (uint64_t)d->m, d->ldc));
-    FP8_LT(cublasLtMatmulPreferenceCreate(&c.pref));
-    size_t wsb = FP8_LT_WORKSPACE;
-    FP8_LT(cublasLtMatmulPreferenceSetAttribute(c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &wsb, sizeof wsb));
-    cublasLtMatmulHeuristicResult_t h;
-    int found = 0;
-    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(im->lt, c.op, c.la, c.lb, c.lc, c.lc,
-                                                       c.pref, 1, &h, &found);
-    /* A result whose state is not SUCCESS is an algorithm the heuristic
-     * rejected for this problem: as good as none. */
-    if (hs != CUBLAS_STATUS_SUCCESS || found == 0 || h.state != CUBLAS_STATUS_SUCCESS) {
-        fp8_lt_free(&c);
-        *declined = hs != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(hs)
-                    : found == 0                ? "no result"
-                                                : cublasGetStatusName(h.state);
-        return 0;
-    }
-    FP8_LT(cublasLtMatmul(im->lt, c.op, &alpha, d->b, c.la, d->a, c.lb, &d->beta, d->acc, c.lc,
-                          d->acc, c.lc, &h.algo, ws, wsb, im->stream));
-    fp8_lt_free(&c);
-    AMP_CHECK_LAUNCH(cublasLtMatmul);
-    return 0;
+    return amp_cuda_lt_matmul(be, d, type_a, type_b, alpha, scale_a, scale_b, mode, ws,
+                              FP8_LT_WORKSPACE, declined);
 }
 
-/* The handle, made on first use. */
-static int lt_handle(amp_backend *be) {
-    amp_cuda_impl *im = amp_cuda_im(be);
-    if (!im->lt) AMP_CHECK_CUBLAS(cublasLtCreate(&im->lt));
-    return 0;
+/* The two inverse scales cuBLASLt multiplies by (cuBLASLt's A first: B's
+ * scale), computed on the device from the launch's arguments: no host copy
+ * and nothing to synchronise. amp_fp8_inv_scale is the CPU's float(1 /
+ * scale), an IEEE division on both sides. */
+__global__ void amp_k_fp8_inv_scales(float *inv, float scale_lt_a, float scale_lt_b) {
+    inv[0] = amp_fp8_inv_scale(scale_lt_a);
+    inv[1] = amp_fp8_inv_scale(scale_lt_b);
 }
 
 /* The per-tensor FP8 GEMM: cuBLASLt multiplies by the inverses of the
- * quantize scales, uploaded ahead of the workspace. */
+ * quantize scales, written by amp_k_fp8_inv_scales ahead of the workspace
+ * and passed as device scale pointers. */
 static int fp8_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm_operands *q,
                       const char **declined) {
     amp_cuda_impl *im = amp_cuda_im(be);
     void *p;
-    if (lt_handle(be) || amp_cuda_scratch(be, FP8_SCALES_BYTES + FP8_LT_WORKSPACE, &p)) return 1;
-    float *scales = (float *)p;
-    float inv[2] = {amp_fp8_inv_scale(q->b_scale), amp_fp8_inv_scale(q->a_scale)};
-    AMP_CHECK_CUDA(cudaMemcpyAsync(scales, inv, sizeof inv, cudaMemcpyHostToDevice, im->stream));
-    AMP_CHECK_LAUNCH(cudaMemcpyAsync);
-    return lt_matmul(be, d, fp8_type(q->b_fmt), fp8_type(q->a_fmt), d->alpha, scales, scales + 1, 0,
+    if (amp_cuda_scratch(be, FP8_SCALES_BYTES + FP8_LT_WORKSPACE, &p)) return 1;
+    float *inv = (float *)p;
+    amp_k_fp8_inv_scales<<<1, 1, 0, im->stream>>>(inv, q->b_scale, q->a_scale);
+    AMP_CHECK_LAUNCH(amp_k_fp8_inv_scales);
+    return lt_matmul(be, d, fp8_type(q->b_fmt), fp8_type(q->a_fmt), d->alpha, inv, inv + 1, 0,
                      (char *)p + FP8_SCALES_BYTES, declined);
 }
 
@@ -316,7 +229,7 @@ static int mx_native(amp_backend *be, const amp_gemm_desc *d, const amp_fp8_gemm
     size_t kb = (size_t)d->k / AMP_MX_BLOCK;
     size_t ta = amp_mx_tiled_bytes((size_t)d->m, kb), tb = amp_mx_tiled_bytes((size_t)d->n, kb);
     void *p;
-    if (lt_handle(be) || amp_cuda_scratch(be, FP8_LT_WORKSPACE + ta + tb, &p)) return 1;
+    if (amp_cuda_scratch(be, FP8_LT_WORKSPACE + ta + tb, &p)) return 1;
     uint8_t *tiled_a = (uint8_t *)p + FP8_LT_WORKSPACE, *tiled_b = tiled_a + ta;
     if (mx_tile(be, tiled_a, q->a_mx, (size_t)d->m, kb) ||
         mx_tile(be, tiled_b, q->b_mx, (size_t)d->n, kb))
@@ -498,7 +411,7 @@ static int nv_native(amp_backend *be, const amp_gemm_desc *d, const amp_nvfp4_ge
     size_t kb = (size_t)d->k / AMP_NVFP4_BLOCK;
     size_t ta = amp_mx_tiled_bytes((size_t)d->m, kb), tb = amp_mx_tiled_bytes((size_t)d->n, kb);
     void *p;
-    if (lt_handle(be) || amp_cuda_scratch(be, FP8_LT_WORKSPACE + ta + tb, &p)) return 1;
+    if (amp_cuda_scratch(be, FP8_LT_WORKSPACE + ta + tb, &p)) return 1;
     uint8_t *tiled_a = (uint8_t *)p + FP8_LT_WORKSPACE, *tiled_b = tiled_a + ta;
     if (nv_tile(be, tiled_a, q->a_scales, (size_t)d->m, (size_t)d->k, AMP_NVFP4_ROWS) ||
         nv_tile(be, tiled_b, q->b_scales, (size_t)d->n, (size_t)d->k, q->b_blocks))
@@ -586,13 +499,4 @@ extern "C" int amp_cuda_test_fp8_gemm_block_scaled(amp_backend *be) {
 
 extern "C" int amp_cuda_test_fp8_gemm_native(amp_backend *be) {
     return amp_cuda_im(be)->fp8_gemm_last == FP8_NATIVE;
-}
-
-void amp_cuda_fp8_gemm_destroy(amp_backend *be) {
-    amp_cuda_impl *im = amp_cuda_im(be);
-    if (!im->lt) return;
-    cublasStatus_t st = cublasLtDestroy(im->lt);
-    if (st != CUBLAS_STATUS_SUCCESS)
-        amp_log(AMP_LOG_WARN, "cuda: cublasLtDestroy failed: %s", cublasGetStatusName(st));
-    im->lt = NULL;
 }

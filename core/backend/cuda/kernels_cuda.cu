@@ -431,6 +431,7 @@ static int cuda_optim_multi_step(amp_backend *be, const amp_optim_step *o, float
         }
     /* From pageable memory the copy is staged before it returns, so tab can
      * be freed at once. */
+    be->host_round_trips++;
     cudaError_t e = cudaMemcpyAsync(dtab, tab, nchunks * sizeof *tab, cudaMemcpyHostToDevice,
                                     amp_stream(be));
     free(tab);
