@@ -10,9 +10,11 @@ fail() {
 # match bit for bit between an interrupted+resumed and an uninterrupted run.
 # device_used is cudaMemGetInfo's whole-device figure, which other processes
 # on the GPU move: masked too; the process's own exact accounting (every
-# memory_peak_bytes category and their total) is compared.
+# memory_peak_bytes category and their total) is compared. The host round
+# trips per step are counted over the steps this process ran (a resumed
+# run's median of none is null): masked like the step times.
 mask() {
-    sed -E 's/"(step_ms|cpu_ms)":[0-9.eE+-]+/"\1":T/g; s/"(wall_seconds|median_step_ms|median_comm_ms|median_cpu_ms|load_avg_start|load_avg_end|peak_rss_bytes)": ([0-9.eE+-]+|null)/"\1": T/; s/"device_used": [0-9]+/"device_used": M/' "$1"
+    sed -E 's/"(step_ms|cpu_ms)":[0-9.eE+-]+/"\1":T/g; s/"(wall_seconds|median_step_ms|median_comm_ms|median_cpu_ms|load_avg_start|load_avg_end|peak_rss_bytes)": ([0-9.eE+-]+|null)/"\1": T/; s/"host_round_trips_per_step": \{[^}]*\}/"host_round_trips_per_step": T/; s/"device_used": [0-9]+/"device_used": M/' "$1"
 }
 
 # same_outputs REF DIR [noconfig]: metrics.jsonl and summary.json (timing

@@ -47,7 +47,7 @@ add_test(NAME bench_paths_table_smoke
          COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/paths_table.py --tiny --rounds 1 --steps 2
                  --warmup 1 --cnn-steps 1 --peak-seconds 0.02 --build ${CMAKE_BINARY_DIR}/bench)
 set_tests_properties(bench_paths_table_smoke PROPERTIES LABELS bench TIMEOUT 300
-  PASS_REGULAR_EXPRESSION "\\| mlp \\| fp32 \\| [0-9]+ shapes?: [a-z]${AMP_PATHS_ROW}\\| mlp \\| fp16\\+dynamic \\|${AMP_PATHS_ROW}\\| mlp \\| bf16\\+none \\|${AMP_PATHS_ROW}\\| gpt \\| fp32 \\|${AMP_PATHS_ROW}\\| gpt \\| fp16\\+dynamic \\|${AMP_PATHS_ROW}\\| gpt \\| bf16\\+none \\|${AMP_PATHS_ROW}\\| cnn \\| fp32 \\| [^\n]*\\| no CNN in compare_torch.py \\| - \\|\n\\| cnn \\| fp16 \\| [^\n]*\n\\| cnn \\| bf16 \\| "
+  PASS_REGULAR_EXPRESSION "\\| mlp \\| fp32 \\| [0-9]+ shapes?: [a-z]${AMP_PATHS_ROW}\\| mlp \\| fp16\\+dynamic \\|${AMP_PATHS_ROW}\\| mlp \\| bf16\\+none \\|${AMP_PATHS_ROW}\\| gpt \\| fp32 \\|${AMP_PATHS_ROW}\\| gpt \\| fp16\\+dynamic \\|${AMP_PATHS_ROW}\\| gpt \\| bf16\\+none \\|${AMP_PATHS_ROW}\\| cnn \\| fp32 \\| [^\n]*\\| not run \\| not run \\|\n\\| cnn \\| fp16 \\| [^\n]*\n\\| cnn \\| bf16 \\| "
   FAIL_REGULAR_EXPRESSION "Traceback|failed \\(exit")
 # A bad flag is a usage error: exit 2.
 add_test(NAME bench_paths_table_usage
